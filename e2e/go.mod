@@ -1,0 +1,3 @@
+module github.com/zestmcp/zest/e2e
+
+go 1.26.0

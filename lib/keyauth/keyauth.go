@@ -1,0 +1,164 @@
+// Package keyauth checks Lemonade's API and admin keys, over HTTP at the edge and over gRPC in
+// every service, so that programmatic control is no back door. Keys are compared in constant
+// time and never logged.
+package keyauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Environment variables that hold the keys (Lemonade's names).
+const (
+	EnvAPIKey   = "LEMONADE_API_KEY"
+	EnvAdminKey = "LEMONADE_ADMIN_API_KEY"
+)
+
+// Errors carry the exact messages Lemonade's clients expect.
+var (
+	ErrInvalidAPIKey      = errors.New("Invalid or missing API key")
+	ErrInvalidAdminKey    = errors.New("Invalid or missing admin API key")
+	ErrAdminNotConfigured = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
+)
+
+// Keys are the configured keys; an empty key is not configured.
+type Keys struct {
+	API   string
+	Admin string
+}
+
+// FromEnv reads the keys from getenv (os.Getenv when nil).
+func FromEnv(getenv func(string) string) Keys {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey)}
+}
+
+// AdminKey is the key that guards administration: the admin key, else the API key.
+func (k Keys) AdminKey() string {
+	if k.Admin != "" {
+		return k.Admin
+	}
+	return k.API
+}
+
+// Equal compares two secrets in constant time, independent of their lengths.
+func Equal(got, want string) bool {
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>" value.
+func BearerToken(authorization string) string {
+	const p = "bearer "
+	if len(authorization) > len(p) && strings.EqualFold(authorization[:len(p)], p) {
+		return strings.TrimSpace(authorization[len(p):])
+	}
+	return ""
+}
+
+// CheckAPI accepts any token when no API key is set; otherwise the API key or the admin key.
+func (k Keys) CheckAPI(token string) error {
+	if k.API == "" {
+		return nil
+	}
+	okAPI := Equal(token, k.API)
+	okAdmin := k.Admin != "" && Equal(token, k.Admin)
+	if okAPI || okAdmin {
+		return nil
+	}
+	return ErrInvalidAPIKey
+}
+
+// CheckAdmin fails closed: with no key configured nothing is accepted.
+func (k Keys) CheckAdmin(token string) error {
+	want := k.AdminKey()
+	if want == "" {
+		return ErrAdminNotConfigured
+	}
+	if !Equal(token, want) {
+		return ErrInvalidAdminKey
+	}
+	return nil
+}
+
+// Guard decides which key a gRPC method needs.
+type Guard struct {
+	Keys Keys
+	// Admin reports whether a full method name ("/pkg.Service/Method") is an admin method.
+	Admin func(fullMethod string) bool
+}
+
+// exempt methods answer without a key: health probes and reflection.
+func exempt(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/grpc.health.v1.") || strings.HasPrefix(fullMethod, "/grpc.reflection.")
+}
+
+func (g Guard) check(ctx context.Context, fullMethod string) error {
+	if exempt(fullMethod) {
+		return nil
+	}
+	token := ""
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) > 0 {
+			token = BearerToken(v[0])
+		}
+	}
+	var err error
+	if g.Admin != nil && g.Admin(fullMethod) {
+		err = g.Keys.CheckAdmin(token)
+	} else {
+		err = g.Keys.CheckAPI(token)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrAdminNotConfigured):
+		return status.Error(codes.PermissionDenied, err.Error())
+	default:
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+}
+
+// Unary is the unary server interceptor.
+func (g Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if err := g.check(ctx, info.FullMethod); err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
+}
+
+// Stream is the stream server interceptor.
+func (g Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if err := g.check(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return h(srv, ss)
+}
+
+// Bearer is per-RPC credentials that send a key as "authorization: Bearer <key>"; an empty key
+// sends nothing. It allows plaintext transports: Zest's services talk on loopback or a private
+// network the operator secures.
+type Bearer string
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (b Bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	if b == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+// RequireTransportSecurity implements credentials.PerRPCCredentials.
+func (Bearer) RequireTransportSecurity() bool { return false }

@@ -1,0 +1,98 @@
+package keyauth
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+func TestCheckAdminFailsClosed(t *testing.T) {
+	cases := []struct {
+		name  string
+		keys  Keys
+		token string
+		want  error
+	}{
+		{"no keys at all", Keys{}, "", ErrAdminNotConfigured},
+		{"no keys, any token", Keys{}, "x", ErrAdminNotConfigured},
+		{"admin key, right", Keys{Admin: "adm"}, "adm", nil},
+		{"admin key, wrong", Keys{Admin: "adm"}, "nope", ErrInvalidAdminKey},
+		{"admin key, api key given", Keys{API: "api", Admin: "adm"}, "api", ErrInvalidAdminKey},
+		{"falls back to api key", Keys{API: "api"}, "api", nil},
+		{"prefix of key", Keys{Admin: "adm"}, "ad", ErrInvalidAdminKey},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.keys.CheckAdmin(c.token); !errors.Is(err, c.want) {
+				t.Fatalf("CheckAdmin(%q) = %v, want %v", c.token, err, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckAPI(t *testing.T) {
+	cases := []struct {
+		name  string
+		keys  Keys
+		token string
+		ok    bool
+	}{
+		{"open when unset", Keys{}, "", true},
+		{"api key", Keys{API: "api"}, "api", true},
+		{"admin key accepted too", Keys{API: "api", Admin: "adm"}, "adm", true},
+		{"wrong", Keys{API: "api"}, "apx", false},
+		{"missing", Keys{API: "api"}, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.keys.CheckAPI(c.token); (err == nil) != c.ok {
+				t.Fatalf("CheckAPI(%q) = %v, want ok=%v", c.token, err, c.ok)
+			}
+		})
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	for in, want := range map[string]string{"Bearer abc": "abc", "bearer  abc ": "abc", "Basic abc": "", "": "", "Bearer": ""} {
+		if got := BearerToken(in); got != want {
+			t.Errorf("BearerToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestGuardCodes(t *testing.T) {
+	g := Guard{Keys: Keys{API: "api"}, Admin: func(m string) bool { return m == "/a.Admin/Do" }}
+	ok := func(context.Context, any) (any, error) { return "done", nil }
+	call := func(method, auth string) error {
+		ctx := t.Context()
+		if auth != "" {
+			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", auth))
+		}
+		_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, ok)
+		return err
+	}
+	if err := call("/grpc.health.v1.Health/Check", ""); err != nil {
+		t.Errorf("health must be exempt: %v", err)
+	}
+	if got := status.Code(call("/a.Api/Do", "")); got != codes.Unauthenticated {
+		t.Errorf("missing api key: code %v", got)
+	}
+	if err := call("/a.Api/Do", "Bearer api"); err != nil {
+		t.Errorf("right api key: %v", err)
+	}
+	if err := call("/a.Admin/Do", "Bearer api"); err != nil {
+		t.Errorf("admin falls back to api key: %v", err)
+	}
+	g.Keys = Keys{}
+	if got := status.Code(call("/a.Admin/Do", "Bearer x")); got != codes.PermissionDenied {
+		t.Errorf("admin with no keys: code %v, want PermissionDenied", got)
+	}
+	if err := call("/a.Api/Do", ""); err != nil {
+		t.Errorf("api open when no key: %v", err)
+	}
+}

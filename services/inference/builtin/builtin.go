@@ -1,0 +1,182 @@
+// Package builtin is the engine that ships with Zest so that a fresh checkout answers with
+// nothing else installed. Its models are small deterministic programs, not language models:
+// builtin-llm answers from its input (it quotes tool results and calls the function that
+// tool_choice names), which makes every path of the suite testable without weights.
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Model ids of the built-in engine.
+const (
+	LLM        = "builtin-llm"
+	Transcribe = "builtin-transcribe"
+	Image      = "builtin-image"
+)
+
+// Engine is the built-in engine. The zero value is not ready; use New.
+type Engine struct {
+	created int64
+	models  []*inferencev1.Model
+}
+
+// New returns the built-in engine; created stamps its models.
+func New(created time.Time) *Engine {
+	c := created.Unix()
+	m := func(id string, t inferencev1.ModelType, desc string, labels ...string) *inferencev1.Model {
+		return &inferencev1.Model{
+			Id: id, Type: t, State: inferencev1.ModelState_MODEL_STATE_LOADED, Engine: "builtin",
+			Labels: append([]string{"builtin"}, labels...), OwnedBy: "zest", Created: c, Description: desc,
+		}
+	}
+	return &Engine{created: c, models: []*inferencev1.Model{
+		m(LLM, inferencev1.ModelType_MODEL_TYPE_LLM,
+			"Deterministic built-in test engine, not a language model: answers from its input and calls tools on request.",
+			"tool-calling"),
+		m(Image, inferencev1.ModelType_MODEL_TYPE_IMAGE,
+			"Deterministic built-in image engine: renders a PNG pattern derived from the prompt."),
+		m(Transcribe, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION,
+			"Deterministic built-in transcription engine: describes PCM WAV input, does not recognise speech."),
+	}}
+}
+
+// Models returns the engine's models, all loaded.
+func (e *Engine) Models() []*inferencev1.Model { return e.models }
+
+// Chat answers a chat request with builtin-llm, sending one chunk per word and a final chunk
+// with the finish reason and usage.
+func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send func(*inferencev1.ChatResponse) error) error {
+	if req.GetModel() != LLM {
+		return fmt.Errorf("%w: %q answers no chat (use %s)", ErrWrongModel, req.GetModel(), LLM)
+	}
+	if len(req.GetMessages()) == 0 {
+		return fmt.Errorf("%w: messages must hold at least one message", ErrBadRequest)
+	}
+	id := completionID(req)
+	chunk := func(delta *inferencev1.ChatMessage) *inferencev1.ChatResponse {
+		return &inferencev1.ChatResponse{Id: id, Model: LLM, Created: time.Now().Unix(), Delta: delta}
+	}
+	prompt := promptTokens(req)
+
+	if fn := namedFunction(req.GetToolChoice()); fn != "" {
+		args := lastJSONObject(lastUserText(req))
+		call := &inferencev1.ToolCall{Index: 0, Id: "call_" + id[len("chatcmpl-"):], Type: "function",
+			Function: &inferencev1.FunctionCall{Name: fn, Arguments: args}}
+		last := chunk(&inferencev1.ChatMessage{Role: "assistant", ToolCalls: []*inferencev1.ToolCall{call}})
+		last.FinishReason = "tool_calls"
+		last.Usage = &inferencev1.Usage{PromptTokens: prompt, CompletionTokens: 1, TotalTokens: prompt + 1}
+		return send(last)
+	}
+
+	words := strings.SplitAfter(answer(req), " ")
+	limit := len(words)
+	finish := "stop"
+	if req.MaxTokens != nil && int(req.GetMaxTokens()) < limit {
+		limit, finish = max(int(req.GetMaxTokens()), 0), "length"
+	}
+	if err := send(chunk(&inferencev1.ChatMessage{Role: "assistant"})); err != nil {
+		return err
+	}
+	for _, w := range words[:limit] {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := send(chunk(&inferencev1.ChatMessage{Content: w})); err != nil {
+			return err
+		}
+	}
+	last := chunk(&inferencev1.ChatMessage{})
+	last.FinishReason = finish
+	last.Usage = &inferencev1.Usage{PromptTokens: prompt, CompletionTokens: int32(limit), TotalTokens: prompt + int32(limit)}
+	return send(last)
+}
+
+// answer is the text builtin-llm replies with.
+func answer(req *inferencev1.ChatRequest) string {
+	msgs := req.GetMessages()
+	last := msgs[len(msgs)-1]
+	if last.GetRole() == "tool" {
+		return "The tool returned: " + last.GetContent()
+	}
+	text := lastUserText(req)
+	if text == "" {
+		return "builtin-llm received no user text."
+	}
+	return "builtin-llm heard: " + text
+}
+
+func lastUserText(req *inferencev1.ChatRequest) string {
+	msgs := req.GetMessages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].GetRole() != "user" {
+			continue
+		}
+		if c := msgs[i].GetContent(); c != "" {
+			return c
+		}
+		var parts []string
+		for _, p := range msgs[i].GetContentParts().GetValues() {
+			if t := p.GetStructValue().GetFields()["text"].GetStringValue(); t != "" {
+				parts = append(parts, t)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
+}
+
+// namedFunction returns the function name of a tool_choice {"type":"function","function":{"name":…}}.
+func namedFunction(choice *structpb.Value) string {
+	s := choice.GetStructValue()
+	if s == nil {
+		return ""
+	}
+	return s.GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
+}
+
+// lastJSONObject returns the last JSON object embedded in text, or "{}".
+func lastJSONObject(text string) string {
+	found := "{}"
+	for i := 0; i < len(text); i++ {
+		if text[i] != '{' {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(text[i:]))
+		var obj map[string]any
+		if dec.Decode(&obj) == nil {
+			b, _ := json.Marshal(obj)
+			found = string(b)
+			i += int(dec.InputOffset()) - 1
+		}
+	}
+	return found
+}
+
+func promptTokens(req *inferencev1.ChatRequest) int32 {
+	n := 0
+	for _, m := range req.GetMessages() {
+		n += len(strings.Fields(m.GetContent()))
+	}
+	return int32(n)
+}
+
+// completionID is derived from the request so that equal requests get equal answers.
+func completionID(req *inferencev1.ChatRequest) string {
+	h := fnv.New64a()
+	for _, m := range req.GetMessages() {
+		h.Write([]byte(m.GetRole()))
+		h.Write([]byte{0})
+		h.Write([]byte(m.GetContent()))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("chatcmpl-%016x", h.Sum64())
+}

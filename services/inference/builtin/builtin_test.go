@@ -1,0 +1,95 @@
+package builtin
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func collect(t *testing.T, req *inferencev1.ChatRequest) (string, []*inferencev1.ChatResponse) {
+	t.Helper()
+	var chunks []*inferencev1.ChatResponse
+	err := New(time.Unix(0, 0)).Chat(t.Context(), req, func(c *inferencev1.ChatResponse) error {
+		chunks = append(chunks, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString(c.GetDelta().GetContent())
+	}
+	return b.String(), chunks
+}
+
+func user(text string) *inferencev1.ChatMessage { return &inferencev1.ChatMessage{Role: "user", Content: text} }
+
+func TestChatStreamsWordByWord(t *testing.T) {
+	text, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{user("hello there zest")}})
+	if text != "builtin-llm heard: hello there zest" {
+		t.Fatalf("text = %q", text)
+	}
+	if len(chunks) != 1+5+1 { // role, five words, final
+		t.Fatalf("got %d chunks, want one per word plus role and final", len(chunks))
+	}
+	last := chunks[len(chunks)-1]
+	if last.GetFinishReason() != "stop" || last.GetUsage().GetCompletionTokens() != 5 {
+		t.Fatalf("last chunk = %v", last)
+	}
+}
+
+func TestChatMaxTokensStopsWithLength(t *testing.T) {
+	mt := int32(2)
+	text, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, MaxTokens: &mt, Messages: []*inferencev1.ChatMessage{user("a b c d")}})
+	if text != "builtin-llm heard: " || chunks[len(chunks)-1].GetFinishReason() != "length" {
+		t.Fatalf("text %q finish %q", text, chunks[len(chunks)-1].GetFinishReason())
+	}
+}
+
+func TestChatQuotesToolResult(t *testing.T) {
+	text, _ := collect(t, &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{
+		user("go"), {Role: "tool", ToolCallId: "c1", Content: "42"},
+	}})
+	if text != "The tool returned: 42" {
+		t.Fatalf("text = %q", text)
+	}
+}
+
+func TestChatCallsNamedFunctionWithJSONFromUser(t *testing.T) {
+	choice, err := structpb.NewValue(map[string]any{"type": "function", "function": map[string]any{"name": "mcp_e__echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ in, args string }{
+		{`please echo {"message":"hi"} now`, `{"message":"hi"}`},
+		{`no json here`, `{}`},
+		{`{"a":1} then {"b":2}`, `{"b":2}`},
+		{`broken {"a": here`, `{}`},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			_, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, ToolChoice: choice, Messages: []*inferencev1.ChatMessage{user(c.in)}})
+			last := chunks[len(chunks)-1]
+			if last.GetFinishReason() != "tool_calls" {
+				t.Fatalf("finish = %q", last.GetFinishReason())
+			}
+			call := last.GetDelta().GetToolCalls()[0]
+			if call.GetFunction().GetName() != "mcp_e__echo" || call.GetFunction().GetArguments() != c.args {
+				t.Fatalf("call = %v, want args %s", call, c.args)
+			}
+		})
+	}
+}
+
+func TestChatRefusesOtherModels(t *testing.T) {
+	err := New(time.Now()).Chat(t.Context(), &inferencev1.ChatRequest{Model: Image, Messages: []*inferencev1.ChatMessage{user("x")}},
+		func(*inferencev1.ChatResponse) error { return nil })
+	if !errors.Is(err, ErrWrongModel) {
+		t.Fatalf("err = %v", err)
+	}
+}

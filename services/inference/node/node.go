@@ -1,0 +1,145 @@
+// Package node is the inference service as a library: it serves InferenceService over gRPC
+// and routes each model to its engine. cmd/zest-inference runs it; tests embed it.
+package node
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/service"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"github.com/zestmcp/zest/services/inference/builtin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Config is the inference node's configuration; flag names map to ZEST_* variables.
+type Config struct {
+	service.Common
+	// Addr is the gRPC listen address (ZEST_INFERENCE_ADDR).
+	Addr string
+	// Keys guard the gRPC API (LEMONADE_API_KEY, LEMONADE_ADMIN_API_KEY).
+	Keys keyauth.Keys
+}
+
+// DefaultConfig binds loopback only.
+func DefaultConfig() Config {
+	return Config{Common: service.DefaultCommon(), Addr: "127.0.0.1:13310", Keys: keyauth.FromEnv(nil)}
+}
+
+// RegisterFlags adds the node's flags.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Common.RegisterFlags(fs)
+	fs.StringVar(&c.Addr, "inference-addr", c.Addr, "gRPC listen address of the inference node")
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("inference-addr %q: want host:port, e.g. 127.0.0.1:13310", c.Addr)
+	}
+	return nil
+}
+
+// Shared returns the common settings.
+func (c *Config) Shared() *service.Common { return &c.Common }
+
+// Node serves the inference API.
+type Node struct {
+	inferencev1.UnimplementedInferenceServiceServer
+	cfg     Config
+	log     *slog.Logger
+	builtin *builtin.Engine
+	srv     *grpcserve.Server
+}
+
+// New builds a node; log nil means slog.Default().
+func New(cfg Config, log *slog.Logger) *Node {
+	if log == nil {
+		log = slog.Default()
+	}
+	n := &Node{cfg: cfg, log: log, builtin: builtin.New(time.Now())}
+	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	inferencev1.RegisterInferenceServiceServer(n.srv.GRPC, n)
+	return n
+}
+
+// Run listens on cfg.Addr and serves until ctx is done.
+func (n *Node) Run(ctx context.Context) error {
+	lis, err := net.Listen("tcp", n.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", n.cfg.Addr, err)
+	}
+	return n.Serve(ctx, lis)
+}
+
+// Serve serves on lis until ctx is done.
+func (n *Node) Serve(ctx context.Context, lis net.Listener) error { return n.srv.Serve(ctx, lis) }
+
+// ListModels lists every model with its state; available and suggested ones on request.
+func (n *Node) ListModels(_ context.Context, req *inferencev1.ListModelsRequest) (*inferencev1.ListModelsResponse, error) {
+	var out []*inferencev1.Model
+	for _, m := range n.builtin.Models() {
+		switch m.GetState() {
+		case inferencev1.ModelState_MODEL_STATE_AVAILABLE:
+			if !req.GetIncludeAvailable() {
+				continue
+			}
+		case inferencev1.ModelState_MODEL_STATE_SUGGESTED:
+			if !req.GetIncludeSuggested() {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetId() < out[j].GetId() })
+	return &inferencev1.ListModelsResponse{Models: out}, nil
+}
+
+// GetModel describes one model.
+func (n *Node) GetModel(_ context.Context, req *inferencev1.GetModelRequest) (*inferencev1.GetModelResponse, error) {
+	for _, m := range n.builtin.Models() {
+		if m.GetId() == req.GetId() {
+			return &inferencev1.GetModelResponse{Model: m}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "model %q is not known; GET /api/v1/models lists the models", req.GetId())
+}
+
+// Chat streams a chat completion from the model's engine.
+func (n *Node) Chat(req *inferencev1.ChatRequest, stream inferencev1.InferenceService_ChatServer) error {
+	if req.GetModel() == "" {
+		return status.Error(codes.InvalidArgument, "model is required; GET /api/v1/models lists the models")
+	}
+	if _, err := n.GetModel(stream.Context(), &inferencev1.GetModelRequest{Id: req.GetModel()}); err != nil {
+		return err
+	}
+	err := n.builtin.Chat(stream.Context(), req, stream.Send)
+	return toStatus(err)
+}
+
+// toStatus maps engine errors to gRPC codes, in one place.
+func toStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Internal, err.Error())
+}

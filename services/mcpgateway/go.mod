@@ -1,0 +1,3 @@
+module github.com/zestmcp/zest/services/mcpgateway
+
+go 1.26.0
