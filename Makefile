@@ -1,0 +1,82 @@
+# Zest — the front door. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+# Pinned tool versions, installed into .bin/ (git-ignored) by `make tools`.
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPC_GATEWAY_VERSION := v2.33.0
+BIN := $(CURDIR)/.bin
+BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
+
+# Every Go module of the workspace (go.work cannot build ./... at its root).
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway e2e
+SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
+	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  \033[36m%-16s\033[0m %s\n",$$1,$$2}'
+
+.PHONY: build
+build: ## Build the four service binaries into bin/
+	@mkdir -p bin
+	@for s in $(SERVICES); do go build -o bin/ ./$$s; done
+	@ls bin
+
+.PHONY: run
+run: build ## Build and run the whole suite on loopback (Ctrl-C stops it)
+	@scripts/run.sh
+
+.PHONY: test
+test: check-generate lint-proto unit e2e ## Run every test (generated-code check, buf lint, unit, end-to-end)
+
+.PHONY: unit
+unit: ## Unit tests of every module
+	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
+
+.PHONY: e2e
+e2e: build ## End-to-end test: the four built binaries as separate processes
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin go test -count=1 -v ./...
+
+.PHONY: vet
+vet: ## go vet every module
+	@for m in $(MODULES); do (cd $$m && go vet ./...); done
+
+.PHONY: tools
+tools: $(BUF) $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway ## Install pinned buf and protoc plugins
+
+$(BUF): scripts/tools/package.json scripts/tools/package-lock.json
+	@cd scripts/tools && npm ci --no-audit --no-fund --silent
+	@touch $@
+
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-go-grpc:
+	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/protoc-gen-grpc-gateway:
+	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+
+.PHONY: generate
+generate: tools ## Regenerate Go code from proto/
+	@$(BUF) format -w --exclude-path proto/google
+	@$(BUF) generate
+
+.PHONY: check-generate
+check-generate: generate ## Fail when the committed generated code or proto formatting is stale
+	@git diff --exit-code -- proto buf.gen.yaml || { echo "generated code is stale: run 'make generate' and commit" >&2; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- proto); [ -z "$$untracked" ] || { echo "untracked generated files: $$untracked" >&2; exit 1; }
+
+.PHONY: lint-proto
+lint-proto: tools ## buf lint
+	@$(BUF) lint
+
+.PHONY: lint
+lint: lint-proto vet ## buf lint and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.'); exit 1; }
+
+.PHONY: clean
+clean: ## Remove build output (keeps data/)
+	rm -rf bin

@@ -1,0 +1,87 @@
+package edge
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/service"
+)
+
+// EnvAllowedOrigins lists extra allowed browser origins, comma-separated, exact.
+const EnvAllowedOrigins = "LEMONADE_ALLOWED_ORIGINS"
+
+// Config is the edge's configuration; flag names map to ZEST_* variables.
+type Config struct {
+	service.Common
+	// Addr is the HTTP listen address (ZEST_EDGE_ADDR).
+	Addr string
+	// McpgatewayAddr, InferenceAddr and ToolhostAddr are the services behind the edge.
+	McpgatewayAddr, InferenceAddr, ToolhostAddr string
+	// MaxBodyBytes caps /mcp and OpenAI request bodies (ZEST_MAX_BODY_BYTES).
+	MaxBodyBytes int64
+	// MaxAdminBodyBytes caps /internal/mcp/* request bodies (ZEST_MAX_ADMIN_BODY_BYTES).
+	MaxAdminBodyBytes int64
+	// Keys are LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY.
+	Keys keyauth.Keys
+	// AllowedOrigins come from LEMONADE_ALLOWED_ORIGINS.
+	AllowedOrigins []string
+}
+
+// DefaultConfig binds loopback only.
+func DefaultConfig() Config {
+	return Config{
+		Common: service.DefaultCommon(), Addr: "127.0.0.1:13305",
+		McpgatewayAddr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310", ToolhostAddr: "127.0.0.1:13312",
+		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20,
+		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RegisterFlags adds the edge's flags.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Common.RegisterFlags(fs)
+	fs.StringVar(&c.Addr, "edge-addr", c.Addr, "HTTP listen address of the edge")
+	fs.StringVar(&c.McpgatewayAddr, "mcpgateway-addr", c.McpgatewayAddr, "address of mcpgateway")
+	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host (for health)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
+	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	for _, a := range []struct{ name, v string }{
+		{"edge-addr", c.Addr}, {"mcpgateway-addr", c.McpgatewayAddr},
+		{"inference-addr", c.InferenceAddr}, {"toolhost-addr", c.ToolhostAddr},
+	} {
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port", a.name, a.v))
+		}
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-body-bytes %d: want at least 1024", c.MaxBodyBytes))
+	}
+	if c.MaxAdminBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-admin-body-bytes %d: want at least 1024", c.MaxAdminBodyBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// Shared returns the common settings.
+func (c *Config) Shared() *service.Common { return &c.Common }

@@ -1,0 +1,161 @@
+// Package edge is the stateless HTTP surface of Zest as a library: /mcp, /internal/mcp/*
+// (grpc-gateway onto AdminService), the OpenAI-compatible routes under the four prefixes,
+// and /live. It keeps no state: any number of replicas can run behind a load balancer.
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/mcphttp"
+	"github.com/zestmcp/zest/lib/grpcdial"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Prefixes are the four roots of the OpenAI-compatible API, as Lemonade serves them.
+var Prefixes = []string{"/api/v1/", "/api/v0/", "/v1/", "/v0/"}
+
+// Edge is the HTTP edge.
+type Edge struct {
+	cfg     Config
+	log     *slog.Logger
+	conns   []*grpc.ClientConn
+	backend map[string]*grpc.ClientConn // service name → connection, for health
+	infer   inferencev1.InferenceServiceClient
+	handler http.Handler
+}
+
+// New connects to the services (lazily) and builds the routes.
+func New(cfg Config, log *slog.Logger) (*Edge, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &Edge{cfg: cfg, log: log, backend: map[string]*grpc.ClientConn{}}
+	// The edge forwards each caller's own Authorization header; it adds no key of its own.
+	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
+		cc, err := grpcdial.Dial(addr, "")
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.conns = append(e.conns, cc)
+		e.backend[name] = cc
+	}
+	e.infer = inferencev1.NewInferenceServiceClient(e.backend["inference"])
+
+	admin := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
+			UnmarshalOptions: protojson.UnmarshalOptions{},
+		}),
+		runtime.WithErrorHandler(adminError),
+		runtime.WithRoutingErrorHandler(adminRoutingError),
+	)
+	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
+		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("admin routes: %w", err)
+	}
+
+	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins}
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
+		g.LoopbackOnly = true
+	}
+	api := func(h http.Handler) http.Handler {
+		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, h)))
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log}))
+	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, admin)))))
+	for _, p := range Prefixes {
+		mux.Handle(p+"health", api(http.HandlerFunc(e.health)))
+		mux.Handle(p+"models", api(http.HandlerFunc(e.models)))
+	}
+	e.handler = g.Host(mux)
+	return e, nil
+}
+
+// Handler is the edge's root HTTP handler.
+func (e *Edge) Handler() http.Handler { return e.handler }
+
+// Run listens on cfg.Addr and serves until ctx is done, then drains and closes.
+func (e *Edge) Run(ctx context.Context) error {
+	lis, err := net.Listen("tcp", e.cfg.Addr)
+	if err != nil {
+		e.Close()
+		return fmt.Errorf("listen %s: %w", e.cfg.Addr, err)
+	}
+	return e.Serve(ctx, lis)
+}
+
+// Serve serves on lis until ctx is done, then drains and closes.
+func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
+	defer e.Close()
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	e.log.Info("http serving", "addr", lis.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), e.cfg.DrainTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		e.log.Warn("http drain timed out; closing connections")
+		err = srv.Close()
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	e.log.Info("http stopped")
+	return err
+}
+
+// Close releases the client connections.
+func (e *Edge) Close() error {
+	var errs []error
+	for _, cc := range e.conns {
+		errs = append(errs, cc.Close())
+	}
+	e.conns = nil
+	return errors.Join(errs...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// adminError writes Lemonade's admin error shape.
+func adminError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+	st := status.Convert(err)
+	code := runtime.HTTPStatusFromCode(st.Code())
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": st.Message(), "type": "mcp_client_error", "status_code": code}})
+}
+
+// adminRoutingError answers a wrong method with 405 (grpc-gateway's default is 501).
+func adminRoutingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	msg := "No route for " + r.Method + " " + r.URL.Path
+	if code == http.StatusMethodNotAllowed {
+		msg = "Method " + r.Method + " is not allowed on " + r.URL.Path
+	}
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+}

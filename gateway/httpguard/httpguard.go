@@ -1,0 +1,173 @@
+// Package httpguard holds the edge's HTTP checks: Host (DNS-rebinding protection on a
+// loopback listener), Origin and CORS, the API and admin keys, and body limits. Each writes
+// Lemonade's JSON error shape {"error":"…"}.
+package httpguard
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/keyauth"
+)
+
+// WriteError writes {"error": msg} with status.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// IsLoopbackHost reports whether host (no port) names this machine's loopback.
+func IsLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Guard applies the checks in front of a handler.
+type Guard struct {
+	Keys           keyauth.Keys
+	AllowedOrigins []string
+	// LoopbackOnly refuses Host headers that do not name loopback (set when the listener is loopback).
+	LoopbackOnly bool
+}
+
+// Host refuses a foreign Host header on a loopback listener (421 Misdirected Request).
+func (g Guard) Host(next http.Handler) http.Handler {
+	if !g.LoopbackOnly {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !IsLoopbackHost(host) {
+			WriteError(w, http.StatusMisdirectedRequest, "Host not allowed: this server listens on loopback only")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed applies DESIGN.md's Origin rule.
+func (g Guard) originAllowed(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	if slices.Contains(g.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return u.Scheme != "" // tauri://, app:// and the like
+	}
+	return IsLoopbackHost(u.Hostname())
+}
+
+const (
+	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version"
+	allowMethods  = "GET, POST, DELETE, OPTIONS"
+)
+
+// CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights.
+func (g Guard) CORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if !g.originAllowed(origin) {
+			WriteError(w, http.StatusForbidden, "Origin not allowed")
+			return
+		}
+		if origin != "" {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", exposeHeaders)
+		}
+		if r.Method == http.MethodOptions {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Methods", allowMethods)
+			h.Set("Access-Control-Allow-Headers", allowHeaders)
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// APIKey requires the API key (or the admin key) when LEMONADE_API_KEY is set.
+func (g Guard) APIKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
+			WriteError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// AdminNotConfigured fails closed: with no admin or API key, every request is refused with
+// 403, OPTIONS included. Put it before CORS so that preflights are refused too.
+func (g Guard) AdminNotConfigured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.Keys.AdminKey() == "" {
+			WriteError(w, http.StatusForbidden, keyauth.ErrAdminNotConfigured.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// AdminKey requires the admin key (falling back to the API key).
+func (g Guard) AdminKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := g.Keys.CheckAdmin(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
+			status := http.StatusUnauthorized
+			if err == keyauth.ErrAdminNotConfigured {
+				status = http.StatusForbidden
+			}
+			WriteError(w, status, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LimitBody caps request bodies at n bytes; reading past it fails with *http.MaxBytesError.
+func LimitBody(n int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > n {
+			WriteError(w, http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+humanBytes(n))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,174 @@
+// Package mcphttp is the Streamable HTTP transport of /mcp at the edge. It owns HTTP only:
+// each POST body goes to mcpgateway's McpService.Exchange, and what comes back is written as
+// one JSON response, or as an SSE stream when notifications accompany the result (every one
+// flushed before the result). Notifications-only POSTs get 202.
+package mcphttp
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+
+	"github.com/zestmcp/zest/gateway/httpguard"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Header names of the transport.
+const (
+	HeaderSession  = "Mcp-Session-Id"
+	HeaderProtocol = "MCP-Protocol-Version"
+)
+
+// Handler serves /mcp.
+type Handler struct {
+	MCP mcpgatewayv1.McpServiceClient
+	Log *slog.Logger
+}
+
+// ServeHTTP dispatches on the method.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	default:
+		// GET (server-to-client stream) and DELETE (session end) are not offered by this
+		// build; the specification lets a server answer both with 405.
+		w.Header().Set("Allow", http.MethodPost)
+		httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST for this endpoint")
+	}
+}
+
+func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		writeRPCError(w, http.StatusUnsupportedMediaType, -32600, "Invalid Request: Content-Type must be application/json")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, "Invalid Request: body exceeds the limit")
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, -32700, "Parse error: could not read the body")
+		return
+	}
+	ctx := r.Context()
+	if a := r.Header.Get("Authorization"); a != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", a)
+	}
+	stream, err := h.MCP.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{
+		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
+	})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	sse := false
+	wrote := false
+	flusher, _ := w.(http.Flusher)
+	for {
+		item, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if !wrote {
+				writeStatus(w, err)
+			} else {
+				h.Log.Warn("mcp stream broke after the response started", "err", err)
+			}
+			return
+		}
+		if s := item.GetSession(); s != nil {
+			w.Header().Set(HeaderSession, s.GetSessionId())
+			continue
+		}
+		msg := item.GetMessage()
+		if item.GetFinal() && !sse {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(finalStatus(msg))
+			_, _ = w.Write(msg)
+			return
+		}
+		if !sse {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			sse, wrote = true, true
+		}
+		if _, err := io.WriteString(w, "event: message\ndata: "+string(msg)+"\n\n"); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	if !wrote { // only notifications or responses were posted
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// finalStatus is 400 for a parse or invalid-request error without an id, else 200.
+func finalStatus(msg []byte) int {
+	var m struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(msg, &m) == nil && m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null") &&
+		(m.Error.Code == -32700 || m.Error.Code == -32600) {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// writeStatus maps a gRPC error from mcpgateway to HTTP, in one place.
+func writeStatus(w http.ResponseWriter, err error) {
+	st := status.Convert(err)
+	code := http.StatusInternalServerError
+	switch st.Code() {
+	case codes.InvalidArgument:
+		code = http.StatusBadRequest
+	case codes.NotFound:
+		code = http.StatusNotFound
+	case codes.Unauthenticated:
+		httpguard.WriteError(w, http.StatusUnauthorized, st.Message())
+		return
+	case codes.PermissionDenied:
+		httpguard.WriteError(w, http.StatusForbidden, st.Message())
+		return
+	case codes.Unimplemented:
+		code = http.StatusMethodNotAllowed
+	case codes.Unavailable:
+		code = http.StatusServiceUnavailable
+	case codes.DeadlineExceeded:
+		code = http.StatusGatewayTimeout
+	case codes.Canceled:
+		return // the client went away
+	}
+	rpc := -32600
+	if code >= 500 {
+		rpc = -32603
+	}
+	writeRPCError(w, code, rpc, st.Message())
+}
+
+func writeRPCError(w http.ResponseWriter, httpStatus, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the four Zest services on loopback from bin/, data under ./data (or $ZEST_DATA_DIR),
+# and stops all four on Ctrl-C or SIGTERM. Used by `make run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ZEST_DATA_DIR="${ZEST_DATA_DIR:-$PWD/data}"
+mkdir -p "$ZEST_DATA_DIR"
+chmod 700 "$ZEST_DATA_DIR"
+
+bin="${ZEST_BIN_DIR:-bin}"
+pids=()
+signalled=0
+stop() {
+  trap - INT TERM EXIT
+  echo
+  echo "stopping Zest (pids ${pids[*]})"
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  echo "stopped"
+}
+trap 'signalled=1; stop' INT TERM
+trap stop EXIT
+
+# Start order: dependencies first (clients connect lazily, so order is only for tidy logs).
+for svc in zest-inference zest-toolhost zest-mcpgateway zest-gateway; do
+  "$bin/$svc" &
+  pids+=("$!")
+done
+
+edge="${ZEST_EDGE_ADDR:-127.0.0.1:13305}"
+for _ in $(seq 1 100); do
+  curl -fsS "http://$edge/live" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+auth=""
+[ -n "${LEMONADE_API_KEY:-}" ] && auth=" -H 'authorization: Bearer \$LEMONADE_API_KEY'"
+cat <<MSG
+
+Zest is up at http://$edge  (data in $ZEST_DATA_DIR; Ctrl-C stops everything)
+Try:
+  curl -s http://$edge/api/v1/health$auth
+  curl -si http://$edge/mcp$auth -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+  # then repeat the Mcp-Session-Id header it returned:
+  curl -s http://$edge/mcp$auth -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
+    -H "mcp-session-id: <id>" -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+
+MSG
+# Wait until any service exits (or a signal arrives); the EXIT trap stops the rest.
+wait -n "${pids[@]}" || true
+[ "$signalled" = 1 ] || echo "a service exited; stopping the others" >&2

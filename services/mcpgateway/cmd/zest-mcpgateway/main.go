@@ -1,0 +1,21 @@
+// Command zest-mcpgateway serves MCP semantics for /mcp and the admin registry over gRPC.
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/zestmcp/zest/lib/service"
+	"github.com/zestmcp/zest/services/mcpgateway/server"
+)
+
+func main() {
+	cfg := server.DefaultConfig()
+	service.Main("zest-mcpgateway", &cfg, func(ctx context.Context, log *slog.Logger) error {
+		s, err := server.New(cfg, log)
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	})
+}

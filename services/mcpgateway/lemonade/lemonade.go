@@ -1,0 +1,289 @@
+// Package lemonade is the built-in MCP tool set of /mcp: lemonade_list_models,
+// lemonade_chat, lemonade_transcribe_audio, lemonade_generate_image and lemonade_omni, with
+// Lemonade's names and arguments. The tools call the inference service over gRPC.
+package lemonade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Tool names.
+const (
+	ListModels      = "lemonade_list_models"
+	Chat            = "lemonade_chat"
+	TranscribeAudio = "lemonade_transcribe_audio"
+	GenerateImage   = "lemonade_generate_image"
+	Omni            = "lemonade_omni"
+)
+
+// Tools serves the built-in tools.
+type Tools struct {
+	inference inferencev1.InferenceServiceClient
+}
+
+// New returns the tool set backed by an inference client.
+func New(inference inferencev1.InferenceServiceClient) *Tools { return &Tools{inference: inference} }
+
+func tool(name, title, desc, schema string, readOnly, openWorld bool) mcp.Tool {
+	t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
+	t.Title = title
+	t.Annotations = mcp.ToolAnnotation{
+		Title: title, ReadOnlyHint: &readOnly, DestructiveHint: mcp.ToBoolPtr(false),
+		IdempotentHint: mcp.ToBoolPtr(readOnly), OpenWorldHint: &openWorld,
+	}
+	return t
+}
+
+// Register adds the five tools to s.
+func (t *Tools) Register(s *server.MCPServer) {
+	s.AddTool(tool(ListModels, "List models",
+		"List the models of this server with their type and state (loaded, available, suggested).",
+		listModelsSchema, true, false), t.listModels)
+	s.AddTool(tool(Chat, "Chat with a model",
+		"Run an OpenAI-style chat completion on a local model and return the assistant message.",
+		chatSchema, true, false), t.chat)
+	s.AddTool(tool(TranscribeAudio, "Transcribe audio",
+		"Transcribe an audio file (a path under the allowed audio root, or base64 bytes) with a transcription model.",
+		transcribeSchema, true, false), t.notServed("transcription"))
+	s.AddTool(tool(GenerateImage, "Generate an image",
+		"Generate images from a prompt and write them as PNG files inside the image directory.",
+		imageSchema, false, false), t.notServed("image generation"))
+	s.AddTool(tool(Omni, "Chat with an omni model",
+		"Chat with a model that takes and produces text, images and audio; media is written inside the image directory.",
+		omniSchema, false, false), t.notServed("omni chat"))
+}
+
+// notServed answers tools whose inference API this build does not have yet, plainly.
+func (t *Tools) notServed(what string) server.ToolHandlerFunc {
+	return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError(fmt.Sprintf("%s is not available: this inference node does not serve it yet", what)), nil
+	}
+}
+
+func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		IncludeAvailable bool `json:"include_available"`
+		IncludeSuggested bool `json:"include_suggested"`
+	}
+	if err := bindArgs(req, &args); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	resp, err := t.inference.ListModels(ctx, &inferencev1.ListModelsRequest{
+		IncludeAvailable: args.IncludeAvailable, IncludeSuggested: args.IncludeSuggested,
+	})
+	if err != nil {
+		return toolError("list models", err), nil
+	}
+	type model struct {
+		ID          string   `json:"id"`
+		Type        string   `json:"type"`
+		State       string   `json:"state"`
+		Engine      string   `json:"engine"`
+		Labels      []string `json:"labels"`
+		Description string   `json:"description,omitempty"`
+	}
+	out := struct {
+		Models []model `json:"models"`
+	}{Models: []model{}}
+	for _, m := range resp.GetModels() {
+		out.Models = append(out.Models, model{
+			ID: m.GetId(), Type: TypeName(m.GetType()), State: StateName(m.GetState()),
+			Engine: m.GetEngine(), Labels: m.GetLabels(), Description: m.GetDescription(),
+		})
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	res := mcp.NewToolResultText(string(b))
+	res.StructuredContent = out
+	return res, nil
+}
+
+func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(openAIShape(req.GetArguments()))
+	if err != nil {
+		return mcp.NewToolResultError("arguments: " + err.Error()), nil
+	}
+	var args struct {
+		Model         string `json:"model"`
+		AllowDownload bool   `json:"allow_download"`
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return mcp.NewToolResultError("arguments: " + err.Error()), nil
+	}
+	creq := &inferencev1.ChatRequest{}
+	// The chat arguments are OpenAI's chat request fields; protojson reads them by name.
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, creq); err != nil {
+		return mcp.NewToolResultError("arguments: " + err.Error()), nil
+	}
+	if len(creq.GetMessages()) == 0 {
+		return mcp.NewToolResultError("messages is required: give at least one {\"role\":\"user\",\"content\":\"…\"}"), nil
+	}
+	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_LLM, args.Model, args.AllowDownload)
+	if err != nil {
+		return toolError("resolve model", err), nil
+	}
+	if miss != nil {
+		return miss, nil
+	}
+	creq.Model = model
+	stream, err := t.inference.Chat(ctx, creq)
+	if err != nil {
+		return toolError("chat", err), nil
+	}
+	var text strings.Builder
+	var calls []*inferencev1.ToolCall
+	finish := ""
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return toolError("chat", err), nil
+		}
+		text.WriteString(chunk.GetDelta().GetContent())
+		calls = append(calls, chunk.GetDelta().GetToolCalls()...)
+		if f := chunk.GetFinishReason(); f != "" {
+			finish = f
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": text.String()}
+	if len(calls) > 0 {
+		var list []any
+		for _, c := range calls {
+			list = append(list, map[string]any{"id": c.GetId(), "type": "function",
+				"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}})
+		}
+		msg["tool_calls"] = list
+	}
+	detail, _ := json.Marshal(map[string]any{"model": model, "finish_reason": finish, "message": msg})
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String()), mcp.NewTextContent(string(detail))}}, nil
+}
+
+// openAIShape maps OpenAI's loose spellings onto the ChatRequest message: a string stop
+// becomes a list, and array content becomes content_parts.
+func openAIShape(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = v
+	}
+	if s, ok := out["stop"].(string); ok {
+		out["stop"] = []any{s}
+	}
+	if msgs, ok := out["messages"].([]any); ok {
+		norm := make([]any, len(msgs))
+		for i, m := range msgs {
+			mm, ok := m.(map[string]any)
+			if !ok {
+				norm[i] = m
+				continue
+			}
+			c := make(map[string]any, len(mm))
+			for k, v := range mm {
+				c[k] = v
+			}
+			switch content := c["content"].(type) {
+			case []any:
+				c["content_parts"] = content
+				delete(c, "content")
+			case nil:
+				delete(c, "content")
+			}
+			norm[i] = c
+		}
+		out["messages"] = norm
+	}
+	return out
+}
+
+// resolveModel applies DESIGN.md's rule: the named model; else a loaded model of the type;
+// else a downloaded one; else nothing, answered with a needs_model result.
+func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, model string, allowDownload bool) (string, *mcp.CallToolResult, error) {
+	if model != "" {
+		return model, nil, nil
+	}
+	resp, err := t.inference.ListModels(ctx, &inferencev1.ListModelsRequest{IncludeAvailable: true, IncludeSuggested: true})
+	if err != nil {
+		return "", nil, err
+	}
+	var available, suggested string
+	for _, m := range resp.GetModels() {
+		if m.GetType() != typ {
+			continue
+		}
+		switch m.GetState() {
+		case inferencev1.ModelState_MODEL_STATE_LOADED:
+			return m.GetId(), nil, nil
+		case inferencev1.ModelState_MODEL_STATE_AVAILABLE:
+			if available == "" {
+				available = m.GetId()
+			}
+		case inferencev1.ModelState_MODEL_STATE_SUGGESTED:
+			if suggested == "" {
+				suggested = m.GetId()
+			}
+		}
+	}
+	if available != "" {
+		return available, nil, nil
+	}
+	if suggested != "" && allowDownload {
+		return suggested, nil, nil
+	}
+	detail, _ := json.Marshal(map[string]any{
+		"status": "needs_model", "tool_type": TypeName(typ), "default_model": suggested,
+		"retry_with": map[string]any{"model": suggested, "allow_download": true},
+	})
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
+		mcp.NewTextContent(fmt.Sprintf("No %s model is loaded or downloaded. Retry with allow_download=true to download the default model, or pass model.", TypeName(typ))),
+		mcp.NewTextContent(string(detail)),
+	}}
+	return "", res, nil
+}
+
+// bindArgs decodes the tool arguments into v, naming the field on a type error.
+func bindArgs(req mcp.CallToolRequest, v any) error {
+	raw, err := json.Marshal(req.GetArguments())
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("argument %s must be a %s, not %s", te.Field, te.Type.Kind(), te.Value)
+		}
+		return fmt.Errorf("arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// toolError turns a failed inference call into an isError result naming what failed.
+func toolError(what string, err error) *mcp.CallToolResult {
+	msg := err.Error()
+	if st, ok := status.FromError(err); ok {
+		msg = st.Message()
+	}
+	return mcp.NewToolResultError(fmt.Sprintf("%s failed: %s", what, msg))
+}
+
+// TypeName is the lowercase name of a model type ("llm", "transcription", "image", "omni").
+func TypeName(t inferencev1.ModelType) string {
+	return strings.ToLower(strings.TrimPrefix(t.String(), "MODEL_TYPE_"))
+}
+
+// StateName is the lowercase name of a model state ("loaded", "available", "suggested").
+func StateName(s inferencev1.ModelState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "MODEL_STATE_"))
+}

@@ -1,0 +1,301 @@
+// Package mcpserve is the MCP server behind /mcp. The edge owns HTTP and passes each POST
+// body through the McpService Exchange stream; this package owns the meaning: protocol
+// negotiation, session ids, and the methods, dispatched to mark3labs/mcp-go's MCPServer.
+// Notifications a handler sends are streamed in order and all flushed before the result.
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ServerName is the serverInfo.name clients see, as Lemonade answers.
+const ServerName = "lemonade-mcp"
+
+// Versions are the protocol versions served, preferred first.
+var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Handler implements McpService.
+type Handler struct {
+	mcpgatewayv1.UnimplementedMcpServiceServer
+	srv      *server.MCPServer
+	sessions *session.Codec
+	log      *slog.Logger
+}
+
+// New returns a handler serving srv's methods with sessions signed by codec.
+func New(srv *server.MCPServer, codec *session.Codec, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{srv: srv, sessions: codec, log: log}
+}
+
+// NewMCPServer builds the mcp-go server with Zest's identity and capabilities.
+func NewMCPServer(version string) *server.MCPServer {
+	return server.NewMCPServer(ServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithLogging(),
+		server.WithRecovery(),
+	)
+}
+
+// envelope is the part of a JSON-RPC message that routing needs.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+}
+
+func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
+
+// Exchange answers one POST body.
+func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv1.McpService_ExchangeServer) error {
+	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
+		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
+	}
+	payload := bytes.TrimSpace(req.GetPayload())
+	if len(payload) > 0 && payload[0] == '[' {
+		return h.batch(req, payload, stream)
+	}
+	var env envelope
+	if err := json.Unmarshal(payload, &env); err != nil {
+		return sendFinal(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+	}
+	if env.Method == string(mcp.MethodInitialize) && env.isRequest() {
+		return h.initialize(stream, payload)
+	}
+	claims, err := h.session(req.GetSessionId())
+	if err != nil {
+		return err
+	}
+	if req.GetProtocolVersion() != "" && req.GetProtocolVersion() != claims.ProtocolVersion {
+		return status.Errorf(codes.InvalidArgument, "%v %q: this session negotiated %s", ErrBadProtocolHeader, req.GetProtocolVersion(), claims.ProtocolVersion)
+	}
+	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
+	resp, err := h.dispatch(stream.Context(), sess, payload, env, func(m []byte) error {
+		return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
+	})
+	if err != nil || resp == nil {
+		return err
+	}
+	return sendFinal(stream, resp)
+}
+
+// batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
+func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream mcpgatewayv1.McpService_ExchangeServer) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(payload, &items); err != nil {
+		return sendFinal(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+	}
+	claims, err := h.session(req.GetSessionId())
+	if err != nil {
+		return err
+	}
+	if claims.ProtocolVersion != "2025-03-26" || len(items) == 0 {
+		return sendFinal(stream, errorResponse(nil, mcp.INVALID_REQUEST,
+			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
+	}
+	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
+	var out []json.RawMessage
+	for _, item := range items {
+		var env envelope
+		if err := json.Unmarshal(item, &env); err != nil {
+			out = append(out, errorResponse(nil, mcp.INVALID_REQUEST, "Invalid Request: batch item is not an object"))
+			continue
+		}
+		if env.Method == string(mcp.MethodInitialize) {
+			out = append(out, errorResponse(env.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
+			continue
+		}
+		resp, err := h.dispatch(stream.Context(), sess, item, env, func(m []byte) error {
+			return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
+		})
+		if err != nil {
+			return err
+		}
+		if resp != nil {
+			out = append(out, resp)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return sendFinal(stream, b)
+}
+
+// initialize negotiates a version, issues the session id, and answers.
+func (h *Handler) initialize(stream mcpgatewayv1.McpService_ExchangeServer, payload []byte) error {
+	sess := newSession("", "")
+	resp := h.srv.HandleMessage(h.srv.WithContext(stream.Context(), sess), payload)
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	var ok struct {
+		Result *struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &ok) == nil && ok.Result != nil {
+		v := ok.Result.ProtocolVersion
+		if !slices.Contains(Versions, v) { // mcp-go answers only versions it knows; keep to ours
+			return status.Errorf(codes.Internal, "negotiated protocol version %q is not served", v)
+		}
+		id, err := h.sessions.Issue(v)
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if err := stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
+			Session: &mcpgatewayv1.SessionStarted{SessionId: id, ProtocolVersion: v}}}); err != nil {
+			return err
+		}
+		h.log.Debug("session started", "protocol_version", v)
+	}
+	return sendFinal(stream, b)
+}
+
+// session checks a session id.
+func (h *Handler) session(id string) (session.Claims, error) {
+	if id == "" {
+		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
+	}
+	cl, err := h.sessions.Parse(id)
+	if err != nil {
+		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
+	}
+	return cl, nil
+}
+
+// dispatch runs one message through mcp-go, relaying notifications through send while the
+// handler runs and flushing every one of them before it returns the response (nil for a
+// notification or a client response).
+func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte, env envelope, send func([]byte) error) ([]byte, error) {
+	if env.JSONRPC == "2.0" && env.Method == "server/discover" && env.isRequest() {
+		// Protocol 2026-07-28 is not implemented in full: answer its probe as unknown.
+		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover"), nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		sendErr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case n := <-sess.notes:
+				if sendErr == nil {
+					sendErr = sendNote(send, n)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
+	cancel()
+	wg.Wait()
+	for { // flush what the handler queued just before it returned
+		select {
+		case n := <-sess.notes:
+			if sendErr == nil {
+				sendErr = sendNote(send, n)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if sendErr != nil {
+		return nil, sendErr
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return b, nil
+}
+
+func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode notification: %w", err)
+	}
+	return send(b)
+}
+
+func sendFinal(stream mcpgatewayv1.McpService_ExchangeServer, msg []byte) error {
+	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
+}
+
+func errorResponse(id json.RawMessage, code int, message string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
+	return b
+}
+
+// Listen (GET /mcp) is not offered yet: the edge answers 405 as the specification allows.
+func (h *Handler) Listen(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
+	return status.Error(codes.Unimplemented, "GET /mcp: "+ErrNotSupported.Error())
+}
+
+// EndSession (DELETE /mcp) is not offered yet: the edge answers 405 as the specification allows.
+func (h *Handler) EndSession(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "DELETE /mcp: "+ErrNotSupported.Error())
+}
+
+// clientSession is the per-request view of a session that mcp-go's handlers see.
+type clientSession struct {
+	id      string
+	version string
+	notes   chan mcp.JSONRPCNotification
+	mu      sync.Mutex
+	level   mcp.LoggingLevel
+}
+
+func newSession(id, version string) *clientSession {
+	return &clientSession{id: id, version: version, notes: make(chan mcp.JSONRPCNotification, 64), level: mcp.LoggingLevelInfo}
+}
+
+func (s *clientSession) Initialize()                                         {}
+func (s *clientSession) Initialized() bool                                   { return true }
+func (s *clientSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notes }
+func (s *clientSession) SessionID() string                                   { return s.id }
+
+func (s *clientSession) SetLogLevel(level mcp.LoggingLevel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.level = level
+}
+
+func (s *clientSession) GetLogLevel() mcp.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
+}
+
+var _ server.SessionWithLogging = (*clientSession)(nil)

@@ -1,0 +1,138 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketServers = []byte("servers")
+	keySchema     = []byte("schema_version")
+)
+
+// migrations[v] upgrades a file from schema v to v+1; migrations[0] creates an empty file.
+var migrations = []func(tx *bolt.Tx) error{
+	func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketServers)
+		return err
+	},
+}
+
+// Bolt is the bbolt registry: one file, mode 0600, fsync on every commit.
+type Bolt struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the registry file at path and migrates it to SchemaVersion.
+func Open(path string) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("registry directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("registry %s is locked by another process (is another mcpgateway running on it?): %w", path, err)
+		}
+		return nil, fmt.Errorf("open registry %s: %w", path, err)
+	}
+	// A file created by hand or copied in may be looser than 0600: tighten it.
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("registry %s: set mode 0600: %w", path, err)
+	}
+	if err := db.Update(migrate); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("registry %s: %w", path, err)
+	}
+	return &Bolt{db: db}, nil
+}
+
+func migrate(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	v := 0
+	if raw := meta.Get(keySchema); raw != nil {
+		if v, err = strconv.Atoi(string(raw)); err != nil {
+			return fmt.Errorf("schema_version %q is not a number", raw)
+		}
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("%w: file has %d, this build %d", ErrNewerSchema, v, SchemaVersion)
+	}
+	for ; v < SchemaVersion; v++ {
+		if err := migrations[v](tx); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+		}
+	}
+	return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// ListServers implements Registry.
+func (b *Bolt) ListServers(context.Context) ([]*mcpgatewayv1.ServerConfig, error) {
+	var out []*mcpgatewayv1.ServerConfig
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketServers).ForEach(func(k, v []byte) error {
+			cfg := &mcpgatewayv1.ServerConfig{}
+			if err := protojson.Unmarshal(v, cfg); err != nil {
+				return fmt.Errorf("server %q: %w", k, err)
+			}
+			out = append(out, cfg)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetServer implements Registry.
+func (b *Bolt) GetServer(_ context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
+	cfg := &mcpgatewayv1.ServerConfig{}
+	err := b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketServers).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("server %q: %w", id, ErrNotFound)
+		}
+		return protojson.Unmarshal(v, cfg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// PutServer implements Registry.
+func (b *Bolt) PutServer(_ context.Context, cfg *mcpgatewayv1.ServerConfig) error {
+	if cfg.GetId() == "" {
+		return errors.New("server id is empty")
+	}
+	v, err := protojson.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketServers).Put([]byte(cfg.GetId()), v) })
+}
+
+// DeleteServer implements Registry.
+func (b *Bolt) DeleteServer(_ context.Context, id string) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketServers)
+		if bk.Get([]byte(id)) == nil {
+			return fmt.Errorf("server %q: %w", id, ErrNotFound)
+		}
+		return bk.Delete([]byte(id))
+	})
+}
+
+// Close implements Registry.
+func (b *Bolt) Close() error { return b.db.Close() }

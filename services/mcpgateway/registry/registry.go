@@ -1,0 +1,36 @@
+// Package registry stores the MCP client host's registry: external server configs (and,
+// later, presets) with a schema version. Registry is an interface so that a deployment with
+// several mcpgateway replicas can put it on etcd; Open gives the bbolt implementation.
+package registry
+
+import (
+	"context"
+	"errors"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// SchemaVersion is the layout this build reads and writes.
+const SchemaVersion = 1
+
+// Errors of the registry.
+var (
+	// ErrNotFound means no entry has the id.
+	ErrNotFound = errors.New("not found")
+	// ErrNewerSchema means the file was written by a newer Zest.
+	ErrNewerSchema = errors.New("registry schema is newer than this build understands")
+)
+
+// Registry holds server configs. Every write is durable before it returns.
+type Registry interface {
+	// ListServers returns every server config ordered by id.
+	ListServers(ctx context.Context) ([]*mcpgatewayv1.ServerConfig, error)
+	// GetServer returns one server config or ErrNotFound.
+	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
+	// PutServer inserts or replaces a server config.
+	PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
+	// DeleteServer removes a server config or returns ErrNotFound.
+	DeleteServer(ctx context.Context, id string) error
+	// Close releases the store.
+	Close() error
+}

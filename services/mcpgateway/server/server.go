@@ -1,0 +1,166 @@
+// Package server is the mcpgateway service as a library: it opens the registry, connects to
+// the inference service and serves McpService and AdminService over gRPC.
+package server
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/service"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/admin"
+	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"google.golang.org/grpc"
+)
+
+// Version is reported as serverInfo.version.
+var Version = "0.1.0"
+
+// EnvSessionKey shares the session signing key between replicas (base64url, ≥ 32 bytes).
+const EnvSessionKey = "ZEST_SESSION_KEY"
+
+// Config is mcpgateway's configuration; flag names map to ZEST_* variables.
+type Config struct {
+	service.Common
+	// Addr is the gRPC listen address (ZEST_MCPGATEWAY_ADDR).
+	Addr string
+	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR).
+	InferenceAddr string
+	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
+	DataDir string
+	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
+	SessionLifetime time.Duration
+	// Keys guard the gRPC APIs and are sent to the services this one calls.
+	Keys keyauth.Keys
+	// SessionKey, when set, signs session ids (from ZEST_SESSION_KEY); else a key file in DataDir.
+	SessionKey string
+}
+
+// DefaultConfig binds loopback only.
+func DefaultConfig() Config {
+	return Config{
+		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
+		DataDir: "data", SessionLifetime: 24 * time.Hour,
+		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey),
+	}
+}
+
+// RegisterFlags adds mcpgateway's flags.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Common.RegisterFlags(fs)
+	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
+	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
+	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
+	}
+	if c.SessionLifetime < time.Minute {
+		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
+	}
+	return errors.Join(errs...)
+}
+
+// Shared returns the common settings.
+func (c *Config) Shared() *service.Common { return &c.Common }
+
+// Server is a running mcpgateway.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	reg       registry.Registry
+	inference *grpc.ClientConn
+	srv       *grpcserve.Server
+}
+
+// New opens the registry and builds the service; Close releases what New opened.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	key, err := sessionKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := session.NewCodec(key, cfg.SessionLifetime)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Open(filepath.Join(cfg.DataDir, "registry.db"))
+	if err != nil {
+		return nil, err
+	}
+	cc, err := grpcdial.Dial(cfg.InferenceAddr, cfg.Keys.API)
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	mcpSrv := mcpserve.NewMCPServer(Version)
+	lemonade.New(inferencev1.NewInferenceServiceClient(cc)).Register(mcpSrv)
+
+	g := grpcserve.New(grpcserve.Options{
+		Guard: keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {
+			return strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/")
+		}},
+		Logger: log, DrainTimeout: cfg.DrainTimeout,
+	})
+	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, log))
+	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg))
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, srv: g}, nil
+}
+
+func sessionKey(cfg Config) ([]byte, error) {
+	if cfg.SessionKey != "" {
+		return session.DecodeKey(cfg.SessionKey)
+	}
+	return session.LoadOrCreateKey(filepath.Join(cfg.DataDir, "session.key"))
+}
+
+// Run listens on cfg.Addr and serves until ctx is done, then closes everything.
+func (s *Server) Run(ctx context.Context) error {
+	lis, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, lis)
+}
+
+// Serve serves on lis until ctx is done, then closes everything.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	defer s.Close()
+	return s.srv.Serve(ctx, lis)
+}
+
+// Close releases the registry and client connections.
+func (s *Server) Close() error {
+	return errors.Join(s.inference.Close(), s.reg.Close())
+}

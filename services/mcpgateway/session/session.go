@@ -1,0 +1,144 @@
+// Package session issues and checks /mcp session ids. An id is self-describing and signed
+// (HMAC-SHA256): any mcpgateway replica that shares the key can check it without shared
+// memory, and a restart loses nothing. The id carries the negotiated protocol version and
+// the issue time; ids expire after a fixed lifetime.
+package session
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Errors of session ids.
+var (
+	// ErrInvalid means the id was not issued with this key (or was altered).
+	ErrInvalid = errors.New("session id is not valid")
+	// ErrExpired means the id is older than its lifetime.
+	ErrExpired = errors.New("session has expired")
+)
+
+// Claims are what a session id says about its session.
+type Claims struct {
+	// ProtocolVersion is the negotiated MCP protocol version.
+	ProtocolVersion string `json:"v"`
+	// IssuedAt is the Unix time of initialize.
+	IssuedAt int64 `json:"t"`
+	// Nonce makes ids of the same second distinct.
+	Nonce string `json:"n"`
+}
+
+// Codec signs and checks session ids.
+type Codec struct {
+	key      []byte
+	lifetime time.Duration
+	now      func() time.Time
+}
+
+// NewCodec returns a codec; key must be at least 32 bytes.
+func NewCodec(key []byte, lifetime time.Duration) (*Codec, error) {
+	if len(key) < 32 {
+		return nil, fmt.Errorf("session key has %d bytes, want at least 32", len(key))
+	}
+	return &Codec{key: key, lifetime: lifetime, now: time.Now}, nil
+}
+
+var enc = base64.RawURLEncoding
+
+// Issue returns a new session id for protocolVersion.
+func (c *Codec) Issue(protocolVersion string) (string, error) {
+	nonce := make([]byte, 12)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	payload, err := json.Marshal(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce)})
+	if err != nil {
+		return "", err
+	}
+	body := enc.EncodeToString(payload)
+	return body + "." + enc.EncodeToString(c.sign(body)), nil
+}
+
+// Parse checks id and returns its claims.
+func (c *Codec) Parse(id string) (Claims, error) {
+	body, sig, ok := strings.Cut(id, ".")
+	if !ok {
+		return Claims{}, ErrInvalid
+	}
+	got, err := enc.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, c.sign(body)) {
+		return Claims{}, ErrInvalid
+	}
+	raw, err := enc.DecodeString(body)
+	if err != nil {
+		return Claims{}, ErrInvalid
+	}
+	var cl Claims
+	if err := json.Unmarshal(raw, &cl); err != nil {
+		return Claims{}, ErrInvalid
+	}
+	if c.lifetime > 0 && c.now().Sub(time.Unix(cl.IssuedAt, 0)) > c.lifetime {
+		return Claims{}, ErrExpired
+	}
+	return cl, nil
+}
+
+func (c *Codec) sign(body string) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("zest-mcp-session\n"))
+	m.Write([]byte(body))
+	return m.Sum(nil)
+}
+
+// LoadOrCreateKey returns the key in the file at path, creating it with 32 random bytes
+// (mode 0600) when it does not exist. Replicas share a key by sharing this file or by
+// ZEST_SESSION_KEY.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		key, derr := enc.DecodeString(strings.TrimSpace(string(b)))
+		if derr != nil || len(key) < 32 {
+			return nil, fmt.Errorf("session key file %s: want base64url of at least 32 bytes", path)
+		}
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("session key file: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("session key directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) { // another replica won the race: use its key
+			return LoadOrCreateKey(path)
+		}
+		return nil, fmt.Errorf("session key file: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(enc.EncodeToString(key) + "\n"); err != nil {
+		return nil, err
+	}
+	return key, f.Sync()
+}
+
+// DecodeKey reads a key given as base64url text (ZEST_SESSION_KEY).
+func DecodeKey(text string) ([]byte, error) {
+	key, err := enc.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(key) < 32 {
+		return nil, errors.New("ZEST_SESSION_KEY: want base64url (no padding) of at least 32 random bytes, e.g. `head -c32 /dev/urandom | basenc --base64url | tr -d =`")
+	}
+	return key, nil
+}

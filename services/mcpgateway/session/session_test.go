@@ -1,0 +1,70 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIssueParse(t *testing.T) {
+	c, err := NewCodec(bytes.Repeat([]byte{7}, 32), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Issue("2025-06-18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := c.Parse(id)
+	if err != nil || cl.ProtocolVersion != "2025-06-18" {
+		t.Fatalf("Parse = %+v, %v", cl, err)
+	}
+	id2, _ := c.Issue("2025-06-18")
+	if id == id2 {
+		t.Fatal("two sessions got the same id")
+	}
+
+	other, _ := NewCodec(bytes.Repeat([]byte{8}, 32), time.Hour)
+	if _, err := other.Parse(id); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("foreign key: %v", err)
+	}
+	body, sig, _ := strings.Cut(id, ".")
+	for name, bad := range map[string]string{
+		"no dot": body, "altered body": "x" + body + "." + sig, "empty": "", "garbage": "a.b",
+	} {
+		if _, err := c.Parse(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
+	c.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if _, err := c.Parse(id); !errors.Is(err, ErrExpired) {
+		t.Fatalf("old id: %v", err)
+	}
+}
+
+func TestNewCodecRefusesShortKey(t *testing.T) {
+	if _, err := NewCodec([]byte("short"), 0); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
+func TestLoadOrCreateKeyPersists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d", "session.key")
+	k1, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := LoadOrCreateKey(path)
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("second load = %x, %v; want the same key", k2, err)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode().Perm())
+	}
+}
