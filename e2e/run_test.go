@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunScriptStopsEverythingOnCtrlC runs scripts/run.sh (what `make run` runs), waits for
+// it to say the suite is up, sends SIGINT to its process group as a terminal's Ctrl-C does,
+// and checks that the script exits and none of the four services is left.
+func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
+	env, edge, dataDir := suiteEnv(t, "ZEST_BIN_DIR="+binDir)
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command(filepath.Join(filepath.Dir(filepath.Dir(file)), "scripts", "run.sh"))
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var seen strings.Builder
+	waitLine := func(substr string) string {
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("run.sh ended before %q; output:\n%s", substr, seen.String())
+				}
+				seen.WriteString(l + "\n")
+				if strings.Contains(l, substr) {
+					return l
+				}
+			case <-timeout:
+				t.Fatalf("no %q within 20s; output:\n%s", substr, seen.String())
+			}
+		}
+	}
+	waitLine("Zest is up at http://" + edge)
+	if r := do(t, "GET", "http://"+edge+"/live", ""); r.Status != 200 {
+		t.Fatalf("/live: %d", r.Status)
+	}
+	if !strings.Contains(seen.String(), dataDir) {
+		t.Errorf("run.sh did not report the data dir %s", dataDir)
+	}
+
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	stopping := waitLine("stopping Zest (pids")
+	waitLine("stopped")
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run.sh did not exit after Ctrl-C")
+	}
+	pids := regexp.MustCompile(`\d+`).FindAllString(stopping[strings.Index(stopping, "pids"):], -1)
+	if len(pids) != 4 {
+		t.Fatalf("want four service pids in %q", stopping)
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("service pid %d still exists after Ctrl-C (kill -0: %v)", pid, err)
+		}
+	}
+}
