@@ -3,6 +3,7 @@ package envflag
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,7 +44,7 @@ func TestParseBadEnvNamesVariable(t *testing.T) {
 		}
 		return ""
 	})
-	if err == nil || !contains(err.Error(), "ZEST_DRAIN_TIMEOUT") {
+	if err == nil || !strings.Contains(err.Error(), "ZEST_DRAIN_TIMEOUT") {
 		t.Fatalf("err = %v, want it to name ZEST_DRAIN_TIMEOUT", err)
 	}
 }
@@ -53,13 +54,4 @@ func TestParseRejectsPositionalArgs(t *testing.T) {
 	if err := Parse(fs, []string{"stray"}, func(string) string { return "" }); err == nil {
 		t.Fatal("want an error for a positional argument")
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }

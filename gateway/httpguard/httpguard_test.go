@@ -1,0 +1,137 @@
+package httpguard
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/zestmcp/zest/lib/keyauth"
+)
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+
+func serve(h http.Handler, method, host string, headers map[string]string, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "http://"+host+"/mcp", strings.NewReader(body))
+	for k, v := range headers {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestOrigin(t *testing.T) {
+	g := Guard{AllowedOrigins: []string{"https://app.example.com"}}
+	cases := []struct {
+		origin string
+		allow  bool
+	}{
+		{"", true},
+		{"http://localhost:5173", true},
+		{"http://127.0.0.1", true},
+		{"http://[::1]:8080", true},
+		{"http://gui.localhost", true},
+		{"tauri://localhost", true},
+		{"https://app.example.com", true},
+		{"https://app.example.com.evil.net", false},
+		{"https://evil.example", false},
+		{"http://localhost.evil.example", false},
+		{"null", false},
+	}
+	for _, c := range cases {
+		t.Run(c.origin, func(t *testing.T) {
+			w := serve(g.CORS(ok), "POST", "127.0.0.1", map[string]string{"Origin": c.origin}, "")
+			if got := w.Code != http.StatusForbidden; got != c.allow {
+				t.Fatalf("origin %q: status %d, want allowed=%v", c.origin, w.Code, c.allow)
+			}
+			if c.allow && c.origin != "" {
+				if w.Header().Get("Access-Control-Allow-Origin") != c.origin || w.Header().Get("Vary") != "Origin" {
+					t.Fatalf("CORS headers %v", w.Header())
+				}
+				if !strings.Contains(w.Header().Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+					t.Fatalf("Mcp-Session-Id not exposed: %v", w.Header())
+				}
+			}
+			if !c.allow && !strings.Contains(w.Body.String(), "Origin not allowed") {
+				t.Fatalf("body %q", w.Body.String())
+			}
+		})
+	}
+}
+
+func TestPreflightIsExemptFromAPIKey(t *testing.T) {
+	g := Guard{Keys: keyauth.Keys{API: "k"}}
+	h := g.CORS(g.APIKey(ok))
+	w := serve(h, "OPTIONS", "127.0.0.1", map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}, "")
+	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "MCP-Protocol-Version") {
+		t.Fatalf("preflight: %d %v", w.Code, w.Header())
+	}
+	if w := serve(h, "POST", "127.0.0.1", nil, ""); w.Code != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", w.Code)
+	}
+	if w := serve(h, "POST", "127.0.0.1", map[string]string{"Authorization": "Bearer k"}, ""); w.Code != http.StatusTeapot {
+		t.Fatalf("key: %d", w.Code)
+	}
+}
+
+func TestAdminFailsClosedIncludingOptions(t *testing.T) {
+	g := Guard{}
+	h := g.AdminNotConfigured(g.CORS(g.AdminKey(ok)))
+	for _, m := range []string{"OPTIONS", "GET", "POST", "DELETE"} {
+		if w := serve(h, m, "127.0.0.1", nil, ""); w.Code != http.StatusForbidden {
+			t.Errorf("%s with no keys: %d", m, w.Code)
+		}
+	}
+	g = Guard{Keys: keyauth.Keys{Admin: "a"}}
+	h = g.AdminNotConfigured(g.CORS(g.AdminKey(ok)))
+	if w := serve(h, "GET", "127.0.0.1", map[string]string{"Authorization": "Bearer b"}, ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("wrong key: %d", w.Code)
+	}
+	if w := serve(h, "GET", "127.0.0.1", map[string]string{"Authorization": "Bearer a"}, ""); w.Code != http.StatusTeapot {
+		t.Errorf("right key: %d", w.Code)
+	}
+}
+
+func TestHostOnLoopbackListener(t *testing.T) {
+	h := Guard{LoopbackOnly: true}.Host(ok)
+	for host, allowed := range map[string]bool{
+		"127.0.0.1:13305": true, "localhost:13305": true, "[::1]:13305": true, "localhost": true,
+		"evil.example": false, "evil.example:13305": false, "10.0.0.1:13305": false, "127.0.0.1.nip.io": false,
+	} {
+		w := serve(h, "GET", host, nil, "")
+		if (w.Code == http.StatusTeapot) != allowed {
+			t.Errorf("Host %q: %d, want allowed=%v", host, w.Code, allowed)
+		}
+	}
+	if w := serve(Guard{}.Host(ok), "GET", "evil.example", nil, ""); w.Code != http.StatusTeapot {
+		t.Errorf("a non-loopback listener must not check Host: %d", w.Code)
+	}
+}
+
+func TestLimitBody(t *testing.T) {
+	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 4096)
+		n := 0
+		for {
+			m, err := r.Body.Read(buf)
+			n += m
+			if err != nil {
+				if err.Error() != "EOF" {
+					WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
+					return
+				}
+				break
+			}
+		}
+		w.WriteHeader(http.StatusTeapot)
+	})
+	h := LimitBody(1024, read)
+	if w := serve(h, "POST", "127.0.0.1", nil, strings.Repeat("x", 1024)); w.Code != http.StatusTeapot {
+		t.Errorf("at the limit: %d", w.Code)
+	}
+	w := serve(h, "POST", "127.0.0.1", nil, strings.Repeat("x", 1025))
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "1 KiB") {
+		t.Errorf("over the limit: %d %s", w.Code, w.Body.String())
+	}
+}

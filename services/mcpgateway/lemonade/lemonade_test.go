@@ -1,0 +1,95 @@
+package lemonade
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/grpc"
+)
+
+// models is an InferenceServiceClient that lists a fixed set of models.
+type models struct {
+	inferencev1.InferenceServiceClient
+	list []*inferencev1.Model
+}
+
+func (m models) ListModels(context.Context, *inferencev1.ListModelsRequest, ...grpc.CallOption) (*inferencev1.ListModelsResponse, error) {
+	return &inferencev1.ListModelsResponse{Models: m.list}, nil
+}
+
+func model(id string, typ inferencev1.ModelType, st inferencev1.ModelState) *inferencev1.Model {
+	return &inferencev1.Model{Id: id, Type: typ, State: st}
+}
+
+const (
+	llm       = inferencev1.ModelType_MODEL_TYPE_LLM
+	img       = inferencev1.ModelType_MODEL_TYPE_IMAGE
+	loaded    = inferencev1.ModelState_MODEL_STATE_LOADED
+	available = inferencev1.ModelState_MODEL_STATE_AVAILABLE
+	suggested = inferencev1.ModelState_MODEL_STATE_SUGGESTED
+)
+
+func TestResolveModel(t *testing.T) {
+	cases := []struct {
+		name     string
+		list     []*inferencev1.Model
+		model    string
+		download bool
+		want     string
+		needs    bool
+	}{
+		{"named model wins", []*inferencev1.Model{model("a", llm, loaded)}, "x", false, "x", false},
+		{"loaded before available", []*inferencev1.Model{model("av", llm, available), model("ld", llm, loaded)}, "", false, "ld", false},
+		{"available when none loaded", []*inferencev1.Model{model("av", llm, available), model("sg", llm, suggested)}, "", false, "av", false},
+		{"wrong type ignored", []*inferencev1.Model{model("im", img, loaded), model("av", llm, available)}, "", false, "av", false},
+		{"suggested only with allow_download", []*inferencev1.Model{model("sg", llm, suggested)}, "", true, "sg", false},
+		{"needs_model otherwise", []*inferencev1.Model{model("sg", llm, suggested)}, "", false, "", true},
+		{"needs_model with nothing", nil, "", false, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tools := New(models{list: c.list})
+			got, miss, err := tools.resolveModel(t.Context(), llm, c.model, c.download)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want || (miss != nil) != c.needs {
+				t.Fatalf("got %q, needs_model=%v; want %q, %v", got, miss != nil, c.want, c.needs)
+			}
+			if miss == nil {
+				return
+			}
+			if !miss.IsError || len(miss.Content) != 2 {
+				t.Fatalf("needs_model result = %+v", miss)
+			}
+			var detail map[string]any
+			if err := json.Unmarshal([]byte(miss.Content[1].(mcp.TextContent).Text), &detail); err != nil {
+				t.Fatal(err)
+			}
+			retry := detail["retry_with"].(map[string]any)
+			if detail["status"] != "needs_model" || detail["tool_type"] != "llm" || retry["allow_download"] != true {
+				t.Fatalf("detail = %v", detail)
+			}
+		})
+	}
+}
+
+func TestBindArgsNamesTheField(t *testing.T) {
+	var args struct {
+		IncludeAvailable bool `json:"include_available"`
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Arguments = map[string]any{"include_available": "yes"}
+	err := bindArgs(req, &args)
+	if err == nil || !strings.Contains(err.Error(), "include_available") {
+		t.Fatalf("err = %v", err)
+	}
+	req.Params.Arguments = map[string]any{"surprise": true}
+	if err := bindArgs(req, &args); err == nil || !strings.Contains(err.Error(), "surprise") {
+		t.Fatalf("unknown field: %v", err)
+	}
+}

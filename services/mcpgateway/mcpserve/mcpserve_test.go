@@ -1,0 +1,163 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// client starts the handler on an in-memory gRPC connection with a tool that sends n
+// progress notifications before it returns.
+func client(t *testing.T) mcpgatewayv1.McpServiceClient {
+	t.Helper()
+	srv := NewMCPServer("test")
+	srv.AddTool(mcp.NewTool("noisy", mcp.WithDescription("sends notifications"), mcp.WithNumber("n")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := int(req.GetFloat("n", 3))
+			s := server.ServerFromContext(ctx)
+			for i := range n {
+				if err := s.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": "p", "progress": i}); err != nil {
+					return nil, err
+				}
+			}
+			return mcp.NewToolResultText(fmt.Sprintf("sent %d", n)), nil
+		})
+	codec, err := session.NewCodec(bytes.Repeat([]byte{1}, 32), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, nil))
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return mcpgatewayv1.NewMcpServiceClient(cc)
+}
+
+type exchange struct {
+	session  string
+	messages []map[string]any
+	finals   []bool
+}
+
+func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string) (exchange, error) {
+	t.Helper()
+	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, Payload: []byte(body)})
+	if err != nil {
+		return exchange{}, err
+	}
+	var ex exchange
+	for {
+		item, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return ex, nil
+		}
+		if err != nil {
+			return ex, err
+		}
+		if s := item.GetSession(); s != nil {
+			ex.session = s.GetSessionId()
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(item.GetMessage(), &m); err != nil {
+			// a batch answer is an array
+			var arr []any
+			if json.Unmarshal(item.GetMessage(), &arr) != nil {
+				t.Fatalf("message is not JSON: %s", item.GetMessage())
+			}
+			m = map[string]any{"batch": arr}
+		}
+		ex.messages = append(ex.messages, m)
+		ex.finals = append(ex.finals, item.GetFinal())
+	}
+}
+
+func initialize(t *testing.T, c mcpgatewayv1.McpServiceClient, version string) string {
+	t.Helper()
+	ex, err := send(t, c, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, version))
+	if err != nil || ex.session == "" {
+		t.Fatalf("initialize: %v %+v", err, ex)
+	}
+	return ex.session
+}
+
+// TestEveryNotificationPrecedesTheResult is the flush guarantee: a tool's notifications,
+// including the one sent just before it returns, all arrive, in order, before the result.
+func TestEveryNotificationPrecedesTheResult(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	for _, n := range []int{1, 3, 50} {
+		ex, err := send(t, c, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisy","arguments":{"n":%d}}}`, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ex.messages) != n+1 {
+			t.Fatalf("n=%d: got %d messages, want %d notifications and the result", n, len(ex.messages), n)
+		}
+		for i := range n {
+			p := ex.messages[i]["params"].(map[string]any)["progress"]
+			if ex.finals[i] || p != float64(i) {
+				t.Fatalf("n=%d: message %d = %v (final=%v)", n, i, ex.messages[i], ex.finals[i])
+			}
+		}
+		if !ex.finals[n] || ex.messages[n]["result"] == nil {
+			t.Fatalf("n=%d: last message %v is not the final result", n, ex.messages[n])
+		}
+	}
+}
+
+func TestSessionErrors(t *testing.T) {
+	c := client(t)
+	_, err := send(t, c, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("no session: %v", err)
+	}
+	_, err = send(t, c, "forged.id", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("forged session: %v", err)
+	}
+}
+
+func TestBatchesOnlyFor20250326(t *testing.T) {
+	c := client(t)
+	old := initialize(t, c, "2025-03-26")
+	ex, err := send(t, c, old, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := ex.messages[len(ex.messages)-1]["batch"].([]any)
+	if len(batch) != 2 {
+		t.Fatalf("batch answer = %v, want two responses (the notification has none)", batch)
+	}
+	current := initialize(t, c, "2025-11-25")
+	ex, err = send(t, c, current, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.messages[0]["error"].(map[string]any)["code"] != float64(mcp.INVALID_REQUEST) {
+		t.Fatalf("batch in 2025-11-25: %v", ex.messages[0])
+	}
+}
