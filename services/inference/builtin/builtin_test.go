@@ -27,7 +27,9 @@ func collect(t *testing.T, req *inferencev1.ChatRequest) (string, []*inferencev1
 	return b.String(), chunks
 }
 
-func user(text string) *inferencev1.ChatMessage { return &inferencev1.ChatMessage{Role: "user", Content: text} }
+func user(text string) *inferencev1.ChatMessage {
+	return &inferencev1.ChatMessage{Role: "user", Content: text}
+}
 
 func TestChatStreamsWordByWord(t *testing.T) {
 	text, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{user("hello there zest")}})
