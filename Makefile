@@ -31,7 +31,7 @@ run: build ## Build and run the whole suite on loopback (Ctrl-C stops it)
 	@scripts/run.sh
 
 .PHONY: test
-test: check-generate lint-proto unit e2e ## Run every test (generated-code check, buf lint, unit, end-to-end)
+test: check-generate lint unit e2e ## Run every test (generated-code check, buf lint, go vet, gofmt, unit, end-to-end)
 
 .PHONY: unit
 unit: ## Unit tests of every module
