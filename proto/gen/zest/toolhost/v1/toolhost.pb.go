@@ -306,7 +306,9 @@ func (x *ServerStatus) GetCapabilities() *structpb.Struct {
 type EnsureStartedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// spec says how to launch the server; a changed spec restarts a running child.
-	Spec          *ServerSpec `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Spec *ServerSpec `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// lazy registers the spec and checks it without launching; the first Call launches the child.
+	Lazy          bool `protobuf:"varint,2,opt,name=lazy,proto3" json:"lazy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -346,6 +348,13 @@ func (x *EnsureStartedRequest) GetSpec() *ServerSpec {
 		return x.Spec
 	}
 	return nil
+}
+
+func (x *EnsureStartedRequest) GetLazy() bool {
+	if x != nil {
+		return x.Lazy
+	}
+	return false
 }
 
 // EnsureStartedResponse reports the server once ready.
@@ -710,8 +719,8 @@ func (x *ListToolsRequest) GetId() string {
 // ListToolsResponse carries a server's tools as the server described them.
 type ListToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// tools are MCP Tool objects, unchanged.
-	Tools         []*structpb.Struct `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// tools are the MCP Tool objects as JSON, unchanged.
+	Tools         [][]byte `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,7 +755,7 @@ func (*ListToolsResponse) Descriptor() ([]byte, []int) {
 	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *ListToolsResponse) GetTools() []*structpb.Struct {
+func (x *ListToolsResponse) GetTools() [][]byte {
 	if x != nil {
 		return x.Tools
 	}
@@ -760,8 +769,8 @@ type CallRequest struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// method is the JSON-RPC method, such as "tools/call".
 	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
-	// params are the JSON-RPC params.
-	Params *structpb.Struct `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	// params is the JSON text of the JSON-RPC params (an object), passed through unchanged.
+	Params []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
 	// timeout_ms bounds the call; 0 uses the server's timeout. A cancelled or timed-out call sends notifications/cancelled.
 	TimeoutMs     int32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -812,7 +821,7 @@ func (x *CallRequest) GetMethod() string {
 	return ""
 }
 
-func (x *CallRequest) GetParams() *structpb.Struct {
+func (x *CallRequest) GetParams() []byte {
 	if x != nil {
 		return x.Params
 	}
@@ -826,13 +835,17 @@ func (x *CallRequest) GetTimeoutMs() int32 {
 	return 0
 }
 
-// CallResponse is the server's answer to one request.
+// CallResponse is one item of the answer to a Call: a progress notification, or the answer.
 type CallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// result is the JSON-RPC result, when the server answered with one.
-	Result *structpb.Struct `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	// error is the JSON-RPC error, when the server answered with one.
-	Error         *JsonRpcError `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// kind is what this item carries.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*CallResponse_Notification
+	//	*CallResponse_Result
+	//	*CallResponse_Error
+	Kind          isCallResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -867,19 +880,206 @@ func (*CallResponse) Descriptor() ([]byte, []int) {
 	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *CallResponse) GetResult() *structpb.Struct {
+func (x *CallResponse) GetKind() isCallResponse_Kind {
 	if x != nil {
-		return x.Result
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *CallResponse) GetNotification() []byte {
+	if x != nil {
+		if x, ok := x.Kind.(*CallResponse_Notification); ok {
+			return x.Notification
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetResult() []byte {
+	if x != nil {
+		if x, ok := x.Kind.(*CallResponse_Result); ok {
+			return x.Result
+		}
 	}
 	return nil
 }
 
 func (x *CallResponse) GetError() *JsonRpcError {
 	if x != nil {
-		return x.Error
+		if x, ok := x.Kind.(*CallResponse_Error); ok {
+			return x.Error
+		}
 	}
 	return nil
 }
+
+type isCallResponse_Kind interface {
+	isCallResponse_Kind()
+}
+
+type CallResponse_Notification struct {
+	// notification is a notifications/progress message for this call, its token restored to the caller's.
+	Notification []byte `protobuf:"bytes,1,opt,name=notification,proto3,oneof"`
+}
+
+type CallResponse_Result struct {
+	// result is the JSON text of the JSON-RPC result; it ends the stream.
+	Result []byte `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+type CallResponse_Error struct {
+	// error is the JSON-RPC error the server answered with; it ends the stream.
+	Error *JsonRpcError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*CallResponse_Notification) isCallResponse_Kind() {}
+
+func (*CallResponse_Result) isCallResponse_Kind() {}
+
+func (*CallResponse_Error) isCallResponse_Kind() {}
+
+// WatchRequest selects what to follow.
+type WatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id limits the stream to one server; empty follows every server.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WatchRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// WatchResponse is one event of a watched server.
+type WatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the server the event is about.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// kind is what happened.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*WatchResponse_Status
+	//	*WatchResponse_Notification
+	Kind          isWatchResponse_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchResponse) Reset() {
+	*x = WatchResponse{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchResponse) ProtoMessage() {}
+
+func (x *WatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
+func (*WatchResponse) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *WatchResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WatchResponse) GetKind() isWatchResponse_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetStatus() *ServerStatus {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchResponse_Status); ok {
+			return x.Status
+		}
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetNotification() []byte {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchResponse_Notification); ok {
+			return x.Notification
+		}
+	}
+	return nil
+}
+
+type isWatchResponse_Kind interface {
+	isWatchResponse_Kind()
+}
+
+type WatchResponse_Status struct {
+	// status is the server's state after a change (started, ready, crashed, stopped).
+	Status *ServerStatus `protobuf:"bytes,2,opt,name=status,proto3,oneof"`
+}
+
+type WatchResponse_Notification struct {
+	// notification is a server notification not tied to one call, as JSON.
+	Notification []byte `protobuf:"bytes,3,opt,name=notification,proto3,oneof"`
+}
+
+func (*WatchResponse_Status) isWatchResponse_Kind() {}
+
+func (*WatchResponse_Notification) isWatchResponse_Kind() {}
 
 // JsonRpcError is a JSON-RPC error object returned by a server.
 type JsonRpcError struct {
@@ -888,15 +1088,15 @@ type JsonRpcError struct {
 	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
 	// message is the error text.
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// data is the optional error data.
-	Data          *structpb.Value `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	// data is the JSON text of the optional error data.
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1108,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1121,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -938,7 +1138,7 @@ func (x *JsonRpcError) GetMessage() string {
 	return ""
 }
 
-func (x *JsonRpcError) GetData() *structpb.Value {
+func (x *JsonRpcError) GetData() []byte {
 	if x != nil {
 		return x.Data
 	}
@@ -978,9 +1178,10 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\vserver_info\x18\t \x01(\v2\x17.google.protobuf.StructR\n" +
 	"serverInfo\x12;\n" +
 	"\fcapabilities\x18\n" +
-	" \x01(\v2\x17.google.protobuf.StructR\fcapabilities\"H\n" +
+	" \x01(\v2\x17.google.protobuf.StructR\fcapabilities\"\\\n" +
 	"\x14EnsureStartedRequest\x120\n" +
-	"\x04spec\x18\x01 \x01(\v2\x1c.zest.toolhost.v1.ServerSpecR\x04spec\"O\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1c.zest.toolhost.v1.ServerSpecR\x04spec\x12\x12\n" +
+	"\x04lazy\x18\x02 \x01(\bR\x04lazy\"O\n" +
 	"\x15EnsureStartedResponse\x126\n" +
 	"\x06status\x18\x01 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusR\x06status\"\x1d\n" +
 	"\vStopRequest\x12\x0e\n" +
@@ -995,35 +1196,45 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x13ListServersResponse\x128\n" +
 	"\aservers\x18\x01 \x03(\v2\x1e.zest.toolhost.v1.ServerStatusR\aservers\"\"\n" +
 	"\x10ListToolsRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"B\n" +
-	"\x11ListToolsResponse\x12-\n" +
-	"\x05tools\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x05tools\"\x85\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\")\n" +
+	"\x11ListToolsResponse\x12\x14\n" +
+	"\x05tools\x18\x01 \x03(\fR\x05tools\"l\n" +
 	"\vCallRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06method\x18\x02 \x01(\tR\x06method\x12/\n" +
-	"\x06params\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x1d\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
+	"\x06params\x18\x03 \x01(\fR\x06params\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\"u\n" +
-	"\fCallResponse\x12/\n" +
-	"\x06result\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06result\x124\n" +
-	"\x05error\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorR\x05error\"h\n" +
+	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\"\x8e\x01\n" +
+	"\fCallResponse\x12$\n" +
+	"\fnotification\x18\x01 \x01(\fH\x00R\fnotification\x12\x18\n" +
+	"\x06result\x18\x02 \x01(\fH\x00R\x06result\x126\n" +
+	"\x05error\x18\x03 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\x06\n" +
+	"\x04kind\"\x1e\n" +
+	"\fWatchRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
+	"\rWatchResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x128\n" +
+	"\x06status\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusH\x00R\x06status\x12$\n" +
+	"\fnotification\x18\x03 \x01(\fH\x00R\fnotificationB\x06\n" +
+	"\x04kind\"P\n" +
 	"\fJsonRpcError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12*\n" +
-	"\x04data\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04data*\x91\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data*\x91\x01\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\x89\x04\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xd7\x04\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
 	"\tGetStatus\x12\".zest.toolhost.v1.GetStatusRequest\x1a#.zest.toolhost.v1.GetStatusResponse\x12Z\n" +
 	"\vListServers\x12$.zest.toolhost.v1.ListServersRequest\x1a%.zest.toolhost.v1.ListServersResponse\x12T\n" +
-	"\tListTools\x12\".zest.toolhost.v1.ListToolsRequest\x1a#.zest.toolhost.v1.ListToolsResponse\x12E\n" +
-	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponseB\xc6\x01\n" +
+	"\tListTools\x12\".zest.toolhost.v1.ListToolsRequest\x1a#.zest.toolhost.v1.ListToolsResponse\x12G\n" +
+	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponse0\x01\x12J\n" +
+	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01B\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
 var (
@@ -1039,7 +1250,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1056,45 +1267,45 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*ListToolsResponse)(nil),     // 12: zest.toolhost.v1.ListToolsResponse
 	(*CallRequest)(nil),           // 13: zest.toolhost.v1.CallRequest
 	(*CallResponse)(nil),          // 14: zest.toolhost.v1.CallResponse
-	(*JsonRpcError)(nil),          // 15: zest.toolhost.v1.JsonRpcError
-	nil,                           // 16: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 18: google.protobuf.Struct
-	(*structpb.Value)(nil),        // 19: google.protobuf.Value
+	(*WatchRequest)(nil),          // 15: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 16: zest.toolhost.v1.WatchResponse
+	(*JsonRpcError)(nil),          // 17: zest.toolhost.v1.JsonRpcError
+	nil,                           // 18: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	16, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	18, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	17, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	18, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	18, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	19, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	20, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	20, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
-	18, // 10: zest.toolhost.v1.ListToolsResponse.tools:type_name -> google.protobuf.Struct
-	18, // 11: zest.toolhost.v1.CallRequest.params:type_name -> google.protobuf.Struct
-	18, // 12: zest.toolhost.v1.CallResponse.result:type_name -> google.protobuf.Struct
-	15, // 13: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
-	19, // 14: zest.toolhost.v1.JsonRpcError.data:type_name -> google.protobuf.Value
-	3,  // 15: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 16: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 17: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 18: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 19: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 20: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	4,  // 21: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 22: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 23: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 24: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 25: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	14, // 26: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	17, // 10: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	2,  // 11: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	3,  // 12: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 13: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 14: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 15: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 16: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 17: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	15, // 18: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	4,  // 19: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 20: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 21: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 22: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 23: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	14, // 24: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	16, // 25: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1102,13 +1313,22 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 	if File_zest_toolhost_v1_toolhost_proto != nil {
 		return
 	}
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[13].OneofWrappers = []any{
+		(*CallResponse_Notification)(nil),
+		(*CallResponse_Result)(nil),
+		(*CallResponse_Error)(nil),
+	}
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[15].OneofWrappers = []any{
+		(*WatchResponse_Status)(nil),
+		(*WatchResponse_Notification)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	ToolHostService_ListServers_FullMethodName   = "/zest.toolhost.v1.ToolHostService/ListServers"
 	ToolHostService_ListTools_FullMethodName     = "/zest.toolhost.v1.ToolHostService/ListTools"
 	ToolHostService_Call_FullMethodName          = "/zest.toolhost.v1.ToolHostService/Call"
+	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
 )
 
 // ToolHostServiceClient is the client API for ToolHostService service.
@@ -44,8 +45,10 @@ type ToolHostServiceClient interface {
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
 	// ListTools is called by the tool catalog to get a server's tools (cached, refreshed on tools/list_changed).
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
-	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request, one answer.
-	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error)
+	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request; the stream carries the caller's progress notifications, then the answer.
+	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallResponse], error)
+	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 }
 
 type toolHostServiceClient struct {
@@ -106,15 +109,43 @@ func (c *toolHostServiceClient) ListTools(ctx context.Context, in *ListToolsRequ
 	return out, nil
 }
 
-func (c *toolHostServiceClient) Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error) {
+func (c *toolHostServiceClient) Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CallResponse)
-	err := c.cc.Invoke(ctx, ToolHostService_Call_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[0], ToolHostService_Call_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[CallRequest, CallResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_CallClient = grpc.ServerStreamingClient[CallResponse]
+
+func (c *toolHostServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[1], ToolHostService_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, WatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_WatchClient = grpc.ServerStreamingClient[WatchResponse]
 
 // ToolHostServiceServer is the server API for ToolHostService service.
 // All implementations must embed UnimplementedToolHostServiceServer
@@ -133,8 +164,10 @@ type ToolHostServiceServer interface {
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
 	// ListTools is called by the tool catalog to get a server's tools (cached, refreshed on tools/list_changed).
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
-	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request, one answer.
-	Call(context.Context, *CallRequest) (*CallResponse, error)
+	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request; the stream carries the caller's progress notifications, then the answer.
+	Call(*CallRequest, grpc.ServerStreamingServer[CallResponse]) error
+	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
+	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	mustEmbedUnimplementedToolHostServiceServer()
 }
 
@@ -160,8 +193,11 @@ func (UnimplementedToolHostServiceServer) ListServers(context.Context, *ListServ
 func (UnimplementedToolHostServiceServer) ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
 }
-func (UnimplementedToolHostServiceServer) Call(context.Context, *CallRequest) (*CallResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Call not implemented")
+func (UnimplementedToolHostServiceServer) Call(*CallRequest, grpc.ServerStreamingServer[CallResponse]) error {
+	return status.Error(codes.Unimplemented, "method Call not implemented")
+}
+func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedToolHostServiceServer) mustEmbedUnimplementedToolHostServiceServer() {}
 func (UnimplementedToolHostServiceServer) testEmbeddedByValue()                         {}
@@ -274,23 +310,27 @@ func _ToolHostService_ListTools_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
-func _ToolHostService_Call_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CallRequest)
-	if err := dec(in); err != nil {
-		return nil, err
+func _ToolHostService_Call_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CallRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
 	}
-	if interceptor == nil {
-		return srv.(ToolHostServiceServer).Call(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ToolHostService_Call_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ToolHostServiceServer).Call(ctx, req.(*CallRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+	return srv.(ToolHostServiceServer).Call(m, &grpc.GenericServerStream[CallRequest, CallResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_CallServer = grpc.ServerStreamingServer[CallResponse]
+
+func _ToolHostService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolHostServiceServer).Watch(m, &grpc.GenericServerStream[WatchRequest, WatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_WatchServer = grpc.ServerStreamingServer[WatchResponse]
 
 // ToolHostService_ServiceDesc is the grpc.ServiceDesc for ToolHostService service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -319,11 +359,18 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListTools",
 			Handler:    _ToolHostService_ListTools_Handler,
 		},
+	},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Call",
-			Handler:    _ToolHostService_Call_Handler,
+			StreamName:    "Call",
+			Handler:       _ToolHostService_Call_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Watch",
+			Handler:       _ToolHostService_Watch_Handler,
+			ServerStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "zest/toolhost/v1/toolhost.proto",
 }

@@ -1,0 +1,592 @@
+// Package stdio runs one stdio MCP server process and multiplexes any number of concurrent
+// callers onto it: JSON-RPC ids are rewritten so that each response reaches its caller,
+// progress notifications reach the caller whose token they carry, and a cancelled call sends
+// notifications/cancelled. The child runs in its own process group with a parent-death
+// signal; stopping it closes stdin, waits, then SIGTERMs and SIGKILLs the group.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxLineBytes    = 64 << 20
+	DefaultStderrTailBytes = 16 << 10
+	DefaultMaxInFlight     = 256
+	DefaultStopGrace       = 2 * time.Second
+)
+
+// Options say how to run a child.
+type Options struct {
+	// Path is the executable; Args its arguments (without argv[0]).
+	Path string
+	Args []string
+	// Dir is the working directory (empty: the caller's).
+	Dir string
+	// Env is the child's complete environment.
+	Env []string
+	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure.
+	MaxLineBytes int
+	// StderrTailBytes bounds the stderr kept for diagnostics.
+	StderrTailBytes int
+	// MaxInFlight bounds concurrent calls; more fail with ErrBusy.
+	MaxInFlight int
+	// StopGrace is how long each stop step waits (after closing stdin, after SIGTERM).
+	StopGrace time.Duration
+	// OnNotification receives notifications not tied to a call (e.g. tools/list_changed).
+	OnNotification func(method string, msg []byte)
+	// OnRequest answers requests from the child other than ping; nil answers -32601. This is
+	// the seam for relaying roots/list, sampling and elicitation to a subscribed caller.
+	OnRequest func(method string, params json.RawMessage) (json.RawMessage, *RPCError)
+	// OnExit is called once when the child has exited, with the reason.
+	OnExit func(err error)
+	Logger *slog.Logger
+}
+
+// Conn is a running child.
+type Conn struct {
+	opts    Options
+	cmd     *exec.Cmd
+	stdin   *os.File
+	stdout  *os.File
+	stderrR *os.File
+	writeCh chan []byte
+	sem     chan struct{}
+	nextID  atomic.Int64
+	stderr  *tail
+
+	mu       sync.Mutex
+	pending  map[int64]*call
+	progress map[string]*call
+	exitErr  error // set once the child is gone
+	done     chan struct{}
+	stopping atomic.Bool
+	readDone chan struct{}
+}
+
+type call struct {
+	id          int64
+	resp        chan response
+	onProgress  func([]byte)
+	token       string
+	callerToken json.RawMessage
+}
+
+type response struct {
+	result json.RawMessage
+	err    *RPCError
+}
+
+// Start launches the child.
+func Start(opts Options) (*Conn, error) {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.StderrTailBytes <= 0 {
+		opts.StderrTailBytes = DefaultStderrTailBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = startOnLockedThread(cmd)
+	closeAll(inR, outW, errW) // the child holds its ends
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, fmt.Errorf("%w %q: %w", ErrLaunch, opts.Path, err)
+	}
+	c := &Conn{
+		opts: opts, cmd: cmd, stdin: inW, stdout: outR, stderrR: errR,
+		writeCh: make(chan []byte, 256), sem: make(chan struct{}, opts.MaxInFlight),
+		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
+		done: make(chan struct{}), readDone: make(chan struct{}),
+	}
+	go c.readLoop()
+	go c.stderrLoop()
+	go c.writeLoop()
+	go c.waitLoop()
+	return c, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// Pid is the child's process id (also its process group id).
+func (c *Conn) Pid() int { return c.cmd.Process.Pid }
+
+// Done is closed when the child has exited and every in-flight call has failed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the child exited (nil while it runs).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitErr
+}
+
+// StderrTail returns the last bytes the child wrote to stderr.
+func (c *Conn) StderrTail() string { return c.stderr.String() }
+
+// InFlight counts calls waiting for an answer.
+func (c *Conn) InFlight() int { return len(c.sem) }
+
+// Call sends one request and waits for its answer. onProgress (may be nil) receives the
+// call's progress notifications with the caller's own progress token.
+func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, onProgress func([]byte)) (json.RawMessage, error) {
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("%w: %d calls are waiting on this server (limit %d); retry later", ErrBusy, len(c.sem), cap(c.sem))
+	}
+	defer func() { <-c.sem }()
+
+	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
+	if bytes.Contains(params, []byte(`"progressToken"`)) {
+		p, tok, err := rewriteProgressToken(params, "zest-"+strconv.FormatInt(cl.id, 10))
+		if err != nil {
+			return nil, fmt.Errorf("params: %w", err)
+		}
+		params, cl.callerToken, cl.token = p, tok, "zest-"+strconv.FormatInt(cl.id, 10)
+	}
+	c.mu.Lock()
+	if c.exitErr != nil {
+		err := c.exitErr
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[cl.id] = cl
+	if cl.token != "" {
+		c.progress[cl.token] = cl
+	}
+	c.mu.Unlock()
+
+	msg := make([]byte, 0, 64+len(method)+len(params))
+	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+	msg = strconv.AppendInt(msg, cl.id, 10)
+	msg = append(msg, `,"method":`...)
+	msg = strconv.AppendQuote(msg, method)
+	if len(params) > 0 {
+		msg = append(msg, `,"params":`...)
+		msg = append(msg, params...)
+	}
+	msg = append(msg, "}\n"...)
+
+	select {
+	case c.writeCh <- msg:
+	case <-ctx.Done():
+		c.forget(cl)
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.Err()
+	}
+	select {
+	case r := <-cl.resp:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		c.forget(cl)
+		reason := "request cancelled by the caller"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "request timed out"
+		}
+		c.notifyAsync("notifications/cancelled", map[string]any{"requestId": cl.id, "reason": reason})
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.Err()
+	}
+}
+
+func (c *Conn) forget(cl *call) {
+	c.mu.Lock()
+	delete(c.pending, cl.id)
+	if cl.token != "" {
+		delete(c.progress, cl.token)
+	}
+	c.mu.Unlock()
+}
+
+// Notify sends a notification to the child.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	msg, err := notification(method, params)
+	if err != nil {
+		return err
+	}
+	select {
+	case c.writeCh <- msg:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.Err()
+	}
+}
+
+func (c *Conn) notifyAsync(method string, params any) {
+	msg, err := notification(method, params)
+	if err != nil {
+		return
+	}
+	select {
+	case c.writeCh <- msg:
+	case <-c.done:
+	default: // the writer is jammed; a lost cancellation only wastes the child's work
+	}
+}
+
+func notification(method string, params any) ([]byte, error) {
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	b, err := json.Marshal(m)
+	return append(b, '\n'), err
+}
+
+// rewriteProgressToken replaces params._meta.progressToken with token and returns the
+// caller's token.
+func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, nil, err
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return params, nil, nil
+		}
+	}
+	orig, ok := meta["progressToken"]
+	if !ok {
+		return params, nil, nil
+	}
+	meta["progressToken"], _ = json.Marshal(token)
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	return out, orig, err
+}
+
+// writeLoop writes queued messages, coalescing what is queued into one flush.
+func (c *Conn) writeLoop() {
+	w := bufio.NewWriterSize(c.stdin, 64<<10)
+	for {
+		select {
+		case msg := <-c.writeCh:
+			if _, err := w.Write(msg); err != nil {
+				c.drainWrites()
+				return
+			}
+			for more := true; more; {
+				select {
+				case m := <-c.writeCh:
+					if _, err := w.Write(m); err != nil {
+						c.drainWrites()
+						return
+					}
+				default:
+					more = false
+				}
+			}
+			if err := w.Flush(); err != nil {
+				c.drainWrites()
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// drainWrites discards writes after the child's stdin broke; its exit fails the calls.
+func (c *Conn) drainWrites() {
+	for {
+		select {
+		case <-c.writeCh:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+type inMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *RPCError       `json:"error"`
+}
+
+func (c *Conn) readLoop() {
+	defer close(c.readDone)
+	r := bufio.NewReaderSize(c.stdout, 64<<10)
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			if len(long) > c.opts.MaxLineBytes {
+				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
+				return
+			}
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+			if len(line) > c.opts.MaxLineBytes {
+				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
+				return
+			}
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := c.handleLine(line); perr != nil {
+				c.protocolFailure(perr)
+				return
+			}
+		}
+		if err != nil {
+			return // EOF: waitLoop reports the exit
+		}
+	}
+}
+
+func (c *Conn) handleLine(line []byte) error {
+	var m inMsg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return fmt.Errorf("%w: stdout line is not JSON-RPC (%q)", ErrProtocol, truncate(line, 120))
+	}
+	switch {
+	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
+		c.answerRequest(m)
+	case m.Method != "":
+		if m.Method == "notifications/progress" && c.deliverProgress(m.Params) {
+			return nil
+		}
+		if c.opts.OnNotification != nil {
+			c.opts.OnNotification(m.Method, bytes.Clone(bytes.TrimSpace(line)))
+		}
+	default:
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			return nil // not an id we issued: ignore
+		}
+		c.mu.Lock()
+		cl := c.pending[id]
+		delete(c.pending, id)
+		if cl != nil && cl.token != "" {
+			delete(c.progress, cl.token)
+		}
+		c.mu.Unlock()
+		if cl != nil {
+			cl.resp <- response{result: m.Result, err: m.Error}
+		}
+	}
+	return nil
+}
+
+func (c *Conn) deliverProgress(params json.RawMessage) bool {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	var tok string
+	if json.Unmarshal(p["progressToken"], &tok) != nil {
+		return false
+	}
+	c.mu.Lock()
+	cl := c.progress[tok]
+	c.mu.Unlock()
+	if cl == nil {
+		return false
+	}
+	if cl.onProgress != nil {
+		p["progressToken"] = cl.callerToken
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
+		if err == nil {
+			cl.onProgress(b)
+		}
+	}
+	return true
+}
+
+func (c *Conn) answerRequest(m inMsg) {
+	var result json.RawMessage
+	var rpcErr *RPCError
+	switch {
+	case m.Method == "ping":
+		result = json.RawMessage(`{}`)
+	case c.opts.OnRequest != nil:
+		result, rpcErr = c.opts.OnRequest(m.Method, m.Params)
+	default:
+		rpcErr = &RPCError{Code: -32601, Message: "Method not found: no client of the tool host relays " + m.Method}
+	}
+	resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+	if rpcErr != nil {
+		resp["error"] = rpcErr
+	} else {
+		resp["result"] = result
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return
+	}
+	select {
+	case c.writeCh <- append(b, '\n'):
+	case <-c.done:
+	}
+}
+
+func (c *Conn) protocolFailure(err error) {
+	c.mu.Lock()
+	if c.exitErr == nil {
+		c.exitErr = err
+	}
+	c.mu.Unlock()
+	c.opts.Logger.Warn("stopping MCP server: protocol failure", "pid", c.Pid(), "err", err)
+	go c.Stop() //nolint:errcheck // the exit is reported through waitLoop
+	_, _ = io.Copy(io.Discard, c.stdout)
+}
+
+func (c *Conn) stderrLoop() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.stderrR.Read(buf)
+		if n > 0 {
+			c.stderr.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitLoop reaps the child, kills what is left of its process group, and fails every
+// in-flight call.
+func (c *Conn) waitLoop() {
+	werr := c.cmd.Wait()
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // grandchildren of a wrapper
+	c.stdin.Close()
+	select {
+	case <-c.readDone:
+	case <-time.After(c.opts.StopGrace):
+		c.stdout.Close() // a stray process still holds the pipe
+		<-c.readDone
+	}
+	c.stdout.Close()
+	c.stderrR.Close()
+
+	c.mu.Lock()
+	if c.exitErr == nil {
+		switch {
+		case c.stopping.Load():
+			c.exitErr = fmt.Errorf("%w: stopped", ErrExited)
+		case werr != nil:
+			c.exitErr = fmt.Errorf("%w: %v", ErrExited, werr)
+		default:
+			c.exitErr = fmt.Errorf("%w: exit status 0", ErrExited)
+		}
+		if t := c.stderr.String(); t != "" && !c.stopping.Load() {
+			c.exitErr = fmt.Errorf("%w; stderr ends with: %s", c.exitErr, lastLine(t))
+		}
+	}
+	err := c.exitErr
+	pending := c.pending
+	c.pending = map[int64]*call{}
+	c.progress = map[string]*call{}
+	c.mu.Unlock()
+	close(c.done)
+	_ = pending // waiters select on c.done
+	if c.opts.OnExit != nil {
+		c.opts.OnExit(err)
+	}
+}
+
+// Stop closes stdin, waits, SIGTERMs the process group, waits, then SIGKILLs it, and
+// returns once the child is reaped.
+func (c *Conn) Stop() error {
+	c.stopping.Store(true)
+	c.stdin.Close()
+	if c.waitDone(c.opts.StopGrace) {
+		return nil
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	if c.waitDone(c.opts.StopGrace) {
+		return nil
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	<-c.done
+	return nil
+}
+
+func (c *Conn) waitDone(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func truncate(b []byte, n int) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+func lastLine(s string) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

@@ -1,0 +1,314 @@
+package stdio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var fixture string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpfixture")
+	if err != nil {
+		panic(err)
+	}
+	fixture = filepath.Join(dir, "mcpfixture")
+	if out, err := exec.Command("go", "build", "-o", fixture, "../internal/mcpfixture").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build fixture: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func start(t *testing.T, mod func(*Options)) *Conn {
+	t.Helper()
+	o := Options{Path: fixture, Env: os.Environ(), StopGrace: time.Second}
+	if mod != nil {
+		mod(&o)
+	}
+	c, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+func callTool(t *testing.T, c *Conn, ctx context.Context, name string, args map[string]any) (string, error) {
+	p, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+	res, err := c.Call(ctx, "tools/call", p, nil)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) == 0 {
+		t.Fatalf("result %s: %v", res, err)
+	}
+	return r.Content[0].Text, nil
+}
+
+// TestConcurrentCallsGetTheirOwnAnswers: 200 calls from 50 goroutines, answered out of order.
+func TestConcurrentCallsGetTheirOwnAnswers(t *testing.T) {
+	c := start(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for g := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				want := fmt.Sprintf("g%d-c%d", g, i)
+				got, err := callTool(t, c, t.Context(), "slow", map[string]any{"message": want, "ms": (g*7 + i*13) % 30})
+				if err != nil || got != want {
+					errs <- fmt.Errorf("want %q, got %q (%v)", want, got, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestCrashFailsInFlightCallsAtOnce(t *testing.T) {
+	exited := make(chan error, 1)
+	c := start(t, func(o *Options) { o.OnExit = func(err error) { exited <- err } })
+	hung := make(chan error, 3)
+	for range 3 {
+		go func() { _, err := callTool(t, c, t.Context(), "hang", nil); hung <- err }()
+	}
+	waitFor(t, func() bool { return c.InFlight() == 3 })
+	began := time.Now()
+	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case err := <-hung:
+			if !errors.Is(err, ErrExited) {
+				t.Fatalf("in-flight call failed with %v, want ErrExited", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("in-flight call still waiting 1s after the child was killed")
+		}
+	}
+	t.Logf("in-flight calls failed %v after SIGKILL", time.Since(began))
+	if err := <-exited; !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("exit reason %v", err)
+	}
+	if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); !errors.Is(err, ErrExited) {
+		t.Fatalf("call after exit: %v", err)
+	}
+}
+
+func TestCrashReportsStderr(t *testing.T) {
+	c := start(t, nil)
+	_, err := callTool(t, c, t.Context(), "crash", nil)
+	if !errors.Is(err, ErrExited) {
+		t.Fatalf("err = %v", err)
+	}
+	<-c.Done()
+	if !strings.Contains(c.Err().Error(), "exit status 3") || !strings.Contains(c.Err().Error(), "crashing on purpose") {
+		t.Fatalf("exit error %q lacks status or stderr", c.Err())
+	}
+	if !strings.Contains(c.StderrTail(), "mcpfixture starting") {
+		t.Fatalf("stderr tail %q", c.StderrTail())
+	}
+}
+
+func TestNonJSONLineIsAProtocolFailure(t *testing.T) {
+	c := start(t, nil)
+	_, err := callTool(t, c, t.Context(), "garbage", nil)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v, want ErrProtocol", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("child not stopped after a protocol failure")
+	}
+}
+
+func TestLineSizeLimit(t *testing.T) {
+	c := start(t, func(o *Options) { o.MaxLineBytes = 256 << 10 })
+	got, err := callTool(t, c, t.Context(), "huge", map[string]any{"bytes": 200 << 10})
+	if err != nil || len(got) != 200<<10 {
+		t.Fatalf("under the limit: %d bytes, %v", len(got), err)
+	}
+	_, err = callTool(t, c, t.Context(), "huge", map[string]any{"bytes": 300 << 10})
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "262144") {
+		t.Fatalf("over the limit: %v", err)
+	}
+}
+
+func TestProgressReachesTheCallerWithItsOwnToken(t *testing.T) {
+	c := start(t, nil)
+	var wg sync.WaitGroup
+	for caller := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got []string
+			p, _ := json.Marshal(map[string]any{"name": "progress", "arguments": map[string]any{"n": 3 + caller},
+				"_meta": map[string]any{"progressToken": "same-token"}})
+			_, err := c.Call(t.Context(), "tools/call", p, func(n []byte) {
+				var m struct {
+					Params struct {
+						ProgressToken any     `json:"progressToken"`
+						Progress      float64 `json:"progress"`
+					} `json:"params"`
+				}
+				json.Unmarshal(n, &m)
+				got = append(got, fmt.Sprint(m.Params.ProgressToken, m.Params.Progress))
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(got) != 3+caller || got[0] != "same-token1" {
+				t.Errorf("caller %d got progress %v", caller, got)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCancelSendsNotificationsCancelled(t *testing.T) {
+	c := start(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := callTool(t, c, ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	waitFor(t, func() bool {
+		n, _ := callTool(t, c, t.Context(), "cancelled_count", nil)
+		return n == "1"
+	})
+}
+
+func TestRequestsFromTheChild(t *testing.T) {
+	c := start(t, nil)
+	got, err := callTool(t, c, t.Context(), "ping_client", nil)
+	if err != nil || !strings.Contains(got, `"result":{}`) {
+		t.Fatalf("ping: %s %v", got, err)
+	}
+	got, err = callTool(t, c, t.Context(), "roots", nil)
+	if err != nil || !strings.Contains(got, "-32601") {
+		t.Fatalf("roots/list: %s %v", got, err)
+	}
+}
+
+func TestInFlightBound(t *testing.T) {
+	c := start(t, func(o *Options) { o.MaxInFlight = 2 })
+	for range 2 {
+		go callTool(t, c, t.Context(), "hang", nil)
+	}
+	waitFor(t, func() bool { return c.InFlight() == 2 })
+	if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "limit 2") {
+		t.Fatalf("err = %v, want ErrBusy naming the limit", err)
+	}
+}
+
+func TestListChangedNotificationIsReported(t *testing.T) {
+	notes := make(chan string, 4)
+	c := start(t, func(o *Options) { o.OnNotification = func(m string, _ []byte) { notes <- m } })
+	if _, err := callTool(t, c, t.Context(), "list_changed", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-notes:
+		if m != "notifications/tools/list_changed" {
+			t.Fatalf("got %s", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification")
+	}
+}
+
+func TestLaunchErrorNamesTheOSError(t *testing.T) {
+	_, err := Start(Options{Path: "/nonexistent/zest-no-such-server"})
+	if !errors.Is(err, ErrLaunch) || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestStopKillsWrapperGrandchildren: a shell wrapper that starts the server as a grandchild
+// (as npx does) leaves nothing behind after 50 start/stop cycles.
+func TestStopKillsWrapperGrandchildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("50 cycles")
+	}
+	var pgids []int
+	for range 50 {
+		c, err := Start(Options{Path: "/bin/sh", Args: []string{"-c", "exec 3<&0; " + fixture + " <&3 3<&- & wait"}, StopGrace: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); err != nil {
+			t.Fatal(err)
+		}
+		pgids = append(pgids, c.Pid())
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := processesInGroups(t, pgids); len(left) > 0 {
+		t.Fatalf("processes left in the servers' groups: %v", left)
+	}
+}
+
+// processesInGroups lists /proc entries whose process group is one of pgids.
+func processesInGroups(t *testing.T, pgids []int) []string {
+	t.Helper()
+	want := map[int]bool{}
+	for _, g := range pgids {
+		want[g] = true
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		rest := s[strings.LastIndexByte(s, ')')+2:]
+		var state string
+		var ppid, pgrp int
+		fmt.Sscanf(rest, "%s %d %d", &state, &ppid, &pgrp)
+		if want[pgrp] {
+			left = append(left, fmt.Sprintf("pid %s state %s pgrp %d", e.Name(), state, pgrp))
+		}
+	}
+	return left
+}
+
+func waitFor(t *testing.T, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 10s")
+}
