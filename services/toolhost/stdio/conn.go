@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -522,7 +523,7 @@ func (c *Conn) waitLoop() {
 	if c.exitErr == nil {
 		switch {
 		case c.stopping.Load():
-			c.exitErr = fmt.Errorf("%w: stopped", ErrExited)
+			c.exitErr = fmt.Errorf("%w: %w", ErrExited, ErrStopped)
 		case werr != nil:
 			c.exitErr = fmt.Errorf("%w: %v", ErrExited, werr)
 		default:
@@ -533,12 +534,10 @@ func (c *Conn) waitLoop() {
 		}
 	}
 	err := c.exitErr
-	pending := c.pending
-	c.pending = map[int64]*call{}
+	c.pending = map[int64]*call{} // waiters select on c.done and return c.Err()
 	c.progress = map[string]*call{}
 	c.mu.Unlock()
 	close(c.done)
-	_ = pending // waiters select on c.done
 	if c.opts.OnExit != nil {
 		c.opts.OnExit(err)
 	}
@@ -581,8 +580,8 @@ func truncate(b []byte, n int) string {
 }
 
 func lastLine(s string) string {
-	s = string(bytes.TrimSpace([]byte(s)))
-	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
 	if len(s) > 300 {

@@ -90,7 +90,7 @@ func TestCrashFailsInFlightCallsAtOnce(t *testing.T) {
 	c := start(t, func(o *Options) { o.OnExit = func(err error) { exited <- err } })
 	hung := make(chan error, 3)
 	for range 3 {
-		go func() { _, err := callTool(t, c, t.Context(), "hang", nil); hung <- err }()
+		go func() { _, err := c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil); hung <- err }()
 	}
 	waitFor(t, func() bool { return c.InFlight() == 3 })
 	began := time.Now()
@@ -216,7 +216,7 @@ func TestRequestsFromTheChild(t *testing.T) {
 func TestInFlightBound(t *testing.T) {
 	c := start(t, func(o *Options) { o.MaxInFlight = 2 })
 	for range 2 {
-		go callTool(t, c, t.Context(), "hang", nil)
+		go c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil) //nolint:errcheck // cancelled at cleanup
 	}
 	waitFor(t, func() bool { return c.InFlight() == 2 })
 	if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "limit 2") {

@@ -10,6 +10,8 @@ import (
 var (
 	// ErrExited means the child exited (or was stopped); in-flight calls fail with it at once.
 	ErrExited = errors.New("MCP server process exited")
+	// ErrStopped is wrapped in the exit error of a child stopped on purpose (Stop).
+	ErrStopped = errors.New("stopped")
 	// ErrBusy means the bound on in-flight calls is reached.
 	ErrBusy = errors.New("too many calls in flight")
 	// ErrProtocol means the child broke the stdio transport (a non-JSON or over-long stdout line).

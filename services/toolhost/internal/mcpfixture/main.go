@@ -49,7 +49,9 @@ func writeRaw(s string) {
 	out.Flush()
 }
 
-func result(id json.RawMessage, r any) { write(map[string]any{"jsonrpc": "2.0", "id": id, "result": r}) }
+func result(id json.RawMessage, r any) {
+	write(map[string]any{"jsonrpc": "2.0", "id": id, "result": r})
+}
 
 func text(id json.RawMessage, s string) {
 	result(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}})

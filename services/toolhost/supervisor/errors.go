@@ -1,0 +1,17 @@
+package supervisor
+
+import "errors"
+
+// Errors of the supervisor; the gRPC layer maps them (and stdio's and envref's) to codes.
+var (
+	// ErrUnknownServer means no server with the id was started (or it was stopped).
+	ErrUnknownServer = errors.New("unknown MCP server")
+	// ErrBadSpec means the launch spec is invalid.
+	ErrBadSpec = errors.New("invalid server spec")
+	// ErrCrashLoop means the server keeps crashing and the next restart is not due yet.
+	ErrCrashLoop = errors.New("MCP server is crash-looping")
+	// ErrHandshake means the MCP initialize handshake failed.
+	ErrHandshake = errors.New("MCP handshake failed")
+	// ErrClosed means the supervisor is shutting down.
+	ErrClosed = errors.New("tool host is shutting down")
+)

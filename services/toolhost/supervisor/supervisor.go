@@ -1,0 +1,676 @@
+// Package supervisor keeps the stdio MCP servers of the tool host: one child per registered
+// server, shared by every caller; the MCP handshake; a tool cache refreshed on
+// tools/list_changed; restarts after crashes with exponential backoff; optional idle stop and
+// lazy start; and watchers of state changes and notifications.
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zestmcp/zest/lib/envref"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/stdio"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Protocol versions: the one offered, and those accepted from a server.
+const OfferedVersion = "2025-11-25"
+
+// AcceptedVersions are the MCP versions a server may answer with.
+var AcceptedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Version is sent as clientInfo.version.
+var Version = "0.1.0"
+
+// Config holds the supervisor's limits and policies.
+type Config struct {
+	MaxLineBytes    int
+	StderrTailBytes int
+	MaxInFlight     int
+	StopGrace       time.Duration
+	// IdleTimeout stops a child unused for this long (0: never); the next call starts it.
+	IdleTimeout time.Duration
+	// LazyStart makes EnsureStarted only check and register; the first call launches.
+	LazyStart bool
+	// BackoffBase and BackoffMax shape restart delays after repeated crashes.
+	BackoffBase, BackoffMax time.Duration
+	// DefaultTimeout applies when a spec sets no timeout_ms.
+	DefaultTimeout time.Duration
+	// LookupEnv resolves ${VAR} references (os.LookupEnv when nil).
+	LookupEnv func(string) (string, bool)
+	Logger    *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxLineBytes: stdio.DefaultMaxLineBytes, StderrTailBytes: stdio.DefaultStderrTailBytes,
+		MaxInFlight: stdio.DefaultMaxInFlight, StopGrace: stdio.DefaultStopGrace,
+		BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, DefaultTimeout: 30 * time.Second,
+	}
+}
+
+// Event is one thing a watcher sees: a status change or a notification.
+type Event struct {
+	ID           string
+	Status       *toolhostv1.ServerStatus
+	Notification []byte
+}
+
+// Supervisor keeps the servers.
+type Supervisor struct {
+	cfg      Config
+	log      *slog.Logger
+	mu       sync.Mutex
+	servers  map[string]*server
+	watchers map[*watcher]struct{}
+	closed   bool
+	stopIdle chan struct{}
+}
+
+type watcher struct {
+	id string
+	ch chan Event
+}
+
+// New returns a supervisor; Close stops every child.
+func New(cfg Config) *Supervisor {
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 30 * time.Second
+	}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{})}
+	if cfg.IdleTimeout > 0 {
+		go s.idleLoop()
+	}
+	return s
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
+
+// server is one registered server and its current child, if any.
+type server struct {
+	sup  *Supervisor
+	id   string
+	mu   sync.Mutex
+	spec *toolhostv1.ServerSpec
+	path string
+	env  []string // resolved; holds secret values: never logged or returned
+
+	conn       *stdio.Conn
+	state      toolhostv1.ServerState
+	starting   chan struct{}
+	startErr   error
+	started    time.Time
+	restarts   int32
+	crashes    int
+	nextStart  time.Time
+	lastErr    string
+	stderrTail string
+	protocol   string
+	serverInfo map[string]any
+	caps       map[string]any
+	tools      []json.RawMessage
+	lastUse    time.Time
+	everRan    bool
+}
+
+// prepare checks a spec and resolves its command and environment.
+func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []string, err error) {
+	if !idPattern.MatchString(spec.GetId()) {
+		return "", nil, fmt.Errorf("%w: id %q must match [A-Za-z0-9_.-]{1,96}", ErrBadSpec, spec.GetId())
+	}
+	if spec.GetCommand() == "" {
+		return "", nil, fmt.Errorf("%w: command is empty; give the program that runs the MCP server", ErrBadSpec)
+	}
+	if t := spec.GetTimeoutMs(); t != 0 && (t < 1000 || t > 300000) {
+		return "", nil, fmt.Errorf("%w: timeout_ms %d must be between 1000 and 300000", ErrBadSpec, t)
+	}
+	extra, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
+	if err != nil {
+		return "", nil, err
+	}
+	path, err = exec.LookPath(spec.GetCommand())
+	if err != nil {
+		return "", nil, fmt.Errorf("%w %q: %w", stdio.ErrLaunch, spec.GetCommand(), unwrapExecErr(err))
+	}
+	if d := spec.GetWorkingDir(); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", nil, fmt.Errorf("%w: working_dir %q is not a directory", ErrBadSpec, d)
+		}
+	}
+	return path, append(os.Environ(), extra...), nil
+}
+
+func unwrapExecErr(err error) error {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		return e.Err
+	}
+	return err
+}
+
+// EnsureStarted registers spec and, unless lazy, launches the child and completes the
+// handshake. A changed spec replaces the running child.
+func (s *Supervisor) EnsureStarted(ctx context.Context, spec *toolhostv1.ServerSpec, lazy bool) (*toolhostv1.ServerStatus, error) {
+	path, env, err := s.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	srv := s.servers[spec.GetId()]
+	if srv == nil {
+		srv = &server{sup: s, id: spec.GetId(), state: toolhostv1.ServerState_SERVER_STATE_STOPPED}
+		s.servers[spec.GetId()] = srv
+	}
+	s.mu.Unlock()
+
+	srv.mu.Lock()
+	changed := srv.spec != nil && !proto.Equal(srv.spec, spec)
+	srv.spec, srv.path, srv.env = proto.Clone(spec).(*toolhostv1.ServerSpec), path, env
+	old := srv.conn
+	if changed {
+		srv.conn, srv.crashes, srv.nextStart = nil, 0, time.Time{}
+		srv.state = toolhostv1.ServerState_SERVER_STATE_STOPPED
+	}
+	srv.mu.Unlock()
+	if changed && old != nil {
+		s.log.Info("spec changed; restarting MCP server", "id", spec.GetId())
+		_ = old.Stop()
+	}
+	if lazy || s.cfg.LazyStart {
+		return srv.status(), nil
+	}
+	if _, err := srv.ensureRunning(ctx); err != nil {
+		return srv.status(), err
+	}
+	return srv.status(), nil
+}
+
+func (s *Supervisor) get(id string) (*server, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srv := s.servers[id]
+	if srv == nil {
+		return nil, fmt.Errorf("%w %q: start it first (EnsureStarted)", ErrUnknownServer, id)
+	}
+	return srv, nil
+}
+
+// ensureRunning returns a ready child, launching one (once, whoever asks) when needed.
+func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
+	for {
+		srv.mu.Lock()
+		if srv.conn != nil && srv.state == toolhostv1.ServerState_SERVER_STATE_READY {
+			c := srv.conn
+			srv.mu.Unlock()
+			return c, nil
+		}
+		if wait := srv.starting; wait != nil {
+			srv.mu.Unlock()
+			select {
+			case <-wait:
+				srv.mu.Lock()
+				err := srv.startErr
+				srv.mu.Unlock()
+				if err != nil {
+					return nil, err
+				}
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if wait := time.Until(srv.nextStart); wait > 0 {
+			err := fmt.Errorf("%w: %q crashed %d times in a row; next restart in %v; last error: %s",
+				ErrCrashLoop, srv.id, srv.crashes, wait.Round(time.Millisecond), srv.lastErr)
+			srv.mu.Unlock()
+			return nil, err
+		}
+		done := make(chan struct{})
+		srv.starting = done
+		if srv.state == toolhostv1.ServerState_SERVER_STATE_FAILED {
+			srv.restarts++
+		}
+		srv.state = toolhostv1.ServerState_SERVER_STATE_STARTING
+		spec, path, env := srv.spec, srv.path, srv.env
+		srv.mu.Unlock()
+		srv.sup.publish(srv.id, srv.status(), nil)
+
+		conn, err := srv.launch(ctx, spec, path, env)
+
+		srv.mu.Lock()
+		if err == nil && srv.conn != conn { // exited between the handshake and now
+			err = fmt.Errorf("%w: %w", ErrHandshake, conn.Err())
+			conn = nil
+		}
+		srv.starting = nil
+		srv.startErr = err
+		srv.everRan = true
+		if err != nil {
+			srv.state = toolhostv1.ServerState_SERVER_STATE_FAILED
+			srv.lastErr = err.Error()
+			srv.crashes++
+			srv.nextStart = time.Now().Add(srv.sup.backoff(srv.crashes))
+		} else {
+			srv.state = toolhostv1.ServerState_SERVER_STATE_READY
+			srv.lastUse = time.Now()
+		}
+		srv.mu.Unlock()
+		close(done)
+		srv.sup.publish(srv.id, srv.status(), nil)
+		return conn, err
+	}
+}
+
+// backoff is the delay before restart number n of a crash loop: none for the first crash,
+// then base, 2·base, 4·base, … up to max.
+func (s *Supervisor) backoff(crashes int) time.Duration {
+	if crashes <= 1 {
+		return 0
+	}
+	d := s.cfg.BackoffBase << min(crashes-2, 20)
+	return min(d, s.cfg.BackoffMax)
+}
+
+// launch starts a child and completes the MCP handshake.
+func (srv *server) launch(ctx context.Context, spec *toolhostv1.ServerSpec, path string, env []string) (*stdio.Conn, error) {
+	s := srv.sup
+	var conn *stdio.Conn
+	conn, err := stdio.Start(stdio.Options{
+		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
+		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
+		StopGrace: s.cfg.StopGrace, Logger: s.log.With("server", spec.GetId()),
+		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
+		OnExit:         func(err error) { srv.onExit(conn, err) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv.mu.Lock()
+	srv.conn, srv.started = conn, time.Now()
+	srv.mu.Unlock()
+	s.log.Info("MCP server started", "id", spec.GetId(), "pid", conn.Pid(), "command", spec.GetCommand())
+
+	hctx, cancel := context.WithTimeout(ctx, srv.timeout(spec))
+	defer cancel()
+	if err := srv.handshake(hctx, conn); err != nil {
+		if conn.Err() != nil && !errors.Is(err, stdio.ErrExited) { // the child died: report why
+			err = fmt.Errorf("%w: %w", err, conn.Err())
+		}
+		_ = conn.Stop()
+		srv.mu.Lock()
+		if srv.conn == conn {
+			srv.conn = nil
+			srv.stderrTail = conn.StderrTail()
+		}
+		srv.mu.Unlock()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (srv *server) timeout(spec *toolhostv1.ServerSpec) time.Duration {
+	if t := spec.GetTimeoutMs(); t > 0 {
+		return time.Duration(t) * time.Millisecond
+	}
+	return srv.sup.cfg.DefaultTimeout
+}
+
+func (srv *server) handshake(ctx context.Context, conn *stdio.Conn) error {
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": OfferedVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "zest-toolhost", "version": Version},
+	})
+	raw, err := conn.Call(ctx, "initialize", params, nil)
+	if err != nil {
+		return fmt.Errorf("%w: initialize: %w", ErrHandshake, err)
+	}
+	var res struct {
+		ProtocolVersion string         `json:"protocolVersion"`
+		Capabilities    map[string]any `json:"capabilities"`
+		ServerInfo      map[string]any `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("%w: initialize result: %w", ErrHandshake, err)
+	}
+	if !slices.Contains(AcceptedVersions, res.ProtocolVersion) {
+		return fmt.Errorf("%w: server answered protocol version %q; Zest accepts %v", ErrHandshake, res.ProtocolVersion, AcceptedVersions)
+	}
+	if err := conn.Notify(ctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("%w: notifications/initialized: %w", ErrHandshake, err)
+	}
+	srv.mu.Lock()
+	srv.protocol, srv.caps, srv.serverInfo = res.ProtocolVersion, res.Capabilities, res.ServerInfo
+	srv.mu.Unlock()
+	if _, ok := res.Capabilities["tools"]; ok {
+		tools, err := listTools(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrHandshake, err)
+		}
+		srv.mu.Lock()
+		srv.tools = tools
+		srv.mu.Unlock()
+	}
+	return nil
+}
+
+// maxToolPages bounds tools/list paging against a server that never stops returning cursors.
+const maxToolPages = 100
+
+func listTools(ctx context.Context, conn *stdio.Conn) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	cursor := ""
+	for range maxToolPages {
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		raw, err := conn.Call(ctx, "tools/list", params, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("tools/list result: %w", err)
+		}
+		all = append(all, page.Tools...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil, fmt.Errorf("tools/list: more than %d pages", maxToolPages)
+}
+
+func (srv *server) onNotification(conn *stdio.Conn, method string, msg []byte) {
+	if method == "notifications/tools/list_changed" {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), srv.sup.cfg.DefaultTimeout)
+			defer cancel()
+			tools, err := listTools(ctx, conn)
+			if err != nil {
+				srv.sup.log.Warn("re-listing tools after list_changed failed", "id", srv.id, "err", err)
+				return
+			}
+			srv.mu.Lock()
+			if srv.conn == conn {
+				srv.tools = tools
+			}
+			srv.mu.Unlock()
+			srv.sup.publish(srv.id, nil, msg)
+		}()
+		return
+	}
+	srv.sup.publish(srv.id, nil, msg)
+}
+
+// crashResetAfter is how long a child must run before its crash count starts over.
+const crashResetAfter = 30 * time.Second
+
+func (srv *server) onExit(conn *stdio.Conn, err error) {
+	srv.mu.Lock()
+	if srv.conn != conn {
+		srv.mu.Unlock()
+		return
+	}
+	srv.conn = nil
+	srv.stderrTail = conn.StderrTail()
+	if srv.state == toolhostv1.ServerState_SERVER_STATE_STARTING {
+		srv.mu.Unlock() // the failed launch reports it
+		return
+	}
+	if errors.Is(err, stdio.ErrStopped) {
+		srv.state = toolhostv1.ServerState_SERVER_STATE_STOPPED
+	} else {
+		srv.state = toolhostv1.ServerState_SERVER_STATE_FAILED
+		srv.lastErr = err.Error()
+		if time.Since(srv.started) > crashResetAfter {
+			srv.crashes = 0
+		}
+		srv.crashes++
+		srv.nextStart = time.Now().Add(srv.sup.backoff(srv.crashes))
+		srv.sup.log.Warn("MCP server exited", "id", srv.id, "err", err, "crashes", srv.crashes)
+	}
+	srv.mu.Unlock()
+	srv.sup.publish(srv.id, srv.status(), nil)
+}
+
+// Call sends one request to a server, starting its child first when needed.
+func (s *Supervisor) Call(ctx context.Context, id, method string, params json.RawMessage, timeoutMs int32, onProgress func([]byte)) (json.RawMessage, error) {
+	srv, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := srv.ensureRunning(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv.mu.Lock()
+	d := srv.timeout(srv.spec)
+	srv.lastUse = time.Now()
+	srv.mu.Unlock()
+	if timeoutMs > 0 {
+		d = time.Duration(timeoutMs) * time.Millisecond
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	res, err := conn.Call(cctx, method, params, onProgress)
+	srv.mu.Lock()
+	srv.lastUse = time.Now()
+	srv.mu.Unlock()
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("%s on %q timed out after %v: %w", method, id, d, err)
+	}
+	return res, err
+}
+
+// ListTools returns the cached tools of a server, starting it when it never ran.
+func (s *Supervisor) ListTools(ctx context.Context, id string) ([]json.RawMessage, error) {
+	srv, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	srv.mu.Lock()
+	tools, ran := srv.tools, srv.everRan
+	srv.mu.Unlock()
+	if !ran {
+		if _, err := srv.ensureRunning(ctx); err != nil {
+			return nil, err
+		}
+		srv.mu.Lock()
+		tools = srv.tools
+		srv.mu.Unlock()
+	}
+	return tools, nil
+}
+
+// Stop stops a server's child and forgets the server.
+func (s *Supervisor) Stop(id string) (*toolhostv1.ServerStatus, error) {
+	s.mu.Lock()
+	srv := s.servers[id]
+	delete(s.servers, id)
+	s.mu.Unlock()
+	if srv == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
+	}
+	srv.stop()
+	st := srv.status()
+	s.publish(id, st, nil)
+	return st, nil
+}
+
+func (srv *server) stop() {
+	srv.mu.Lock()
+	conn := srv.conn
+	srv.mu.Unlock()
+	if conn != nil {
+		_ = conn.Stop()
+	}
+	srv.mu.Lock()
+	srv.state = toolhostv1.ServerState_SERVER_STATE_STOPPED
+	srv.mu.Unlock()
+}
+
+// Status reports one server.
+func (s *Supervisor) Status(id string) (*toolhostv1.ServerStatus, error) {
+	srv, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return srv.status(), nil
+}
+
+// List reports every server, ordered by id.
+func (s *Supervisor) List() []*toolhostv1.ServerStatus {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.servers))
+	for id := range s.servers {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	sort.Strings(ids)
+	var out []*toolhostv1.ServerStatus
+	for _, id := range ids {
+		if st, err := s.Status(id); err == nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func (srv *server) status() *toolhostv1.ServerStatus {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	st := &toolhostv1.ServerStatus{
+		Id: srv.id, State: srv.state, RestartCount: srv.restarts, LastError: srv.lastErr,
+		StderrTail: srv.stderrTail, ProtocolVersion: srv.protocol,
+	}
+	if srv.conn != nil {
+		st.Pid = int32(srv.conn.Pid())
+		st.StderrTail = srv.conn.StderrTail()
+		st.StartTime = timestamppb.New(srv.started)
+	}
+	if srv.serverInfo != nil {
+		st.ServerInfo, _ = structpb.NewStruct(srv.serverInfo)
+	}
+	if srv.caps != nil {
+		st.Capabilities, _ = structpb.NewStruct(srv.caps)
+	}
+	return st
+}
+
+// Watch returns events of one server (or all when id is empty) until ctx is done. A watcher
+// that falls more than 256 events behind loses the oldest ones it has not read.
+func (s *Supervisor) Watch(ctx context.Context, id string) <-chan Event {
+	w := &watcher{id: id, ch: make(chan Event, 256)}
+	s.mu.Lock()
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		delete(s.watchers, w)
+		s.mu.Unlock()
+	}()
+	return w.ch
+}
+
+func (s *Supervisor) publish(id string, st *toolhostv1.ServerStatus, note []byte) {
+	ev := Event{ID: id, Status: st, Notification: note}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		if w.id != "" && w.id != id {
+			continue
+		}
+		select {
+		case w.ch <- ev:
+		default:
+			select { // drop the oldest to make room
+			case <-w.ch:
+			default:
+			}
+			select {
+			case w.ch <- ev:
+			default:
+			}
+		}
+	}
+}
+
+func (s *Supervisor) idleLoop() {
+	tick := time.NewTicker(max(s.cfg.IdleTimeout/4, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopIdle:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		var idle []*server
+		for _, srv := range s.servers {
+			srv.mu.Lock()
+			if srv.conn != nil && srv.conn.InFlight() == 0 && srv.state == toolhostv1.ServerState_SERVER_STATE_READY &&
+				time.Since(srv.lastUse) > s.cfg.IdleTimeout {
+				idle = append(idle, srv)
+			}
+			srv.mu.Unlock()
+		}
+		s.mu.Unlock()
+		for _, srv := range idle {
+			s.log.Info("stopping idle MCP server", "id", srv.id, "idle_timeout", s.cfg.IdleTimeout.String())
+			srv.stop()
+			s.publish(srv.id, srv.status(), nil)
+		}
+	}
+}
+
+// Close stops every child (in parallel) and refuses new starts.
+func (s *Supervisor) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	close(s.stopIdle)
+	servers := make([]*server, 0, len(s.servers))
+	for _, srv := range s.servers {
+		servers = append(servers, srv)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); srv.stop() }()
+	}
+	wg.Wait()
+}

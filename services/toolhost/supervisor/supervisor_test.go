@@ -1,0 +1,286 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zestmcp/zest/lib/envref"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/stdio"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+var fixture string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpfixture")
+	if err != nil {
+		panic(err)
+	}
+	fixture = filepath.Join(dir, "mcpfixture")
+	if out, err := exec.Command("go", "build", "-o", fixture, "../internal/mcpfixture").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build fixture: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newSup(t *testing.T, mod func(*Config)) *Supervisor {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.StopGrace = time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
+	s := New(cfg)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func spec(id string, args ...string) *toolhostv1.ServerSpec {
+	return &toolhostv1.ServerSpec{Id: id, Command: fixture, Args: args, TimeoutMs: 10000}
+}
+
+func echo(t *testing.T, s *Supervisor, id, msg string) (string, error) {
+	t.Helper()
+	p, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]any{"message": msg}})
+	res, err := s.Call(t.Context(), id, "tools/call", p, 0, nil)
+	if err != nil {
+		return "", err
+	}
+	var r struct{ Content []struct{ Text string } }
+	json.Unmarshal(res, &r)
+	if len(r.Content) == 0 {
+		return "", fmt.Errorf("result %s", res)
+	}
+	return r.Content[0].Text, nil
+}
+
+func TestHandshakeAndPagedTools(t *testing.T) {
+	s := newSup(t, nil)
+	st, err := s.EnsureStarted(t.Context(), spec("fx", "-pages", "3"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetPid() == 0 || st.GetProtocolVersion() != "2025-11-25" ||
+		st.GetServerInfo().GetFields()["name"].GetStringValue() != "mcpfixture" {
+		t.Fatalf("status = %v", st)
+	}
+	tools, err := s.ListTools(t.Context(), "fx")
+	if err != nil || len(tools) != 12 {
+		t.Fatalf("tools: %d, %v (want all 12 across 3 pages)", len(tools), err)
+	}
+	// Same spec again: the same child.
+	st2, err := s.EnsureStarted(t.Context(), spec("fx", "-pages", "3"), false)
+	if err != nil || st2.GetPid() != st.GetPid() {
+		t.Fatalf("second EnsureStarted: pid %d vs %d, %v", st2.GetPid(), st.GetPid(), err)
+	}
+	// Changed spec: a new child.
+	st3, err := s.EnsureStarted(t.Context(), spec("fx", "-pages", "1"), false)
+	if err != nil || st3.GetPid() == st.GetPid() {
+		t.Fatalf("changed spec kept pid %d: %v", st3.GetPid(), err)
+	}
+}
+
+func TestSIGKILLMidCallThenNextCallRestarts(t *testing.T) {
+	s := newSup(t, nil)
+	st, err := s.EnsureStarted(t.Context(), spec("fx"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"hang"}`), 0, nil)
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	syscall.Kill(int(st.GetPid()), syscall.SIGKILL)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, stdio.ErrExited) || !strings.Contains(err.Error(), "killed") {
+			t.Fatalf("in-flight call: %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("in-flight call not failed within 1s of SIGKILL")
+	}
+	got, err := echo(t, s, "fx", "again")
+	if err != nil || got != "again" {
+		t.Fatalf("next call: %q %v", got, err)
+	}
+	st2, _ := s.Status("fx")
+	if st2.GetRestartCount() != 1 || st2.GetPid() == st.GetPid() || !strings.Contains(st2.GetLastError(), "killed") {
+		t.Fatalf("status after restart = %v", st2)
+	}
+}
+
+func TestCrashLoopIsReportedNotSpun(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.BackoffBase = time.Hour })
+	bad := &toolhostv1.ServerSpec{Id: "bad", Command: "/bin/sh", Args: []string{"-c", "echo boom >&2; exit 7"}, TimeoutMs: 5000}
+	_, err := s.EnsureStarted(t.Context(), bad, false)
+	if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "exit status 7") {
+		t.Fatalf("first start: %v", err)
+	}
+	_, err = s.Call(t.Context(), "bad", "tools/list", nil, 0, nil) // first crash: restart at once
+	if !errors.Is(err, ErrHandshake) {
+		t.Fatalf("second start: %v", err)
+	}
+	began := time.Now()
+	_, err = s.Call(t.Context(), "bad", "tools/list", nil, 0, nil)
+	if !errors.Is(err, ErrCrashLoop) || !strings.Contains(err.Error(), "next restart in") {
+		t.Fatalf("third: %v, want ErrCrashLoop", err)
+	}
+	if time.Since(began) > 100*time.Millisecond {
+		t.Fatal("a crash-looping server must be refused at once, not waited for")
+	}
+	st, _ := s.Status("bad")
+	if st.GetState() != toolhostv1.ServerState_SERVER_STATE_FAILED || !strings.Contains(st.GetStderrTail(), "boom") {
+		t.Fatalf("status = %v", st)
+	}
+}
+
+func TestSecretsAreResolvedButNeverShown(t *testing.T) {
+	var logs bytes.Buffer
+	const secret = "hunter2-very-secret-value"
+	s := newSup(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.LookupEnv = func(k string) (string, bool) {
+			if k == "ZEST_TEST_SECRET" {
+				return secret, true
+			}
+			return "", false
+		}
+	})
+	raw := spec("fx")
+	raw.Env = map[string]string{"API_TOKEN": secret}
+	if _, err := s.EnsureStarted(t.Context(), raw, false); !errors.Is(err, envref.ErrRawValue) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("raw value: %v", err)
+	}
+	missing := spec("fx")
+	missing.Env = map[string]string{"API_TOKEN": "${NOT_SET_ANYWHERE}"}
+	if _, err := s.EnsureStarted(t.Context(), missing, false); err == nil || err.Error() != "Required MCP environment variable is not set: NOT_SET_ANYWHERE" {
+		t.Fatalf("missing: %v", err)
+	}
+	good := spec("fx")
+	good.Env = map[string]string{"API_TOKEN": "${ZEST_TEST_SECRET}"}
+	st, err := s.EnsureStarted(t.Context(), good, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"env","arguments":{"name":"API_TOKEN"}}`), 0, nil)
+	if err != nil || !strings.Contains(string(res), secret) {
+		t.Fatalf("the child did not get the value: %s %v", res, err)
+	}
+	syscall.Kill(int(st.GetPid()), syscall.SIGKILL) // crash paths log too
+	waitFor(t, func() bool { st, _ := s.Status("fx"); return st.GetState() == toolhostv1.ServerState_SERVER_STATE_FAILED })
+	all, _ := protojson.Marshal(&toolhostv1.ListServersResponse{Servers: s.List()})
+	for what, text := range map[string]string{"status": string(all), "logs": logs.String()} {
+		if strings.Contains(text, secret) {
+			t.Fatalf("%s show the secret value: %s", what, text)
+		}
+	}
+}
+
+func TestListChangedRefreshesTools(t *testing.T) {
+	s := newSup(t, nil)
+	if _, err := s.EnsureStarted(t.Context(), spec("fx"), false); err != nil {
+		t.Fatal(err)
+	}
+	events := s.Watch(t.Context(), "fx")
+	if _, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"list_changed"}`), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if !strings.Contains(string(ev.Notification), "list_changed") {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed event")
+	}
+	tools, _ := s.ListTools(t.Context(), "fx")
+	if len(tools) != 13 || !strings.Contains(string(tools[12]), "added_later") {
+		t.Fatalf("tools not refreshed: %d", len(tools))
+	}
+}
+
+func TestIdleStopAndLazyStart(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond; c.LazyStart = true })
+	st, err := s.EnsureStarted(t.Context(), spec("fx"), false)
+	if err != nil || st.GetPid() != 0 || st.GetState() != toolhostv1.ServerState_SERVER_STATE_STOPPED {
+		t.Fatalf("lazy start launched: %v %v", st, err)
+	}
+	if got, err := echo(t, s, "fx", "first"); err != nil || got != "first" {
+		t.Fatalf("first call: %q %v", got, err)
+	}
+	waitFor(t, func() bool { st, _ := s.Status("fx"); return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STOPPED })
+	if got, err := echo(t, s, "fx", "after idle"); err != nil || got != "after idle" {
+		t.Fatalf("call after idle stop: %q %v", got, err)
+	}
+	if st, _ := s.Status("fx"); st.GetRestartCount() != 0 {
+		t.Fatalf("an idle stop is not a crash: restart_count %d", st.GetRestartCount())
+	}
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	s := newSup(t, nil)
+	slow := spec("slow", "-start-delay", "3s")
+	slow.TimeoutMs = 1000
+	began := time.Now()
+	_, err := s.EnsureStarted(t.Context(), slow, false)
+	if !errors.Is(err, ErrHandshake) || time.Since(began) > 2500*time.Millisecond {
+		t.Fatalf("err = %v after %v", err, time.Since(began))
+	}
+}
+
+func TestUnknownCommandNamesTheOSError(t *testing.T) {
+	s := newSup(t, nil)
+	_, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "x", Command: "zest-no-such-command-anywhere"}, false)
+	if !errors.Is(err, stdio.ErrLaunch) || !strings.Contains(err.Error(), "executable file not found in $PATH") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConcurrentFirstUseStartsOneChild(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.LazyStart = true })
+	if _, err := s.EnsureStarted(t.Context(), spec("fx"), false); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := echo(t, s, "fx", fmt.Sprint(i)); err != nil || got != fmt.Sprint(i) {
+				t.Errorf("call %d: %q %v", i, got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if st, _ := s.Status("fx"); st.GetRestartCount() != 0 || st.GetPid() == 0 {
+		t.Fatalf("status = %v", st)
+	}
+}
+
+func waitFor(t *testing.T, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 10s")
+}
