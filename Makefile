@@ -34,7 +34,7 @@ run: build ## Build and run the whole suite on loopback (Ctrl-C stops it)
 test: check-generate lint unit e2e ## Run every test (generated-code check, buf lint, go vet, gofmt, unit, end-to-end)
 
 .PHONY: unit
-unit: ## Unit tests of every module
+unit: peers ## Unit tests of every module
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: e2e
@@ -80,3 +80,11 @@ lint: lint-proto vet ## buf lint and go vet
 .PHONY: clean
 clean: ## Remove build output (keeps data/)
 	rm -rf bin
+
+PEERS := scripts/peers/node_modules/.package-lock.json
+$(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
+	@cd scripts/peers && npm ci --no-audit --no-fund --ignore-scripts --silent
+	@touch $@
+
+.PHONY: peers
+peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile

@@ -1,18 +1,24 @@
-// Package host is the tool host service as a library. In this build it serves gRPC health
-// and reflection on its address; the ToolHostService API (supervised stdio MCP servers) is
-// not registered yet, so its calls answer Unimplemented.
+// Package host is the tool host service as a library: it serves ToolHostService over gRPC on
+// top of the supervisor, which launches and keeps the stdio MCP servers an admin registers.
 package host
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/stdio"
+	"github.com/zestmcp/zest/services/toolhost/supervisor"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Config is the tool host's configuration; flag names map to ZEST_* variables.
@@ -20,48 +26,199 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_TOOLHOST_ADDR).
 	Addr string
+	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES).
+	MaxLineBytes int
+	// StderrTailBytes bounds the stderr kept per child (ZEST_TOOLHOST_STDERR_TAIL_BYTES).
+	StderrTailBytes int
+	// MaxInFlight bounds concurrent calls per child (ZEST_TOOLHOST_MAX_IN_FLIGHT).
+	MaxInFlight int
+	// StopGrace is each step of the stop sequence (ZEST_TOOLHOST_STOP_GRACE).
+	StopGrace time.Duration
+	// IdleTimeout stops unused children (ZEST_TOOLHOST_IDLE_TIMEOUT, 0 = never).
+	IdleTimeout time.Duration
+	// LazyStart launches on first call instead of on EnsureStarted (ZEST_TOOLHOST_LAZY_START).
+	LazyStart bool
+	// BackoffBase and BackoffMax shape crash-loop restart delays.
+	BackoffBase, BackoffMax time.Duration
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
 }
 
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
-	return Config{Common: service.DefaultCommon(), Addr: "127.0.0.1:13312", Keys: keyauth.FromEnv(nil)}
+	d := supervisor.DefaultConfig()
+	return Config{
+		Common: service.DefaultCommon(), Addr: "127.0.0.1:13312",
+		MaxLineBytes: d.MaxLineBytes, StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
+		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
+		Keys: keyauth.FromEnv(nil),
+	}
 }
 
 // RegisterFlags adds the tool host's flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
+	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it")
+	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
+	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
+	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing stdin, and again after SIGTERM, before the next stop step")
+	fs.DurationVar(&c.IdleTimeout, "toolhost-idle-timeout", c.IdleTimeout, "stop a server unused this long (0: never)")
+	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
+	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
+	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
+	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr)
+		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
-	return nil
+	if c.MaxLineBytes < 1024 {
+		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want at least 1024", c.MaxLineBytes))
+	}
+	if c.StderrTailBytes < 0 || c.MaxInFlight < 1 {
+		errs = append(errs, errors.New("toolhost-stderr-tail-bytes must be ≥ 0 and toolhost-max-in-flight ≥ 1"))
+	}
+	if c.StopGrace <= 0 || c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase || c.IdleTimeout < 0 {
+		errs = append(errs, errors.New("toolhost-stop-grace and toolhost-backoff-base must be > 0, toolhost-backoff-max ≥ base, toolhost-idle-timeout ≥ 0"))
+	}
+	return errors.Join(errs...)
 }
 
 // Shared returns the common settings.
 func (c *Config) Shared() *service.Common { return &c.Common }
 
-// Host is the tool host service.
+// Host serves ToolHostService.
 type Host struct {
+	toolhostv1.UnimplementedToolHostServiceServer
 	cfg Config
+	sup *supervisor.Supervisor
 	srv *grpcserve.Server
+	log *slog.Logger
 }
 
 // New builds the tool host; log nil means slog.Default().
 func New(cfg Config, log *slog.Logger) *Host {
-	return &Host{cfg: cfg, srv: grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})}
+	if log == nil {
+		log = slog.Default()
+	}
+	sup := supervisor.New(supervisor.Config{
+		MaxLineBytes: cfg.MaxLineBytes, StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
+		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log,
+	})
+	h := &Host{cfg: cfg, sup: sup, log: log}
+	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	toolhostv1.RegisterToolHostServiceServer(h.srv.GRPC, h)
+	return h
 }
 
-// Run listens on cfg.Addr and serves until ctx is done.
+// Run listens on cfg.Addr and serves until ctx is done, then stops every child.
 func (h *Host) Run(ctx context.Context) error {
 	lis, err := net.Listen("tcp", h.cfg.Addr)
 	if err != nil {
+		h.sup.Close()
 		return fmt.Errorf("listen %s: %w", h.cfg.Addr, err)
 	}
+	return h.Serve(ctx, lis)
+}
+
+// Serve serves on lis until ctx is done, then stops every child.
+func (h *Host) Serve(ctx context.Context, lis net.Listener) error {
+	defer h.sup.Close()
 	return h.srv.Serve(ctx, lis)
+}
+
+// EnsureStarted implements ToolHostService.
+func (h *Host) EnsureStarted(ctx context.Context, req *toolhostv1.EnsureStartedRequest) (*toolhostv1.EnsureStartedResponse, error) {
+	if req.GetSpec() == nil {
+		return nil, status.Error(codes.InvalidArgument, "spec is required")
+	}
+	st, err := h.sup.EnsureStarted(ctx, req.GetSpec(), req.GetLazy())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &toolhostv1.EnsureStartedResponse{Status: st}, nil
+}
+
+// Stop implements ToolHostService.
+func (h *Host) Stop(_ context.Context, req *toolhostv1.StopRequest) (*toolhostv1.StopResponse, error) {
+	st, err := h.sup.Stop(req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &toolhostv1.StopResponse{Status: st}, nil
+}
+
+// GetStatus implements ToolHostService.
+func (h *Host) GetStatus(_ context.Context, req *toolhostv1.GetStatusRequest) (*toolhostv1.GetStatusResponse, error) {
+	st, err := h.sup.Status(req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &toolhostv1.GetStatusResponse{Status: st}, nil
+}
+
+// ListServers implements ToolHostService.
+func (h *Host) ListServers(context.Context, *toolhostv1.ListServersRequest) (*toolhostv1.ListServersResponse, error) {
+	return &toolhostv1.ListServersResponse{Servers: h.sup.List()}, nil
+}
+
+// ListTools implements ToolHostService.
+func (h *Host) ListTools(ctx context.Context, req *toolhostv1.ListToolsRequest) (*toolhostv1.ListToolsResponse, error) {
+	tools, err := h.sup.ListTools(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &toolhostv1.ListToolsResponse{Tools: make([][]byte, len(tools))}
+	for i, t := range tools {
+		out.Tools[i] = t
+	}
+	return out, nil
+}
+
+// Call implements ToolHostService: progress notifications of the call, then its answer.
+func (h *Host) Call(req *toolhostv1.CallRequest, stream toolhostv1.ToolHostService_CallServer) error {
+	if req.GetMethod() == "" {
+		return status.Error(codes.InvalidArgument, "method is required, e.g. tools/call")
+	}
+	onProgress := func(n []byte) {
+		// Sends happen on the child's read loop; a slow caller only delays its own progress.
+		_ = stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Notification{Notification: n}})
+	}
+	res, err := h.sup.Call(stream.Context(), req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
+	var rpcErr *stdio.RPCError
+	switch {
+	case errors.As(err, &rpcErr):
+		return stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Error{Error: &toolhostv1.JsonRpcError{
+			Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}})
+	case err != nil:
+		return toStatus(err)
+	}
+	return stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Result{Result: res}})
+}
+
+// Watch implements ToolHostService.
+func (h *Host) Watch(req *toolhostv1.WatchRequest, stream toolhostv1.ToolHostService_WatchServer) error {
+	ctx := stream.Context()
+	events := h.sup.Watch(ctx, req.GetId())
+	for {
+		var ev supervisor.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev = <-events:
+		}
+		resp := &toolhostv1.WatchResponse{Id: ev.ID}
+		if ev.Status != nil {
+			resp.Kind = &toolhostv1.WatchResponse_Status{Status: ev.Status}
+		} else {
+			resp.Kind = &toolhostv1.WatchResponse_Notification{Notification: ev.Notification}
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
 }

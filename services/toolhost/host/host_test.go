@@ -1,0 +1,183 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// peers is scripts/peers/node_modules, installed by `make peers` (npm ci from the lockfile).
+func peers(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "peers", "node_modules")
+	if _, err := os.Stat(filepath.Join(dir, "@modelcontextprotocol", "server-everything")); err != nil {
+		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
+	}
+	return dir
+}
+
+func serverSpec(t *testing.T, id, pkg string, args ...string) *toolhostv1.ServerSpec {
+	entry := map[string]string{
+		"everything": "@modelcontextprotocol/server-everything/dist/index.js",
+		"memory":     "@modelcontextprotocol/server-memory/dist/index.js",
+		"filesystem": "@modelcontextprotocol/server-filesystem/dist/index.js",
+	}[pkg]
+	return &toolhostv1.ServerSpec{Id: id, Command: "node", Args: append([]string{filepath.Join(peers(t), entry)}, args...), TimeoutMs: 30000}
+}
+
+func startHost(t *testing.T) toolhostv1.ToolHostServiceClient {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.StopGrace = time.Second
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { New(cfg, nil).Serve(ctx, lis); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cc, err := grpcdial.Dial(lis.Addr().String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return toolhostv1.NewToolHostServiceClient(cc)
+}
+
+func call(ctx context.Context, c toolhostv1.ToolHostServiceClient, id, tool string, args any) (map[string]any, error) {
+	p, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	stream, err := c.Call(ctx, &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errors.New("stream ended without an answer")
+			}
+			return nil, err
+		}
+		switch {
+		case r.GetResult() != nil:
+			var m map[string]any
+			return m, json.Unmarshal(r.GetResult(), &m)
+		case r.GetError() != nil:
+			return nil, fmt.Errorf("JSON-RPC %d: %s", r.GetError().GetCode(), r.GetError().GetMessage())
+		}
+	}
+}
+
+func text(m map[string]any) string {
+	c, _ := m["content"].([]any)
+	if len(c) == 0 {
+		return ""
+	}
+	s, _ := c[0].(map[string]any)["text"].(string)
+	return s
+}
+
+func TestServerEverythingConcurrentEcho(t *testing.T) {
+	c := startHost(t)
+	st, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "everything", "everything")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetStatus().GetProtocolVersion() != "2025-11-25" {
+		t.Fatalf("status %v", st.GetStatus())
+	}
+	tools, err := c.ListTools(t.Context(), &toolhostv1.ListToolsRequest{Id: "everything"})
+	if err != nil || len(tools.GetTools()) < 13 {
+		t.Fatalf("tools: %d %v", len(tools.GetTools()), err)
+	}
+	var wg sync.WaitGroup
+	for g := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				want := fmt.Sprintf("g%d-%d", g, i)
+				res, err := call(t.Context(), c, "everything", "echo", map[string]any{"message": want})
+				if err != nil || text(res) != "Echo: "+want {
+					t.Errorf("echo %s: %q %v", want, text(res), err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res, err := call(t.Context(), c, "everything", "get-sum", map[string]any{"a": 2, "b": 40})
+	if err != nil || !strings.Contains(text(res), "42") {
+		t.Fatalf("get-sum: %v %v", res, err)
+	}
+}
+
+func TestServerMemoryAndFilesystem(t *testing.T) {
+	c := startHost(t)
+	mem := serverSpec(t, "memory", "memory")
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": "${ZEST_TEST_MEMORY_FILE}"}
+	t.Setenv("ZEST_TEST_MEMORY_FILE", filepath.Join(t.TempDir(), "memory.jsonl"))
+	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t.Context(), c, "memory", "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "zest", "entityType": "project", "observations": []any{"an MCP gateway"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := call(t.Context(), c, "memory", "read_graph", map[string]any{})
+	if err != nil || !strings.Contains(text(res), "an MCP gateway") {
+		t.Fatalf("read_graph: %v %v", res, err)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi"), 0o644)
+	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "fs", "filesystem", dir)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = call(t.Context(), c, "fs", "list_directory", map[string]any{"path": dir})
+	if err != nil || !strings.Contains(text(res), "hello.txt") {
+		t.Fatalf("list_directory: %v %v", res, err)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	c := startHost(t)
+	cases := []struct {
+		name string
+		spec *toolhostv1.ServerSpec
+		code codes.Code
+		text string
+	}{
+		{"raw secret", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "abc"}}, codes.InvalidArgument, "env TOKEN must be a ${VARIABLE} reference; raw values are rejected"},
+		{"missing variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${ZEST_SURELY_UNSET_VAR}"}}, codes.FailedPrecondition, "Required MCP environment variable is not set: ZEST_SURELY_UNSET_VAR"},
+		{"no such command", &toolhostv1.ServerSpec{Id: "a", Command: "/nonexistent/server"}, codes.FailedPrecondition, "no such file or directory"},
+		{"bad id", &toolhostv1.ServerSpec{Id: "a b", Command: "node"}, codes.InvalidArgument, "id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: tc.spec})
+			if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.text) {
+				t.Fatalf("err = %v, want %v containing %q", err, tc.code, tc.text)
+			}
+		})
+	}
+	if _, err := call(t.Context(), c, "nobody", "echo", nil); status.Code(err) != codes.NotFound {
+		t.Fatalf("unknown server: %v", err)
+	}
+}
