@@ -15,6 +15,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
 	"github.com/zestmcp/zest/services/toolhost/supervisor"
 	"google.golang.org/grpc/codes"
@@ -42,6 +43,9 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
+	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
+	// each server (set by main; empty runs servers directly).
+	ShimPath string
 }
 
 // DefaultConfig binds loopback only.
@@ -107,12 +111,19 @@ func New(cfg Config, log *slog.Logger) *Host {
 	sup := supervisor.New(supervisor.Config{
 		MaxLineBytes: cfg.MaxLineBytes, StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
-		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	toolhostv1.RegisterToolHostServiceServer(h.srv.GRPC, h)
 	return h
+}
+
+func shimArgv(path string) []string {
+	if path == "" {
+		return nil
+	}
+	return []string{path, shim.Flag}
 }
 
 // Run listens on cfg.Addr and serves until ctx is done, then stops every child.

@@ -41,6 +41,10 @@ type Options struct {
 	Dir string
 	// Env is the child's complete environment.
 	Env []string
+	// Shim, when set, is the argv prefix of a process that runs the server for the tool host
+	// (see package shim): the child is then the shim, with a parent-death signal of SIGTERM
+	// so that it can take the server's whole process group down with it.
+	Shim []string
 	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure.
 	MaxLineBytes int
 	// StderrTailBytes bounds the stderr kept for diagnostics.
@@ -125,10 +129,15 @@ func Start(opts Options) (*Conn, error) {
 		return nil, err
 	}
 	cmd := exec.Command(opts.Path, opts.Args...)
+	deathSig := syscall.SIGKILL
+	if len(opts.Shim) > 0 {
+		cmd = exec.Command(opts.Shim[0], append(append(opts.Shim[1:len(opts.Shim):len(opts.Shim)], "--", opts.Path), opts.Args...)...)
+		deathSig = syscall.SIGTERM
+	}
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathSig}
 	err = startOnLockedThread(cmd)
 	closeAll(inR, outW, errW) // the child holds its ends
 	if err != nil {

@@ -47,6 +47,8 @@ type Config struct {
 	LazyStart bool
 	// BackoffBase and BackoffMax shape restart delays after repeated crashes.
 	BackoffBase, BackoffMax time.Duration
+	// Shim is the argv prefix that runs each server under the shim (empty: run directly).
+	Shim []string
 	// DefaultTimeout applies when a spec sets no timeout_ms.
 	DefaultTimeout time.Duration
 	// LookupEnv resolves ${VAR} references (os.LookupEnv when nil).
@@ -302,7 +304,7 @@ func (srv *server) launch(ctx context.Context, spec *toolhostv1.ServerSpec, path
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
-		StopGrace: s.cfg.StopGrace, Logger: s.log.With("server", spec.GetId()),
+		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
 		OnExit:         func(err error) { srv.onExit(conn, err) },
 	})

@@ -1,17 +1,28 @@
 // Command zest-toolhost runs the stdio MCP servers an admin registers, on the tool machine.
+// Run with --zest-shim it is the small per-server shim of package shim.
 package main
 
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"github.com/zestmcp/zest/lib/service"
 	"github.com/zestmcp/zest/services/toolhost/host"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == shim.Flag {
+		os.Exit(shim.Main(os.Args[2:]))
+	}
 	cfg := host.DefaultConfig()
 	service.Main("zest-toolhost", &cfg, func(ctx context.Context, log *slog.Logger) error {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cfg.ShimPath = exe
 		return host.New(cfg, log).Run(ctx)
 	})
 }
