@@ -90,7 +90,10 @@ func TestCrashFailsInFlightCallsAtOnce(t *testing.T) {
 	c := start(t, func(o *Options) { o.OnExit = func(err error) { exited <- err } })
 	hung := make(chan error, 3)
 	for range 3 {
-		go func() { _, err := c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil); hung <- err }()
+		go func() {
+			_, err := c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil)
+			hung <- err
+		}()
 	}
 	waitFor(t, func() bool { return c.InFlight() == 3 })
 	began := time.Now()

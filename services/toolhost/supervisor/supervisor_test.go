@@ -183,7 +183,10 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 		t.Fatalf("the child did not get the value: %s %v", res, err)
 	}
 	syscall.Kill(int(st.GetPid()), syscall.SIGKILL) // crash paths log too
-	waitFor(t, func() bool { st, _ := s.Status("fx"); return st.GetState() == toolhostv1.ServerState_SERVER_STATE_FAILED })
+	waitFor(t, func() bool {
+		st, _ := s.Status("fx")
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_FAILED
+	})
 	all, _ := protojson.Marshal(&toolhostv1.ListServersResponse{Servers: s.List()})
 	for what, text := range map[string]string{"status": string(all), "logs": logs.String()} {
 		if strings.Contains(text, secret) {
@@ -224,7 +227,10 @@ func TestIdleStopAndLazyStart(t *testing.T) {
 	if got, err := echo(t, s, "fx", "first"); err != nil || got != "first" {
 		t.Fatalf("first call: %q %v", got, err)
 	}
-	waitFor(t, func() bool { st, _ := s.Status("fx"); return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STOPPED })
+	waitFor(t, func() bool {
+		st, _ := s.Status("fx")
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STOPPED
+	})
 	if got, err := echo(t, s, "fx", "after idle"); err != nil || got != "after idle" {
 		t.Fatalf("call after idle stop: %q %v", got, err)
 	}
