@@ -80,11 +80,7 @@ func ensure(t *testing.T, c toolhostv1.ToolHostServiceClient, id, command string
 func echoVia(t *testing.T, c toolhostv1.ToolHostServiceClient, id, msg string) {
 	t.Helper()
 	p, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]any{"message": msg}})
-	stream, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := stream.Recv()
+	r, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
 	if err != nil || !strings.Contains(string(r.GetResult()), "Echo: "+msg) {
 		t.Fatalf("echo via %s: %v %v", id, r, err)
 	}

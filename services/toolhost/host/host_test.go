@@ -22,7 +22,7 @@ import (
 )
 
 // peers is scripts/peers/node_modules, installed by `make peers` (npm ci from the lockfile).
-func peers(t *testing.T) string {
+func peers(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "peers", "node_modules")
@@ -32,7 +32,7 @@ func peers(t *testing.T) string {
 	return dir
 }
 
-func serverSpec(t *testing.T, id, pkg string, args ...string) *toolhostv1.ServerSpec {
+func serverSpec(t testing.TB, id, pkg string, args ...string) *toolhostv1.ServerSpec {
 	entry := map[string]string{
 		"everything": "@modelcontextprotocol/server-everything/dist/index.js",
 		"memory":     "@modelcontextprotocol/server-memory/dist/index.js",
@@ -41,7 +41,11 @@ func serverSpec(t *testing.T, id, pkg string, args ...string) *toolhostv1.Server
 	return &toolhostv1.ServerSpec{Id: id, Command: "node", Args: append([]string{filepath.Join(peers(t), entry)}, args...), TimeoutMs: 30000}
 }
 
-func startHost(t *testing.T) toolhostv1.ToolHostServiceClient {
+func startHostB(t testing.TB) toolhostv1.ToolHostServiceClient { return startHost(t) }
+
+func serverSpecB(t testing.TB) *toolhostv1.ServerSpec { return serverSpec(t, "everything", "everything") }
+
+func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.StopGrace = time.Second
@@ -63,26 +67,15 @@ func startHost(t *testing.T) toolhostv1.ToolHostServiceClient {
 
 func call(ctx context.Context, c toolhostv1.ToolHostServiceClient, id, tool string, args any) (map[string]any, error) {
 	p, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
-	stream, err := c.Call(ctx, &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
+	r, err := c.Call(ctx, &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
 	if err != nil {
 		return nil, err
 	}
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("stream ended without an answer")
-			}
-			return nil, err
-		}
-		switch {
-		case r.GetResult() != nil:
-			var m map[string]any
-			return m, json.Unmarshal(r.GetResult(), &m)
-		case r.GetError() != nil:
-			return nil, fmt.Errorf("JSON-RPC %d: %s", r.GetError().GetCode(), r.GetError().GetMessage())
-		}
+	if e := r.GetError(); e != nil {
+		return nil, fmt.Errorf("JSON-RPC %d: %s", e.GetCode(), e.GetMessage())
 	}
+	var m map[string]any
+	return m, json.Unmarshal(r.GetResult(), &m)
 }
 
 func text(m map[string]any) string {
@@ -179,5 +172,41 @@ func TestErrorCodes(t *testing.T) {
 	}
 	if _, err := call(t.Context(), c, "nobody", "echo", nil); status.Code(err) != codes.NotFound {
 		t.Fatalf("unknown server: %v", err)
+	}
+}
+
+// TestCallStreamRelaysProgress: server-everything's trigger-long-running-operation reports
+// progress against the caller's own token.
+func TestCallStreamRelaysProgress(t *testing.T) {
+	c := startHost(t)
+	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "everything", "everything")}); err != nil {
+		t.Fatal(err)
+	}
+	p := []byte(`{"name":"trigger-long-running-operation","arguments":{"duration":0.3,"steps":3},"_meta":{"progressToken":"mine-42"}}`)
+	stream, err := c.CallStream(t.Context(), &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes int
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.GetNotification(); n != nil {
+			if !strings.Contains(string(n), `"progressToken":"mine-42"`) {
+				t.Fatalf("progress with a foreign token: %s", n)
+			}
+			notes++
+		}
+		if a := r.GetAnswer(); a != nil && a.GetResult() == nil {
+			t.Fatalf("answer %v", a)
+		}
+	}
+	if notes != 3 {
+		t.Fatalf("got %d progress notifications, want 3", notes)
 	}
 }

@@ -70,10 +70,18 @@ type Conn struct {
 	stdin   *os.File
 	stdout  *os.File
 	stderrR *os.File
-	writeCh chan []byte
 	sem     chan struct{}
 	nextID  atomic.Int64
 	stderr  *tail
+
+	// Writes are combined: a caller appends its message to wbuf; if no write is in progress
+	// it becomes the writer and writes everything queued, including what others append
+	// meanwhile. No goroutine handoff on the way to the child, and one syscall for a burst.
+	wmu     sync.Mutex
+	wbuf    []byte
+	wspare  []byte
+	writing bool
+	wbroken error
 
 	mu       sync.Mutex
 	pending  map[int64]*call
@@ -146,13 +154,12 @@ func Start(opts Options) (*Conn, error) {
 	}
 	c := &Conn{
 		opts: opts, cmd: cmd, stdin: inW, stdout: outR, stderrR: errR,
-		writeCh: make(chan []byte, 256), sem: make(chan struct{}, opts.MaxInFlight),
+		sem:    make(chan struct{}, opts.MaxInFlight),
 		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
 		done: make(chan struct{}), readDone: make(chan struct{}),
 	}
 	go c.readLoop()
 	go c.stderrLoop()
-	go c.writeLoop()
 	go c.waitLoop()
 	return c, nil
 }
@@ -223,13 +230,12 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	msg = append(msg, "}\n"...)
 
-	select {
-	case c.writeCh <- msg:
-	case <-ctx.Done():
+	if err := c.write(msg); err != nil {
 		c.forget(cl)
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, c.Err()
+		if exit := c.Err(); exit != nil {
+			return nil, exit
+		}
+		return nil, fmt.Errorf("%w: writing to stdin: %w", ErrExited, err)
 	}
 	select {
 	case r := <-cl.resp:
@@ -260,31 +266,52 @@ func (c *Conn) forget(cl *call) {
 }
 
 // Notify sends a notification to the child.
-func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+func (c *Conn) Notify(_ context.Context, method string, params any) error {
 	msg, err := notification(method, params)
 	if err != nil {
 		return err
 	}
-	select {
-	case c.writeCh <- msg:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return c.Err()
-	}
+	return c.write(msg)
 }
 
 func (c *Conn) notifyAsync(method string, params any) {
-	msg, err := notification(method, params)
-	if err != nil {
-		return
+	if msg, err := notification(method, params); err == nil {
+		_ = c.write(msg) // a lost cancellation only wastes the child's work
 	}
-	select {
-	case c.writeCh <- msg:
-	case <-c.done:
-	default: // the writer is jammed; a lost cancellation only wastes the child's work
+}
+
+// write queues msg and, unless another caller is writing, writes the queue to stdin.
+func (c *Conn) write(msg []byte) error {
+	c.wmu.Lock()
+	if c.wbroken != nil {
+		err := c.wbroken
+		c.wmu.Unlock()
+		return err
 	}
+	c.wbuf = append(c.wbuf, msg...)
+	if c.writing {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.wbuf) > 0 {
+		buf := c.wbuf
+		c.wbuf = c.wspare[:0]
+		c.wmu.Unlock()
+		_, err := c.stdin.Write(buf)
+		c.wmu.Lock()
+		c.wspare = buf
+		if err != nil {
+			c.wbroken = err
+			c.wbuf = nil
+			c.writing = false
+			c.wmu.Unlock()
+			return err
+		}
+	}
+	c.writing = false
+	c.wmu.Unlock()
+	return nil
 }
 
 func notification(method string, params any) ([]byte, error) {
@@ -317,48 +344,6 @@ func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage
 	p["_meta"], _ = json.Marshal(meta)
 	out, err := json.Marshal(p)
 	return out, orig, err
-}
-
-// writeLoop writes queued messages, coalescing what is queued into one flush.
-func (c *Conn) writeLoop() {
-	w := bufio.NewWriterSize(c.stdin, 64<<10)
-	for {
-		select {
-		case msg := <-c.writeCh:
-			if _, err := w.Write(msg); err != nil {
-				c.drainWrites()
-				return
-			}
-			for more := true; more; {
-				select {
-				case m := <-c.writeCh:
-					if _, err := w.Write(m); err != nil {
-						c.drainWrites()
-						return
-					}
-				default:
-					more = false
-				}
-			}
-			if err := w.Flush(); err != nil {
-				c.drainWrites()
-				return
-			}
-		case <-c.done:
-			return
-		}
-	}
-}
-
-// drainWrites discards writes after the child's stdin broke; its exit fails the calls.
-func (c *Conn) drainWrites() {
-	for {
-		select {
-		case <-c.writeCh:
-		case <-c.done:
-			return
-		}
-	}
 }
 
 type inMsg struct {
@@ -483,10 +468,7 @@ func (c *Conn) answerRequest(m inMsg) {
 	if err != nil {
 		return
 	}
-	select {
-	case c.writeCh <- append(b, '\n'):
-	case <-c.done:
-	}
+	_ = c.write(append(b, '\n'))
 }
 
 func (c *Conn) protocolFailure(err error) {

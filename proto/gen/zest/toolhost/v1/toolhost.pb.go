@@ -835,17 +835,16 @@ func (x *CallRequest) GetTimeoutMs() int32 {
 	return 0
 }
 
-// CallResponse is one item of the answer to a Call: a progress notification, or the answer.
+// CallResponse is the server's answer to one request.
 type CallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// kind is what this item carries.
+	// answer is the result or the JSON-RPC error.
 	//
-	// Types that are valid to be assigned to Kind:
+	// Types that are valid to be assigned to Answer:
 	//
-	//	*CallResponse_Notification
 	//	*CallResponse_Result
 	//	*CallResponse_Error
-	Kind          isCallResponse_Kind `protobuf_oneof:"kind"`
+	Answer        isCallResponse_Answer `protobuf_oneof:"answer"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -880,25 +879,16 @@ func (*CallResponse) Descriptor() ([]byte, []int) {
 	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *CallResponse) GetKind() isCallResponse_Kind {
+func (x *CallResponse) GetAnswer() isCallResponse_Answer {
 	if x != nil {
-		return x.Kind
-	}
-	return nil
-}
-
-func (x *CallResponse) GetNotification() []byte {
-	if x != nil {
-		if x, ok := x.Kind.(*CallResponse_Notification); ok {
-			return x.Notification
-		}
+		return x.Answer
 	}
 	return nil
 }
 
 func (x *CallResponse) GetResult() []byte {
 	if x != nil {
-		if x, ok := x.Kind.(*CallResponse_Result); ok {
+		if x, ok := x.Answer.(*CallResponse_Result); ok {
 			return x.Result
 		}
 	}
@@ -907,37 +897,163 @@ func (x *CallResponse) GetResult() []byte {
 
 func (x *CallResponse) GetError() *JsonRpcError {
 	if x != nil {
-		if x, ok := x.Kind.(*CallResponse_Error); ok {
+		if x, ok := x.Answer.(*CallResponse_Error); ok {
 			return x.Error
 		}
 	}
 	return nil
 }
 
-type isCallResponse_Kind interface {
-	isCallResponse_Kind()
+type isCallResponse_Answer interface {
+	isCallResponse_Answer()
 }
 
-type CallResponse_Notification struct {
+type CallResponse_Result struct {
+	// result is the JSON text of the JSON-RPC result.
+	Result []byte `protobuf:"bytes,1,opt,name=result,proto3,oneof"`
+}
+
+type CallResponse_Error struct {
+	// error is the JSON-RPC error the server answered with.
+	Error *JsonRpcError `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*CallResponse_Result) isCallResponse_Answer() {}
+
+func (*CallResponse_Error) isCallResponse_Answer() {}
+
+// CallStreamRequest is a CallRequest whose caller wants progress notifications.
+type CallStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call is the request to send.
+	Call          *CallRequest `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallStreamRequest) Reset() {
+	*x = CallStreamRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallStreamRequest) ProtoMessage() {}
+
+func (x *CallStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallStreamRequest.ProtoReflect.Descriptor instead.
+func (*CallStreamRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CallStreamRequest) GetCall() *CallRequest {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+// CallStreamResponse is one item of the answer to a CallStream: a progress notification, or the answer.
+type CallStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is what this item carries.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*CallStreamResponse_Notification
+	//	*CallStreamResponse_Answer
+	Kind          isCallStreamResponse_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallStreamResponse) Reset() {
+	*x = CallStreamResponse{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallStreamResponse) ProtoMessage() {}
+
+func (x *CallStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallStreamResponse.ProtoReflect.Descriptor instead.
+func (*CallStreamResponse) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CallStreamResponse) GetKind() isCallStreamResponse_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *CallStreamResponse) GetNotification() []byte {
+	if x != nil {
+		if x, ok := x.Kind.(*CallStreamResponse_Notification); ok {
+			return x.Notification
+		}
+	}
+	return nil
+}
+
+func (x *CallStreamResponse) GetAnswer() *CallResponse {
+	if x != nil {
+		if x, ok := x.Kind.(*CallStreamResponse_Answer); ok {
+			return x.Answer
+		}
+	}
+	return nil
+}
+
+type isCallStreamResponse_Kind interface {
+	isCallStreamResponse_Kind()
+}
+
+type CallStreamResponse_Notification struct {
 	// notification is a notifications/progress message for this call, its token restored to the caller's.
 	Notification []byte `protobuf:"bytes,1,opt,name=notification,proto3,oneof"`
 }
 
-type CallResponse_Result struct {
-	// result is the JSON text of the JSON-RPC result; it ends the stream.
-	Result []byte `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+type CallStreamResponse_Answer struct {
+	// answer is the server's answer; it ends the stream.
+	Answer *CallResponse `protobuf:"bytes,2,opt,name=answer,proto3,oneof"`
 }
 
-type CallResponse_Error struct {
-	// error is the JSON-RPC error the server answered with; it ends the stream.
-	Error *JsonRpcError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
-}
+func (*CallStreamResponse_Notification) isCallStreamResponse_Kind() {}
 
-func (*CallResponse_Notification) isCallResponse_Kind() {}
-
-func (*CallResponse_Result) isCallResponse_Kind() {}
-
-func (*CallResponse_Error) isCallResponse_Kind() {}
+func (*CallStreamResponse_Answer) isCallStreamResponse_Kind() {}
 
 // WatchRequest selects what to follow.
 type WatchRequest struct {
@@ -950,7 +1066,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1078,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1091,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchRequest) GetId() string {
@@ -1003,7 +1119,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1131,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1144,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1096,7 +1212,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1224,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1237,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1204,11 +1320,16 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
 	"\x06params\x18\x03 \x01(\fR\x06params\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\"\x8e\x01\n" +
-	"\fCallResponse\x12$\n" +
-	"\fnotification\x18\x01 \x01(\fH\x00R\fnotification\x12\x18\n" +
-	"\x06result\x18\x02 \x01(\fH\x00R\x06result\x126\n" +
-	"\x05error\x18\x03 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\x06\n" +
+	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\"j\n" +
+	"\fCallResponse\x12\x18\n" +
+	"\x06result\x18\x01 \x01(\fH\x00R\x06result\x126\n" +
+	"\x05error\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\b\n" +
+	"\x06answer\"F\n" +
+	"\x11CallStreamRequest\x121\n" +
+	"\x04call\x18\x01 \x01(\v2\x1d.zest.toolhost.v1.CallRequestR\x04call\"|\n" +
+	"\x12CallStreamResponse\x12$\n" +
+	"\fnotification\x18\x01 \x01(\fH\x00R\fnotification\x128\n" +
+	"\x06answer\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.CallResponseH\x00R\x06answerB\x06\n" +
 	"\x04kind\"\x1e\n" +
 	"\fWatchRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
@@ -1226,14 +1347,16 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xd7\x04\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xb0\x05\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
 	"\tGetStatus\x12\".zest.toolhost.v1.GetStatusRequest\x1a#.zest.toolhost.v1.GetStatusResponse\x12Z\n" +
 	"\vListServers\x12$.zest.toolhost.v1.ListServersRequest\x1a%.zest.toolhost.v1.ListServersResponse\x12T\n" +
-	"\tListTools\x12\".zest.toolhost.v1.ListToolsRequest\x1a#.zest.toolhost.v1.ListToolsResponse\x12G\n" +
-	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponse0\x01\x12J\n" +
+	"\tListTools\x12\".zest.toolhost.v1.ListToolsRequest\x1a#.zest.toolhost.v1.ListToolsResponse\x12E\n" +
+	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponse\x12Y\n" +
+	"\n" +
+	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
 	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01B\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
@@ -1250,7 +1373,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1267,45 +1390,51 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*ListToolsResponse)(nil),     // 12: zest.toolhost.v1.ListToolsResponse
 	(*CallRequest)(nil),           // 13: zest.toolhost.v1.CallRequest
 	(*CallResponse)(nil),          // 14: zest.toolhost.v1.CallResponse
-	(*WatchRequest)(nil),          // 15: zest.toolhost.v1.WatchRequest
-	(*WatchResponse)(nil),         // 16: zest.toolhost.v1.WatchResponse
-	(*JsonRpcError)(nil),          // 17: zest.toolhost.v1.JsonRpcError
-	nil,                           // 18: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
+	(*CallStreamRequest)(nil),     // 15: zest.toolhost.v1.CallStreamRequest
+	(*CallStreamResponse)(nil),    // 16: zest.toolhost.v1.CallStreamResponse
+	(*WatchRequest)(nil),          // 17: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 18: zest.toolhost.v1.WatchResponse
+	(*JsonRpcError)(nil),          // 19: zest.toolhost.v1.JsonRpcError
+	nil,                           // 20: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	18, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	20, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	19, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	20, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	20, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	21, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	22, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	22, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
-	17, // 10: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
-	2,  // 11: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	3,  // 12: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 13: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 14: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 15: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 16: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 17: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	15, // 18: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	4,  // 19: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 20: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 21: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 22: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 23: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	14, // 24: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	16, // 25: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	19, // 10: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	13, // 11: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
+	14, // 12: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
+	2,  // 13: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	3,  // 14: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 15: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 16: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 17: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 18: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 19: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	15, // 20: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	17, // 21: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	4,  // 22: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 23: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 24: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 25: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 26: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	14, // 27: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	16, // 28: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	18, // 29: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1314,11 +1443,14 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 		return
 	}
 	file_zest_toolhost_v1_toolhost_proto_msgTypes[13].OneofWrappers = []any{
-		(*CallResponse_Notification)(nil),
 		(*CallResponse_Result)(nil),
 		(*CallResponse_Error)(nil),
 	}
 	file_zest_toolhost_v1_toolhost_proto_msgTypes[15].OneofWrappers = []any{
+		(*CallStreamResponse_Notification)(nil),
+		(*CallStreamResponse_Answer)(nil),
+	}
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[17].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
@@ -1328,7 +1460,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

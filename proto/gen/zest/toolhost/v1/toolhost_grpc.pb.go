@@ -25,6 +25,7 @@ const (
 	ToolHostService_ListServers_FullMethodName   = "/zest.toolhost.v1.ToolHostService/ListServers"
 	ToolHostService_ListTools_FullMethodName     = "/zest.toolhost.v1.ToolHostService/ListTools"
 	ToolHostService_Call_FullMethodName          = "/zest.toolhost.v1.ToolHostService/Call"
+	ToolHostService_CallStream_FullMethodName    = "/zest.toolhost.v1.ToolHostService/CallStream"
 	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
 )
 
@@ -45,8 +46,10 @@ type ToolHostServiceClient interface {
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
 	// ListTools is called by the tool catalog to get a server's tools (cached, refreshed on tools/list_changed).
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
-	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request; the stream carries the caller's progress notifications, then the answer.
-	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallResponse], error)
+	// Call is called for every tools/call (or other request) to a server that needs no progress: one JSON-RPC request, one answer.
+	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error)
+	// CallStream is called instead of Call when the request carries a progress token: the stream carries the caller's progress notifications, then the answer.
+	CallStream(ctx context.Context, in *CallStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error)
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 }
@@ -109,13 +112,23 @@ func (c *toolHostServiceClient) ListTools(ctx context.Context, in *ListToolsRequ
 	return out, nil
 }
 
-func (c *toolHostServiceClient) Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallResponse], error) {
+func (c *toolHostServiceClient) Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[0], ToolHostService_Call_FullMethodName, cOpts...)
+	out := new(CallResponse)
+	err := c.cc.Invoke(ctx, ToolHostService_Call_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[CallRequest, CallResponse]{ClientStream: stream}
+	return out, nil
+}
+
+func (c *toolHostServiceClient) CallStream(ctx context.Context, in *CallStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[0], ToolHostService_CallStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallStreamRequest, CallStreamResponse]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -126,7 +139,7 @@ func (c *toolHostServiceClient) Call(ctx context.Context, in *CallRequest, opts 
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_CallClient = grpc.ServerStreamingClient[CallResponse]
+type ToolHostService_CallStreamClient = grpc.ServerStreamingClient[CallStreamResponse]
 
 func (c *toolHostServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -164,8 +177,10 @@ type ToolHostServiceServer interface {
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
 	// ListTools is called by the tool catalog to get a server's tools (cached, refreshed on tools/list_changed).
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
-	// Call is called for every tools/call (or other request) to a server: one JSON-RPC request; the stream carries the caller's progress notifications, then the answer.
-	Call(*CallRequest, grpc.ServerStreamingServer[CallResponse]) error
+	// Call is called for every tools/call (or other request) to a server that needs no progress: one JSON-RPC request, one answer.
+	Call(context.Context, *CallRequest) (*CallResponse, error)
+	// CallStream is called instead of Call when the request carries a progress token: the stream carries the caller's progress notifications, then the answer.
+	CallStream(*CallStreamRequest, grpc.ServerStreamingServer[CallStreamResponse]) error
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	mustEmbedUnimplementedToolHostServiceServer()
@@ -193,8 +208,11 @@ func (UnimplementedToolHostServiceServer) ListServers(context.Context, *ListServ
 func (UnimplementedToolHostServiceServer) ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
 }
-func (UnimplementedToolHostServiceServer) Call(*CallRequest, grpc.ServerStreamingServer[CallResponse]) error {
-	return status.Error(codes.Unimplemented, "method Call not implemented")
+func (UnimplementedToolHostServiceServer) Call(context.Context, *CallRequest) (*CallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Call not implemented")
+}
+func (UnimplementedToolHostServiceServer) CallStream(*CallStreamRequest, grpc.ServerStreamingServer[CallStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method CallStream not implemented")
 }
 func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
@@ -310,16 +328,34 @@ func _ToolHostService_ListTools_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
-func _ToolHostService_Call_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(CallRequest)
+func _ToolHostService_Call_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolHostServiceServer).Call(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolHostService_Call_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolHostServiceServer).Call(ctx, req.(*CallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolHostService_CallStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CallStreamRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(ToolHostServiceServer).Call(m, &grpc.GenericServerStream[CallRequest, CallResponse]{ServerStream: stream})
+	return srv.(ToolHostServiceServer).CallStream(m, &grpc.GenericServerStream[CallStreamRequest, CallStreamResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_CallServer = grpc.ServerStreamingServer[CallResponse]
+type ToolHostService_CallStreamServer = grpc.ServerStreamingServer[CallStreamResponse]
 
 func _ToolHostService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchRequest)
@@ -359,11 +395,15 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListTools",
 			Handler:    _ToolHostService_ListTools_Handler,
 		},
+		{
+			MethodName: "Call",
+			Handler:    _ToolHostService_Call_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
-			StreamName:    "Call",
-			Handler:       _ToolHostService_Call_Handler,
+			StreamName:    "CallStream",
+			Handler:       _ToolHostService_CallStream_Handler,
 			ServerStreams: true,
 		},
 		{

@@ -1,0 +1,87 @@
+// Command bench is Zest's load generator (`make bench`). Each scenario runs real processes
+// on loopback and prints a markdown table. Scenarios:
+//
+//	toolhost: `echo` on @modelcontextprotocol/server-everything through the zest-toolhost gRPC
+//	          API at concurrency 1, 8 and 64, beside the same calls sent straight to a child
+//	          over stdio by a minimal client, with the ratio and the tool host's RSS.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+func main() {
+	binDir := flag.String("bin", "bin", "directory with the built Zest binaries")
+	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
+	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
+	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
+	flag.Parse()
+	if err := benchToolhost(*binDir, *peers, *warm, *dur); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one measured point.
+type result struct {
+	calls    int
+	errors   int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+
+// run calls f from conc goroutines for warm+dur and measures the calls that start after warm.
+func run(conc int, warm, dur time.Duration, f func() error) result {
+	type sample struct {
+		lat []time.Duration
+		err int
+	}
+	out := make(chan sample, conc)
+	start := time.Now()
+	measureFrom := start.Add(warm)
+	end := measureFrom.Add(dur)
+	for range conc {
+		go func() {
+			var s sample
+			for {
+				t0 := time.Now()
+				if !t0.Before(end) {
+					break
+				}
+				err := f()
+				if t0.Before(measureFrom) {
+					continue
+				}
+				if err != nil {
+					s.err++
+					continue
+				}
+				s.lat = append(s.lat, time.Since(t0))
+			}
+			out <- s
+		}()
+	}
+	var all []time.Duration
+	errs := 0
+	for range conc {
+		s := <-out
+		all = append(all, s.lat...)
+		errs += s.err
+	}
+	elapsed := time.Since(measureFrom)
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	r := result{calls: len(all), errors: errs, elapsed: elapsed}
+	if len(all) > 0 {
+		r.p50 = all[len(all)*50/100]
+		r.p99 = all[min(len(all)*99/100, len(all)-1)]
+	}
+	return r
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
