@@ -12,7 +12,7 @@ BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
 # Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway e2e
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway bench e2e
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
 	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost
 
@@ -38,7 +38,7 @@ unit: peers ## Unit tests of every module
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: e2e
-e2e: build ## End-to-end test: the four built binaries as separate processes
+e2e: build peers ## End-to-end test: the four built binaries as separate processes
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin go test -count=1 -v ./...
 
 .PHONY: vet
@@ -88,3 +88,7 @@ $(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
 
 .PHONY: peers
 peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile
+
+.PHONY: bench
+bench: build peers ## Benchmarks on real processes (toolhost vs direct stdio); prints markdown tables
+	@cd bench && go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/toolhostpipe"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
@@ -75,17 +76,35 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 		return nil
 	}
 
+	pipe := toolhostpipe.New(client)
+	defer pipe.Close()
+	viaPipe := func() error {
+		r, err := pipe.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: echoParams}, nil)
+		if err != nil {
+			return err
+		}
+		if r.GetResult() == nil {
+			return errors.New("no result")
+		}
+		return nil
+	}
+
 	fmt.Println("### toolhost: `echo` on server-everything")
 	fmt.Println()
-	fmt.Println("| concurrency | direct stdio calls/s | direct p50 | direct p99 | toolhost gRPC calls/s | toolhost p50 | toolhost p99 | ratio (calls/s) | added p50 | errors | toolhost RSS (peak) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| concurrency | path | calls/s | p50 | p99 | ratio to direct (calls/s) | added p50 | errors | toolhost RSS now (peak) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, conc := range []int{1, 8, 64} {
 		d := run(conc, warm, dur, direct.echo)
-		h := run(conc, warm, dur, viaHost)
-		rss, peak := rssKB(th.Process.Pid)
-		fmt.Printf("| %d | %.0f | %s | %s | %.0f | %s | %s | %.2f | %s | %d/%d | %d MB (%d MB) |\n",
-			conc, d.rate(), ms(d.p50), ms(d.p99), h.rate(), ms(h.p50), ms(h.p99), h.rate()/d.rate(),
-			ms(h.p50-d.p50), d.errors, h.errors, rss/1024, peak/1024)
+		fmt.Printf("| %d | direct stdio | %.0f | %s | %s | 1.00 | – | %d | – |\n", conc, d.rate(), ms(d.p50), ms(d.p99), d.errors)
+		for _, path := range []struct {
+			name string
+			f    func() error
+		}{{"toolhost Pipe (gRPC stream)", viaPipe}, {"toolhost Call (unary gRPC)", viaHost}} {
+			h := run(conc, warm, dur, path.f)
+			rss, peak := rssKB(th.Process.Pid)
+			fmt.Printf("| %d | %s | %.0f | %s | %s | %.2f | %s | %d | %d MB (%d MB) |\n",
+				conc, path.name, h.rate(), ms(h.p50), ms(h.p99), h.rate()/d.rate(), ms(h.p50-d.p50), h.errors, rss/1024, peak/1024)
+		}
 	}
 	fmt.Println()
 	noop := func() error {
