@@ -43,7 +43,9 @@ func serverSpec(t testing.TB, id, pkg string, args ...string) *toolhostv1.Server
 
 func startHostB(t testing.TB) toolhostv1.ToolHostServiceClient { return startHost(t) }
 
-func serverSpecB(t testing.TB) *toolhostv1.ServerSpec { return serverSpec(t, "everything", "everything") }
+func serverSpecB(t testing.TB) *toolhostv1.ServerSpec {
+	return serverSpec(t, "everything", "everything")
+}
 
 func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	t.Helper()
