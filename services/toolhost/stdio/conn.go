@@ -90,6 +90,7 @@ type Conn struct {
 	done     chan struct{}
 	stopping atomic.Bool
 	readDone chan struct{}
+	errDone  chan struct{}
 }
 
 type call struct {
@@ -156,7 +157,7 @@ func Start(opts Options) (*Conn, error) {
 		opts: opts, cmd: cmd, stdin: inW, stdout: outR, stderrR: errR,
 		sem:    make(chan struct{}, opts.MaxInFlight),
 		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
-		done: make(chan struct{}), readDone: make(chan struct{}),
+		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
 	}
 	go c.readLoop()
 	go c.stderrLoop()
@@ -232,8 +233,9 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 
 	if err := c.write(msg); err != nil {
 		c.forget(cl)
-		if exit := c.Err(); exit != nil {
-			return nil, exit
+		// A broken stdin means the child is going: report why it went, once it is reaped.
+		if c.waitDone(c.opts.StopGrace) {
+			return nil, c.Err()
 		}
 		return nil, fmt.Errorf("%w: writing to stdin: %w", ErrExited, err)
 	}
@@ -483,6 +485,7 @@ func (c *Conn) protocolFailure(err error) {
 }
 
 func (c *Conn) stderrLoop() {
+	defer close(c.errDone)
 	buf := make([]byte, 4096)
 	for {
 		n, err := c.stderrR.Read(buf)
@@ -501,11 +504,18 @@ func (c *Conn) waitLoop() {
 	werr := c.cmd.Wait()
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // grandchildren of a wrapper
 	c.stdin.Close()
-	select {
-	case <-c.readDone:
-	case <-time.After(c.opts.StopGrace):
-		c.stdout.Close() // a stray process still holds the pipe
-		<-c.readDone
+	// Read what the child wrote before it died (its last stderr line explains the crash).
+	grace := time.After(c.opts.StopGrace)
+	for _, d := range []struct {
+		done chan struct{}
+		f    *os.File
+	}{{c.readDone, c.stdout}, {c.errDone, c.stderrR}} {
+		select {
+		case <-d.done:
+		case <-grace:
+			d.f.Close() // a stray process still holds the pipe
+			<-d.done
+		}
 	}
 	c.stdout.Close()
 	c.stderrR.Close()

@@ -6,28 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
 )
 
 var fixture string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpfixture")
+	bin, cleanup, err := fixturebin.Build()
 	if err != nil {
 		panic(err)
 	}
-	fixture = filepath.Join(dir, "mcpfixture")
-	if out, err := exec.Command("go", "build", "-o", fixture, "../internal/mcpfixture").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build fixture: %v\n%s", err, out))
-	}
+	fixture = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -228,6 +228,10 @@ func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 		if srv.conn != nil && srv.state == toolhostv1.ServerState_SERVER_STATE_READY {
 			c := srv.conn
 			srv.mu.Unlock()
+			if exit := c.Err(); exit != nil { // exited; its OnExit may not have run yet
+				srv.onExit(c, exit)
+				continue
+			}
 			return c, nil
 		}
 		if wait := srv.starting; wait != nil {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/envref"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -24,16 +23,13 @@ import (
 var fixture string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpfixture")
+	bin, cleanup, err := fixturebin.Build()
 	if err != nil {
 		panic(err)
 	}
-	fixture = filepath.Join(dir, "mcpfixture")
-	if out, err := exec.Command("go", "build", "-o", fixture, "../internal/mcpfixture").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build fixture: %v\n%s", err, out))
-	}
+	fixture = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
