@@ -41,6 +41,10 @@ type Config struct {
 	LazyStart bool
 	// BackoffBase and BackoffMax shape crash-loop restart delays.
 	BackoffBase, BackoffMax time.Duration
+	// Procs is the number of OS threads running Go code in the tool host (GOMAXPROCS), applied
+	// by the binary's main (ZEST_TOOLHOST_PROCS; 0 leaves Go's default). The tool host only
+	// moves bytes between callers and children; the children need the cores.
+	Procs int
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
@@ -55,7 +59,7 @@ func DefaultConfig() Config {
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13312",
 		MaxLineBytes: d.MaxLineBytes, StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
 		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
-		Keys: keyauth.FromEnv(nil),
+		Procs: 1, Keys: keyauth.FromEnv(nil),
 	}
 }
 
@@ -71,6 +75,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
 	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
+	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")
 }
 
 // Validate checks the configuration.
@@ -81,6 +86,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLineBytes < 1024 {
 		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want at least 1024", c.MaxLineBytes))
+	}
+	if c.Procs < 0 {
+		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
 	}
 	if c.StderrTailBytes < 0 || c.MaxInFlight < 1 {
 		errs = append(errs, errors.New("toolhost-stderr-tail-bytes must be ≥ 0 and toolhost-max-in-flight ≥ 1"))

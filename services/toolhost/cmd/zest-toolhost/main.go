@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 
 	"github.com/zestmcp/zest/lib/service"
 	"github.com/zestmcp/zest/services/toolhost/host"
@@ -23,6 +24,9 @@ func main() {
 			return err
 		}
 		cfg.ShimPath = exe
+		if cfg.Procs > 0 && os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(cfg.Procs)
+		}
 		return host.New(cfg, log).Run(ctx)
 	})
 }
