@@ -1,0 +1,103 @@
+// Package catalog names external tools for chat without collisions (DESIGN.md's chat_name
+// algorithm) and builds their catalog entries and OpenAI function definitions.
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// MaxChatName is the longest chat_name (OpenAI's limit on function names).
+const MaxChatName = 64
+
+// clean maps every character outside [A-Za-z0-9_-] to '_', trims '_' at both ends, and
+// gives "tool" for an empty result.
+func clean(part string) string {
+	var b strings.Builder
+	for _, r := range part {
+		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	if out == "" {
+		return "tool"
+	}
+	return out
+}
+
+// ChatName is the collision-free name of tool of server serverID.
+func ChatName(serverID, tool string) string {
+	s, t := clean(serverID), clean(tool)
+	name := "mcp_" + s + "__" + t
+	h := fnv.New64a()
+	h.Write([]byte(serverID + "\n" + tool))
+	suffix := fmt.Sprintf("_%016x", h.Sum64())
+	if s != serverID || t != tool || strings.Contains(s, "__") || strings.Contains(t, "__") {
+		name += suffix
+	}
+	if len(name) > MaxChatName {
+		name = strings.TrimRight(name[:MaxChatName-len(suffix)], "_-") + suffix
+	}
+	return name
+}
+
+// Tool is the part of an MCP Tool object the catalog reads.
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations struct {
+		Title string `json:"title"`
+	} `json:"annotations"`
+}
+
+// Entry builds the catalog entry of one tool, given as the server sent it.
+func Entry(serverID, serverName string, raw json.RawMessage) (*mcpgatewayv1.ToolEntry, error) {
+	var t Tool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("tool of %q is not a JSON object: %w", serverID, err)
+	}
+	if t.Name == "" {
+		return nil, fmt.Errorf("a tool of %q has no name", serverID)
+	}
+	rawStruct := &structpb.Struct{}
+	if err := rawStruct.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("tool %q of %q: %w", t.Name, serverID, err)
+	}
+	schema := &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("object")}}
+	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+		if err := schema.UnmarshalJSON(t.InputSchema); err != nil {
+			return nil, fmt.Errorf("tool %q of %q: inputSchema: %w", t.Name, serverID, err)
+		}
+	}
+	title := t.Title
+	if title == "" {
+		title = t.Annotations.Title
+	}
+	chat := ChatName(serverID, t.Name)
+	desc := t.Description
+	openai, err := structpb.NewStruct(map[string]any{
+		"type": "function",
+		"function": map[string]any{
+			"name":        chat,
+			"description": "[" + serverName + "] " + desc,
+			"parameters":  schema.AsMap(),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.ToolEntry{
+		ServerId: serverID, ServerName: serverName, Name: t.Name, ChatName: chat, Title: title,
+		Description: desc, InputSchema: schema, Tool: rawStruct, OpenaiTool: openai,
+	}, nil
+}

@@ -1,0 +1,112 @@
+package serverconfig
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func body(t *testing.T, js string) *structpb.Struct {
+	t.Helper()
+	s := &structpb.Struct{}
+	if err := s.UnmarshalJSON([]byte(js)); err != nil {
+		t.Fatalf("bad test JSON %s: %v", js, err)
+	}
+	return s
+}
+
+func TestParseValid(t *testing.T) {
+	taken := func(id string) bool { return id == "my-echo" || id == "my-echo-2" }
+	cases := []struct {
+		name, body string
+		check      func(t *testing.T, c map[string]any)
+	}{
+		{"bare stdio with defaults", `{"id":"echo","command":"node","args":["echo.js"]}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "transport", "stdio", "name", "echo", "enabled", true, "timeout_ms", 30000.0)
+		}},
+		{"wrapped", `{"server":{"id":"echo","command":"node"}}`, func(t *testing.T, c map[string]any) { want(t, c, "id", "echo") }},
+		{"camelCase aliases", `{"id":"e","command":"node","workingDir":"/tmp","timeoutMs":5000}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "working_dir", "/tmp", "timeout_ms", 5000.0)
+		}},
+		{"http alias and loopback http", `{"id":"h","transport":"http","url":"http://127.0.0.1:9000/mcp","bearer_token":"${TOKEN}"}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "transport", "streamable-http", "bearer_token", "${TOKEN}")
+		}},
+		{"insecure http allowed explicitly", `{"id":"h","transport":"streamable-http","url":"http://tools.lan/mcp","allow_insecure_http":true}`, nil},
+		{"id derived from name", `{"name":"My Echo!","command":"node"}`, func(t *testing.T, c map[string]any) { want(t, c, "id", "my-echo-3", "name", "My Echo!") }},
+		{"id derived from command basename", `{"command":"/usr/local/bin/Server_Everything"}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "id", "server-everything")
+		}},
+		{"env references", `{"id":"e","command":"node","env":{"GITHUB_TOKEN":"${GH_TOKEN}"}}`, nil},
+		{"state fields sent back are ignored", `{"id":"e","command":"node","status":"connected","tools":[]}`, nil},
+		{"disabled", `{"id":"e","command":"node","enabled":false}`, func(t *testing.T, c map[string]any) { want(t, c, "enabled", false) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse(body(t, tc.body), taken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]any{"id": cfg.GetId(), "name": cfg.GetName(), "transport": cfg.GetTransport(),
+				"enabled": cfg.GetEnabled(), "timeout_ms": float64(cfg.GetTimeoutMs()), "working_dir": cfg.GetWorkingDir(),
+				"bearer_token": cfg.GetBearerToken()}
+			if tc.check != nil {
+				tc.check(t, m)
+			}
+		})
+	}
+}
+
+func want(t *testing.T, got map[string]any, kv ...any) {
+	t.Helper()
+	for i := 0; i < len(kv); i += 2 {
+		if got[kv[i].(string)] != kv[i+1] {
+			t.Errorf("%s = %v, want %v", kv[i], got[kv[i].(string)], kv[i+1])
+		}
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	cases := []struct{ name, body, msg string }{
+		{"invalid id", `{"id":"a b","command":"x"}`, `id "a b" must match [A-Za-z0-9_.-]{1,96}`},
+		{"over-long id", `{"id":"` + strings.Repeat("a", 97) + `","command":"x"}`, "must match [A-Za-z0-9_.-]{1,96}"},
+		{"raw env value", `{"id":"a","command":"x","env":{"GITHUB_TOKEN":"ghp_123"}}`, "env GITHUB_TOKEN must be a ${VARIABLE} reference; raw values are rejected"},
+		{"raw bearer token", `{"id":"a","transport":"http","url":"https://h/mcp","bearer_token":"sk-123"}`, "bearer_token must be a ${VARIABLE} reference; raw values are rejected"},
+		{"timeout as string", `{"id":"a","command":"x","timeout_ms":"5000"}`, "timeout_ms must be a number of milliseconds, not a string"},
+		{"args not an array", `{"id":"a","command":"x","args":"--flag"}`, "args must be an array of strings, not a string"},
+		{"args item not a string", `{"id":"a","command":"x","args":["a",1]}`, "args[1] must be a string, not a number"},
+		{"enabled as string", `{"id":"a","command":"x","enabled":"yes"}`, "enabled must be true or false, not a string"},
+		{"env not an object", `{"id":"a","command":"x","env":["A"]}`, "env must be an object"},
+		{"timeout too small", `{"id":"a","command":"x","timeout_ms":999}`, "timeout_ms 999 is out of range: use a whole number from 1000 to 300000"},
+		{"timeout too large", `{"id":"a","command":"x","timeout_ms":300001}`, "out of range"},
+		{"timeout fractional", `{"id":"a","command":"x","timeout_ms":1500.5}`, "out of range"},
+		{"both spellings", `{"id":"a","command":"x","timeout_ms":2000,"timeoutMs":3000}`, "timeout_ms and timeoutMs are the same field: send one of them"},
+		{"both spellings of working_dir", `{"id":"a","command":"x","working_dir":"/","workingDir":"/"}`, "working_dir and workingDir"},
+		{"url on stdio", `{"id":"a","command":"x","url":"https://h/mcp"}`, "url is a streamable-http field; this server's transport is stdio"},
+		{"command on http", `{"id":"a","transport":"http","url":"https://h/mcp","command":"x"}`, "command is a stdio field; this server's transport is streamable-http"},
+		{"env on http", `{"id":"a","transport":"http","url":"https://h/mcp","env":{}}`, "env is a stdio field"},
+		{"no command", `{"id":"a"}`, "command is required for a stdio server"},
+		{"no url", `{"id":"a","transport":"http"}`, "url is required"},
+		{"url with credentials", `{"id":"a","transport":"http","url":"https://user:pw@h/mcp"}`, "url must not contain credentials"},
+		{"url with fragment", `{"id":"a","transport":"http","url":"https://h/mcp#x"}`, "url must not contain a fragment"},
+		{"plain http to a remote host", `{"id":"a","transport":"http","url":"http://example.com/mcp"}`, "url uses plain http to example.com: use https, or set allow_insecure_http to true"},
+		{"bad scheme", `{"id":"a","transport":"http","url":"ftp://h/mcp"}`, `url scheme "ftp"`},
+		{"unknown transport", `{"id":"a","transport":"sse","command":"x"}`, `transport "sse": use stdio or streamable-http`},
+		{"unknown field", `{"id":"a","command":"x","timeout":5}`, "unknown field timeout"},
+		{"wrapped and bare", `{"server":{"id":"a"},"id":"b"}`, "not both"},
+		{"server not an object", `{"server":"a"}`, "server must be an object"},
+		{"empty", `{}`, "the body is empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(body(t, tc.body), nil)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.msg)
+			}
+			if strings.Contains(err.Error(), "ghp_123") || strings.Contains(err.Error(), "sk-123") {
+				t.Fatalf("the error repeats a secret: %v", err)
+			}
+		})
+	}
+}
