@@ -52,6 +52,9 @@ type Suite struct {
 	URL     string
 	DataDir string
 	Env     []string
+	t       *testing.T
+	key     string
+	procs   map[string]*proc
 }
 
 // freeAddr returns a loopback address nobody listens on right now.
@@ -87,27 +90,35 @@ func suiteEnv(t *testing.T, extra ...string) (env []string, edge, dataDir string
 func startSuite(t *testing.T, extra ...string) *Suite {
 	t.Helper()
 	env, edge, dataDir := suiteEnv(t, extra...)
-	s := &Suite{URL: "http://" + edge, DataDir: dataDir, Env: env}
+	s := &Suite{URL: "http://" + edge, DataDir: dataDir, Env: env, t: t, procs: map[string]*proc{}}
 	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
-		cmd := exec.Command(filepath.Join(binDir, name))
-		cmd.Env = env
-		var logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", name, err)
-		}
-		t.Cleanup(func() { stopProcess(t, name, cmd, &logs) })
+		s.Start(name)
 	}
+	t.Cleanup(func() {
+		for _, p := range s.procs {
+			if p.running() {
+				p.stop(t)
+			}
+		}
+	})
 	key := ""
 	for _, kv := range extra {
 		if v, ok := strings.CutPrefix(kv, "LEMONADE_API_KEY="); ok {
 			key = v
 		}
 	}
-	waitFor(t, 15*time.Second, func() error {
+	s.key = key
+	s.WaitHealthy()
+	return s
+}
+
+// WaitHealthy waits until the edge reports every service serving.
+func (s *Suite) WaitHealthy() {
+	s.t.Helper()
+	waitFor(s.t, 15*time.Second, func() error {
 		req, _ := http.NewRequest("GET", s.URL+"/api/v1/health", nil)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
+		if s.key != "" {
+			req.Header.Set("Authorization", "Bearer "+s.key)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -120,22 +131,66 @@ func startSuite(t *testing.T, extra ...string) *Suite {
 		}
 		return nil
 	})
-	return s
 }
 
-func stopProcess(t *testing.T, name string, cmd *exec.Cmd, logs *bytes.Buffer) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+// proc is one running service binary.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+	done chan error
+}
+
+func (p *proc) running() bool {
 	select {
-	case err := <-done:
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Start starts (or restarts) one service binary.
+func (s *Suite) Start(name string) {
+	s.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, name))
+	cmd.Env = s.Env
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, logs: logs, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); close(p.done) }()
+	s.procs[name] = p
+}
+
+// Kill sends sig to one service and waits for it to exit.
+func (s *Suite) Kill(name string, sig syscall.Signal) {
+	s.t.Helper()
+	p := s.procs[name]
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		s.t.Fatalf("%s did not exit after %v", name, sig)
+	}
+}
+
+// Logs returns what a service wrote so far.
+func (s *Suite) Logs(name string) string { return s.procs[name].logs.String() }
+
+func (p *proc) stop(t *testing.T) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
 		if err != nil {
-			t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", name, err, logs.String())
+			t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.name, err, p.logs.String())
 		}
 	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Errorf("%s did not stop within 15s of SIGTERM; killed. logs:\n%s", name, logs.String())
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("%s did not stop within 15s of SIGTERM; killed. logs:\n%s", p.name, p.logs.String())
 	}
 }
 
@@ -182,6 +237,9 @@ func do(t *testing.T, method, url, body string, headers ...string) Response {
 		t.Fatal(err)
 	}
 	for _, h := range headers {
+		if h == "" {
+			continue
+		}
 		k, v, _ := strings.Cut(h, ":")
 		if strings.EqualFold(k, "Host") {
 			req.Host = strings.TrimSpace(v)

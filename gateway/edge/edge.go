@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -20,6 +21,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -60,7 +62,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{},
 		}),
-		runtime.WithErrorHandler(adminError),
+		runtime.WithErrorHandler(func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+			adminError(w, r, err, cfg.MaxAdminBodyBytes)
+		}),
 		runtime.WithRoutingErrorHandler(adminRoutingError),
 	)
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
@@ -74,7 +78,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		g.LoopbackOnly = true
 	}
 	api := func(h http.Handler) http.Handler {
-		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, h)))
+		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, nil, h)))
 	}
 
 	mux := http.NewServeMux()
@@ -82,7 +86,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log}))
-	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, admin)))))
+	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
+	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
 	for _, p := range Prefixes {
 		mux.Handle(p+"health", api(http.HandlerFunc(e.health)))
 		mux.Handle(p+"models", api(http.HandlerFunc(e.models)))
@@ -146,11 +151,39 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// adminError writes Lemonade's admin error shape.
-func adminError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+// adminError writes Lemonade's admin error shape with the status of its table: 400 for a
+// bad body; on the routes that reach an MCP server (connect, refresh-tools, tools/call,
+// test) every other failure is 502; elsewhere an unknown id is 404.
+func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
 	st := status.Convert(err)
+	msg := st.Message()
 	code := runtime.HTTPStatusFromCode(st.Code())
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": st.Message(), "type": "mcp_client_error", "status_code": code}})
+	switch {
+	case strings.Contains(msg, "http: request body too large"):
+		code, msg = http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(limit)
+	case st.Code() == codes.InvalidArgument:
+		code = http.StatusBadRequest
+	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
+	case reachesUpstream(r.URL.Path):
+		code = http.StatusBadGateway
+	case st.Code() == codes.NotFound:
+		code = http.StatusNotFound
+	}
+	writeAdminError(w, code, msg)
+}
+
+// writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}.
+func writeAdminError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+}
+
+func reachesUpstream(path string) bool {
+	for _, suffix := range []string{"/connect", "/refresh-tools", "/tools/call"} {
+		if strings.HasSuffix(path, suffix) {
+			return true
+		}
+	}
+	return path == "/internal/mcp/servers/test"
 }
 
 // adminRoutingError answers a wrong method with 405 (grpc-gateway's default is 501).
@@ -159,5 +192,5 @@ func adminRoutingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshal
 	if code == http.StatusMethodNotAllowed {
 		msg = "Method " + r.Method + " is not allowed on " + r.URL.Path
 	}
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+	writeAdminError(w, code, msg)
 }

@@ -145,17 +145,24 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 	})
 }
 
-// LimitBody caps request bodies at n bytes; reading past it fails with *http.MaxBytesError.
-func LimitBody(n int64, next http.Handler) http.Handler {
+// LimitBody caps request bodies at n bytes: a declared length over it is answered 413 by
+// tooLarge (WriteError's shape when nil); reading past it fails with *http.MaxBytesError.
+func LimitBody(n int64, tooLarge func(w http.ResponseWriter, msg string), next http.Handler) http.Handler {
+	if tooLarge == nil {
+		tooLarge = func(w http.ResponseWriter, msg string) { WriteError(w, http.StatusRequestEntityTooLarge, msg) }
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
-			WriteError(w, http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+humanBytes(n))
+			tooLarge(w, TooLargeMessage(n))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, n)
 		next.ServeHTTP(w, r)
 	})
 }
+
+// TooLargeMessage says what the body limit is.
+func TooLargeMessage(n int64) string { return "Request body too large: the limit is " + humanBytes(n) }
 
 func humanBytes(n int64) string {
 	switch {

@@ -126,7 +126,7 @@ func TestLimitBody(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusTeapot)
 	})
-	h := LimitBody(1024, read)
+	h := LimitBody(1024, nil, read)
 	if w := serve(h, "POST", "127.0.0.1", nil, strings.Repeat("x", 1024)); w.Code != http.StatusTeapot {
 		t.Errorf("at the limit: %d", w.Code)
 	}

@@ -1,48 +1,271 @@
-// Package admin serves AdminService, the registry operations behind /internal/mcp/*.
+// Package admin serves AdminService, the registry operations behind /internal/mcp/*: it
+// validates and stores server configs, connects them through the upstream manager and shows
+// their tools under collision-free names.
 package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Service implements AdminService over a Registry. Operations that connect to servers
-// (upsert, test, connect, call, …) are not in this build: they answer Unimplemented.
+// Service implements AdminService.
 type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
 	reg registry.Registry
+	up  *upstream.Manager
+	log *slog.Logger
+	// upsertMu serializes upserts so that derived ids cannot race.
+	upsertMu sync.Mutex
 }
 
 // New returns the admin service.
-func New(reg registry.Registry) *Service { return &Service{reg: reg} }
+func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{reg: reg, up: up, log: log}
+}
 
-// ListServers lists every registered server; none is connected in this build.
+// ListServers lists every registered server with its state.
 func (s *Service) ListServers(ctx context.Context, _ *mcpgatewayv1.ListServersRequest) (*mcpgatewayv1.ListServersResponse, error) {
 	cfgs, err := s.reg.ListServers(ctx)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "read registry: %v", err)
+		return nil, toStatus(err)
 	}
 	out := &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{}}
 	for _, c := range cfgs {
-		st := "disconnected"
-		if !c.GetEnabled() {
-			st = "disabled"
-		}
-		out.Servers = append(out.Servers, &mcpgatewayv1.ServerState{
-			Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
-			WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
-			AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-			Status: st, Tools: []*mcpgatewayv1.ToolEntry{},
-		})
+		out.Servers = append(out.Servers, s.state(ctx, c))
 	}
 	return out, nil
 }
 
-// ListTools lists the tools of connected servers; none is connected in this build.
-func (s *Service) ListTools(context.Context, *mcpgatewayv1.ListToolsRequest) (*mcpgatewayv1.ListToolsResponse, error) {
-	return &mcpgatewayv1.ListToolsResponse{Tools: []*mcpgatewayv1.ToolEntry{}}, nil
+// ListTools lists the tools of connected servers, ordered by chat_name.
+func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsRequest) (*mcpgatewayv1.ListToolsResponse, error) {
+	cfgs, err := s.reg.ListServers(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &mcpgatewayv1.ListToolsResponse{Tools: []*mcpgatewayv1.ToolEntry{}}
+	for _, c := range cfgs {
+		out.Tools = append(out.Tools, s.entries(ctx, c)...)
+	}
+	sort.Slice(out.Tools, func(i, j int) bool { return out.Tools[i].GetChatName() < out.Tools[j].GetChatName() })
+	return out, nil
+}
+
+// entries builds the catalog entries of a connected server.
+func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*mcpgatewayv1.ToolEntry {
+	if !s.up.State(c.GetId()).Connected {
+		return nil
+	}
+	tools, err := s.up.Tools(ctx, c.GetId(), false)
+	if err != nil {
+		return nil
+	}
+	var out []*mcpgatewayv1.ToolEntry
+	for _, raw := range tools {
+		e, err := catalog.Entry(c.GetId(), c.GetName(), raw)
+		if err != nil {
+			s.log.Warn("skipping a malformed tool", "server", c.GetId(), "err", err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// state is a config plus its connection state and tools.
+func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
+	st := s.up.State(c.GetId())
+	out := &mcpgatewayv1.ServerState{
+		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
+		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
+		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
+		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
+		Tools: []*mcpgatewayv1.ToolEntry{},
+	}
+	if out.Args == nil {
+		out.Args = []string{}
+	}
+	if out.Env == nil {
+		out.Env = map[string]string{}
+	}
+	switch {
+	case !c.GetEnabled():
+		out.Status = "disabled"
+	case st.Connected:
+		out.Status = "connected"
+	case st.LastError != "":
+		out.Status = "error"
+	default:
+		out.Status = "disconnected"
+	}
+	if st.Connected {
+		out.ServerInfo, _ = structpb.NewStruct(st.Info.ServerInfo)
+		out.Capabilities, _ = structpb.NewStruct(st.Info.Capabilities)
+		out.Tools = append(out.Tools, s.entries(ctx, c)...)
+	}
+	return out
+}
+
+// UpsertServer validates and stores a config. A changed config of a connected server
+// disconnects it; it reconnects on next use.
+func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
+	s.upsertMu.Lock()
+	defer s.upsertMu.Unlock()
+	cfg, err := serverconfig.Parse(req.GetBody(), func(id string) bool {
+		_, err := s.reg.GetServer(ctx, id)
+		return err == nil
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	old, err := s.reg.GetServer(ctx, cfg.GetId())
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, toStatus(err)
+	}
+	if err := s.reg.PutServer(ctx, cfg); err != nil {
+		return nil, toStatus(err)
+	}
+	if old != nil && !proto.Equal(old, cfg) {
+		_ = s.up.Disconnect(ctx, cfg.GetId())
+	}
+	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
+	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
+}
+
+// TestServer connects to a config without saving it, lists its tools and disconnects.
+func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRequest) (*mcpgatewayv1.TestServerResponse, error) {
+	cfg, err := serverconfig.Parse(req.GetBody(), nil)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	probe := proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)
+	if probe.GetTransport() == serverconfig.TransportStdio {
+		// A throwaway id, so that a test never touches a registered server's child.
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		probe.Id = "zest-test-" + hex.EncodeToString(b)
+	}
+	info, tools, err := s.up.Test(ctx, probe)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	st := &mcpgatewayv1.ServerState{
+		Id: cfg.GetId(), Name: cfg.GetName(), Transport: cfg.GetTransport(), Command: cfg.GetCommand(), Args: cfg.GetArgs(),
+		WorkingDir: cfg.GetWorkingDir(), Env: cfg.GetEnv(), Url: cfg.GetUrl(), BearerToken: cfg.GetBearerToken(),
+		AllowInsecureHttp: cfg.GetAllowInsecureHttp(), Enabled: cfg.GetEnabled(), TimeoutMs: cfg.GetTimeoutMs(),
+		Status: "connected", Connected: true, ProtocolVersion: info.ProtocolVersion, TestOnly: proto.Bool(true),
+		Tools: []*mcpgatewayv1.ToolEntry{},
+	}
+	st.ServerInfo, _ = structpb.NewStruct(info.ServerInfo)
+	st.Capabilities, _ = structpb.NewStruct(info.Capabilities)
+	for _, raw := range tools {
+		if e, err := catalog.Entry(cfg.GetId(), cfg.GetName(), raw); err == nil {
+			st.Tools = append(st.Tools, e)
+		}
+	}
+	return &mcpgatewayv1.TestServerResponse{Server: st}, nil
+}
+
+// DeleteServer disconnects and forgets a server.
+func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServerRequest) (*mcpgatewayv1.DeleteServerResponse, error) {
+	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
+		return nil, toStatus(err)
+	}
+	s.up.Forget(ctx, req.GetId())
+	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
+}
+
+// ConnectServer connects a server and lists its tools.
+func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectServerRequest) (*mcpgatewayv1.ConnectServerResponse, error) {
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.up.Connect(ctx, cfg); err != nil {
+		return nil, toStatus(err)
+	}
+	return &mcpgatewayv1.ConnectServerResponse{Server: s.state(ctx, cfg)}, nil
+}
+
+// DisconnectServer closes a server's connection.
+func (s *Service) DisconnectServer(ctx context.Context, req *mcpgatewayv1.DisconnectServerRequest) (*mcpgatewayv1.DisconnectServerResponse, error) {
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.up.Disconnect(ctx, cfg.GetId()); err != nil {
+		s.log.Warn("disconnect failed", "id", cfg.GetId(), "err", err)
+	}
+	return &mcpgatewayv1.DisconnectServerResponse{Server: s.state(ctx, cfg)}, nil
+}
+
+// RefreshTools lists a server's tools again, connecting first if needed.
+func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToolsRequest) (*mcpgatewayv1.RefreshToolsResponse, error) {
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.up.Connect(ctx, cfg); err != nil {
+		return nil, toStatus(err)
+	}
+	if _, err := s.up.Tools(ctx, cfg.GetId(), true); err != nil {
+		return nil, toStatus(err)
+	}
+	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil
+}
+
+// CallTool runs one tool of one server, connecting first if needed.
+func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
+	if req.GetName() == "" {
+		return nil, toStatus(fmt.Errorf("%w: name is required: the tool to call", errBadRequest))
+	}
+	t := req.GetTimeoutMs()
+	if t != 0 && (t < serverconfig.MinTimeoutMs || t > serverconfig.MaxTimeoutMs) {
+		return nil, toStatus(fmt.Errorf("%w: timeout_ms %d is out of range: use %d to %d", errBadRequest, t, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs))
+	}
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	args := req.GetArguments()
+	if args == nil {
+		args = &structpb.Struct{}
+	}
+	argJSON, err := args.MarshalJSON()
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: arguments: %v", errBadRequest, err))
+	}
+	params, _ := json.Marshal(map[string]json.RawMessage{"name": mustJSON(req.GetName()), "arguments": argJSON})
+	raw, err := s.up.Call(ctx, cfg, "tools/call", params, time.Duration(t)*time.Millisecond)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	result := &structpb.Struct{}
+	if err := result.UnmarshalJSON(raw); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %q answered a result that is not a JSON object: %v", upstream.ErrUpstream, cfg.GetId(), err))
+	}
+	return &mcpgatewayv1.CallToolResponse{ServerId: cfg.GetId(), Tool: req.GetName(), Result: result}, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

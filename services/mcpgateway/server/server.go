@@ -20,11 +20,13 @@ import (
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
 
@@ -41,6 +43,8 @@ type Config struct {
 	Addr string
 	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR).
 	InferenceAddr string
+	// ToolhostAddr is the tool host that runs stdio servers (ZEST_TOOLHOST_ADDR).
+	ToolhostAddr string
 	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
 	DataDir string
 	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
@@ -55,7 +59,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
-		DataDir: "data", SessionLifetime: 24 * time.Hour,
+		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey),
 	}
 }
@@ -65,6 +69,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 }
@@ -72,7 +77,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
-	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr} {
+	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr, "toolhost-addr": c.ToolhostAddr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
@@ -95,6 +100,8 @@ type Server struct {
 	log       *slog.Logger
 	reg       registry.Registry
 	inference *grpc.ClientConn
+	toolhost  *grpc.ClientConn
+	up        *upstream.Manager
 	srv       *grpcserve.Server
 }
 
@@ -123,6 +130,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
+	th, err := grpcdial.Dial(cfg.ToolhostAddr, cfg.Keys.API)
+	if err != nil {
+		cc.Close()
+		reg.Close()
+		return nil, err
+	}
+	up := upstream.New(toolhostv1.NewToolHostServiceClient(th), nil, log)
 	mcpSrv := mcpserve.NewMCPServer(Version)
 	lemonade.New(inferencev1.NewInferenceServiceClient(cc)).Register(mcpSrv)
 
@@ -133,8 +147,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		Logger: log, DrainTimeout: cfg.DrainTimeout,
 	})
 	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, log))
-	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg))
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, srv: g}, nil
+	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg, up, log))
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -160,7 +174,10 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	return s.srv.Serve(ctx, lis)
 }
 
-// Close releases the registry and client connections.
+// Close disconnects the upstreams and releases the registry and client connections.
 func (s *Server) Close() error {
-	return errors.Join(s.inference.Close(), s.reg.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	s.up.Close(ctx)
+	return errors.Join(s.inference.Close(), s.toolhost.Close(), s.reg.Close())
 }

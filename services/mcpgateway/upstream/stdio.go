@@ -1,0 +1,134 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zestmcp/zest/lib/toolhostpipe"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// stdioSession is a stdio server run by the tool host.
+type stdioSession struct {
+	th   toolhostv1.ToolHostServiceClient
+	pipe *toolhostpipe.Pipe
+	spec *toolhostv1.ServerSpec
+
+	mu     sync.Mutex
+	inf    Info
+	cached []json.RawMessage
+}
+
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient, pipe *toolhostpipe.Pipe) (*stdioSession, error) {
+	s := &stdioSession{th: th, pipe: pipe, spec: &toolhostv1.ServerSpec{
+		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
+		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
+	}}
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.tools(ctx, true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start asks the tool host for the child (idempotent) and records the handshake.
+func (s *stdioSession) start(ctx context.Context) error {
+	r, err := s.th.EnsureStarted(ctx, &toolhostv1.EnsureStartedRequest{Spec: s.spec})
+	if err != nil {
+		return upstreamErr(s.spec.GetId(), err)
+	}
+	st := r.GetStatus()
+	s.mu.Lock()
+	s.inf = Info{ProtocolVersion: st.GetProtocolVersion(), ServerInfo: st.GetServerInfo().AsMap(), Capabilities: st.GetCapabilities().AsMap()}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stdioSession) info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inf
+}
+
+func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessage, error) {
+	s.mu.Lock()
+	cached := s.cached
+	s.mu.Unlock()
+	if cached != nil && !refresh {
+		return cached, nil
+	}
+	var r *toolhostv1.ListToolsResponse
+	err := s.retryOnLost(ctx, func() error {
+		var err error
+		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()})
+		return err
+	})
+	if err != nil {
+		return nil, upstreamErr(s.spec.GetId(), err)
+	}
+	out := make([]json.RawMessage, len(r.GetTools()))
+	for i, t := range r.GetTools() {
+		out[i] = t
+	}
+	s.mu.Lock()
+	s.cached = out
+	s.mu.Unlock()
+	return out, nil
+}
+
+func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	var r *toolhostv1.CallResponse
+	err := s.retryOnLost(ctx, func() error {
+		var err error
+		r, err = s.pipe.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, nil)
+		return err
+	})
+	if err != nil {
+		return nil, upstreamErr(s.spec.GetId(), err)
+	}
+	if e := r.GetError(); e != nil {
+		return nil, &RPCError{Code: int(e.GetCode()), Message: e.GetMessage(), Data: e.GetData()}
+	}
+	return r.GetResult(), nil
+}
+
+// retryOnLost runs f, and once more after starting the server again when the tool host no
+// longer knows it (the tool host restarted).
+func (s *stdioSession) retryOnLost(ctx context.Context, f func() error) error {
+	err := f()
+	if status.Code(err) != codes.NotFound {
+		return err
+	}
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	return f()
+}
+
+func (s *stdioSession) close(ctx context.Context) error {
+	_, err := s.th.Stop(ctx, &toolhostv1.StopRequest{Id: s.spec.GetId()})
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	return err
+}
+
+// upstreamErr wraps a tool host error, keeping its text (which names the cause: the OS
+// error of a missing command, the exit status of a crash, a missing variable).
+func upstreamErr(id string, err error) error {
+	if st, ok := status.FromError(err); ok {
+		if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
+			return fmt.Errorf("%w: %q: %s: %w", ErrUpstream, id, st.Message(), context.DeadlineExceeded)
+		}
+		return fmt.Errorf("%w: %q: %s", ErrUpstream, id, st.Message())
+	}
+	return fmt.Errorf("%w: %q: %w", ErrUpstream, id, err)
+}
