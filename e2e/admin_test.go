@@ -299,12 +299,15 @@ func TestToolhostRestartIsRecovered(t *testing.T) {
 	if r := call(); r.Status != 200 {
 		t.Fatalf("first call: %d %s", r.Status, r.Body)
 	}
+	began := time.Now()
 	s.Kill("zest-toolhost", syscall.SIGKILL)
 	s.Start("zest-toolhost")
 	s.WaitHealthy()
+	t.Logf("tool host back after %v", time.Since(began))
 	if r := call(); r.Status != 200 {
 		t.Fatalf("call after the tool host restarted: %d %s\n%s", r.Status, r.Body, s.Logs("zest-mcpgateway"))
 	}
+	t.Logf("first call answered %v after the kill", time.Since(began))
 }
 
 var _ = fmt.Sprint

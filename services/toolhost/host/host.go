@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcserve"
@@ -109,6 +110,10 @@ type Host struct {
 	sup *supervisor.Supervisor
 	srv *grpcserve.Server
 	log *slog.Logger
+	// draining is closed when shutdown starts: Pipe streams end (after their calls answer)
+	// instead of holding the graceful stop open until the drain timeout.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -121,7 +126,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log}
+	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{})}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	toolhostv1.RegisterToolHostServiceServer(h.srv.GRPC, h)
 	return h
@@ -147,6 +152,8 @@ func (h *Host) Run(ctx context.Context) error {
 // Serve serves on lis until ctx is done, then stops every child.
 func (h *Host) Serve(ctx context.Context, lis net.Listener) error {
 	defer h.sup.Close()
+	stop := context.AfterFunc(ctx, func() { h.drainOnce.Do(func() { close(h.draining) }) })
+	defer stop()
 	return h.srv.Serve(ctx, lis)
 }
 

@@ -34,14 +34,39 @@ func (h *Host) Pipe(stream toolhostv1.ToolHostService_PipeServer) error {
 		cancels = map[uint64]context.CancelFunc{}
 		wg      sync.WaitGroup
 	)
-	var recvErr error
-	for {
-		req, err := stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				recvErr = err
+	type recv struct {
+		req *toolhostv1.PipeRequest
+		err error
+	}
+	reqs := make(chan recv)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			select {
+			case reqs <- recv{req, err}:
+			case <-ctx.Done():
+				return
 			}
-			break
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var recvErr error
+loop:
+	for {
+		var req *toolhostv1.PipeRequest
+		select {
+		case <-h.draining: // shutting down: answer what is in flight, then end the stream
+			break loop
+		case r := <-reqs:
+			if r.err != nil {
+				if !errors.Is(r.err, io.EOF) {
+					recvErr = r.err
+				}
+				break loop
+			}
+			req = r.req
 		}
 		id := req.GetCallId()
 		if req.GetCancel() {
