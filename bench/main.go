@@ -1,6 +1,8 @@
 // Command bench is Zest's load generator (`make bench`). Each scenario runs real processes
 // on loopback and prints a markdown table. Scenarios:
 //
+//	chain:    the same `echo` through the whole chain: HTTP edge → mcpgateway → tool host →
+//	          child, at concurrency 1, 8 and 64.
 //	toolhost: `echo` on @modelcontextprotocol/server-everything through the zest-toolhost gRPC
 //	          API at concurrency 1, 8 and 64, beside the same calls sent straight to a child
 //	          over stdio by a minimal client, with the ratio and the tool host's RSS.
@@ -19,10 +21,20 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
+	flag.String("only", "", "run one scenario: toolhost or chain")
 	flag.Parse()
-	if err := benchToolhost(*binDir, *peers, *warm, *dur); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	only := flag.Lookup("only").Value.String()
+	for _, sc := range []struct {
+		name string
+		run  func(string, string, time.Duration, time.Duration) error
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}} {
+		if only != "" && only != sc.name {
+			continue
+		}
+		if err := sc.run(*binDir, *peers, *warm, *dur); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", sc.name+":", err)
+			os.Exit(1)
+		}
 	}
 }
 

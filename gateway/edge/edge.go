@@ -58,10 +58,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	e.infer = inferencev1.NewInferenceServiceClient(e.backend["inference"])
 
 	admin := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &rawBody{runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{},
-		}),
+		}}}),
 		runtime.WithErrorHandler(func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 			adminError(w, r, err, cfg.MaxAdminBodyBytes)
 		}),

@@ -54,7 +54,7 @@ func New(o Options) *Server {
 		grpc.ChainStreamInterceptor(o.Guard.Stream),
 		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a
 		// small call growing its stack (measured on the tool host's echo benchmark).
-		grpc.NumStreamWorkers(uint32(runtime.NumCPU())),
+		grpc.NumStreamWorkers(uint32(8 * runtime.NumCPU())),
 	}, o.ServerOptions...)
 	g := grpc.NewServer(sopts...)
 	h := health.NewServer()

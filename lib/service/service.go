@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +19,25 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/logging"
 )
+
+// EnvPprofAddr, when set (e.g. 127.0.0.1:6060), serves Go's profiler at /debug/pprof/ on that
+// address. For diagnosis only: it has no authentication, so keep it on loopback.
+const EnvPprofAddr = "ZEST_PPROF_ADDR"
+
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		log.Warn("profiler listening (no authentication)", "addr", addr)
+		if err := srv.ListenAndServe(); err != nil {
+			log.Error("profiler stopped", "err", err)
+		}
+	}()
+}
 
 // Common holds the settings every service shares.
 type Common struct {
@@ -66,6 +87,9 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if addr := os.Getenv(EnvPprofAddr); addr != "" {
+		servePprof(addr, log)
+	}
 	if err := run(ctx, log); err != nil {
 		log.Error("service failed", "err", err)
 		stop()

@@ -4,6 +4,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -232,40 +234,73 @@ func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToo
 	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil
 }
 
-// CallTool runs one tool of one server, connecting first if needed.
+// CallTool runs one tool of one server, connecting first if needed. The body and the answer
+// are JSON bytes: the arguments go to the server, and its result comes back, without being
+// decoded into anything on the way.
 func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
-	if req.GetName() == "" {
-		return nil, toStatus(fmt.Errorf("%w: name is required: the tool to call", errBadRequest))
-	}
-	t := req.GetTimeoutMs()
-	if t != 0 && (t < serverconfig.MinTimeoutMs || t > serverconfig.MaxTimeoutMs) {
-		return nil, toStatus(fmt.Errorf("%w: timeout_ms %d is out of range: use %d to %d", errBadRequest, t, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs))
-	}
-	cfg, err := s.reg.GetServer(ctx, req.GetId())
+	name, args, timeout, err := parseCall(req.GetBody().GetData())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	args := req.GetArguments()
-	if args == nil {
-		args = &structpb.Struct{}
+	cfg := s.up.Config(req.GetId())
+	if cfg == nil {
+		if cfg, err = s.reg.GetServer(ctx, req.GetId()); err != nil {
+			return nil, toStatus(err)
+		}
 	}
-	argJSON, err := args.MarshalJSON()
-	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: arguments: %v", errBadRequest, err))
-	}
-	params, _ := json.Marshal(map[string]json.RawMessage{"name": mustJSON(req.GetName()), "arguments": argJSON})
-	raw, err := s.up.Call(ctx, cfg, "tools/call", params, time.Duration(t)*time.Millisecond)
+	quoted, _ := json.Marshal(name)
+	params := make([]byte, 0, len(args)+len(quoted)+24)
+	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
+	params = append(params, '}')
+	raw, err := s.up.Call(ctx, cfg, "tools/call", params, timeout)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	result := &structpb.Struct{}
-	if err := result.UnmarshalJSON(raw); err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %q answered a result that is not a JSON object: %v", upstream.ErrUpstream, cfg.GetId(), err))
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, toStatus(fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, cfg.GetId()))
 	}
-	return &mcpgatewayv1.CallToolResponse{ServerId: cfg.GetId(), Tool: req.GetName(), Result: result}, nil
+	id, _ := json.Marshal(cfg.GetId())
+	out := make([]byte, 0, len(raw)+len(id)+len(quoted)+40)
+	out = append(append(append(out, `{"server_id":`...), id...), `,"tool":`...)
+	out = append(append(append(out, quoted...), `,"result":`...), raw...)
+	out = append(out, '}')
+	return &mcpgatewayv1.CallToolResponse{Body: &httpbody.HttpBody{ContentType: "application/json", Data: out}}, nil
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+// parseCall reads {"name":…, "arguments":{…}, "timeout_ms":…}; arguments stay raw.
+func parseCall(body []byte) (name string, args json.RawMessage, timeout time.Duration, err error) {
+	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...)) }
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(body, &f); err != nil || f == nil {
+		return "", nil, 0, bad(`the body must be a JSON object such as {"name":"echo","arguments":{}}`)
+	}
+	if err := json.Unmarshal(f["name"], &name); err != nil || name == "" {
+		return "", nil, 0, bad("name is required: the tool to call, as a string")
+	}
+	args = bytes.TrimSpace(f["arguments"])
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		args = json.RawMessage(`{}`)
+	case args[0] != '{':
+		return "", nil, 0, bad("arguments must be a JSON object")
+	}
+	t, tOK := f["timeout_ms"]
+	if alt, ok := f["timeoutMs"]; ok {
+		if tOK {
+			return "", nil, 0, bad("timeout_ms and timeoutMs are the same field: send one of them")
+		}
+		t, tOK = alt, true
+	}
+	if tOK && string(t) != "null" {
+		var ms float64
+		if err := json.Unmarshal(t, &ms); err != nil {
+			return "", nil, 0, bad("timeout_ms must be a number of milliseconds")
+		}
+		if ms != float64(int64(ms)) || ms < serverconfig.MinTimeoutMs || ms > serverconfig.MaxTimeoutMs {
+			return "", nil, 0, bad("timeout_ms %v is out of range: use a whole number from %d to %d", ms, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs)
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	return name, args, timeout, nil
 }

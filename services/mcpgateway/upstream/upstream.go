@@ -170,6 +170,23 @@ func (m *Manager) Forget(ctx context.Context, id string) {
 	m.mu.Unlock()
 }
 
+// Config returns the config of a connected server (nil when it is not connected), so that
+// calls to it need no registry read.
+func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
+	m.mu.Lock()
+	c := m.conns[id]
+	m.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return nil
+	}
+	return c.cfg
+}
+
 // Tools returns the tools of a connected server (refresh lists them again).
 func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.RawMessage, error) {
 	c := m.get(id)

@@ -8,6 +8,7 @@ package mcpgatewayv1
 
 import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
+	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -1221,17 +1222,15 @@ func (x *RefreshToolsResponse) GetServer() *ServerState {
 	return nil
 }
 
-// CallToolRequest runs one tool of one server.
+// CallToolRequest runs one tool of one server. The body is the JSON object
+// {"name":…, "arguments":{…}, "timeout_ms":…}; the answer (an HttpBody of application/json) is
+// {"server_id":…, "tool":…, "result":<the MCP CallToolResult, unchanged>}.
 type CallToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is the server's id (from the path).
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// name is the tool's own name.
-	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// arguments are the tool's arguments.
-	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	// timeout_ms bounds the call (1000-300000; 0 uses the server's timeout).
-	TimeoutMs     int32 `protobuf:"varint,4,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	// body is the JSON request object.
+	Body          *httpbody.HttpBody `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1273,36 +1272,18 @@ func (x *CallToolRequest) GetId() string {
 	return ""
 }
 
-func (x *CallToolRequest) GetName() string {
+func (x *CallToolRequest) GetBody() *httpbody.HttpBody {
 	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *CallToolRequest) GetArguments() *structpb.Struct {
-	if x != nil {
-		return x.Arguments
+		return x.Body
 	}
 	return nil
 }
 
-func (x *CallToolRequest) GetTimeoutMs() int32 {
-	if x != nil {
-		return x.TimeoutMs
-	}
-	return 0
-}
-
-// CallToolResponse carries the tool's result.
+// CallToolResponse carries the JSON answer.
 type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// server_id is the server's id.
-	ServerId string `protobuf:"bytes,1,opt,name=server_id,proto3" json:"server_id,omitempty"`
-	// tool is the tool's name.
-	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
-	// result is the MCP CallToolResult, unchanged.
-	Result        *structpb.Struct `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// body is the JSON answer object, content type application/json.
+	Body          *httpbody.HttpBody `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1337,23 +1318,9 @@ func (*CallToolResponse) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
-func (x *CallToolResponse) GetServerId() string {
+func (x *CallToolResponse) GetBody() *httpbody.HttpBody {
 	if x != nil {
-		return x.ServerId
-	}
-	return ""
-}
-
-func (x *CallToolResponse) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *CallToolResponse) GetResult() *structpb.Struct {
-	if x != nil {
-		return x.Result
+		return x.Body
 	}
 	return nil
 }
@@ -1362,7 +1329,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb7\x03\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb7\x03\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1452,18 +1419,12 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13RefreshToolsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"O\n" +
 	"\x14RefreshToolsResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"\x8c\x01\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"K\n" +
 	"\x0fCallToolRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
-	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x1e\n" +
-	"\n" +
-	"timeout_ms\x18\x04 \x01(\x05R\n" +
-	"timeout_ms\"u\n" +
-	"\x10CallToolResponse\x12\x1c\n" +
-	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12\x12\n" +
-	"\x04tool\x18\x02 \x01(\tR\x04tool\x12/\n" +
-	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06result2\xef\t\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
+	"\x04body\x18\x02 \x01(\v2\x14.google.api.HttpBodyR\x04body\"<\n" +
+	"\x10CallToolResponse\x12(\n" +
+	"\x04body\x18\x01 \x01(\v2\x14.google.api.HttpBodyR\x04body2\xf8\t\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12\x86\x01\n" +
@@ -1473,8 +1434,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fDeleteServer\x12'.zest.mcpgateway.v1.DeleteServerRequest\x1a(.zest.mcpgateway.v1.DeleteServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/servers/{id}\x12\x90\x01\n" +
 	"\rConnectServer\x12(.zest.mcpgateway.v1.ConnectServerRequest\x1a).zest.mcpgateway.v1.ConnectServerResponse\"*\x82\xd3\xe4\x93\x02$\"\"/internal/mcp/servers/{id}/connect\x12\x9c\x01\n" +
 	"\x10DisconnectServer\x12+.zest.mcpgateway.v1.DisconnectServerRequest\x1a,.zest.mcpgateway.v1.DisconnectServerResponse\"-\x82\xd3\xe4\x93\x02'\"%/internal/mcp/servers/{id}/disconnect\x12\x93\x01\n" +
-	"\fRefreshTools\x12'.zest.mcpgateway.v1.RefreshToolsRequest\x1a(.zest.mcpgateway.v1.RefreshToolsResponse\"0\x82\xd3\xe4\x93\x02*\"(/internal/mcp/servers/{id}/refresh-tools\x12\x87\x01\n" +
-	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
+	"\fRefreshTools\x12'.zest.mcpgateway.v1.RefreshToolsRequest\x1a(.zest.mcpgateway.v1.RefreshToolsResponse\"0\x82\xd3\xe4\x93\x02*\"(/internal/mcp/servers/{id}/refresh-tools\x12\x90\x01\n" +
+	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"9\x82\xd3\xe4\x93\x023:\x04bodyb\x04body\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -1516,6 +1477,7 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	nil,                              // 21: zest.mcpgateway.v1.ServerConfig.EnvEntry
 	nil,                              // 22: zest.mcpgateway.v1.ServerState.EnvEntry
 	(*structpb.Struct)(nil),          // 23: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),        // 24: google.api.HttpBody
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	21, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
@@ -1535,8 +1497,8 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	2,  // 14: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 15: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 16: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	23, // 17: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	23, // 18: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	24, // 17: zest.mcpgateway.v1.CallToolRequest.body:type_name -> google.api.HttpBody
+	24, // 18: zest.mcpgateway.v1.CallToolResponse.body:type_name -> google.api.HttpBody
 	3,  // 19: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
 	5,  // 20: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
 	7,  // 21: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest

@@ -293,7 +293,7 @@ func request_AdminService_CallTool_0(ctx context.Context, marshaler runtime.Mars
 		metadata runtime.ServerMetadata
 		err      error
 	)
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Body); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	val, ok := pathParams["id"]
@@ -317,7 +317,7 @@ func local_request_AdminService_CallTool_0(ctx context.Context, marshaler runtim
 		metadata runtime.ServerMetadata
 		err      error
 	)
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Body); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	val, ok := pathParams["id"]
@@ -516,7 +516,7 @@ func RegisterAdminServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_AdminService_CallTool_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_AdminService_CallTool_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_CallTool_0{resp.(*CallToolResponse)}, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -709,9 +709,18 @@ func RegisterAdminServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_AdminService_CallTool_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_AdminService_CallTool_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_CallTool_0{resp.(*CallToolResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	return nil
+}
+
+type response_AdminService_CallTool_0 struct {
+	*CallToolResponse
+}
+
+func (m response_AdminService_CallTool_0) XXX_ResponseBody() interface{} {
+	response := m.CallToolResponse
+	return response.Body
 }
 
 var (

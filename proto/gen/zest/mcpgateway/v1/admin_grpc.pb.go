@@ -54,7 +54,7 @@ type AdminServiceClient interface {
 	DisconnectServer(ctx context.Context, in *DisconnectServerRequest, opts ...grpc.CallOption) (*DisconnectServerResponse, error)
 	// RefreshTools is called by POST /internal/mcp/servers/{id}/refresh-tools to list a server's tools again.
 	RefreshTools(ctx context.Context, in *RefreshToolsRequest, opts ...grpc.CallOption) (*RefreshToolsResponse, error)
-	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
+	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 }
 
@@ -180,7 +180,7 @@ type AdminServiceServer interface {
 	DisconnectServer(context.Context, *DisconnectServerRequest) (*DisconnectServerResponse, error)
 	// RefreshTools is called by POST /internal/mcp/servers/{id}/refresh-tools to list a server's tools again.
 	RefreshTools(context.Context, *RefreshToolsRequest) (*RefreshToolsResponse, error)
-	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
+	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// suite is the four Zest binaries on free loopback ports.
+type suite struct {
+	url   string
+	procs []*exec.Cmd
+	pids  map[string]int
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func startSuite(binDir string, extraEnv ...string) (*suite, error) {
+	dataDir, err := os.MkdirTemp("", "zest-bench-data")
+	if err != nil {
+		return nil, err
+	}
+	addrs := map[string]string{}
+	for _, k := range []string{"ZEST_EDGE_ADDR", "ZEST_INFERENCE_ADDR", "ZEST_MCPGATEWAY_ADDR", "ZEST_TOOLHOST_ADDR"} {
+		if addrs[k], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	env := append(os.Environ(), "ZEST_DATA_DIR="+dataDir, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=")
+	for k, v := range addrs {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, extraEnv...)
+	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], pids: map[string]int{}}
+	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
+		cmd := exec.Command(filepath.Join(binDir, name))
+		cmd.Env = env
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.procs = append(s.procs, cmd)
+		s.pids[name] = cmd.Process.Pid
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/api/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("suite not healthy: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *suite) stop() {
+	for _, p := range s.procs {
+		p.Process.Signal(os.Interrupt)
+	}
+	for _, p := range s.procs {
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			p.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// httpClient keeps enough idle connections for concurrency 64.
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}
+
+func post(url, auth, body string) ([]byte, error) {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return b, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// benchChain measures an external tool called through the whole chain: HTTP edge →
+// mcpgateway → tool host → child.
+func benchChain(binDir, peers string, warm, dur time.Duration) error {
+	const key = "bench-admin-key"
+	s, err := startSuite(binDir, "LEMONADE_ADMIN_API_KEY="+key)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	entry, _ := filepath.Abs(filepath.Join(peers, "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	cfg := fmt.Sprintf(`{"id":"everything","command":"node","args":[%q]}`, entry)
+	if _, err := post(s.url+"/internal/mcp/servers", key, cfg); err != nil {
+		return fmt.Errorf("upsert: %w", err)
+	}
+	if _, err := post(s.url+"/internal/mcp/servers/everything/connect", key, ""); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	callURL := s.url + "/internal/mcp/servers/everything/tools/call"
+	body := `{"name":"echo","arguments":{"message":"bench"}}`
+	call := func() error {
+		b, err := post(callURL, key, body)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(b, []byte("Echo: bench")) {
+			return errors.New("unexpected answer")
+		}
+		return nil
+	}
+	fmt.Println("### chain: `echo` on server-everything through HTTP edge → mcpgateway → toolhost → child")
+	fmt.Println()
+	fmt.Println("`POST /internal/mcp/servers/everything/tools/call` with keep-alive connections.")
+	fmt.Println()
+	fmt.Println("| concurrency | calls/s | p50 | p99 | errors | RSS edge / mcpgateway / toolhost |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, conc := range []int{1, 8, 64} {
+		r := run(conc, warm, dur, call)
+		e, _ := rssKB(s.pids["zest-gateway"])
+		m, _ := rssKB(s.pids["zest-mcpgateway"])
+		t, _ := rssKB(s.pids["zest-toolhost"])
+		fmt.Printf("| %d | %.0f | %s | %s | %d | %d / %d / %d MB |\n", conc, r.rate(), ms(r.p50), ms(r.p99), r.errors, e/1024, m/1024, t/1024)
+	}
+	fmt.Println()
+	return nil
+}
