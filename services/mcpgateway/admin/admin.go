@@ -270,7 +270,9 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 
 // parseCall reads {"name":…, "arguments":{…}, "timeout_ms":…}; arguments stay raw.
 func parseCall(body []byte) (name string, args json.RawMessage, timeout time.Duration, err error) {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
+	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
 		return "", nil, 0, bad(`the body must be a JSON object such as {"name":"echo","arguments":{}}`)
