@@ -151,7 +151,14 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println("| concurrency | calls/s | p50 | p99 | errors | RSS edge / mcpgateway / toolhost |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, conc := range []int{1, 8, 64} {
+		before := cpuTimes(s.pids)
 		r := run(conc, warm, dur, call)
+		if os.Getenv("ZEST_BENCH_CPU") != "" {
+			after := cpuTimes(s.pids)
+			for name, t := range after {
+				fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, float64(t-before[name])/float64(r.calls)*1e6/100)
+			}
+		}
 		e, _ := rssKB(s.pids["zest-gateway"])
 		m, _ := rssKB(s.pids["zest-mcpgateway"])
 		t, _ := rssKB(s.pids["zest-toolhost"])
@@ -159,4 +166,37 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// cpuTimes returns utime+stime in clock ticks of the suite's processes, their children (the
+// shim and the server) and this process.
+func cpuTimes(pids map[string]int) map[string]int64 {
+	out := map[string]int64{"bench (load generator)": ticks(os.Getpid())}
+	for name, pid := range pids {
+		out[name] = ticks(pid)
+	}
+	// children of the tool host (shim, node)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), "server-everything") && !strings.Contains(string(b), "zest-shim") {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			out["node server"] += ticks(pid)
+		}
+	}
+	return out
+}
+
+func ticks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var u, st int64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &st)
+	return u + st
 }
