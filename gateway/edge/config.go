@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
@@ -26,6 +27,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxAdminBodyBytes caps /internal/mcp/* request bodies (ZEST_MAX_ADMIN_BODY_BYTES).
 	MaxAdminBodyBytes int64
+	// SSEKeepAlive is the interval of comment lines on idle /mcp GET streams (ZEST_SSE_KEEPALIVE).
+	SSEKeepAlive time.Duration
 	// Keys are LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY.
 	Keys keyauth.Keys
 	// AllowedOrigins come from LEMONADE_ALLOWED_ORIGINS.
@@ -37,7 +40,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13305",
 		McpgatewayAddr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310", ToolhostAddr: "127.0.0.1:13312",
-		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20,
+		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20, SSEKeepAlive: 15 * time.Second,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 	}
 }
@@ -60,6 +63,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host (for health)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
+	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, "interval of keep-alive comments on idle /mcp GET streams")
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 }
 
@@ -79,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAdminBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-admin-body-bytes %d: want at least 1024", c.MaxAdminBodyBytes))
+	}
+	if c.SSEKeepAlive < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("sse-keepalive %v: want at least 100ms", c.SSEKeepAlive))
 	}
 	return errors.Join(errs...)
 }

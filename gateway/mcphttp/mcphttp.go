@@ -5,12 +5,15 @@
 package mcphttp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -29,6 +32,8 @@ const (
 type Handler struct {
 	MCP mcpgatewayv1.McpServiceClient
 	Log *slog.Logger
+	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
+	KeepAlive time.Duration
 }
 
 // ServeHTTP dispatches on the method.
@@ -36,12 +41,101 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r)
+	case http.MethodGet:
+		h.listen(w, r)
+	case http.MethodDelete:
+		h.end(w, r)
 	default:
-		// GET (server-to-client stream) and DELETE (session end) are not offered by this
-		// build; the specification lets a server answer both with 405.
-		w.Header().Set("Allow", http.MethodPost)
-		httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST for this endpoint")
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST, GET or DELETE for this endpoint")
 	}
+}
+
+func outgoing(r *http.Request) context.Context {
+	ctx := r.Context()
+	if a := r.Header.Get("Authorization"); a != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", a)
+	}
+	return ctx
+}
+
+// listen serves GET: the session's server-to-client SSE stream, kept alive by comments.
+func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
+	if a := r.Header.Get("Accept"); a != "" && !strings.Contains(a, "text/event-stream") && !strings.Contains(a, "*/*") {
+		writeRPCError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: GET /mcp answers text/event-stream")
+		return
+	}
+	ctx, cancel := context.WithCancel(outgoing(r))
+	defer cancel()
+	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{
+		SessionId: r.Header.Get(HeaderSession), LastEventId: r.Header.Get("Last-Event-ID"),
+	})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if _, err := stream.Recv(); err != nil { // the first item says the session is valid
+		writeStatus(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	_, _ = io.WriteString(w, ": stream open\n\n")
+	flush()
+
+	items := make(chan *mcpgatewayv1.ListenResponse)
+	go func() {
+		defer close(items)
+		for {
+			it, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case items <- it:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	keep := time.NewTicker(h.KeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				return // the session ended or expired
+			}
+			if _, err := io.WriteString(w, "id: "+it.GetEventId()+"\nevent: message\ndata: "+string(it.GetMessage())+"\n\n"); err != nil {
+				return
+			}
+			flush()
+		case <-keep.C:
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// end serves DELETE: the session ends; its id gets 404 from then on.
+func (h *Handler) end(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.MCP.EndSession(outgoing(r), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession)}); err != nil {
+		writeStatus(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
@@ -59,11 +153,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, -32700, "Parse error: could not read the body")
 		return
 	}
-	ctx := r.Context()
-	if a := r.Header.Get("Authorization"); a != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", a)
-	}
-	stream, err := h.MCP.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{
+	stream, err := h.MCP.Exchange(outgoing(r), &mcpgatewayv1.ExchangeRequest{
 		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
 	})
 	if err != nil {

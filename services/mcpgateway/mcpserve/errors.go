@@ -7,9 +7,7 @@ var (
 	// ErrSessionRequired means a request other than initialize came without Mcp-Session-Id (400).
 	ErrSessionRequired = errors.New("Mcp-Session-Id header is required: send initialize first and repeat the id it returns")
 	// ErrSessionUnknown means the id is not one this gateway issued, has expired, or was ended (404).
-	ErrSessionUnknown = errors.New("session not found: it expired or was never issued; send initialize again")
+	ErrSessionUnknown = errors.New("session not found: it ended, expired or was never issued; send initialize again")
 	// ErrBadProtocolHeader means MCP-Protocol-Version names no supported version (400).
 	ErrBadProtocolHeader = errors.New("unsupported MCP-Protocol-Version header")
-	// ErrNotSupported means the transport operation is not offered (405).
-	ErrNotSupported = errors.New("not supported by this server")
 )

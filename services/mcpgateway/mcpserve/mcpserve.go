@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -27,20 +28,31 @@ const ServerName = "lemonade-mcp"
 // Versions are the protocol versions served, preferred first.
 var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
+// Ended records sessions ended by DELETE, shared by every replica (the registry).
+type Ended interface {
+	EndSession(ctx context.Context, sessionID string, expires time.Time) error
+	SessionEnded(ctx context.Context, sessionID string) (bool, error)
+}
+
 // Handler implements McpService.
 type Handler struct {
 	mcpgatewayv1.UnimplementedMcpServiceServer
 	srv      *server.MCPServer
 	sessions *session.Codec
+	ended    Ended
 	log      *slog.Logger
+	// ListenCheck is how often an open GET stream checks that its session was not ended
+	// elsewhere (DELETE may reach another replica).
+	ListenCheck time.Duration
 }
 
-// New returns a handler serving srv's methods with sessions signed by codec.
-func New(srv *server.MCPServer, codec *session.Codec, log *slog.Logger) *Handler {
+// New returns a handler serving srv's methods with sessions signed by codec; ended sessions
+// are recorded in ended.
+func New(srv *server.MCPServer, codec *session.Codec, ended Ended, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{srv: srv, sessions: codec, log: log}
+	return &Handler{srv: srv, sessions: codec, ended: ended, log: log, ListenCheck: 2 * time.Second}
 }
 
 // NewMCPServer builds the mcp-go server with Zest's identity and capabilities.
@@ -77,12 +89,9 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv
 	if env.Method == string(mcp.MethodInitialize) && env.isRequest() {
 		return h.initialize(stream, payload)
 	}
-	claims, err := h.session(req.GetSessionId())
+	claims, err := h.session(stream.Context(), req.GetSessionId())
 	if err != nil {
 		return err
-	}
-	if req.GetProtocolVersion() != "" && req.GetProtocolVersion() != claims.ProtocolVersion {
-		return status.Errorf(codes.InvalidArgument, "%v %q: this session negotiated %s", ErrBadProtocolHeader, req.GetProtocolVersion(), claims.ProtocolVersion)
 	}
 	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
 	resp, err := h.dispatch(stream.Context(), sess, payload, env, func(m []byte) error {
@@ -100,7 +109,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 	if err := json.Unmarshal(payload, &items); err != nil {
 		return sendFinal(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
 	}
-	claims, err := h.session(req.GetSessionId())
+	claims, err := h.session(stream.Context(), req.GetSessionId())
 	if err != nil {
 		return err
 	}
@@ -171,13 +180,20 @@ func (h *Handler) initialize(stream mcpgatewayv1.McpService_ExchangeServer, payl
 	return sendFinal(stream, b)
 }
 
-// session checks a session id.
-func (h *Handler) session(id string) (session.Claims, error) {
+// session checks a session id: signed by this deployment, not expired, not ended.
+func (h *Handler) session(ctx context.Context, id string) (session.Claims, error) {
 	if id == "" {
 		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
 	}
 	cl, err := h.sessions.Parse(id)
 	if err != nil {
+		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
+	}
+	ended, err := h.ended.SessionEnded(ctx, id)
+	if err != nil {
+		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
+	}
+	if ended {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
 	}
 	return cl, nil
@@ -258,14 +274,55 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 	return b
 }
 
-// Listen (GET /mcp) is not offered yet: the edge answers 405 as the specification allows.
-func (h *Handler) Listen(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
-	return status.Error(codes.Unimplemented, "GET /mcp: "+ErrNotSupported.Error())
+// Listen serves GET /mcp: the server-to-client stream of a session. Its first item (no
+// message) tells the edge the session is valid; the stream then stays open until the client
+// leaves, the session is ended or expires. The built-in tool set sends no server-initiated
+// messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
+func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+	ctx := stream.Context()
+	cl, err := h.session(ctx, req.GetSessionId())
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+		return err
+	}
+	var expired <-chan time.Time
+	if exp := h.sessions.Expires(cl); !exp.IsZero() {
+		t := time.NewTimer(time.Until(exp))
+		defer t.Stop()
+		expired = t.C
+	}
+	tick := time.NewTicker(h.ListenCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-expired:
+			return nil
+		case <-tick.C:
+			if ended, err := h.ended.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
+				return nil
+			}
+		}
+	}
 }
 
-// EndSession (DELETE /mcp) is not offered yet: the edge answers 405 as the specification allows.
-func (h *Handler) EndSession(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "DELETE /mcp: "+ErrNotSupported.Error())
+// EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
+func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	cl, err := h.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, err
+	}
+	exp := h.sessions.Expires(cl)
+	if exp.IsZero() {
+		exp = time.Now().Add(365 * 24 * time.Hour)
+	}
+	if err := h.ended.EndSession(ctx, req.GetSessionId(), exp); err != nil {
+		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+	}
+	return &mcpgatewayv1.EndSessionResponse{}, nil
 }
 
 // clientSession is the per-request view of a session that mcp-go's handlers see.

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -44,7 +46,12 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 	}
 	lis := bufconn.Listen(1 << 20)
 	g := grpc.NewServer()
-	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, nil))
+	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, reg, nil))
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),

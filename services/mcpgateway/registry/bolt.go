@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,15 +17,20 @@ import (
 )
 
 var (
-	bucketMeta    = []byte("meta")
-	bucketServers = []byte("servers")
-	keySchema     = []byte("schema_version")
+	bucketMeta     = []byte("meta")
+	bucketServers  = []byte("servers")
+	bucketSessions = []byte("ended_sessions")
+	keySchema      = []byte("schema_version")
 )
 
 // migrations[v] upgrades a file from schema v to v+1; migrations[0] creates an empty file.
 var migrations = []func(tx *bolt.Tx) error{
 	func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketServers)
+		return err
+	},
+	func(tx *bolt.Tx) error { // 1 → 2: ended /mcp sessions
+		_, err := tx.CreateBucketIfNotExists(bucketSessions)
 		return err
 	},
 }
@@ -136,3 +143,38 @@ func (b *Bolt) DeleteServer(_ context.Context, id string) error {
 
 // Close implements Registry.
 func (b *Bolt) Close() error { return b.db.Close() }
+
+// sessionKey stores a hash of the id: the id itself is a bearer credential of its session.
+func sessionKey(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// EndSession implements Registry; expired entries are pruned on the way.
+func (b *Bolt) EndSession(_ context.Context, id string, expires time.Time) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketSessions)
+		now := time.Now().Unix()
+		c := bk.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < now {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+		}
+		v := make([]byte, 8)
+		binary.BigEndian.PutUint64(v, uint64(expires.Unix()))
+		return bk.Put(sessionKey(id), v)
+	})
+}
+
+// SessionEnded implements Registry.
+func (b *Bolt) SessionEnded(_ context.Context, id string) (bool, error) {
+	ended := false
+	err := b.db.View(func(tx *bolt.Tx) error {
+		ended = tx.Bucket(bucketSessions).Get(sessionKey(id)) != nil
+		return nil
+	})
+	return ended, err
+}

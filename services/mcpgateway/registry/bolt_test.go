@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	bolt "go.etcd.io/bbolt"
@@ -96,5 +97,48 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	// A version-1 file, as the previous build wrote it.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		m, _ := tx.CreateBucket(bucketMeta)
+		if _, err := tx.CreateBucket(bucketServers); err != nil {
+			return err
+		}
+		return m.Put(keySchema, []byte("1"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatalf("migrating 1 → 2: %v", err)
+	}
+	defer r.Close()
+	ctx := t.Context()
+	if ended, _ := r.SessionEnded(ctx, "s1"); ended {
+		t.Fatal("a fresh session reads as ended")
+	}
+	if err := r.EndSession(ctx, "s1", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EndSession(ctx, "old", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EndSession(ctx, "s2", time.Now().Add(time.Hour)); err != nil { // prunes "old"
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"s1": true, "s2": true, "old": false, "s3": false} {
+		if ended, _ := r.SessionEnded(ctx, id); ended != want {
+			t.Errorf("SessionEnded(%s) = %v, want %v", id, ended, want)
+		}
 	}
 }

@@ -6,12 +6,13 @@ package registry
 import (
 	"context"
 	"errors"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// SchemaVersion is the layout this build reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions).
+const SchemaVersion = 2
 
 // Errors of the registry.
 var (
@@ -31,6 +32,10 @@ type Registry interface {
 	PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	// DeleteServer removes a server config or returns ErrNotFound.
 	DeleteServer(ctx context.Context, id string) error
+	// EndSession records that an /mcp session was ended (DELETE), until its id expires anyway.
+	EndSession(ctx context.Context, sessionID string, expires time.Time) error
+	// SessionEnded reports whether an /mcp session was ended.
+	SessionEnded(ctx context.Context, sessionID string) (bool, error)
 	// Close releases the store.
 	Close() error
 }

@@ -146,7 +146,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		}},
 		Logger: log, DrainTimeout: cfg.DrainTimeout,
 	})
-	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, log))
+	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, reg, log))
 	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg, up, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }

