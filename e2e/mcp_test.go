@@ -121,4 +121,3 @@ func TestSessionLifecycleGetAndDelete(t *testing.T) {
 		}
 	}
 }
-
