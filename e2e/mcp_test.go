@@ -121,3 +121,36 @@ func TestSessionLifecycleGetAndDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryProtocolVersionListsAndCalls: a client that initialized at each served version
+// lists and calls tools (and a 2025-03-26 client may batch).
+func TestEveryProtocolVersionListsAndCalls(t *testing.T) {
+	s := startSuite(t)
+	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			session, res := mcpInit(t, s, v)
+			if res["protocolVersion"] != v {
+				t.Fatalf("negotiated %v", res["protocolVersion"])
+			}
+			hdr := "MCP-Protocol-Version: " + v
+			if r := mcpCall(t, s, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); r.Status != 202 {
+				t.Fatalf("initialized: %d", r.Status)
+			}
+			r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)
+			if n := len(asSlice(r.JSON(t)["result"].(map[string]any)["tools"])); n != 5 {
+				t.Fatalf("tools/list: %d tools (%s)", n, r.Body)
+			}
+			r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lemonade_chat","arguments":{"messages":[{"role":"user","content":"hi `+v+`"}]}}}`, hdr)
+			if !strings.Contains(string(r.Body), "builtin-llm heard: hi "+v) {
+				t.Fatalf("tools/call: %s", r.Body)
+			}
+			if v == "2025-03-26" {
+				r = mcpCall(t, s, session, `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`, hdr)
+				var batch []map[string]any
+				if err := json.Unmarshal(r.Body, &batch); err != nil || len(batch) != 2 {
+					t.Fatalf("batch: %s", r.Body)
+				}
+			}
+		})
+	}
+}
