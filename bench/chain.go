@@ -16,7 +16,8 @@ import (
 
 // suite is the four Zest binaries on free loopback ports.
 type suite struct {
-	url   string
+	url            string
+	mcpgatewayAddr string
 	procs []*exec.Cmd
 	pids  map[string]int
 }
@@ -46,7 +47,7 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, extraEnv...)
-	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], pids: map[string]int{}}
+	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], mcpgatewayAddr: addrs["ZEST_MCPGATEWAY_ADDR"], pids: map[string]int{}}
 	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
 		cmd := exec.Command(filepath.Join(binDir, name))
 		cmd.Env = env

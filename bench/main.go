@@ -3,6 +3,8 @@
 //
 //	chain:    the same `echo` through the whole chain: HTTP edge → mcpgateway → tool host →
 //	          child, at concurrency 1, 8 and 64.
+//	mcp:      /mcp tools/list and tools/call lemonade_list_models at concurrency 1, 8 and 64,
+//	          via the edge and straight to mcpgateway; RSS of 10,000 idle sessions.
 //	toolhost: `echo` on @modelcontextprotocol/server-everything through the zest-toolhost gRPC
 //	          API at concurrency 1, 8 and 64, beside the same calls sent straight to a child
 //	          over stdio by a minimal client, with the ratio and the tool host's RSS.
@@ -21,13 +23,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost or chain")
+	flag.String("only", "", "run one scenario: toolhost, chain or mcp")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}} {
 		if only != "" && only != sc.name {
 			continue
 		}

@@ -183,7 +183,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		msg := item.GetMessage()
 		if item.GetFinal() && !sse {
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(finalStatus(msg))
+			status := http.StatusOK
+			if item.GetMalformed() {
+				status = http.StatusBadRequest
+			}
+			w.WriteHeader(status)
 			_, _ = w.Write(msg)
 			return
 		}
@@ -204,21 +208,6 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if !wrote { // only notifications or responses were posted
 		w.WriteHeader(http.StatusAccepted)
 	}
-}
-
-// finalStatus is 400 for a parse or invalid-request error without an id, else 200.
-func finalStatus(msg []byte) int {
-	var m struct {
-		ID    json.RawMessage `json:"id"`
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(msg, &m) == nil && m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null") &&
-		(m.Error.Code == -32700 || m.Error.Code == -32600) {
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
 }
 
 // writeStatus maps a gRPC error from mcpgateway to HTTP, in one place.

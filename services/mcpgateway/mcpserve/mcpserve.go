@@ -44,6 +44,10 @@ type Handler struct {
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere (DELETE may reach another replica).
 	ListenCheck time.Duration
+
+	// The tool list is fixed once the server is built: its JSON is made once.
+	toolsOnce sync.Once
+	toolsJSON json.RawMessage
 }
 
 // New returns a handler serving srv's methods with sessions signed by codec; ended sessions
@@ -84,7 +88,7 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv
 	}
 	var env envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
-		return sendFinal(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
 	}
 	if env.Method == string(mcp.MethodInitialize) && env.isRequest() {
 		return h.initialize(stream, payload)
@@ -107,14 +111,14 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv
 func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream mcpgatewayv1.McpService_ExchangeServer) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(payload, &items); err != nil {
-		return sendFinal(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
 	}
 	claims, err := h.session(stream.Context(), req.GetSessionId())
 	if err != nil {
 		return err
 	}
 	if claims.ProtocolVersion != "2025-03-26" || len(items) == 0 {
-		return sendFinal(stream, errorResponse(nil, mcp.INVALID_REQUEST,
+		return sendMalformed(stream, errorResponse(nil, mcp.INVALID_REQUEST,
 			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
 	}
 	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
@@ -207,6 +211,28 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 		// Protocol 2026-07-28 is not implemented in full: answer its probe as unknown.
 		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover"), nil
 	}
+	if env.isRequest() {
+		switch env.Method {
+		case "ping":
+			return result(env.ID, json.RawMessage(`{}`)), nil
+		case "tools/list":
+			if cached := h.toolsList(ctx, sess); cached != nil && !hasCursor(msg) {
+				return result(env.ID, cached), nil
+			}
+		}
+	}
+	if env.Method != "tools/call" {
+		// Only tool handlers send notifications: everything else is answered in place.
+		resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
+		if resp == nil {
+			return nil, nil
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return b, nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -254,6 +280,33 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	return b, nil
 }
 
+// toolsList returns the JSON of the tools/list result, made once through mcp-go.
+func (h *Handler) toolsList(ctx context.Context, sess *clientSession) json.RawMessage {
+	h.toolsOnce.Do(func() {
+		resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), json.RawMessage(`{"jsonrpc":"2.0","id":0,"method":"tools/list"}`))
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return
+		}
+		var r struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(b, &r) == nil && len(r.Result) > 0 {
+			h.toolsJSON = r.Result
+		}
+	})
+	return h.toolsJSON
+}
+
+// hasCursor reports whether a tools/list request asks for a later page.
+func hasCursor(msg []byte) bool { return bytes.Contains(msg, []byte(`"cursor"`)) }
+
+func result(id json.RawMessage, r json.RawMessage) []byte {
+	out := make([]byte, 0, len(r)+len(id)+32)
+	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	return append(append(out, r...), '}')
+}
+
 func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 	b, err := json.Marshal(n)
 	if err != nil {
@@ -264,6 +317,11 @@ func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 
 func sendFinal(stream mcpgatewayv1.McpService_ExchangeServer, msg []byte) error {
 	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
+}
+
+// sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400 at the edge).
+func sendMalformed(stream mcpgatewayv1.McpService_ExchangeServer, msg []byte) error {
+	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
 }
 
 func errorResponse(id json.RawMessage, code int, message string) []byte {

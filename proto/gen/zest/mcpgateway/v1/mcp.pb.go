@@ -151,7 +151,9 @@ type ExchangeResponse struct {
 	//	*ExchangeResponse_Message
 	Kind isExchangeResponse_Kind `protobuf_oneof:"kind"`
 	// final marks the last message: the response (or batch of responses) that completes the POST.
-	Final         bool `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
+	Final bool `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
+	// malformed is set on a final message that answers an unparsable or invalid request: the edge answers HTTP 400.
+	Malformed     bool `protobuf:"varint,4,opt,name=malformed,proto3" json:"malformed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -214,6 +216,13 @@ func (x *ExchangeResponse) GetMessage() []byte {
 func (x *ExchangeResponse) GetFinal() bool {
 	if x != nil {
 		return x.Final
+	}
+	return false
+}
+
+func (x *ExchangeResponse) GetMalformed() bool {
+	if x != nil {
+		return x.Malformed
 	}
 	return false
 }
@@ -442,11 +451,12 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\x0eSessionStarted\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
-	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\"\x8c\x01\n" +
+	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\"\xaa\x01\n" +
 	"\x10ExchangeResponse\x12>\n" +
 	"\asession\x18\x01 \x01(\v2\".zest.mcpgateway.v1.SessionStartedH\x00R\asession\x12\x1a\n" +
 	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
-	"\x05final\x18\x03 \x01(\bR\x05finalB\x06\n" +
+	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
+	"\tmalformed\x18\x04 \x01(\bR\tmalformedB\x06\n" +
 	"\x04kind\"R\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +

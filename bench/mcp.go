@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// benchMCP measures /mcp: tools/list and tools/call lemonade_list_models through the edge,
+// the same Exchange sent straight to mcpgateway over gRPC (the edge hop's cost), and the
+// memory of 10,000 idle sessions.
+func benchMCP(binDir, _ string, warm, dur time.Duration) error {
+	s, err := startSuite(binDir)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	session, err := initSession(s.url)
+	if err != nil {
+		return err
+	}
+	post := func(body string) func() error {
+		return func() error {
+			req, _ := http.NewRequest("POST", s.url+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", session)
+			resp, err := httpClient.Do(req)
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"result"`)) {
+				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			}
+			return nil
+		}
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_list_models","arguments":{}}}`
+
+	cc, err := grpcdial.Dial(s.mcpgatewayAddr, "")
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	mc := mcpgatewayv1.NewMcpServiceClient(cc)
+	direct := func(body string) func() error {
+		return func() error {
+			st, err := mc.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{SessionId: session, Payload: []byte(body)})
+			if err != nil {
+				return err
+			}
+			for {
+				it, err := st.Recv()
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				_ = it
+			}
+		}
+	}
+
+	fmt.Println("### /mcp: built-in tools through the edge")
+	fmt.Println()
+	fmt.Println("| request | concurrency | via edge calls/s | p50 | p99 | straight to mcpgateway (gRPC) calls/s | p50 | added p50 of the edge hop | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, rq := range []struct{ name, body string }{{"tools/list", list}, {"tools/call lemonade_list_models", call}} {
+		for _, conc := range []int{1, 8, 64} {
+			e := run(conc, warm, dur, post(rq.body))
+			d := run(conc, warm, dur, direct(rq.body))
+			fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | %d/%d |\n", rq.name, conc, e.rate(), ms(e.p50), ms(e.p99),
+				d.rate(), ms(d.p50), ms(e.p50-d.p50), e.errors, d.errors)
+		}
+	}
+	fmt.Println()
+
+	// 10,000 idle sessions: initialize them, then measure every service's RSS.
+	runtime.GC()
+	before := map[string]int{}
+	for name, pid := range s.pids {
+		before[name], _ = rssKB(pid)
+	}
+	const n = 10000
+	for i := range n {
+		if _, err := initSession(s.url); err != nil {
+			return fmt.Errorf("session %d: %w", i, err)
+		}
+	}
+	time.Sleep(time.Second)
+	fmt.Printf("10,000 idle sessions: RSS before → after (all services)\n\n| service | before | after | added |\n|---|---|---|---|\n")
+	total := 0
+	for _, name := range []string{"zest-gateway", "zest-mcpgateway", "zest-inference", "zest-toolhost"} {
+		after, _ := rssKB(s.pids[name])
+		total += after - before[name]
+		fmt.Printf("| %s | %.1f MB | %.1f MB | %+.1f MB |\n", name, float64(before[name])/1024, float64(after)/1024, float64(after-before[name])/1024)
+	}
+	fmt.Printf("| all | | | %+.1f MB |\n\n", float64(total)/1024)
+	return nil
+}
+
+func initSession(url string) (string, error) {
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || id == "" {
+		return "", fmt.Errorf("initialize: %d", resp.StatusCode)
+	}
+	return id, nil
+}
