@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -18,8 +19,8 @@ import (
 type suite struct {
 	url            string
 	mcpgatewayAddr string
-	procs []*exec.Cmd
-	pids  map[string]int
+	procs          []*exec.Cmd
+	pids           map[string]int
 }
 
 func freePort() (string, error) {
@@ -52,6 +53,7 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		cmd := exec.Command(filepath.Join(binDir, name))
 		cmd.Env = env
 		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 		if err := cmd.Start(); err != nil {
 			s.stop()
 			return nil, err

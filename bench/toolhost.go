@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -127,6 +128,7 @@ func startToolhostProcess(bin string) (*exec.Cmd, string, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(20000+os.Getpid()%20000)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 	cmd.Stderr = os.Stderr
 	return cmd, addr, cmd.Start()
 }
@@ -166,6 +168,7 @@ type directClient struct {
 
 func startDirect(name string, args ...string) (*directClient, error) {
 	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

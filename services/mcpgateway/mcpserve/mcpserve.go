@@ -77,8 +77,20 @@ type envelope struct {
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
+// exchangeStream is where the items of one exchange go: an Exchange stream, or one call of
+// an ExchangePipe.
+type exchangeStream interface {
+	Send(*mcpgatewayv1.ExchangeResponse) error
+	Context() context.Context
+}
+
 // Exchange answers one POST body.
 func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv1.McpService_ExchangeServer) error {
+	return h.exchange(req, stream)
+}
+
+// exchange answers one POST body.
+func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStream) error {
 	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
 	}
@@ -108,7 +120,7 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
-func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream mcpgatewayv1.McpService_ExchangeServer) error {
+func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream exchangeStream) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(payload, &items); err != nil {
 		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
@@ -154,7 +166,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 }
 
 // initialize negotiates a version, issues the session id, and answers.
-func (h *Handler) initialize(stream mcpgatewayv1.McpService_ExchangeServer, payload []byte) error {
+func (h *Handler) initialize(stream exchangeStream, payload []byte) error {
 	sess := newSession("", "")
 	resp := h.srv.HandleMessage(h.srv.WithContext(stream.Context(), sess), payload)
 	b, err := json.Marshal(resp)
@@ -315,12 +327,12 @@ func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 	return send(b)
 }
 
-func sendFinal(stream mcpgatewayv1.McpService_ExchangeServer, msg []byte) error {
+func sendFinal(stream exchangeStream, msg []byte) error {
 	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
 }
 
 // sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400 at the edge).
-func sendMalformed(stream mcpgatewayv1.McpService_ExchangeServer, msg []byte) error {
+func sendMalformed(stream exchangeStream, msg []byte) error {
 	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
 }
 
