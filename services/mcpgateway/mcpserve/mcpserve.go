@@ -223,6 +223,9 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 		// Protocol 2026-07-28 is not implemented in full: answer its probe as unknown.
 		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover"), nil
 	}
+	if env.JSONRPC != mcp.JSONRPC_VERSION {
+		return errorResponse(env.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`), nil
+	}
 	if env.isRequest() {
 		switch env.Method {
 		case "ping":

@@ -40,6 +40,10 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 			}
 			return mcp.NewToolResultText(fmt.Sprintf("sent %d", n)), nil
 		})
+	srv.AddTool(mcp.NewTool("failing", mcp.WithDescription("always fails")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("the failing tool failed, as it always does"), nil
+		})
 	codec, err := session.NewCodec(bytes.Repeat([]byte{1}, 32), time.Hour)
 	if err != nil {
 		t.Fatal(err)
