@@ -40,6 +40,16 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 			}
 			return mcp.NewToolResultText(fmt.Sprintf("sent %d", n)), nil
 		})
+	srv.AddTool(mcp.NewTool("wait", mcp.WithDescription("waits until cancelled")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-ctx.Done():
+				waitCancelled <- struct{}{}
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return mcp.NewToolResultText("not cancelled"), nil
+			}
+		})
 	srv.AddTool(mcp.NewTool("failing", mcp.WithDescription("always fails")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError("the failing tool failed, as it always does"), nil
@@ -65,6 +75,36 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 	}
 	t.Cleanup(func() { cc.Close() })
 	return mcpgatewayv1.NewMcpServiceClient(cc)
+}
+
+// waitCancelled receives when the "wait" tool sees its context cancelled.
+var waitCancelled = make(chan struct{}, 4)
+
+// TestNotificationsCancelledCancelsTheCall: a later POST of the same session cancels a call
+// in flight, and its handler's context (which a gRPC call to inference would use) ends.
+func TestNotificationsCancelledCancelsTheCall(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	done := make(chan error, 1)
+	go func() {
+		_, err := send(t, c, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ex, err := send(t, c, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
+	if err != nil || len(ex.messages) != 0 {
+		t.Fatalf("cancel notification: %v %v", ex, err)
+	}
+	select {
+	case <-waitCancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tool's context was not cancelled")
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled call did not end")
+	}
 }
 
 type exchange struct {
