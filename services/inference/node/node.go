@@ -116,14 +116,37 @@ func (n *Node) GetModel(_ context.Context, req *inferencev1.GetModelRequest) (*i
 
 // Chat streams a chat completion from the model's engine.
 func (n *Node) Chat(req *inferencev1.ChatRequest, stream inferencev1.InferenceService_ChatServer) error {
-	if req.GetModel() == "" {
-		return status.Error(codes.InvalidArgument, "model is required; GET /api/v1/models lists the models")
-	}
-	if _, err := n.GetModel(stream.Context(), &inferencev1.GetModelRequest{Id: req.GetModel()}); err != nil {
+	if err := n.checkModel(stream.Context(), req.GetModel()); err != nil {
 		return err
 	}
 	err := n.builtin.Chat(stream.Context(), req, stream.Send)
 	return toStatus(err)
+}
+
+// Transcribe turns audio into text with the model's engine.
+func (n *Node) Transcribe(ctx context.Context, req *inferencev1.TranscribeRequest) (*inferencev1.TranscribeResponse, error) {
+	if err := n.checkModel(ctx, req.GetModel()); err != nil {
+		return nil, err
+	}
+	resp, err := n.builtin.Transcribe(ctx, req)
+	return resp, toStatus(err)
+}
+
+// GenerateImage draws images with the model's engine.
+func (n *Node) GenerateImage(ctx context.Context, req *inferencev1.GenerateImageRequest) (*inferencev1.GenerateImageResponse, error) {
+	if err := n.checkModel(ctx, req.GetModel()); err != nil {
+		return nil, err
+	}
+	resp, err := n.builtin.GenerateImage(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (n *Node) checkModel(ctx context.Context, id string) error {
+	if id == "" {
+		return status.Error(codes.InvalidArgument, "model is required; GET /api/v1/models lists the models")
+	}
+	_, err := n.GetModel(ctx, &inferencev1.GetModelRequest{Id: id})
+	return err
 }
 
 // toStatus maps engine errors to gRPC codes, in one place.
@@ -131,7 +154,7 @@ func toStatus(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest):
+	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest), errors.Is(err, builtin.ErrUnsupportedAudio):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())

@@ -952,6 +952,334 @@ func (x *ChatResponse) GetUsage() *Usage {
 	return nil
 }
 
+// TranscribeRequest is an OpenAI audio transcription request.
+type TranscribeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model is the model id.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// audio is the audio file's bytes.
+	Audio []byte `protobuf:"bytes,2,opt,name=audio,proto3" json:"audio,omitempty"`
+	// filename is the uploaded file's name; its extension tells the format.
+	Filename string `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	// language is the ISO-639-1 language of the audio, if known.
+	Language string `protobuf:"bytes,4,opt,name=language,proto3" json:"language,omitempty"`
+	// prompt guides the transcription.
+	Prompt string `protobuf:"bytes,5,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// temperature is the sampling temperature.
+	Temperature   *float64 `protobuf:"fixed64,6,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscribeRequest) Reset() {
+	*x = TranscribeRequest{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscribeRequest) ProtoMessage() {}
+
+func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
+func (*TranscribeRequest) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TranscribeRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetAudio() []byte {
+	if x != nil {
+		return x.Audio
+	}
+	return nil
+}
+
+func (x *TranscribeRequest) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetTemperature() float64 {
+	if x != nil && x.Temperature != nil {
+		return *x.Temperature
+	}
+	return 0
+}
+
+// TranscribeResponse carries the transcription.
+type TranscribeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// text is the transcribed text.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// language is the detected or given language.
+	Language string `protobuf:"bytes,2,opt,name=language,proto3" json:"language,omitempty"`
+	// duration_seconds is the audio's length.
+	DurationSeconds float64 `protobuf:"fixed64,3,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TranscribeResponse) Reset() {
+	*x = TranscribeResponse{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscribeResponse) ProtoMessage() {}
+
+func (x *TranscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscribeResponse.ProtoReflect.Descriptor instead.
+func (*TranscribeResponse) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TranscribeResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TranscribeResponse) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *TranscribeResponse) GetDurationSeconds() float64 {
+	if x != nil {
+		return x.DurationSeconds
+	}
+	return 0
+}
+
+// GenerateImageRequest is an OpenAI image generation request.
+type GenerateImageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model is the model id.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// prompt says what to draw.
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// n is the number of images (1-10).
+	N int32 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
+	// width is the image width in pixels.
+	Width int32 `protobuf:"varint,4,opt,name=width,proto3" json:"width,omitempty"`
+	// height is the image height in pixels.
+	Height int32 `protobuf:"varint,5,opt,name=height,proto3" json:"height,omitempty"`
+	// negative_prompt says what not to draw.
+	NegativePrompt string `protobuf:"bytes,6,opt,name=negative_prompt,json=negativePrompt,proto3" json:"negative_prompt,omitempty"`
+	// seed makes the result repeatable.
+	Seed *int64 `protobuf:"varint,7,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	// steps is the number of denoising steps, for engines that have them.
+	Steps int32 `protobuf:"varint,8,opt,name=steps,proto3" json:"steps,omitempty"`
+	// cfg_scale is the guidance scale, for engines that have it.
+	CfgScale      float64 `protobuf:"fixed64,9,opt,name=cfg_scale,json=cfgScale,proto3" json:"cfg_scale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateImageRequest) Reset() {
+	*x = GenerateImageRequest{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateImageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateImageRequest) ProtoMessage() {}
+
+func (x *GenerateImageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateImageRequest.ProtoReflect.Descriptor instead.
+func (*GenerateImageRequest) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GenerateImageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *GenerateImageRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *GenerateImageRequest) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *GenerateImageRequest) GetWidth() int32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *GenerateImageRequest) GetHeight() int32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *GenerateImageRequest) GetNegativePrompt() string {
+	if x != nil {
+		return x.NegativePrompt
+	}
+	return ""
+}
+
+func (x *GenerateImageRequest) GetSeed() int64 {
+	if x != nil && x.Seed != nil {
+		return *x.Seed
+	}
+	return 0
+}
+
+func (x *GenerateImageRequest) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *GenerateImageRequest) GetCfgScale() float64 {
+	if x != nil {
+		return x.CfgScale
+	}
+	return 0
+}
+
+// GenerateImageResponse carries the images.
+type GenerateImageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// images are PNG files.
+	Images [][]byte `protobuf:"bytes,1,rep,name=images,proto3" json:"images,omitempty"`
+	// created is the Unix time of the generation.
+	Created       int64 `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateImageResponse) Reset() {
+	*x = GenerateImageResponse{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateImageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateImageResponse) ProtoMessage() {}
+
+func (x *GenerateImageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateImageResponse.ProtoReflect.Descriptor instead.
+func (*GenerateImageResponse) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GenerateImageResponse) GetImages() [][]byte {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+func (x *GenerateImageResponse) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
 var File_zest_inference_v1_inference_proto protoreflect.FileDescriptor
 
 const file_zest_inference_v1_inference_proto_rawDesc = "" +
@@ -1021,7 +1349,33 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x124\n" +
 	"\x05delta\x18\x04 \x01(\v2\x1e.zest.inference.v1.ChatMessageR\x05delta\x12#\n" +
 	"\rfinish_reason\x18\x05 \x01(\tR\ffinishReason\x12.\n" +
-	"\x05usage\x18\x06 \x01(\v2\x18.zest.inference.v1.UsageR\x05usage*\x84\x01\n" +
+	"\x05usage\x18\x06 \x01(\v2\x18.zest.inference.v1.UsageR\x05usage\"\xc6\x01\n" +
+	"\x11TranscribeRequest\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
+	"\x05audio\x18\x02 \x01(\fR\x05audio\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\x12\x1a\n" +
+	"\blanguage\x18\x04 \x01(\tR\blanguage\x12\x16\n" +
+	"\x06prompt\x18\x05 \x01(\tR\x06prompt\x12%\n" +
+	"\vtemperature\x18\x06 \x01(\x01H\x00R\vtemperature\x88\x01\x01B\x0e\n" +
+	"\f_temperature\"o\n" +
+	"\x12TranscribeResponse\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1a\n" +
+	"\blanguage\x18\x02 \x01(\tR\blanguage\x12)\n" +
+	"\x10duration_seconds\x18\x03 \x01(\x01R\x0fdurationSeconds\"\xfe\x01\n" +
+	"\x14GenerateImageRequest\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\f\n" +
+	"\x01n\x18\x03 \x01(\x05R\x01n\x12\x14\n" +
+	"\x05width\x18\x04 \x01(\x05R\x05width\x12\x16\n" +
+	"\x06height\x18\x05 \x01(\x05R\x06height\x12'\n" +
+	"\x0fnegative_prompt\x18\x06 \x01(\tR\x0enegativePrompt\x12\x17\n" +
+	"\x04seed\x18\a \x01(\x03H\x00R\x04seed\x88\x01\x01\x12\x14\n" +
+	"\x05steps\x18\b \x01(\x05R\x05steps\x12\x1b\n" +
+	"\tcfg_scale\x18\t \x01(\x01R\bcfgScaleB\a\n" +
+	"\x05_seed\"I\n" +
+	"\x15GenerateImageResponse\x12\x16\n" +
+	"\x06images\x18\x01 \x03(\fR\x06images\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\x03R\acreated*\x84\x01\n" +
 	"\tModelType\x12\x1a\n" +
 	"\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eMODEL_TYPE_LLM\x10\x01\x12\x1c\n" +
@@ -1033,12 +1387,15 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x17MODEL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MODEL_STATE_LOADED\x10\x01\x12\x19\n" +
 	"\x15MODEL_STATE_AVAILABLE\x10\x02\x12\x19\n" +
-	"\x15MODEL_STATE_SUGGESTED\x10\x032\x8d\x02\n" +
+	"\x15MODEL_STATE_SUGGESTED\x10\x032\xcc\x03\n" +
 	"\x10InferenceService\x12Y\n" +
 	"\n" +
 	"ListModels\x12$.zest.inference.v1.ListModelsRequest\x1a%.zest.inference.v1.ListModelsResponse\x12S\n" +
 	"\bGetModel\x12\".zest.inference.v1.GetModelRequest\x1a#.zest.inference.v1.GetModelResponse\x12I\n" +
-	"\x04Chat\x12\x1e.zest.inference.v1.ChatRequest\x1a\x1f.zest.inference.v1.ChatResponse0\x01B\xce\x01\n" +
+	"\x04Chat\x12\x1e.zest.inference.v1.ChatRequest\x1a\x1f.zest.inference.v1.ChatResponse0\x01\x12Y\n" +
+	"\n" +
+	"Transcribe\x12$.zest.inference.v1.TranscribeRequest\x1a%.zest.inference.v1.TranscribeResponse\x12b\n" +
+	"\rGenerateImage\x12'.zest.inference.v1.GenerateImageRequest\x1a(.zest.inference.v1.GenerateImageResponseB\xce\x01\n" +
 	"\x15com.zest.inference.v1B\x0eInferenceProtoP\x01Z?github.com/zestmcp/zest/proto/gen/zest/inference/v1;inferencev1\xa2\x02\x03ZIX\xaa\x02\x11Zest.Inference.V1\xca\x02\x11Zest\\Inference\\V1\xe2\x02\x1dZest\\Inference\\V1\\GPBMetadata\xea\x02\x13Zest::Inference::V1b\x06proto3"
 
 var (
@@ -1054,24 +1411,28 @@ func file_zest_inference_v1_inference_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_inference_v1_inference_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zest_inference_v1_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_zest_inference_v1_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_zest_inference_v1_inference_proto_goTypes = []any{
-	(ModelType)(0),             // 0: zest.inference.v1.ModelType
-	(ModelState)(0),            // 1: zest.inference.v1.ModelState
-	(*Model)(nil),              // 2: zest.inference.v1.Model
-	(*ListModelsRequest)(nil),  // 3: zest.inference.v1.ListModelsRequest
-	(*ListModelsResponse)(nil), // 4: zest.inference.v1.ListModelsResponse
-	(*GetModelRequest)(nil),    // 5: zest.inference.v1.GetModelRequest
-	(*GetModelResponse)(nil),   // 6: zest.inference.v1.GetModelResponse
-	(*FunctionCall)(nil),       // 7: zest.inference.v1.FunctionCall
-	(*ToolCall)(nil),           // 8: zest.inference.v1.ToolCall
-	(*ChatMessage)(nil),        // 9: zest.inference.v1.ChatMessage
-	(*ChatRequest)(nil),        // 10: zest.inference.v1.ChatRequest
-	(*Usage)(nil),              // 11: zest.inference.v1.Usage
-	(*ChatResponse)(nil),       // 12: zest.inference.v1.ChatResponse
-	(*structpb.ListValue)(nil), // 13: google.protobuf.ListValue
-	(*structpb.Value)(nil),     // 14: google.protobuf.Value
-	(*structpb.Struct)(nil),    // 15: google.protobuf.Struct
+	(ModelType)(0),                // 0: zest.inference.v1.ModelType
+	(ModelState)(0),               // 1: zest.inference.v1.ModelState
+	(*Model)(nil),                 // 2: zest.inference.v1.Model
+	(*ListModelsRequest)(nil),     // 3: zest.inference.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),    // 4: zest.inference.v1.ListModelsResponse
+	(*GetModelRequest)(nil),       // 5: zest.inference.v1.GetModelRequest
+	(*GetModelResponse)(nil),      // 6: zest.inference.v1.GetModelResponse
+	(*FunctionCall)(nil),          // 7: zest.inference.v1.FunctionCall
+	(*ToolCall)(nil),              // 8: zest.inference.v1.ToolCall
+	(*ChatMessage)(nil),           // 9: zest.inference.v1.ChatMessage
+	(*ChatRequest)(nil),           // 10: zest.inference.v1.ChatRequest
+	(*Usage)(nil),                 // 11: zest.inference.v1.Usage
+	(*ChatResponse)(nil),          // 12: zest.inference.v1.ChatResponse
+	(*TranscribeRequest)(nil),     // 13: zest.inference.v1.TranscribeRequest
+	(*TranscribeResponse)(nil),    // 14: zest.inference.v1.TranscribeResponse
+	(*GenerateImageRequest)(nil),  // 15: zest.inference.v1.GenerateImageRequest
+	(*GenerateImageResponse)(nil), // 16: zest.inference.v1.GenerateImageResponse
+	(*structpb.ListValue)(nil),    // 17: google.protobuf.ListValue
+	(*structpb.Value)(nil),        // 18: google.protobuf.Value
+	(*structpb.Struct)(nil),       // 19: google.protobuf.Struct
 }
 var file_zest_inference_v1_inference_proto_depIdxs = []int32{
 	0,  // 0: zest.inference.v1.Model.type:type_name -> zest.inference.v1.ModelType
@@ -1080,22 +1441,26 @@ var file_zest_inference_v1_inference_proto_depIdxs = []int32{
 	2,  // 3: zest.inference.v1.GetModelResponse.model:type_name -> zest.inference.v1.Model
 	7,  // 4: zest.inference.v1.ToolCall.function:type_name -> zest.inference.v1.FunctionCall
 	8,  // 5: zest.inference.v1.ChatMessage.tool_calls:type_name -> zest.inference.v1.ToolCall
-	13, // 6: zest.inference.v1.ChatMessage.content_parts:type_name -> google.protobuf.ListValue
+	17, // 6: zest.inference.v1.ChatMessage.content_parts:type_name -> google.protobuf.ListValue
 	9,  // 7: zest.inference.v1.ChatRequest.messages:type_name -> zest.inference.v1.ChatMessage
-	13, // 8: zest.inference.v1.ChatRequest.tools:type_name -> google.protobuf.ListValue
-	14, // 9: zest.inference.v1.ChatRequest.tool_choice:type_name -> google.protobuf.Value
-	15, // 10: zest.inference.v1.ChatRequest.response_format:type_name -> google.protobuf.Struct
-	15, // 11: zest.inference.v1.ChatRequest.chat_template_kwargs:type_name -> google.protobuf.Struct
+	17, // 8: zest.inference.v1.ChatRequest.tools:type_name -> google.protobuf.ListValue
+	18, // 9: zest.inference.v1.ChatRequest.tool_choice:type_name -> google.protobuf.Value
+	19, // 10: zest.inference.v1.ChatRequest.response_format:type_name -> google.protobuf.Struct
+	19, // 11: zest.inference.v1.ChatRequest.chat_template_kwargs:type_name -> google.protobuf.Struct
 	9,  // 12: zest.inference.v1.ChatResponse.delta:type_name -> zest.inference.v1.ChatMessage
 	11, // 13: zest.inference.v1.ChatResponse.usage:type_name -> zest.inference.v1.Usage
 	3,  // 14: zest.inference.v1.InferenceService.ListModels:input_type -> zest.inference.v1.ListModelsRequest
 	5,  // 15: zest.inference.v1.InferenceService.GetModel:input_type -> zest.inference.v1.GetModelRequest
 	10, // 16: zest.inference.v1.InferenceService.Chat:input_type -> zest.inference.v1.ChatRequest
-	4,  // 17: zest.inference.v1.InferenceService.ListModels:output_type -> zest.inference.v1.ListModelsResponse
-	6,  // 18: zest.inference.v1.InferenceService.GetModel:output_type -> zest.inference.v1.GetModelResponse
-	12, // 19: zest.inference.v1.InferenceService.Chat:output_type -> zest.inference.v1.ChatResponse
-	17, // [17:20] is the sub-list for method output_type
-	14, // [14:17] is the sub-list for method input_type
+	13, // 17: zest.inference.v1.InferenceService.Transcribe:input_type -> zest.inference.v1.TranscribeRequest
+	15, // 18: zest.inference.v1.InferenceService.GenerateImage:input_type -> zest.inference.v1.GenerateImageRequest
+	4,  // 19: zest.inference.v1.InferenceService.ListModels:output_type -> zest.inference.v1.ListModelsResponse
+	6,  // 20: zest.inference.v1.InferenceService.GetModel:output_type -> zest.inference.v1.GetModelResponse
+	12, // 21: zest.inference.v1.InferenceService.Chat:output_type -> zest.inference.v1.ChatResponse
+	14, // 22: zest.inference.v1.InferenceService.Transcribe:output_type -> zest.inference.v1.TranscribeResponse
+	16, // 23: zest.inference.v1.InferenceService.GenerateImage:output_type -> zest.inference.v1.GenerateImageResponse
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1107,13 +1472,15 @@ func file_zest_inference_v1_inference_proto_init() {
 		return
 	}
 	file_zest_inference_v1_inference_proto_msgTypes[8].OneofWrappers = []any{}
+	file_zest_inference_v1_inference_proto_msgTypes[11].OneofWrappers = []any{}
+	file_zest_inference_v1_inference_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_inference_v1_inference_proto_rawDesc), len(file_zest_inference_v1_inference_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

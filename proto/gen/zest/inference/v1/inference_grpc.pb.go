@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	InferenceService_ListModels_FullMethodName = "/zest.inference.v1.InferenceService/ListModels"
-	InferenceService_GetModel_FullMethodName   = "/zest.inference.v1.InferenceService/GetModel"
-	InferenceService_Chat_FullMethodName       = "/zest.inference.v1.InferenceService/Chat"
+	InferenceService_ListModels_FullMethodName    = "/zest.inference.v1.InferenceService/ListModels"
+	InferenceService_GetModel_FullMethodName      = "/zest.inference.v1.InferenceService/GetModel"
+	InferenceService_Chat_FullMethodName          = "/zest.inference.v1.InferenceService/Chat"
+	InferenceService_Transcribe_FullMethodName    = "/zest.inference.v1.InferenceService/Transcribe"
+	InferenceService_GenerateImage_FullMethodName = "/zest.inference.v1.InferenceService/GenerateImage"
 )
 
 // InferenceServiceClient is the client API for InferenceService service.
@@ -37,6 +39,10 @@ type InferenceServiceClient interface {
 	GetModel(ctx context.Context, in *GetModelRequest, opts ...grpc.CallOption) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatResponse], error)
+	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*TranscribeResponse, error)
+	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
+	GenerateImage(ctx context.Context, in *GenerateImageRequest, opts ...grpc.CallOption) (*GenerateImageResponse, error)
 }
 
 type inferenceServiceClient struct {
@@ -86,6 +92,26 @@ func (c *inferenceServiceClient) Chat(ctx context.Context, in *ChatRequest, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type InferenceService_ChatClient = grpc.ServerStreamingClient[ChatResponse]
 
+func (c *inferenceServiceClient) Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*TranscribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TranscribeResponse)
+	err := c.cc.Invoke(ctx, InferenceService_Transcribe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *inferenceServiceClient) GenerateImage(ctx context.Context, in *GenerateImageRequest, opts ...grpc.CallOption) (*GenerateImageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GenerateImageResponse)
+	err := c.cc.Invoke(ctx, InferenceService_GenerateImage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InferenceServiceServer is the server API for InferenceService service.
 // All implementations must embed UnimplementedInferenceServiceServer
 // for forward compatibility.
@@ -99,6 +125,10 @@ type InferenceServiceServer interface {
 	GetModel(context.Context, *GetModelRequest) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error
+	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	Transcribe(context.Context, *TranscribeRequest) (*TranscribeResponse, error)
+	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
+	GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error)
 	mustEmbedUnimplementedInferenceServiceServer()
 }
 
@@ -117,6 +147,12 @@ func (UnimplementedInferenceServiceServer) GetModel(context.Context, *GetModelRe
 }
 func (UnimplementedInferenceServiceServer) Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error {
 	return status.Error(codes.Unimplemented, "method Chat not implemented")
+}
+func (UnimplementedInferenceServiceServer) Transcribe(context.Context, *TranscribeRequest) (*TranscribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Transcribe not implemented")
+}
+func (UnimplementedInferenceServiceServer) GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GenerateImage not implemented")
 }
 func (UnimplementedInferenceServiceServer) mustEmbedUnimplementedInferenceServiceServer() {}
 func (UnimplementedInferenceServiceServer) testEmbeddedByValue()                          {}
@@ -186,6 +222,42 @@ func _InferenceService_Chat_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type InferenceService_ChatServer = grpc.ServerStreamingServer[ChatResponse]
 
+func _InferenceService_Transcribe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TranscribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InferenceServiceServer).Transcribe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InferenceService_Transcribe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InferenceServiceServer).Transcribe(ctx, req.(*TranscribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _InferenceService_GenerateImage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GenerateImageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InferenceServiceServer).GenerateImage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InferenceService_GenerateImage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InferenceServiceServer).GenerateImage(ctx, req.(*GenerateImageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // InferenceService_ServiceDesc is the grpc.ServiceDesc for InferenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -200,6 +272,14 @@ var InferenceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetModel",
 			Handler:    _InferenceService_GetModel_Handler,
+		},
+		{
+			MethodName: "Transcribe",
+			Handler:    _InferenceService_Transcribe_Handler,
+		},
+		{
+			MethodName: "GenerateImage",
+			Handler:    _InferenceService_GenerateImage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
