@@ -108,7 +108,9 @@ func parseWAV(b []byte) (wavInfo, error) {
 	case audioFmt == 1 && bits == 16:
 		sample = func(s []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(s))) / 32768 }
 	case audioFmt == 1 && bits == 24:
-		sample = func(s []byte) float64 { return float64(int32(uint32(s[0])<<8|uint32(s[1])<<16|uint32(s[2])<<24)>>8) / 8388608 }
+		sample = func(s []byte) float64 {
+			return float64(int32(uint32(s[0])<<8|uint32(s[1])<<16|uint32(s[2])<<24)>>8) / 8388608
+		}
 	case audioFmt == 1 && bits == 32:
 		sample = func(s []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(s))) / 2147483648 }
 	case audioFmt == 3 && bits == 32:
