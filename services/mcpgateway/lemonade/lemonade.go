@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -109,7 +110,7 @@ func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 }
 
 func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	raw, err := json.Marshal(openAIShape(req.GetArguments()))
+	raw, err := json.Marshal(openaichat.Normalize(req.GetArguments()))
 	if err != nil {
 		return mcp.NewToolResultError("arguments: " + err.Error()), nil
 	}
@@ -140,9 +141,7 @@ func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if err != nil {
 		return toolError("chat", err), nil
 	}
-	var text strings.Builder
-	var calls []*inferencev1.ToolCall
-	finish := ""
+	var done openaichat.Completion
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -151,59 +150,10 @@ func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 		if err != nil {
 			return toolError("chat", err), nil
 		}
-		text.WriteString(chunk.GetDelta().GetContent())
-		calls = append(calls, chunk.GetDelta().GetToolCalls()...)
-		if f := chunk.GetFinishReason(); f != "" {
-			finish = f
-		}
+		done.Add(chunk)
 	}
-	msg := map[string]any{"role": "assistant", "content": text.String()}
-	if len(calls) > 0 {
-		var list []any
-		for _, c := range calls {
-			list = append(list, map[string]any{"id": c.GetId(), "type": "function",
-				"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}})
-		}
-		msg["tool_calls"] = list
-	}
-	detail, _ := json.Marshal(map[string]any{"model": model, "finish_reason": finish, "message": msg})
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String()), mcp.NewTextContent(string(detail))}}, nil
-}
-
-// openAIShape maps OpenAI's loose spellings onto the ChatRequest message: a string stop
-// becomes a list, and array content becomes content_parts.
-func openAIShape(args map[string]any) map[string]any {
-	out := make(map[string]any, len(args))
-	for k, v := range args {
-		out[k] = v
-	}
-	if s, ok := out["stop"].(string); ok {
-		out["stop"] = []any{s}
-	}
-	if msgs, ok := out["messages"].([]any); ok {
-		norm := make([]any, len(msgs))
-		for i, m := range msgs {
-			mm, ok := m.(map[string]any)
-			if !ok {
-				norm[i] = m
-				continue
-			}
-			c := make(map[string]any, len(mm))
-			for k, v := range mm {
-				c[k] = v
-			}
-			switch content := c["content"].(type) {
-			case []any:
-				c["content_parts"] = content
-				delete(c, "content")
-			case nil:
-				delete(c, "content")
-			}
-			norm[i] = c
-		}
-		out["messages"] = norm
-	}
-	return out
+	detail, _ := json.Marshal(map[string]any{"model": model, "finish_reason": done.FinishReason(), "message": done.Message()})
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(done.Text()), mcp.NewTextContent(string(detail))}}, nil
 }
 
 // resolveModel applies DESIGN.md's rule: the named model; else a loaded model of the type;

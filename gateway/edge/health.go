@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
-	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 )
 
 // forwardAuth passes the caller's Authorization header on to the service called.
@@ -49,28 +47,4 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "services": services})
-}
-
-// models answers GET {prefix}models in OpenAI's list shape.
-func (e *Edge) models(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
-		return
-	}
-	all := r.URL.Query().Get("show_all") == "true"
-	resp, err := e.infer.ListModels(forwardAuth(r), &inferencev1.ListModelsRequest{IncludeAvailable: true, IncludeSuggested: all})
-	if err != nil {
-		st := status.Convert(err)
-		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": st.Message(), "type": "api_error"}})
-		return
-	}
-	data := []map[string]any{}
-	for _, m := range resp.GetModels() {
-		data = append(data, map[string]any{
-			"id": m.GetId(), "object": "model", "created": m.GetCreated(), "owned_by": m.GetOwnedBy(),
-			"labels": m.GetLabels(), "downloaded": m.GetState() != inferencev1.ModelState_MODEL_STATE_SUGGESTED,
-			"loaded": m.GetState() == inferencev1.ModelState_MODEL_STATE_LOADED,
-		})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -1,0 +1,322 @@
+// Package openai serves Lemonade's OpenAI-compatible REST routes at the edge and turns them
+// into calls to the inference service: models, chat completions (JSON, or SSE chunk by chunk
+// as the engine produces them), audio transcriptions (multipart) and image generations.
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/openaichat"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// API serves the OpenAI routes.
+type API struct {
+	Inference inferencev1.InferenceServiceClient
+	Log       *slog.Logger
+	// Forward returns the request's context carrying the caller's credentials.
+	Forward func(*http.Request) context.Context
+}
+
+// Register adds the routes under prefix (e.g. "/api/v1/") to mux, each wrapped by wrap.
+func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler) http.Handler) {
+	mux.Handle(prefix+"models", wrap(getOnly(a.models)))
+	mux.Handle(prefix+"models/{id}", wrap(getOnly(a.model)))
+	mux.Handle(prefix+"chat/completions", wrap(postOnly(a.chat)))
+	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
+	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
+}
+
+func postOnly(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use POST for this endpoint"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+func getOnly(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes OpenAI's error shape.
+func writeError(w http.ResponseWriter, code int, typ, param, msg string) {
+	var p any
+	if param != "" {
+		p = param
+	}
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
+}
+
+// writeStatus maps an inference error to HTTP, in one place.
+func writeStatus(w http.ResponseWriter, err error) {
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.InvalidArgument:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", st.Message())
+	case codes.NotFound:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model", st.Message())
+	case codes.Unauthenticated:
+		writeError(w, http.StatusUnauthorized, "authentication_error", "", st.Message())
+	case codes.DeadlineExceeded:
+		writeError(w, http.StatusGatewayTimeout, "api_error", "", st.Message())
+	case codes.Canceled:
+	case codes.Unavailable:
+		writeError(w, http.StatusServiceUnavailable, "api_error", "", "inference service unavailable: "+st.Message())
+	default:
+		writeError(w, http.StatusInternalServerError, "api_error", "", st.Message())
+	}
+}
+
+func modelJSON(m *inferencev1.Model) map[string]any {
+	return map[string]any{
+		"id": m.GetId(), "object": "model", "created": m.GetCreated(), "owned_by": m.GetOwnedBy(),
+		"labels": m.GetLabels(), "recipe": m.GetEngine(),
+		"downloaded": m.GetState() != inferencev1.ModelState_MODEL_STATE_SUGGESTED,
+		"loaded":     m.GetState() == inferencev1.ModelState_MODEL_STATE_LOADED,
+		"suggested":  m.GetState() == inferencev1.ModelState_MODEL_STATE_SUGGESTED,
+	}
+}
+
+func (a *API) models(w http.ResponseWriter, r *http.Request) {
+	all := r.URL.Query().Get("show_all") == "true"
+	resp, err := a.Inference.ListModels(a.Forward(r), &inferencev1.ListModelsRequest{IncludeAvailable: true, IncludeSuggested: all})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	data := []map[string]any{}
+	for _, m := range resp.GetModels() {
+		data = append(data, modelJSON(m))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func (a *API) model(w http.ResponseWriter, r *http.Request) {
+	resp, err := a.Inference.GetModel(a.Forward(r), &inferencev1.GetModelRequest{Id: r.PathValue("id")})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, modelJSON(resp.GetModel()))
+}
+
+// readBody reads a request body, answering 413 past the limit the edge set.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request body too large: the limit is "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not read the body: "+err.Error())
+		return nil, false
+	}
+	return b, true
+}
+
+func (a *API) chat(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := openaichat.Parse(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	// The engine call ends when the client goes away: r.Context() is cancelled then.
+	stream, err := a.Inference.Chat(a.Forward(r), req.Chat)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		writeStatus(w, err) // nothing written yet: a proper HTTP error
+		return
+	}
+	if !req.Stream {
+		var c openaichat.Completion
+		for ch := first; ; {
+			c.Add(ch)
+			if ch, err = stream.Recv(); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, io.EOF) {
+			writeStatus(w, err)
+			return
+		}
+		b, err := c.JSON()
+		if err != nil {
+			writeStatus(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for ch := first; ; {
+		b, err := openaichat.Chunk(ch, req.IncludeUsage)
+		if err != nil {
+			return
+		}
+		if _, err := io.WriteString(w, "data: "+string(b)+"\n\n"); err != nil {
+			return // the client left; the deferred cancel of r.Context() ends the engine call
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if ch, err = stream.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
+				_, _ = io.WriteString(w, "data: "+string(msg)+"\n\n")
+			}
+			break
+		}
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseMultipartForm(8 << 20); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "file", "upload too large: the limit is "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "send multipart/form-data with a file and a model: "+err.Error())
+		return
+	}
+	defer r.MultipartForm.RemoveAll()
+	f, hdr, err := r.FormFile("file")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", "file is required: the audio to transcribe")
+		return
+	}
+	defer f.Close()
+	audio, err := io.ReadAll(f)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", err.Error())
+		return
+	}
+	req := &inferencev1.TranscribeRequest{Model: r.FormValue("model"), Audio: audio, Filename: hdr.Filename,
+		Language: r.FormValue("language"), Prompt: r.FormValue("prompt")}
+	if t := r.FormValue("temperature"); t != "" {
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "temperature", "temperature must be a number")
+			return
+		}
+		req.Temperature = &v
+	}
+	format := r.FormValue("response_format")
+	if format != "" && format != "json" && format != "text" && format != "verbose_json" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "response_format", "response_format must be json, text or verbose_json")
+		return
+	}
+	resp, err := a.Inference.Transcribe(a.Forward(r), req)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	switch format {
+	case "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, resp.GetText())
+	case "verbose_json":
+		writeJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
+	}
+}
+
+var sizePattern = regexp.MustCompile(`^([0-9]{1,5})x([0-9]{1,5})$`)
+
+func (a *API) images(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Model          string  `json:"model"`
+		Prompt         string  `json:"prompt"`
+		N              *int32  `json:"n"`
+		Size           string  `json:"size"`
+		ResponseFormat string  `json:"response_format"`
+		NegativePrompt string  `json:"negative_prompt"`
+		Seed           *int64  `json:"seed"`
+		Steps          int32   `json:"steps"`
+		CfgScale       float64 `json:"cfg_scale"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the body is not the JSON of an image request: "+strings.TrimPrefix(err.Error(), "json: "))
+		return
+	}
+	if in.ResponseFormat != "" && in.ResponseFormat != "b64_json" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "response_format", "response_format "+strconv.Quote(in.ResponseFormat)+" is not served: use b64_json")
+		return
+	}
+	req := &inferencev1.GenerateImageRequest{Model: in.Model, Prompt: in.Prompt, NegativePrompt: in.NegativePrompt,
+		Seed: in.Seed, Steps: in.Steps, CfgScale: in.CfgScale}
+	if in.N != nil {
+		req.N = *in.N
+	}
+	if in.Size != "" {
+		m := sizePattern.FindStringSubmatch(in.Size)
+		if m == nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "size", "size must be WIDTHxHEIGHT, e.g. 512x512")
+			return
+		}
+		wd, _ := strconv.Atoi(m[1])
+		ht, _ := strconv.Atoi(m[2])
+		req.Width, req.Height = int32(wd), int32(ht)
+	}
+	resp, err := a.Inference.GenerateImage(a.Forward(r), req)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	data := make([]map[string]any, 0, len(resp.GetImages()))
+	for _, img := range resp.GetImages() {
+		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(img)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
+}

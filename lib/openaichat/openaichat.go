@@ -1,0 +1,209 @@
+// Package openaichat converts between OpenAI's chat completion JSON and the inference
+// contract, for every service that speaks OpenAI chat (the edge's REST API, mcpgateway's
+// lemonade_chat tool).
+package openaichat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Request is a parsed chat request: the contract message plus the fields the transport uses.
+type Request struct {
+	Chat *inferencev1.ChatRequest
+	// Stream asks for server-sent events.
+	Stream bool
+	// IncludeUsage asks for a last chunk with usage (stream_options.include_usage).
+	IncludeUsage bool
+}
+
+// Parse reads an OpenAI chat completion request. Fields the contract has no place for
+// (n, user, logprobs, …) are ignored, as OpenAI-compatible servers do.
+func Parse(body []byte) (*Request, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, fmt.Errorf("the body is not a JSON object: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("the body is not a JSON object")
+	}
+	r := &Request{}
+	if v, ok := raw["stream"]; ok && v != nil {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, fmt.Errorf("stream must be true or false")
+		}
+		r.Stream = b
+	}
+	if so, ok := raw["stream_options"].(map[string]any); ok {
+		r.IncludeUsage, _ = so["include_usage"].(bool)
+	}
+	norm, err := json.Marshal(Normalize(raw))
+	if err != nil {
+		return nil, err
+	}
+	r.Chat = &inferencev1.ChatRequest{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(norm, r.Chat); err != nil {
+		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "proto: "))
+	}
+	if r.Chat.GetModel() == "" {
+		return nil, fmt.Errorf("model is required; GET /api/v1/models lists the models")
+	}
+	if len(r.Chat.GetMessages()) == 0 {
+		return nil, fmt.Errorf("messages must hold at least one message")
+	}
+	return r, nil
+}
+
+// Normalize maps OpenAI's loose spellings onto the contract: a string stop becomes a list,
+// array (multimodal) content becomes content_parts, null fields are dropped, and
+// max_completion_tokens is max_tokens.
+func Normalize(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if v != nil {
+			out[k] = v
+		}
+	}
+	if s, ok := out["stop"].(string); ok {
+		out["stop"] = []any{s}
+	}
+	if v, ok := out["max_completion_tokens"]; ok {
+		if _, has := out["max_tokens"]; !has {
+			out["max_tokens"] = v
+		}
+		delete(out, "max_completion_tokens")
+	}
+	if msgs, ok := out["messages"].([]any); ok {
+		norm := make([]any, len(msgs))
+		for i, m := range msgs {
+			mm, ok := m.(map[string]any)
+			if !ok {
+				norm[i] = m
+				continue
+			}
+			c := make(map[string]any, len(mm))
+			for k, v := range mm {
+				if v != nil {
+					c[k] = v
+				}
+			}
+			if parts, ok := c["content"].([]any); ok {
+				c["content_parts"] = parts
+				delete(c, "content")
+			}
+			norm[i] = c
+		}
+		out["messages"] = norm
+	}
+	return out
+}
+
+// toolCallsJSON renders tool calls as OpenAI does.
+func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
+	out := make([]map[string]any, 0, len(calls))
+	for _, c := range calls {
+		m := map[string]any{"id": c.GetId(), "type": "function",
+			"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}}
+		if withIndex {
+			m["index"] = c.GetIndex()
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func usageJSON(u *inferencev1.Usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.GetPromptTokens(), "completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens()}
+}
+
+// Chunk renders one streamed chunk (object chat.completion.chunk).
+func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
+	delta := map[string]any{}
+	if r := c.GetDelta().GetRole(); r != "" {
+		delta["role"] = r
+	}
+	if t := c.GetDelta().GetContent(); t != "" {
+		delta["content"] = t
+	}
+	if calls := c.GetDelta().GetToolCalls(); len(calls) > 0 {
+		delta["tool_calls"] = toolCallsJSON(calls, true)
+	}
+	var finish any
+	if f := c.GetFinishReason(); f != "" {
+		finish = f
+	}
+	m := map[string]any{
+		"id": c.GetId(), "object": "chat.completion.chunk", "created": c.GetCreated(), "model": c.GetModel(),
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+	}
+	if includeUsage && c.GetUsage() != nil {
+		m["usage"] = usageJSON(c.GetUsage())
+	}
+	return json.Marshal(m)
+}
+
+// Completion collects streamed chunks into one chat.completion.
+type Completion struct {
+	id, model string
+	created   int64
+	content   strings.Builder
+	calls     []*inferencev1.ToolCall
+	finish    string
+	usage     *inferencev1.Usage
+}
+
+// Add folds one chunk in.
+func (c *Completion) Add(ch *inferencev1.ChatResponse) {
+	c.id, c.model, c.created = ch.GetId(), ch.GetModel(), ch.GetCreated()
+	c.content.WriteString(ch.GetDelta().GetContent())
+	c.calls = append(c.calls, ch.GetDelta().GetToolCalls()...)
+	if f := ch.GetFinishReason(); f != "" {
+		c.finish = f
+	}
+	if u := ch.GetUsage(); u != nil {
+		c.usage = u
+	}
+}
+
+// Text is the assistant text so far.
+func (c *Completion) Text() string { return c.content.String() }
+
+// ToolCalls are the tool calls so far.
+func (c *Completion) ToolCalls() []*inferencev1.ToolCall { return c.calls }
+
+// FinishReason is the finish reason of the last chunk.
+func (c *Completion) FinishReason() string { return c.finish }
+
+// Message is the assistant message, as OpenAI renders it.
+func (c *Completion) Message() map[string]any {
+	msg := map[string]any{"role": "assistant", "content": c.content.String()}
+	if len(c.calls) > 0 {
+		msg["tool_calls"] = toolCallsJSON(c.calls, false)
+		if c.content.Len() == 0 {
+			msg["content"] = nil
+		}
+	}
+	return msg
+}
+
+// JSON renders the chat.completion object.
+func (c *Completion) JSON() ([]byte, error) {
+	msg := c.Message()
+	finish := c.finish
+	if finish == "" {
+		finish = "stop"
+	}
+	m := map[string]any{
+		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+	}
+	if c.usage != nil {
+		m["usage"] = usageJSON(c.usage)
+	}
+	return json.Marshal(m)
+}
