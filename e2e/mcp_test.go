@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"image/png"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -152,5 +156,32 @@ func TestEveryProtocolVersionListsAndCalls(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMediaToolsThroughMCP: lemonade_generate_image writes a real PNG inside the image
+// directory and refuses to leave it; lemonade_transcribe_audio reads base64 WAV.
+func TestMediaToolsThroughMCP(t *testing.T) {
+	s := startSuite(t)
+	session, _ := mcpInit(t, s, "2025-11-25")
+	r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lemonade_generate_image","arguments":{"prompt":"a lemon","size":"64x64","output_path":"e2e/lemon.png"}}}`)
+	if strings.Contains(string(r.Body), `"isError":true`) {
+		t.Fatalf("generate: %s", r.Body)
+	}
+	b, err := os.ReadFile(filepath.Join(s.DataDir, "mcp-images", "e2e", "lemon.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err := png.Decode(bytes.NewReader(b)); err != nil || img.Bounds().Dx() != 64 {
+		t.Fatalf("not a 64-pixel PNG: %v", err)
+	}
+	r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_generate_image","arguments":{"prompt":"x","output_path":"../../etc/x.png"}}}`)
+	if !strings.Contains(string(r.Body), `"isError":true`) || !strings.Contains(string(r.Body), "LEMONADE_MCP_IMAGE_DIR") {
+		t.Fatalf("escape not refused: %s", r.Body)
+	}
+	audio := base64.StdEncoding.EncodeToString(toneWAV())
+	r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lemonade_transcribe_audio","arguments":{"audio_base64":"`+audio+`","filename":"tone.wav"}}}`)
+	if !strings.Contains(string(r.Body), "1.00 s of 16000 Hz mono") {
+		t.Fatalf("transcribe: %s", r.Body)
 	}
 }

@@ -31,10 +31,13 @@ const (
 // Tools serves the built-in tools.
 type Tools struct {
 	inference inferencev1.InferenceServiceClient
+	dirs      Dirs
 }
 
-// New returns the tool set backed by an inference client.
-func New(inference inferencev1.InferenceServiceClient) *Tools { return &Tools{inference: inference} }
+// New returns the tool set backed by an inference client, confined to dirs.
+func New(inference inferencev1.InferenceServiceClient, dirs Dirs) *Tools {
+	return &Tools{inference: inference, dirs: dirs}
+}
 
 func tool(name, title, desc, schema string, readOnly, openWorld bool) mcp.Tool {
 	t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
@@ -56,10 +59,10 @@ func (t *Tools) Register(s *server.MCPServer) {
 		chatSchema, true, false), t.chat)
 	s.AddTool(tool(TranscribeAudio, "Transcribe audio",
 		"Transcribe an audio file (a path under the allowed audio root, or base64 bytes) with a transcription model.",
-		transcribeSchema, true, false), t.notServed("transcription"))
+		transcribeSchema, true, false), t.transcribe)
 	s.AddTool(tool(GenerateImage, "Generate an image",
 		"Generate images from a prompt and write them as PNG files inside the image directory.",
-		imageSchema, false, false), t.notServed("image generation"))
+		imageSchema, false, false), t.generateImage)
 	s.AddTool(tool(Omni, "Chat with an omni model",
 		"Chat with a model that takes and produces text, images and audio; media is written inside the image directory.",
 		omniSchema, false, false), t.notServed("omni chat"))

@@ -52,7 +52,7 @@ func TestResolveModel(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tools := New(models{list: c.list})
+			tools := New(models{list: c.list}, Dirs{})
 			got, miss, err := tools.resolveModel(t.Context(), llm, c.model, c.download)
 			if err != nil {
 				t.Fatal(err)

@@ -33,6 +33,9 @@ import (
 // Version is reported as serverInfo.version.
 var Version = "0.1.0"
 
+// EnvImageDir is Lemonade's variable for the image sandbox of lemonade_generate_image.
+const EnvImageDir = "LEMONADE_MCP_IMAGE_DIR"
+
 // EnvSessionKey shares the session signing key between replicas (base64url, ≥ 32 bytes).
 const EnvSessionKey = "ZEST_SESSION_KEY"
 
@@ -47,6 +50,12 @@ type Config struct {
 	ToolhostAddr string
 	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
 	DataDir string
+	// ImageDir is where lemonade_generate_image writes (LEMONADE_MCP_IMAGE_DIR; default
+	// <data dir>/mcp-images).
+	ImageDir string
+	// AudioDir is the only tree lemonade_transcribe_audio reads audio_path from
+	// (ZEST_MCP_AUDIO_DIR; default <data dir>/mcp-audio).
+	AudioDir string
 	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
 	SessionLifetime time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
@@ -60,7 +69,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
-		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey),
+		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 	}
 }
 
@@ -71,6 +80,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
+	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 }
 
@@ -137,8 +147,29 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	up := upstream.New(toolhostv1.NewToolHostServiceClient(th), nil, log)
+	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
+	if dirs.Images == "" {
+		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")
+	}
+	if dirs.Audio == "" {
+		dirs.Audio = filepath.Join(cfg.DataDir, "mcp-audio")
+	}
+	for _, d := range []string{dirs.Images, dirs.Audio} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			cc.Close()
+			th.Close()
+			reg.Close()
+			return nil, fmt.Errorf("tool directory: %w", err)
+		}
+	}
+	if dirs.Images, err = filepath.Abs(dirs.Images); err != nil {
+		return nil, err
+	}
+	if dirs.Audio, err = filepath.Abs(dirs.Audio); err != nil {
+		return nil, err
+	}
 	mcpSrv := mcpserve.NewMCPServer(Version)
-	lemonade.New(inferencev1.NewInferenceServiceClient(cc)).Register(mcpSrv)
+	lemonade.New(inferencev1.NewInferenceServiceClient(cc), dirs).Register(mcpSrv)
 
 	g := grpcserve.New(grpcserve.Options{
 		Guard: keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {

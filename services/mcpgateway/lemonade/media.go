@@ -1,0 +1,236 @@
+package lemonade
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+)
+
+// Limits of the media tools.
+const (
+	MaxAudioBytes = 25 << 20 // as OpenAI's transcription API
+	maxImages     = 10
+)
+
+// Dirs confine the files the tools touch.
+type Dirs struct {
+	// Images is where lemonade_generate_image writes (LEMONADE_MCP_IMAGE_DIR).
+	Images string
+	// Audio is the only tree lemonade_transcribe_audio reads audio_path from.
+	Audio string
+}
+
+// errSandbox means a path leaves its allowed directory.
+var errSandbox = errors.New("path escapes its allowed directory")
+
+// inside turns p (relative to dir, or absolute) into a path relative to dir, refusing ".."
+// escapes; os.Root then refuses symlink escapes when the file is opened.
+func inside(dir, p, envName string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(dir, p)
+	}
+	rel, err := filepath.Rel(dir, filepath.Clean(abs))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %q is outside %s (%s); give a path inside it", errSandbox, p, envName, dir)
+	}
+	return rel, nil
+}
+
+func (t *Tools) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Model          string   `json:"model"`
+		AllowDownload  bool     `json:"allow_download"`
+		AudioPath      string   `json:"audio_path"`
+		AudioBase64    string   `json:"audio_base64"`
+		Filename       string   `json:"filename"`
+		Language       string   `json:"language"`
+		Prompt         string   `json:"prompt"`
+		ResponseFormat string   `json:"response_format"`
+		Temperature    *float64 `json:"temperature"`
+	}
+	if err := bindArgs(req, &args); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if (args.AudioPath == "") == (args.AudioBase64 == "") {
+		return mcp.NewToolResultError("give exactly one of audio_path or audio_base64"), nil
+	}
+	var audio []byte
+	name := args.Filename
+	if args.AudioPath != "" {
+		rel, err := inside(t.dirs.Audio, args.AudioPath, "the audio directory (ZEST_MCP_AUDIO_DIR)")
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		root, err := os.OpenRoot(t.dirs.Audio)
+		if err != nil {
+			return mcp.NewToolResultError("audio directory: " + err.Error()), nil
+		}
+		defer root.Close()
+		st, err := root.Stat(rel)
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q: %v", args.AudioPath, err)), nil
+		}
+		if st.Size() > MaxAudioBytes {
+			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q has %d bytes; the limit is %d", args.AudioPath, st.Size(), MaxAudioBytes)), nil
+		}
+		if audio, err = root.ReadFile(rel); err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q: %v", args.AudioPath, err)), nil
+		}
+		if name == "" {
+			name = filepath.Base(rel)
+		}
+	} else {
+		if base64.StdEncoding.DecodedLen(len(args.AudioBase64)) > MaxAudioBytes {
+			return mcp.NewToolResultError(fmt.Sprintf("audio_base64 is over the %d-byte limit", MaxAudioBytes)), nil
+		}
+		var err error
+		if audio, err = base64.StdEncoding.DecodeString(args.AudioBase64); err != nil {
+			return mcp.NewToolResultError("audio_base64 is not valid base64: " + err.Error()), nil
+		}
+	}
+	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION, args.Model, args.AllowDownload)
+	if err != nil {
+		return toolError("resolve model", err), nil
+	}
+	if miss != nil {
+		return miss, nil
+	}
+	resp, err := t.inference.Transcribe(ctx, &inferencev1.TranscribeRequest{Model: model, Audio: audio, Filename: name,
+		Language: args.Language, Prompt: args.Prompt, Temperature: args.Temperature})
+	if err != nil {
+		return toolError("transcription", err), nil
+	}
+	res := mcp.NewToolResultText(resp.GetText())
+	res.StructuredContent = map[string]any{"text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds(), "model": model}
+	return res, nil
+}
+
+var (
+	sizeArg = regexp.MustCompile(`^([0-9]{1,5})x([0-9]{1,5})$`)
+	slugRun = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+func (t *Tools) generateImage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Prompt         string  `json:"prompt"`
+		Model          string  `json:"model"`
+		AllowDownload  bool    `json:"allow_download"`
+		OutputPath     string  `json:"output_path"`
+		OutputDir      string  `json:"output_dir"`
+		Size           string  `json:"size"`
+		N              *int    `json:"n"`
+		NegativePrompt string  `json:"negative_prompt"`
+		Seed           *int64  `json:"seed"`
+		Steps          int32   `json:"steps"`
+		CfgScale       float64 `json:"cfg_scale"`
+	}
+	if err := bindArgs(req, &args); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if strings.TrimSpace(args.Prompt) == "" {
+		return mcp.NewToolResultError("prompt is required: what to draw"), nil
+	}
+	n := 1
+	if args.N != nil {
+		n = *args.N
+	}
+	if n < 1 || n > maxImages {
+		return mcp.NewToolResultError(fmt.Sprintf("n %d: ask for 1 to %d images", n, maxImages)), nil
+	}
+	if args.OutputPath != "" && args.OutputDir != "" {
+		return mcp.NewToolResultError("give output_path or output_dir, not both"), nil
+	}
+	if args.OutputPath != "" && n != 1 {
+		return mcp.NewToolResultError("output_path names one file: use output_dir for n > 1"), nil
+	}
+	var w, h int32
+	if args.Size != "" {
+		m := sizeArg.FindStringSubmatch(args.Size)
+		if m == nil {
+			return mcp.NewToolResultError("size must be WIDTHxHEIGHT, e.g. 512x512"), nil
+		}
+		wi, _ := strconv.Atoi(m[1])
+		hi, _ := strconv.Atoi(m[2])
+		w, h = int32(wi), int32(hi)
+	}
+	// Where the files go, checked before any work is done.
+	const env = "LEMONADE_MCP_IMAGE_DIR"
+	target := args.OutputPath
+	if target == "" {
+		target = args.OutputDir
+	}
+	rel, err := inside(t.dirs.Images, target, env)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if err := os.MkdirAll(t.dirs.Images, 0o750); err != nil {
+		return mcp.NewToolResultError("image directory: " + err.Error()), nil
+	}
+	root, err := os.OpenRoot(t.dirs.Images)
+	if err != nil {
+		return mcp.NewToolResultError("image directory: " + err.Error()), nil
+	}
+	defer root.Close()
+
+	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.Model, args.AllowDownload)
+	if err != nil {
+		return toolError("resolve model", err), nil
+	}
+	if miss != nil {
+		return miss, nil
+	}
+	resp, err := t.inference.GenerateImage(ctx, &inferencev1.GenerateImageRequest{Model: model, Prompt: args.Prompt, N: int32(n),
+		Width: w, Height: h, NegativePrompt: args.NegativePrompt, Seed: args.Seed, Steps: args.Steps, CfgScale: args.CfgScale})
+	if err != nil {
+		return toolError("image generation", err), nil
+	}
+	var files []string
+	if args.OutputPath != "" {
+		files = []string{rel}
+	} else {
+		slug := strings.Trim(slugRun.ReplaceAllString(strings.ToLower(args.Prompt), "-"), "-")
+		if len(slug) > 40 {
+			slug = strings.Trim(slug[:40], "-")
+		}
+		stamp := time.Now().UTC().Format("20060102-150405.000")
+		for i := range resp.GetImages() {
+			files = append(files, filepath.Join(rel, fmt.Sprintf("%s-%s-%d.png", slug, stamp, i+1)))
+		}
+	}
+	res := &mcp.CallToolResult{}
+	var written []string
+	for i, img := range resp.GetImages() {
+		if d := filepath.Dir(files[i]); d != "." {
+			if err := root.MkdirAll(d, 0o750); err != nil {
+				return sandboxError(args.OutputPath+args.OutputDir, env, err), nil
+			}
+		}
+		if err := root.WriteFile(files[i], img, 0o640); err != nil {
+			return sandboxError(args.OutputPath+args.OutputDir, env, err), nil
+		}
+		written = append(written, filepath.Join(t.dirs.Images, files[i]))
+		res.Content = append(res.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/png"))
+	}
+	res.Content = append([]mcp.Content{mcp.NewTextContent(fmt.Sprintf("Wrote %d image(s) with %s: %s", len(written), model, strings.Join(written, ", ")))}, res.Content...)
+	res.StructuredContent = map[string]any{"files": written, "model": model}
+	return res, nil
+}
+
+// sandboxError explains a write os.Root refused (a symlink out of the directory, mostly).
+func sandboxError(p, env string, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("cannot write %q inside %s: %v (symlinks may not lead out of it)", p, env, err))
+}
