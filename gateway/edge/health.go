@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 )
@@ -42,9 +43,25 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) {
 			ok = ok && resp.GetStatus() == grpc_health_v1.HealthCheckResponse_SERVING
 		}
 	}
+	out := map[string]any{"status": "ok", "services": services}
+	// Engine replicas: a model whose every replica is down makes the suite degraded.
+	if reps, err := e.infer.ListReplicas(forwardAuth(r.WithContext(ctx)), &inferencev1.ListReplicasRequest{}); err == nil {
+		engines := []map[string]any{}
+		up := map[string]bool{}
+		for _, rp := range reps.GetReplicas() {
+			engines = append(engines, map[string]any{"model": rp.GetModel(), "base_url": rp.GetBaseUrl(), "healthy": rp.GetHealthy(),
+				"in_flight": rp.GetInFlight(), "last_error": rp.GetLastError()})
+			up[rp.GetModel()] = up[rp.GetModel()] || rp.GetHealthy()
+		}
+		for _, u := range up {
+			ok = ok && u
+		}
+		out["engines"] = engines
+	}
 	if !ok {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "degraded", "services": services})
+		out["status"] = "degraded"
+		writeJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "services": services})
+	writeJSON(w, http.StatusOK, out)
 }

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	go.yaml.in/yaml/v3 v3.0.5
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )

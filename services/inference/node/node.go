@@ -17,6 +17,8 @@ import (
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/builtin"
+	"github.com/zestmcp/zest/services/inference/modelfile"
+	"github.com/zestmcp/zest/services/inference/openaiengine"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -26,6 +28,8 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_INFERENCE_ADDR).
 	Addr string
+	// ModelsFile maps model ids to OpenAI-compatible engines (ZEST_MODELS_FILE; empty: built-in models only).
+	ModelsFile string
 	// Keys guard the gRPC API (LEMONADE_API_KEY, LEMONADE_ADMIN_API_KEY).
 	Keys keyauth.Keys
 }
@@ -39,6 +43,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "inference-addr", c.Addr, "gRPC listen address of the inference node")
+	fs.StringVar(&c.ModelsFile, "models-file", c.ModelsFile, "YAML/JSON file mapping model ids to OpenAI-compatible engines (see deploy/models.example.yaml)")
 }
 
 // Validate checks the configuration.
@@ -58,18 +63,30 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	builtin *builtin.Engine
+	openai  *openaiengine.Engine
 	srv     *grpcserve.Server
 }
 
 // New builds a node; log nil means slog.Default().
-func New(cfg Config, log *slog.Logger) *Node {
+func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: log, builtin: builtin.New(time.Now())}
+	f := &modelfile.File{HealthInterval: 5 * time.Second}
+	if cfg.ModelsFile != "" {
+		var err error
+		if f, err = modelfile.Load(cfg.ModelsFile); err != nil {
+			return nil, err
+		}
+	}
+	oe, err := openaiengine.New(f, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: log, builtin: builtin.New(time.Now()), openai: oe}
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	inferencev1.RegisterInferenceServiceServer(n.srv.GRPC, n)
-	return n
+	return n, nil
 }
 
 // Run listens on cfg.Addr and serves until ctx is done.
@@ -81,13 +98,23 @@ func (n *Node) Run(ctx context.Context) error {
 	return n.Serve(ctx, lis)
 }
 
-// Serve serves on lis until ctx is done.
-func (n *Node) Serve(ctx context.Context, lis net.Listener) error { return n.srv.Serve(ctx, lis) }
+// Serve serves on lis until ctx is done, probing engine replicas meanwhile.
+func (n *Node) Serve(ctx context.Context, lis net.Listener) error {
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go n.openai.Run(pctx)
+	return n.srv.Serve(ctx, lis)
+}
+
+// all is every model: built-in ones, then the engines'.
+func (n *Node) all() []*inferencev1.Model {
+	return append(append([]*inferencev1.Model{}, n.builtin.Models()...), n.openai.Models()...)
+}
 
 // ListModels lists every model with its state; available and suggested ones on request.
 func (n *Node) ListModels(_ context.Context, req *inferencev1.ListModelsRequest) (*inferencev1.ListModelsResponse, error) {
 	var out []*inferencev1.Model
-	for _, m := range n.builtin.Models() {
+	for _, m := range n.all() {
 		switch m.GetState() {
 		case inferencev1.ModelState_MODEL_STATE_AVAILABLE:
 			if !req.GetIncludeAvailable() {
@@ -106,7 +133,7 @@ func (n *Node) ListModels(_ context.Context, req *inferencev1.ListModelsRequest)
 
 // GetModel describes one model.
 func (n *Node) GetModel(_ context.Context, req *inferencev1.GetModelRequest) (*inferencev1.GetModelResponse, error) {
-	for _, m := range n.builtin.Models() {
+	for _, m := range n.all() {
 		if m.GetId() == req.GetId() {
 			return &inferencev1.GetModelResponse{Model: m}, nil
 		}
@@ -119,14 +146,20 @@ func (n *Node) Chat(req *inferencev1.ChatRequest, stream inferencev1.InferenceSe
 	if err := n.checkModel(stream.Context(), req.GetModel()); err != nil {
 		return err
 	}
-	err := n.builtin.Chat(stream.Context(), req, stream.Send)
-	return toStatus(err)
+	if n.openai.Has(req.GetModel()) {
+		return toStatus(n.openai.Chat(stream.Context(), req, stream.Send))
+	}
+	return toStatus(n.builtin.Chat(stream.Context(), req, stream.Send))
 }
 
 // Transcribe turns audio into text with the model's engine.
 func (n *Node) Transcribe(ctx context.Context, req *inferencev1.TranscribeRequest) (*inferencev1.TranscribeResponse, error) {
 	if err := n.checkModel(ctx, req.GetModel()); err != nil {
 		return nil, err
+	}
+	if n.openai.Has(req.GetModel()) {
+		resp, err := n.openai.Transcribe(ctx, req)
+		return resp, toStatus(err)
 	}
 	resp, err := n.builtin.Transcribe(ctx, req)
 	return resp, toStatus(err)
@@ -137,8 +170,21 @@ func (n *Node) GenerateImage(ctx context.Context, req *inferencev1.GenerateImage
 	if err := n.checkModel(ctx, req.GetModel()); err != nil {
 		return nil, err
 	}
+	if n.openai.Has(req.GetModel()) {
+		resp, err := n.openai.GenerateImage(ctx, req)
+		return resp, toStatus(err)
+	}
 	resp, err := n.builtin.GenerateImage(ctx, req)
 	return resp, toStatus(err)
+}
+
+// ListReplicas reports every engine replica.
+func (n *Node) ListReplicas(context.Context, *inferencev1.ListReplicasRequest) (*inferencev1.ListReplicasResponse, error) {
+	out := &inferencev1.ListReplicasResponse{}
+	for _, r := range n.openai.Health() {
+		out.Replicas = append(out.Replicas, &inferencev1.Replica{Model: r.Model, BaseUrl: r.BaseURL, Healthy: r.Healthy, InFlight: r.InFlight, LastError: r.LastError})
+	}
+	return out, nil
 }
 
 func (n *Node) checkModel(ctx context.Context, id string) error {
@@ -156,6 +202,12 @@ func toStatus(err error) error {
 		return nil
 	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest), errors.Is(err, builtin.ErrUnsupportedAudio):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, openaiengine.ErrUpstreamRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, openaiengine.ErrNoReplica):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, openaiengine.ErrUpstream):
+		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

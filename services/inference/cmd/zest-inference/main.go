@@ -12,6 +12,10 @@ import (
 func main() {
 	cfg := node.DefaultConfig()
 	service.Main("zest-inference", &cfg, func(ctx context.Context, log *slog.Logger) error {
-		return node.New(cfg, log).Run(ctx)
+		n, err := node.New(cfg, log)
+		if err != nil {
+			return err
+		}
+		return n.Run(ctx)
 	})
 }

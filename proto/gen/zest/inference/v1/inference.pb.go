@@ -140,6 +140,171 @@ func (ModelState) EnumDescriptor() ([]byte, []int) {
 	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{1}
 }
 
+// ListReplicasRequest asks for the engine replicas.
+type ListReplicasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplicasRequest) Reset() {
+	*x = ListReplicasRequest{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplicasRequest) ProtoMessage() {}
+
+func (x *ListReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplicasRequest.ProtoReflect.Descriptor instead.
+func (*ListReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{0}
+}
+
+// Replica is one base URL of a model served by an OpenAI-compatible engine.
+type Replica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model is the model id.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// base_url is the replica's URL.
+	BaseUrl string `protobuf:"bytes,2,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// healthy is false after a failed probe or request, until a probe succeeds.
+	Healthy bool `protobuf:"varint,3,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// in_flight counts requests being served.
+	InFlight int64 `protobuf:"varint,4,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// last_error is the most recent failure.
+	LastError     string `protobuf:"bytes,5,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Replica) Reset() {
+	*x = Replica{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Replica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Replica) ProtoMessage() {}
+
+func (x *Replica) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Replica.ProtoReflect.Descriptor instead.
+func (*Replica) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Replica) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Replica) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *Replica) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *Replica) GetInFlight() int64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *Replica) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+// ListReplicasResponse lists the replicas.
+type ListReplicasResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// replicas are ordered by model, then configuration order.
+	Replicas      []*Replica `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplicasResponse) Reset() {
+	*x = ListReplicasResponse{}
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplicasResponse) ProtoMessage() {}
+
+func (x *ListReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplicasResponse.ProtoReflect.Descriptor instead.
+func (*ListReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListReplicasResponse) GetReplicas() []*Replica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
 // Model is one entry of the model list, shown to OpenAI clients and MCP tools.
 type Model struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -165,7 +330,7 @@ type Model struct {
 
 func (x *Model) Reset() {
 	*x = Model{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[0]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -177,7 +342,7 @@ func (x *Model) String() string {
 func (*Model) ProtoMessage() {}
 
 func (x *Model) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[0]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -190,7 +355,7 @@ func (x *Model) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Model.ProtoReflect.Descriptor instead.
 func (*Model) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{0}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Model) GetId() string {
@@ -262,7 +427,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[1]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +439,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[1]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +452,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{1}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListModelsRequest) GetIncludeAvailable() bool {
@@ -315,7 +480,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[2]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +492,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[2]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +505,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{2}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListModelsResponse) GetModels() []*Model {
@@ -361,7 +526,7 @@ type GetModelRequest struct {
 
 func (x *GetModelRequest) Reset() {
 	*x = GetModelRequest{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[3]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +538,7 @@ func (x *GetModelRequest) String() string {
 func (*GetModelRequest) ProtoMessage() {}
 
 func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[3]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +551,7 @@ func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
 func (*GetModelRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{3}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetModelRequest) GetId() string {
@@ -407,7 +572,7 @@ type GetModelResponse struct {
 
 func (x *GetModelResponse) Reset() {
 	*x = GetModelResponse{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[4]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +584,7 @@ func (x *GetModelResponse) String() string {
 func (*GetModelResponse) ProtoMessage() {}
 
 func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[4]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +597,7 @@ func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelResponse.ProtoReflect.Descriptor instead.
 func (*GetModelResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{4}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetModelResponse) GetModel() *Model {
@@ -455,7 +620,7 @@ type FunctionCall struct {
 
 func (x *FunctionCall) Reset() {
 	*x = FunctionCall{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[5]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +632,7 @@ func (x *FunctionCall) String() string {
 func (*FunctionCall) ProtoMessage() {}
 
 func (x *FunctionCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[5]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +645,7 @@ func (x *FunctionCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionCall.ProtoReflect.Descriptor instead.
 func (*FunctionCall) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{5}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FunctionCall) GetName() string {
@@ -514,7 +679,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[6]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +691,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[6]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +704,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{6}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolCall) GetIndex() int32 {
@@ -591,7 +756,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[7]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +768,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[7]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +781,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{7}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -692,7 +857,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[8]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +869,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[8]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +882,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{8}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ChatRequest) GetModel() string {
@@ -812,7 +977,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[9]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +989,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[9]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1002,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{9}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Usage) GetPromptTokens() int32 {
@@ -882,7 +1047,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[10]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1059,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[10]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1072,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{10}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ChatResponse) GetId() string {
@@ -973,7 +1138,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1150,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[11]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1163,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{11}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -1058,7 +1223,7 @@ type TranscribeResponse struct {
 
 func (x *TranscribeResponse) Reset() {
 	*x = TranscribeResponse{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1235,7 @@ func (x *TranscribeResponse) String() string {
 func (*TranscribeResponse) ProtoMessage() {}
 
 func (x *TranscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[12]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1248,7 @@ func (x *TranscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeResponse.ProtoReflect.Descriptor instead.
 func (*TranscribeResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{12}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TranscribeResponse) GetText() string {
@@ -1134,7 +1299,7 @@ type GenerateImageRequest struct {
 
 func (x *GenerateImageRequest) Reset() {
 	*x = GenerateImageRequest{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1311,7 @@ func (x *GenerateImageRequest) String() string {
 func (*GenerateImageRequest) ProtoMessage() {}
 
 func (x *GenerateImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[13]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1324,7 @@ func (x *GenerateImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateImageRequest.ProtoReflect.Descriptor instead.
 func (*GenerateImageRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{13}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GenerateImageRequest) GetModel() string {
@@ -1238,7 +1403,7 @@ type GenerateImageResponse struct {
 
 func (x *GenerateImageResponse) Reset() {
 	*x = GenerateImageResponse{}
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1415,7 @@ func (x *GenerateImageResponse) String() string {
 func (*GenerateImageResponse) ProtoMessage() {}
 
 func (x *GenerateImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_inference_proto_msgTypes[14]
+	mi := &file_zest_inference_v1_inference_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1428,7 @@ func (x *GenerateImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateImageResponse.ProtoReflect.Descriptor instead.
 func (*GenerateImageResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{14}
+	return file_zest_inference_v1_inference_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerateImageResponse) GetImages() [][]byte {
@@ -1284,7 +1449,17 @@ var File_zest_inference_v1_inference_proto protoreflect.FileDescriptor
 
 const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\n" +
-	"!zest/inference/v1/inference.proto\x12\x11zest.inference.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x02\n" +
+	"!zest/inference/v1/inference.proto\x12\x11zest.inference.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x15\n" +
+	"\x13ListReplicasRequest\"\x90\x01\n" +
+	"\aReplica\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x19\n" +
+	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x18\n" +
+	"\ahealthy\x18\x03 \x01(\bR\ahealthy\x12\x1b\n" +
+	"\tin_flight\x18\x04 \x01(\x03R\binFlight\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x05 \x01(\tR\tlastError\"N\n" +
+	"\x14ListReplicasResponse\x126\n" +
+	"\breplicas\x18\x01 \x03(\v2\x1a.zest.inference.v1.ReplicaR\breplicas\"\x85\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1c.zest.inference.v1.ModelTypeR\x04type\x123\n" +
@@ -1387,7 +1562,7 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x17MODEL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MODEL_STATE_LOADED\x10\x01\x12\x19\n" +
 	"\x15MODEL_STATE_AVAILABLE\x10\x02\x12\x19\n" +
-	"\x15MODEL_STATE_SUGGESTED\x10\x032\xcc\x03\n" +
+	"\x15MODEL_STATE_SUGGESTED\x10\x032\xad\x04\n" +
 	"\x10InferenceService\x12Y\n" +
 	"\n" +
 	"ListModels\x12$.zest.inference.v1.ListModelsRequest\x1a%.zest.inference.v1.ListModelsResponse\x12S\n" +
@@ -1395,7 +1570,8 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x04Chat\x12\x1e.zest.inference.v1.ChatRequest\x1a\x1f.zest.inference.v1.ChatResponse0\x01\x12Y\n" +
 	"\n" +
 	"Transcribe\x12$.zest.inference.v1.TranscribeRequest\x1a%.zest.inference.v1.TranscribeResponse\x12b\n" +
-	"\rGenerateImage\x12'.zest.inference.v1.GenerateImageRequest\x1a(.zest.inference.v1.GenerateImageResponseB\xce\x01\n" +
+	"\rGenerateImage\x12'.zest.inference.v1.GenerateImageRequest\x1a(.zest.inference.v1.GenerateImageResponse\x12_\n" +
+	"\fListReplicas\x12&.zest.inference.v1.ListReplicasRequest\x1a'.zest.inference.v1.ListReplicasResponseB\xce\x01\n" +
 	"\x15com.zest.inference.v1B\x0eInferenceProtoP\x01Z?github.com/zestmcp/zest/proto/gen/zest/inference/v1;inferencev1\xa2\x02\x03ZIX\xaa\x02\x11Zest.Inference.V1\xca\x02\x11Zest\\Inference\\V1\xe2\x02\x1dZest\\Inference\\V1\\GPBMetadata\xea\x02\x13Zest::Inference::V1b\x06proto3"
 
 var (
@@ -1411,59 +1587,65 @@ func file_zest_inference_v1_inference_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_inference_v1_inference_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zest_inference_v1_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_zest_inference_v1_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_zest_inference_v1_inference_proto_goTypes = []any{
 	(ModelType)(0),                // 0: zest.inference.v1.ModelType
 	(ModelState)(0),               // 1: zest.inference.v1.ModelState
-	(*Model)(nil),                 // 2: zest.inference.v1.Model
-	(*ListModelsRequest)(nil),     // 3: zest.inference.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),    // 4: zest.inference.v1.ListModelsResponse
-	(*GetModelRequest)(nil),       // 5: zest.inference.v1.GetModelRequest
-	(*GetModelResponse)(nil),      // 6: zest.inference.v1.GetModelResponse
-	(*FunctionCall)(nil),          // 7: zest.inference.v1.FunctionCall
-	(*ToolCall)(nil),              // 8: zest.inference.v1.ToolCall
-	(*ChatMessage)(nil),           // 9: zest.inference.v1.ChatMessage
-	(*ChatRequest)(nil),           // 10: zest.inference.v1.ChatRequest
-	(*Usage)(nil),                 // 11: zest.inference.v1.Usage
-	(*ChatResponse)(nil),          // 12: zest.inference.v1.ChatResponse
-	(*TranscribeRequest)(nil),     // 13: zest.inference.v1.TranscribeRequest
-	(*TranscribeResponse)(nil),    // 14: zest.inference.v1.TranscribeResponse
-	(*GenerateImageRequest)(nil),  // 15: zest.inference.v1.GenerateImageRequest
-	(*GenerateImageResponse)(nil), // 16: zest.inference.v1.GenerateImageResponse
-	(*structpb.ListValue)(nil),    // 17: google.protobuf.ListValue
-	(*structpb.Value)(nil),        // 18: google.protobuf.Value
-	(*structpb.Struct)(nil),       // 19: google.protobuf.Struct
+	(*ListReplicasRequest)(nil),   // 2: zest.inference.v1.ListReplicasRequest
+	(*Replica)(nil),               // 3: zest.inference.v1.Replica
+	(*ListReplicasResponse)(nil),  // 4: zest.inference.v1.ListReplicasResponse
+	(*Model)(nil),                 // 5: zest.inference.v1.Model
+	(*ListModelsRequest)(nil),     // 6: zest.inference.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),    // 7: zest.inference.v1.ListModelsResponse
+	(*GetModelRequest)(nil),       // 8: zest.inference.v1.GetModelRequest
+	(*GetModelResponse)(nil),      // 9: zest.inference.v1.GetModelResponse
+	(*FunctionCall)(nil),          // 10: zest.inference.v1.FunctionCall
+	(*ToolCall)(nil),              // 11: zest.inference.v1.ToolCall
+	(*ChatMessage)(nil),           // 12: zest.inference.v1.ChatMessage
+	(*ChatRequest)(nil),           // 13: zest.inference.v1.ChatRequest
+	(*Usage)(nil),                 // 14: zest.inference.v1.Usage
+	(*ChatResponse)(nil),          // 15: zest.inference.v1.ChatResponse
+	(*TranscribeRequest)(nil),     // 16: zest.inference.v1.TranscribeRequest
+	(*TranscribeResponse)(nil),    // 17: zest.inference.v1.TranscribeResponse
+	(*GenerateImageRequest)(nil),  // 18: zest.inference.v1.GenerateImageRequest
+	(*GenerateImageResponse)(nil), // 19: zest.inference.v1.GenerateImageResponse
+	(*structpb.ListValue)(nil),    // 20: google.protobuf.ListValue
+	(*structpb.Value)(nil),        // 21: google.protobuf.Value
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
 }
 var file_zest_inference_v1_inference_proto_depIdxs = []int32{
-	0,  // 0: zest.inference.v1.Model.type:type_name -> zest.inference.v1.ModelType
-	1,  // 1: zest.inference.v1.Model.state:type_name -> zest.inference.v1.ModelState
-	2,  // 2: zest.inference.v1.ListModelsResponse.models:type_name -> zest.inference.v1.Model
-	2,  // 3: zest.inference.v1.GetModelResponse.model:type_name -> zest.inference.v1.Model
-	7,  // 4: zest.inference.v1.ToolCall.function:type_name -> zest.inference.v1.FunctionCall
-	8,  // 5: zest.inference.v1.ChatMessage.tool_calls:type_name -> zest.inference.v1.ToolCall
-	17, // 6: zest.inference.v1.ChatMessage.content_parts:type_name -> google.protobuf.ListValue
-	9,  // 7: zest.inference.v1.ChatRequest.messages:type_name -> zest.inference.v1.ChatMessage
-	17, // 8: zest.inference.v1.ChatRequest.tools:type_name -> google.protobuf.ListValue
-	18, // 9: zest.inference.v1.ChatRequest.tool_choice:type_name -> google.protobuf.Value
-	19, // 10: zest.inference.v1.ChatRequest.response_format:type_name -> google.protobuf.Struct
-	19, // 11: zest.inference.v1.ChatRequest.chat_template_kwargs:type_name -> google.protobuf.Struct
-	9,  // 12: zest.inference.v1.ChatResponse.delta:type_name -> zest.inference.v1.ChatMessage
-	11, // 13: zest.inference.v1.ChatResponse.usage:type_name -> zest.inference.v1.Usage
-	3,  // 14: zest.inference.v1.InferenceService.ListModels:input_type -> zest.inference.v1.ListModelsRequest
-	5,  // 15: zest.inference.v1.InferenceService.GetModel:input_type -> zest.inference.v1.GetModelRequest
-	10, // 16: zest.inference.v1.InferenceService.Chat:input_type -> zest.inference.v1.ChatRequest
-	13, // 17: zest.inference.v1.InferenceService.Transcribe:input_type -> zest.inference.v1.TranscribeRequest
-	15, // 18: zest.inference.v1.InferenceService.GenerateImage:input_type -> zest.inference.v1.GenerateImageRequest
-	4,  // 19: zest.inference.v1.InferenceService.ListModels:output_type -> zest.inference.v1.ListModelsResponse
-	6,  // 20: zest.inference.v1.InferenceService.GetModel:output_type -> zest.inference.v1.GetModelResponse
-	12, // 21: zest.inference.v1.InferenceService.Chat:output_type -> zest.inference.v1.ChatResponse
-	14, // 22: zest.inference.v1.InferenceService.Transcribe:output_type -> zest.inference.v1.TranscribeResponse
-	16, // 23: zest.inference.v1.InferenceService.GenerateImage:output_type -> zest.inference.v1.GenerateImageResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	3,  // 0: zest.inference.v1.ListReplicasResponse.replicas:type_name -> zest.inference.v1.Replica
+	0,  // 1: zest.inference.v1.Model.type:type_name -> zest.inference.v1.ModelType
+	1,  // 2: zest.inference.v1.Model.state:type_name -> zest.inference.v1.ModelState
+	5,  // 3: zest.inference.v1.ListModelsResponse.models:type_name -> zest.inference.v1.Model
+	5,  // 4: zest.inference.v1.GetModelResponse.model:type_name -> zest.inference.v1.Model
+	10, // 5: zest.inference.v1.ToolCall.function:type_name -> zest.inference.v1.FunctionCall
+	11, // 6: zest.inference.v1.ChatMessage.tool_calls:type_name -> zest.inference.v1.ToolCall
+	20, // 7: zest.inference.v1.ChatMessage.content_parts:type_name -> google.protobuf.ListValue
+	12, // 8: zest.inference.v1.ChatRequest.messages:type_name -> zest.inference.v1.ChatMessage
+	20, // 9: zest.inference.v1.ChatRequest.tools:type_name -> google.protobuf.ListValue
+	21, // 10: zest.inference.v1.ChatRequest.tool_choice:type_name -> google.protobuf.Value
+	22, // 11: zest.inference.v1.ChatRequest.response_format:type_name -> google.protobuf.Struct
+	22, // 12: zest.inference.v1.ChatRequest.chat_template_kwargs:type_name -> google.protobuf.Struct
+	12, // 13: zest.inference.v1.ChatResponse.delta:type_name -> zest.inference.v1.ChatMessage
+	14, // 14: zest.inference.v1.ChatResponse.usage:type_name -> zest.inference.v1.Usage
+	6,  // 15: zest.inference.v1.InferenceService.ListModels:input_type -> zest.inference.v1.ListModelsRequest
+	8,  // 16: zest.inference.v1.InferenceService.GetModel:input_type -> zest.inference.v1.GetModelRequest
+	13, // 17: zest.inference.v1.InferenceService.Chat:input_type -> zest.inference.v1.ChatRequest
+	16, // 18: zest.inference.v1.InferenceService.Transcribe:input_type -> zest.inference.v1.TranscribeRequest
+	18, // 19: zest.inference.v1.InferenceService.GenerateImage:input_type -> zest.inference.v1.GenerateImageRequest
+	2,  // 20: zest.inference.v1.InferenceService.ListReplicas:input_type -> zest.inference.v1.ListReplicasRequest
+	7,  // 21: zest.inference.v1.InferenceService.ListModels:output_type -> zest.inference.v1.ListModelsResponse
+	9,  // 22: zest.inference.v1.InferenceService.GetModel:output_type -> zest.inference.v1.GetModelResponse
+	15, // 23: zest.inference.v1.InferenceService.Chat:output_type -> zest.inference.v1.ChatResponse
+	17, // 24: zest.inference.v1.InferenceService.Transcribe:output_type -> zest.inference.v1.TranscribeResponse
+	19, // 25: zest.inference.v1.InferenceService.GenerateImage:output_type -> zest.inference.v1.GenerateImageResponse
+	4,  // 26: zest.inference.v1.InferenceService.ListReplicas:output_type -> zest.inference.v1.ListReplicasResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_zest_inference_v1_inference_proto_init() }
@@ -1471,16 +1653,16 @@ func file_zest_inference_v1_inference_proto_init() {
 	if File_zest_inference_v1_inference_proto != nil {
 		return
 	}
-	file_zest_inference_v1_inference_proto_msgTypes[8].OneofWrappers = []any{}
 	file_zest_inference_v1_inference_proto_msgTypes[11].OneofWrappers = []any{}
-	file_zest_inference_v1_inference_proto_msgTypes[13].OneofWrappers = []any{}
+	file_zest_inference_v1_inference_proto_msgTypes[14].OneofWrappers = []any{}
+	file_zest_inference_v1_inference_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_inference_v1_inference_proto_rawDesc), len(file_zest_inference_v1_inference_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

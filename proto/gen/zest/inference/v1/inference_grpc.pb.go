@@ -24,6 +24,7 @@ const (
 	InferenceService_Chat_FullMethodName          = "/zest.inference.v1.InferenceService/Chat"
 	InferenceService_Transcribe_FullMethodName    = "/zest.inference.v1.InferenceService/Transcribe"
 	InferenceService_GenerateImage_FullMethodName = "/zest.inference.v1.InferenceService/GenerateImage"
+	InferenceService_ListReplicas_FullMethodName  = "/zest.inference.v1.InferenceService/ListReplicas"
 )
 
 // InferenceServiceClient is the client API for InferenceService service.
@@ -43,6 +44,8 @@ type InferenceServiceClient interface {
 	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(ctx context.Context, in *GenerateImageRequest, opts ...grpc.CallOption) (*GenerateImageResponse, error)
+	// ListReplicas is called by the edge's health route to show every engine replica's state.
+	ListReplicas(ctx context.Context, in *ListReplicasRequest, opts ...grpc.CallOption) (*ListReplicasResponse, error)
 }
 
 type inferenceServiceClient struct {
@@ -112,6 +115,16 @@ func (c *inferenceServiceClient) GenerateImage(ctx context.Context, in *Generate
 	return out, nil
 }
 
+func (c *inferenceServiceClient) ListReplicas(ctx context.Context, in *ListReplicasRequest, opts ...grpc.CallOption) (*ListReplicasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReplicasResponse)
+	err := c.cc.Invoke(ctx, InferenceService_ListReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InferenceServiceServer is the server API for InferenceService service.
 // All implementations must embed UnimplementedInferenceServiceServer
 // for forward compatibility.
@@ -129,6 +142,8 @@ type InferenceServiceServer interface {
 	Transcribe(context.Context, *TranscribeRequest) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error)
+	// ListReplicas is called by the edge's health route to show every engine replica's state.
+	ListReplicas(context.Context, *ListReplicasRequest) (*ListReplicasResponse, error)
 	mustEmbedUnimplementedInferenceServiceServer()
 }
 
@@ -153,6 +168,9 @@ func (UnimplementedInferenceServiceServer) Transcribe(context.Context, *Transcri
 }
 func (UnimplementedInferenceServiceServer) GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GenerateImage not implemented")
+}
+func (UnimplementedInferenceServiceServer) ListReplicas(context.Context, *ListReplicasRequest) (*ListReplicasResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReplicas not implemented")
 }
 func (UnimplementedInferenceServiceServer) mustEmbedUnimplementedInferenceServiceServer() {}
 func (UnimplementedInferenceServiceServer) testEmbeddedByValue()                          {}
@@ -258,6 +276,24 @@ func _InferenceService_GenerateImage_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _InferenceService_ListReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InferenceServiceServer).ListReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InferenceService_ListReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InferenceServiceServer).ListReplicas(ctx, req.(*ListReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // InferenceService_ServiceDesc is the grpc.ServiceDesc for InferenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -280,6 +316,10 @@ var InferenceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GenerateImage",
 			Handler:    _InferenceService_GenerateImage_Handler,
+		},
+		{
+			MethodName: "ListReplicas",
+			Handler:    _InferenceService_ListReplicas_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
