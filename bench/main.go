@@ -3,6 +3,8 @@
 //
 //	chain:    the same `echo` through the whole chain: HTTP edge → mcpgateway → tool host →
 //	          child, at concurrency 1, 8 and 64.
+//	stream:   streaming chat through edge → inference → an OpenAI-compatible engine against the
+//	          engine directly: time to first token, tokens/s, ratio.
 //	mcp:      /mcp tools/list and tools/call lemonade_list_models at concurrency 1, 8 and 64,
 //	          via the edge and straight to mcpgateway; RSS of 10,000 idle sessions.
 //	toolhost: `echo` on @modelcontextprotocol/server-everything through the zest-toolhost gRPC
@@ -23,13 +25,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain or mcp")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp or stream")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}} {
 		if only != "" && only != sc.name {
 			continue
 		}

@@ -27,6 +27,9 @@ const (
 type Engine struct {
 	created int64
 	models  []*inferencev1.Model
+	// TokenInterval paces builtin-llm's stream like a real model's (0: as fast as it can),
+	// for measuring what a relay adds.
+	TokenInterval time.Duration
 }
 
 // New returns the built-in engine; created stamps its models.
@@ -86,9 +89,18 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	if err := send(chunk(&inferencev1.ChatMessage{Role: "assistant"})); err != nil {
 		return err
 	}
-	for _, w := range words[:limit] {
+	for i, w := range words[:limit] {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if e.TokenInterval > 0 && i > 0 {
+			t := time.NewTimer(e.TokenInterval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 		if err := send(chunk(&inferencev1.ChatMessage{Content: w})); err != nil {
 			return err

@@ -28,6 +28,8 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_INFERENCE_ADDR).
 	Addr string
+	// BuiltinTokenInterval paces builtin-llm's stream (ZEST_BUILTIN_TOKEN_INTERVAL; 0: no pause).
+	BuiltinTokenInterval time.Duration
 	// ModelsFile maps model ids to OpenAI-compatible engines (ZEST_MODELS_FILE; empty: built-in models only).
 	ModelsFile string
 	// Keys guard the gRPC API (LEMONADE_API_KEY, LEMONADE_ADMIN_API_KEY).
@@ -43,6 +45,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "inference-addr", c.Addr, "gRPC listen address of the inference node")
+	fs.DurationVar(&c.BuiltinTokenInterval, "builtin-token-interval", c.BuiltinTokenInterval, "pause between builtin-llm's streamed tokens, to behave like a real model in benchmarks (0: none)")
 	fs.StringVar(&c.ModelsFile, "models-file", c.ModelsFile, "YAML/JSON file mapping model ids to OpenAI-compatible engines (see deploy/models.example.yaml)")
 }
 
@@ -83,7 +86,9 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, builtin: builtin.New(time.Now()), openai: oe}
+	be := builtin.New(time.Now())
+	be.TokenInterval = cfg.BuiltinTokenInterval
+	n := &Node{cfg: cfg, log: log, builtin: be, openai: oe}
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	inferencev1.RegisterInferenceServiceServer(n.srv.GRPC, n)
 	return n, nil
