@@ -65,14 +65,7 @@ func (t *Tools) Register(s *server.MCPServer) {
 		imageSchema, false, false), t.generateImage)
 	s.AddTool(tool(Omni, "Chat with an omni model",
 		"Chat with a model that takes and produces text, images and audio; media is written inside the image directory.",
-		omniSchema, false, false), t.notServed("omni chat"))
-}
-
-// notServed answers tools whose inference API this build does not have yet, plainly.
-func (t *Tools) notServed(what string) server.ToolHandlerFunc {
-	return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultError(fmt.Sprintf("%s is not available: this inference node does not serve it yet", what)), nil
-	}
+		omniSchema, false, false), t.omni)
 }
 
 func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -113,6 +106,22 @@ func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 }
 
 func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return t.chatAs(ctx, req, inferencev1.ModelType_MODEL_TYPE_LLM)
+}
+
+// omni chats with an omni model (text, image and audio parts in the messages). Media an omni
+// engine returns besides text is not written yet: the answer is the assistant's text.
+func (t *Tools) omni(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	if d, ok := args["output_dir"].(string); ok && d != "" {
+		if _, err := inside(t.dirs.Images, d, "LEMONADE_MCP_IMAGE_DIR"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+	}
+	return t.chatAs(ctx, req, inferencev1.ModelType_MODEL_TYPE_OMNI)
+}
+
+func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferencev1.ModelType) (*mcp.CallToolResult, error) {
 	raw, err := json.Marshal(openaichat.Normalize(req.GetArguments()))
 	if err != nil {
 		return mcp.NewToolResultError("arguments: " + err.Error()), nil
@@ -132,7 +141,7 @@ func (t *Tools) chat(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if len(creq.GetMessages()) == 0 {
 		return mcp.NewToolResultError("messages is required: give at least one {\"role\":\"user\",\"content\":\"…\"}"), nil
 	}
-	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_LLM, args.Model, args.AllowDownload)
+	model, miss, err := t.resolveModel(ctx, typ, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}

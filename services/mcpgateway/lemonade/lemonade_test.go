@@ -93,3 +93,17 @@ func TestBindArgsNamesTheField(t *testing.T) {
 		t.Fatalf("unknown field: %v", err)
 	}
 }
+
+func TestOmniWithoutAnOmniModelAsksForOne(t *testing.T) {
+	tools := New(models{list: []*inferencev1.Model{model("chat", llm, loaded)}}, Dirs{Images: t.TempDir()})
+	req := mcp.CallToolRequest{}
+	req.Params.Arguments = map[string]any{"messages": []any{map[string]any{"role": "user", "content": "describe"}}}
+	res, _ := tools.omni(t.Context(), req)
+	if !res.IsError || len(res.Content) != 2 || !strings.Contains(res.Content[1].(mcp.TextContent).Text, `"tool_type":"omni"`) {
+		t.Fatalf("result %+v", res)
+	}
+	req.Params.Arguments = map[string]any{"output_dir": "../out", "messages": []any{map[string]any{"role": "user", "content": "x"}}}
+	if res, _ := tools.omni(t.Context(), req); !res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "LEMONADE_MCP_IMAGE_DIR") {
+		t.Fatalf("output_dir escape: %+v", res)
+	}
+}
