@@ -89,7 +89,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
-	oa := &openai.API{Inference: e.infer, Log: log, Forward: forwardAuth}
+	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	for _, p := range Prefixes {
 		mux.Handle(p+"health", api(http.HandlerFunc(e.health)))
 		oa.Register(mux, p, api)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -24,7 +25,9 @@ import (
 // API serves the OpenAI routes.
 type API struct {
 	Inference inferencev1.InferenceServiceClient
-	Log       *slog.Logger
+	// ToolChat runs chats that select MCP providers (a "preset" or "mcp_server_ids" field).
+	ToolChat mcpgatewayv1.ChatServiceClient
+	Log      *slog.Logger
 	// Forward returns the request's context carrying the caller's credentials.
 	Forward func(*http.Request) context.Context
 }
@@ -148,6 +151,14 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var sel struct {
+		Preset json.RawMessage `json:"preset"`
+		IDs    json.RawMessage `json:"mcp_server_ids"`
+	}
+	if json.Unmarshal(body, &sel) == nil && (sel.Preset != nil || sel.IDs != nil) {
+		a.toolChat(w, r, body)
+		return
+	}
 	req, err := openaichat.Parse(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
@@ -202,6 +213,49 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 		if ch, err = stream.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
+				_, _ = io.WriteString(w, "data: "+string(msg)+"\n\n")
+			}
+			break
+		}
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// toolChat relays a chat whose tool loop mcpgateway runs.
+func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
+	stream, err := a.ToolChat.Chat(a.Forward(r), &mcpgatewayv1.ChatRequest{Body: body})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if c := first.GetCompletion(); c != nil {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(c)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for it := first; ; {
+		if _, err := io.WriteString(w, "data: "+string(it.GetChunk())+"\n\n"); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if it, err = stream.Recv(); err != nil {
 			if !errors.Is(err, io.EOF) {
 				msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
 				_, _ = io.WriteString(w, "data: "+string(msg)+"\n\n")

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -20,6 +21,7 @@ var (
 	bucketMeta     = []byte("meta")
 	bucketServers  = []byte("servers")
 	bucketSessions = []byte("ended_sessions")
+	bucketPresets  = []byte("presets")
 	keySchema      = []byte("schema_version")
 )
 
@@ -31,6 +33,10 @@ var migrations = []func(tx *bolt.Tx) error{
 	},
 	func(tx *bolt.Tx) error { // 1 → 2: ended /mcp sessions
 		_, err := tx.CreateBucketIfNotExists(bucketSessions)
+		return err
+	},
+	func(tx *bolt.Tx) error { // 2 → 3: chat presets
+		_, err := tx.CreateBucketIfNotExists(bucketPresets)
 		return err
 	},
 }
@@ -178,3 +184,79 @@ func (b *Bolt) SessionEnded(_ context.Context, id string) (bool, error) {
 	})
 	return ended, err
 }
+
+// ListPresets implements Registry.
+func (b *Bolt) ListPresets(context.Context) ([]*mcpgatewayv1.Preset, error) {
+	var out []*mcpgatewayv1.Preset
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPresets).ForEach(func(k, v []byte) error {
+			p, err := decodePreset(v)
+			if err != nil {
+				return fmt.Errorf("preset %q: %w", k, err)
+			}
+			out = append(out, p)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetPreset implements Registry.
+func (b *Bolt) GetPreset(_ context.Context, id string) (*mcpgatewayv1.Preset, error) {
+	var p *mcpgatewayv1.Preset
+	err := b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketPresets).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("preset %q: %w", id, ErrNotFound)
+		}
+		var err error
+		p, err = decodePreset(v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PutPreset implements Registry.
+func (b *Bolt) PutPreset(_ context.Context, p *mcpgatewayv1.Preset) error {
+	if p.GetId() == "" {
+		return errors.New("preset id is empty")
+	}
+	v, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketPresets).Put([]byte(p.GetId()), v) })
+}
+
+// DeletePreset implements Registry.
+func (b *Bolt) DeletePreset(_ context.Context, id string) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketPresets)
+		if bk.Get([]byte(id)) == nil {
+			return fmt.Errorf("preset %q: %w", id, ErrNotFound)
+		}
+		return bk.Delete([]byte(id))
+	})
+}
+
+// decodePreset reads a stored preset. A legacy record has only tools_enabled: it reads back
+// migrated (true → ["lemonade"], false → []); the next save writes both fields.
+func decodePreset(v []byte) (*mcpgatewayv1.Preset, error) {
+	p := &mcpgatewayv1.Preset{}
+	if err := protojson.Unmarshal(v, p); err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(v, []byte(`"mcp_server_ids"`)) {
+		p.McpServerIds = nil
+		if p.GetToolsEnabled() {
+			p.McpServerIds = []string{LemonadeProvider}
+		}
+	}
+	return p, nil
+}
+
+// LemonadeProvider is the provider id of the built-in lemonade_* tools.
+const LemonadeProvider = "lemonade"

@@ -142,3 +142,34 @@ func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
 		}
 	}
 }
+
+func TestLegacyPresetsReadBackMigrated(t *testing.T) {
+	r, err := Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Records as an older writer left them: tools_enabled only.
+	err = r.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPresets)
+		if err := b.Put([]byte("old-on"), []byte(`{"id":"old-on","name":"On","tools_enabled":true}`)); err != nil {
+			return err
+		}
+		return b.Put([]byte("old-off"), []byte(`{"id":"old-off","tools_enabled":false}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, _ := r.GetPreset(t.Context(), "old-on")
+	off, _ := r.GetPreset(t.Context(), "old-off")
+	if len(on.GetMcpServerIds()) != 1 || on.GetMcpServerIds()[0] != "lemonade" || len(off.GetMcpServerIds()) != 0 {
+		t.Fatalf("on %v off %v", on, off)
+	}
+	// A saved preset keeps an explicit empty list even with the legacy flag set.
+	if err := r.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "new", ToolsEnabled: false}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := r.GetPreset(t.Context(), "new"); len(p.GetMcpServerIds()) != 0 {
+		t.Fatalf("new = %v", p)
+	}
+}

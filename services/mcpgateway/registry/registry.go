@@ -11,8 +11,9 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions).
-const SchemaVersion = 2
+// SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions,
+// 3 chat presets).
+const SchemaVersion = 3
 
 // Errors of the registry.
 var (
@@ -32,6 +33,14 @@ type Registry interface {
 	PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	// DeleteServer removes a server config or returns ErrNotFound.
 	DeleteServer(ctx context.Context, id string) error
+	// ListPresets returns every chat preset ordered by id.
+	ListPresets(ctx context.Context) ([]*mcpgatewayv1.Preset, error)
+	// GetPreset returns one preset or ErrNotFound.
+	GetPreset(ctx context.Context, id string) (*mcpgatewayv1.Preset, error)
+	// PutPreset inserts or replaces a preset.
+	PutPreset(ctx context.Context, p *mcpgatewayv1.Preset) error
+	// DeletePreset removes a preset or returns ErrNotFound.
+	DeletePreset(ctx context.Context, id string) error
 	// EndSession records that an /mcp session was ended (DELETE), until its id expires anyway.
 	EndSession(ctx context.Context, sessionID string, expires time.Time) error
 	// SessionEnded reports whether an /mcp session was ended.

@@ -26,6 +26,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	// AudioDir is the only tree lemonade_transcribe_audio reads audio_path from
 	// (ZEST_MCP_AUDIO_DIR; default <data dir>/mcp-audio).
 	AudioDir string
+	// ChatMaxRounds caps the model calls of one tool-loop chat (ZEST_CHAT_MAX_ROUNDS).
+	ChatMaxRounds int
+	// ChatMaxToolOutput caps one tool result fed back to the model (ZEST_CHAT_MAX_TOOL_OUTPUT).
+	ChatMaxToolOutput int
 	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
 	SessionLifetime time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
@@ -69,6 +74,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
+		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 	}
 }
@@ -81,6 +87,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
 	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
+	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
+	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 }
 
@@ -94,6 +102,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
+	}
+	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
+		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
 	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
@@ -179,6 +190,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	})
 	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, reg, log))
 	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg, up, log))
+	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
+		inferencev1.NewInferenceServiceClient(cc), reg, up, mcpSrv, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 

@@ -217,6 +217,11 @@ func DeriveID(cfg *mcpgatewayv1.ServerConfig, taken func(string) bool) string {
 			src = u.Hostname()
 		}
 	}
+	return deriveID(src, taken)
+}
+
+// deriveID makes an id from src: lowercase, other runs as "-", at most 64, then -2, -3, ….
+func deriveID(src string, taken func(string) bool) string {
 	base := strings.Trim(nonIDRun.ReplaceAllString(strings.ToLower(src), "-"), "-")
 	if len(base) > 64 {
 		base = strings.Trim(base[:64], "-")

@@ -110,3 +110,34 @@ func TestParseInvalid(t *testing.T) {
 		})
 	}
 }
+
+func TestParsePreset(t *testing.T) {
+	p, err := ParsePreset(body(t, `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade","my server!","lemonade","echo"]}`), nil)
+	if err != nil || strings.Join(p.GetMcpServerIds(), ",") != "lemonade,myserver,echo" || !p.GetToolsEnabled() || p.GetName() != "helper" {
+		t.Fatalf("%v %v", p, err)
+	}
+	p, _ = ParsePreset(body(t, `{"preset":{"name":"Legacy On","tools_enabled":true}}`), nil)
+	if strings.Join(p.GetMcpServerIds(), ",") != "lemonade" || p.GetId() != "legacy-on" || !p.GetToolsEnabled() {
+		t.Fatalf("legacy true: %v", p)
+	}
+	p, _ = ParsePreset(body(t, `{"id":"off","tools_enabled":false}`), nil)
+	if len(p.GetMcpServerIds()) != 0 || p.GetToolsEnabled() {
+		t.Fatalf("legacy false: %v", p)
+	}
+	p, _ = ParsePreset(body(t, `{"id":"x","mcp_server_ids":["a"],"tools_enabled":true}`), nil)
+	if strings.Join(p.GetMcpServerIds(), ",") != "a" || p.GetToolsEnabled() {
+		t.Fatalf("mcp_server_ids wins over the legacy flag: %v", p)
+	}
+	for name, tc := range map[string]struct{ body, msg string }{
+		"five providers": {`{"id":"x","mcp_server_ids":["a","b","c","d","e"]}`, "selects 5 providers; a preset selects at most 4"},
+		"ids not a list": {`{"id":"x","mcp_server_ids":"a"}`, "mcp_server_ids must be an array of strings"},
+		"bad id":         {`{"id":"a b"}`, "must match"},
+		"unknown":        {`{"id":"x","tools":[]}`, "unknown field tools"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ParsePreset(body(t, tc.body), nil); err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want %q", err, tc.msg)
+			}
+		})
+	}
+}

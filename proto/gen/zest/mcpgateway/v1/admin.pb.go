@@ -1325,6 +1325,456 @@ func (x *CallToolResponse) GetBody() *httpbody.HttpBody {
 	return nil
 }
 
+// Preset is a saved chat setup: a model, a system prompt and the MCP providers whose tools the chat may use.
+type Preset struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id matches [A-Za-z0-9_.-]{1,96}.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// name is shown to people (default: id).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// model is the model id the chat uses unless the request names one.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// system_prompt is put first in the conversation.
+	SystemPrompt string `protobuf:"bytes,4,opt,name=system_prompt,proto3" json:"system_prompt,omitempty"`
+	// mcp_server_ids are 0-4 providers: registered server ids, or "lemonade" for the built-in tools.
+	McpServerIds []string `protobuf:"bytes,5,rep,name=mcp_server_ids,proto3" json:"mcp_server_ids,omitempty"`
+	// tools_enabled is the legacy flag, kept in step: true when "lemonade" is selected.
+	ToolsEnabled  bool `protobuf:"varint,6,opt,name=tools_enabled,proto3" json:"tools_enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Preset) Reset() {
+	*x = Preset{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Preset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Preset) ProtoMessage() {}
+
+func (x *Preset) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Preset.ProtoReflect.Descriptor instead.
+func (*Preset) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Preset) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Preset) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Preset) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Preset) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *Preset) GetMcpServerIds() []string {
+	if x != nil {
+		return x.McpServerIds
+	}
+	return nil
+}
+
+func (x *Preset) GetToolsEnabled() bool {
+	if x != nil {
+		return x.ToolsEnabled
+	}
+	return false
+}
+
+// ListPresetsRequest asks for every preset.
+type ListPresetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPresetsRequest) Reset() {
+	*x = ListPresetsRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPresetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPresetsRequest) ProtoMessage() {}
+
+func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
+func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+// ListPresetsResponse lists the presets.
+type ListPresetsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// presets are ordered by id.
+	Presets       []*Preset `protobuf:"bytes,1,rep,name=presets,proto3" json:"presets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPresetsResponse) Reset() {
+	*x = ListPresetsResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPresetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPresetsResponse) ProtoMessage() {}
+
+func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
+func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListPresetsResponse) GetPresets() []*Preset {
+	if x != nil {
+		return x.Presets
+	}
+	return nil
+}
+
+// GetPresetRequest names a preset.
+type GetPresetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the preset's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPresetRequest) Reset() {
+	*x = GetPresetRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPresetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPresetRequest) ProtoMessage() {}
+
+func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
+func (*GetPresetRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetPresetRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// GetPresetResponse carries one preset.
+type GetPresetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// preset is the preset asked for.
+	Preset        *Preset `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPresetResponse) Reset() {
+	*x = GetPresetResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPresetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPresetResponse) ProtoMessage() {}
+
+func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
+func (*GetPresetResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetPresetResponse) GetPreset() *Preset {
+	if x != nil {
+		return x.Preset
+	}
+	return nil
+}
+
+// UpsertPresetRequest carries a preset as JSON, bare or wrapped in {"preset":{...}}.
+type UpsertPresetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// body is the JSON object the client sent.
+	Body          *structpb.Struct `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertPresetRequest) Reset() {
+	*x = UpsertPresetRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertPresetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertPresetRequest) ProtoMessage() {}
+
+func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
+func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpsertPresetRequest) GetBody() *structpb.Struct {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+// UpsertPresetResponse returns the stored preset.
+type UpsertPresetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// preset is the preset as stored.
+	Preset        *Preset `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertPresetResponse) Reset() {
+	*x = UpsertPresetResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertPresetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertPresetResponse) ProtoMessage() {}
+
+func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
+func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *UpsertPresetResponse) GetPreset() *Preset {
+	if x != nil {
+		return x.Preset
+	}
+	return nil
+}
+
+// DeletePresetRequest names a preset to forget.
+type DeletePresetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the preset's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePresetRequest) Reset() {
+	*x = DeletePresetRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePresetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePresetRequest) ProtoMessage() {}
+
+func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
+func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DeletePresetRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// DeletePresetResponse confirms the removal.
+type DeletePresetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// removed is the id that was removed.
+	Removed       string `protobuf:"bytes,1,opt,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePresetResponse) Reset() {
+	*x = DeletePresetResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePresetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePresetResponse) ProtoMessage() {}
+
+func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
+func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeletePresetResponse) GetRemoved() string {
+	if x != nil {
+		return x.Removed
+	}
+	return ""
+}
+
 var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
@@ -1424,7 +1874,29 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04body\x18\x02 \x01(\v2\x14.google.api.HttpBodyR\x04body\"<\n" +
 	"\x10CallToolResponse\x12(\n" +
-	"\x04body\x18\x01 \x01(\v2\x14.google.api.HttpBodyR\x04body2\xf8\t\n" +
+	"\x04body\x18\x01 \x01(\v2\x14.google.api.HttpBodyR\x04body\"\xb6\x01\n" +
+	"\x06Preset\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12$\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tR\rsystem_prompt\x12&\n" +
+	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12$\n" +
+	"\rtools_enabled\x18\x06 \x01(\bR\rtools_enabled\"\x14\n" +
+	"\x12ListPresetsRequest\"K\n" +
+	"\x13ListPresetsResponse\x124\n" +
+	"\apresets\x18\x01 \x03(\v2\x1a.zest.mcpgateway.v1.PresetR\apresets\"\"\n" +
+	"\x10GetPresetRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
+	"\x11GetPresetResponse\x122\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"B\n" +
+	"\x13UpsertPresetRequest\x12+\n" +
+	"\x04body\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04body\"J\n" +
+	"\x14UpsertPresetResponse\x122\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"%\n" +
+	"\x13DeletePresetRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"0\n" +
+	"\x14DeletePresetResponse\x12\x18\n" +
+	"\aremoved\x18\x01 \x01(\tR\aremoved2\x86\x0e\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12\x86\x01\n" +
@@ -1434,7 +1906,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fDeleteServer\x12'.zest.mcpgateway.v1.DeleteServerRequest\x1a(.zest.mcpgateway.v1.DeleteServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/servers/{id}\x12\x90\x01\n" +
 	"\rConnectServer\x12(.zest.mcpgateway.v1.ConnectServerRequest\x1a).zest.mcpgateway.v1.ConnectServerResponse\"*\x82\xd3\xe4\x93\x02$\"\"/internal/mcp/servers/{id}/connect\x12\x9c\x01\n" +
 	"\x10DisconnectServer\x12+.zest.mcpgateway.v1.DisconnectServerRequest\x1a,.zest.mcpgateway.v1.DisconnectServerResponse\"-\x82\xd3\xe4\x93\x02'\"%/internal/mcp/servers/{id}/disconnect\x12\x93\x01\n" +
-	"\fRefreshTools\x12'.zest.mcpgateway.v1.RefreshToolsRequest\x1a(.zest.mcpgateway.v1.RefreshToolsResponse\"0\x82\xd3\xe4\x93\x02*\"(/internal/mcp/servers/{id}/refresh-tools\x12\x90\x01\n" +
+	"\fRefreshTools\x12'.zest.mcpgateway.v1.RefreshToolsRequest\x1a(.zest.mcpgateway.v1.RefreshToolsResponse\"0\x82\xd3\xe4\x93\x02*\"(/internal/mcp/servers/{id}/refresh-tools\x12}\n" +
+	"\vListPresets\x12&.zest.mcpgateway.v1.ListPresetsRequest\x1a'.zest.mcpgateway.v1.ListPresetsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/presets\x12|\n" +
+	"\tGetPreset\x12$.zest.mcpgateway.v1.GetPresetRequest\x1a%.zest.mcpgateway.v1.GetPresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/presets/{id}\x12\x86\x01\n" +
+	"\fUpsertPreset\x12'.zest.mcpgateway.v1.UpsertPresetRequest\x1a(.zest.mcpgateway.v1.UpsertPresetResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x04body\"\x15/internal/mcp/presets\x12\x85\x01\n" +
+	"\fDeletePreset\x12'.zest.mcpgateway.v1.DeletePresetRequest\x1a(.zest.mcpgateway.v1.DeletePresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/presets/{id}\x12\x90\x01\n" +
 	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"9\x82\xd3\xe4\x93\x023:\x04bodyb\x04body\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -1451,7 +1927,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*ServerConfig)(nil),             // 0: zest.mcpgateway.v1.ServerConfig
 	(*ToolEntry)(nil),                // 1: zest.mcpgateway.v1.ToolEntry
@@ -1474,54 +1950,75 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*RefreshToolsResponse)(nil),     // 18: zest.mcpgateway.v1.RefreshToolsResponse
 	(*CallToolRequest)(nil),          // 19: zest.mcpgateway.v1.CallToolRequest
 	(*CallToolResponse)(nil),         // 20: zest.mcpgateway.v1.CallToolResponse
-	nil,                              // 21: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 22: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 23: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),        // 24: google.api.HttpBody
+	(*Preset)(nil),                   // 21: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 22: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 23: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 24: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 25: zest.mcpgateway.v1.GetPresetResponse
+	(*UpsertPresetRequest)(nil),      // 26: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 27: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 28: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 29: zest.mcpgateway.v1.DeletePresetResponse
+	nil,                              // 30: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 31: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 32: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),        // 33: google.api.HttpBody
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	21, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	23, // 1: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	23, // 2: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	23, // 3: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	22, // 4: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	23, // 5: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	23, // 6: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	30, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	32, // 1: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	32, // 2: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	32, // 3: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	31, // 4: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	32, // 5: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	32, // 6: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	1,  // 7: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	2,  // 8: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	1,  // 9: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	23, // 10: zest.mcpgateway.v1.UpsertServerRequest.body:type_name -> google.protobuf.Struct
+	32, // 10: zest.mcpgateway.v1.UpsertServerRequest.body:type_name -> google.protobuf.Struct
 	0,  // 11: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	23, // 12: zest.mcpgateway.v1.TestServerRequest.body:type_name -> google.protobuf.Struct
+	32, // 12: zest.mcpgateway.v1.TestServerRequest.body:type_name -> google.protobuf.Struct
 	2,  // 13: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 14: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 15: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 16: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	24, // 17: zest.mcpgateway.v1.CallToolRequest.body:type_name -> google.api.HttpBody
-	24, // 18: zest.mcpgateway.v1.CallToolResponse.body:type_name -> google.api.HttpBody
-	3,  // 19: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	5,  // 20: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	7,  // 21: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	9,  // 22: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	11, // 23: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	13, // 24: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	15, // 25: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	17, // 26: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	19, // 27: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	4,  // 28: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	6,  // 29: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	8,  // 30: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	10, // 31: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	12, // 32: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	14, // 33: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	16, // 34: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	18, // 35: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	20, // 36: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	28, // [28:37] is the sub-list for method output_type
-	19, // [19:28] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	33, // 17: zest.mcpgateway.v1.CallToolRequest.body:type_name -> google.api.HttpBody
+	33, // 18: zest.mcpgateway.v1.CallToolResponse.body:type_name -> google.api.HttpBody
+	21, // 19: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	21, // 20: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	32, // 21: zest.mcpgateway.v1.UpsertPresetRequest.body:type_name -> google.protobuf.Struct
+	21, // 22: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	3,  // 23: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	5,  // 24: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	7,  // 25: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	9,  // 26: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	11, // 27: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	13, // 28: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	15, // 29: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	17, // 30: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	22, // 31: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	24, // 32: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	26, // 33: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	28, // 34: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	19, // 35: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	4,  // 36: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	6,  // 37: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	8,  // 38: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	10, // 39: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	12, // 40: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	14, // 41: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	16, // 42: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	18, // 43: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	23, // 44: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	25, // 45: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	27, // 46: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	29, // 47: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	20, // 48: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -1536,7 +2033,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

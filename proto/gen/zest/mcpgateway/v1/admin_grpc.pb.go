@@ -27,6 +27,10 @@ const (
 	AdminService_ConnectServer_FullMethodName    = "/zest.mcpgateway.v1.AdminService/ConnectServer"
 	AdminService_DisconnectServer_FullMethodName = "/zest.mcpgateway.v1.AdminService/DisconnectServer"
 	AdminService_RefreshTools_FullMethodName     = "/zest.mcpgateway.v1.AdminService/RefreshTools"
+	AdminService_ListPresets_FullMethodName      = "/zest.mcpgateway.v1.AdminService/ListPresets"
+	AdminService_GetPreset_FullMethodName        = "/zest.mcpgateway.v1.AdminService/GetPreset"
+	AdminService_UpsertPreset_FullMethodName     = "/zest.mcpgateway.v1.AdminService/UpsertPreset"
+	AdminService_DeletePreset_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DeletePreset"
 	AdminService_CallTool_FullMethodName         = "/zest.mcpgateway.v1.AdminService/CallTool"
 )
 
@@ -54,6 +58,14 @@ type AdminServiceClient interface {
 	DisconnectServer(ctx context.Context, in *DisconnectServerRequest, opts ...grpc.CallOption) (*DisconnectServerResponse, error)
 	// RefreshTools is called by POST /internal/mcp/servers/{id}/refresh-tools to list a server's tools again.
 	RefreshTools(ctx context.Context, in *RefreshToolsRequest, opts ...grpc.CallOption) (*RefreshToolsResponse, error)
+	// ListPresets is called by GET /internal/mcp/presets to show every chat preset.
+	ListPresets(ctx context.Context, in *ListPresetsRequest, opts ...grpc.CallOption) (*ListPresetsResponse, error)
+	// GetPreset is called by GET /internal/mcp/presets/{id} to show one preset.
+	GetPreset(ctx context.Context, in *GetPresetRequest, opts ...grpc.CallOption) (*GetPresetResponse, error)
+	// UpsertPreset is called by POST /internal/mcp/presets to add or replace a preset.
+	UpsertPreset(ctx context.Context, in *UpsertPresetRequest, opts ...grpc.CallOption) (*UpsertPresetResponse, error)
+	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
+	DeletePreset(ctx context.Context, in *DeletePresetRequest, opts ...grpc.CallOption) (*DeletePresetResponse, error)
 	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 }
@@ -146,6 +158,46 @@ func (c *adminServiceClient) RefreshTools(ctx context.Context, in *RefreshToolsR
 	return out, nil
 }
 
+func (c *adminServiceClient) ListPresets(ctx context.Context, in *ListPresetsRequest, opts ...grpc.CallOption) (*ListPresetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPresetsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListPresets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetPreset(ctx context.Context, in *GetPresetRequest, opts ...grpc.CallOption) (*GetPresetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPresetResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetPreset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpsertPreset(ctx context.Context, in *UpsertPresetRequest, opts ...grpc.CallOption) (*UpsertPresetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpsertPresetResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpsertPreset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeletePreset(ctx context.Context, in *DeletePresetRequest, opts ...grpc.CallOption) (*DeletePresetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletePresetResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeletePreset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CallToolResponse)
@@ -180,6 +232,14 @@ type AdminServiceServer interface {
 	DisconnectServer(context.Context, *DisconnectServerRequest) (*DisconnectServerResponse, error)
 	// RefreshTools is called by POST /internal/mcp/servers/{id}/refresh-tools to list a server's tools again.
 	RefreshTools(context.Context, *RefreshToolsRequest) (*RefreshToolsResponse, error)
+	// ListPresets is called by GET /internal/mcp/presets to show every chat preset.
+	ListPresets(context.Context, *ListPresetsRequest) (*ListPresetsResponse, error)
+	// GetPreset is called by GET /internal/mcp/presets/{id} to show one preset.
+	GetPreset(context.Context, *GetPresetRequest) (*GetPresetResponse, error)
+	// UpsertPreset is called by POST /internal/mcp/presets to add or replace a preset.
+	UpsertPreset(context.Context, *UpsertPresetRequest) (*UpsertPresetResponse, error)
+	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
+	DeletePreset(context.Context, *DeletePresetRequest) (*DeletePresetResponse, error)
 	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
@@ -215,6 +275,18 @@ func (UnimplementedAdminServiceServer) DisconnectServer(context.Context, *Discon
 }
 func (UnimplementedAdminServiceServer) RefreshTools(context.Context, *RefreshToolsRequest) (*RefreshToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshTools not implemented")
+}
+func (UnimplementedAdminServiceServer) ListPresets(context.Context, *ListPresetsRequest) (*ListPresetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPresets not implemented")
+}
+func (UnimplementedAdminServiceServer) GetPreset(context.Context, *GetPresetRequest) (*GetPresetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPreset not implemented")
+}
+func (UnimplementedAdminServiceServer) UpsertPreset(context.Context, *UpsertPresetRequest) (*UpsertPresetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpsertPreset not implemented")
+}
+func (UnimplementedAdminServiceServer) DeletePreset(context.Context, *DeletePresetRequest) (*DeletePresetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeletePreset not implemented")
 }
 func (UnimplementedAdminServiceServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
@@ -384,6 +456,78 @@ func _AdminService_RefreshTools_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListPresets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPresetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListPresets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListPresets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListPresets(ctx, req.(*ListPresetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetPreset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPresetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetPreset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetPreset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetPreset(ctx, req.(*GetPresetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpsertPreset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpsertPresetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpsertPreset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpsertPreset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpsertPreset(ctx, req.(*UpsertPresetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeletePreset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeletePresetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeletePreset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeletePreset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeletePreset(ctx, req.(*DeletePresetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_CallTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CallToolRequest)
 	if err := dec(in); err != nil {
@@ -440,6 +584,22 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RefreshTools",
 			Handler:    _AdminService_RefreshTools_Handler,
+		},
+		{
+			MethodName: "ListPresets",
+			Handler:    _AdminService_ListPresets_Handler,
+		},
+		{
+			MethodName: "GetPreset",
+			Handler:    _AdminService_GetPreset_Handler,
+		},
+		{
+			MethodName: "UpsertPreset",
+			Handler:    _AdminService_UpsertPreset_Handler,
+		},
+		{
+			MethodName: "DeletePreset",
+			Handler:    _AdminService_DeletePreset_Handler,
 		},
 		{
 			MethodName: "CallTool",

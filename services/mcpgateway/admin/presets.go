@@ -1,0 +1,54 @@
+package admin
+
+import (
+	"context"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+)
+
+// ListPresets lists every chat preset.
+func (s *Service) ListPresets(ctx context.Context, _ *mcpgatewayv1.ListPresetsRequest) (*mcpgatewayv1.ListPresetsResponse, error) {
+	ps, err := s.reg.ListPresets(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if ps == nil {
+		ps = []*mcpgatewayv1.Preset{}
+	}
+	return &mcpgatewayv1.ListPresetsResponse{Presets: ps}, nil
+}
+
+// GetPreset shows one preset.
+func (s *Service) GetPreset(ctx context.Context, req *mcpgatewayv1.GetPresetRequest) (*mcpgatewayv1.GetPresetResponse, error) {
+	p, err := s.reg.GetPreset(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &mcpgatewayv1.GetPresetResponse{Preset: p}, nil
+}
+
+// UpsertPreset validates and stores a preset (both the provider list and the legacy flag).
+func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPresetRequest) (*mcpgatewayv1.UpsertPresetResponse, error) {
+	s.upsertMu.Lock()
+	defer s.upsertMu.Unlock()
+	p, err := serverconfig.ParsePreset(req.GetBody(), func(id string) bool {
+		_, err := s.reg.GetPreset(ctx, id)
+		return err == nil
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.reg.PutPreset(ctx, p); err != nil {
+		return nil, toStatus(err)
+	}
+	return &mcpgatewayv1.UpsertPresetResponse{Preset: p}, nil
+}
+
+// DeletePreset forgets a preset.
+func (s *Service) DeletePreset(ctx context.Context, req *mcpgatewayv1.DeletePresetRequest) (*mcpgatewayv1.DeletePresetResponse, error) {
+	if err := s.reg.DeletePreset(ctx, req.GetId()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &mcpgatewayv1.DeletePresetResponse{Removed: req.GetId()}, nil
+}
