@@ -196,33 +196,16 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(b)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	sse := startSSE(w)
 	for ch := first; ; {
 		b, err := openaichat.Chunk(ch, req.IncludeUsage)
-		if err != nil {
-			return
-		}
-		if _, err := io.WriteString(w, "data: "+string(b)+"\n\n"); err != nil {
-			return // the client left; the deferred cancel of r.Context() ends the engine call
-		}
-		if flusher != nil {
-			flusher.Flush()
+		if err != nil || !sse.data(b) {
+			return // the client left: r.Context() is cancelled, which ends the engine call
 		}
 		if ch, err = stream.Recv(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
-				_, _ = io.WriteString(w, "data: "+string(msg)+"\n\n")
-			}
-			break
+			sse.end(err)
+			return
 		}
-	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
 	}
 }
 
@@ -243,30 +226,52 @@ func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
 		_, _ = w.Write(c)
 		return
 	}
+	sse := startSSE(w)
+	for it := first; ; {
+		if !sse.data(it.GetChunk()) {
+			return
+		}
+		if it, err = stream.Recv(); err != nil {
+			sse.end(err)
+			return
+		}
+	}
+}
+
+// sseWriter writes an OpenAI event stream: "data: {json}" events, then "data: [DONE]".
+type sseWriter struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+}
+
+func startSSE(w http.ResponseWriter) sseWriter {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	for it := first; ; {
-		if _, err := io.WriteString(w, "data: "+string(it.GetChunk())+"\n\n"); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		if it, err = stream.Recv(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
-				_, _ = io.WriteString(w, "data: "+string(msg)+"\n\n")
-			}
-			break
-		}
+	f, _ := w.(http.Flusher)
+	return sseWriter{w: w, flusher: f}
+}
+
+// data writes one event; false means the client is gone.
+func (s sseWriter) data(b []byte) bool {
+	if _, err := io.WriteString(s.w, "data: "+string(b)+"\n\n"); err != nil {
+		return false
 	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
+	if s.flusher != nil {
+		s.flusher.Flush()
 	}
+	return true
+}
+
+// end closes the stream after err from upstream (io.EOF: a normal end): an error event when
+// it failed mid-way, then [DONE].
+func (s sseWriter) end(err error) {
+	if !errors.Is(err, io.EOF) {
+		msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": status.Convert(err).Message(), "type": "api_error"}})
+		s.data(msg)
+	}
+	s.data([]byte("[DONE]"))
 }
 
 func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
