@@ -30,6 +30,19 @@ func (e *Engine) model(id string) (*Model, error) {
 // bound it waits for the least busy one. The caller closes the body and calls done.
 func (e *Engine) send(ctx context.Context, m *Model, build func(base string) (*http.Request, error)) (*http.Response, func(), error) {
 	var errs []error
+	// try sends on r (holding one of its slots): nil, nil means "try the next replica".
+	try := func(r *Replica) (*http.Response, error) {
+		resp, err := e.attempt(ctx, m, r, build)
+		if err == nil {
+			return resp, nil
+		}
+		r.release()
+		if !errors.Is(err, errConnection) {
+			return nil, err
+		}
+		errs = append(errs, err)
+		return nil, nil
+	}
 	cands := m.candidates()
 	tried := 0
 	for _, r := range cands {
@@ -37,30 +50,18 @@ func (e *Engine) send(ctx context.Context, m *Model, build func(base string) (*h
 			continue
 		}
 		tried++
-		resp, err := e.attempt(ctx, m, r, build)
-		if err == nil {
-			return resp, r.release, nil
+		if resp, err := try(r); resp != nil || err != nil {
+			return resp, r.release, err
 		}
-		r.release()
-		if !errors.Is(err, errConnection) {
-			return nil, nil, err
-		}
-		errs = append(errs, err)
 	}
-	if tried == 0 {
+	if tried == 0 { // every replica is at its bound: wait for the least busy one
 		r := cands[0]
 		if err := r.acquire(ctx); err != nil {
 			return nil, nil, fmt.Errorf("%w: %q: %w", ErrNoReplica, m.Cfg.ID, err)
 		}
-		resp, err := e.attempt(ctx, m, r, build)
-		if err == nil {
-			return resp, r.release, nil
+		if resp, err := try(r); resp != nil || err != nil {
+			return resp, r.release, err
 		}
-		r.release()
-		if !errors.Is(err, errConnection) {
-			return nil, nil, err
-		}
-		errs = append(errs, err)
 	}
 	return nil, nil, fmt.Errorf("%w: %q: %w", ErrNoReplica, m.Cfg.ID, errors.Join(errs...))
 }
