@@ -3,7 +3,6 @@ package serverconfig
 import (
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -43,40 +42,9 @@ func SanitizeProviders(ids []string) []string {
 // flag is migrated (true → ["lemonade"], false → []) when mcp_server_ids is absent, and both
 // fields are kept in step.
 func ParsePreset(body *structpb.Struct, taken func(string) bool) (*mcpgatewayv1.Preset, error) {
-	fields := body.GetFields()
-	if w, ok := fields["preset"]; ok {
-		if len(fields) != 1 {
-			return nil, invalid(`send the preset bare or wrapped as {"preset":{…}}, not both`)
-		}
-		if fields = w.GetStructValue().GetFields(); fields == nil {
-			return nil, invalid("preset must be an object")
-		}
-	}
-	if len(fields) == 0 {
-		return nil, invalid(`the body is empty: send a preset such as {"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`)
-	}
-	f := make(map[string]*structpb.Value, len(fields))
-	for k, v := range fields {
-		f[k] = v
-	}
-	for snake, camel := range presetAliases {
-		if v, ok := f[camel]; ok {
-			if _, both := f[snake]; both {
-				return nil, invalid("%s and %s are the same field: send one of them", snake, camel)
-			}
-			f[snake] = v
-			delete(f, camel)
-		}
-	}
-	var unknown []string
-	for k := range f {
-		if !slices.Contains(presetFields, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, invalid("unknown field %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(presetFields, ", "))
+	f, err := fold(body, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetAliases, presetFields, nil)
+	if err != nil {
+		return nil, err
 	}
 	r := reader{f: f}
 	p := &mcpgatewayv1.Preset{Id: r.str("id"), Name: r.str("name"), Model: r.str("model"), SystemPrompt: r.str("system_prompt")}

@@ -61,45 +61,10 @@ func invalid(format string, a ...any) error {
 // Parse reads a config from body. taken reports whether an id is already used, for deriving
 // a missing id; it is not consulted when the body names an id.
 func Parse(body *structpb.Struct, taken func(id string) bool) (*mcpgatewayv1.ServerConfig, error) {
-	fields := body.GetFields()
-	if w, ok := fields["server"]; ok {
-		if len(fields) != 1 {
-			return nil, invalid(`send the config bare or wrapped as {"server":{…}}, not both`)
-		}
-		inner := w.GetStructValue()
-		if inner == nil {
-			return nil, invalid("server must be an object")
-		}
-		fields = inner.GetFields()
+	f, err := fold(body, "server", `{"id":"echo","command":"node","args":["server.js"]}`, aliases, known, stateFields)
+	if err != nil {
+		return nil, err
 	}
-	if len(fields) == 0 {
-		return nil, invalid(`the body is empty: send a server config such as {"id":"echo","command":"node","args":["server.js"]}`)
-	}
-	// Fold camelCase aliases into snake_case, refusing both spellings at once.
-	f := make(map[string]*structpb.Value, len(fields))
-	for k, v := range fields {
-		f[k] = v
-	}
-	for snake, camel := range aliases {
-		if v, ok := f[camel]; ok {
-			if _, both := f[snake]; both {
-				return nil, invalid("%s and %s are the same field: send one of them", snake, camel)
-			}
-			f[snake] = v
-			delete(f, camel)
-		}
-	}
-	var unknown []string
-	for k := range f {
-		if !slices.Contains(known, k) && !slices.Contains(stateFields, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, invalid("unknown field %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
-	}
-
 	r := reader{f: f}
 	cfg := &mcpgatewayv1.ServerConfig{
 		Id: r.str("id"), Name: r.str("name"), Transport: r.str("transport"), Command: r.str("command"),
@@ -143,6 +108,47 @@ func Parse(body *structpb.Struct, taken func(id string) bool) (*mcpgatewayv1.Ser
 		cfg.Name = cfg.GetId()
 	}
 	return cfg, nil
+}
+
+// fold reads an admin body: bare or wrapped as {"<wrapper>":{…}}, camelCase aliases folded
+// into snake_case (both spellings refused), fields outside known (and ignored) refused.
+func fold(body *structpb.Struct, wrapper, example string, aliases map[string]string, known, ignored []string) (map[string]*structpb.Value, error) {
+	fields := body.GetFields()
+	if w, ok := fields[wrapper]; ok {
+		if len(fields) != 1 {
+			return nil, invalid(`send the %s bare or wrapped as {"%s":{…}}, not both`, wrapper, wrapper)
+		}
+		if fields = w.GetStructValue().GetFields(); fields == nil {
+			return nil, invalid("%s must be an object", wrapper)
+		}
+	}
+	if len(fields) == 0 {
+		return nil, invalid("the body is empty: send a %s such as %s", wrapper, example)
+	}
+	f := make(map[string]*structpb.Value, len(fields))
+	for k, v := range fields {
+		f[k] = v
+	}
+	for snake, camel := range aliases {
+		if v, ok := f[camel]; ok {
+			if _, both := f[snake]; both {
+				return nil, invalid("%s and %s are the same field: send one of them", snake, camel)
+			}
+			f[snake] = v
+			delete(f, camel)
+		}
+	}
+	var unknown []string
+	for k := range f {
+		if !slices.Contains(known, k) && !slices.Contains(ignored, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, invalid("unknown field %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return f, nil
 }
 
 func checkTransportFields(cfg *mcpgatewayv1.ServerConfig, f map[string]*structpb.Value) error {
