@@ -3,9 +3,11 @@ package grpcdial
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -16,6 +18,12 @@ func Dial(addr, key string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	all := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(keyauth.Bearer(key)),
+		// Services restart in about a second: reconnect within that, not after gRPC's
+		// default 1 s → 120 s backoff has grown.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		}),
 	}, opts...)
 	cc, err := grpc.NewClient("passthrough:///"+addr, all...)
 	if err != nil {

@@ -6,6 +6,7 @@ package toolhostpipe
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/zestmcp/zest/lib/muxstream"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
@@ -38,9 +39,21 @@ func New(client toolhostv1.ToolHostServiceClient) *Pipe {
 // notifications (dropped, never blocking, when it falls 16 behind). Errors are gRPC
 // statuses, as Call's would be.
 func (p *Pipe) Call(ctx context.Context, req *toolhostv1.CallRequest, onProgress func([]byte)) (*toolhostv1.CallResponse, error) {
-	id, ch, err := p.mux.Call(func(id uint64) *toolhostv1.PipeRequest {
+	build := func(id uint64) *toolhostv1.PipeRequest {
 		return &toolhostv1.PipeRequest{CallId: id, Call: req, Progress: onProgress != nil}
-	}, 16)
+	}
+	id, ch, err := p.mux.Call(build, 16)
+	// The stream could not be opened (the tool host is restarting, or the connection is in
+	// its reconnect backoff): the request was not sent, so it is safe to try again while the
+	// caller's context allows.
+	for wait := 50 * time.Millisecond; err != nil && !errors.Is(err, muxstream.ErrClosed); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return nil, status.Error(codes.Unavailable, "tool host pipe: "+status.Convert(err).Message())
+		case <-time.After(wait):
+		}
+		id, ch, err = p.mux.Call(build, 16)
+	}
 	if err != nil {
 		if errors.Is(err, muxstream.ErrClosed) {
 			return nil, status.Error(codes.Canceled, "pipe closed")

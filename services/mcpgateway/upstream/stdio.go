@@ -10,6 +10,7 @@ import (
 	"github.com/zestmcp/zest/lib/toolhostpipe"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -41,7 +42,7 @@ func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv
 
 // start asks the tool host for the child (idempotent) and records the handshake.
 func (s *stdioSession) start(ctx context.Context) error {
-	r, err := s.th.EnsureStarted(ctx, &toolhostv1.EnsureStartedRequest{Spec: s.spec})
+	r, err := s.th.EnsureStarted(ctx, &toolhostv1.EnsureStartedRequest{Spec: s.spec}, grpc.WaitForReady(true))
 	if err != nil {
 		return upstreamErr(s.spec.GetId(), err)
 	}
@@ -68,7 +69,7 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 	var r *toolhostv1.ListToolsResponse
 	err := s.retryOnLost(ctx, func() error {
 		var err error
-		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()})
+		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()}, grpc.WaitForReady(true))
 		return err
 	})
 	if err != nil {
