@@ -1,0 +1,141 @@
+package openaiengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"github.com/zestmcp/zest/services/inference/modelfile"
+)
+
+// fakeEngine is an OpenAI-compatible server: /models lists "up", /chat/completions streams.
+func fakeEngine(t *testing.T, seen chan<- string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[{"id":"up"}]}`)
+		case "/v1/chat/completions":
+			b, _ := io.ReadAll(r.Body)
+			if seen != nil {
+				seen <- string(b)
+			}
+			if strings.Contains(string(b), `"bad"`) {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"error":{"message":"model bad is unknown"}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, c := range []string{
+				`{"id":"c1","created":7,"choices":[{"delta":{"role":"assistant"}}]}`,
+				`{"id":"c1","created":7,"choices":[{"delta":{"content":"hi "}}]}`,
+				`{"id":"c1","created":7,"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+			} {
+				fmt.Fprintf(w, "data: %s\n\n", c)
+				w.(http.Flusher).Flush()
+			}
+			io.WriteString(w, "data: [DONE]\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func deadURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1"
+}
+
+func engine(t *testing.T, upstream string, urls ...string) *Engine {
+	t.Helper()
+	f := &modelfile.File{HealthInterval: time.Hour, Models: []modelfile.Model{{ID: "m", Engine: "openai", Type: "llm",
+		UpstreamModel: upstream, BaseURLs: urls, MaxConcurrency: 2, Timeout: 5 * time.Second}}}
+	e, err := New(f, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestChatRelaysChunksAndFailsOver(t *testing.T) {
+	seen := make(chan string, 4)
+	good := fakeEngine(t, seen)
+	e := engine(t, "up", deadURL(t), good.URL+"/v1") // the first replica is dead
+	var got []*inferencev1.ChatResponse
+	err := e.Chat(t.Context(), &inferencev1.ChatRequest{Model: "m", Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "x"}}},
+		func(c *inferencev1.ChatResponse) error { got = append(got, c); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1].GetDelta().GetContent() != "hi " || got[2].GetFinishReason() != "tool_calls" ||
+		got[2].GetDelta().GetToolCalls()[0].GetFunction().GetName() != "f" || got[2].GetUsage().GetTotalTokens() != 5 || got[0].GetModel() != "m" {
+		t.Fatalf("chunks %v", got)
+	}
+	body := <-seen
+	if !strings.Contains(body, `"model":"up"`) || !strings.Contains(body, `"stream":true`) {
+		t.Fatalf("request to the engine: %s", body)
+	}
+	h := e.Health()
+	if h[0].Healthy || h[0].LastError == "" || !h[1].Healthy {
+		t.Fatalf("health after failover: %+v", h)
+	}
+	e.probeAll(t.Context())
+	if ms := e.Models(); ms[0].GetState() != inferencev1.ModelState_MODEL_STATE_LOADED {
+		t.Fatalf("state %v", ms[0].GetState())
+	}
+}
+
+func TestEngineErrorsAreMapped(t *testing.T) {
+	good := fakeEngine(t, nil)
+	e := engine(t, "bad", good.URL+"/v1")
+	err := e.Chat(t.Context(), &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
+	if !errors.Is(err, ErrUpstreamRequest) || !strings.Contains(err.Error(), "model bad is unknown") {
+		t.Fatalf("4xx: %v", err)
+	}
+	e = engine(t, "up", deadURL(t))
+	err = e.Chat(t.Context(), &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
+	if !errors.Is(err, ErrNoReplica) {
+		t.Fatalf("no replica: %v", err)
+	}
+	if ms := e.Models(); ms[0].GetState() != inferencev1.ModelState_MODEL_STATE_SUGGESTED {
+		t.Fatalf("a model with no reachable replica should not read as usable: %v", ms[0].GetState())
+	}
+}
+
+func TestPerReplicaBoundWaitsWithinTheDeadline(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer slow.Close()
+	defer close(release)
+	e := engine(t, "up", slow.URL+"/v1") // two slots
+	for range 2 {
+		go e.Chat(context.Background(), &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for e.Health()[0].InFlight != 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := e.Chat(ctx, &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
+	if !errors.Is(err, ErrNoReplica) || !strings.Contains(err.Error(), "all 2 request slots busy") {
+		t.Fatalf("third request: %v", err)
+	}
+}
