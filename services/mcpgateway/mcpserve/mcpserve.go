@@ -238,15 +238,7 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	}
 	if env.Method != "tools/call" {
 		// Only tool handlers send notifications: everything else is answered in place.
-		resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
-		if resp == nil {
-			return nil, nil
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-		return b, nil
+		return encode(h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -285,6 +277,11 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	if sendErr != nil {
 		return nil, sendErr
 	}
+	return encode(resp)
+}
+
+// encode renders mcp-go's answer (nil for a notification or a client's response).
+func encode(resp mcp.JSONRPCMessage) ([]byte, error) {
 	if resp == nil {
 		return nil, nil
 	}
