@@ -125,7 +125,10 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 }
 
 func startToolhostProcess(bin string) (*exec.Cmd, string, error) {
-	addr := "127.0.0.1:" + strconv.Itoa(20000+os.Getpid()%20000)
+	addr, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench

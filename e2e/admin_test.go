@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -309,5 +308,3 @@ func TestToolhostRestartIsRecovered(t *testing.T) {
 	}
 	t.Logf("first call answered %v after the kill", time.Since(began))
 }
-
-var _ = fmt.Sprint

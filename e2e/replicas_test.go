@@ -79,7 +79,7 @@ func TestOneSessionAcrossReplicas(t *testing.T) {
 	}
 	for _, u := range urls {
 		waitFor(t, 15*time.Second, func() error {
-			_, err := httpGetOK(u + "/api/v1/health")
+			_, err := getOK(u + "/api/v1/health")
 			return err
 		})
 	}
@@ -103,15 +103,11 @@ func TestOneSessionAcrossReplicas(t *testing.T) {
 	gateways[0].start()
 	for _, u := range urls {
 		waitFor(t, 15*time.Second, func() error {
-			_, err := httpGetOK(u + "/api/v1/health")
+			_, err := getOK(u + "/api/v1/health")
 			return err
 		})
 	}
 	for i := range 6 {
 		callVia(urls[i%2])
 	}
-}
-
-func httpGetOK(url string) ([]byte, error) { // health of an edge without a key
-	return getOK(url)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
@@ -174,7 +175,4 @@ func humanBytes(n int64) string {
 	return itoa(n) + " bytes"
 }
 
-func itoa(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -2,6 +2,7 @@ package toolchat
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/zestmcp/zest/lib/openaichat"
@@ -23,10 +24,8 @@ type emitter struct {
 
 // capNote is the text of a chat stopped by the round cap.
 func (e *emitter) capNote() string {
-	return "[Zest stopped the tool loop: the model was still calling tools after " + itoa(e.maxRounds) + " rounds (ZEST_CHAT_MAX_ROUNDS)]"
+	return "[Zest stopped the tool loop: the model was still calling tools after " + strconv.Itoa(e.maxRounds) + " rounds (ZEST_CHAT_MAX_ROUNDS)]"
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func (e *emitter) send(r *mcpgatewayv1.ChatResponse) {
 	if e.err == nil {
