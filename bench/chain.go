@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -21,6 +24,7 @@ type suite struct {
 	mcpgatewayAddr string
 	procs          []*exec.Cmd
 	pids           map[string]int
+	profiles       map[string]string // process name → pprof address, with ZEST_BENCH_PROFILE
 }
 
 func freePort() (string, error) {
@@ -48,10 +52,18 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, extraEnv...)
-	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], mcpgatewayAddr: addrs["ZEST_MCPGATEWAY_ADDR"], pids: map[string]int{}}
+	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], mcpgatewayAddr: addrs["ZEST_MCPGATEWAY_ADDR"], pids: map[string]int{}, profiles: map[string]string{}}
 	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
 		cmd := exec.Command(filepath.Join(binDir, name))
 		cmd.Env = env
+		if os.Getenv("ZEST_BENCH_PROFILE") != "" {
+			addr, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			s.profiles[name] = addr
+			cmd.Env = append(env[:len(env):len(env)], "ZEST_PPROF_ADDR="+addr)
+		}
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 		if err := cmd.Start(); err != nil {
@@ -122,7 +134,7 @@ func post(url, auth, body string) ([]byte, error) {
 // mcpgateway → tool host → child.
 func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	const key = "bench-admin-key"
-	s, err := startSuite(binDir, "LEMONADE_ADMIN_API_KEY="+key)
+	s, err := startSuite(binDir, append([]string{"LEMONADE_ADMIN_API_KEY=" + key}, strings.Fields(os.Getenv("ZEST_BENCH_ENV"))...)...)
 	if err != nil {
 		return err
 	}
@@ -135,15 +147,20 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	if _, err := post(s.url+"/internal/mcp/servers/everything/connect", key, ""); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	callURL := s.url + "/internal/mcp/servers/everything/tools/call"
-	body := `{"name":"echo","arguments":{"message":"bench"}}`
+	lc, err := newLoadClient(s.url+"/internal/mcp/servers/everything/tools/call",
+		http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + key}},
+		`{"name":"echo","arguments":{"message":"bench"}}`)
+	if err != nil {
+		return err
+	}
+	defer lc.close()
 	call := func() error {
-		b, err := post(callURL, key, body)
+		code, b, err := lc.do()
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains(b, []byte("Echo: bench")) {
-			return errors.New("unexpected answer")
+		if code != 200 || !bytes.Contains(b, []byte(`"text":"Echo: bench"`)) {
+			return statusError(code, b)
 		}
 		return nil
 	}
@@ -154,14 +171,9 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println("| concurrency | calls/s | p50 | p99 | errors | RSS edge / mcpgateway / toolhost |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, conc := range []int{1, 8, 64} {
-		before := cpuTimes(s.pids)
-		r := run(conc, warm, dur, call)
-		if os.Getenv("ZEST_BENCH_CPU") != "" {
-			after := cpuTimes(s.pids)
-			for name, t := range after {
-				fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, float64(t-before[name])/float64(r.calls)*1e6/100)
-			}
-		}
+		obs := &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("chain-c%d", conc)}
+		r := runObserved(conc, warm, dur, call, obs)
+		obs.report(conc, r.calls)
 		e, _ := rssKB(s.pids["zest-gateway"])
 		m, _ := rssKB(s.pids["zest-mcpgateway"])
 		t, _ := rssKB(s.pids["zest-toolhost"])
@@ -202,4 +214,89 @@ func ticks(pid int) int64 {
 	fmt.Sscan(f[11], &u)
 	fmt.Sscan(f[12], &st)
 	return u + st
+}
+
+// cpuObserver measures the CPU time each process spends in the measured window
+// (ZEST_BENCH_CPU=1) and, with ZEST_BENCH_PROFILE=DIR, takes a CPU profile of every Go
+// process over that window into DIR/<label>-<process>.prof.
+type cpuObserver struct {
+	pids     map[string]int
+	profiles map[string]string // process name → pprof address
+	label    string
+	before   map[string]int64
+	after    map[string]int64
+	stopProf func()
+}
+
+func (o *cpuObserver) begin() {
+	if dir := os.Getenv("ZEST_BENCH_PROFILE"); dir != "" && len(o.profiles) > 0 {
+		o.stopProf = startProfiles(dir, o.label, o.profiles)
+	}
+	o.before = cpuTimes(o.pids)
+}
+
+func (o *cpuObserver) end() {
+	o.after = cpuTimes(o.pids)
+	if o.stopProf != nil {
+		o.stopProf()
+	}
+}
+
+func (o *cpuObserver) report(conc, calls int) {
+	if os.Getenv("ZEST_BENCH_CPU") == "" || calls == 0 || o.after == nil {
+		return
+	}
+	names := make([]string, 0, len(o.after))
+	for name := range o.after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	total := 0.0
+	for _, name := range names {
+		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
+		total += us
+		fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, us)
+	}
+	fmt.Fprintf(os.Stderr, "  c=%d all: %.0f µs CPU per call\n", conc, total)
+}
+
+// startProfiles starts a CPU profile of this process and asks every service's profiler for one;
+// the returned func stops them and waits until all are written.
+func startProfiles(dir, label string, addrs map[string]string) func() {
+	os.MkdirAll(dir, 0o755)
+	f, err := os.Create(filepath.Join(dir, label+"-bench.prof"))
+	if err == nil {
+		pprof.StartCPUProfile(f)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for name, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The server profiles until its seconds pass or the request is cancelled; cancelling
+			// loses the profile, so ask for a window that ends with ours and wait for it.
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/debug/pprof/profile?seconds=3", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			out, err := os.Create(filepath.Join(dir, label+"-"+name+".prof"))
+			if err != nil {
+				return
+			}
+			defer out.Close()
+			io.Copy(out, resp.Body)
+		}()
+	}
+	return func() {
+		if f != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+		wg.Wait()
+		cancel()
+	}
 }

@@ -54,6 +54,17 @@ func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
 
 // run calls f from conc goroutines for warm+dur and measures the calls that start after warm.
 func run(conc int, warm, dur time.Duration, f func() error) result {
+	return runObserved(conc, warm, dur, f, nil)
+}
+
+// observer is told when the measured window opens and closes, so that CPU time and profiles
+// cover exactly the calls counted.
+type observer interface {
+	begin()
+	end()
+}
+
+func runObserved(conc int, warm, dur time.Duration, f func() error, obs observer) result {
 	type sample struct {
 		lat []time.Duration
 		err int
@@ -82,6 +93,12 @@ func run(conc int, warm, dur time.Duration, f func() error) result {
 			}
 			out <- s
 		}()
+	}
+	if obs != nil {
+		time.Sleep(time.Until(measureFrom))
+		obs.begin()
+		time.Sleep(time.Until(end))
+		obs.end()
 	}
 	var all []time.Duration
 	errs := 0

@@ -67,6 +67,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 			adminError(w, r, err, cfg.MaxAdminBodyBytes)
 		}),
 		runtime.WithRoutingErrorHandler(adminRoutingError),
+		// Forward no request header as gRPC metadata but Authorization (grpc-gateway always
+		// passes that one, and mcpgateway checks it): the services read nothing else, and
+		// every forwarded header is encoded by the edge and decoded by mcpgateway on every
+		// call.
+		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 	)
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
 		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {

@@ -56,8 +56,10 @@ type Config struct {
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
 	d := supervisor.DefaultConfig()
+	common := service.DefaultCommon()
+	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
 	return Config{
-		Common: service.DefaultCommon(), Addr: "127.0.0.1:13312",
+		Common: common, Addr: "127.0.0.1:13312",
 		MaxLineBytes: d.MaxLineBytes, StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
 		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil),

@@ -1,0 +1,45 @@
+package service
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+)
+
+func TestTuneGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	old, had := os.LookupEnv("GOGC")
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("GOGC", old)
+		} else {
+			os.Unsetenv("GOGC")
+		}
+	})
+
+	os.Unsetenv("GOGC")
+	tuneGC(GCPercent)
+	if got := debug.SetGCPercent(100); got != GCPercent {
+		t.Fatalf("without GOGC: GC percent %d, want %d", got, GCPercent)
+	}
+
+	os.Setenv("GOGC", "100") // the operator's choice wins
+	debug.SetGCPercent(100)
+	tuneGC(GCPercent)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("with GOGC=100: GC percent %d, want 100", got)
+	}
+}
+
+func TestTuneGCZeroKeepsDefault(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	if _, set := os.LookupEnv("GOGC"); set {
+		t.Skip("GOGC is set")
+	}
+	tuneGC(0)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("tuneGC(0): GC percent %d, want 100", got)
+	}
+}
