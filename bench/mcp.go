@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ import (
 // the same Exchange sent straight to mcpgateway over gRPC (the edge hop's cost), and the
 // memory of 10,000 idle sessions.
 func benchMCP(binDir, _ string, warm, dur time.Duration) error {
-	s, err := startSuite(binDir)
+	s, err := startSuite(binDir, strings.Fields(os.Getenv("ZEST_BENCH_ENV"))...)
 	if err != nil {
 		return err
 	}
@@ -28,23 +29,26 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
+	var clients []*loadClient
+	defer func() {
+		for _, lc := range clients {
+			lc.close()
+		}
+	}()
 	post := func(body string) func() error {
+		lc, err := newLoadClient(s.url+"/mcp", http.Header{"Content-Type": {"application/json"},
+			"Accept": {"application/json, text/event-stream"}, "Mcp-Session-Id": {session}}, body)
+		if err != nil {
+			panic(err) // the URL is ours
+		}
+		clients = append(clients, lc)
 		return func() error {
-			req, _ := http.NewRequest("POST", s.url+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", session)
-			resp, err := httpClient.Do(req)
+			code, b, err := lc.do()
 			if err != nil {
 				return err
 			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return err
-			}
-			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"result"`)) {
-				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			if code != 200 || !bytes.Contains(b, []byte(`"result"`)) {
+				return statusError(code, b)
 			}
 			return nil
 		}
@@ -83,7 +87,9 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, rq := range []struct{ name, body string }{{"tools/list", list}, {"tools/call lemonade_list_models", call}} {
 		for _, conc := range []int{1, 8, 64} {
-			e := run(conc, warm, dur, post(rq.body))
+			obs := &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("mcp-%s-c%d", strings.Fields(rq.name)[0][6:], conc)}
+			e := runObserved(conc, warm, dur, post(rq.body), obs)
+			obs.report(conc, e.calls)
 			d := run(conc, warm, dur, direct(rq.body))
 			fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | %d/%d |\n", rq.name, conc, e.rate(), ms(e.p50), ms(e.p99),
 				d.rate(), ms(d.p50), ms(e.p50-d.p50), e.errors, d.errors)

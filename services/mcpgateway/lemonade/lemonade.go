@@ -99,9 +99,14 @@ func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			Engine: m.GetEngine(), Labels: m.GetLabels(), Description: m.GetDescription(),
 		})
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
+	// One compact encoding serves as the text and as the structured content (the list is
+	// encoded once, and mcp-go splices the raw bytes in).
+	b, err := json.Marshal(out)
+	if err != nil {
+		return toolError("list models", err), nil
+	}
 	res := mcp.NewToolResultText(string(b))
-	res.StructuredContent = out
+	res.RawStructuredContent = b
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,14 +42,24 @@ type Codec struct {
 	key      []byte
 	lifetime time.Duration
 	now      func() time.Time
+
+	// verified remembers the claims of ids whose signature checked out, so that a session's
+	// every request does not pay for the HMAC, two base64 decodings and a JSON decoding
+	// (~5% of the CPU of a small tools/call). Bounded: emptied when it reaches
+	// verifiedCap entries. Expiry is checked on every Parse, cached or not.
+	mu       sync.Mutex
+	verified map[string]Claims
 }
+
+// verifiedCap bounds the cache of verified ids (~200 bytes an entry).
+const verifiedCap = 4096
 
 // NewCodec returns a codec; key must be at least 32 bytes.
 func NewCodec(key []byte, lifetime time.Duration) (*Codec, error) {
 	if len(key) < 32 {
 		return nil, fmt.Errorf("session key has %d bytes, want at least 32", len(key))
 	}
-	return &Codec{key: key, lifetime: lifetime, now: time.Now}, nil
+	return &Codec{key: key, lifetime: lifetime, now: time.Now, verified: map[string]Claims{}}, nil
 }
 
 var enc = base64.RawURLEncoding
@@ -69,6 +80,29 @@ func (c *Codec) Issue(protocolVersion string) (string, error) {
 
 // Parse checks id and returns its claims.
 func (c *Codec) Parse(id string) (Claims, error) {
+	c.mu.Lock()
+	cl, hit := c.verified[id]
+	c.mu.Unlock()
+	if !hit {
+		var err error
+		if cl, err = c.verify(id); err != nil {
+			return Claims{}, err
+		}
+		c.mu.Lock()
+		if len(c.verified) >= verifiedCap {
+			clear(c.verified)
+		}
+		c.verified[id] = cl
+		c.mu.Unlock()
+	}
+	if c.lifetime > 0 && c.now().Sub(time.Unix(cl.IssuedAt, 0)) > c.lifetime {
+		return Claims{}, ErrExpired
+	}
+	return cl, nil
+}
+
+// verify checks id's signature and decodes its claims.
+func (c *Codec) verify(id string) (Claims, error) {
 	body, sig, ok := strings.Cut(id, ".")
 	if !ok {
 		return Claims{}, ErrInvalid
@@ -84,9 +118,6 @@ func (c *Codec) Parse(id string) (Claims, error) {
 	var cl Claims
 	if err := json.Unmarshal(raw, &cl); err != nil {
 		return Claims{}, ErrInvalid
-	}
-	if c.lifetime > 0 && c.now().Sub(time.Unix(cl.IssuedAt, 0)) > c.lifetime {
-		return Claims{}, ErrExpired
 	}
 	return cl, nil
 }

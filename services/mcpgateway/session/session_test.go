@@ -68,3 +68,27 @@ func TestLoadOrCreateKeyPersists(t *testing.T) {
 		t.Fatalf("mode %v", st.Mode().Perm())
 	}
 }
+
+// The cache of verified ids stays bounded, and ids keep parsing after it is emptied.
+func TestVerifiedCacheIsBounded(t *testing.T) {
+	c, _ := NewCodec(bytes.Repeat([]byte{7}, 32), time.Hour)
+	var first string
+	for i := range verifiedCap + 10 {
+		id, err := c.Issue("2025-11-25")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = id
+		}
+		if _, err := c.Parse(id); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(c.verified); n > verifiedCap {
+			t.Fatalf("%d cached ids, cap %d", n, verifiedCap)
+		}
+	}
+	if _, err := c.Parse(first); err != nil {
+		t.Fatalf("an id dropped from the cache: %v", err)
+	}
+}
