@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/zestmcp/zest/gateway/edgepipe"
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
@@ -37,6 +38,7 @@ type Edge struct {
 	conns   []*grpc.ClientConn
 	backend map[string]*grpc.ClientConn // service name → connection, for health
 	infer   inferencev1.InferenceServiceClient
+	pipe    *edgepipe.Pipe
 	handler http.Handler
 }
 
@@ -73,8 +75,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// call.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 	)
+	// Tool calls and /mcp exchanges, the per-request hot paths, share one multiplexed stream
+	// to mcpgateway; the other admin routes stay unary RPCs.
+	e.pipe = edgepipe.New(mcpgatewayv1.NewPipeServiceClient(e.backend["mcpgateway"]))
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
-		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
+		edgepipe.Admin(mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), e.pipe)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
@@ -91,7 +96,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
+	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: edgepipe.MCP(mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), e.pipe), Log: log, KeepAlive: cfg.SSEKeepAlive}))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
@@ -145,6 +150,9 @@ func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
 // Close releases the client connections.
 func (e *Edge) Close() error {
 	var errs []error
+	if e.pipe != nil {
+		e.pipe.Close()
+	}
 	for _, cc := range e.conns {
 		errs = append(errs, cc.Close())
 	}

@@ -98,6 +98,9 @@ type Guard struct {
 	Keys Keys
 	// Admin reports whether a full method name ("/pkg.Service/Method") is an admin method.
 	Admin func(fullMethod string) bool
+	// PerCall reports whether a method carries calls that each bring their own key and are
+	// checked one by one with Authorize (a multiplexing pipe): opening it needs no key.
+	PerCall func(fullMethod string) bool
 }
 
 // exempt methods answer without a key: health probes and reflection.
@@ -106,17 +109,25 @@ func exempt(fullMethod string) bool {
 }
 
 func (g Guard) check(ctx context.Context, fullMethod string) error {
-	if exempt(fullMethod) {
+	if exempt(fullMethod) || (g.PerCall != nil && g.PerCall(fullMethod)) {
 		return nil
 	}
-	token := ""
+	authorization := ""
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get("authorization"); len(v) > 0 {
-			token = BearerToken(v[0])
+			authorization = v[0]
 		}
 	}
+	return g.Authorize(authorization, g.Admin != nil && g.Admin(fullMethod))
+}
+
+// Authorize checks an Authorization value ("Bearer <key>") for an admin or a plain call and
+// returns the gRPC status the call fails with: PermissionDenied when administration has no key
+// configured, Unauthenticated for a missing or wrong key.
+func (g Guard) Authorize(authorization string, admin bool) error {
+	token := BearerToken(authorization)
 	var err error
-	if g.Admin != nil && g.Admin(fullMethod) {
+	if admin {
 		err = g.Keys.CheckAdmin(token)
 	} else {
 		err = g.Keys.CheckAPI(token)

@@ -78,7 +78,7 @@ type envelope struct {
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
 // exchangeStream is where the items of one exchange go: an Exchange stream, or one call of
-// an ExchangePipe.
+// PipeService.Pipe.
 type exchangeStream interface {
 	Send(*mcpgatewayv1.ExchangeResponse) error
 	Context() context.Context
@@ -88,6 +88,19 @@ type exchangeStream interface {
 func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv1.McpService_ExchangeServer) error {
 	return h.exchange(req, stream)
 }
+
+// ExchangeTo answers one POST body arriving on a pipe: the items go to send.
+func (h *Handler) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error {
+	return h.exchange(req, funcStream{ctx: ctx, send: send})
+}
+
+type funcStream struct {
+	ctx  context.Context
+	send func(*mcpgatewayv1.ExchangeResponse) error
+}
+
+func (f funcStream) Send(r *mcpgatewayv1.ExchangeResponse) error { return f.send(r) }
+func (f funcStream) Context() context.Context                    { return f.ctx }
 
 // exchange answers one POST body.
 func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStream) error {

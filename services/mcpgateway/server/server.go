@@ -24,6 +24,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/pipeserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
@@ -182,14 +183,17 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	mcpSrv := mcpserve.NewMCPServer(Version)
 	lemonade.New(inferencev1.NewInferenceServiceClient(cc), dirs).Register(mcpSrv)
 
-	g := grpcserve.New(grpcserve.Options{
-		Guard: keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {
-			return strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/")
-		}},
-		Logger: log, DrainTimeout: cfg.DrainTimeout,
-	})
-	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpserve.New(mcpSrv, codec, reg, log))
-	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, admin.New(reg, up, log))
+	guard := keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {
+		return strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/")
+	}, PerCall: func(m string) bool { // each call on the pipe is authorized on its own
+		return m == mcpgatewayv1.PipeService_Pipe_FullMethodName
+	}}
+	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
+	adminService := admin.New(reg, up, log)
+	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpHandler)
+	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, adminService)
+	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, adminService))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		inferencev1.NewInferenceServiceClient(cc), reg, up, mcpSrv, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil

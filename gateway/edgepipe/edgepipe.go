@@ -1,0 +1,217 @@
+// Package edgepipe is the edge's side of mcpgateway's PipeService.Pipe: POST /mcp exchanges
+// and external tool calls multiplexed on one long-lived stream (lib/muxstream) instead of one
+// RPC each. It plugs in behind the generated clients, so grpc-gateway and the /mcp handler do
+// not change: Admin and MCP wrap the unary clients and send CallTool and Exchange through the
+// pipe. Each call carries its caller's own Authorization value, which mcpgateway checks with
+// the unary RPCs' rules. Calls in flight when the stream breaks fail with codes.Unavailable;
+// a call whose context ends is abandoned, and mcpgateway cancels it.
+package edgepipe
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/zestmcp/zest/lib/muxstream"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// exchangeBuffer is how many items of one exchange may wait for the HTTP handler; a client
+// that falls further behind (it stopped reading its SSE stream) has its call failed rather
+// than stall the other calls on the pipe.
+const exchangeBuffer = 64
+
+// Pipe multiplexes calls to one mcpgateway.
+type Pipe struct {
+	mux *muxstream.Client[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse]
+}
+
+// New returns a pipe over client; Close ends it.
+func New(client mcpgatewayv1.PipeServiceClient) *Pipe {
+	return &Pipe{mux: muxstream.New(muxstream.Config[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse]{
+		Open: func(ctx context.Context) (muxstream.Stream[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse], error) {
+			return client.Pipe(ctx)
+		},
+		CallID: (*mcpgatewayv1.PipeResponse).GetCallId,
+		Last:   (*mcpgatewayv1.PipeResponse).GetLast,
+		Keep:   func(*mcpgatewayv1.PipeResponse) bool { return true }, // no MCP message may be lost
+		Broken: func(err error) *mcpgatewayv1.PipeResponse {
+			code := codes.Unavailable
+			if errors.Is(err, muxstream.ErrSlowCaller) {
+				code = codes.ResourceExhausted
+			}
+			return &mcpgatewayv1.PipeResponse{Last: true, Kind: &mcpgatewayv1.PipeResponse_Failure{Failure: &mcpgatewayv1.PipeStatus{
+				Code: int32(code), Message: "mcpgateway pipe: " + status.Convert(err).Message()}}}
+		},
+		Cancel: func(id uint64) *mcpgatewayv1.PipeRequest {
+			return &mcpgatewayv1.PipeRequest{CallId: id, Kind: &mcpgatewayv1.PipeRequest_Cancel{Cancel: true}}
+		},
+	})}
+}
+
+// Close ends the stream; calls in flight fail.
+func (p *Pipe) Close() { p.mux.Close() }
+
+// authorization is the caller's Authorization value the edge put in ctx's outgoing metadata.
+func authorization(ctx context.Context) string {
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// start sends a call. When the stream cannot be opened (mcpgateway is restarting or the
+// connection is in its reconnect backoff) the request was not sent, so it is tried again
+// while ctx allows.
+func (p *Pipe) start(ctx context.Context, build func(id uint64) *mcpgatewayv1.PipeRequest, buf int) (uint64, <-chan *mcpgatewayv1.PipeResponse, error) {
+	id, ch, err := p.mux.Call(build, buf)
+	for wait := 50 * time.Millisecond; err != nil && !errors.Is(err, muxstream.ErrClosed); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return 0, nil, status.Error(codes.Unavailable, "mcpgateway pipe: "+status.Convert(err).Message())
+		case <-time.After(wait):
+		}
+		id, ch, err = p.mux.Call(build, buf)
+	}
+	if errors.Is(err, muxstream.ErrClosed) {
+		return 0, nil, status.Error(codes.Canceled, "mcpgateway pipe closed")
+	}
+	return id, ch, err
+}
+
+func ctxStatus(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, ctx.Err().Error())
+	}
+	return status.Error(codes.Canceled, ctx.Err().Error())
+}
+
+func failed(r *mcpgatewayv1.PipeResponse) error {
+	f := r.GetFailure()
+	return status.Error(codes.Code(f.GetCode()), f.GetMessage())
+}
+
+// CallTool is AdminService.CallTool over the pipe.
+func (p *Pipe) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest, _ ...grpc.CallOption) (*mcpgatewayv1.CallToolResponse, error) {
+	auth := authorization(ctx)
+	id, ch, err := p.start(ctx, func(id uint64) *mcpgatewayv1.PipeRequest {
+		return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_CallTool{CallTool: req}}
+	}, 2)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r.GetFailure() != nil {
+			return nil, failed(r)
+		}
+		if resp := r.GetCallTool(); resp != nil {
+			return resp, nil
+		}
+		return nil, status.Error(codes.Internal, "mcpgateway pipe: a tool call ended without an answer")
+	case <-ctx.Done():
+		p.mux.Abandon(id)
+		return nil, ctxStatus(ctx)
+	}
+}
+
+// Exchange is McpService.Exchange over the pipe.
+func (p *Pipe) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+	auth := authorization(ctx)
+	id, ch, err := p.start(ctx, func(id uint64) *mcpgatewayv1.PipeRequest {
+		return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_Exchange{Exchange: req}}
+	}, exchangeBuffer)
+	if err != nil {
+		return nil, err
+	}
+	x := &exchange{ctx: ctx, ch: ch}
+	// A handler that stops reading early (its client left) abandons the call when its
+	// request's context ends; one that read the last item stops this first.
+	x.stop = context.AfterFunc(ctx, func() { p.mux.Abandon(id) })
+	return x, nil
+}
+
+// exchange is the items of one Exchange, read like a server stream.
+type exchange struct {
+	ctx  context.Context
+	ch   <-chan *mcpgatewayv1.PipeResponse
+	stop func() bool
+	done bool
+}
+
+// Recv returns the next item, io.EOF after the last, or the call's failure.
+func (x *exchange) Recv() (*mcpgatewayv1.ExchangeResponse, error) {
+	for !x.done {
+		select {
+		case r := <-x.ch:
+			if r.GetLast() {
+				x.done = true
+				x.stop()
+			}
+			if r.GetFailure() != nil {
+				return nil, failed(r)
+			}
+			if item := r.GetExchange(); item != nil {
+				return item, nil
+			}
+		case <-x.ctx.Done():
+			return nil, ctxStatus(x.ctx)
+		}
+	}
+	return nil, io.EOF
+}
+
+func (x *exchange) Header() (metadata.MD, error) { return nil, nil }
+func (x *exchange) Trailer() metadata.MD         { return nil }
+func (x *exchange) CloseSend() error             { return nil }
+func (x *exchange) Context() context.Context     { return x.ctx }
+func (x *exchange) SendMsg(any) error            { return status.Error(codes.Unimplemented, "an exchange takes no more messages") }
+func (x *exchange) RecvMsg(m any) error {
+	out, ok := m.(*mcpgatewayv1.ExchangeResponse)
+	if !ok {
+		return status.Errorf(codes.Internal, "exchange: RecvMsg into %T", m)
+	}
+	item, err := x.Recv()
+	if err != nil {
+		return err
+	}
+	proto.Reset(out)
+	proto.Merge(out, item)
+	return nil
+}
+
+// Admin is an AdminServiceClient whose CallTool goes through pipe.
+func Admin(c mcpgatewayv1.AdminServiceClient, pipe *Pipe) mcpgatewayv1.AdminServiceClient {
+	return adminClient{AdminServiceClient: c, pipe: pipe}
+}
+
+type adminClient struct {
+	mcpgatewayv1.AdminServiceClient
+	pipe *Pipe
+}
+
+func (a adminClient) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest, opts ...grpc.CallOption) (*mcpgatewayv1.CallToolResponse, error) {
+	return a.pipe.CallTool(ctx, req, opts...)
+}
+
+// MCP is an McpServiceClient whose Exchange goes through pipe.
+func MCP(c mcpgatewayv1.McpServiceClient, pipe *Pipe) mcpgatewayv1.McpServiceClient {
+	return mcpClient{McpServiceClient: c, pipe: pipe}
+}
+
+type mcpClient struct {
+	mcpgatewayv1.McpServiceClient
+	pipe *Pipe
+}
+
+func (m mcpClient) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+	return m.pipe.Exchange(ctx, req, opts...)
+}
