@@ -173,7 +173,9 @@ func (x *exchange) Header() (metadata.MD, error) { return nil, nil }
 func (x *exchange) Trailer() metadata.MD         { return nil }
 func (x *exchange) CloseSend() error             { return nil }
 func (x *exchange) Context() context.Context     { return x.ctx }
-func (x *exchange) SendMsg(any) error            { return status.Error(codes.Unimplemented, "an exchange takes no more messages") }
+func (x *exchange) SendMsg(any) error {
+	return status.Error(codes.Unimplemented, "an exchange takes no more messages")
+}
 func (x *exchange) RecvMsg(m any) error {
 	out, ok := m.(*mcpgatewayv1.ExchangeResponse)
 	if !ok {
