@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/workpool"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -25,8 +26,7 @@ type ToolCaller interface {
 	CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error)
 }
 
-// Workers is how many goroutines are kept to run calls; a call that finds them all busy gets
-// a goroutine of its own. Reusing them spares each call growing a fresh stack.
+// Workers is how many goroutines are kept to run calls (lib/workpool).
 const Workers = 256
 
 // Server implements PipeService.
@@ -35,28 +35,12 @@ type Server struct {
 	guard    keyauth.Guard
 	exchange Exchanger
 	tools    ToolCaller
-	work     chan func()
+	pool     *workpool.Pool
 }
 
 // New returns a server whose calls are checked by guard's keys.
 func New(guard keyauth.Guard, exchange Exchanger, tools ToolCaller) *Server {
-	s := &Server{guard: guard, exchange: exchange, tools: tools, work: make(chan func())}
-	for range Workers {
-		go func() {
-			for f := range s.work {
-				f()
-			}
-		}()
-	}
-	return s
-}
-
-func (s *Server) run(f func()) {
-	select {
-	case s.work <- f:
-	default:
-		go f()
-	}
+	return &Server{guard: guard, exchange: exchange, tools: tools, pool: workpool.New(Workers)}
 }
 
 // pipe is one open stream.
@@ -115,7 +99,7 @@ func (s *Server) Pipe(stream mcpgatewayv1.PipeService_PipeServer) error {
 		p.calls[id] = cancel
 		p.mu.Unlock()
 		p.wg.Add(1)
-		s.run(func() {
+		s.pool.Go(func() {
 			defer p.wg.Done()
 			s.serve(callCtx, p, id, req)
 			p.mu.Lock()

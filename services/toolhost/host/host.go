@@ -15,6 +15,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
+	"github.com/zestmcp/zest/lib/workpool"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/shim"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
@@ -116,6 +117,7 @@ type Host struct {
 	// instead of holding the graceful stop open until the drain timeout.
 	draining  chan struct{}
 	drainOnce sync.Once
+	pool      *workpool.Pool // runs the calls of Pipe streams
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -128,7 +130,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{})}
+	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{}), pool: workpool.New(grpcserve.StreamWorkers)}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	toolhostv1.RegisterToolHostServiceServer(h.srv.GRPC, h)
 	return h

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Pipe implements ToolHostService: calls multiplexed on one stream. Each call runs in its
-// own goroutine; answers are sent as they come, in any order.
+// Pipe implements ToolHostService: calls multiplexed on one stream. Each call runs on a
+// goroutine of the host's pool (lib/workpool); answers are sent as they come, in any order.
 func (h *Host) Pipe(stream toolhostv1.ToolHostService_PipeServer) error {
 	ctx, cancelAll := context.WithCancel(stream.Context())
 	defer cancelAll()
@@ -82,7 +82,7 @@ loop:
 		cancels[id] = cancel
 		mu.Unlock()
 		wg.Add(1)
-		go func() {
+		h.pool.Go(func() {
 			defer wg.Done()
 			var onProgress func([]byte)
 			if req.GetProgress() {
@@ -103,7 +103,7 @@ loop:
 				resp.Kind = &toolhostv1.PipeResponse_Answer{Answer: answer}
 			}
 			send(resp)
-		}()
+		})
 	}
 	// The client closed its side: let the calls in flight answer (a cancelled client
 	// context has cancelled them already), then close.

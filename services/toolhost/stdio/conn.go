@@ -86,7 +86,8 @@ type Conn struct {
 	mu       sync.Mutex
 	pending  map[int64]*call
 	progress map[string]*call
-	exitErr  error // set once the child is gone
+	exitErr  error       // set once the child is gone
+	exited   atomic.Bool // exitErr is set: Err takes the lock only then
 	done     chan struct{}
 	stopping atomic.Bool
 	readDone chan struct{}
@@ -179,6 +180,9 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err is why the child exited (nil while it runs).
 func (c *Conn) Err() error {
+	if !c.exited.Load() { // every call asks; the lock is shared with the call path
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.exitErr
@@ -477,6 +481,7 @@ func (c *Conn) protocolFailure(err error) {
 	c.mu.Lock()
 	if c.exitErr == nil {
 		c.exitErr = err
+		c.exited.Store(true)
 	}
 	c.mu.Unlock()
 	c.opts.Logger.Warn("stopping MCP server: protocol failure", "pid", c.Pid(), "err", err)
@@ -534,6 +539,7 @@ func (c *Conn) waitLoop() {
 			c.exitErr = fmt.Errorf("%w; stderr ends with: %s", c.exitErr, lastLine(t))
 		}
 	}
+	c.exited.Store(true)
 	err := c.exitErr
 	c.pending = map[int64]*call{} // waiters select on c.done and return c.Err()
 	c.progress = map[string]*call{}
