@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -184,4 +185,36 @@ func TestMediaToolsThroughMCP(t *testing.T) {
 	if !strings.Contains(string(r.Body), "1.00 s of 16000 Hz mono") {
 		t.Fatalf("transcribe: %s", r.Body)
 	}
+}
+
+// TestLogLevelThroughMCP: a session gets no info logs until it asks; after logging/setLevel
+// info, lemonade_chat's log message comes on the SSE stream before the result, and the level
+// still holds after mcpgateway restarts (it is kept in the registry).
+func TestLogLevelThroughMCP(t *testing.T) {
+	s := startSuite(t)
+	session, _ := mcpInit(t, s, "2025-11-25")
+	chat := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_chat","arguments":{"messages":[{"role":"user","content":"log me"}]}}}`
+	r := mcpCall(t, s, session, chat)
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" || strings.Contains(string(r.Body), "notifications/message") {
+		t.Fatalf("before setLevel: %s %s", ct, r.Body)
+	}
+	r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"info"}}`)
+	if r.Status != 200 || r.JSON(t)["error"] != nil {
+		t.Fatalf("setLevel: %d %s", r.Status, r.Body)
+	}
+	check := func(when string) {
+		t.Helper()
+		r := mcpCall(t, s, session, chat)
+		body := string(r.Body)
+		logAt, resultAt := strings.Index(body, `"method":"notifications/message"`), strings.Index(body, `"result"`)
+		if r.Header.Get("Content-Type") != "text/event-stream" || logAt < 0 || resultAt < logAt ||
+			!strings.Contains(body, `"level":"info"`) || !strings.Contains(body, "chat with builtin-llm finished") {
+			t.Fatalf("%s: %s", when, body)
+		}
+	}
+	check("after setLevel info")
+	s.Kill("zest-mcpgateway", syscall.SIGTERM)
+	s.Start("zest-mcpgateway")
+	s.WaitHealthy()
+	check("after mcpgateway restarted")
 }

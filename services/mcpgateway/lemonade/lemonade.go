@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -105,6 +106,7 @@ func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return toolError("list models", err), nil
 	}
+	logf(ctx, mcp.LoggingLevelDebug, "listed %d models (include_available=%v, include_suggested=%v)", len(out.Models), args.IncludeAvailable, args.IncludeSuggested)
 	res := mcp.NewToolResultText(string(b))
 	res.RawStructuredContent = b
 	return res, nil
@@ -154,6 +156,7 @@ func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferen
 		return miss, nil
 	}
 	creq.Model = model
+	started := time.Now()
 	stream, err := t.inference.Chat(ctx, creq)
 	if err != nil {
 		return toolError("chat", err), nil
@@ -169,16 +172,22 @@ func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferen
 		}
 		done.Add(chunk)
 	}
+	logf(ctx, mcp.LoggingLevelInfo, "chat with %s finished (%s) in %d ms", model, done.FinishReason(), time.Since(started).Milliseconds())
 	detail, _ := json.Marshal(map[string]any{"model": model, "finish_reason": done.FinishReason(), "message": done.Message()})
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(done.Text()), mcp.NewTextContent(string(detail))}}, nil
 }
 
 // resolveModel applies DESIGN.md's rule: the named model; else a loaded model of the type;
 // else a downloaded one; else nothing, answered with a needs_model result.
-func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, model string, allowDownload bool) (string, *mcp.CallToolResult, error) {
+func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, model string, allowDownload bool) (chosen string, _ *mcp.CallToolResult, _ error) {
 	if model != "" {
 		return model, nil, nil
 	}
+	defer func() {
+		if chosen != "" {
+			logf(ctx, mcp.LoggingLevelDebug, "no model named: using %s model %s", TypeName(typ), chosen)
+		}
+	}()
 	resp, err := t.inference.ListModels(ctx, &inferencev1.ListModelsRequest{IncludeAvailable: true, IncludeSuggested: true})
 	if err != nil {
 		return "", nil, err

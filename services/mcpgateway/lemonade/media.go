@@ -114,6 +114,7 @@ func (t *Tools) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return toolError("transcription", err), nil
 	}
+	logf(ctx, mcp.LoggingLevelInfo, "transcribed %.1f s of audio with %s", resp.GetDurationSeconds(), model)
 	res := mcp.NewToolResultText(resp.GetText())
 	res.StructuredContent = map[string]any{"text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds(), "model": model}
 	return res, nil
@@ -227,6 +228,7 @@ func (t *Tools) generateImage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	res.Content = append([]mcp.Content{mcp.NewTextContent(fmt.Sprintf("Wrote %d image(s) with %s: %s", len(written), model, strings.Join(written, ", ")))}, res.Content...)
 	res.StructuredContent = map[string]any{"files": written, "model": model}
+	logf(ctx, mcp.LoggingLevelInfo, "wrote %d image(s) with %s under %s", len(written), model, t.dirs.Images)
 	return res, nil
 }
 

@@ -28,11 +28,19 @@ const ServerName = "lemonade-mcp"
 // Versions are the protocol versions served, preferred first.
 var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// Ended records sessions ended by DELETE, shared by every replica (the registry).
+// Ended is the session state kept in the registry: sessions ended by DELETE, and the level a
+// session chose with logging/setLevel. Both live until the session id expires.
 type Ended interface {
 	EndSession(ctx context.Context, sessionID string, expires time.Time) error
 	SessionEnded(ctx context.Context, sessionID string) (bool, error)
+	SetSessionLogLevel(ctx context.Context, sessionID, level string, expires time.Time) error
+	SessionLogLevel(ctx context.Context, sessionID string) (string, error)
 }
+
+// DefaultLogLevel is the least level of the log messages (notifications/message) a session
+// receives before it sends logging/setLevel: warnings and worse, so that an ordinary tool
+// call is answered with plain JSON, and a client that asks for info or debug gets it.
+const DefaultLogLevel = mcp.LoggingLevelWarning
 
 // Handler implements McpService.
 type Handler struct {
@@ -122,7 +130,7 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStr
 	if err != nil {
 		return err
 	}
-	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
+	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
 	resp, err := h.dispatch(stream.Context(), sess, payload, env, func(m []byte) error {
 		return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
 	})
@@ -146,7 +154,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 		return sendMalformed(stream, errorResponse(nil, mcp.INVALID_REQUEST,
 			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
 	}
-	sess := newSession(req.GetSessionId(), claims.ProtocolVersion)
+	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
 	var out []json.RawMessage
 	for _, item := range items {
 		var env envelope
@@ -180,7 +188,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 
 // initialize negotiates a version, issues the session id, and answers.
 func (h *Handler) initialize(stream exchangeStream, payload []byte) error {
-	sess := newSession("", "")
+	sess := &clientSession{notes: make(chan mcp.JSONRPCNotification, 64), level: DefaultLogLevel, loaded: true}
 	resp := h.srv.HandleMessage(h.srv.WithContext(stream.Context(), sess), payload)
 	b, err := json.Marshal(resp)
 	if err != nil {
@@ -251,7 +259,12 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	}
 	if env.Method != "tools/call" {
 		// Only tool handlers send notifications: everything else is answered in place.
-		return encodeFor(env.ID, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg))
+		resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
+		if err := sess.storeError(); err != nil { // logging/setLevel that could not be kept
+			h.log.Error("storing a session's log level", "err", err)
+			return errorResponse(env.ID, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error()), nil
+		}
+		return encodeFor(env.ID, resp)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -430,17 +443,30 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 	return &mcpgatewayv1.EndSessionResponse{}, nil
 }
 
-// clientSession is the per-request view of a session that mcp-go's handlers see.
+// clientSession is the per-request view of a session that mcp-go's handlers see. Its log
+// level is read from the registry the first time a log message asks for it, and
+// logging/setLevel writes it there, so the level holds for the session's later requests.
 type clientSession struct {
 	id      string
 	version string
 	notes   chan mcp.JSONRPCNotification
-	mu      sync.Mutex
-	level   mcp.LoggingLevel
+	ctx     context.Context
+	store   Ended
+	expires time.Time
+
+	mu     sync.Mutex
+	level  mcp.LoggingLevel
+	loaded bool
+	setErr error // logging/setLevel could not be stored
 }
 
-func newSession(id, version string) *clientSession {
-	return &clientSession{id: id, version: version, notes: make(chan mcp.JSONRPCNotification, 64), level: mcp.LoggingLevelInfo}
+func (h *Handler) newSession(ctx context.Context, id string, cl session.Claims) *clientSession {
+	exp := h.sessions.Expires(cl)
+	if exp.IsZero() {
+		exp = time.Now().Add(365 * 24 * time.Hour)
+	}
+	return &clientSession{id: id, version: cl.ProtocolVersion, notes: make(chan mcp.JSONRPCNotification, 64),
+		ctx: ctx, store: h.ended, expires: exp}
 }
 
 func (s *clientSession) Initialize()                                         {}
@@ -448,16 +474,35 @@ func (s *clientSession) Initialized() bool                                   { r
 func (s *clientSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notes }
 func (s *clientSession) SessionID() string                                   { return s.id }
 
+// SetLogLevel is logging/setLevel (mcp-go has validated the level).
 func (s *clientSession) SetLogLevel(level mcp.LoggingLevel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.level = level
+	s.level, s.loaded = level, true
+	if s.store != nil {
+		s.setErr = s.store.SetSessionLogLevel(s.ctx, s.id, string(level), s.expires)
+	}
 }
 
+// GetLogLevel is the session's level: the one it set, else DefaultLogLevel.
 func (s *clientSession) GetLogLevel() mcp.LoggingLevel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.loaded {
+		s.loaded, s.level = true, DefaultLogLevel
+		if s.store != nil {
+			if l, err := s.store.SessionLogLevel(s.ctx, s.id); err == nil && l != "" {
+				s.level = mcp.LoggingLevel(l)
+			}
+		}
+	}
 	return s.level
+}
+
+func (s *clientSession) storeError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.setErr
 }
 
 var _ server.SessionWithLogging = (*clientSession)(nil)

@@ -28,7 +28,28 @@ import (
 // progress notifications before it returns.
 func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 	t.Helper()
+	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return clientOn(t, reg)
+}
+
+// clientOn is client over a given registry (two of them on one registry are two replicas).
+func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
+	t.Helper()
 	srv := NewMCPServer("test")
+	srv.AddTool(mcp.NewTool("chatty", mcp.WithDescription("logs at debug, info and warning")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s := server.ServerFromContext(ctx)
+			for _, l := range []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelWarning} {
+				if err := s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(l, "test", "at "+string(l))); err != nil {
+					return nil, err
+				}
+			}
+			return mcp.NewToolResultText("logged"), nil
+		})
 	srv.AddTool(mcp.NewTool("noisy", mcp.WithDescription("sends notifications"), mcp.WithNumber("n")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			n := int(req.GetFloat("n", 3))
@@ -60,11 +81,6 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 	}
 	lis := bufconn.Listen(1 << 20)
 	g := grpc.NewServer()
-	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
 	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, reg, nil))
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
@@ -75,6 +91,59 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 	}
 	t.Cleanup(func() { cc.Close() })
 	return mcpgatewayv1.NewMcpServiceClient(cc)
+}
+
+// TestLogLevelIsRememberedPerSession: a session gets warnings until it sets a level; the
+// level it sets holds for its later requests, on another replica over the same registry too,
+// and does not leak into other sessions.
+func TestLogLevelIsRememberedPerSession(t *testing.T) {
+	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	a, b := clientOn(t, reg), clientOn(t, reg)
+	levels := func(c mcpgatewayv1.McpServiceClient, sid string) []string {
+		t.Helper()
+		ex, err := send(t, c, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"chatty","arguments":{}}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range ex.messages {
+			if m["method"] == "notifications/message" {
+				got = append(got, m["params"].(map[string]any)["level"].(string))
+			}
+		}
+		return got
+	}
+	s1, s2 := initialize(t, a, "2025-11-25"), initialize(t, a, "2025-11-25")
+	if got := fmt.Sprint(levels(a, s1)); got != "[warning]" {
+		t.Fatalf("before setLevel: %s, want [warning]", got)
+	}
+	ex, err := send(t, a, s1, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	if err != nil || len(ex.messages) != 1 || ex.messages[0]["error"] != nil {
+		t.Fatalf("setLevel: %v %v", ex.messages, err)
+	}
+	for name, c := range map[string]mcpgatewayv1.McpServiceClient{"same replica": a, "other replica": b} {
+		if got := fmt.Sprint(levels(c, s1)); got != "[debug info warning]" {
+			t.Fatalf("%s after setLevel debug: %s", name, got)
+		}
+	}
+	if got := fmt.Sprint(levels(b, s2)); got != "[warning]" {
+		t.Fatalf("another session: %s, want [warning]", got)
+	}
+	send(t, b, s1, `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"error"}}`)
+	if got := fmt.Sprint(levels(a, s1)); got != "[]" {
+		t.Fatalf("after setLevel error: %s, want []", got)
+	}
+	ex, _ = send(t, a, s1, `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"loud"}}`)
+	if e, _ := ex.messages[0]["error"].(map[string]any); e == nil || e["code"] != float64(mcp.INVALID_PARAMS) {
+		t.Fatalf("an unknown level: %v", ex.messages)
+	}
+	if got := fmt.Sprint(levels(a, s1)); got != "[]" {
+		t.Fatalf("a refused level changed the session's: %s", got)
+	}
 }
 
 // waitCancelled receives when the "wait" tool sees its context cancelled.

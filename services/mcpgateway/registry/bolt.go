@@ -22,6 +22,7 @@ var (
 	bucketServers  = []byte("servers")
 	bucketSessions = []byte("ended_sessions")
 	bucketPresets  = []byte("presets")
+	bucketLevels   = []byte("session_log_levels")
 	keySchema      = []byte("schema_version")
 )
 
@@ -37,6 +38,10 @@ var migrations = []func(tx *bolt.Tx) error{
 	},
 	func(tx *bolt.Tx) error { // 2 → 3: chat presets
 		_, err := tx.CreateBucketIfNotExists(bucketPresets)
+		return err
+	},
+	func(tx *bolt.Tx) error { // 3 → 4: the logging/setLevel of /mcp sessions
+		_, err := tx.CreateBucketIfNotExists(bucketLevels)
 		return err
 	},
 }
@@ -160,19 +165,53 @@ func sessionKey(id string) []byte {
 func (b *Bolt) EndSession(_ context.Context, id string, expires time.Time) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketSessions)
-		now := time.Now().Unix()
-		c := bk.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < now {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-			}
+		if err := pruneExpired(bk); err != nil {
+			return err
 		}
 		v := make([]byte, 8)
 		binary.BigEndian.PutUint64(v, uint64(expires.Unix()))
 		return bk.Put(sessionKey(id), v)
 	})
+}
+
+// pruneExpired deletes the entries of bk whose value starts with an expiry (Unix seconds,
+// big-endian) in the past.
+func pruneExpired(bk *bolt.Bucket) error {
+	now := time.Now().Unix()
+	c := bk.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < now {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetSessionLogLevel implements Registry; expired entries are pruned on the way.
+func (b *Bolt) SetSessionLogLevel(_ context.Context, id, level string, expires time.Time) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketLevels)
+		if err := pruneExpired(bk); err != nil {
+			return err
+		}
+		v := make([]byte, 8, 8+len(level))
+		binary.BigEndian.PutUint64(v, uint64(expires.Unix()))
+		return bk.Put(sessionKey(id), append(v, level...))
+	})
+}
+
+// SessionLogLevel implements Registry.
+func (b *Bolt) SessionLogLevel(_ context.Context, id string) (string, error) {
+	level := ""
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketLevels).Get(sessionKey(id)); len(v) > 8 && int64(binary.BigEndian.Uint64(v)) >= time.Now().Unix() {
+			level = string(v[8:])
+		}
+		return nil
+	})
+	return level, err
 }
 
 // SessionEnded implements Registry.

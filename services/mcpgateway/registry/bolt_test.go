@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -171,5 +172,58 @@ func TestLegacyPresetsReadBackMigrated(t *testing.T) {
 	}
 	if p, _ := r.GetPreset(t.Context(), "new"); len(p.GetMcpServerIds()) != 0 {
 		t.Fatalf("new = %v", p)
+	}
+}
+
+func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	// A version-3 file, as the previous build wrote it.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		m, _ := tx.CreateBucket(bucketMeta)
+		for _, b := range [][]byte{bucketServers, bucketSessions, bucketPresets} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return m.Put(keySchema, []byte("3"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatalf("migrating 3 → 4: %v", err)
+	}
+	ctx := t.Context()
+	if l, err := r.SessionLogLevel(ctx, "sess-id-kept-as-hash-1"); err != nil || l != "" {
+		t.Fatalf("a session that set no level: %q %v", l, err)
+	}
+	if err := r.SetSessionLogLevel(ctx, "sess-id-kept-as-hash-1", "debug", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetSessionLogLevel(ctx, "old", "error", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetSessionLogLevel(ctx, "sess-id-kept-as-hash-1", "warning", time.Now().Add(time.Hour)); err != nil { // replaces, prunes "old"
+		t.Fatal(err)
+	}
+	r.Close()
+	if r, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for id, want := range map[string]string{"sess-id-kept-as-hash-1": "warning", "old": "", "sess-id-kept-as-hash-2": ""} {
+		if l, _ := r.SessionLogLevel(ctx, id); l != want {
+			t.Errorf("SessionLogLevel(%s) = %q, want %q", id, l, want)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	if bytes.Contains(raw, []byte("sess-id-kept-as-hash-1")) {
+		t.Error("a session id is stored in clear (ids are bearer credentials: only hashes are kept)")
 	}
 }

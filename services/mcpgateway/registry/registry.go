@@ -12,8 +12,8 @@ import (
 )
 
 // SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions,
-// 3 chat presets).
-const SchemaVersion = 3
+// 3 chat presets, 4 the log levels of /mcp sessions).
+const SchemaVersion = 4
 
 // Errors of the registry.
 var (
@@ -45,6 +45,10 @@ type Registry interface {
 	EndSession(ctx context.Context, sessionID string, expires time.Time) error
 	// SessionEnded reports whether an /mcp session was ended.
 	SessionEnded(ctx context.Context, sessionID string) (bool, error)
+	// SetSessionLogLevel remembers an /mcp session's logging/setLevel until its id expires.
+	SetSessionLogLevel(ctx context.Context, sessionID, level string, expires time.Time) error
+	// SessionLogLevel returns the level an /mcp session set ("" when it set none).
+	SessionLogLevel(ctx context.Context, sessionID string) (string, error)
 	// Close releases the store.
 	Close() error
 }
