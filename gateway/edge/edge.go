@@ -20,6 +20,7 @@ import (
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/rpcmux"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
@@ -58,7 +59,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		e.conns = append(e.conns, cc)
 		e.backend[name] = cc
 	}
-	e.infer = inferencev1.NewInferenceServiceClient(e.backend["inference"])
+	// Unary calls share one stream per service (lib/rpcmux); streams use the connections.
+	e.infer = inferencev1.NewInferenceServiceClient(rpcmux.NewConn(e.backend["inference"], ""))
 
 	admin := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &rawBody{runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
@@ -79,7 +81,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// to mcpgateway; the other admin routes stay unary RPCs.
 	e.pipe = edgepipe.New(mcpgatewayv1.NewPipeServiceClient(e.backend["mcpgateway"]))
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
-		edgepipe.Admin(mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), e.pipe)); err != nil {
+		edgepipe.Admin(mcpgatewayv1.NewAdminServiceClient(rpcmux.NewConn(e.backend["mcpgateway"], "")), e.pipe)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}

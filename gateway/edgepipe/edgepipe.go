@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"time"
 
 	"github.com/zestmcp/zest/lib/muxstream"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -68,23 +67,16 @@ func authorization(ctx context.Context) string {
 	return ""
 }
 
-// start sends a call. When the stream cannot be opened (mcpgateway is restarting or the
-// connection is in its reconnect backoff) the request was not sent, so it is tried again
-// while ctx allows.
+// start sends a call, waiting while the stream cannot be opened (muxstream.CallWhenOpen).
 func (p *Pipe) start(ctx context.Context, build func(id uint64) *mcpgatewayv1.PipeRequest, buf int) (uint64, <-chan *mcpgatewayv1.PipeResponse, error) {
-	id, ch, err := p.mux.Call(build, buf)
-	for wait := 50 * time.Millisecond; err != nil && !errors.Is(err, muxstream.ErrClosed); wait = min(2*wait, time.Second) {
-		select {
-		case <-ctx.Done():
-			return 0, nil, status.Error(codes.Unavailable, "mcpgateway pipe: "+status.Convert(err).Message())
-		case <-time.After(wait):
-		}
-		id, ch, err = p.mux.Call(build, buf)
-	}
-	if errors.Is(err, muxstream.ErrClosed) {
+	id, ch, err := p.mux.CallWhenOpen(ctx, build, buf)
+	switch {
+	case errors.Is(err, muxstream.ErrClosed):
 		return 0, nil, status.Error(codes.Canceled, "mcpgateway pipe closed")
+	case err != nil:
+		return 0, nil, status.Error(codes.Unavailable, "mcpgateway pipe: "+status.Convert(err).Message())
 	}
-	return id, ch, err
+	return id, ch, nil
 }
 
 func ctxStatus(ctx context.Context) error {

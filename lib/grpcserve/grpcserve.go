@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/rpcmux"
+	rpcmuxv1 "github.com/zestmcp/zest/proto/gen/zest/rpcmux/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -33,12 +35,17 @@ type Options struct {
 	ServerOptions []grpc.ServerOption
 }
 
-// Server is a grpc.Server with health and reflection registered.
+// Server is a grpc.Server with health, reflection and the unary-call pipe (lib/rpcmux)
+// registered.
 type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
+	Mux    *rpcmux.Server
 	opts   Options
-	log    *slog.Logger
+	// draining is closed when shutdown starts, before the graceful stop: long-lived streams
+	// (pipes) end once their calls in flight have answered.
+	draining chan struct{}
+	log      *slog.Logger
 }
 
 // StreamWorkers is the least number of goroutines kept to run calls.
@@ -52,6 +59,9 @@ func New(o Options) *Server {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
+	// The pipe opens without a key: each call on it is checked by the same Unary guard.
+	perCall := o.Guard.PerCall
+	o.Guard.PerCall = func(m string) bool { return m == rpcmux.PipeMethod || (perCall != nil && perCall(m)) }
 	sopts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(o.Guard.Unary),
 		grpc.ChainStreamInterceptor(o.Guard.Stream),
@@ -67,7 +77,21 @@ func New(o Options) *Server {
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger}
+	mux := rpcmux.NewServer(o.Guard.Unary, StreamWorkers)
+	rpcmuxv1.RegisterRpcMuxServiceServer(g, mux)
+	draining := make(chan struct{})
+	mux.Drain(draining)
+	return &Server{GRPC: g, Health: h, Mux: mux, opts: o, log: o.Logger, draining: draining}
+}
+
+// Draining is closed when shutdown starts; a service's own long-lived streams end on it.
+func (s *Server) Draining() <-chan struct{} { return s.draining }
+
+// RegisterService registers impl for desc as an ordinary gRPC service and makes its unary
+// methods callable through the pipe too.
+func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	s.GRPC.RegisterService(desc, impl)
+	s.Mux.Register(desc, impl)
 }
 
 // Serve serves on lis until ctx is done, then drains and returns. Every registered service
@@ -91,6 +115,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	s.log.Info("grpc draining", "timeout", s.opts.DrainTimeout.String())
 	s.Health.Shutdown()
+	close(s.draining)
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()
 	select {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Stream is the client side of a bidirectional stream.
@@ -147,6 +148,23 @@ func (c *Client[Req, Resp]) Call(req func(id uint64) Req, buf int) (uint64, <-ch
 		return 0, nil, err
 	}
 	return id, ch, nil
+}
+
+// CallWhenOpen is Call, waiting while the stream cannot be opened (the server is restarting,
+// or the connection is in its reconnect backoff): the request was not sent then, so trying
+// again is safe. It gives up when ctx ends, returning the last open error, or after Close
+// (ErrClosed).
+func (c *Client[Req, Resp]) CallWhenOpen(ctx context.Context, req func(id uint64) Req, buf int) (uint64, <-chan Resp, error) {
+	id, ch, err := c.Call(req, buf)
+	for wait := 50 * time.Millisecond; err != nil && !errors.Is(err, ErrClosed); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return 0, nil, err
+		case <-time.After(wait):
+		}
+		id, ch, err = c.Call(req, buf)
+	}
+	return id, ch, err
 }
 
 // Abandon forgets a call and tells the server to cancel it.

@@ -6,7 +6,6 @@ package toolhostpipe
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/zestmcp/zest/lib/muxstream"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
@@ -42,18 +41,7 @@ func (p *Pipe) Call(ctx context.Context, req *toolhostv1.CallRequest, onProgress
 	build := func(id uint64) *toolhostv1.PipeRequest {
 		return &toolhostv1.PipeRequest{CallId: id, Call: req, Progress: onProgress != nil}
 	}
-	id, ch, err := p.mux.Call(build, 16)
-	// The stream could not be opened (the tool host is restarting, or the connection is in
-	// its reconnect backoff): the request was not sent, so it is safe to try again while the
-	// caller's context allows.
-	for wait := 50 * time.Millisecond; err != nil && !errors.Is(err, muxstream.ErrClosed); wait = min(2*wait, time.Second) {
-		select {
-		case <-ctx.Done():
-			return nil, status.Error(codes.Unavailable, "tool host pipe: "+status.Convert(err).Message())
-		case <-time.After(wait):
-		}
-		id, ch, err = p.mux.Call(build, 16)
-	}
+	id, ch, err := p.mux.CallWhenOpen(ctx, build, 16)
 	if err != nil {
 		if errors.Is(err, muxstream.ErrClosed) {
 			return nil, status.Error(codes.Canceled, "pipe closed")

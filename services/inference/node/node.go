@@ -90,7 +90,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	be.TokenInterval = cfg.BuiltinTokenInterval
 	n := &Node{cfg: cfg, log: log, builtin: be, openai: oe}
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
-	inferencev1.RegisterInferenceServiceServer(n.srv.GRPC, n)
+	n.srv.RegisterService(&inferencev1.InferenceService_ServiceDesc, n)
 	return n, nil
 }
 

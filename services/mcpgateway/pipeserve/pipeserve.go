@@ -36,11 +36,13 @@ type Server struct {
 	exchange Exchanger
 	tools    ToolCaller
 	pool     *workpool.Pool
+	drain    <-chan struct{}
 }
 
-// New returns a server whose calls are checked by guard's keys.
-func New(guard keyauth.Guard, exchange Exchanger, tools ToolCaller) *Server {
-	return &Server{guard: guard, exchange: exchange, tools: tools, pool: workpool.New(Workers)}
+// New returns a server whose calls are checked by guard's keys; its streams end (after their
+// calls in flight) when drain closes.
+func New(guard keyauth.Guard, exchange Exchanger, tools ToolCaller, drain <-chan struct{}) *Server {
+	return &Server{guard: guard, exchange: exchange, tools: tools, pool: workpool.New(Workers), drain: drain}
 }
 
 // pipe is one open stream.
@@ -48,9 +50,10 @@ type pipe struct {
 	stream mcpgatewayv1.PipeService_PipeServer
 	sendMu sync.Mutex
 
-	mu    sync.Mutex
-	calls map[uint64]context.CancelFunc
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	calls    map[uint64]context.CancelFunc
+	draining bool
+	wg       sync.WaitGroup
 }
 
 func (p *pipe) send(r *mcpgatewayv1.PipeResponse) error {
@@ -59,10 +62,25 @@ func (p *pipe) send(r *mcpgatewayv1.PipeResponse) error {
 	return p.stream.Send(r)
 }
 
-// Pipe serves one stream until the client closes it or it breaks.
+// Pipe serves one stream until the client closes it, it breaks, or the server drains (its
+// calls in flight answer first: the graceful stop waits for streams).
 func (s *Server) Pipe(stream mcpgatewayv1.PipeService_PipeServer) error {
 	p := &pipe{stream: stream, calls: map[uint64]context.CancelFunc{}}
-	ctx := stream.Context()
+	recvDone := make(chan error, 1)
+	go func() { recvDone <- s.recvLoop(stream.Context(), p) }()
+	select {
+	case err := <-recvDone:
+		return err
+	case <-s.drain: // nil when not draining ever: blocks forever
+		p.mu.Lock()
+		p.draining = true
+		p.mu.Unlock()
+		p.wg.Wait()
+		return status.Error(codes.Unavailable, "pipe: mcpgateway is shutting down")
+	}
+}
+
+func (s *Server) recvLoop(ctx context.Context, p *pipe) error {
 	defer func() {
 		p.mu.Lock()
 		for _, cancel := range p.calls {
@@ -72,7 +90,7 @@ func (s *Server) Pipe(stream mcpgatewayv1.PipeService_PipeServer) error {
 		p.wg.Wait() // a handler never outlives its stream
 	}()
 	for {
-		req, err := stream.Recv()
+		req, err := p.stream.Recv()
 		if err != nil {
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
@@ -90,15 +108,21 @@ func (s *Server) Pipe(stream mcpgatewayv1.PipeService_PipeServer) error {
 		}
 		callCtx, cancel := context.WithCancel(ctx)
 		p.mu.Lock()
+		var refuse error
 		if _, dup := p.calls[id]; dup {
+			refuse = status.Errorf(codes.InvalidArgument, "pipe: call id %d is already in flight", id)
+		} else if p.draining {
+			refuse = status.Error(codes.Unavailable, "pipe: mcpgateway is shutting down")
+		}
+		if refuse != nil {
 			p.mu.Unlock()
 			cancel()
-			_ = p.send(failure(id, status.Errorf(codes.InvalidArgument, "pipe: call id %d is already in flight", id)))
+			_ = p.send(failure(id, refuse))
 			continue
 		}
 		p.calls[id] = cancel
+		p.wg.Add(1) // under p.mu, before draining is set: Wait never races an Add
 		p.mu.Unlock()
-		p.wg.Add(1)
 		s.pool.Go(func() {
 			defer p.wg.Done()
 			s.serve(callCtx, p, id, req)

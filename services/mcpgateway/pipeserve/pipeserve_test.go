@@ -54,7 +54,7 @@ func start(t *testing.T, keys keyauth.Keys) (mcpgatewayv1.PipeServiceClient, *fa
 	f := &fakes{started: make(chan string, 16), cancelled: make(chan string, 16)}
 	guard := keyauth.Guard{Keys: keys, PerCall: func(m string) bool { return m == mcpgatewayv1.PipeService_Pipe_FullMethodName }}
 	g := grpc.NewServer(grpc.ChainStreamInterceptor(guard.Stream))
-	mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, f))
+	mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, f, nil))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/rpcmux"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -181,7 +182,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	mcpSrv := mcpserve.NewMCPServer(Version)
-	lemonade.New(inferencev1.NewInferenceServiceClient(cc), dirs).Register(mcpSrv)
+	// Unary calls to inference (list models, transcribe, images) share one stream (rpcmux).
+	infer := inferencev1.NewInferenceServiceClient(rpcmux.NewConn(cc, cfg.Keys.API))
+	lemonade.New(infer, dirs).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {
 		return strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/")
@@ -191,11 +194,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout})
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
 	adminService := admin.New(reg, up, log)
-	mcpgatewayv1.RegisterMcpServiceServer(g.GRPC, mcpHandler)
-	mcpgatewayv1.RegisterAdminServiceServer(g.GRPC, adminService)
-	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, adminService))
+	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
+	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
+	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, adminService, g.Draining()))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		inferencev1.NewInferenceServiceClient(cc), reg, up, mcpSrv, log))
+		infer, reg, up, mcpSrv, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 

@@ -132,7 +132,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{}), pool: workpool.New(grpcserve.StreamWorkers)}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
-	toolhostv1.RegisterToolHostServiceServer(h.srv.GRPC, h)
+	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
 	return h
 }
 
