@@ -77,11 +77,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// call.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 	)
-	// Tool calls and /mcp exchanges, the per-request hot paths, share one multiplexed stream
-	// to mcpgateway; the other admin routes stay unary RPCs.
+	// The admin routes' unary calls (tool calls included) share one stream (lib/rpcmux); /mcp
+	// exchanges share another (edgepipe).
 	e.pipe = edgepipe.New(mcpgatewayv1.NewPipeServiceClient(e.backend["mcpgateway"]))
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
-		edgepipe.Admin(mcpgatewayv1.NewAdminServiceClient(rpcmux.NewConn(e.backend["mcpgateway"], "")), e.pipe)); err != nil {
+		mcpgatewayv1.NewAdminServiceClient(rpcmux.NewConn(e.backend["mcpgateway"], ""))); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}

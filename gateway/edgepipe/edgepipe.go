@@ -1,10 +1,10 @@
 // Package edgepipe is the edge's side of mcpgateway's PipeService.Pipe: POST /mcp exchanges
-// and external tool calls multiplexed on one long-lived stream (lib/muxstream) instead of one
-// RPC each. It plugs in behind the generated clients, so grpc-gateway and the /mcp handler do
-// not change: Admin and MCP wrap the unary clients and send CallTool and Exchange through the
-// pipe. Each call carries its caller's own Authorization value, which mcpgateway checks with
-// the unary RPCs' rules. Calls in flight when the stream breaks fail with codes.Unavailable;
-// a call whose context ends is abandoned, and mcpgateway cancels it.
+// (a server stream each) multiplexed on one long-lived stream (lib/muxstream) instead of one
+// RPC each; unary calls travel on lib/rpcmux. It plugs in behind the generated client, so the
+// /mcp handler does not change: MCP wraps McpServiceClient and sends Exchange through the
+// pipe. Each exchange carries its caller's own Authorization value, which mcpgateway checks
+// with McpService's rule. Exchanges in flight when the stream breaks fail with
+// codes.Unavailable; one whose context ends is abandoned, and mcpgateway cancels it.
 package edgepipe
 
 import (
@@ -91,30 +91,6 @@ func failed(r *mcpgatewayv1.PipeResponse) error {
 	return status.Error(codes.Code(f.GetCode()), f.GetMessage())
 }
 
-// CallTool is AdminService.CallTool over the pipe.
-func (p *Pipe) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest, _ ...grpc.CallOption) (*mcpgatewayv1.CallToolResponse, error) {
-	auth := authorization(ctx)
-	id, ch, err := p.start(ctx, func(id uint64) *mcpgatewayv1.PipeRequest {
-		return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_CallTool{CallTool: req}}
-	}, 2)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case r := <-ch:
-		if r.GetFailure() != nil {
-			return nil, failed(r)
-		}
-		if resp := r.GetCallTool(); resp != nil {
-			return resp, nil
-		}
-		return nil, status.Error(codes.Internal, "mcpgateway pipe: a tool call ended without an answer")
-	case <-ctx.Done():
-		p.mux.Abandon(id)
-		return nil, ctxStatus(ctx)
-	}
-}
-
 // Exchange is McpService.Exchange over the pipe.
 func (p *Pipe) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
 	auth := authorization(ctx)
@@ -180,20 +156,6 @@ func (x *exchange) RecvMsg(m any) error {
 	proto.Reset(out)
 	proto.Merge(out, item)
 	return nil
-}
-
-// Admin is an AdminServiceClient whose CallTool goes through pipe.
-func Admin(c mcpgatewayv1.AdminServiceClient, pipe *Pipe) mcpgatewayv1.AdminServiceClient {
-	return adminClient{AdminServiceClient: c, pipe: pipe}
-}
-
-type adminClient struct {
-	mcpgatewayv1.AdminServiceClient
-	pipe *Pipe
-}
-
-func (a adminClient) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest, opts ...grpc.CallOption) (*mcpgatewayv1.CallToolResponse, error) {
-	return a.pipe.CallTool(ctx, req, opts...)
 }
 
 // MCP is an McpServiceClient whose Exchange goes through pipe.

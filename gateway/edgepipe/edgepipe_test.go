@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,12 +19,12 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// server is a small PipeService: tool calls answer "<id> <authorization>", exchanges send a
-// note and a final item, "hang" waits to be cancelled, "fail" fails.
+// server is a small PipeService: an exchange gets a note and a final item echoing its payload
+// and authorization; "hang" waits to be cancelled, "fail" fails.
 type server struct {
 	mcpgatewayv1.UnimplementedPipeServiceServer
 	cancels chan uint64
-	hung    chan uint64 // a "hang" tool call arrived
+	hung    chan uint64 // a "hang" exchange arrived
 	streams chan context.CancelFunc
 }
 
@@ -41,6 +40,10 @@ func (s *server) Pipe(st mcpgatewayv1.PipeService_PipeServer) error {
 func (s *server) loop(st mcpgatewayv1.PipeService_PipeServer) {
 	var mu sync.Mutex
 	send := func(r *mcpgatewayv1.PipeResponse) { mu.Lock(); st.Send(r); mu.Unlock() }
+	item := func(id uint64, msg string, final bool) *mcpgatewayv1.PipeResponse {
+		return &mcpgatewayv1.PipeResponse{CallId: id, Last: final, Kind: &mcpgatewayv1.PipeResponse_Exchange{Exchange: &mcpgatewayv1.ExchangeResponse{
+			Final: final, Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(msg)}}}}
+	}
 	for {
 		req, err := st.Recv()
 		if err != nil {
@@ -50,23 +53,18 @@ func (s *server) loop(st mcpgatewayv1.PipeService_PipeServer) {
 		switch k := req.GetKind().(type) {
 		case *mcpgatewayv1.PipeRequest_Cancel:
 			s.cancels <- id
-		case *mcpgatewayv1.PipeRequest_CallTool:
-			switch k.CallTool.GetId() {
+		case *mcpgatewayv1.PipeRequest_Exchange:
+			switch p := string(k.Exchange.GetPayload()); p {
 			case "hang":
 				s.hung <- id
 			case "fail":
-				send(&mcpgatewayv1.PipeResponse{CallId: id, Last: true, Kind: &mcpgatewayv1.PipeResponse_Failure{Failure: &mcpgatewayv1.PipeStatus{Code: int32(codes.NotFound), Message: "no such server"}}})
+				send(&mcpgatewayv1.PipeResponse{CallId: id, Last: true, Kind: &mcpgatewayv1.PipeResponse_Failure{Failure: &mcpgatewayv1.PipeStatus{Code: int32(codes.NotFound), Message: "no such session"}}})
 			default:
-				go send(&mcpgatewayv1.PipeResponse{CallId: id, Last: true, Kind: &mcpgatewayv1.PipeResponse_CallTool{CallTool: &mcpgatewayv1.CallToolResponse{
-					Body: &httpbody.HttpBody{Data: []byte(k.CallTool.GetId() + " " + req.GetAuthorization())}}}})
+				go func() {
+					send(item(id, "note", false))
+					send(item(id, p+" "+req.GetAuthorization(), true))
+				}()
 			}
-		case *mcpgatewayv1.PipeRequest_Exchange:
-			if string(k.Exchange.GetPayload()) == "hang" {
-				continue
-			}
-			send(&mcpgatewayv1.PipeResponse{CallId: id, Kind: &mcpgatewayv1.PipeResponse_Exchange{Exchange: &mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte("note")}}}})
-			send(&mcpgatewayv1.PipeResponse{CallId: id, Last: true, Kind: &mcpgatewayv1.PipeResponse_Exchange{Exchange: &mcpgatewayv1.ExchangeResponse{Final: true,
-				Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: k.Exchange.GetPayload()}}}})
 		}
 	}
 }
@@ -92,73 +90,68 @@ func start(t *testing.T) (*Pipe, *server) {
 	return p, srv
 }
 
-func withAuth(a string) context.Context {
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", a)
+// items reads an exchange to its end.
+func items(st grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse]) ([]string, error) {
+	var got []string
+	for {
+		it, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+		got = append(got, fmt.Sprintf("%s/%v", it.GetMessage(), it.GetFinal()))
+	}
 }
 
-// Concurrent tool calls each get their own answer and carry their caller's Authorization.
-func TestCallToolConcurrent(t *testing.T) {
+// Concurrent exchanges each read like a server stream — their own items, then io.EOF — and
+// carry their caller's Authorization.
+func TestExchangesConcurrent(t *testing.T) {
 	p, _ := start(t)
-	admin := Admin(nil, p)
+	client := MCP(nil, p)
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			auth := fmt.Sprint("Bearer k", i%7)
-			resp, err := admin.CallTool(withAuth(auth), &mcpgatewayv1.CallToolRequest{Id: fmt.Sprint("s", i)})
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", auth)
+			st, err := client.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{Payload: []byte(fmt.Sprint("b", i))})
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if got, want := string(resp.GetBody().GetData()), fmt.Sprint("s", i, " ", auth); got != want {
-				t.Errorf("got %q, want %q", got, want)
+			got, err := items(st)
+			if want := fmt.Sprintf("[note/false b%d %s/true]", i, auth); err != nil || fmt.Sprint(got) != want {
+				t.Errorf("got %v %v, want %s", got, err, want)
 			}
 		}()
 	}
 	wg.Wait()
-	_, err := admin.CallTool(context.Background(), &mcpgatewayv1.CallToolRequest{Id: "fail"})
-	if status.Code(err) != codes.NotFound || status.Convert(err).Message() != "no such server" {
+	st, _ := client.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{Payload: []byte("fail")})
+	if _, err := items(st); status.Code(err) != codes.NotFound || status.Convert(err).Message() != "no such session" {
 		t.Fatalf("a failure is its gRPC status: %v", err)
 	}
 }
 
-// An exchange reads like a server stream: its items, then io.EOF.
-func TestExchangeReadsLikeAStream(t *testing.T) {
-	p, _ := start(t)
-	st, err := MCP(nil, p).Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{Payload: []byte("hello")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for {
-		it, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s/%v", it.GetMessage(), it.GetFinal()))
-	}
-	if fmt.Sprint(got) != "[note/false hello/true]" {
-		t.Fatalf("items %v", got)
-	}
-}
-
-// A caller whose context ends abandons its call, and the server is told to cancel it; an
-// exchange abandoned by a handler that stopped reading is cancelled when its context ends.
-func TestCancelledCallsAreAbandoned(t *testing.T) {
+// An exchange whose context ends is abandoned and the server told to cancel it, whether its
+// reader waits in Recv or has stopped reading.
+func TestEndedContextsAbandonExchanges(t *testing.T) {
 	p, srv := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.CallTool(ctx, &mcpgatewayv1.CallToolRequest{Id: "hang"}); status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("a call past its deadline: %v", err)
+	st, err := p.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{Payload: []byte("hang")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("past its deadline: %v", err)
 	}
 	select {
 	case <-srv.cancels:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the server was not told to cancel the call")
+		t.Fatal("the server was not told to cancel")
 	}
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
@@ -173,29 +166,23 @@ func TestCancelledCallsAreAbandoned(t *testing.T) {
 	}
 }
 
-// Calls in flight when the stream breaks fail with Unavailable; the next call opens a new one.
+// Exchanges in flight when the stream breaks fail with Unavailable; the next opens a new one.
 func TestBrokenStream(t *testing.T) {
 	p, srv := start(t)
-	if _, err := p.CallTool(context.Background(), &mcpgatewayv1.CallToolRequest{Id: "a"}); err != nil {
+	st, err := p.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{Payload: []byte("hang")})
+	if err != nil {
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.CallTool(context.Background(), &mcpgatewayv1.CallToolRequest{Id: "hang"})
-		errc <- err
-	}()
-	<-srv.hung        // the call reached the server
+	<-srv.hung        // the exchange reached the server
 	(<-srv.streams)() // the server ends the stream
-	select {
-	case err := <-errc:
-		if status.Code(err) != codes.Unavailable {
-			t.Fatalf("in flight when the stream broke: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a call in flight on a broken stream hung")
+	if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("in flight when the stream broke: %v", err)
 	}
-	resp, err := p.CallTool(context.Background(), &mcpgatewayv1.CallToolRequest{Id: "b"})
-	if err != nil || string(resp.GetBody().GetData()) != "b " {
-		t.Fatalf("after reopening: %v %v", resp, err)
+	st, err = p.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{Payload: []byte("again")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := items(st); err != nil || fmt.Sprint(got) != "[note/false again /true]" {
+		t.Fatalf("after reopening: %v %v", got, err)
 	}
 }

@@ -1,8 +1,9 @@
-// Package pipeserve is the server side of PipeService.Pipe: the edge's POST /mcp exchanges
-// and external tool calls, many at once over one stream. Each call is authorized on its own
-// (its caller's Authorization value, the unary RPCs' rules), runs on a reused goroutine, and
-// answers with items that name it; the last item of a call is marked. A cancel request, or
-// the stream ending, cancels the calls' contexts.
+// Package pipeserve is the server side of PipeService.Pipe: the edge's POST /mcp exchanges,
+// many at once over one stream. Each is authorized on its own (its caller's Authorization
+// value, McpService's rule: the API key), runs on a reused goroutine, and answers with items
+// that name it; the last item of an exchange is marked. A cancel request, or the stream
+// ending, cancels the exchanges' contexts; a draining server ends its streams once their
+// exchanges in flight have answered.
 package pipeserve
 
 import (
@@ -21,11 +22,6 @@ type Exchanger interface {
 	ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error
 }
 
-// ToolCaller runs one external tool call (AdminService.CallTool).
-type ToolCaller interface {
-	CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error)
-}
-
 // Workers is how many goroutines are kept to run calls (lib/workpool).
 const Workers = 256
 
@@ -34,15 +30,14 @@ type Server struct {
 	mcpgatewayv1.UnimplementedPipeServiceServer
 	guard    keyauth.Guard
 	exchange Exchanger
-	tools    ToolCaller
 	pool     *workpool.Pool
 	drain    <-chan struct{}
 }
 
 // New returns a server whose calls are checked by guard's keys; its streams end (after their
 // calls in flight) when drain closes.
-func New(guard keyauth.Guard, exchange Exchanger, tools ToolCaller, drain <-chan struct{}) *Server {
-	return &Server{guard: guard, exchange: exchange, tools: tools, pool: workpool.New(Workers), drain: drain}
+func New(guard keyauth.Guard, exchange Exchanger, drain <-chan struct{}) *Server {
+	return &Server{guard: guard, exchange: exchange, pool: workpool.New(Workers), drain: drain}
 }
 
 // pipe is one open stream.
@@ -161,22 +156,8 @@ func (s *Server) serve(ctx context.Context, p *pipe, id uint64, req *mcpgatewayv
 		case !ended:
 			_ = p.send(&mcpgatewayv1.PipeResponse{CallId: id, Last: true}) // no response (a notification)
 		}
-	case *mcpgatewayv1.PipeRequest_CallTool:
-		if err := s.guard.Authorize(req.GetAuthorization(), true); err != nil {
-			_ = p.send(failure(id, err))
-			return
-		}
-		resp, err := s.tools.CallTool(ctx, k.CallTool)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			_ = p.send(failure(id, err))
-			return
-		}
-		_ = p.send(&mcpgatewayv1.PipeResponse{CallId: id, Kind: &mcpgatewayv1.PipeResponse_CallTool{CallTool: resp}, Last: true})
 	default:
-		_ = p.send(failure(id, status.Error(codes.InvalidArgument, "pipe: a request with neither exchange, call_tool nor cancel")))
+		_ = p.send(failure(id, status.Error(codes.InvalidArgument, "pipe: a request with neither exchange nor cancel")))
 	}
 }
 

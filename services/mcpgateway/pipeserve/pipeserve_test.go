@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -17,18 +16,24 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// fakes answer from the request and record cancellations.
-type fakes struct {
-	started   chan string // the id of a call that began to wait for its context
-	cancelled chan string // the id of a call whose context ended before it answered
+// fake answers an exchange by its payload: "notification" sends nothing, "fail" fails,
+// "notes" sends three notes first, "block" waits for its context; anything else is echoed.
+type fake struct {
+	started   chan struct{} // a "block" exchange began to wait
+	cancelled chan struct{} // a "block" exchange's context ended
 }
 
-func (f *fakes) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error {
+func (f *fake) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error {
 	switch string(req.GetPayload()) {
 	case "notification":
 		return nil
 	case "fail":
 		return fmt.Errorf("wrapped: %w", context.DeadlineExceeded) // not a status: Unknown
+	case "block":
+		f.started <- struct{}{}
+		<-ctx.Done()
+		f.cancelled <- struct{}{}
+		return ctx.Err()
 	case "notes":
 		for i := range 3 {
 			if err := send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(fmt.Sprint("note", i))}}); err != nil {
@@ -39,22 +44,12 @@ func (f *fakes) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeReques
 	return send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: req.GetPayload()}, Final: true})
 }
 
-func (f *fakes) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
-	if req.GetId() == "block" {
-		f.started <- req.GetId()
-		<-ctx.Done()
-		f.cancelled <- req.GetId()
-		return nil, ctx.Err()
-	}
-	return &mcpgatewayv1.CallToolResponse{Body: &httpbody.HttpBody{Data: []byte("answer to " + req.GetId())}}, nil
-}
-
-func start(t *testing.T, keys keyauth.Keys) (mcpgatewayv1.PipeServiceClient, *fakes) {
+func start(t *testing.T, keys keyauth.Keys, drain <-chan struct{}) (mcpgatewayv1.PipeServiceClient, *fake) {
 	t.Helper()
-	f := &fakes{started: make(chan string, 16), cancelled: make(chan string, 16)}
+	f := &fake{started: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
 	guard := keyauth.Guard{Keys: keys, PerCall: func(m string) bool { return m == mcpgatewayv1.PipeService_Pipe_FullMethodName }}
 	g := grpc.NewServer(grpc.ChainStreamInterceptor(guard.Stream))
-	mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, f, nil))
+	mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, drain))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,17 +74,17 @@ func open(t *testing.T, c mcpgatewayv1.PipeServiceClient) (mcpgatewayv1.PipeServ
 	return st, cancel
 }
 
-func tool(id uint64, server, auth string) *mcpgatewayv1.PipeRequest {
-	return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_CallTool{CallTool: &mcpgatewayv1.CallToolRequest{Id: server}}}
-}
-
 func exchange(id uint64, payload, auth string) *mcpgatewayv1.PipeRequest {
 	return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_Exchange{Exchange: &mcpgatewayv1.ExchangeRequest{Payload: []byte(payload)}}}
 }
 
-// Many calls in flight at once each get their own answer, named by their call id.
-func TestConcurrentCallsGetTheirOwnAnswers(t *testing.T) {
-	c, _ := start(t, keyauth.Keys{Admin: "adm"})
+func cancelReq(id uint64) *mcpgatewayv1.PipeRequest {
+	return &mcpgatewayv1.PipeRequest{CallId: id, Kind: &mcpgatewayv1.PipeRequest_Cancel{Cancel: true}}
+}
+
+// Many exchanges in flight at once each get their own answer, named by their call id.
+func TestConcurrentExchangesGetTheirOwnAnswers(t *testing.T) {
+	c, _ := start(t, keyauth.Keys{}, nil)
 	st, cancel := open(t, c)
 	defer cancel()
 	const n = 200
@@ -101,7 +96,7 @@ func TestConcurrentCallsGetTheirOwnAnswers(t *testing.T) {
 			defer wg.Done()
 			sendMu.Lock()
 			defer sendMu.Unlock()
-			if err := st.Send(tool(uint64(i+1), fmt.Sprint("s", i+1), "Bearer adm")); err != nil {
+			if err := st.Send(exchange(uint64(i+1), fmt.Sprint("body", i+1), "")); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -113,35 +108,33 @@ func TestConcurrentCallsGetTheirOwnAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprint("answer to s", r.GetCallId())
-		if got := string(r.GetCallTool().GetBody().GetData()); got != want || !r.GetLast() || seen[r.GetCallId()] {
+		want := fmt.Sprint("body", r.GetCallId())
+		if got := string(r.GetExchange().GetMessage()); got != want || !r.GetLast() || seen[r.GetCallId()] {
 			t.Fatalf("call %d: %q last=%v (want %q, once)", r.GetCallId(), got, r.GetLast(), want)
 		}
 		seen[r.GetCallId()] = true
 	}
 }
 
-// Each call is authorized with its own key: the API key for exchanges, the admin key
-// (fail-closed) for tool calls.
-func TestEachCallIsAuthorized(t *testing.T) {
+// Each exchange is authorized with its own key, by McpService's rule.
+func TestEachExchangeIsAuthorized(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		keys keyauth.Keys
-		req  *mcpgatewayv1.PipeRequest
+		auth string
 		want codes.Code
 	}{
-		{"exchange, right API key", keyauth.Keys{API: "api"}, exchange(1, "x", "Bearer api"), codes.OK},
-		{"exchange, wrong API key", keyauth.Keys{API: "api"}, exchange(1, "x", "Bearer nope"), codes.Unauthenticated},
-		{"exchange, no key set", keyauth.Keys{}, exchange(1, "x", ""), codes.OK},
-		{"tool call, API key is not the admin key", keyauth.Keys{API: "api", Admin: "adm"}, tool(1, "s", "Bearer api"), codes.Unauthenticated},
-		{"tool call, admin key", keyauth.Keys{API: "api", Admin: "adm"}, tool(1, "s", "Bearer adm"), codes.OK},
-		{"tool call, no key configured", keyauth.Keys{}, tool(1, "s", ""), codes.PermissionDenied},
+		{"right API key", keyauth.Keys{API: "api"}, "Bearer api", codes.OK},
+		{"the admin key serves too", keyauth.Keys{API: "api", Admin: "adm"}, "Bearer adm", codes.OK},
+		{"wrong API key", keyauth.Keys{API: "api"}, "Bearer nope", codes.Unauthenticated},
+		{"no key", keyauth.Keys{API: "api"}, "", codes.Unauthenticated},
+		{"no key set", keyauth.Keys{}, "", codes.OK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := start(t, tc.keys)
+			c, _ := start(t, tc.keys, nil)
 			st, cancel := open(t, c)
 			defer cancel()
-			if err := st.Send(tc.req); err != nil {
+			if err := st.Send(exchange(1, "x", tc.auth)); err != nil {
 				t.Fatal(err)
 			}
 			r, err := st.Recv()
@@ -162,7 +155,7 @@ func TestEachCallIsAuthorized(t *testing.T) {
 // An exchange's notifications come first, in order, and only its final item is the last;
 // a notification-only exchange ends with an empty last item; a failing one with its status.
 func TestExchangeItems(t *testing.T) {
-	c, _ := start(t, keyauth.Keys{})
+	c, _ := start(t, keyauth.Keys{}, nil)
 	st, cancel := open(t, c)
 	defer cancel()
 	recv := func() *mcpgatewayv1.PipeResponse {
@@ -196,30 +189,56 @@ func TestExchangeItems(t *testing.T) {
 	}
 }
 
-// A cancel request cancels the call's context, and nothing more is sent for it; closing the
-// stream cancels the calls still in flight.
+// A cancel request cancels the exchange's context, and nothing more is sent for it; closing
+// the stream cancels the exchanges still in flight.
 func TestCancelAndStreamEnd(t *testing.T) {
-	c, f := start(t, keyauth.Keys{Admin: "adm"})
+	c, f := start(t, keyauth.Keys{}, nil)
 	st, cancel := open(t, c)
-	st.Send(tool(1, "block", "Bearer adm"))
-	st.Send(&mcpgatewayv1.PipeRequest{CallId: 1, Kind: &mcpgatewayv1.PipeRequest_Cancel{Cancel: true}})
+	st.Send(exchange(1, "block", ""))
+	<-f.started
+	st.Send(cancelReq(1))
 	select {
 	case <-f.cancelled:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the cancelled call's context did not end")
+		t.Fatal("the cancelled exchange's context did not end")
 	}
-	st.Send(tool(2, "s", "Bearer adm"))
+	st.Send(exchange(2, "after", ""))
 	if r, err := st.Recv(); err != nil || r.GetCallId() != 2 {
 		t.Fatalf("after the cancel: %v %v (nothing may come for call 1)", r, err)
 	}
 
-	st.Send(tool(3, "block", "Bearer adm"))
-	<-f.started
+	st.Send(exchange(3, "block", ""))
 	<-f.started
 	cancel() // the client goes away
 	select {
 	case <-f.cancelled:
 	case <-time.After(5 * time.Second):
-		t.Fatal("a call in flight outlived its stream")
+		t.Fatal("an exchange in flight outlived its stream")
+	}
+}
+
+// Draining ends the stream once the exchanges in flight have answered.
+func TestDrainEndsTheStream(t *testing.T) {
+	drain := make(chan struct{})
+	c, _ := start(t, keyauth.Keys{}, drain)
+	st, cancel := open(t, c)
+	defer cancel()
+	st.Send(exchange(1, "x", ""))
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	close(drain)
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Recv()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the stream went on after the drain")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a drained pipe stayed open")
 	}
 }

@@ -33,7 +33,6 @@ type PipeRequest struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*PipeRequest_Exchange
-	//	*PipeRequest_CallTool
 	//	*PipeRequest_Cancel
 	Kind          isPipeRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
@@ -100,15 +99,6 @@ func (x *PipeRequest) GetExchange() *ExchangeRequest {
 	return nil
 }
 
-func (x *PipeRequest) GetCallTool() *CallToolRequest {
-	if x != nil {
-		if x, ok := x.Kind.(*PipeRequest_CallTool); ok {
-			return x.CallTool
-		}
-	}
-	return nil
-}
-
 func (x *PipeRequest) GetCancel() bool {
 	if x != nil {
 		if x, ok := x.Kind.(*PipeRequest_Cancel); ok {
@@ -127,19 +117,12 @@ type PipeRequest_Exchange struct {
 	Exchange *ExchangeRequest `protobuf:"bytes,3,opt,name=exchange,proto3,oneof"`
 }
 
-type PipeRequest_CallTool struct {
-	// call_tool is AdminService.CallTool.
-	CallTool *CallToolRequest `protobuf:"bytes,4,opt,name=call_tool,json=callTool,proto3,oneof"`
-}
-
 type PipeRequest_Cancel struct {
 	// cancel abandons call_id: its context is cancelled and nothing more is sent for it.
-	Cancel bool `protobuf:"varint,5,opt,name=cancel,proto3,oneof"`
+	Cancel bool `protobuf:"varint,4,opt,name=cancel,proto3,oneof"`
 }
 
 func (*PipeRequest_Exchange) isPipeRequest_Kind() {}
-
-func (*PipeRequest_CallTool) isPipeRequest_Kind() {}
 
 func (*PipeRequest_Cancel) isPipeRequest_Kind() {}
 
@@ -153,11 +136,10 @@ type PipeResponse struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*PipeResponse_Exchange
-	//	*PipeResponse_CallTool
 	//	*PipeResponse_Failure
 	Kind isPipeResponse_Kind `protobuf_oneof:"kind"`
 	// last marks the call's last item.
-	Last          bool `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`
+	Last          bool `protobuf:"varint,4,opt,name=last,proto3" json:"last,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -215,15 +197,6 @@ func (x *PipeResponse) GetExchange() *ExchangeResponse {
 	return nil
 }
 
-func (x *PipeResponse) GetCallTool() *CallToolResponse {
-	if x != nil {
-		if x, ok := x.Kind.(*PipeResponse_CallTool); ok {
-			return x.CallTool
-		}
-	}
-	return nil
-}
-
 func (x *PipeResponse) GetFailure() *PipeStatus {
 	if x != nil {
 		if x, ok := x.Kind.(*PipeResponse_Failure); ok {
@@ -249,19 +222,12 @@ type PipeResponse_Exchange struct {
 	Exchange *ExchangeResponse `protobuf:"bytes,2,opt,name=exchange,proto3,oneof"`
 }
 
-type PipeResponse_CallTool struct {
-	// call_tool is CallTool's answer.
-	CallTool *CallToolResponse `protobuf:"bytes,3,opt,name=call_tool,json=callTool,proto3,oneof"`
-}
-
 type PipeResponse_Failure struct {
 	// failure is the call's gRPC status when it failed.
-	Failure *PipeStatus `protobuf:"bytes,4,opt,name=failure,proto3,oneof"`
+	Failure *PipeStatus `protobuf:"bytes,3,opt,name=failure,proto3,oneof"`
 }
 
 func (*PipeResponse_Exchange) isPipeResponse_Kind() {}
-
-func (*PipeResponse_CallTool) isPipeResponse_Kind() {}
 
 func (*PipeResponse_Failure) isPipeResponse_Kind() {}
 
@@ -324,20 +290,18 @@ var File_zest_mcpgateway_v1_pipe_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_pipe_proto_rawDesc = "" +
 	"\n" +
-	"\x1dzest/mcpgateway/v1/pipe.proto\x12\x12zest.mcpgateway.v1\x1a\x1ezest/mcpgateway/v1/admin.proto\x1a\x1czest/mcpgateway/v1/mcp.proto\"\xf5\x01\n" +
+	"\x1dzest/mcpgateway/v1/pipe.proto\x12\x12zest.mcpgateway.v1\x1a\x1czest/mcpgateway/v1/mcp.proto\"\xb1\x01\n" +
 	"\vPipeRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12$\n" +
 	"\rauthorization\x18\x02 \x01(\tR\rauthorization\x12A\n" +
-	"\bexchange\x18\x03 \x01(\v2#.zest.mcpgateway.v1.ExchangeRequestH\x00R\bexchange\x12B\n" +
-	"\tcall_tool\x18\x04 \x01(\v2#.zest.mcpgateway.v1.CallToolRequestH\x00R\bcallTool\x12\x18\n" +
-	"\x06cancel\x18\x05 \x01(\bH\x00R\x06cancelB\x06\n" +
-	"\x04kind\"\x88\x02\n" +
+	"\bexchange\x18\x03 \x01(\v2#.zest.mcpgateway.v1.ExchangeRequestH\x00R\bexchange\x12\x18\n" +
+	"\x06cancel\x18\x04 \x01(\bH\x00R\x06cancelB\x06\n" +
+	"\x04kind\"\xc3\x01\n" +
 	"\fPipeResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12B\n" +
-	"\bexchange\x18\x02 \x01(\v2$.zest.mcpgateway.v1.ExchangeResponseH\x00R\bexchange\x12C\n" +
-	"\tcall_tool\x18\x03 \x01(\v2$.zest.mcpgateway.v1.CallToolResponseH\x00R\bcallTool\x12:\n" +
-	"\afailure\x18\x04 \x01(\v2\x1e.zest.mcpgateway.v1.PipeStatusH\x00R\afailure\x12\x12\n" +
-	"\x04last\x18\x05 \x01(\bR\x04lastB\x06\n" +
+	"\bexchange\x18\x02 \x01(\v2$.zest.mcpgateway.v1.ExchangeResponseH\x00R\bexchange\x12:\n" +
+	"\afailure\x18\x03 \x01(\v2\x1e.zest.mcpgateway.v1.PipeStatusH\x00R\afailure\x12\x12\n" +
+	"\x04last\x18\x04 \x01(\bR\x04lastB\x06\n" +
 	"\x04kind\":\n" +
 	"\n" +
 	"PipeStatus\x12\x12\n" +
@@ -365,23 +329,19 @@ var file_zest_mcpgateway_v1_pipe_proto_goTypes = []any{
 	(*PipeResponse)(nil),     // 1: zest.mcpgateway.v1.PipeResponse
 	(*PipeStatus)(nil),       // 2: zest.mcpgateway.v1.PipeStatus
 	(*ExchangeRequest)(nil),  // 3: zest.mcpgateway.v1.ExchangeRequest
-	(*CallToolRequest)(nil),  // 4: zest.mcpgateway.v1.CallToolRequest
-	(*ExchangeResponse)(nil), // 5: zest.mcpgateway.v1.ExchangeResponse
-	(*CallToolResponse)(nil), // 6: zest.mcpgateway.v1.CallToolResponse
+	(*ExchangeResponse)(nil), // 4: zest.mcpgateway.v1.ExchangeResponse
 }
 var file_zest_mcpgateway_v1_pipe_proto_depIdxs = []int32{
 	3, // 0: zest.mcpgateway.v1.PipeRequest.exchange:type_name -> zest.mcpgateway.v1.ExchangeRequest
-	4, // 1: zest.mcpgateway.v1.PipeRequest.call_tool:type_name -> zest.mcpgateway.v1.CallToolRequest
-	5, // 2: zest.mcpgateway.v1.PipeResponse.exchange:type_name -> zest.mcpgateway.v1.ExchangeResponse
-	6, // 3: zest.mcpgateway.v1.PipeResponse.call_tool:type_name -> zest.mcpgateway.v1.CallToolResponse
-	2, // 4: zest.mcpgateway.v1.PipeResponse.failure:type_name -> zest.mcpgateway.v1.PipeStatus
-	0, // 5: zest.mcpgateway.v1.PipeService.Pipe:input_type -> zest.mcpgateway.v1.PipeRequest
-	1, // 6: zest.mcpgateway.v1.PipeService.Pipe:output_type -> zest.mcpgateway.v1.PipeResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 1: zest.mcpgateway.v1.PipeResponse.exchange:type_name -> zest.mcpgateway.v1.ExchangeResponse
+	2, // 2: zest.mcpgateway.v1.PipeResponse.failure:type_name -> zest.mcpgateway.v1.PipeStatus
+	0, // 3: zest.mcpgateway.v1.PipeService.Pipe:input_type -> zest.mcpgateway.v1.PipeRequest
+	1, // 4: zest.mcpgateway.v1.PipeService.Pipe:output_type -> zest.mcpgateway.v1.PipeResponse
+	4, // [4:5] is the sub-list for method output_type
+	3, // [3:4] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_pipe_proto_init() }
@@ -389,16 +349,13 @@ func file_zest_mcpgateway_v1_pipe_proto_init() {
 	if File_zest_mcpgateway_v1_pipe_proto != nil {
 		return
 	}
-	file_zest_mcpgateway_v1_admin_proto_init()
 	file_zest_mcpgateway_v1_mcp_proto_init()
 	file_zest_mcpgateway_v1_pipe_proto_msgTypes[0].OneofWrappers = []any{
 		(*PipeRequest_Exchange)(nil),
-		(*PipeRequest_CallTool)(nil),
 		(*PipeRequest_Cancel)(nil),
 	}
 	file_zest_mcpgateway_v1_pipe_proto_msgTypes[1].OneofWrappers = []any{
 		(*PipeResponse_Exchange)(nil),
-		(*PipeResponse_CallTool)(nil),
 		(*PipeResponse_Failure)(nil),
 	}
 	type x struct{}

@@ -26,11 +26,11 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// PipeService carries the edge's per-request calls (POST /mcp exchanges and external tool
-// calls) over one long-lived stream per connection instead of one RPC each: a call costs a
-// message each way rather than a stream with its headers and trailers. Each call carries the
-// caller's own Authorization value and is checked with the same rules as the unary RPCs
-// (McpService: the API key; AdminService: the admin key), so opening the stream needs no key.
+// PipeService carries the edge's POST /mcp exchanges (McpService.Exchange, a server stream)
+// over one long-lived stream per connection instead of one RPC each: an exchange costs a
+// message each way rather than a stream with its headers and trailers. (Unary calls travel on
+// zest.rpcmux.v1.RpcMuxService.) Each exchange carries the caller's own Authorization value
+// and is checked with McpService's rule (the API key), so opening the stream needs no key.
 type PipeServiceClient interface {
 	// Pipe multiplexes calls: requests name a call id chosen by the client, responses name it back.
 	Pipe(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipeRequest, PipeResponse], error)
@@ -61,11 +61,11 @@ type PipeService_PipeClient = grpc.BidiStreamingClient[PipeRequest, PipeResponse
 // All implementations must embed UnimplementedPipeServiceServer
 // for forward compatibility.
 //
-// PipeService carries the edge's per-request calls (POST /mcp exchanges and external tool
-// calls) over one long-lived stream per connection instead of one RPC each: a call costs a
-// message each way rather than a stream with its headers and trailers. Each call carries the
-// caller's own Authorization value and is checked with the same rules as the unary RPCs
-// (McpService: the API key; AdminService: the admin key), so opening the stream needs no key.
+// PipeService carries the edge's POST /mcp exchanges (McpService.Exchange, a server stream)
+// over one long-lived stream per connection instead of one RPC each: an exchange costs a
+// message each way rather than a stream with its headers and trailers. (Unary calls travel on
+// zest.rpcmux.v1.RpcMuxService.) Each exchange carries the caller's own Authorization value
+// and is checked with McpService's rule (the API key), so opening the stream needs no key.
 type PipeServiceServer interface {
 	// Pipe multiplexes calls: requests name a call id chosen by the client, responses name it back.
 	Pipe(grpc.BidiStreamingServer[PipeRequest, PipeResponse]) error
