@@ -106,7 +106,6 @@ func (t *Tools) listModels(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return toolError("list models", err), nil
 	}
-	logf(ctx, mcp.LoggingLevelDebug, "listed %d models (include_available=%v, include_suggested=%v)", len(out.Models), args.IncludeAvailable, args.IncludeSuggested)
 	res := mcp.NewToolResultText(string(b))
 	res.RawStructuredContent = b
 	return res, nil
