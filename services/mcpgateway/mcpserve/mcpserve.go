@@ -306,43 +306,6 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	return encodeFor(env.ID, resp)
 }
 
-// appendToolResult encodes the common shape of a tool result — text content without
-// annotations or _meta, maybe raw structured content and isError — exactly as mcp-go's
-// MarshalJSON does (keys in its sorted order, strings escaped by encoding/json), without the
-// map and reflection it builds on; ok is false for any other shape.
-func appendToolResult(b []byte, r *mcp.CallToolResult) ([]byte, bool) {
-	if r.Meta != nil || r.ResultType != "" || len(r.InputRequests) > 0 || r.RequestState != "" ||
-		(r.StructuredContent != nil && len(r.RawStructuredContent) == 0) {
-		return nil, false
-	}
-	b = append(b, `{"content":[`...)
-	for i, c := range r.Content {
-		tc, ok := c.(mcp.TextContent)
-		if !ok || tc.Annotations != nil || tc.Meta != nil {
-			return nil, false
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		typ, _ := json.Marshal(tc.Type)
-		text, _ := json.Marshal(tc.Text)
-		b = append(append(append(append(b, `{"type":`...), typ...), `,"text":`...), text...)
-		b = append(b, '}')
-	}
-	b = append(b, ']')
-	if r.IsError {
-		b = append(b, `,"isError":true`...)
-	}
-	if len(r.RawStructuredContent) > 0 {
-		var buf bytes.Buffer
-		if json.Compact(&buf, r.RawStructuredContent) != nil {
-			return nil, false
-		}
-		b = append(append(b, `,"structuredContent":`...), buf.Bytes()...)
-	}
-	return append(b, '}'), true
-}
-
 // encodeFor renders mcp-go's answer to the request with id. A tool's CallToolResult is
 // marshalled by its own MarshalJSON (json.Marshal of a map: compact and valid) and spliced
 // behind the request's id: through encoding/json those bytes would be scanned and compacted
@@ -357,9 +320,6 @@ func encodeFor(id json.RawMessage, resp mcp.JSONRPCMessage) ([]byte, error) {
 			res = &v
 		}
 		if res != nil {
-			if b, ok := appendToolResult(nil, res); ok {
-				return result(id, b), nil
-			}
 			if b, err := res.MarshalJSON(); err == nil {
 				return result(id, b), nil
 			}
