@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 
 	"github.com/zestmcp/zest/lib/muxstream"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -29,11 +30,18 @@ const exchangeBuffer = 64
 // Pipe multiplexes calls to one mcpgateway.
 type Pipe struct {
 	mux *muxstream.Client[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse]
+	// direct is set when mcpgateway has no PipeService (an older build during a rolling
+	// upgrade): MCP's exchanges then go as ordinary Exchange RPCs.
+	direct atomic.Bool
 }
+
+// noPipeMessage marks the exchanges that failed because mcpgateway refused the pipe itself.
+const noPipeMessage = "mcpgateway does not serve the pipe"
 
 // New returns a pipe over client; Close ends it.
 func New(client mcpgatewayv1.PipeServiceClient) *Pipe {
-	return &Pipe{mux: muxstream.New(muxstream.Config[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse]{
+	p := &Pipe{}
+	p.mux = muxstream.New(muxstream.Config[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse]{
 		Open: func(ctx context.Context) (muxstream.Stream[*mcpgatewayv1.PipeRequest, *mcpgatewayv1.PipeResponse], error) {
 			return client.Pipe(ctx)
 		},
@@ -41,17 +49,22 @@ func New(client mcpgatewayv1.PipeServiceClient) *Pipe {
 		Last:   (*mcpgatewayv1.PipeResponse).GetLast,
 		Keep:   func(*mcpgatewayv1.PipeResponse) bool { return true }, // no MCP message may be lost
 		Broken: func(err error) *mcpgatewayv1.PipeResponse {
-			code := codes.Unavailable
-			if errors.Is(err, muxstream.ErrSlowCaller) {
+			code, msg := codes.Unavailable, "mcpgateway pipe: "+status.Convert(err).Message()
+			switch {
+			case errors.Is(err, muxstream.ErrSlowCaller):
 				code = codes.ResourceExhausted
+			case status.Code(err) == codes.Unimplemented: // the stream was refused: nothing ran
+				p.direct.Store(true)
+				code, msg = codes.Unimplemented, noPipeMessage
 			}
 			return &mcpgatewayv1.PipeResponse{Last: true, Kind: &mcpgatewayv1.PipeResponse_Failure{Failure: &mcpgatewayv1.PipeStatus{
-				Code: int32(code), Message: "mcpgateway pipe: " + status.Convert(err).Message()}}}
+				Code: int32(code), Message: msg}}}
 		},
 		Cancel: func(id uint64) *mcpgatewayv1.PipeRequest {
 			return &mcpgatewayv1.PipeRequest{CallId: id, Kind: &mcpgatewayv1.PipeRequest_Cancel{Cancel: true}}
 		},
-	})}
+	})
+	return p
 }
 
 // Close ends the stream; calls in flight fail.
@@ -113,10 +126,16 @@ type exchange struct {
 	ch   <-chan *mcpgatewayv1.PipeResponse
 	stop func() bool
 	done bool
+	// fallback opens the same exchange as an ordinary RPC, for a server without the pipe.
+	fallback func() (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error)
+	direct   grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse]
 }
 
 // Recv returns the next item, io.EOF after the last, or the call's failure.
 func (x *exchange) Recv() (*mcpgatewayv1.ExchangeResponse, error) {
+	if x.direct != nil {
+		return x.direct.Recv()
+	}
 	for !x.done {
 		select {
 		case r := <-x.ch:
@@ -124,7 +143,15 @@ func (x *exchange) Recv() (*mcpgatewayv1.ExchangeResponse, error) {
 				x.done = true
 				x.stop()
 			}
-			if r.GetFailure() != nil {
+			if f := r.GetFailure(); f != nil {
+				if codes.Code(f.GetCode()) == codes.Unimplemented && f.GetMessage() == noPipeMessage && x.fallback != nil {
+					st, err := x.fallback()
+					if err != nil {
+						return nil, err
+					}
+					x.direct = st
+					return st.Recv()
+				}
 				return nil, failed(r)
 			}
 			if item := r.GetExchange(); item != nil {
@@ -169,5 +196,15 @@ type mcpClient struct {
 }
 
 func (m mcpClient) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
-	return m.pipe.Exchange(ctx, req, opts...)
+	if m.pipe.direct.Load() {
+		return m.McpServiceClient.Exchange(ctx, req, opts...)
+	}
+	st, err := m.pipe.Exchange(ctx, req, opts...)
+	if err != nil {
+		return nil, err
+	}
+	st.(*exchange).fallback = func() (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+		return m.McpServiceClient.Exchange(ctx, req, opts...)
+	}
+	return st, nil
 }

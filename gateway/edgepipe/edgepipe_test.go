@@ -186,3 +186,45 @@ func TestBrokenStream(t *testing.T) {
 		t.Fatalf("after reopening: %v %v", got, err)
 	}
 }
+
+// mcpOnly is an mcpgateway of an older build: McpService without PipeService.
+type mcpOnly struct {
+	mcpgatewayv1.UnimplementedMcpServiceServer
+}
+
+func (mcpOnly) Exchange(req *mcpgatewayv1.ExchangeRequest, st mcpgatewayv1.McpService_ExchangeServer) error {
+	return st.Send(&mcpgatewayv1.ExchangeResponse{Final: true, Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: req.GetPayload()}})
+}
+
+// Against a server without the pipe, exchanges go as ordinary Exchange RPCs.
+func TestServerWithoutThePipe(t *testing.T) {
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterMcpServiceServer(g, mcpOnly{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	p := New(mcpgatewayv1.NewPipeServiceClient(cc))
+	defer p.Close()
+	client := MCP(mcpgatewayv1.NewMcpServiceClient(cc), p)
+	for i := range 3 { // the first finds out, the next go straight
+		st, err := client.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{Payload: []byte(fmt.Sprint("old", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := items(st)
+		if err != nil || fmt.Sprint(got) != fmt.Sprintf("[old%d/true]", i) {
+			t.Fatalf("exchange %d: %v %v", i, got, err)
+		}
+	}
+	if !p.direct.Load() {
+		t.Fatal("the pipe did not switch to ordinary RPCs")
+	}
+}

@@ -182,3 +182,34 @@ func TestDeadlineAndCancel(t *testing.T) {
 		t.Fatal("the handler was not cancelled")
 	}
 }
+
+// A server without the pipe (an older build) is called with ordinary RPCs instead.
+func TestServerWithoutThePipe(t *testing.T) {
+	g := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_NOT_SERVING)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	conn := NewConn(cc, "")
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+	for i := range 3 { // the first finds out, the next go straight
+		resp, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{Service: "svc"})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("call %d: %v %v", i, resp, err)
+		}
+	}
+	if !conn.direct.Load() {
+		t.Fatal("the connection did not switch to ordinary RPCs")
+	}
+}
