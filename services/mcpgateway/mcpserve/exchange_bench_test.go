@@ -17,7 +17,9 @@ import (
 )
 
 // models answers ListModels in process, as the built-in engines' node would.
-type models struct{ inferencev1.InferenceServiceClient }
+type models struct {
+	inferencev1.InferenceServiceClient
+}
 
 func (models) ListModels(context.Context, *inferencev1.ListModelsRequest, ...grpc.CallOption) (*inferencev1.ListModelsResponse, error) {
 	return &inferencev1.ListModelsResponse{Models: []*inferencev1.Model{
