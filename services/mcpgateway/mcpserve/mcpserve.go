@@ -266,29 +266,28 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 		}
 		return encodeFor(env.ID, resp)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		sendErr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	// Notifications the tool sends while it runs are relayed as they come, by a goroutine
+	// started with the first of them (most tools send none, and a goroutine per call costs
+	// ~15% of a small call); what is still queued when the tool returns is flushed here.
+	r := &relay{stop: make(chan struct{})}
+	r.run = func() {
+		defer r.wg.Done()
 		for {
 			select {
 			case n := <-sess.notes:
-				if sendErr == nil {
-					sendErr = sendNote(send, n)
+				if r.err == nil {
+					r.err = sendNote(send, n)
 				}
-			case <-ctx.Done():
+			case <-r.stop:
 				return
 			}
 		}
-	}()
+	}
+	sess.setRelay(r)
 	resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
-	cancel()
-	wg.Wait()
+	sess.setRelay(nil)
+	r.end()
+	sendErr := r.err
 	for { // flush what the handler queued just before it returned
 		select {
 		case n := <-sess.notes:
@@ -457,7 +456,57 @@ type clientSession struct {
 	mu     sync.Mutex
 	level  mcp.LoggingLevel
 	loaded bool
-	setErr error // logging/setLevel could not be stored
+	setErr error  // logging/setLevel could not be stored
+	relay  *relay // the running tool call's notification relay
+}
+
+// relay forwards a tool call's notifications while the tool runs.
+type relay struct {
+	run  func()
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	on   bool // the goroutine was started
+	done bool // the call returned: start no goroutine any more
+	err  error
+}
+
+// start starts the relay goroutine once, unless the call has returned.
+func (r *relay) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on || r.done {
+		return
+	}
+	r.on = true
+	r.wg.Add(1)
+	go r.run()
+}
+
+// end stops the goroutine, if it was started, and waits for it.
+func (r *relay) end() {
+	r.mu.Lock()
+	r.done = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.wg.Wait()
+}
+
+func (s *clientSession) setRelay(r *relay) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.relay = r
+}
+
+// UpgradeToSSEWhenReceiveNotification is how mcp-go announces a notification just before it
+// queues it (server.SessionWithStreamableHTTPConfig): the relay starts then.
+func (s *clientSession) UpgradeToSSEWhenReceiveNotification() {
+	s.mu.Lock()
+	r := s.relay
+	s.mu.Unlock()
+	if r != nil {
+		r.start()
+	}
 }
 
 func (h *Handler) newSession(ctx context.Context, id string, cl session.Claims) *clientSession {
@@ -505,4 +554,7 @@ func (s *clientSession) storeError() error {
 	return s.setErr
 }
 
-var _ server.SessionWithLogging = (*clientSession)(nil)
+var (
+	_ server.SessionWithLogging              = (*clientSession)(nil)
+	_ server.SessionWithStreamableHTTPConfig = (*clientSession)(nil)
+)

@@ -61,6 +61,19 @@ func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
 			}
 			return mcp.NewToolResultText(fmt.Sprintf("sent %d", n)), nil
 		})
+	srv.AddTool(mcp.NewTool("notethenwait", mcp.WithDescription("sends a notification, then waits for the test")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s := server.ServerFromContext(ctx)
+			if err := s.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": "p", "progress": 1}); err != nil {
+				return nil, err
+			}
+			select {
+			case <-noteSeen:
+				return mcp.NewToolResultText("released"), nil
+			case <-time.After(10 * time.Second):
+				return mcp.NewToolResultText("never released"), nil
+			}
+		})
 	srv.AddTool(mcp.NewTool("wait", mcp.WithDescription("waits until cancelled")),
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			select {
@@ -143,6 +156,39 @@ func TestLogLevelIsRememberedPerSession(t *testing.T) {
 	}
 	if got := fmt.Sprint(levels(a, s1)); got != "[]" {
 		t.Fatalf("a refused level changed the session's: %s", got)
+	}
+}
+
+// noteSeen releases the "notethenwait" tool.
+var noteSeen = make(chan struct{}, 1)
+
+// TestNotificationsAreRelayedWhileTheToolRuns: a notification reaches the client before the
+// tool returns (the tool waits until the test has seen it).
+func TestNotificationsAreRelayedWhileTheToolRuns(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sid,
+		Payload: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"notethenwait","arguments":{}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan *mcpgatewayv1.ExchangeResponse, 1)
+	go func() {
+		it, _ := stream.Recv()
+		first <- it
+	}()
+	select {
+	case it := <-first:
+		if it.GetFinal() || !bytes.Contains(it.GetMessage(), []byte("notifications/progress")) {
+			t.Fatalf("first item: %v", it)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notification waited for the tool to return")
+	}
+	noteSeen <- struct{}{}
+	it, err := stream.Recv()
+	if err != nil || !it.GetFinal() || !bytes.Contains(it.GetMessage(), []byte("released")) {
+		t.Fatalf("result: %v %v", it, err)
 	}
 }
 
