@@ -129,20 +129,17 @@ func (s *Server) recvLoop(ctx context.Context, p *pipe) error {
 			callCtx, cancel = context.WithCancel(ctx)
 		}
 		p.mu.Lock()
-		refuse := ""
-		if _, dup := p.calls[id]; dup {
-			refuse = "rpcmux: call id already in flight"
-		} else if p.draining {
-			refuse = "rpcmux: the server is shutting down"
-		}
-		if refuse != "" {
+		if p.draining {
+			// Pipe is returning (or has returned): nothing may be sent on the stream any
+			// more. The client fails this call with Unavailable when the stream ends.
 			p.mu.Unlock()
 			cancel()
-			code := codes.InvalidArgument
-			if p.draining {
-				code = codes.Unavailable
-			}
-			p.send(&rpcmuxv1.PipeResponse{CallId: id, Code: int32(code), Message: refuse})
+			continue
+		}
+		if _, dup := p.calls[id]; dup {
+			p.mu.Unlock()
+			cancel()
+			p.send(&rpcmuxv1.PipeResponse{CallId: id, Code: int32(codes.InvalidArgument), Message: "rpcmux: call id already in flight"})
 			continue
 		}
 		p.calls[id] = cancel

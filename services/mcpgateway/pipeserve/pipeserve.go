@@ -103,16 +103,17 @@ func (s *Server) recvLoop(ctx context.Context, p *pipe) error {
 		}
 		callCtx, cancel := context.WithCancel(ctx)
 		p.mu.Lock()
-		var refuse error
-		if _, dup := p.calls[id]; dup {
-			refuse = status.Errorf(codes.InvalidArgument, "pipe: call id %d is already in flight", id)
-		} else if p.draining {
-			refuse = status.Error(codes.Unavailable, "pipe: mcpgateway is shutting down")
-		}
-		if refuse != nil {
+		if p.draining {
+			// Pipe is returning (or has returned): nothing may be sent on the stream any
+			// more. The edge fails this exchange with Unavailable when the stream ends.
 			p.mu.Unlock()
 			cancel()
-			_ = p.send(failure(id, refuse))
+			continue
+		}
+		if _, dup := p.calls[id]; dup {
+			p.mu.Unlock()
+			cancel()
+			_ = p.send(failure(id, status.Errorf(codes.InvalidArgument, "pipe: call id %d is already in flight", id)))
 			continue
 		}
 		p.calls[id] = cancel
