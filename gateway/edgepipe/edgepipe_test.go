@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zestmcp/zest/lib/grpctest"
 	"io"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -72,19 +71,7 @@ func (s *server) loop(st mcpgatewayv1.PipeService_PipeServer) {
 func start(t *testing.T) (*Pipe, *server) {
 	t.Helper()
 	srv := &server{cancels: make(chan uint64, 16), hung: make(chan uint64, 16), streams: make(chan context.CancelFunc, 16)}
-	g := grpc.NewServer()
-	mcpgatewayv1.RegisterPipeServiceServer(g, srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := grpctest.Loopback(t, func(g *grpc.Server) { mcpgatewayv1.RegisterPipeServiceServer(g, srv) })
 	p := New(mcpgatewayv1.NewPipeServiceClient(cc))
 	t.Cleanup(p.Close)
 	return p, srv
@@ -198,19 +185,7 @@ func (mcpOnly) Exchange(req *mcpgatewayv1.ExchangeRequest, st mcpgatewayv1.McpSe
 
 // Against a server without the pipe, exchanges go as ordinary Exchange RPCs.
 func TestServerWithoutThePipe(t *testing.T) {
-	g := grpc.NewServer()
-	mcpgatewayv1.RegisterMcpServiceServer(g, mcpOnly{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := grpctest.Loopback(t, func(g *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(g, mcpOnly{}) })
 	p := New(mcpgatewayv1.NewPipeServiceClient(cc))
 	defer p.Close()
 	client := MCP(mcpgatewayv1.NewMcpServiceClient(cc), p)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/rpcmux"
+	"github.com/zestmcp/zest/lib/workpool"
 	rpcmuxv1 "github.com/zestmcp/zest/proto/gen/zest/rpcmux/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -41,7 +42,10 @@ type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
 	Mux    *rpcmux.Server
-	opts   Options
+	// Pool runs the calls that arrive on multiplexed streams (this server's pipes, and a
+	// service's own, such as mcpgateway's PipeService and the tool host's Pipe).
+	Pool *workpool.Pool
+	opts Options
 	// draining is closed when shutdown starts, before the graceful stop: long-lived streams
 	// (pipes) end once their calls in flight have answered.
 	draining chan struct{}
@@ -77,11 +81,11 @@ func New(o Options) *Server {
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	mux := rpcmux.NewServer(o.Guard.Unary, StreamWorkers)
-	rpcmuxv1.RegisterRpcMuxServiceServer(g, mux)
+	pool := workpool.New(StreamWorkers)
 	draining := make(chan struct{})
-	mux.Drain(draining)
-	return &Server{GRPC: g, Health: h, Mux: mux, opts: o, log: o.Logger, draining: draining}
+	mux := rpcmux.NewServer(o.Guard.Unary, pool, draining)
+	rpcmuxv1.RegisterRpcMuxServiceServer(g, mux)
+	return &Server{GRPC: g, Health: h, Mux: mux, Pool: pool, opts: o, log: o.Logger, draining: draining}
 }
 
 // Draining is closed when shutdown starts; a service's own long-lived streams end on it.

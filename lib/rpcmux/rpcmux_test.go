@@ -3,16 +3,16 @@ package rpcmux
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/zestmcp/zest/lib/grpctest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/workpool"
 	rpcmuxv1 "github.com/zestmcp/zest/proto/gen/zest/rpcmux/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -57,24 +57,13 @@ var blockerDesc = grpc.ServiceDesc{
 func start(t *testing.T, keys keyauth.Keys) (*grpc.ClientConn, *health.Server, *blocker) {
 	t.Helper()
 	guard := keyauth.Guard{Keys: keys, PerCall: func(m string) bool { return m == PipeMethod }}
-	g := grpc.NewServer(grpc.ChainStreamInterceptor(guard.Stream))
-	mux := NewServer(guard.Unary, 8)
-	rpcmuxv1.RegisterRpcMuxServiceServer(g, mux)
+	mux := NewServer(guard.Unary, workpool.New(8), nil)
 	hs := health.NewServer()
 	mux.Register(&healthpb.Health_ServiceDesc, hs)
 	b := &blocker{started: make(chan error, 4), ended: make(chan error, 4)}
 	mux.Register(&blockerDesc, b)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := grpctest.Loopback(t, func(g *grpc.Server) { rpcmuxv1.RegisterRpcMuxServiceServer(g, mux) },
+		grpc.ChainStreamInterceptor(guard.Stream))
 	return cc, hs, b
 }
 
@@ -185,21 +174,9 @@ func TestDeadlineAndCancel(t *testing.T) {
 
 // A server without the pipe (an older build) is called with ordinary RPCs instead.
 func TestServerWithoutThePipe(t *testing.T) {
-	g := grpc.NewServer()
 	hs := health.NewServer()
-	healthpb.RegisterHealthServer(g, hs)
 	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_NOT_SERVING)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := grpctest.Loopback(t, func(g *grpc.Server) { healthpb.RegisterHealthServer(g, hs) })
 	conn := NewConn(cc, "")
 	defer conn.Close()
 	client := healthpb.NewHealthClient(conn)

@@ -13,9 +13,9 @@ package rpcmux
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/zestmcp/zest/lib/muxstream"
 	"github.com/zestmcp/zest/lib/workpool"
 	rpcmuxv1 "github.com/zestmcp/zest/proto/gen/zest/rpcmux/v1"
 	"google.golang.org/grpc"
@@ -38,13 +38,34 @@ type Server struct {
 	rpcmuxv1.UnimplementedRpcMuxServiceServer
 	intercept grpc.UnaryServerInterceptor
 	methods   map[string]method
-	pool      *workpool.Pool
-	drain     <-chan struct{}
+	mux       muxstream.Server[*rpcmuxv1.PipeRequest, *rpcmuxv1.PipeResponse]
 }
 
-// NewServer returns a server whose calls pass through intercept (nil: none).
-func NewServer(intercept grpc.UnaryServerInterceptor, workers int) *Server {
-	return &Server{intercept: intercept, methods: map[string]method{}, pool: workpool.New(workers)}
+// NewServer returns a server whose calls pass through intercept (nil: none) and run on pool;
+// its pipes end, once their calls have answered, when drain closes (the server's shutdown).
+func NewServer(intercept grpc.UnaryServerInterceptor, pool *workpool.Pool, drain <-chan struct{}) *Server {
+	s := &Server{intercept: intercept, methods: map[string]method{}}
+	s.mux = muxstream.Server[*rpcmuxv1.PipeRequest, *rpcmuxv1.PipeResponse]{
+		CallID:   (*rpcmuxv1.PipeRequest).GetCallId,
+		IsCancel: (*rpcmuxv1.PipeRequest).GetCancel,
+		Timeout: func(r *rpcmuxv1.PipeRequest) time.Duration {
+			return time.Duration(r.GetTimeoutMs()) * time.Millisecond
+		},
+		Handle: func(ctx context.Context, req *rpcmuxv1.PipeRequest, send func(*rpcmuxv1.PipeResponse) error) {
+			resp := s.call(ctx, req)
+			if ctx.Err() == nil { // else the client gave up or the stream is gone
+				resp.CallId = req.GetCallId()
+				_ = send(resp)
+			}
+		},
+		Duplicate: func(id uint64) *rpcmuxv1.PipeResponse {
+			return &rpcmuxv1.PipeResponse{CallId: id, Code: int32(codes.InvalidArgument), Message: "rpcmux: call id already in flight"}
+		},
+		Pool:    pool,
+		Drain:   drain,
+		Drained: status.Error(codes.Unavailable, "rpcmux: the server is shutting down"),
+	}
+	return s
 }
 
 // Register makes desc's unary methods, served by impl, callable through the pipe. Register
@@ -55,111 +76,8 @@ func (s *Server) Register(desc *grpc.ServiceDesc, impl any) {
 	}
 }
 
-type pipe struct {
-	stream rpcmuxv1.RpcMuxService_PipeServer
-	sendMu sync.Mutex
-
-	mu       sync.Mutex
-	calls    map[uint64]context.CancelFunc
-	draining bool
-	wg       sync.WaitGroup
-}
-
-func (p *pipe) send(r *rpcmuxv1.PipeResponse) {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
-	_ = p.stream.Send(r)
-}
-
-// Drain makes every pipe end once its calls in flight have answered, from when ch closes
-// (the server's shutdown): a gRPC server's graceful stop waits for its streams, and a pipe's
-// client would otherwise keep it open.
-func (s *Server) Drain(ch <-chan struct{}) { s.drain = ch }
-
-// Pipe serves one stream until the client closes it, it breaks, or the server drains; calls
-// in flight when the stream breaks have their contexts cancelled, and Pipe returns once
-// every call has ended.
-func (s *Server) Pipe(stream rpcmuxv1.RpcMuxService_PipeServer) error {
-	p := &pipe{stream: stream, calls: map[uint64]context.CancelFunc{}}
-	recvDone := make(chan error, 1)
-	go func() { recvDone <- s.recvLoop(stream.Context(), p) }()
-	select {
-	case err := <-recvDone:
-		return err
-	case <-s.drain: // nil when never set: blocks forever
-		p.mu.Lock()
-		p.draining = true // calls that arrive now are refused
-		p.mu.Unlock()
-		p.wg.Wait()
-		return status.Error(codes.Unavailable, "rpcmux: the server is shutting down")
-	}
-}
-
-func (s *Server) recvLoop(ctx context.Context, p *pipe) error {
-	defer func() {
-		p.mu.Lock()
-		for _, cancel := range p.calls {
-			cancel()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	}()
-	for {
-		req, err := p.stream.Recv()
-		if err != nil {
-			if ctx.Err() != nil {
-				return status.FromContextError(ctx.Err()).Err()
-			}
-			return nil
-		}
-		id := req.GetCallId()
-		if req.GetCancel() {
-			p.mu.Lock()
-			if cancel := p.calls[id]; cancel != nil {
-				cancel()
-			}
-			p.mu.Unlock()
-			continue
-		}
-		var callCtx context.Context
-		var cancel context.CancelFunc
-		if t := req.GetTimeoutMs(); t > 0 {
-			callCtx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
-		} else {
-			callCtx, cancel = context.WithCancel(ctx)
-		}
-		p.mu.Lock()
-		if p.draining {
-			// Pipe is returning (or has returned): nothing may be sent on the stream any
-			// more. The client fails this call with Unavailable when the stream ends.
-			p.mu.Unlock()
-			cancel()
-			continue
-		}
-		if _, dup := p.calls[id]; dup {
-			p.mu.Unlock()
-			cancel()
-			p.send(&rpcmuxv1.PipeResponse{CallId: id, Code: int32(codes.InvalidArgument), Message: "rpcmux: call id already in flight"})
-			continue
-		}
-		p.calls[id] = cancel
-		p.wg.Add(1) // under p.mu, before draining is set: Wait never races an Add
-		p.mu.Unlock()
-		s.pool.Go(func() {
-			defer p.wg.Done()
-			resp := s.call(callCtx, req)
-			p.mu.Lock()
-			delete(p.calls, id)
-			p.mu.Unlock()
-			gone := ctx.Err() != nil // the stream is gone: nobody to answer
-			cancel()
-			if !gone {
-				resp.CallId = id
-				p.send(resp)
-			}
-		})
-	}
-}
+// Pipe serves one stream (lib/muxstream.Server).
+func (s *Server) Pipe(stream rpcmuxv1.RpcMuxService_PipeServer) error { return s.mux.Serve(stream) }
 
 // call runs one unary call as an ordinary RPC would run: interceptors, then the handler.
 func (s *Server) call(ctx context.Context, req *rpcmuxv1.PipeRequest) *rpcmuxv1.PipeResponse {

@@ -3,16 +3,16 @@ package pipeserve
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/zestmcp/zest/lib/grpctest"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/workpool"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
@@ -48,19 +48,9 @@ func start(t *testing.T, keys keyauth.Keys, drain <-chan struct{}) (mcpgatewayv1
 	t.Helper()
 	f := &fake{started: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
 	guard := keyauth.Guard{Keys: keys, PerCall: func(m string) bool { return m == mcpgatewayv1.PipeService_Pipe_FullMethodName }}
-	g := grpc.NewServer(grpc.ChainStreamInterceptor(guard.Stream))
-	mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, drain))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := grpctest.Loopback(t, func(g *grpc.Server) {
+		mcpgatewayv1.RegisterPipeServiceServer(g, New(guard, f, workpool.New(8), drain))
+	}, grpc.ChainStreamInterceptor(guard.Stream))
 	return mcpgatewayv1.NewPipeServiceClient(cc), f
 }
 

@@ -80,45 +80,14 @@ func TestOpenTightensLooseMode(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "registry.db")
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return err
-		}
-		return b.Put(keySchema, []byte("99"))
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := oldFile(t, "99")
 	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
 	}
 }
 
 func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "registry.db")
-	// A version-1 file, as the previous build wrote it.
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		m, _ := tx.CreateBucket(bucketMeta)
-		if _, err := tx.CreateBucket(bucketServers); err != nil {
-			return err
-		}
-		return m.Put(keySchema, []byte("1"))
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := oldFile(t, "1", bucketServers) // as the version-1 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 1 → 2: %v", err)
@@ -176,25 +145,7 @@ func TestLegacyPresetsReadBackMigrated(t *testing.T) {
 }
 
 func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "registry.db")
-	// A version-3 file, as the previous build wrote it.
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		m, _ := tx.CreateBucket(bucketMeta)
-		for _, b := range [][]byte{bucketServers, bucketSessions, bucketPresets} {
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		return m.Put(keySchema, []byte("3"))
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := oldFile(t, "3", bucketServers, bucketSessions, bucketPresets) // as the version-3 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 3 → 4: %v", err)
@@ -226,4 +177,34 @@ func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
 	if bytes.Contains(raw, []byte("sess-id-kept-as-hash-1")) {
 		t.Error("a session id is stored in clear (ids are bearer credentials: only hashes are kept)")
 	}
+}
+
+// oldFile writes a registry file of schema version with the given buckets, as an earlier
+// (or later) build left it, and returns its path.
+func oldFile(t *testing.T, version string, buckets ...[]byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "registry.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		m, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		for _, b := range buckets {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return m.Put(keySchema, []byte(version))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -196,7 +196,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	adminService := admin.New(reg, up, log)
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
-	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, g.Draining()))
+	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, g.Pool, g.Draining()))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, reg, up, mcpSrv, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil

@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/muxstream"
 	"github.com/zestmcp/zest/lib/service"
-	"github.com/zestmcp/zest/lib/workpool"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/shim"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
@@ -109,15 +108,11 @@ func (c *Config) Shared() *service.Common { return &c.Common }
 // Host serves ToolHostService.
 type Host struct {
 	toolhostv1.UnimplementedToolHostServiceServer
-	cfg Config
-	sup *supervisor.Supervisor
-	srv *grpcserve.Server
-	log *slog.Logger
-	// draining is closed when shutdown starts: Pipe streams end (after their calls answer)
-	// instead of holding the graceful stop open until the drain timeout.
-	draining  chan struct{}
-	drainOnce sync.Once
-	pool      *workpool.Pool // runs the calls of Pipe streams
+	cfg  Config
+	sup  *supervisor.Supervisor
+	srv  *grpcserve.Server
+	log  *slog.Logger
+	pipe muxstream.Server[*toolhostv1.PipeRequest, *toolhostv1.PipeResponse]
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -130,8 +125,9 @@ func New(cfg Config, log *slog.Logger) *Host {
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{}), pool: workpool.New(grpcserve.StreamWorkers)}
+	h := &Host{cfg: cfg, sup: sup, log: log}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	h.pipe = h.pipeServer()
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
 	return h
 }
@@ -156,8 +152,6 @@ func (h *Host) Run(ctx context.Context) error {
 // Serve serves on lis until ctx is done, then stops every child.
 func (h *Host) Serve(ctx context.Context, lis net.Listener) error {
 	defer h.sup.Close()
-	stop := context.AfterFunc(ctx, func() { h.drainOnce.Do(func() { close(h.draining) }) })
-	defer stop()
 	return h.srv.Serve(ctx, lis)
 }
 
