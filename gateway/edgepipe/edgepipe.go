@@ -106,6 +106,20 @@ func failed(r *mcpgatewayv1.PipeResponse) error {
 
 // Exchange is McpService.Exchange over the pipe.
 func (p *Pipe) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+	return asStream(p.exchange(ctx, req, nil))
+}
+
+// asStream keeps a failed exchange a nil interface, not a nil *exchange inside one.
+func asStream(x *exchange, err error) (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// exchange sends an Exchange through the pipe; fallback, when not nil, opens it as an ordinary
+// RPC instead should mcpgateway turn out not to serve the pipe.
+func (p *Pipe) exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, fallback func() (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error)) (*exchange, error) {
 	auth := authorization(ctx)
 	id, ch, err := p.start(ctx, func(id uint64) *mcpgatewayv1.PipeRequest {
 		return &mcpgatewayv1.PipeRequest{CallId: id, Authorization: auth, Kind: &mcpgatewayv1.PipeRequest_Exchange{Exchange: req}}
@@ -113,7 +127,7 @@ func (p *Pipe) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, 
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{ctx: ctx, ch: ch}
+	x := &exchange{ctx: ctx, ch: ch, fallback: fallback}
 	// A handler that stops reading early (its client left) abandons the call when its
 	// request's context ends; one that read the last item stops this first.
 	x.stop = context.AfterFunc(ctx, func() { p.mux.Abandon(id) })
@@ -199,12 +213,7 @@ func (m mcpClient) Exchange(ctx context.Context, req *mcpgatewayv1.ExchangeReque
 	if m.pipe.direct.Load() {
 		return m.McpServiceClient.Exchange(ctx, req, opts...)
 	}
-	st, err := m.pipe.Exchange(ctx, req, opts...)
-	if err != nil {
-		return nil, err
-	}
-	st.(*exchange).fallback = func() (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
+	return asStream(m.pipe.exchange(ctx, req, func() (grpc.ServerStreamingClient[mcpgatewayv1.ExchangeResponse], error) {
 		return m.McpServiceClient.Exchange(ctx, req, opts...)
-	}
-	return st, nil
+	}))
 }

@@ -269,38 +269,12 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	// Notifications the tool sends while it runs are relayed as they come, by a goroutine
 	// started with the first of them (most tools send none, and a goroutine per call costs
 	// ~15% of a small call); what is still queued when the tool returns is flushed here.
-	r := &relay{stop: make(chan struct{})}
-	r.run = func() {
-		defer r.wg.Done()
-		for {
-			select {
-			case n := <-sess.notes:
-				if r.err == nil {
-					r.err = sendNote(send, n)
-				}
-			case <-r.stop:
-				return
-			}
-		}
-	}
+	r := &relay{notes: sess.notes, send: send, stop: make(chan struct{})}
 	sess.setRelay(r)
 	resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
 	sess.setRelay(nil)
-	r.end()
-	sendErr := r.err
-	for { // flush what the handler queued just before it returned
-		select {
-		case n := <-sess.notes:
-			if sendErr == nil {
-				sendErr = sendNote(send, n)
-			}
-			continue
-		default:
-		}
-		break
-	}
-	if sendErr != nil {
-		return nil, sendErr
+	if err := r.end(); err != nil {
+		return nil, err
 	}
 	return encodeFor(env.ID, resp)
 }
@@ -462,13 +436,14 @@ type clientSession struct {
 
 // relay forwards a tool call's notifications while the tool runs.
 type relay struct {
-	run  func()
-	stop chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	on   bool // the goroutine was started
-	done bool // the call returned: start no goroutine any more
-	err  error
+	notes <-chan mcp.JSONRPCNotification
+	send  func([]byte) error
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	on    bool // the goroutine was started
+	done  bool // the call returned: start no goroutine any more
+	err   error
 }
 
 // start starts the relay goroutine once, unless the call has returned.
@@ -480,16 +455,41 @@ func (r *relay) start() {
 	}
 	r.on = true
 	r.wg.Add(1)
-	go r.run()
+	go func() {
+		defer r.wg.Done()
+		for {
+			select {
+			case n := <-r.notes:
+				r.relay(n)
+			case <-r.stop:
+				return
+			}
+		}
+	}()
 }
 
-// end stops the goroutine, if it was started, and waits for it.
-func (r *relay) end() {
+func (r *relay) relay(n mcp.JSONRPCNotification) {
+	if r.err == nil {
+		r.err = sendNote(r.send, n)
+	}
+}
+
+// end stops the goroutine, if it was started, flushes what the handler queued just before
+// it returned, and says whether a notification could not be sent.
+func (r *relay) end() error {
 	r.mu.Lock()
 	r.done = true
 	r.mu.Unlock()
 	close(r.stop)
 	r.wg.Wait()
+	for {
+		select {
+		case n := <-r.notes:
+			r.relay(n)
+		default:
+			return r.err
+		}
+	}
 }
 
 func (s *clientSession) setRelay(r *relay) {
