@@ -47,7 +47,7 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 			return nil, err
 		}
 	}
-	env := append(os.Environ(), "ZEST_DATA_DIR="+dataDir, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=")
+	env := append(os.Environ(), "ZEST_DATA_DIR="+dataDir, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
 	for k, v := range addrs {
 		env = append(env, k+"="+v)
 	}

@@ -56,7 +56,7 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_list_models","arguments":{}}}`
 
-	cc, err := grpcdial.Dial(s.mcpgatewayAddr, "")
+	cc, err := grpcdial.Dial(s.mcpgatewayAddr, "", 0)
 	if err != nil {
 		return err
 	}

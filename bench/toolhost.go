@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
-	"github.com/zestmcp/zest/lib/toolhostpipe"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
+
+// serviceKey is the tool host's service key in the benchmarks' suites.
+const serviceKey = "bench-service-key-0123456789abcdef"
 
 var echoParams = []byte(`{"name":"echo","arguments":{"message":"bench"}}`)
 
@@ -47,7 +49,7 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 		return err
 	}
 	defer func() { th.Process.Kill(); th.Wait() }()
-	cc, err := grpcdial.Dial(addr, "")
+	cc, err := grpcdial.Dial(addr, serviceKey, 0)
 	if err != nil {
 		return err
 	}
@@ -77,19 +79,6 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 		return nil
 	}
 
-	pipe := toolhostpipe.New(client)
-	defer pipe.Close()
-	viaPipe := func() error {
-		r, err := pipe.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: echoParams}, nil)
-		if err != nil {
-			return err
-		}
-		if r.GetResult() == nil {
-			return errors.New("no result")
-		}
-		return nil
-	}
-
 	fmt.Println("### toolhost: `echo` on server-everything")
 	fmt.Println()
 	fmt.Println("| concurrency | path | calls/s | p50 | p99 | ratio to direct (calls/s) | added p50 | errors | toolhost RSS now (peak) |")
@@ -100,7 +89,7 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 		for _, path := range []struct {
 			name string
 			f    func() error
-		}{{"toolhost Pipe (gRPC stream)", viaPipe}, {"toolhost Call (unary gRPC)", viaHost}} {
+		}{{"toolhost Call (unary gRPC)", viaHost}} {
 			h := run(conc, warm, dur, path.f)
 			rss, peak := rssKB(th.Process.Pid)
 			fmt.Printf("| %d | %s | %.0f | %s | %s | %.2f | %s | %d | %d MB (%d MB) |\n",
@@ -130,7 +119,7 @@ func startToolhostProcess(bin string) (*exec.Cmd, string, error) {
 		return nil, "", err
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=")
+	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 	cmd.Stderr = os.Stderr
 	return cmd, addr, cmd.Start()

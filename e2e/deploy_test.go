@@ -69,6 +69,19 @@ func TestComposeFileMatchesDockerfile(t *testing.T) {
 		if svc.Environment["LEMONADE_ADMIN_API_KEY"] == "" {
 			t.Errorf("%s: LEMONADE_ADMIN_API_KEY is not passed through", name)
 		}
+		// The service key reaches only the tool host and the one service that calls it, and
+		// compose refuses to start without it (fail-closed).
+		key, has := svc.Environment["ZEST_SERVICE_KEY"]
+		switch name {
+		case "toolhost", "mcpgateway":
+			if !strings.HasPrefix(key, "${ZEST_SERVICE_KEY:?") {
+				t.Errorf("%s: ZEST_SERVICE_KEY = %q, want a required ${ZEST_SERVICE_KEY:?…}", name, key)
+			}
+		default:
+			if has {
+				t.Errorf("%s holds ZEST_SERVICE_KEY; only mcpgateway and the tool host may", name)
+			}
+		}
 	}
 	if len(compose.Services["gateway"].Ports) != 1 {
 		t.Errorf("only the edge should be published")

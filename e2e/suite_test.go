@@ -21,6 +21,9 @@ import (
 
 var binDir string
 
+// serviceKey is ZEST_SERVICE_KEY of every suite: the tool host takes no other credential.
+const serviceKey = "e2e-service-key-0123456789abcdef"
+
 func TestMain(m *testing.M) {
 	binDir = os.Getenv("ZEST_BIN_DIR")
 	if binDir == "" {
@@ -81,6 +84,7 @@ func suiteEnv(t *testing.T, extra ...string) (env []string, edge, dataDir string
 		"ZEST_DATA_DIR="+dataDir,
 		"ZEST_LOG_LEVEL=warn",
 		"LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "LEMONADE_ALLOWED_ORIGINS=",
+		"ZEST_SERVICE_KEY="+serviceKey,
 	)
 	return append(env, extra...), edge, dataDir
 }

@@ -43,7 +43,7 @@ func startToolhost(t *testing.T) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
-	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=")
+	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -55,7 +55,7 @@ func startToolhost(t *testing.T) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *
 		cmd.Process.Kill()
 		<-exited
 	})
-	cc, err := grpcdial.Dial(addr, "")
+	cc, err := grpcdial.Dial(addr, serviceKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,13 @@ export ZEST_DATA_DIR="${ZEST_DATA_DIR:-$PWD/data}"
 mkdir -p "$ZEST_DATA_DIR"
 chmod 700 "$ZEST_DATA_DIR"
 
+# The tool host takes calls only from mcpgateway, with the service key; a fresh random one
+# per run unless the environment sets it (nothing else holds it: it is never written down).
+if [ -z "${ZEST_SERVICE_KEY:-}" ]; then
+  ZEST_SERVICE_KEY="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
+  export ZEST_SERVICE_KEY
+fi
+
 bin="${ZEST_BIN_DIR:-bin}"
 pids=()
 signalled=0

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
 )
@@ -69,7 +70,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := []error{c.ValidateCommon()}
 	for _, a := range []struct{ name, v string }{
 		{"edge-addr", c.Addr}, {"mcpgateway-addr", c.McpgatewayAddr},
 		{"inference-addr", c.InferenceAddr}, {"toolhost-addr", c.ToolhostAddr},
@@ -80,6 +81,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-body-bytes %d: want at least 1024", c.MaxBodyBytes))
+	}
+	if c.MaxBodyBytes > int64(c.GRPCMaxMessageBytes-grpcdial.MessageOverhead) {
+		errs = append(errs, fmt.Errorf("max-body-bytes %d must be at least 1 MiB below grpc-max-message-bytes %d (a body travels in one gRPC message): raise grpc-max-message-bytes on every service", c.MaxBodyBytes, c.GRPCMaxMessageBytes))
 	}
 	if c.MaxAdminBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-admin-body-bytes %d: want at least 1024", c.MaxAdminBodyBytes))

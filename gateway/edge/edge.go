@@ -15,12 +15,10 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/zestmcp/zest/gateway/edgepipe"
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
-	"github.com/zestmcp/zest/lib/rpcmux"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
@@ -39,7 +37,6 @@ type Edge struct {
 	conns   []*grpc.ClientConn
 	backend map[string]*grpc.ClientConn // service name → connection, for health
 	infer   inferencev1.InferenceServiceClient
-	pipe    *edgepipe.Pipe
 	handler http.Handler
 }
 
@@ -51,7 +48,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	e := &Edge{cfg: cfg, log: log, backend: map[string]*grpc.ClientConn{}}
 	// The edge forwards each caller's own Authorization header; it adds no key of its own.
 	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
-		cc, err := grpcdial.Dial(addr, "")
+		cc, err := grpcdial.Dial(addr, "", cfg.GRPCMaxMessageBytes)
 		if err != nil {
 			e.Close()
 			return nil, err
@@ -59,8 +56,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		e.conns = append(e.conns, cc)
 		e.backend[name] = cc
 	}
-	// Unary calls share one stream per service (lib/rpcmux); streams use the connections.
-	e.infer = inferencev1.NewInferenceServiceClient(rpcmux.NewConn(e.backend["inference"], ""))
+	e.infer = inferencev1.NewInferenceServiceClient(e.backend["inference"])
 
 	admin := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &rawBody{runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
@@ -77,11 +73,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// call.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 	)
-	// The admin routes' unary calls (tool calls included) share one stream (lib/rpcmux); /mcp
-	// exchanges share another (edgepipe).
-	e.pipe = edgepipe.New(mcpgatewayv1.NewPipeServiceClient(e.backend["mcpgateway"]))
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
-		mcpgatewayv1.NewAdminServiceClient(rpcmux.NewConn(e.backend["mcpgateway"], ""))); err != nil {
+		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
@@ -98,7 +91,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: edgepipe.MCP(mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), e.pipe), Log: log, KeepAlive: cfg.SSEKeepAlive}))
+	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
@@ -152,9 +145,6 @@ func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
 // Close releases the client connections.
 func (e *Edge) Close() error {
 	var errs []error
-	if e.pipe != nil {
-		e.pipe.Close()
-	}
 	for _, cc := range e.conns {
 		errs = append(errs, cc.Close())
 	}

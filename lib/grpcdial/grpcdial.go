@@ -6,18 +6,37 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/requestid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
+// DefaultMaxMessageBytes is the largest gRPC message a Zest service or client sends or
+// receives unless ZEST_GRPC_MAX_MESSAGE_BYTES says otherwise: the edge's largest body
+// (ZEST_MAX_BODY_BYTES, 32 MiB) plus room for the fields around it, so that every body the
+// edge accepts fits in one call. A larger message fails that call alone (RESOURCE_EXHAUSTED);
+// gRPC's own default is 4 MiB.
+const DefaultMaxMessageBytes = 40 << 20
+
+// MessageOverhead is the room a message needs beside the body it carries; the edge refuses a
+// body limit closer than this to the message limit.
+const MessageOverhead = 1 << 20
+
 // Dial returns a lazily connecting client for addr ("host:port"). When key is not empty every
-// call carries it as a bearer token. Connections are plaintext: services talk on loopback or
-// on a private network (see the README's deployment notes).
-func Dial(addr, key string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+// call carries it as a bearer token; every call carries its context's request id. Messages
+// up to maxMsg bytes (DefaultMaxMessageBytes when 0) go both ways. Connections are plaintext:
+// services talk on loopback or on a private network (see the README's deployment notes).
+func Dial(addr, key string, maxMsg int, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
 	all := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(keyauth.Bearer(key)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
+		grpc.WithChainUnaryInterceptor(requestid.UnaryClient),
+		grpc.WithChainStreamInterceptor(requestid.StreamClient),
 		// Services restart in about a second: reconnect within that, not after gRPC's
 		// default 1 s → 120 s backoff has grown.
 		grpc.WithConnectParams(grpc.ConnectParams{

@@ -1,6 +1,6 @@
-// Package grpcserve runs a Zest gRPC server the same way in every service: key checks,
-// gRPC health and reflection, and a shutdown that drains (health NOT_SERVING, GracefulStop,
-// then a hard Stop when draining takes too long).
+// Package grpcserve runs a Zest gRPC server the same way in every service: request ids, panic
+// recovery, key checks, message size limits, gRPC health and reflection, and a shutdown that
+// drains (health NOT_SERVING, GracefulStop, then a hard Stop when draining takes too long).
 package grpcserve
 
 import (
@@ -9,16 +9,20 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"runtime/debug"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
-	"github.com/zestmcp/zest/lib/rpcmux"
-	"github.com/zestmcp/zest/lib/workpool"
-	rpcmuxv1 "github.com/zestmcp/zest/proto/gen/zest/rpcmux/v1"
+	"github.com/zestmcp/zest/lib/requestid"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultDrainTimeout bounds how long in-flight calls may finish after shutdown starts.
@@ -28,28 +32,23 @@ const DefaultDrainTimeout = 10 * time.Second
 type Options struct {
 	// Guard checks the bearer key of every call except health and reflection.
 	Guard keyauth.Guard
-	// Logger receives lifecycle events; nil means slog.Default().
+	// Logger receives lifecycle events and recovered panics; nil means slog.Default().
 	Logger *slog.Logger
 	// DrainTimeout bounds graceful shutdown; 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// MaxMessageBytes bounds each message received or sent; 0 means
+	// grpcdial.DefaultMaxMessageBytes. A larger message fails its own call only.
+	MaxMessageBytes int
 	// ServerOptions are added to the grpc.Server.
 	ServerOptions []grpc.ServerOption
 }
 
-// Server is a grpc.Server with health, reflection and the unary-call pipe (lib/rpcmux)
-// registered.
+// Server is a grpc.Server with health and reflection registered.
 type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
-	Mux    *rpcmux.Server
-	// Pool runs the calls that arrive on multiplexed streams (this server's pipes, and a
-	// service's own, such as mcpgateway's PipeService and the tool host's Pipe).
-	Pool *workpool.Pool
-	opts Options
-	// draining is closed when shutdown starts, before the graceful stop: long-lived streams
-	// (pipes) end once their calls in flight have answered.
-	draining chan struct{}
-	log      *slog.Logger
+	opts   Options
+	log    *slog.Logger
 }
 
 // StreamWorkers is the least number of goroutines kept to run calls.
@@ -63,39 +62,81 @@ func New(o Options) *Server {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
-	// The pipe opens without a key: each call on it is checked by the same Unary guard.
-	perCall := o.Guard.PerCall
-	o.Guard.PerCall = func(m string) bool { return m == rpcmux.PipeMethod || (perCall != nil && perCall(m)) }
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = grpcdial.DefaultMaxMessageBytes
+	}
+	rec := recoverer{log: o.Logger}
 	sopts := append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(o.Guard.Unary),
-		grpc.ChainStreamInterceptor(o.Guard.Stream),
+		// Outermost first: the request id is known to everything after it, a panic anywhere
+		// (the key check included) fails its own call, and no status leaves with a message
+		// that is not UTF-8.
+		grpc.ChainUnaryInterceptor(requestid.UnaryServer, rec.unary, o.Guard.Unary),
+		grpc.ChainStreamInterceptor(requestid.StreamServer, rec.stream, o.Guard.Stream),
+		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a
-		// small call growing its stack (measured on the tool host's echo benchmark and on
-		// mcpgateway's tool calls). gRPC starts a goroutine for a call when every worker is
-		// busy, and calls that wait on an MCP server keep workers busy, so there are enough
-		// for the concurrency the benchmarks run (64) with room to spare; an idle worker is
-		// a parked goroutine of a few KiB.
+		// small call growing its stack. gRPC starts a goroutine for a call when every worker
+		// is busy, so this bounds nothing; an idle worker is a parked goroutine of a few KiB.
 		grpc.NumStreamWorkers(uint32(max(StreamWorkers, 8*runtime.NumCPU()))),
 	}, o.ServerOptions...)
 	g := grpc.NewServer(sopts...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	pool := workpool.New(StreamWorkers)
-	draining := make(chan struct{})
-	mux := rpcmux.NewServer(o.Guard.Unary, pool, draining)
-	rpcmuxv1.RegisterRpcMuxServiceServer(g, mux)
-	return &Server{GRPC: g, Health: h, Mux: mux, Pool: pool, opts: o, log: o.Logger, draining: draining}
+	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger}
 }
 
-// Draining is closed when shutdown starts; a service's own long-lived streams end on it.
-func (s *Server) Draining() <-chan struct{} { return s.draining }
-
-// RegisterService registers impl for desc as an ordinary gRPC service and makes its unary
-// methods callable through the pipe too.
+// RegisterService registers impl for desc.
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	s.GRPC.RegisterService(desc, impl)
-	s.Mux.Register(desc, impl)
+}
+
+// recoverer turns a panic in a handler into an INTERNAL status for that call alone, logged
+// with its stack and an incident id that the status names, and makes every status message
+// valid UTF-8 (a child's stderr line may not be).
+type recoverer struct{ log *slog.Logger }
+
+func (r recoverer) recovered(ctx context.Context, method string, p any) error {
+	incident := requestid.New()
+	r.log.ErrorContext(ctx, "handler panicked", "method", method, "incident", incident, "panic", p, "stack", string(debug.Stack()))
+	return status.Errorf(codes.Internal, "internal error (incident %s): an administrator can find it in the service's log", incident)
+}
+
+func (r recoverer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, r.recovered(ctx, info.FullMethod, p)
+		}
+		err = validUTF8(err)
+	}()
+	return h(ctx, req)
+}
+
+func (r recoverer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.recovered(ss.Context(), info.FullMethod, p)
+		}
+		err = validUTF8(err)
+	}()
+	return h(srv, ss)
+}
+
+// validUTF8 rebuilds a status whose message is not valid UTF-8.
+func validUTF8(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.New(codes.Unknown, err.Error())
+	}
+	if utf8.ValidString(st.Message()) {
+		return err
+	}
+	p := st.Proto()
+	p.Message = strings.ToValidUTF8(p.Message, "\uFFFD")
+	return status.ErrorProto(p)
 }
 
 // Serve serves on lis until ctx is done, then drains and returns. Every registered service
@@ -107,7 +148,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	errc := make(chan error, 1)
 	go func() { errc <- s.GRPC.Serve(lis) }()
-	s.log.Info("grpc serving", "addr", lis.Addr().String())
+	s.log.Info("grpc serving", "addr", lis.Addr().String(), "max_message_bytes", s.opts.MaxMessageBytes)
 
 	select {
 	case err := <-errc:
@@ -119,7 +160,6 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	s.log.Info("grpc draining", "timeout", s.opts.DrainTimeout.String())
 	s.Health.Shutdown()
-	close(s.draining)
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()
 	select {

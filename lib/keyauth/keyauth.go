@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -17,23 +18,33 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Environment variables that hold the keys (Lemonade's names).
+// Environment variables that hold the keys: Lemonade's two, and Zest's service key, which
+// only Zest's own services hold (mcpgateway presents it to the tool host).
 const (
-	EnvAPIKey   = "LEMONADE_API_KEY"
-	EnvAdminKey = "LEMONADE_ADMIN_API_KEY"
+	EnvAPIKey     = "LEMONADE_API_KEY"
+	EnvAdminKey   = "LEMONADE_ADMIN_API_KEY"
+	EnvServiceKey = "ZEST_SERVICE_KEY"
 )
+
+// MinServiceKeyLen is the shortest service key accepted: it guards process launches.
+const MinServiceKeyLen = 16
 
 // Errors carry the exact messages Lemonade's clients expect.
 var (
 	ErrInvalidAPIKey      = errors.New("Invalid or missing API key")
 	ErrInvalidAdminKey    = errors.New("Invalid or missing admin API key")
 	ErrAdminNotConfigured = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
+	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same value in the environment of the tool host and of mcpgateway")
+	ErrInvalidServiceKey    = errors.New("Invalid or missing service key: only Zest's own services (mcpgateway, with ZEST_SERVICE_KEY) may call the tool host")
 )
 
 // Keys are the configured keys; an empty key is not configured.
 type Keys struct {
 	API   string
 	Admin string
+	// Service is the key Zest's services present to the tool host; API and admin users never
+	// hold it.
+	Service string
 }
 
 // FromEnv reads the keys from getenv (os.Getenv when nil).
@@ -41,7 +52,15 @@ func FromEnv(getenv func(string) string) Keys {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey)}
+	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey), Service: getenv(EnvServiceKey)}
+}
+
+// CheckServiceKeyStrength refuses a configured service key shorter than MinServiceKeyLen.
+func (k Keys) CheckServiceKeyStrength() error {
+	if k.Service != "" && len(k.Service) < MinServiceKeyLen {
+		return fmt.Errorf("%s is %d characters long: use at least %d random characters (e.g. openssl rand -hex 32)", EnvServiceKey, len(k.Service), MinServiceKeyLen)
+	}
+	return nil
 }
 
 // AdminKey is the key that guards administration: the admin key, else the API key.
@@ -93,14 +112,34 @@ func (k Keys) CheckAdmin(token string) error {
 	return nil
 }
 
+// CheckService fails closed: with no service key configured nothing is accepted.
+func (k Keys) CheckService(token string) error {
+	if k.Service == "" {
+		return ErrServiceNotConfigured
+	}
+	if !Equal(token, k.Service) {
+		return ErrInvalidServiceKey
+	}
+	return nil
+}
+
+// Level is the credential a gRPC method needs.
+type Level int
+
+// Levels, from the least to the most privileged. A service method is reserved to Zest's own
+// services: neither the API key nor the admin key opens it.
+const (
+	LevelAPI Level = iota
+	LevelAdmin
+	LevelService
+)
+
 // Guard decides which key a gRPC method needs.
 type Guard struct {
 	Keys Keys
-	// Admin reports whether a full method name ("/pkg.Service/Method") is an admin method.
-	Admin func(fullMethod string) bool
-	// PerCall reports whether a method carries calls that each bring their own key and are
-	// checked one by one with Authorize (a multiplexing pipe): opening it needs no key.
-	PerCall func(fullMethod string) bool
+	// Level maps a full method name ("/pkg.Service/Method") to the credential it needs; nil
+	// means LevelAPI for every method.
+	Level func(fullMethod string) Level
 }
 
 // exempt methods answer without a key: health probes and reflection.
@@ -109,7 +148,7 @@ func exempt(fullMethod string) bool {
 }
 
 func (g Guard) check(ctx context.Context, fullMethod string) error {
-	if exempt(fullMethod) || (g.PerCall != nil && g.PerCall(fullMethod)) {
+	if exempt(fullMethod) {
 		return nil
 	}
 	authorization := ""
@@ -118,24 +157,31 @@ func (g Guard) check(ctx context.Context, fullMethod string) error {
 			authorization = v[0]
 		}
 	}
-	return g.Authorize(authorization, g.Admin != nil && g.Admin(fullMethod))
+	level := LevelAPI
+	if g.Level != nil {
+		level = g.Level(fullMethod)
+	}
+	return g.Authorize(authorization, level)
 }
 
-// Authorize checks an Authorization value ("Bearer <key>") for an admin or a plain call and
-// returns the gRPC status the call fails with: PermissionDenied when administration has no key
-// configured, Unauthenticated for a missing or wrong key.
-func (g Guard) Authorize(authorization string, admin bool) error {
+// Authorize checks an Authorization value ("Bearer <key>") against the credential level and
+// returns the gRPC status the call fails with: PermissionDenied when the level has no key
+// configured (fail-closed), Unauthenticated for a missing or wrong key.
+func (g Guard) Authorize(authorization string, level Level) error {
 	token := BearerToken(authorization)
 	var err error
-	if admin {
+	switch level {
+	case LevelService:
+		err = g.Keys.CheckService(token)
+	case LevelAdmin:
 		err = g.Keys.CheckAdmin(token)
-	} else {
+	default:
 		err = g.Keys.CheckAPI(token)
 	}
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrAdminNotConfigured):
+	case errors.Is(err, ErrAdminNotConfigured), errors.Is(err, ErrServiceNotConfigured):
 		return status.Error(codes.PermissionDenied, err.Error())
 	default:
 		return status.Error(codes.Unauthenticated, err.Error())

@@ -66,7 +66,15 @@ func TestBearerToken(t *testing.T) {
 }
 
 func TestGuardCodes(t *testing.T) {
-	g := Guard{Keys: Keys{API: "api"}, Admin: func(m string) bool { return m == "/a.Admin/Do" }}
+	g := Guard{Keys: Keys{API: "api"}, Level: func(m string) Level {
+		switch m {
+		case "/a.Admin/Do":
+			return LevelAdmin
+		case "/a.Svc/Do":
+			return LevelService
+		}
+		return LevelAPI
+	}}
 	ok := func(context.Context, any) (any, error) { return "done", nil }
 	call := func(method, auth string) error {
 		ctx := t.Context()
@@ -94,5 +102,42 @@ func TestGuardCodes(t *testing.T) {
 	}
 	if err := call("/a.Api/Do", ""); err != nil {
 		t.Errorf("api open when no key: %v", err)
+	}
+}
+
+// TestServiceLevelFailsClosed: a service method opens with the service key only — never with
+// the API or admin key — and is refused to everyone while no service key is configured.
+func TestServiceLevelFailsClosed(t *testing.T) {
+	ok := func(context.Context, any) (any, error) { return "done", nil }
+	cases := []struct {
+		name string
+		keys Keys
+		auth string
+		want codes.Code
+	}{
+		{"no keys at all, no token", Keys{}, "", codes.PermissionDenied},
+		{"no keys at all, any token", Keys{}, "Bearer anything", codes.PermissionDenied},
+		{"only admin key, admin token", Keys{Admin: "adm"}, "Bearer adm", codes.PermissionDenied},
+		{"both keys, api token", Keys{API: "api", Admin: "adm"}, "Bearer api", codes.PermissionDenied},
+		{"service key set, api token", Keys{API: "api", Admin: "adm", Service: "svc-0123456789abcdef"}, "Bearer api", codes.Unauthenticated},
+		{"service key set, admin token", Keys{API: "api", Admin: "adm", Service: "svc-0123456789abcdef"}, "Bearer adm", codes.Unauthenticated},
+		{"service key set, no token", Keys{Service: "svc-0123456789abcdef"}, "", codes.Unauthenticated},
+		{"service key set, right token", Keys{Service: "svc-0123456789abcdef"}, "Bearer svc-0123456789abcdef", codes.OK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := Guard{Keys: c.keys, Level: func(string) Level { return LevelService }}
+			ctx := t.Context()
+			if c.auth != "" {
+				ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", c.auth))
+			}
+			_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/zest.toolhost.v1.ToolHostService/EnsureStarted"}, ok)
+			if got := status.Code(err); got != c.want {
+				t.Fatalf("code %v (%v), want %v", got, err, c.want)
+			}
+		})
+	}
+	if err := (Keys{Service: "short"}).CheckServiceKeyStrength(); err == nil {
+		t.Fatal("a 5-character service key was accepted")
 	}
 }

@@ -1,11 +1,16 @@
-// Package logging builds the slog logger every Zest service uses.
+// Package logging builds the slog logger every Zest service uses. A line logged with a
+// context (InfoContext and the like) carries the request id that context holds
+// (lib/requestid), so one request can be followed across the services.
 package logging
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/zestmcp/zest/lib/requestid"
 )
 
 // New returns a logger writing to w at level ("debug", "info", "warn", "error") in format
@@ -25,5 +30,26 @@ func New(w io.Writer, service, level, format string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: use text or json", format)
 	}
-	return slog.New(h).With("service", service), nil
+	return slog.New(WithRequestID(h)).With("service", service), nil
 }
+
+// WithRequestID wraps h so that records logged with a context carrying a request id get a
+// request_id attribute.
+func WithRequestID(h slog.Handler) slog.Handler { return ridHandler{h} }
+
+type ridHandler struct{ slog.Handler }
+
+func (r ridHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if ctx != nil {
+		if id := requestid.From(ctx); id != "" {
+			rec.AddAttrs(slog.String("request_id", id))
+		}
+	}
+	return r.Handler.Handle(ctx, rec)
+}
+
+func (r ridHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return ridHandler{r.Handler.WithAttrs(as)}
+}
+
+func (r ridHandler) WithGroup(name string) slog.Handler { return ridHandler{r.Handler.WithGroup(name)} }

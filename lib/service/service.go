@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/envflag"
+	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/logging"
 )
@@ -62,11 +63,15 @@ type Common struct {
 	DrainTimeout time.Duration
 	// GCPercent is the GC target used when GOGC is not set (not a flag: GOGC is the knob).
 	GCPercent int
+	// GRPCMaxMessageBytes bounds every gRPC message a service sends or receives, as server and
+	// as client (ZEST_GRPC_MAX_MESSAGE_BYTES); set the same value on every service.
+	GRPCMaxMessageBytes int
 }
 
 // DefaultCommon returns the shared defaults.
 func DefaultCommon() Common {
-	return Common{LogLevel: "info", LogFormat: "text", DrainTimeout: grpcserve.DefaultDrainTimeout, GCPercent: GCPercent}
+	return Common{LogLevel: "info", LogFormat: "text", DrainTimeout: grpcserve.DefaultDrainTimeout, GCPercent: GCPercent,
+		GRPCMaxMessageBytes: grpcdial.DefaultMaxMessageBytes}
 }
 
 // RegisterFlags adds the shared flags.
@@ -74,6 +79,18 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long in-flight requests may finish on shutdown")
+	fs.IntVar(&c.GRPCMaxMessageBytes, "grpc-max-message-bytes", c.GRPCMaxMessageBytes, "largest gRPC message sent or received between services (set the same on every service)")
+}
+
+// ValidateCommon checks the shared settings.
+func (c *Common) ValidateCommon() error {
+	if c.GRPCMaxMessageBytes < 4<<20 {
+		return fmt.Errorf("grpc-max-message-bytes %d: want at least 4194304 (4 MiB)", c.GRPCMaxMessageBytes)
+	}
+	if c.DrainTimeout <= 0 {
+		return fmt.Errorf("drain-timeout %v: want more than 0", c.DrainTimeout)
+	}
+	return nil
 }
 
 // Config is what a service's own Config offers to Main.

@@ -51,6 +51,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
+	if err := c.ValidateCommon(); err != nil {
+		return err
+	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("inference-addr %q: want host:port, e.g. 127.0.0.1:13310", c.Addr)
 	}
@@ -89,7 +92,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	be := builtin.New(time.Now())
 	be.TokenInterval = cfg.BuiltinTokenInterval
 	n := &Node{cfg: cfg, log: log, builtin: be, openai: oe}
-	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	n.srv.RegisterService(&inferencev1.InferenceService_ServiceDesc, n)
 	return n, nil
 }

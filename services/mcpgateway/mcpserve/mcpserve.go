@@ -85,8 +85,8 @@ type envelope struct {
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
-// exchangeStream is where the items of one exchange go: an Exchange stream, or one call of
-// PipeService.Pipe.
+// exchangeStream is where the items of one exchange go: an Exchange stream, or a function
+// (ExchangeTo, for measuring mcpgateway's own work without a transport).
 type exchangeStream interface {
 	Send(*mcpgatewayv1.ExchangeResponse) error
 	Context() context.Context
@@ -97,7 +97,7 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv
 	return h.exchange(req, stream)
 }
 
-// ExchangeTo answers one POST body arriving on a pipe: the items go to send.
+// ExchangeTo answers one POST body without a gRPC stream: the items go to send.
 func (h *Handler) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error {
 	return h.exchange(req, funcStream{ctx: ctx, send: send})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
-	"github.com/zestmcp/zest/lib/rpcmux"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -25,7 +24,6 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/pipeserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
@@ -96,7 +94,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
 	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr, "toolhost-addr": c.ToolhostAddr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
@@ -148,12 +146,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, err := grpcdial.Dial(cfg.InferenceAddr, cfg.Keys.API)
+	cc, err := grpcdial.Dial(cfg.InferenceAddr, cfg.Keys.API, cfg.GRPCMaxMessageBytes)
 	if err != nil {
 		reg.Close()
 		return nil, err
 	}
-	th, err := grpcdial.Dial(cfg.ToolhostAddr, cfg.Keys.API)
+	// The tool host launches processes: it takes only the service key, never a caller's key.
+	if cfg.Keys.Service == "" {
+		log.Warn("ZEST_SERVICE_KEY is not set: the tool host refuses every call without it, so stdio MCP servers cannot run")
+	}
+	th, err := grpcdial.Dial(cfg.ToolhostAddr, cfg.Keys.Service, cfg.GRPCMaxMessageBytes)
 	if err != nil {
 		cc.Close()
 		reg.Close()
@@ -182,21 +184,20 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	mcpSrv := mcpserve.NewMCPServer(Version)
-	// Unary calls to inference (list models, transcribe, images) share one stream (rpcmux).
-	infer := inferencev1.NewInferenceServiceClient(rpcmux.NewConn(cc, cfg.Keys.API))
+	infer := inferencev1.NewInferenceServiceClient(cc)
 	lemonade.New(infer, dirs).Register(mcpSrv)
 
-	guard := keyauth.Guard{Keys: cfg.Keys, Admin: func(m string) bool {
-		return strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/")
-	}, PerCall: func(m string) bool { // each call on the pipe is authorized on its own
-		return m == mcpgatewayv1.PipeService_Pipe_FullMethodName
+	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
+		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {
+			return keyauth.LevelAdmin
+		}
+		return keyauth.LevelAPI
 	}}
-	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout})
+	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
 	adminService := admin.New(reg, up, log)
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
-	mcpgatewayv1.RegisterPipeServiceServer(g.GRPC, pipeserve.New(guard, mcpHandler, g.Pool, g.Draining()))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, reg, up, mcpSrv, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil

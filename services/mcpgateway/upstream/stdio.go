@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zestmcp/zest/lib/toolhostpipe"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc"
@@ -18,7 +17,6 @@ import (
 // stdioSession is a stdio server run by the tool host.
 type stdioSession struct {
 	th   toolhostv1.ToolHostServiceClient
-	pipe *toolhostpipe.Pipe
 	spec *toolhostv1.ServerSpec
 
 	mu     sync.Mutex
@@ -26,8 +24,8 @@ type stdioSession struct {
 	cached []json.RawMessage
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient, pipe *toolhostpipe.Pipe) (*stdioSession, error) {
-	s := &stdioSession{th: th, pipe: pipe, spec: &toolhostv1.ServerSpec{
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient) (*stdioSession, error) {
+	s := &stdioSession{th: th, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
 	}}
@@ -89,7 +87,7 @@ func (s *stdioSession) call(ctx context.Context, method string, params json.RawM
 	var r *toolhostv1.CallResponse
 	err := s.retryOnLost(ctx, func() error {
 		var err error
-		r, err = s.pipe.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, nil)
+		r, err = s.th.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, grpc.WaitForReady(true))
 		return err
 	})
 	if err != nil {

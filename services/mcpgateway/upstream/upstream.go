@@ -1,5 +1,5 @@
 // Package upstream connects mcpgateway to external MCP servers: stdio servers through the
-// tool host (one Pipe stream shared by all calls), Streamable HTTP servers directly with
+// tool host, Streamable HTTP servers directly with
 // mcp-go's client. A connection keeps what the handshake said and the server's tools.
 // Results pass through as raw JSON, decoded once by whoever finally reads them.
 package upstream
@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zestmcp/zest/lib/toolhostpipe"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -37,7 +36,6 @@ type session interface {
 // Manager keeps the connections.
 type Manager struct {
 	toolhost  toolhostv1.ToolHostServiceClient
-	pipe      *toolhostpipe.Pipe
 	lookupEnv func(string) (string, bool)
 	log       *slog.Logger
 
@@ -62,7 +60,7 @@ func New(th toolhostv1.ToolHostServiceClient, lookupEnv func(string) (string, bo
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{toolhost: th, pipe: toolhostpipe.New(th), lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
+	return &Manager{toolhost: th, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
 }
 
 // Close ends the HTTP sessions. Stdio children are left to the tool host (another
@@ -80,7 +78,6 @@ func (m *Manager) Close(ctx context.Context) {
 		c.sess = nil
 		c.mu.Unlock()
 	}
-	m.pipe.Close()
 }
 
 func (m *Manager) get(id string) *conn {
@@ -107,7 +104,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		return openHTTP(ctx, cfg, m.lookupEnv, m.log)
 	}
-	return openStdio(ctx, cfg, m.toolhost, m.pipe)
+	return openStdio(ctx, cfg, m.toolhost)
 }
 
 // Connect opens (or keeps) the connection of cfg. A changed config reconnects.

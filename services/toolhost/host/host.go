@@ -13,7 +13,6 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
-	"github.com/zestmcp/zest/lib/muxstream"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -83,7 +82,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
@@ -112,7 +111,6 @@ type Host struct {
 	sup  *supervisor.Supervisor
 	srv  *grpcserve.Server
 	log  *slog.Logger
-	pipe muxstream.Server[*toolhostv1.PipeRequest, *toolhostv1.PipeResponse]
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -126,8 +124,13 @@ func New(cfg Config, log *slog.Logger) *Host {
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log}
-	h.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout})
-	h.pipe = h.pipeServer()
+	// Every method launches, stops or talks to processes: only Zest's services, holding the
+	// service key, may call them; with no key configured every call is refused.
+	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
+	if cfg.Keys.Service == "" {
+		log.Warn("ZEST_SERVICE_KEY is not set: every ToolHostService call is refused until it is (set the same value for mcpgateway)")
+	}
+	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
 	return h
 }

@@ -47,10 +47,14 @@ func serverSpecB(t testing.TB) *toolhostv1.ServerSpec {
 	return serverSpec(t, "everything", "everything")
 }
 
+// testServiceKey is the service key the test tool hosts require.
+const testServiceKey = "host-test-service-key-0123456789"
+
 func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.StopGrace = time.Second
+	cfg.Keys.Service = testServiceKey
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	done := make(chan struct{})
 	go func() { New(cfg, nil).Serve(ctx, lis); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	cc, err := grpcdial.Dial(lis.Addr().String(), "")
+	cc, err := grpcdial.Dial(lis.Addr().String(), testServiceKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1261,247 +1261,6 @@ func (x *JsonRpcError) GetData() []byte {
 	return nil
 }
 
-// PipeRequest starts or cancels one call on a Pipe.
-type PipeRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// call_id is chosen by the client, unique among its calls in flight on this pipe.
-	CallId uint64 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	// call is the request to send; absent when cancel is set.
-	Call *CallRequest `protobuf:"bytes,2,opt,name=call,proto3" json:"call,omitempty"`
-	// cancel abandons call_id: the server sends notifications/cancelled and answers it as cancelled.
-	Cancel bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
-	// progress asks for the call's progress notifications.
-	Progress      bool `protobuf:"varint,4,opt,name=progress,proto3" json:"progress,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PipeRequest) Reset() {
-	*x = PipeRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PipeRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PipeRequest) ProtoMessage() {}
-
-func (x *PipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PipeRequest.ProtoReflect.Descriptor instead.
-func (*PipeRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{19}
-}
-
-func (x *PipeRequest) GetCallId() uint64 {
-	if x != nil {
-		return x.CallId
-	}
-	return 0
-}
-
-func (x *PipeRequest) GetCall() *CallRequest {
-	if x != nil {
-		return x.Call
-	}
-	return nil
-}
-
-func (x *PipeRequest) GetCancel() bool {
-	if x != nil {
-		return x.Cancel
-	}
-	return false
-}
-
-func (x *PipeRequest) GetProgress() bool {
-	if x != nil {
-		return x.Progress
-	}
-	return false
-}
-
-// PipeResponse is one item for one call on a Pipe.
-type PipeResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// call_id names the call.
-	CallId uint64 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	// kind is what this item carries; answer and failure end the call.
-	//
-	// Types that are valid to be assigned to Kind:
-	//
-	//	*PipeResponse_Notification
-	//	*PipeResponse_Answer
-	//	*PipeResponse_Failure
-	Kind          isPipeResponse_Kind `protobuf_oneof:"kind"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PipeResponse) Reset() {
-	*x = PipeResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PipeResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PipeResponse) ProtoMessage() {}
-
-func (x *PipeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PipeResponse.ProtoReflect.Descriptor instead.
-func (*PipeResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *PipeResponse) GetCallId() uint64 {
-	if x != nil {
-		return x.CallId
-	}
-	return 0
-}
-
-func (x *PipeResponse) GetKind() isPipeResponse_Kind {
-	if x != nil {
-		return x.Kind
-	}
-	return nil
-}
-
-func (x *PipeResponse) GetNotification() []byte {
-	if x != nil {
-		if x, ok := x.Kind.(*PipeResponse_Notification); ok {
-			return x.Notification
-		}
-	}
-	return nil
-}
-
-func (x *PipeResponse) GetAnswer() *CallResponse {
-	if x != nil {
-		if x, ok := x.Kind.(*PipeResponse_Answer); ok {
-			return x.Answer
-		}
-	}
-	return nil
-}
-
-func (x *PipeResponse) GetFailure() *PipeFailure {
-	if x != nil {
-		if x, ok := x.Kind.(*PipeResponse_Failure); ok {
-			return x.Failure
-		}
-	}
-	return nil
-}
-
-type isPipeResponse_Kind interface {
-	isPipeResponse_Kind()
-}
-
-type PipeResponse_Notification struct {
-	// notification is a progress notification of the call, with the caller's token.
-	Notification []byte `protobuf:"bytes,2,opt,name=notification,proto3,oneof"`
-}
-
-type PipeResponse_Answer struct {
-	// answer is the server's answer.
-	Answer *CallResponse `protobuf:"bytes,3,opt,name=answer,proto3,oneof"`
-}
-
-type PipeResponse_Failure struct {
-	// failure is why the call got no answer (what Call would return as a gRPC error).
-	Failure *PipeFailure `protobuf:"bytes,4,opt,name=failure,proto3,oneof"`
-}
-
-func (*PipeResponse_Notification) isPipeResponse_Kind() {}
-
-func (*PipeResponse_Answer) isPipeResponse_Kind() {}
-
-func (*PipeResponse_Failure) isPipeResponse_Kind() {}
-
-// PipeFailure is a call's failure on a Pipe, as a gRPC status.
-type PipeFailure struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// code is the google.rpc.Code of the failure.
-	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
-	// message says what failed.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PipeFailure) Reset() {
-	*x = PipeFailure{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PipeFailure) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PipeFailure) ProtoMessage() {}
-
-func (x *PipeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PipeFailure.ProtoReflect.Descriptor instead.
-func (*PipeFailure) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *PipeFailure) GetCode() int32 {
-	if x != nil {
-		return x.Code
-	}
-	return 0
-}
-
-func (x *PipeFailure) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
 var File_zest_toolhost_v1_toolhost_proto protoreflect.FileDescriptor
 
 const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
@@ -1582,27 +1341,13 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\fJsonRpcError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"\x8d\x01\n" +
-	"\vPipeRequest\x12\x17\n" +
-	"\acall_id\x18\x01 \x01(\x04R\x06callId\x121\n" +
-	"\x04call\x18\x02 \x01(\v2\x1d.zest.toolhost.v1.CallRequestR\x04call\x12\x16\n" +
-	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12\x1a\n" +
-	"\bprogress\x18\x04 \x01(\bR\bprogress\"\xca\x01\n" +
-	"\fPipeResponse\x12\x17\n" +
-	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12$\n" +
-	"\fnotification\x18\x02 \x01(\fH\x00R\fnotification\x128\n" +
-	"\x06answer\x18\x03 \x01(\v2\x1e.zest.toolhost.v1.CallResponseH\x00R\x06answer\x129\n" +
-	"\afailure\x18\x04 \x01(\v2\x1d.zest.toolhost.v1.PipeFailureH\x00R\afailureB\x06\n" +
-	"\x04kind\";\n" +
-	"\vPipeFailure\x12\x12\n" +
-	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\x91\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data*\x91\x01\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xfb\x05\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xb0\x05\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
@@ -1611,8 +1356,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\tListTools\x12\".zest.toolhost.v1.ListToolsRequest\x1a#.zest.toolhost.v1.ListToolsResponse\x12E\n" +
 	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponse\x12Y\n" +
 	"\n" +
-	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12I\n" +
-	"\x04Pipe\x12\x1d.zest.toolhost.v1.PipeRequest\x1a\x1e.zest.toolhost.v1.PipeResponse(\x010\x01\x12J\n" +
+	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
 	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01B\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
@@ -1629,7 +1373,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1651,19 +1395,16 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 17: zest.toolhost.v1.WatchRequest
 	(*WatchResponse)(nil),         // 18: zest.toolhost.v1.WatchResponse
 	(*JsonRpcError)(nil),          // 19: zest.toolhost.v1.JsonRpcError
-	(*PipeRequest)(nil),           // 20: zest.toolhost.v1.PipeRequest
-	(*PipeResponse)(nil),          // 21: zest.toolhost.v1.PipeResponse
-	(*PipeFailure)(nil),           // 22: zest.toolhost.v1.PipeFailure
-	nil,                           // 23: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	nil,                           // 20: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	23, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	20, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	24, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	25, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	25, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	21, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	22, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	22, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
@@ -1673,32 +1414,27 @@ var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
 	13, // 11: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
 	14, // 12: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
 	2,  // 13: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	13, // 14: zest.toolhost.v1.PipeRequest.call:type_name -> zest.toolhost.v1.CallRequest
-	14, // 15: zest.toolhost.v1.PipeResponse.answer:type_name -> zest.toolhost.v1.CallResponse
-	22, // 16: zest.toolhost.v1.PipeResponse.failure:type_name -> zest.toolhost.v1.PipeFailure
-	3,  // 17: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 18: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 19: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 20: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 21: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 22: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	15, // 23: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	20, // 24: zest.toolhost.v1.ToolHostService.Pipe:input_type -> zest.toolhost.v1.PipeRequest
-	17, // 25: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	4,  // 26: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 27: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 28: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 29: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 30: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	14, // 31: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	16, // 32: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	21, // 33: zest.toolhost.v1.ToolHostService.Pipe:output_type -> zest.toolhost.v1.PipeResponse
-	18, // 34: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	3,  // 14: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 15: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 16: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 17: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 18: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 19: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	15, // 20: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	17, // 21: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	4,  // 22: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 23: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 24: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 25: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 26: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	14, // 27: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	16, // 28: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	18, // 29: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1718,18 +1454,13 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[20].OneofWrappers = []any{
-		(*PipeResponse_Notification)(nil),
-		(*PipeResponse_Answer)(nil),
-		(*PipeResponse_Failure)(nil),
-	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,7 +26,6 @@ const (
 	ToolHostService_ListTools_FullMethodName     = "/zest.toolhost.v1.ToolHostService/ListTools"
 	ToolHostService_Call_FullMethodName          = "/zest.toolhost.v1.ToolHostService/Call"
 	ToolHostService_CallStream_FullMethodName    = "/zest.toolhost.v1.ToolHostService/CallStream"
-	ToolHostService_Pipe_FullMethodName          = "/zest.toolhost.v1.ToolHostService/Pipe"
 	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
 )
 
@@ -51,8 +50,6 @@ type ToolHostServiceClient interface {
 	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error)
 	// CallStream is called instead of Call when the request carries a progress token: the stream carries the caller's progress notifications, then the answer.
 	CallStream(ctx context.Context, in *CallStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error)
-	// Pipe is called by mcpgateway to multiplex many calls over one long-lived stream: cheaper per call than Call under load; each item names its call.
-	Pipe(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipeRequest, PipeResponse], error)
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 }
@@ -144,22 +141,9 @@ func (c *toolHostServiceClient) CallStream(ctx context.Context, in *CallStreamRe
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_CallStreamClient = grpc.ServerStreamingClient[CallStreamResponse]
 
-func (c *toolHostServiceClient) Pipe(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipeRequest, PipeResponse], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[1], ToolHostService_Pipe_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[PipeRequest, PipeResponse]{ClientStream: stream}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_PipeClient = grpc.BidiStreamingClient[PipeRequest, PipeResponse]
-
 func (c *toolHostServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[2], ToolHostService_Watch_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[1], ToolHostService_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +181,6 @@ type ToolHostServiceServer interface {
 	Call(context.Context, *CallRequest) (*CallResponse, error)
 	// CallStream is called instead of Call when the request carries a progress token: the stream carries the caller's progress notifications, then the answer.
 	CallStream(*CallStreamRequest, grpc.ServerStreamingServer[CallStreamResponse]) error
-	// Pipe is called by mcpgateway to multiplex many calls over one long-lived stream: cheaper per call than Call under load; each item names its call.
-	Pipe(grpc.BidiStreamingServer[PipeRequest, PipeResponse]) error
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	mustEmbedUnimplementedToolHostServiceServer()
@@ -231,9 +213,6 @@ func (UnimplementedToolHostServiceServer) Call(context.Context, *CallRequest) (*
 }
 func (UnimplementedToolHostServiceServer) CallStream(*CallStreamRequest, grpc.ServerStreamingServer[CallStreamResponse]) error {
 	return status.Error(codes.Unimplemented, "method CallStream not implemented")
-}
-func (UnimplementedToolHostServiceServer) Pipe(grpc.BidiStreamingServer[PipeRequest, PipeResponse]) error {
-	return status.Error(codes.Unimplemented, "method Pipe not implemented")
 }
 func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
@@ -378,13 +357,6 @@ func _ToolHostService_CallStream_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_CallStreamServer = grpc.ServerStreamingServer[CallStreamResponse]
 
-func _ToolHostService_Pipe_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(ToolHostServiceServer).Pipe(&grpc.GenericServerStream[PipeRequest, PipeResponse]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_PipeServer = grpc.BidiStreamingServer[PipeRequest, PipeResponse]
-
 func _ToolHostService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -433,12 +405,6 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "CallStream",
 			Handler:       _ToolHostService_CallStream_Handler,
 			ServerStreams: true,
-		},
-		{
-			StreamName:    "Pipe",
-			Handler:       _ToolHostService_Pipe_Handler,
-			ServerStreams: true,
-			ClientStreams: true,
 		},
 		{
 			StreamName:    "Watch",
