@@ -31,9 +31,9 @@ const MinServiceKeyLen = 16
 
 // Errors carry the exact messages Lemonade's clients expect.
 var (
-	ErrInvalidAPIKey      = errors.New("Invalid or missing API key")
-	ErrInvalidAdminKey    = errors.New("Invalid or missing admin API key")
-	ErrAdminNotConfigured = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
+	ErrInvalidAPIKey        = errors.New("Invalid or missing API key")
+	ErrInvalidAdminKey      = errors.New("Invalid or missing admin API key")
+	ErrAdminNotConfigured   = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
 	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same value in the environment of the tool host and of mcpgateway")
 	ErrInvalidServiceKey    = errors.New("Invalid or missing service key: only Zest's own services (mcpgateway, with ZEST_SERVICE_KEY) may call the tool host")
 )

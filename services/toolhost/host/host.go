@@ -107,10 +107,10 @@ func (c *Config) Shared() *service.Common { return &c.Common }
 // Host serves ToolHostService.
 type Host struct {
 	toolhostv1.UnimplementedToolHostServiceServer
-	cfg  Config
-	sup  *supervisor.Supervisor
-	srv  *grpcserve.Server
-	log  *slog.Logger
+	cfg Config
+	sup *supervisor.Supervisor
+	srv *grpcserve.Server
+	log *slog.Logger
 }
 
 // New builds the tool host; log nil means slog.Default().
