@@ -184,7 +184,7 @@ func TestAdminBadInput(t *testing.T) {
 		{"wrong type", "POST", "/servers", `{"id":"a","command":"node","args":"x"}`, 400, "args must be an array of strings, not a string"},
 		{"timeout out of range", "POST", "/servers", `{"id":"a","command":"node","timeout_ms":10}`, 400, "timeout_ms 10 is out of range"},
 		{"both spellings", "POST", "/servers", `{"id":"a","command":"node","timeout_ms":2000,"timeoutMs":2000}`, 400, "timeout_ms and timeoutMs are the same field"},
-		{"stdio field on http", "POST", "/servers", `{"id":"a","transport":"http","url":"https://h/mcp","args":[]}`, 400, "args is a stdio field"},
+		{"stdio field on http", "POST", "/servers", `{"id":"a","transport":"http","url":"https://h/mcp","args":["x"]}`, 400, "args is a stdio field"},
 		{"http field on stdio", "POST", "/servers", `{"id":"a","command":"node","url":"https://h/mcp"}`, 400, "url is a streamable-http field"},
 		{"credentials in url", "POST", "/servers", `{"id":"a","transport":"http","url":"https://u:p@h/mcp"}`, 400, "must not contain credentials"},
 		{"fragment in url", "POST", "/servers", `{"id":"a","transport":"http","url":"https://h/mcp#f"}`, 400, "must not contain a fragment"},

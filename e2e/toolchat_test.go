@@ -70,14 +70,26 @@ func TestChatWithMCPTools(t *testing.T) {
 		}
 	})
 	t.Run("a server that is down is left out, and the chat says so", func(t *testing.T) {
-		a, r := chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["down","echo"],"tool_choice":{"type":"function","function":{"name":"mcp_echo__echo"}},
-			"messages":[{"role":"user","content":"{\"text\":\"still works\"}"}]}`)
+		body := `{"model":"builtin-llm","mcp_server_ids":["down","echo"],"tool_choice":{"type":"function","function":{"name":"mcp_echo__echo"}},
+			"messages":[{"role":"user","content":"{\"text\":\"still works\"}"}]}`
+		// An API user learns that the server was left out and an incident id, not what the
+		// server's process said.
+		a, r := chatJSON(t, s, body)
 		if r.Status != 200 || a.Choices[0].Message.Content != "The tool returned: still works" || len(a.ZestWarnings) != 1 ||
-			!strings.Contains(a.ZestWarnings[0], `"down" left out`) || !strings.Contains(a.ZestWarnings[0], "no such file or directory") {
+			!strings.Contains(a.ZestWarnings[0], `"down" left out`) || !strings.Contains(a.ZestWarnings[0], "incident ") ||
+			strings.Contains(a.ZestWarnings[0], "no such file or directory") || strings.Contains(a.ZestWarnings[0], "nonexistent") {
 			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		// An administrator (the admin key is accepted on API routes) sees the cause.
+		r = do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", "Authorization: Bearer "+adminKey)
+		if r.Status != 200 || !strings.Contains(string(r.Body), "no such file or directory") {
+			t.Fatalf("admin: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("four providers, not five", func(t *testing.T) {
+		for _, id := range []string{"a", "b", "c", "d"} {
+			admin(t, s, "POST", "/servers", `{"id":"`+id+`","command":"/nonexistent/zest-`+id+`"}`)
+		}
 		if r := admin(t, s, "POST", "/presets", `{"id":"four","mcp_server_ids":["a","b","c","lemonade"]}`); r.Status != 200 {
 			t.Fatalf("four: %d %s", r.Status, r.Body)
 		}
@@ -88,6 +100,12 @@ func TestChatWithMCPTools(t *testing.T) {
 		_, r = chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["a","b","c","d","e"],"messages":[{"role":"user","content":"x"}]}`)
 		if r.Status != 400 || !strings.Contains(string(r.Body), "at most 4") {
 			t.Fatalf("five in a chat: %d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {
+		r := admin(t, s, "POST", "/presets", `{"id":"ghostly","mcp_server_ids":["ghost","lemonade"]}`)
+		if r.Status != 400 || !strings.Contains(errMessage(t, r), `"ghost", which is not a registered server`) {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("legacy tools_enabled reads back migrated", func(t *testing.T) {

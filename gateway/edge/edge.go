@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Prefixes are the four roots of the OpenAI-compatible API, as Lemonade serves them.
@@ -59,10 +58,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	e.infer = inferencev1.NewInferenceServiceClient(e.backend["inference"])
 
 	admin := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &rawBody{runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
-			UnmarshalOptions: protojson.UnmarshalOptions{},
-		}}}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, newAdminMarshaler()),
 		runtime.WithErrorHandler(func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 			adminError(w, r, err, cfg.MaxAdminBodyBytes)
 		}),

@@ -68,7 +68,7 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(outgoing(r))
 	defer cancel()
 	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{
-		SessionId: r.Header.Get(HeaderSession), LastEventId: r.Header.Get("Last-Event-ID"),
+		SessionId: r.Header.Get(HeaderSession),
 	})
 	if err != nil {
 		writeStatus(w, err)

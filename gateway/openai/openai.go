@@ -209,35 +209,6 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// toolChat relays a chat whose tool loop mcpgateway runs.
-func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
-	stream, err := a.ToolChat.Chat(a.Forward(r), &mcpgatewayv1.ChatRequest{Body: body})
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
-	if c := first.GetCompletion(); c != nil {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(c)
-		return
-	}
-	sse := startSSE(w)
-	for it := first; ; {
-		if !sse.data(it.GetChunk()) {
-			return
-		}
-		if it, err = stream.Recv(); err != nil {
-			sse.end(err)
-			return
-		}
-	}
-}
-
 // sseWriter writes an OpenAI event stream: "data: {json}" events, then "data: [DONE]".
 type sseWriter struct {
 	w       http.ResponseWriter

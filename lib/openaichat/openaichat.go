@@ -24,6 +24,22 @@ type Request struct {
 // Parse reads an OpenAI chat completion request. Fields the contract has no place for
 // (n, user, logprobs, …) are ignored, as OpenAI-compatible servers do.
 func Parse(body []byte) (*Request, error) {
+	r, err := Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	if r.Chat.GetModel() == "" {
+		return nil, fmt.Errorf("model is required; GET /api/v1/models lists the models")
+	}
+	if len(r.Chat.GetMessages()) == 0 {
+		return nil, fmt.Errorf("messages must hold at least one message")
+	}
+	return r, nil
+}
+
+// Decode reads a chat request like Parse without requiring a model or messages (a tool-loop
+// chat may take both from a preset).
+func Decode(body []byte) (*Request, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("the body is not a JSON object: %v", strings.TrimPrefix(err.Error(), "json: "))
@@ -49,12 +65,6 @@ func Parse(body []byte) (*Request, error) {
 	r.Chat = &inferencev1.ChatRequest{}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(norm, r.Chat); err != nil {
 		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "proto: "))
-	}
-	if r.Chat.GetModel() == "" {
-		return nil, fmt.Errorf("model is required; GET /api/v1/models lists the models")
-	}
-	if len(r.Chat.GetMessages()) == 0 {
-		return nil, fmt.Errorf("messages must hold at least one message")
 	}
 	return r, nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
-	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -131,7 +131,7 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
 	s.upsertMu.Lock()
 	defer s.upsertMu.Unlock()
-	cfg, err := serverconfig.Parse(req.GetBody(), func(id string) bool {
+	cfg, err := serverconfig.Parse(req.GetServer(), func(id string) bool {
 		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
@@ -154,7 +154,7 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 
 // TestServer connects to a config without saving it, lists its tools and disconnects.
 func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRequest) (*mcpgatewayv1.TestServerResponse, error) {
-	cfg, err := serverconfig.Parse(req.GetBody(), nil)
+	cfg, err := serverconfig.Parse(req.GetServer(), nil)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -234,21 +234,54 @@ func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToo
 	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil
 }
 
-// CallTool runs one tool of one server, connecting first if needed. The body and the answer
-// are JSON bytes: the arguments go to the server, and its result comes back, without being
-// decoded into anything on the way.
-func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
-	name, args, timeout, err := parseCall(req.GetBody().GetData())
+// GetServer shows one server: its config, connection state and tools, and for a stdio
+// server the tool host's view of its process (state, pid, restarts, last error, stderr tail).
+func (s *Service) GetServer(ctx context.Context, req *mcpgatewayv1.GetServerRequest) (*mcpgatewayv1.GetServerResponse, error) {
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	st := s.state(ctx, cfg)
+	if cfg.GetTransport() == serverconfig.TransportStdio {
+		p, err := s.up.Process(ctx, cfg.GetId())
+		if err != nil {
+			p = &mcpgatewayv1.ProcessState{State: "unknown", LastError: err.Error()}
+		}
+		st.Process = p
+	}
+	return &mcpgatewayv1.GetServerResponse{Server: st}, nil
+}
+
+// CallTool runs one tool of one server, connecting first if needed, and returns the server's
+// CallToolResult as it answered it.
+func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
+	if req.GetName() == "" {
+		return nil, toStatus(fmt.Errorf("%w: name is required: the tool to call, as a string", errBadRequest))
+	}
+	var timeout time.Duration
+	if req.TimeoutMs != nil {
+		ms := req.GetTimeoutMs()
+		if ms < serverconfig.MinTimeoutMs || ms > serverconfig.MaxTimeoutMs {
+			return nil, toStatus(fmt.Errorf("%w: timeout_ms %d is out of range: use a whole number from %d to %d", errBadRequest, ms, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs))
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
 	cfg := s.up.Config(req.GetId())
 	if cfg == nil {
+		var err error
 		if cfg, err = s.reg.GetServer(ctx, req.GetId()); err != nil {
 			return nil, toStatus(err)
 		}
 	}
-	quoted, _ := json.Marshal(name)
+	args := []byte(`{}`)
+	if a := req.GetArguments(); a != nil {
+		b, err := protojson.Marshal(a)
+		if err != nil {
+			return nil, toStatus(fmt.Errorf("%w: arguments: %v", errBadRequest, err))
+		}
+		args = b
+	}
+	quoted, _ := json.Marshal(req.GetName())
 	params := make([]byte, 0, len(args)+len(quoted)+24)
 	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
 	params = append(params, '}')
@@ -256,53 +289,9 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
+	result := &structpb.Struct{}
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || protojson.Unmarshal(raw, result) != nil {
 		return nil, toStatus(fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, cfg.GetId()))
 	}
-	id, _ := json.Marshal(cfg.GetId())
-	out := make([]byte, 0, len(raw)+len(id)+len(quoted)+40)
-	out = append(append(append(out, `{"server_id":`...), id...), `,"tool":`...)
-	out = append(append(append(out, quoted...), `,"result":`...), raw...)
-	out = append(out, '}')
-	return &mcpgatewayv1.CallToolResponse{Body: &httpbody.HttpBody{ContentType: "application/json", Data: out}}, nil
-}
-
-// parseCall reads {"name":…, "arguments":{…}, "timeout_ms":…}; arguments stay raw.
-func parseCall(body []byte) (name string, args json.RawMessage, timeout time.Duration, err error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
-	}
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(body, &f); err != nil || f == nil {
-		return "", nil, 0, bad(`the body must be a JSON object such as {"name":"echo","arguments":{}}`)
-	}
-	if err := json.Unmarshal(f["name"], &name); err != nil || name == "" {
-		return "", nil, 0, bad("name is required: the tool to call, as a string")
-	}
-	args = bytes.TrimSpace(f["arguments"])
-	switch {
-	case len(args) == 0 || string(args) == "null":
-		args = json.RawMessage(`{}`)
-	case args[0] != '{':
-		return "", nil, 0, bad("arguments must be a JSON object")
-	}
-	t, tOK := f["timeout_ms"]
-	if alt, ok := f["timeoutMs"]; ok {
-		if tOK {
-			return "", nil, 0, bad("timeout_ms and timeoutMs are the same field: send one of them")
-		}
-		t, tOK = alt, true
-	}
-	if tOK && string(t) != "null" {
-		var ms float64
-		if err := json.Unmarshal(t, &ms); err != nil {
-			return "", nil, 0, bad("timeout_ms must be a number of milliseconds")
-		}
-		if ms != float64(int64(ms)) || ms < serverconfig.MinTimeoutMs || ms > serverconfig.MaxTimeoutMs {
-			return "", nil, 0, bad("timeout_ms %v is out of range: use a whole number from %d to %d", ms, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs)
-		}
-		timeout = time.Duration(ms) * time.Millisecond
-	}
-	return name, args, timeout, nil
+	return &mcpgatewayv1.CallToolResponse{ServerId: cfg.GetId(), Tool: req.GetName(), Result: result}, nil
 }

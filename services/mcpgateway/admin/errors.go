@@ -20,7 +20,7 @@ func toStatus(err error) error {
 	var rpcErr *upstream.RPCError
 	code := codes.Internal
 	switch {
-	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, errBadRequest):
+	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset), errors.Is(err, errBadRequest):
 		code = codes.InvalidArgument
 	case errors.Is(err, registry.ErrNotFound):
 		code = codes.NotFound

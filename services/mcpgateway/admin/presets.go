@@ -32,8 +32,11 @@ func (s *Service) GetPreset(ctx context.Context, req *mcpgatewayv1.GetPresetRequ
 func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPresetRequest) (*mcpgatewayv1.UpsertPresetResponse, error) {
 	s.upsertMu.Lock()
 	defer s.upsertMu.Unlock()
-	p, err := serverconfig.ParsePreset(req.GetBody(), func(id string) bool {
+	p, err := serverconfig.ParsePreset(req.GetPreset(), func(id string) bool {
 		_, err := s.reg.GetPreset(ctx, id)
+		return err == nil
+	}, func(id string) bool {
+		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
 	if err != nil {

@@ -199,7 +199,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, reg, up, mcpSrv, log))
+		infer, reg, up, mcpSrv, cfg.Keys, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 

@@ -1,24 +1,28 @@
 package serverconfig
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"google.golang.org/protobuf/types/known/structpb"
 )
+
+// ErrInvalidPreset wraps every preset validation failure.
+var ErrInvalidPreset = errors.New("invalid preset")
+
+func invalidPreset(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidPreset, fmt.Sprintf(format, a...))
+}
 
 // MaxProviders is how many MCP providers a preset may select.
 const MaxProviders = 4
 
 // LemonadeProvider is the provider id of the built-in lemonade_* tools.
 const LemonadeProvider = registry.LemonadeProvider
-
-var presetFields = []string{"id", "name", "model", "system_prompt", "mcp_server_ids", "tools_enabled"}
-
-var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_server_ids": "mcpServerIds", "tools_enabled": "toolsEnabled"}
 
 var notIDChar = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
@@ -38,34 +42,34 @@ func SanitizeProviders(ids []string) []string {
 	return out
 }
 
-// ParsePreset reads a preset from body (bare or {"preset":{…}}). The legacy tools_enabled
-// flag is migrated (true → ["lemonade"], false → []) when mcp_server_ids is absent, and both
-// fields are kept in step.
-func ParsePreset(body *structpb.Struct, taken func(string) bool) (*mcpgatewayv1.Preset, error) {
-	f, err := fold(body, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetAliases, presetFields, nil)
-	if err != nil {
-		return nil, err
+// ParsePreset checks a preset an admin sent and returns it as stored. The legacy
+// tools_enabled flag is migrated (true → ["lemonade"], false → []) when mcp_server_ids is
+// empty, and both fields are kept in step. known reports whether a provider id names a
+// registered server ("lemonade" is always known); nil accepts every id.
+func ParsePreset(in *mcpgatewayv1.PresetInput, taken, known func(string) bool) (*mcpgatewayv1.Preset, error) {
+	if in == nil {
+		return nil, invalidPreset(`the preset is missing: send a preset such as {"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`)
 	}
-	r := reader{f: f}
-	p := &mcpgatewayv1.Preset{Id: r.str("id"), Name: r.str("name"), Model: r.str("model"), SystemPrompt: r.str("system_prompt")}
-	ids, hasIDs := f["mcp_server_ids"]
-	list := r.strs("mcp_server_ids")
-	enabled := r.boolean("tools_enabled", false)
-	if r.err != nil {
-		return nil, r.err
-	}
-	if hasIDs && ids.GetListValue() != nil {
-		p.McpServerIds = SanitizeProviders(list)
-	} else if enabled {
+	p := &mcpgatewayv1.Preset{Id: in.GetId(), Name: in.GetName(), Model: in.GetModel(), SystemPrompt: in.GetSystemPrompt()}
+	switch {
+	case len(in.GetMcpServerIds()) > 0:
+		p.McpServerIds = SanitizeProviders(in.GetMcpServerIds())
+	case in.GetToolsEnabled():
 		p.McpServerIds = []string{LemonadeProvider}
-	}
-	if len(p.McpServerIds) > MaxProviders {
-		return nil, invalid("mcp_server_ids selects %d providers; a preset selects at most %d", len(p.McpServerIds), MaxProviders)
-	}
-	p.ToolsEnabled = slices.Contains(p.McpServerIds, LemonadeProvider)
-	if p.McpServerIds == nil {
+	default:
 		p.McpServerIds = []string{}
 	}
+	if len(p.McpServerIds) > MaxProviders {
+		return nil, invalidPreset("mcp_server_ids selects %d providers; a preset selects at most %d", len(p.McpServerIds), MaxProviders)
+	}
+	if known != nil {
+		for _, id := range p.McpServerIds {
+			if id != LemonadeProvider && !known(id) {
+				return nil, invalidPreset("mcp_server_ids names %q, which is not a registered server: register it first (POST /internal/mcp/servers), or use \"lemonade\" for the built-in tools", id)
+			}
+		}
+	}
+	p.ToolsEnabled = slices.Contains(p.McpServerIds, LemonadeProvider)
 	switch {
 	case p.GetId() == "":
 		src := p.GetName()
@@ -74,7 +78,7 @@ func ParsePreset(body *structpb.Struct, taken func(string) bool) (*mcpgatewayv1.
 		}
 		p.Id = deriveID(src, taken)
 	case !IDPattern.MatchString(p.GetId()):
-		return nil, invalid("id %q must match [A-Za-z0-9_.-]{1,96}", truncate(p.GetId(), 120))
+		return nil, invalidPreset("id %q must match [A-Za-z0-9_.-]{1,96}", truncate(p.GetId(), 120))
 	}
 	if p.GetName() == "" {
 		p.Name = p.GetId()

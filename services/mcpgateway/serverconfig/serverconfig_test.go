@@ -5,16 +5,26 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/types/known/structpb"
+	"github.com/zestmcp/zest/lib/adminjson"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-func body(t *testing.T, js string) *structpb.Struct {
-	t.Helper()
-	s := &structpb.Struct{}
-	if err := s.UnmarshalJSON([]byte(js)); err != nil {
-		t.Fatalf("bad test JSON %s: %v", js, err)
+// parse reads js as the edge does (lib/adminjson) and checks it as mcpgateway does, so that the
+// tables cover both halves of an admin body's way in.
+func parse(js string, taken func(string) bool) (*mcpgatewayv1.ServerConfig, error) {
+	in, err := adminjson.Server([]byte(js))
+	if err != nil {
+		return nil, err
 	}
-	return s
+	return Parse(in, taken)
+}
+
+func parsePreset(js string, known func(string) bool) (*mcpgatewayv1.Preset, error) {
+	in, err := adminjson.Preset([]byte(js))
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreset(in, nil, known)
 }
 
 func TestParseValid(t *testing.T) {
@@ -44,7 +54,7 @@ func TestParseValid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse(body(t, tc.body), taken)
+			cfg, err := parse(tc.body, taken)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,12 +90,15 @@ func TestParseInvalid(t *testing.T) {
 		{"env not an object", `{"id":"a","command":"x","env":["A"]}`, "env must be an object"},
 		{"timeout too small", `{"id":"a","command":"x","timeout_ms":999}`, "timeout_ms 999 is out of range: use a whole number from 1000 to 300000"},
 		{"timeout too large", `{"id":"a","command":"x","timeout_ms":300001}`, "out of range"},
-		{"timeout fractional", `{"id":"a","command":"x","timeout_ms":1500.5}`, "out of range"},
 		{"both spellings", `{"id":"a","command":"x","timeout_ms":2000,"timeoutMs":3000}`, "timeout_ms and timeoutMs are the same field: send one of them"},
 		{"both spellings of working_dir", `{"id":"a","command":"x","working_dir":"/","workingDir":"/"}`, "working_dir and workingDir"},
 		{"url on stdio", `{"id":"a","command":"x","url":"https://h/mcp"}`, "url is a streamable-http field; this server's transport is stdio"},
 		{"command on http", `{"id":"a","transport":"http","url":"https://h/mcp","command":"x"}`, "command is a stdio field; this server's transport is streamable-http"},
-		{"env on http", `{"id":"a","transport":"http","url":"https://h/mcp","env":{}}`, "env is a stdio field"},
+		{"env on http", `{"id":"a","transport":"http","url":"https://h/mcp","env":{"A":"${B}"}}`, "env is a stdio field"},
+		{"args on http", `{"id":"a","transport":"http","url":"https://h/mcp","args":["x"]}`, "args is a stdio field"},
+		{"reserved id", `{"id":"lemonade","command":"x"}`, `id "lemonade" is reserved`},
+		{"reserved id, other case", `{"id":"Lemonade","command":"x"}`, "is reserved"},
+		{"timeout fractional at the edge", `{"id":"a","command":"x","timeout_ms":1500.5}`, "must be a whole number"},
 		{"no command", `{"id":"a"}`, "command is required for a stdio server"},
 		{"no url", `{"id":"a","transport":"http"}`, "url is required"},
 		{"url with credentials", `{"id":"a","transport":"http","url":"https://user:pw@h/mcp"}`, "url must not contain credentials"},
@@ -100,8 +113,8 @@ func TestParseInvalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(body(t, tc.body), nil)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.msg) {
+			_, err := parse(tc.body, nil)
+			if (!errors.Is(err, ErrInvalid) && !errors.Is(err, adminjson.ErrServer)) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.msg)
 			}
 			if strings.Contains(err.Error(), "ghp_123") || strings.Contains(err.Error(), "sk-123") {
@@ -112,19 +125,19 @@ func TestParseInvalid(t *testing.T) {
 }
 
 func TestParsePreset(t *testing.T) {
-	p, err := ParsePreset(body(t, `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade","my server!","lemonade","echo"]}`), nil)
+	p, err := parsePreset(`{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade","my server!","lemonade","echo"]}`, nil)
 	if err != nil || strings.Join(p.GetMcpServerIds(), ",") != "lemonade,myserver,echo" || !p.GetToolsEnabled() || p.GetName() != "helper" {
 		t.Fatalf("%v %v", p, err)
 	}
-	p, _ = ParsePreset(body(t, `{"preset":{"name":"Legacy On","tools_enabled":true}}`), nil)
+	p, _ = parsePreset(`{"preset":{"name":"Legacy On","tools_enabled":true}}`, nil)
 	if strings.Join(p.GetMcpServerIds(), ",") != "lemonade" || p.GetId() != "legacy-on" || !p.GetToolsEnabled() {
 		t.Fatalf("legacy true: %v", p)
 	}
-	p, _ = ParsePreset(body(t, `{"id":"off","tools_enabled":false}`), nil)
+	p, _ = parsePreset(`{"id":"off","tools_enabled":false}`, nil)
 	if len(p.GetMcpServerIds()) != 0 || p.GetToolsEnabled() {
 		t.Fatalf("legacy false: %v", p)
 	}
-	p, _ = ParsePreset(body(t, `{"id":"x","mcp_server_ids":["a"],"tools_enabled":true}`), nil)
+	p, _ = parsePreset(`{"id":"x","mcp_server_ids":["a"],"tools_enabled":true}`, nil)
 	if strings.Join(p.GetMcpServerIds(), ",") != "a" || p.GetToolsEnabled() {
 		t.Fatalf("mcp_server_ids wins over the legacy flag: %v", p)
 	}
@@ -133,9 +146,11 @@ func TestParsePreset(t *testing.T) {
 		"ids not a list": {`{"id":"x","mcp_server_ids":"a"}`, "mcp_server_ids must be an array of strings"},
 		"bad id":         {`{"id":"a b"}`, "must match"},
 		"unknown":        {`{"id":"x","tools":[]}`, "unknown field tools"},
+		"unknown server": {`{"id":"x","mcp_server_ids":["lemonade","ghost"]}`, `mcp_server_ids names "ghost", which is not a registered server`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ParsePreset(body(t, tc.body), nil); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			known := func(id string) bool { return id == "echo" }
+			if _, err := parsePreset(tc.body, known); err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want %q", err, tc.msg)
 			}
 		})

@@ -1,7 +1,6 @@
 package toolchat
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -10,16 +9,15 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// emitter writes the loop's output: chunks for streaming clients, one completion otherwise.
+// emitter writes the loop's items in order: the assistant's text as it comes, each tool event,
+// then the outcome. The edge renders them as OpenAI chunks or as one completion.
 type emitter struct {
-	stream       mcpgatewayv1.ChatService_ChatServer
-	streaming    bool
-	includeUsage bool
-	id, model    string
-	created      int64
-	roleSent     bool
-	maxRounds    int
-	err          error
+	stream    mcpgatewayv1.ChatService_ChatServer
+	id, model string
+	created   int64
+	roleSent  bool
+	maxRounds int
+	err       error
 }
 
 // capNote is the text of a chat stopped by the round cap.
@@ -33,18 +31,10 @@ func (e *emitter) send(r *mcpgatewayv1.ChatResponse) {
 	}
 }
 
-func (e *emitter) chunk(m map[string]any) {
-	b, _ := json.Marshal(m)
-	e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Chunk{Chunk: b}})
-}
-
 // content forwards a model chunk's role and text (its tool calls are reported as events).
 func (e *emitter) content(ch *inferencev1.ChatResponse) {
 	if e.id == "" {
 		e.id, e.model, e.created = ch.GetId(), ch.GetModel(), ch.GetCreated()
-	}
-	if !e.streaming {
-		return
 	}
 	d := ch.GetDelta()
 	if d.GetContent() == "" && (d.GetRole() == "" || e.roleSent) {
@@ -54,19 +44,12 @@ func (e *emitter) content(ch *inferencev1.ChatResponse) {
 	if !e.roleSent {
 		c.Delta.Role, e.roleSent = "assistant", true
 	}
-	b, err := openaichat.Chunk(c, false)
-	if err == nil {
-		e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Chunk{Chunk: b}})
-	}
+	e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Chunk{Chunk: c}})
 }
 
-// event sends a tool-loop event: a chunk with no choices and a "zest_event" object.
-func (e *emitter) event(ev map[string]any) {
-	if !e.streaming {
-		return
-	}
-	e.chunk(map[string]any{"id": e.id, "object": "chat.completion.chunk", "created": e.createdNow(), "model": e.model,
-		"choices": []any{}, "zest_event": ev})
+// event sends a tool-loop event.
+func (e *emitter) event(ev *mcpgatewayv1.ToolEvent) {
+	e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Event{Event: ev}})
 }
 
 func (e *emitter) createdNow() int64 {
@@ -76,56 +59,26 @@ func (e *emitter) createdNow() int64 {
 	return e.created
 }
 
-// finish ends the chat: the last chunk (streaming) or the completion carries the summary of
-// the tool calls made and any warnings.
-func (e *emitter) finish(c *openaichat.Completion, finish string, usage *inferencev1.Usage, calls []CallRecord, warnings []string) error {
-	if calls == nil {
-		calls = []CallRecord{}
+// finish ends the chat with its outcome: the final message, the usage of every round, the
+// tool calls made and any warnings.
+func (e *emitter) finish(c *openaichat.Completion, finish string, usage *inferencev1.Usage, calls []*mcpgatewayv1.ToolCallRecord, warnings []string) error {
+	if finish == "" {
+		finish = "stop"
 	}
-	if warnings == nil {
-		warnings = []string{}
-	}
-	if e.streaming {
-		if finish == FinishMaxToolRounds {
-			e.content(&inferencev1.ChatResponse{Delta: &inferencev1.ChatMessage{Content: e.capNote()}})
+	msg := &inferencev1.ChatMessage{Role: "assistant", Content: c.Text()}
+	switch finish {
+	case "tool_calls": // the client's own tools: hand their calls over
+		for i, tc := range c.ToolCalls() {
+			call := &inferencev1.ToolCall{Index: int32(i), Id: tc.GetId(), Type: "function", Function: tc.GetFunction()}
+			msg.ToolCalls = append(msg.ToolCalls, call)
 		}
-		m := map[string]any{"id": e.id, "object": "chat.completion.chunk", "created": e.createdNow(), "model": e.model,
-			"choices":         []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}},
-			"zest_tool_calls": calls, "zest_warnings": warnings}
-		if finish == "tool_calls" { // the client's own tools: hand their calls over
-			m["choices"] = []any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": toolCalls(c.ToolCalls())}, "finish_reason": finish}}
-		}
-		if e.includeUsage {
-			m["usage"] = map[string]any{"prompt_tokens": usage.GetPromptTokens(), "completion_tokens": usage.GetCompletionTokens(), "total_tokens": usage.GetTotalTokens()}
-		}
-		e.chunk(m)
-		return e.err
+	case FinishMaxToolRounds:
+		e.content(&inferencev1.ChatResponse{Delta: &inferencev1.ChatMessage{Content: e.capNote()}})
+		msg.Content = e.capNote()
 	}
-	msg := c.Message()
-	if finish != "tool_calls" {
-		delete(msg, "tool_calls")
-		if msg["content"] == nil {
-			msg["content"] = ""
-		}
-	}
-	if finish == FinishMaxToolRounds {
-		msg["content"] = e.capNote()
-	}
-	b, _ := json.Marshal(map[string]any{
-		"id": e.id, "object": "chat.completion", "created": e.createdNow(), "model": e.model,
-		"choices":         []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":           map[string]any{"prompt_tokens": usage.GetPromptTokens(), "completion_tokens": usage.GetCompletionTokens(), "total_tokens": usage.GetTotalTokens()},
-		"zest_tool_calls": calls, "zest_warnings": warnings,
-	})
-	e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Completion{Completion: b}})
+	e.send(&mcpgatewayv1.ChatResponse{Kind: &mcpgatewayv1.ChatResponse_Done{Done: &mcpgatewayv1.ChatDone{
+		Id: e.id, Model: e.model, Created: e.createdNow(), FinishReason: finish, Message: msg,
+		Usage: usage, ToolCalls: calls, Warnings: warnings,
+	}}})
 	return e.err
-}
-
-func toolCalls(calls []*inferencev1.ToolCall) []map[string]any {
-	out := make([]map[string]any, 0, len(calls))
-	for i, c := range calls {
-		out = append(out, map[string]any{"index": i, "id": c.GetId(), "type": "function",
-			"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}})
-	}
-	return out
 }

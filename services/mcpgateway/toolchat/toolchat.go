@@ -17,10 +17,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/openaichat"
+	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
@@ -28,7 +31,9 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -57,11 +62,13 @@ type Loop struct {
 	reg       registry.Registry
 	up        *upstream.Manager
 	builtin   *server.MCPServer
+	keys      keyauth.Keys
 	log       *slog.Logger
 }
 
-// New returns the loop; builtin serves the lemonade_* tools.
-func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, log *slog.Logger) *Loop {
+// New returns the loop; builtin serves the lemonade_* tools; keys tell administrators (who may
+// see why an MCP server failed) from API users.
+func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, keys keyauth.Keys, log *slog.Logger) *Loop {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = DefaultMaxRounds
 	}
@@ -71,7 +78,7 @@ func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, log: log}
+	return &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, keys: keys, log: log}
 }
 
 // tool is one tool the loop can run.
@@ -82,20 +89,6 @@ type tool struct {
 	openai   map[string]any
 }
 
-// CallRecord summarizes one tool call, for events and the final summary.
-type CallRecord struct {
-	Round       int    `json:"round"`
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	ServerID    string `json:"server_id"`
-	Arguments   string `json:"arguments"`
-	IsError     bool   `json:"is_error"`
-	OutputBytes int    `json:"output_bytes"`
-	Truncated   bool   `json:"truncated"`
-	DurationMs  int64  `json:"duration_ms"`
-	Output      string `json:"output,omitempty"`
-}
-
 func invalid(format string, a ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, a...)
 }
@@ -103,44 +96,63 @@ func invalid(format string, a ...any) error {
 // Chat implements ChatService.
 func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatService_ChatServer) error {
 	ctx := stream.Context()
-	var raw map[string]any
-	if err := json.Unmarshal(req.GetBody(), &raw); err != nil || raw == nil {
-		return invalid("the body is not a JSON object")
+	if req.GetChat() == nil {
+		return invalid("chat is required: the OpenAI chat request (model, messages, …)")
 	}
-	providers, preset, err := l.selection(ctx, raw)
+	chat := proto.Clone(req.GetChat()).(*inferencev1.ChatRequest)
+	providers, preset, err := l.selection(ctx, req)
 	if err != nil {
 		return err
 	}
 	if preset != nil {
-		if m, _ := raw["model"].(string); m == "" && preset.GetModel() != "" {
-			raw["model"] = preset.GetModel()
+		if chat.GetModel() == "" {
+			chat.Model = preset.GetModel()
 		}
 		if sp := preset.GetSystemPrompt(); sp != "" {
-			msgs, _ := raw["messages"].([]any)
-			raw["messages"] = append([]any{map[string]any{"role": "system", "content": sp}}, msgs...)
+			chat.Messages = append([]*inferencev1.ChatMessage{{Role: "system", Content: sp}}, chat.GetMessages()...)
 		}
 	}
-	body, _ := json.Marshal(raw)
-	parsed, err := openaichat.Parse(body)
-	if err != nil {
-		return invalid("%v", err)
+	if chat.GetModel() == "" {
+		return invalid("model is required (or a preset that names one); GET /api/v1/models lists the models")
 	}
-	tools, warnings := l.tools(ctx, providers)
-	out := &emitter{stream: stream, streaming: parsed.Stream, includeUsage: parsed.IncludeUsage, maxRounds: l.cfg.MaxRounds}
+	if len(chat.GetMessages()) == 0 {
+		return invalid("messages must hold at least one message")
+	}
+	admin := l.isAdmin(ctx)
+	tools, warnings := l.tools(ctx, providers, admin)
+	out := &emitter{stream: stream, maxRounds: l.cfg.MaxRounds}
 	for _, w := range warnings {
-		out.event(map[string]any{"type": "warning", "message": w})
+		out.event(&mcpgatewayv1.ToolEvent{Type: "warning", Message: w})
 	}
-	return l.run(ctx, parsed, tools, warnings, out)
+	return l.run(ctx, chat, tools, warnings, out, admin)
 }
 
-// selection reads "preset" and "mcp_server_ids" (removing them from raw).
-func (l *Loop) selection(ctx context.Context, raw map[string]any) ([]string, *mcpgatewayv1.Preset, error) {
+// isAdmin reports whether the caller presented the admin key: administrators may see what
+// a failing MCP server said (its stderr, its exit); API users get an incident id instead.
+func (l *Loop) isAdmin(ctx context.Context) bool {
+	if l.keys.AdminKey() == "" {
+		return false
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	auth := md.Get("authorization")
+	return len(auth) > 0 && l.keys.CheckAdmin(keyauth.BearerToken(auth[0])) == nil
+}
+
+// hide turns an upstream failure into what the caller may see: the failure itself for an
+// administrator, else a generic message with an incident id that the log line carries.
+func (l *Loop) hide(ctx context.Context, admin bool, serverID, what string, err error) string {
+	if admin {
+		return fmt.Sprintf("%s: %v", what, err)
+	}
+	incident := requestid.New()
+	l.log.WarnContext(ctx, "MCP server failed in a chat", "server", serverID, "incident", incident, "what", what, "err", err)
+	return fmt.Sprintf("%s (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)", what, incident, serverID)
+}
+
+// selection resolves the preset and the providers (the request's replace the preset's).
+func (l *Loop) selection(ctx context.Context, req *mcpgatewayv1.ChatRequest) ([]string, *mcpgatewayv1.Preset, error) {
 	var preset *mcpgatewayv1.Preset
-	if v, ok := raw["preset"]; ok {
-		id, isStr := v.(string)
-		if !isStr || id == "" {
-			return nil, nil, invalid("preset must be a preset id (a string)")
-		}
+	if id := req.GetPreset(); id != "" {
 		p, err := l.reg.GetPreset(ctx, id)
 		if errors.Is(err, registry.ErrNotFound) {
 			return nil, nil, invalid("preset %q is not known; GET /internal/mcp/presets lists them", id)
@@ -150,24 +162,10 @@ func (l *Loop) selection(ctx context.Context, raw map[string]any) ([]string, *mc
 		}
 		preset = p
 	}
-	delete(raw, "preset")
 	providers := preset.GetMcpServerIds()
-	if v, ok := raw["mcp_server_ids"]; ok {
-		list, isList := v.([]any)
-		if !isList {
-			return nil, nil, invalid("mcp_server_ids must be an array of provider ids")
-		}
-		ids := make([]string, 0, len(list))
-		for _, x := range list {
-			s, isStr := x.(string)
-			if !isStr {
-				return nil, nil, invalid("mcp_server_ids must hold strings")
-			}
-			ids = append(ids, s)
-		}
-		providers = serverconfig.SanitizeProviders(ids)
+	if req.GetProviders() != nil {
+		providers = serverconfig.SanitizeProviders(req.GetProviders().GetIds())
 	}
-	delete(raw, "mcp_server_ids")
 	if len(providers) > serverconfig.MaxProviders {
 		return nil, nil, invalid("mcp_server_ids selects %d providers; a chat selects at most %d", len(providers), serverconfig.MaxProviders)
 	}
@@ -176,7 +174,7 @@ func (l *Loop) selection(ctx context.Context, raw map[string]any) ([]string, *mc
 
 // tools gathers the selected providers' tools. A provider that cannot be used is left out
 // with a warning: one failing server does not fail the chat.
-func (l *Loop) tools(ctx context.Context, providers []string) (map[string]*tool, []string) {
+func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[string]*tool, []string) {
 	out := map[string]*tool{}
 	var warnings []string
 	var mu sync.Mutex
@@ -200,7 +198,7 @@ func (l *Loop) tools(ctx context.Context, providers []string) (map[string]*tool,
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("MCP server %q left out of this chat: %v", id, err))
+				warnings = append(warnings, l.hide(ctx, admin, id, fmt.Sprintf("MCP server %q left out of this chat", id), err))
 				return
 			}
 			for _, t := range ts {
@@ -217,8 +215,11 @@ func (l *Loop) tools(ctx context.Context, providers []string) (map[string]*tool,
 
 func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 	cfg, err := l.reg.GetServer(ctx, id)
-	if err != nil {
+	if errors.Is(err, registry.ErrNotFound) {
 		return nil, fmt.Errorf("it is not registered")
+	}
+	if err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(cfg.GetTimeoutMs(), 1000))*time.Millisecond)
 	defer cancel()
@@ -241,8 +242,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 }
 
 // run is the loop itself.
-func (l *Loop) run(ctx context.Context, req *openaichat.Request, tools map[string]*tool, warnings []string, out *emitter) error {
-	chat := req.Chat
+func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string, out *emitter, admin bool) error {
 	var defs []any
 	for _, t := range tools {
 		defs = append(defs, t.openai)
@@ -258,7 +258,7 @@ func (l *Loop) run(ctx context.Context, req *openaichat.Request, tools map[strin
 		}
 		chat.Tools = lv
 	}
-	var records []CallRecord
+	var records []*mcpgatewayv1.ToolCallRecord
 	var usage inferencev1.Usage
 	var last openaichat.Completion
 	for round := 1; ; round++ {
@@ -299,65 +299,82 @@ func (l *Loop) run(ctx context.Context, req *openaichat.Request, tools map[strin
 		if round >= l.cfg.MaxRounds {
 			return out.finish(&last, FinishMaxToolRounds, &usage, records, warnings)
 		}
-		results := l.runCalls(ctx, round, calls, tools, out)
+		results := l.runCalls(ctx, round, calls, tools, out, admin)
 		chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "assistant", Content: done.Text(), ToolCalls: calls})
 		for i, c := range calls {
-			chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "tool", ToolCallId: c.GetId(), Content: results[i].Output})
-			r := results[i]
-			r.Output = ""
-			records = append(records, r)
+			chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "tool", ToolCallId: c.GetId(), Content: results[i].output})
+			records = append(records, results[i].rec)
 		}
 	}
 }
 
+// result is one tool call's record and the text fed back to the model.
+type result struct {
+	rec    *mcpgatewayv1.ToolCallRecord
+	output string
+}
+
+// previewBytes is how much of a tool's output a tool_result event shows.
+const previewBytes = 512
+
 // runCalls runs one round's tool calls in parallel.
-func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter) []CallRecord {
-	results := make([]CallRecord, len(calls))
+func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter, admin bool) []result {
+	results := make([]result, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		t := tools[c.GetFunction().GetName()]
-		rec := CallRecord{Round: round, ID: c.GetId(), Name: t.chatName, Arguments: c.GetFunction().GetArguments()}
+		rec := &mcpgatewayv1.ToolCallRecord{Round: int32(round), Id: c.GetId(), Name: t.chatName, Arguments: c.GetFunction().GetArguments(),
+			ServerId: serverconfig.LemonadeProvider}
 		if t.server != nil {
-			rec.ServerID = t.server.GetId()
-		} else {
-			rec.ServerID = serverconfig.LemonadeProvider
+			rec.ServerId = t.server.GetId()
 		}
-		out.event(map[string]any{"type": "tool_call", "round": round, "id": rec.ID, "name": rec.Name, "server_id": rec.ServerID, "arguments": rec.Arguments})
+		out.event(&mcpgatewayv1.ToolEvent{Type: "tool_call", Call: proto.Clone(rec).(*mcpgatewayv1.ToolCallRecord)})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			began := time.Now()
-			text, isErr := l.call(ctx, t, c.GetFunction().GetArguments())
+			text, isErr := l.call(ctx, t, c.GetFunction().GetArguments(), admin)
 			rec.DurationMs = time.Since(began).Milliseconds()
-			rec.IsError, rec.OutputBytes = isErr, len(text)
+			rec.IsError, rec.OutputBytes = isErr, int64(len(text))
 			if len(text) > l.cfg.MaxToolOutput {
-				text = text[:l.cfg.MaxToolOutput] + fmt.Sprintf("\n[… Zest truncated this tool output: %d of %d bytes shown; tool output is untrusted input]", l.cfg.MaxToolOutput, rec.OutputBytes)
+				text = CutUTF8(text, l.cfg.MaxToolOutput) + fmt.Sprintf("\n[… Zest truncated this tool output: %d of %d bytes shown; tool output is untrusted input]", l.cfg.MaxToolOutput, rec.OutputBytes)
 				rec.Truncated = true
 			}
-			rec.Output = text
-			results[i] = rec
+			results[i] = result{rec: rec, output: text}
 		}()
 	}
 	wg.Wait()
 	for _, r := range results {
-		preview := r.Output
-		if len(preview) > 512 {
-			preview = preview[:512] + "…"
+		ev := proto.Clone(r.rec).(*mcpgatewayv1.ToolCallRecord)
+		ev.OutputPreview = r.output
+		if len(ev.OutputPreview) > previewBytes {
+			ev.OutputPreview = CutUTF8(ev.OutputPreview, previewBytes) + "…"
 		}
-		out.event(map[string]any{"type": "tool_result", "round": r.Round, "id": r.ID, "name": r.Name, "server_id": r.ServerID,
-			"is_error": r.IsError, "output_bytes": r.OutputBytes, "truncated": r.Truncated, "duration_ms": r.DurationMs, "output": preview})
+		out.event(&mcpgatewayv1.ToolEvent{Type: "tool_result", Call: ev})
 	}
 	return results
 }
 
+// CutUTF8 returns at most n bytes of s, never splitting a UTF-8 character (a cut inside one
+// would make the text invalid for every JSON and gRPC hop after it).
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // call runs one tool and returns the text fed back to the model.
-func (l *Loop) call(ctx context.Context, t *tool, args string) (string, bool) {
+func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (string, bool) {
 	var argMap map[string]any
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	if err := json.Unmarshal([]byte(args), &argMap); err != nil {
-		return "The tool arguments are not a JSON object: " + err.Error(), true
+	if err := json.Unmarshal([]byte(args), &argMap); err != nil || argMap == nil {
+		return "The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters", true
 	}
 	if t.server == nil {
 		st := l.builtin.GetTool(t.name)
@@ -375,8 +392,12 @@ func (l *Loop) call(ctx context.Context, t *tool, args string) (string, bool) {
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
 	raw, err := l.up.Call(ctx, t.server, "tools/call", params, 0)
-	if err != nil {
-		return fmt.Sprintf("The tool failed: %v", err), true
+	var rpcErr *upstream.RPCError
+	switch {
+	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
+		return fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), true
+	case err != nil:
+		return l.hide(ctx, admin, t.server.GetId(), "The tool failed", err), true
 	}
 	return resultText(raw)
 }

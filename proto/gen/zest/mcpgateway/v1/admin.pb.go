@@ -8,10 +8,10 @@ package mcpgatewayv1
 
 import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
-	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -23,6 +23,153 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// ServerInput is a server config as an admin sends it. Every field an admin may leave out has
+// presence, so that mcpgateway applies DESIGN.md's defaults and tells an absent field from an
+// empty one (a stdio field in a streamable-http config is refused, and the reverse).
+type ServerInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id matches [A-Za-z0-9_.-]{1,96}; when absent it is derived from name, the command or the URL.
+	Id *string `protobuf:"bytes,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	// name is shown to people and in tool descriptions (default: id).
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// transport is "stdio" (default) or "streamable-http" (alias "http").
+	Transport *string `protobuf:"bytes,3,opt,name=transport,proto3,oneof" json:"transport,omitempty"`
+	// command is the stdio program.
+	Command *string `protobuf:"bytes,4,opt,name=command,proto3,oneof" json:"command,omitempty"`
+	// args are the stdio program's arguments.
+	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
+	// working_dir is the stdio program's working directory.
+	WorkingDir *string `protobuf:"bytes,6,opt,name=working_dir,proto3,oneof" json:"working_dir,omitempty"`
+	// env maps variable names to ${VAR} references (raw values are refused).
+	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// url is the Streamable HTTP endpoint.
+	Url *string `protobuf:"bytes,8,opt,name=url,proto3,oneof" json:"url,omitempty"`
+	// bearer_token is a ${VAR} reference sent as Authorization: Bearer.
+	BearerToken *string `protobuf:"bytes,9,opt,name=bearer_token,proto3,oneof" json:"bearer_token,omitempty"`
+	// allow_insecure_http permits plain http to a non-loopback host.
+	AllowInsecureHttp *bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3,oneof" json:"allow_insecure_http,omitempty"`
+	// enabled servers may be connected (default true).
+	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// timeout_ms bounds connect and each call (1000-300000, default 30000).
+	TimeoutMs     *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerInput) Reset() {
+	*x = ServerInput{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInput) ProtoMessage() {}
+
+func (x *ServerInput) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInput.ProtoReflect.Descriptor instead.
+func (*ServerInput) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ServerInput) GetId() string {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return ""
+}
+
+func (x *ServerInput) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *ServerInput) GetTransport() string {
+	if x != nil && x.Transport != nil {
+		return *x.Transport
+	}
+	return ""
+}
+
+func (x *ServerInput) GetCommand() string {
+	if x != nil && x.Command != nil {
+		return *x.Command
+	}
+	return ""
+}
+
+func (x *ServerInput) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ServerInput) GetWorkingDir() string {
+	if x != nil && x.WorkingDir != nil {
+		return *x.WorkingDir
+	}
+	return ""
+}
+
+func (x *ServerInput) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ServerInput) GetUrl() string {
+	if x != nil && x.Url != nil {
+		return *x.Url
+	}
+	return ""
+}
+
+func (x *ServerInput) GetBearerToken() string {
+	if x != nil && x.BearerToken != nil {
+		return *x.BearerToken
+	}
+	return ""
+}
+
+func (x *ServerInput) GetAllowInsecureHttp() bool {
+	if x != nil && x.AllowInsecureHttp != nil {
+		return *x.AllowInsecureHttp
+	}
+	return false
+}
+
+func (x *ServerInput) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *ServerInput) GetTimeoutMs() int32 {
+	if x != nil && x.TimeoutMs != nil {
+		return *x.TimeoutMs
+	}
+	return 0
+}
 
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
@@ -57,7 +204,7 @@ type ServerConfig struct {
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -69,7 +216,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -82,7 +229,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ServerConfig) GetId() string {
@@ -196,7 +343,7 @@ type ToolEntry struct {
 
 func (x *ToolEntry) Reset() {
 	*x = ToolEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +355,7 @@ func (x *ToolEntry) String() string {
 func (*ToolEntry) ProtoMessage() {}
 
 func (x *ToolEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +368,7 @@ func (x *ToolEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEntry.ProtoReflect.Descriptor instead.
 func (*ToolEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ToolEntry) GetServerId() string {
@@ -329,14 +476,16 @@ type ServerState struct {
 	// tools are the server's catalog entries.
 	Tools []*ToolEntry `protobuf:"bytes,19,rep,name=tools,proto3" json:"tools,omitempty"`
 	// test_only is set on the answer of TestServer: nothing was saved.
-	TestOnly      *bool `protobuf:"varint,20,opt,name=test_only,proto3,oneof" json:"test_only,omitempty"`
+	TestOnly *bool `protobuf:"varint,20,opt,name=test_only,proto3,oneof" json:"test_only,omitempty"`
+	// process is the tool host's view of a stdio server's process (GetServer only).
+	Process       *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerState) Reset() {
 	*x = ServerState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -348,7 +497,7 @@ func (x *ServerState) String() string {
 func (*ServerState) ProtoMessage() {}
 
 func (x *ServerState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -361,7 +510,7 @@ func (x *ServerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerState.ProtoReflect.Descriptor instead.
 func (*ServerState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServerState) GetId() string {
@@ -504,6 +653,104 @@ func (x *ServerState) GetTestOnly() bool {
 	return false
 }
 
+func (x *ServerState) GetProcess() *ProcessState {
+	if x != nil {
+		return x.Process
+	}
+	return nil
+}
+
+// ProcessState is what the tool host knows of a stdio server's process, for administrators.
+type ProcessState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// state is "stopped", "starting", "ready", "failed" or "unknown" (the tool host has not started it).
+	State string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// pid is the process id while it runs.
+	Pid int32 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	// start_time is when the current process started.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,proto3" json:"start_time,omitempty"`
+	// restart_count counts restarts after crashes.
+	RestartCount int32 `protobuf:"varint,4,opt,name=restart_count,proto3" json:"restart_count,omitempty"`
+	// last_error is the most recent failure, with the meaningful lines of its stderr.
+	LastError string `protobuf:"bytes,5,opt,name=last_error,proto3" json:"last_error,omitempty"`
+	// stderr_tail is the last of what the process wrote to stderr.
+	StderrTail    string `protobuf:"bytes,6,opt,name=stderr_tail,proto3" json:"stderr_tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessState) Reset() {
+	*x = ProcessState{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessState) ProtoMessage() {}
+
+func (x *ProcessState) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessState.ProtoReflect.Descriptor instead.
+func (*ProcessState) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProcessState) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ProcessState) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ProcessState) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ProcessState) GetRestartCount() int32 {
+	if x != nil {
+		return x.RestartCount
+	}
+	return 0
+}
+
+func (x *ProcessState) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *ProcessState) GetStderrTail() string {
+	if x != nil {
+		return x.StderrTail
+	}
+	return ""
+}
+
 // ListServersRequest asks for every registered server.
 type ListServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -513,7 +760,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +772,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +785,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 // ListServersResponse lists registered servers.
@@ -552,7 +799,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +811,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +824,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerState {
@@ -596,7 +843,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +855,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +868,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 // ListToolsResponse carries the catalog.
@@ -635,7 +882,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +894,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +907,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolEntry {
@@ -670,18 +917,110 @@ func (x *ListToolsResponse) GetTools() []*ToolEntry {
 	return nil
 }
 
-// UpsertServerRequest carries a server config as JSON, bare or wrapped in {"server":{...}}.
+// GetServerRequest names a server to show.
+type GetServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the server's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerRequest) Reset() {
+	*x = GetServerRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerRequest) ProtoMessage() {}
+
+func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerRequest.ProtoReflect.Descriptor instead.
+func (*GetServerRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetServerRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// GetServerResponse shows one server.
+type GetServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the server's config and state, with its process state when it is a stdio server.
+	Server        *ServerState `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerResponse) Reset() {
+	*x = GetServerResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerResponse) ProtoMessage() {}
+
+func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerResponse.ProtoReflect.Descriptor instead.
+func (*GetServerResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GetServerResponse) GetServer() *ServerState {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// UpsertServerRequest carries a server config to store (over HTTP: bare, or wrapped in {"server":{...}}).
 type UpsertServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// body is the JSON object the client sent; mcpgateway validates it field by field.
-	Body          *structpb.Struct `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	// server is the config; mcpgateway checks it rule by rule.
+	Server        *ServerInput `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertServerRequest) Reset() {
 	*x = UpsertServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +1032,7 @@ func (x *UpsertServerRequest) String() string {
 func (*UpsertServerRequest) ProtoMessage() {}
 
 func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,12 +1045,12 @@ func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerRequest.ProtoReflect.Descriptor instead.
 func (*UpsertServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *UpsertServerRequest) GetBody() *structpb.Struct {
+func (x *UpsertServerRequest) GetServer() *ServerInput {
 	if x != nil {
-		return x.Body
+		return x.Server
 	}
 	return nil
 }
@@ -727,7 +1066,7 @@ type UpsertServerResponse struct {
 
 func (x *UpsertServerResponse) Reset() {
 	*x = UpsertServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +1078,7 @@ func (x *UpsertServerResponse) String() string {
 func (*UpsertServerResponse) ProtoMessage() {}
 
 func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +1091,7 @@ func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerResponse.ProtoReflect.Descriptor instead.
 func (*UpsertServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpsertServerResponse) GetServer() *ServerConfig {
@@ -765,15 +1104,15 @@ func (x *UpsertServerResponse) GetServer() *ServerConfig {
 // TestServerRequest carries a server config to try without saving it.
 type TestServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// body is the JSON object the client sent, bare or wrapped in {"server":{...}}.
-	Body          *structpb.Struct `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	// server is the config to try.
+	Server        *ServerInput `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestServerRequest) Reset() {
 	*x = TestServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +1124,7 @@ func (x *TestServerRequest) String() string {
 func (*TestServerRequest) ProtoMessage() {}
 
 func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,12 +1137,12 @@ func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerRequest.ProtoReflect.Descriptor instead.
 func (*TestServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *TestServerRequest) GetBody() *structpb.Struct {
+func (x *TestServerRequest) GetServer() *ServerInput {
 	if x != nil {
-		return x.Body
+		return x.Server
 	}
 	return nil
 }
@@ -819,7 +1158,7 @@ type TestServerResponse struct {
 
 func (x *TestServerResponse) Reset() {
 	*x = TestServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1170,7 @@ func (x *TestServerResponse) String() string {
 func (*TestServerResponse) ProtoMessage() {}
 
 func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1183,7 @@ func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerResponse.ProtoReflect.Descriptor instead.
 func (*TestServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TestServerResponse) GetServer() *ServerState {
@@ -865,7 +1204,7 @@ type DeleteServerRequest struct {
 
 func (x *DeleteServerRequest) Reset() {
 	*x = DeleteServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1216,7 @@ func (x *DeleteServerRequest) String() string {
 func (*DeleteServerRequest) ProtoMessage() {}
 
 func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1229,7 @@ func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerRequest.ProtoReflect.Descriptor instead.
 func (*DeleteServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteServerRequest) GetId() string {
@@ -911,7 +1250,7 @@ type DeleteServerResponse struct {
 
 func (x *DeleteServerResponse) Reset() {
 	*x = DeleteServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1262,7 @@ func (x *DeleteServerResponse) String() string {
 func (*DeleteServerResponse) ProtoMessage() {}
 
 func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1275,7 @@ func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerResponse.ProtoReflect.Descriptor instead.
 func (*DeleteServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteServerResponse) GetRemoved() string {
@@ -957,7 +1296,7 @@ type ConnectServerRequest struct {
 
 func (x *ConnectServerRequest) Reset() {
 	*x = ConnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1308,7 @@ func (x *ConnectServerRequest) String() string {
 func (*ConnectServerRequest) ProtoMessage() {}
 
 func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1321,7 @@ func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConnectServerRequest) GetId() string {
@@ -1003,7 +1342,7 @@ type ConnectServerResponse struct {
 
 func (x *ConnectServerResponse) Reset() {
 	*x = ConnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1354,7 @@ func (x *ConnectServerResponse) String() string {
 func (*ConnectServerResponse) ProtoMessage() {}
 
 func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1367,7 @@ func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConnectServerResponse) GetServer() *ServerState {
@@ -1049,7 +1388,7 @@ type DisconnectServerRequest struct {
 
 func (x *DisconnectServerRequest) Reset() {
 	*x = DisconnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1400,7 @@ func (x *DisconnectServerRequest) String() string {
 func (*DisconnectServerRequest) ProtoMessage() {}
 
 func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1413,7 @@ func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerRequest.ProtoReflect.Descriptor instead.
 func (*DisconnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DisconnectServerRequest) GetId() string {
@@ -1095,7 +1434,7 @@ type DisconnectServerResponse struct {
 
 func (x *DisconnectServerResponse) Reset() {
 	*x = DisconnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1446,7 @@ func (x *DisconnectServerResponse) String() string {
 func (*DisconnectServerResponse) ProtoMessage() {}
 
 func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1459,7 @@ func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerResponse.ProtoReflect.Descriptor instead.
 func (*DisconnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DisconnectServerResponse) GetServer() *ServerState {
@@ -1141,7 +1480,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1492,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1505,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RefreshToolsRequest) GetId() string {
@@ -1187,7 +1526,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1538,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1551,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RefreshToolsResponse) GetServer() *ServerState {
@@ -1222,22 +1561,24 @@ func (x *RefreshToolsResponse) GetServer() *ServerState {
 	return nil
 }
 
-// CallToolRequest runs one tool of one server. The body is the JSON object
-// {"name":…, "arguments":{…}, "timeout_ms":…}; the answer (an HttpBody of application/json) is
-// {"server_id":…, "tool":…, "result":<the MCP CallToolResult, unchanged>}.
+// CallToolRequest runs one tool of one server (over HTTP: {"name":…, "arguments":{…}, "timeout_ms":…}).
 type CallToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is the server's id (from the path).
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// body is the JSON request object.
-	Body          *httpbody.HttpBody `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	// name is the tool's own name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// arguments are the tool's arguments, a JSON object (numbers travel as doubles).
+	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// timeout_ms bounds the call (1000-300000); absent: the server's timeout_ms.
+	TimeoutMs     *int32 `protobuf:"varint,4,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1590,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1603,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CallToolRequest) GetId() string {
@@ -1272,25 +1613,43 @@ func (x *CallToolRequest) GetId() string {
 	return ""
 }
 
-func (x *CallToolRequest) GetBody() *httpbody.HttpBody {
+func (x *CallToolRequest) GetName() string {
 	if x != nil {
-		return x.Body
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
 	}
 	return nil
 }
 
-// CallToolResponse carries the JSON answer.
+func (x *CallToolRequest) GetTimeoutMs() int32 {
+	if x != nil && x.TimeoutMs != nil {
+		return *x.TimeoutMs
+	}
+	return 0
+}
+
+// CallToolResponse carries the tool's result.
 type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// body is the JSON answer object, content type application/json.
-	Body          *httpbody.HttpBody `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	// server_id is the server's id.
+	ServerId string `protobuf:"bytes,1,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	// tool is the tool's name.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// result is the MCP CallToolResult the server answered (content, structuredContent, isError).
+	Result        *structpb.Struct `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1661,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,12 +1674,26 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
-func (x *CallToolResponse) GetBody() *httpbody.HttpBody {
+func (x *CallToolResponse) GetServerId() string {
 	if x != nil {
-		return x.Body
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetResult() *structpb.Struct {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -1346,7 +1719,7 @@ type Preset struct {
 
 func (x *Preset) Reset() {
 	*x = Preset{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1731,7 @@ func (x *Preset) String() string {
 func (*Preset) ProtoMessage() {}
 
 func (x *Preset) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1744,7 @@ func (x *Preset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preset.ProtoReflect.Descriptor instead.
 func (*Preset) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Preset) GetId() string {
@@ -1425,7 +1798,7 @@ type ListPresetsRequest struct {
 
 func (x *ListPresetsRequest) Reset() {
 	*x = ListPresetsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1810,7 @@ func (x *ListPresetsRequest) String() string {
 func (*ListPresetsRequest) ProtoMessage() {}
 
 func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1823,7 @@ func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
 func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 // ListPresetsResponse lists the presets.
@@ -1464,7 +1837,7 @@ type ListPresetsResponse struct {
 
 func (x *ListPresetsResponse) Reset() {
 	*x = ListPresetsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1849,7 @@ func (x *ListPresetsResponse) String() string {
 func (*ListPresetsResponse) ProtoMessage() {}
 
 func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1862,7 @@ func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
 func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListPresetsResponse) GetPresets() []*Preset {
@@ -1510,7 +1883,7 @@ type GetPresetRequest struct {
 
 func (x *GetPresetRequest) Reset() {
 	*x = GetPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1895,7 @@ func (x *GetPresetRequest) String() string {
 func (*GetPresetRequest) ProtoMessage() {}
 
 func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1908,7 @@ func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
 func (*GetPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetPresetRequest) GetId() string {
@@ -1556,7 +1929,7 @@ type GetPresetResponse struct {
 
 func (x *GetPresetResponse) Reset() {
 	*x = GetPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1941,7 @@ func (x *GetPresetResponse) String() string {
 func (*GetPresetResponse) ProtoMessage() {}
 
 func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1954,7 @@ func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
 func (*GetPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetPresetResponse) GetPreset() *Preset {
@@ -1591,18 +1964,109 @@ func (x *GetPresetResponse) GetPreset() *Preset {
 	return nil
 }
 
-// UpsertPresetRequest carries a preset as JSON, bare or wrapped in {"preset":{...}}.
+// PresetInput is a preset as an admin sends it; fields with presence may be left out.
+type PresetInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id matches [A-Za-z0-9_.-]{1,96}; when absent it is derived from name.
+	Id *string `protobuf:"bytes,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	// name is shown to people (default: id).
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// model is the model id the chat uses unless the request names one.
+	Model *string `protobuf:"bytes,3,opt,name=model,proto3,oneof" json:"model,omitempty"`
+	// system_prompt is put first in the conversation.
+	SystemPrompt *string `protobuf:"bytes,4,opt,name=system_prompt,proto3,oneof" json:"system_prompt,omitempty"`
+	// mcp_server_ids are 0-4 providers: registered server ids, or "lemonade" for the built-in tools.
+	McpServerIds []string `protobuf:"bytes,5,rep,name=mcp_server_ids,proto3" json:"mcp_server_ids,omitempty"`
+	// tools_enabled is Lemonade's legacy flag: with no mcp_server_ids, true selects ["lemonade"].
+	ToolsEnabled  *bool `protobuf:"varint,6,opt,name=tools_enabled,proto3,oneof" json:"tools_enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PresetInput) Reset() {
+	*x = PresetInput{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PresetInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PresetInput) ProtoMessage() {}
+
+func (x *PresetInput) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PresetInput.ProtoReflect.Descriptor instead.
+func (*PresetInput) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PresetInput) GetId() string {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return ""
+}
+
+func (x *PresetInput) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *PresetInput) GetModel() string {
+	if x != nil && x.Model != nil {
+		return *x.Model
+	}
+	return ""
+}
+
+func (x *PresetInput) GetSystemPrompt() string {
+	if x != nil && x.SystemPrompt != nil {
+		return *x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *PresetInput) GetMcpServerIds() []string {
+	if x != nil {
+		return x.McpServerIds
+	}
+	return nil
+}
+
+func (x *PresetInput) GetToolsEnabled() bool {
+	if x != nil && x.ToolsEnabled != nil {
+		return *x.ToolsEnabled
+	}
+	return false
+}
+
+// UpsertPresetRequest carries a preset to store (over HTTP: bare, or wrapped in {"preset":{...}}).
 type UpsertPresetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// body is the JSON object the client sent.
-	Body          *structpb.Struct `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	// preset is the preset; mcpgateway checks it rule by rule.
+	Preset        *PresetInput `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertPresetRequest) Reset() {
 	*x = UpsertPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +2078,7 @@ func (x *UpsertPresetRequest) String() string {
 func (*UpsertPresetRequest) ProtoMessage() {}
 
 func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,12 +2091,12 @@ func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
-func (x *UpsertPresetRequest) GetBody() *structpb.Struct {
+func (x *UpsertPresetRequest) GetPreset() *PresetInput {
 	if x != nil {
-		return x.Body
+		return x.Preset
 	}
 	return nil
 }
@@ -1648,7 +2112,7 @@ type UpsertPresetResponse struct {
 
 func (x *UpsertPresetResponse) Reset() {
 	*x = UpsertPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +2124,7 @@ func (x *UpsertPresetResponse) String() string {
 func (*UpsertPresetResponse) ProtoMessage() {}
 
 func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +2137,7 @@ func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpsertPresetResponse) GetPreset() *Preset {
@@ -1694,7 +2158,7 @@ type DeletePresetRequest struct {
 
 func (x *DeletePresetRequest) Reset() {
 	*x = DeletePresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +2170,7 @@ func (x *DeletePresetRequest) String() string {
 func (*DeletePresetRequest) ProtoMessage() {}
 
 func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +2183,7 @@ func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
 func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeletePresetRequest) GetId() string {
@@ -1740,7 +2204,7 @@ type DeletePresetResponse struct {
 
 func (x *DeletePresetResponse) Reset() {
 	*x = DeletePresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +2216,7 @@ func (x *DeletePresetResponse) String() string {
 func (*DeletePresetResponse) ProtoMessage() {}
 
 func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2229,7 @@ func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
 func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeletePresetResponse) GetRemoved() string {
@@ -1779,7 +2243,39 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb7\x03\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x04\n" +
+	"\vServerInput\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
+	"\ttransport\x18\x03 \x01(\tH\x02R\ttransport\x88\x01\x01\x12\x1d\n" +
+	"\acommand\x18\x04 \x01(\tH\x03R\acommand\x88\x01\x01\x12\x12\n" +
+	"\x04args\x18\x05 \x03(\tR\x04args\x12%\n" +
+	"\vworking_dir\x18\x06 \x01(\tH\x04R\vworking_dir\x88\x01\x01\x12:\n" +
+	"\x03env\x18\a \x03(\v2(.zest.mcpgateway.v1.ServerInput.EnvEntryR\x03env\x12\x15\n" +
+	"\x03url\x18\b \x01(\tH\x05R\x03url\x88\x01\x01\x12'\n" +
+	"\fbearer_token\x18\t \x01(\tH\x06R\fbearer_token\x88\x01\x01\x125\n" +
+	"\x13allow_insecure_http\x18\n" +
+	" \x01(\bH\aR\x13allow_insecure_http\x88\x01\x01\x12\x1d\n" +
+	"\aenabled\x18\v \x01(\bH\bR\aenabled\x88\x01\x01\x12#\n" +
+	"\n" +
+	"timeout_ms\x18\f \x01(\x05H\tR\n" +
+	"timeout_ms\x88\x01\x01\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
+	"\x03_idB\a\n" +
+	"\x05_nameB\f\n" +
+	"\n" +
+	"_transportB\n" +
+	"\n" +
+	"\b_commandB\x0e\n" +
+	"\f_working_dirB\x06\n" +
+	"\x04_urlB\x0f\n" +
+	"\r_bearer_tokenB\x16\n" +
+	"\x14_allow_insecure_httpB\n" +
+	"\n" +
+	"\b_enabledB\r\n" +
+	"\v_timeout_ms\"\xb7\x03\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1808,7 +2304,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x95\x06\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xd1\x06\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1834,24 +2330,40 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vserver_info\x18\x11 \x01(\v2\x17.google.protobuf.StructR\vserver_info\x12;\n" +
 	"\fcapabilities\x18\x12 \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x123\n" +
 	"\x05tools\x18\x13 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\x12!\n" +
-	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x1a6\n" +
+	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x12:\n" +
+	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"_test_only\"\x14\n" +
+	"_test_only\"\xda\x01\n" +
+	"\fProcessState\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12:\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"start_time\x12$\n" +
+	"\rrestart_count\x18\x04 \x01(\x05R\rrestart_count\x12\x1e\n" +
+	"\n" +
+	"last_error\x18\x05 \x01(\tR\n" +
+	"last_error\x12 \n" +
+	"\vstderr_tail\x18\x06 \x01(\tR\vstderr_tail\"\x14\n" +
 	"\x12ListServersRequest\"P\n" +
 	"\x13ListServersResponse\x129\n" +
 	"\aservers\x18\x01 \x03(\v2\x1f.zest.mcpgateway.v1.ServerStateR\aservers\"\x12\n" +
 	"\x10ListToolsRequest\"H\n" +
 	"\x11ListToolsResponse\x123\n" +
-	"\x05tools\x18\x01 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\"B\n" +
-	"\x13UpsertServerRequest\x12+\n" +
-	"\x04body\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04body\"P\n" +
+	"\x05tools\x18\x01 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\"\"\n" +
+	"\x10GetServerRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"L\n" +
+	"\x11GetServerResponse\x127\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"N\n" +
+	"\x13UpsertServerRequest\x127\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06server\"P\n" +
 	"\x14UpsertServerResponse\x128\n" +
-	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"@\n" +
-	"\x11TestServerRequest\x12+\n" +
-	"\x04body\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04body\"M\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"L\n" +
+	"\x11TestServerRequest\x127\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06server\"M\n" +
 	"\x12TestServerResponse\x127\n" +
 	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"%\n" +
 	"\x13DeleteServerRequest\x12\x0e\n" +
@@ -1869,12 +2381,19 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13RefreshToolsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"O\n" +
 	"\x14RefreshToolsResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"K\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"\xa0\x01\n" +
 	"\x0fCallToolRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
-	"\x04body\x18\x02 \x01(\v2\x14.google.api.HttpBodyR\x04body\"<\n" +
-	"\x10CallToolResponse\x12(\n" +
-	"\x04body\x18\x01 \x01(\v2\x14.google.api.HttpBodyR\x04body\"\xb6\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x12#\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x05H\x00R\n" +
+	"timeout_ms\x88\x01\x01B\r\n" +
+	"\v_timeout_ms\"u\n" +
+	"\x10CallToolResponse\x12\x1c\n" +
+	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12/\n" +
+	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06result\"\xb6\x01\n" +
 	"\x06Preset\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1888,30 +2407,43 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10GetPresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
 	"\x11GetPresetResponse\x122\n" +
-	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"B\n" +
-	"\x13UpsertPresetRequest\x12+\n" +
-	"\x04body\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04body\"J\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"\x92\x02\n" +
+	"\vPresetInput\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12\x19\n" +
+	"\x05model\x18\x03 \x01(\tH\x02R\x05model\x88\x01\x01\x12)\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tH\x03R\rsystem_prompt\x88\x01\x01\x12&\n" +
+	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12)\n" +
+	"\rtools_enabled\x18\x06 \x01(\bH\x04R\rtools_enabled\x88\x01\x01B\x05\n" +
+	"\x03_idB\a\n" +
+	"\x05_nameB\b\n" +
+	"\x06_modelB\x10\n" +
+	"\x0e_system_promptB\x10\n" +
+	"\x0e_tools_enabled\"N\n" +
+	"\x13UpsertPresetRequest\x127\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06preset\"J\n" +
 	"\x14UpsertPresetResponse\x122\n" +
 	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"%\n" +
 	"\x13DeletePresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"0\n" +
 	"\x14DeletePresetResponse\x12\x18\n" +
-	"\aremoved\x18\x01 \x01(\tR\aremoved2\x86\x0e\n" +
+	"\aremoved\x18\x01 \x01(\tR\aremoved2\xf2\x0e\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
-	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12\x86\x01\n" +
-	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x04body\"\x15/internal/mcp/servers\x12\x85\x01\n" +
+	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
+	"\tGetServer\x12$.zest.mcpgateway.v1.GetServerRequest\x1a%.zest.mcpgateway.v1.GetServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/servers/{id}\x12\x83\x01\n" +
+	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/servers\x12\x82\x01\n" +
 	"\n" +
-	"TestServer\x12%.zest.mcpgateway.v1.TestServerRequest\x1a&.zest.mcpgateway.v1.TestServerResponse\"(\x82\xd3\xe4\x93\x02\":\x04body\"\x1a/internal/mcp/servers/test\x12\x85\x01\n" +
+	"TestServer\x12%.zest.mcpgateway.v1.TestServerRequest\x1a&.zest.mcpgateway.v1.TestServerResponse\"%\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/internal/mcp/servers/test\x12\x85\x01\n" +
 	"\fDeleteServer\x12'.zest.mcpgateway.v1.DeleteServerRequest\x1a(.zest.mcpgateway.v1.DeleteServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/servers/{id}\x12\x90\x01\n" +
 	"\rConnectServer\x12(.zest.mcpgateway.v1.ConnectServerRequest\x1a).zest.mcpgateway.v1.ConnectServerResponse\"*\x82\xd3\xe4\x93\x02$\"\"/internal/mcp/servers/{id}/connect\x12\x9c\x01\n" +
 	"\x10DisconnectServer\x12+.zest.mcpgateway.v1.DisconnectServerRequest\x1a,.zest.mcpgateway.v1.DisconnectServerResponse\"-\x82\xd3\xe4\x93\x02'\"%/internal/mcp/servers/{id}/disconnect\x12\x93\x01\n" +
 	"\fRefreshTools\x12'.zest.mcpgateway.v1.RefreshToolsRequest\x1a(.zest.mcpgateway.v1.RefreshToolsResponse\"0\x82\xd3\xe4\x93\x02*\"(/internal/mcp/servers/{id}/refresh-tools\x12}\n" +
 	"\vListPresets\x12&.zest.mcpgateway.v1.ListPresetsRequest\x1a'.zest.mcpgateway.v1.ListPresetsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/presets\x12|\n" +
-	"\tGetPreset\x12$.zest.mcpgateway.v1.GetPresetRequest\x1a%.zest.mcpgateway.v1.GetPresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/presets/{id}\x12\x86\x01\n" +
-	"\fUpsertPreset\x12'.zest.mcpgateway.v1.UpsertPresetRequest\x1a(.zest.mcpgateway.v1.UpsertPresetResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x04body\"\x15/internal/mcp/presets\x12\x85\x01\n" +
-	"\fDeletePreset\x12'.zest.mcpgateway.v1.DeletePresetRequest\x1a(.zest.mcpgateway.v1.DeletePresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/presets/{id}\x12\x90\x01\n" +
-	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"9\x82\xd3\xe4\x93\x023:\x04bodyb\x04body\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
+	"\tGetPreset\x12$.zest.mcpgateway.v1.GetPresetRequest\x1a%.zest.mcpgateway.v1.GetPresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/presets/{id}\x12\x83\x01\n" +
+	"\fUpsertPreset\x12'.zest.mcpgateway.v1.UpsertPresetRequest\x1a(.zest.mcpgateway.v1.UpsertPresetResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/presets\x12\x85\x01\n" +
+	"\fDeletePreset\x12'.zest.mcpgateway.v1.DeletePresetRequest\x1a(.zest.mcpgateway.v1.DeletePresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/presets/{id}\x12\x87\x01\n" +
+	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -1927,98 +2459,110 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
-	(*ServerConfig)(nil),             // 0: zest.mcpgateway.v1.ServerConfig
-	(*ToolEntry)(nil),                // 1: zest.mcpgateway.v1.ToolEntry
-	(*ServerState)(nil),              // 2: zest.mcpgateway.v1.ServerState
-	(*ListServersRequest)(nil),       // 3: zest.mcpgateway.v1.ListServersRequest
-	(*ListServersResponse)(nil),      // 4: zest.mcpgateway.v1.ListServersResponse
-	(*ListToolsRequest)(nil),         // 5: zest.mcpgateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 6: zest.mcpgateway.v1.ListToolsResponse
-	(*UpsertServerRequest)(nil),      // 7: zest.mcpgateway.v1.UpsertServerRequest
-	(*UpsertServerResponse)(nil),     // 8: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 9: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 10: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 11: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 12: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 13: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 14: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 15: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 16: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 17: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 18: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 19: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 20: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 21: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 22: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 23: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 24: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 25: zest.mcpgateway.v1.GetPresetResponse
-	(*UpsertPresetRequest)(nil),      // 26: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 27: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 28: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 29: zest.mcpgateway.v1.DeletePresetResponse
-	nil,                              // 30: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 31: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 32: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),        // 33: google.api.HttpBody
+	(*ServerInput)(nil),              // 0: zest.mcpgateway.v1.ServerInput
+	(*ServerConfig)(nil),             // 1: zest.mcpgateway.v1.ServerConfig
+	(*ToolEntry)(nil),                // 2: zest.mcpgateway.v1.ToolEntry
+	(*ServerState)(nil),              // 3: zest.mcpgateway.v1.ServerState
+	(*ProcessState)(nil),             // 4: zest.mcpgateway.v1.ProcessState
+	(*ListServersRequest)(nil),       // 5: zest.mcpgateway.v1.ListServersRequest
+	(*ListServersResponse)(nil),      // 6: zest.mcpgateway.v1.ListServersResponse
+	(*ListToolsRequest)(nil),         // 7: zest.mcpgateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 8: zest.mcpgateway.v1.ListToolsResponse
+	(*GetServerRequest)(nil),         // 9: zest.mcpgateway.v1.GetServerRequest
+	(*GetServerResponse)(nil),        // 10: zest.mcpgateway.v1.GetServerResponse
+	(*UpsertServerRequest)(nil),      // 11: zest.mcpgateway.v1.UpsertServerRequest
+	(*UpsertServerResponse)(nil),     // 12: zest.mcpgateway.v1.UpsertServerResponse
+	(*TestServerRequest)(nil),        // 13: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 14: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 15: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 16: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 17: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 18: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 19: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 20: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 21: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 22: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 23: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 24: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 25: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 26: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 27: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 28: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 29: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 30: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 31: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 32: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 33: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 34: zest.mcpgateway.v1.DeletePresetResponse
+	nil,                              // 35: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 36: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 37: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 38: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 39: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	30, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	32, // 1: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	32, // 2: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	32, // 3: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	31, // 4: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	32, // 5: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	32, // 6: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	1,  // 7: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	2,  // 8: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	1,  // 9: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	32, // 10: zest.mcpgateway.v1.UpsertServerRequest.body:type_name -> google.protobuf.Struct
-	0,  // 11: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	32, // 12: zest.mcpgateway.v1.TestServerRequest.body:type_name -> google.protobuf.Struct
-	2,  // 13: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	2,  // 14: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	2,  // 15: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	2,  // 16: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	33, // 17: zest.mcpgateway.v1.CallToolRequest.body:type_name -> google.api.HttpBody
-	33, // 18: zest.mcpgateway.v1.CallToolResponse.body:type_name -> google.api.HttpBody
-	21, // 19: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	21, // 20: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	32, // 21: zest.mcpgateway.v1.UpsertPresetRequest.body:type_name -> google.protobuf.Struct
-	21, // 22: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	3,  // 23: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	5,  // 24: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	7,  // 25: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	9,  // 26: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	11, // 27: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	13, // 28: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	15, // 29: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	17, // 30: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	22, // 31: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	24, // 32: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	26, // 33: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	28, // 34: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	19, // 35: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	4,  // 36: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	6,  // 37: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	8,  // 38: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	10, // 39: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	12, // 40: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	14, // 41: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	16, // 42: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	18, // 43: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	23, // 44: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	25, // 45: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	27, // 46: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	29, // 47: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	20, // 48: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	35, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	36, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	38, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	38, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	38, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	37, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	38, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	38, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	2,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	4,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	39, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	3,  // 11: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	2,  // 12: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	3,  // 13: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	0,  // 14: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	1,  // 15: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	0,  // 16: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	3,  // 17: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 18: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 19: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 20: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	38, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	38, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	25, // 23: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	25, // 24: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	30, // 25: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	25, // 26: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	5,  // 27: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	7,  // 28: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	9,  // 29: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	11, // 30: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	13, // 31: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	15, // 32: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	17, // 33: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	19, // 34: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	21, // 35: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	26, // 36: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	28, // 37: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	31, // 38: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	33, // 39: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	23, // 40: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	6,  // 41: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	8,  // 42: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	10, // 43: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	12, // 44: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	14, // 45: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	16, // 46: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	18, // 47: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	20, // 48: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	22, // 49: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	27, // 50: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	29, // 51: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	32, // 52: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	34, // 53: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	24, // 54: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	41, // [41:55] is the sub-list for method output_type
+	27, // [27:41] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -2026,14 +2570,17 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	if File_zest_mcpgateway_v1_admin_proto != nil {
 		return
 	}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[23].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AdminService_ListServers_FullMethodName      = "/zest.mcpgateway.v1.AdminService/ListServers"
 	AdminService_ListTools_FullMethodName        = "/zest.mcpgateway.v1.AdminService/ListTools"
+	AdminService_GetServer_FullMethodName        = "/zest.mcpgateway.v1.AdminService/GetServer"
 	AdminService_UpsertServer_FullMethodName     = "/zest.mcpgateway.v1.AdminService/UpsertServer"
 	AdminService_TestServer_FullMethodName       = "/zest.mcpgateway.v1.AdminService/TestServer"
 	AdminService_DeleteServer_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DeleteServer"
@@ -39,13 +40,16 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // AdminService is the MCP client host's registry of external MCP servers. The edge maps it
-// onto Lemonade's /internal/mcp/* routes; programs may call it over gRPC with the admin key.
-// JSON field names are snake_case, as Lemonade's GUI expects.
+// onto Lemonade's /internal/mcp/* routes; programs may call it over gRPC with the admin key,
+// with typed messages. JSON field names are snake_case, as Lemonade's GUI expects; the edge
+// also reads Lemonade's bare bodies and camelCase aliases into these messages.
 type AdminServiceClient interface {
 	// ListServers is called by GET /internal/mcp/servers to show every registered server and its state.
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
 	// ListTools is called by GET /internal/mcp/tools to show the tools of connected servers.
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
+	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
+	GetServer(ctx context.Context, in *GetServerRequest, opts ...grpc.CallOption) (*GetServerResponse, error)
 	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
 	UpsertServer(ctx context.Context, in *UpsertServerRequest, opts ...grpc.CallOption) (*UpsertServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
@@ -66,7 +70,7 @@ type AdminServiceClient interface {
 	UpsertPreset(ctx context.Context, in *UpsertPresetRequest, opts ...grpc.CallOption) (*UpsertPresetResponse, error)
 	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
 	DeletePreset(ctx context.Context, in *DeletePresetRequest, opts ...grpc.CallOption) (*DeletePresetResponse, error)
-	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
+	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 }
 
@@ -92,6 +96,16 @@ func (c *adminServiceClient) ListTools(ctx context.Context, in *ListToolsRequest
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListToolsResponse)
 	err := c.cc.Invoke(ctx, AdminService_ListTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetServer(ctx context.Context, in *GetServerRequest, opts ...grpc.CallOption) (*GetServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetServerResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetServer_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -213,13 +227,16 @@ func (c *adminServiceClient) CallTool(ctx context.Context, in *CallToolRequest, 
 // for forward compatibility.
 //
 // AdminService is the MCP client host's registry of external MCP servers. The edge maps it
-// onto Lemonade's /internal/mcp/* routes; programs may call it over gRPC with the admin key.
-// JSON field names are snake_case, as Lemonade's GUI expects.
+// onto Lemonade's /internal/mcp/* routes; programs may call it over gRPC with the admin key,
+// with typed messages. JSON field names are snake_case, as Lemonade's GUI expects; the edge
+// also reads Lemonade's bare bodies and camelCase aliases into these messages.
 type AdminServiceServer interface {
 	// ListServers is called by GET /internal/mcp/servers to show every registered server and its state.
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
 	// ListTools is called by GET /internal/mcp/tools to show the tools of connected servers.
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
+	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
+	GetServer(context.Context, *GetServerRequest) (*GetServerResponse, error)
 	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
 	UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
@@ -240,7 +257,7 @@ type AdminServiceServer interface {
 	UpsertPreset(context.Context, *UpsertPresetRequest) (*UpsertPresetResponse, error)
 	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
 	DeletePreset(context.Context, *DeletePresetRequest) (*DeletePresetResponse, error)
-	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server. The JSON body and answer pass through as bytes, decoded once.
+	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
@@ -257,6 +274,9 @@ func (UnimplementedAdminServiceServer) ListServers(context.Context, *ListServers
 }
 func (UnimplementedAdminServiceServer) ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
+}
+func (UnimplementedAdminServiceServer) GetServer(context.Context, *GetServerRequest) (*GetServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetServer not implemented")
 }
 func (UnimplementedAdminServiceServer) UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpsertServer not implemented")
@@ -344,6 +364,24 @@ func _AdminService_ListTools_Handler(srv interface{}, ctx context.Context, dec f
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).ListTools(ctx, req.(*ListToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetServer(ctx, req.(*GetServerRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -560,6 +598,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTools",
 			Handler:    _AdminService_ListTools_Handler,
+		},
+		{
+			MethodName: "GetServer",
+			Handler:    _AdminService_GetServer_Handler,
 		},
 		{
 			MethodName: "UpsertServer",

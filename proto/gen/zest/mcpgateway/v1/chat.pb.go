@@ -7,6 +7,7 @@
 package mcpgatewayv1
 
 import (
+	v1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -21,11 +22,17 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ChatRequest is an OpenAI chat completion request with Zest's extra fields.
+// ChatRequest is an OpenAI chat request with the MCP providers whose tools the chat may use.
 type ChatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// body is the request's JSON: OpenAI's fields plus "preset" or "mcp_server_ids".
-	Body          []byte `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	// chat is the OpenAI chat request; its model may be empty when the preset names one. Its
+	// tools (the client's own) are offered beside the providers' tools; a call of one of them
+	// ends the loop and is handed back.
+	Chat *v1.ChatRequest `protobuf:"bytes,1,opt,name=chat,proto3" json:"chat,omitempty"`
+	// preset names a saved preset: its model, system prompt and providers.
+	Preset string `protobuf:"bytes,2,opt,name=preset,proto3" json:"preset,omitempty"`
+	// providers, when set, replaces the preset's providers.
+	Providers     *Providers `protobuf:"bytes,3,opt,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -60,14 +67,74 @@ func (*ChatRequest) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *ChatRequest) GetBody() []byte {
+func (x *ChatRequest) GetChat() *v1.ChatRequest {
 	if x != nil {
-		return x.Body
+		return x.Chat
 	}
 	return nil
 }
 
-// ChatResponse is one item of a tool-loop chat.
+func (x *ChatRequest) GetPreset() string {
+	if x != nil {
+		return x.Preset
+	}
+	return ""
+}
+
+func (x *ChatRequest) GetProviders() *Providers {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+// Providers are the 0-4 MCP providers of a chat: registered server ids, or "lemonade" for the built-in tools.
+type Providers struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ids are the provider ids.
+	Ids           []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Providers) Reset() {
+	*x = Providers{}
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Providers) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Providers) ProtoMessage() {}
+
+func (x *Providers) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Providers.ProtoReflect.Descriptor instead.
+func (*Providers) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Providers) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+// ChatResponse is one item of a tool-loop chat, in order.
 type ChatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kind is what this item carries.
@@ -75,7 +142,8 @@ type ChatResponse struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*ChatResponse_Chunk
-	//	*ChatResponse_Completion
+	//	*ChatResponse_Event
+	//	*ChatResponse_Done
 	Kind          isChatResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -83,7 +151,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -95,7 +163,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -108,7 +176,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{1}
+	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ChatResponse) GetKind() isChatResponse_Kind {
@@ -118,7 +186,7 @@ func (x *ChatResponse) GetKind() isChatResponse_Kind {
 	return nil
 }
 
-func (x *ChatResponse) GetChunk() []byte {
+func (x *ChatResponse) GetChunk() *v1.ChatResponse {
 	if x != nil {
 		if x, ok := x.Kind.(*ChatResponse_Chunk); ok {
 			return x.Chunk
@@ -127,10 +195,19 @@ func (x *ChatResponse) GetChunk() []byte {
 	return nil
 }
 
-func (x *ChatResponse) GetCompletion() []byte {
+func (x *ChatResponse) GetEvent() *ToolEvent {
 	if x != nil {
-		if x, ok := x.Kind.(*ChatResponse_Completion); ok {
-			return x.Completion
+		if x, ok := x.Kind.(*ChatResponse_Event); ok {
+			return x.Event
+		}
+	}
+	return nil
+}
+
+func (x *ChatResponse) GetDone() *ChatDone {
+	if x != nil {
+		if x, ok := x.Kind.(*ChatResponse_Done); ok {
+			return x.Done
 		}
 	}
 	return nil
@@ -141,32 +218,369 @@ type isChatResponse_Kind interface {
 }
 
 type ChatResponse_Chunk struct {
-	// chunk is the JSON of one chat.completion.chunk (streaming requests), tool events included.
-	Chunk []byte `protobuf:"bytes,1,opt,name=chunk,proto3,oneof"`
+	// chunk is a piece of the assistant's text (delta role and content), with the chat's id, model and created time.
+	Chunk *v1.ChatResponse `protobuf:"bytes,1,opt,name=chunk,proto3,oneof"`
 }
 
-type ChatResponse_Completion struct {
-	// completion is the JSON of the chat.completion (non-streaming requests); it ends the stream.
-	Completion []byte `protobuf:"bytes,2,opt,name=completion,proto3,oneof"`
+type ChatResponse_Event struct {
+	// event is a tool call, a tool result or a warning.
+	Event *ToolEvent `protobuf:"bytes,2,opt,name=event,proto3,oneof"`
+}
+
+type ChatResponse_Done struct {
+	// done ends the chat: the outcome and its summary.
+	Done *ChatDone `protobuf:"bytes,3,opt,name=done,proto3,oneof"`
 }
 
 func (*ChatResponse_Chunk) isChatResponse_Kind() {}
 
-func (*ChatResponse_Completion) isChatResponse_Kind() {}
+func (*ChatResponse_Event) isChatResponse_Kind() {}
+
+func (*ChatResponse_Done) isChatResponse_Kind() {}
+
+// ToolEvent is something the loop did, shown to streaming clients as it happens.
+type ToolEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is "tool_call", "tool_result" or "warning".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// call is the tool call (tool_call: without its outcome; tool_result: with it and a preview of the output).
+	Call *ToolCallRecord `protobuf:"bytes,2,opt,name=call,proto3" json:"call,omitempty"`
+	// message is the warning's text (warning only).
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolEvent) Reset() {
+	*x = ToolEvent{}
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolEvent) ProtoMessage() {}
+
+func (x *ToolEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolEvent.ProtoReflect.Descriptor instead.
+func (*ToolEvent) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ToolEvent) GetCall() *ToolCallRecord {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *ToolEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ToolCallRecord is one tool call the loop made.
+type ToolCallRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// round is the model call that asked for it (1 is the first).
+	Round int32 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	// id is the tool call's id.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// name is the tool's chat_name.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// server_id is the provider that ran it ("lemonade" for a built-in tool).
+	ServerId string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// arguments is the JSON text of the arguments the model sent.
+	Arguments string `protobuf:"bytes,5,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// is_error is true when the tool failed or answered isError.
+	IsError bool `protobuf:"varint,6,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// output_bytes is the size of the tool's output before any cut.
+	OutputBytes int64 `protobuf:"varint,7,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	// truncated is true when the output fed back was cut at the limit.
+	Truncated bool `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// duration_ms is how long the call took.
+	DurationMs int64 `protobuf:"varint,9,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// output_preview is the first 512 bytes of the output (tool_result events only).
+	OutputPreview string `protobuf:"bytes,10,opt,name=output_preview,json=outputPreview,proto3" json:"output_preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallRecord) Reset() {
+	*x = ToolCallRecord{}
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallRecord) ProtoMessage() {}
+
+func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
+func (*ToolCallRecord) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolCallRecord) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *ToolCallRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCallRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCallRecord) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *ToolCallRecord) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *ToolCallRecord) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *ToolCallRecord) GetOutputBytes() int64 {
+	if x != nil {
+		return x.OutputBytes
+	}
+	return 0
+}
+
+func (x *ToolCallRecord) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *ToolCallRecord) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *ToolCallRecord) GetOutputPreview() string {
+	if x != nil {
+		return x.OutputPreview
+	}
+	return ""
+}
+
+// ChatDone is the outcome of a tool-loop chat.
+type ChatDone struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the completion id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// model is the model that answered.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// created is the Unix time of the completion.
+	Created int64 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	// finish_reason is stop, length, tool_calls (a client tool was called) or max_tool_rounds.
+	FinishReason string `protobuf:"bytes,4,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	// message is the assistant's final message (with tool_calls when finish_reason is tool_calls).
+	Message *v1.ChatMessage `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// usage adds up every model call of the chat.
+	Usage *v1.Usage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
+	// tool_calls are the tool calls the loop ran, in order.
+	ToolCalls []*ToolCallRecord `protobuf:"bytes,7,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// warnings say what was left out (a provider that could not be used).
+	Warnings      []string `protobuf:"bytes,8,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatDone) Reset() {
+	*x = ChatDone{}
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatDone) ProtoMessage() {}
+
+func (x *ChatDone) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_chat_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatDone.ProtoReflect.Descriptor instead.
+func (*ChatDone) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_chat_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ChatDone) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ChatDone) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ChatDone) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *ChatDone) GetFinishReason() string {
+	if x != nil {
+		return x.FinishReason
+	}
+	return ""
+}
+
+func (x *ChatDone) GetMessage() *v1.ChatMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *ChatDone) GetUsage() *v1.Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *ChatDone) GetToolCalls() []*ToolCallRecord {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *ChatDone) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
 
 var File_zest_mcpgateway_v1_chat_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x1dzest/mcpgateway/v1/chat.proto\x12\x12zest.mcpgateway.v1\"!\n" +
-	"\vChatRequest\x12\x12\n" +
-	"\x04body\x18\x01 \x01(\fR\x04body\"P\n" +
-	"\fChatResponse\x12\x16\n" +
-	"\x05chunk\x18\x01 \x01(\fH\x00R\x05chunk\x12 \n" +
+	"\x1dzest/mcpgateway/v1/chat.proto\x12\x12zest.mcpgateway.v1\x1a!zest/inference/v1/inference.proto\"\x96\x01\n" +
+	"\vChatRequest\x122\n" +
+	"\x04chat\x18\x01 \x01(\v2\x1e.zest.inference.v1.ChatRequestR\x04chat\x12\x16\n" +
+	"\x06preset\x18\x02 \x01(\tR\x06preset\x12;\n" +
+	"\tproviders\x18\x03 \x01(\v2\x1d.zest.mcpgateway.v1.ProvidersR\tproviders\"\x1d\n" +
+	"\tProviders\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xba\x01\n" +
+	"\fChatResponse\x127\n" +
+	"\x05chunk\x18\x01 \x01(\v2\x1f.zest.inference.v1.ChatResponseH\x00R\x05chunk\x125\n" +
+	"\x05event\x18\x02 \x01(\v2\x1d.zest.mcpgateway.v1.ToolEventH\x00R\x05event\x122\n" +
+	"\x04done\x18\x03 \x01(\v2\x1c.zest.mcpgateway.v1.ChatDoneH\x00R\x04doneB\x06\n" +
+	"\x04kind\"q\n" +
+	"\tToolEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x126\n" +
+	"\x04call\x18\x02 \x01(\v2\".zest.mcpgateway.v1.ToolCallRecordR\x04call\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xa9\x02\n" +
+	"\x0eToolCallRecord\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x05R\x05round\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1b\n" +
+	"\tserver_id\x18\x04 \x01(\tR\bserverId\x12\x1c\n" +
+	"\targuments\x18\x05 \x01(\tR\targuments\x12\x19\n" +
+	"\bis_error\x18\x06 \x01(\bR\aisError\x12!\n" +
+	"\foutput_bytes\x18\a \x01(\x03R\voutputBytes\x12\x1c\n" +
+	"\ttruncated\x18\b \x01(\bR\ttruncated\x12\x1f\n" +
+	"\vduration_ms\x18\t \x01(\x03R\n" +
+	"durationMs\x12%\n" +
+	"\x0eoutput_preview\x18\n" +
+	" \x01(\tR\routputPreview\"\xb8\x02\n" +
+	"\bChatDone\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\x03R\acreated\x12#\n" +
+	"\rfinish_reason\x18\x04 \x01(\tR\ffinishReason\x128\n" +
+	"\amessage\x18\x05 \x01(\v2\x1e.zest.inference.v1.ChatMessageR\amessage\x12.\n" +
+	"\x05usage\x18\x06 \x01(\v2\x18.zest.inference.v1.UsageR\x05usage\x12A\n" +
 	"\n" +
-	"completion\x18\x02 \x01(\fH\x00R\n" +
-	"completionB\x06\n" +
-	"\x04kind2Z\n" +
+	"tool_calls\x18\a \x03(\v2\".zest.mcpgateway.v1.ToolCallRecordR\ttoolCalls\x12\x1a\n" +
+	"\bwarnings\x18\b \x03(\tR\bwarnings2Z\n" +
 	"\vChatService\x12K\n" +
 	"\x04Chat\x12\x1f.zest.mcpgateway.v1.ChatRequest\x1a .zest.mcpgateway.v1.ChatResponse0\x01B\xd0\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\tChatProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -183,19 +597,36 @@ func file_zest_mcpgateway_v1_chat_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_chat_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_zest_mcpgateway_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_zest_mcpgateway_v1_chat_proto_goTypes = []any{
-	(*ChatRequest)(nil),  // 0: zest.mcpgateway.v1.ChatRequest
-	(*ChatResponse)(nil), // 1: zest.mcpgateway.v1.ChatResponse
+	(*ChatRequest)(nil),     // 0: zest.mcpgateway.v1.ChatRequest
+	(*Providers)(nil),       // 1: zest.mcpgateway.v1.Providers
+	(*ChatResponse)(nil),    // 2: zest.mcpgateway.v1.ChatResponse
+	(*ToolEvent)(nil),       // 3: zest.mcpgateway.v1.ToolEvent
+	(*ToolCallRecord)(nil),  // 4: zest.mcpgateway.v1.ToolCallRecord
+	(*ChatDone)(nil),        // 5: zest.mcpgateway.v1.ChatDone
+	(*v1.ChatRequest)(nil),  // 6: zest.inference.v1.ChatRequest
+	(*v1.ChatResponse)(nil), // 7: zest.inference.v1.ChatResponse
+	(*v1.ChatMessage)(nil),  // 8: zest.inference.v1.ChatMessage
+	(*v1.Usage)(nil),        // 9: zest.inference.v1.Usage
 }
 var file_zest_mcpgateway_v1_chat_proto_depIdxs = []int32{
-	0, // 0: zest.mcpgateway.v1.ChatService.Chat:input_type -> zest.mcpgateway.v1.ChatRequest
-	1, // 1: zest.mcpgateway.v1.ChatService.Chat:output_type -> zest.mcpgateway.v1.ChatResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	6,  // 0: zest.mcpgateway.v1.ChatRequest.chat:type_name -> zest.inference.v1.ChatRequest
+	1,  // 1: zest.mcpgateway.v1.ChatRequest.providers:type_name -> zest.mcpgateway.v1.Providers
+	7,  // 2: zest.mcpgateway.v1.ChatResponse.chunk:type_name -> zest.inference.v1.ChatResponse
+	3,  // 3: zest.mcpgateway.v1.ChatResponse.event:type_name -> zest.mcpgateway.v1.ToolEvent
+	5,  // 4: zest.mcpgateway.v1.ChatResponse.done:type_name -> zest.mcpgateway.v1.ChatDone
+	4,  // 5: zest.mcpgateway.v1.ToolEvent.call:type_name -> zest.mcpgateway.v1.ToolCallRecord
+	8,  // 6: zest.mcpgateway.v1.ChatDone.message:type_name -> zest.inference.v1.ChatMessage
+	9,  // 7: zest.mcpgateway.v1.ChatDone.usage:type_name -> zest.inference.v1.Usage
+	4,  // 8: zest.mcpgateway.v1.ChatDone.tool_calls:type_name -> zest.mcpgateway.v1.ToolCallRecord
+	0,  // 9: zest.mcpgateway.v1.ChatService.Chat:input_type -> zest.mcpgateway.v1.ChatRequest
+	2,  // 10: zest.mcpgateway.v1.ChatService.Chat:output_type -> zest.mcpgateway.v1.ChatResponse
+	10, // [10:11] is the sub-list for method output_type
+	9,  // [9:10] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_chat_proto_init() }
@@ -203,9 +634,10 @@ func file_zest_mcpgateway_v1_chat_proto_init() {
 	if File_zest_mcpgateway_v1_chat_proto != nil {
 		return
 	}
-	file_zest_mcpgateway_v1_chat_proto_msgTypes[1].OneofWrappers = []any{
+	file_zest_mcpgateway_v1_chat_proto_msgTypes[2].OneofWrappers = []any{
 		(*ChatResponse_Chunk)(nil),
-		(*ChatResponse_Completion)(nil),
+		(*ChatResponse_Event)(nil),
+		(*ChatResponse_Done)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -213,7 +645,7 @@ func file_zest_mcpgateway_v1_chat_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_chat_proto_rawDesc), len(file_zest_mcpgateway_v1_chat_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,7 +30,7 @@ const (
 // mcp_server_ids) and by programs: a chat whose tool calls mcpgateway runs itself on the
 // selected MCP servers, round after round, until the model answers.
 type ChatServiceClient interface {
-	// Chat runs the tool loop and streams what happens: OpenAI chunks (with tool events), or one completion.
+	// Chat runs the tool loop and streams what happens: the model's text, each tool call and result, then the outcome.
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatResponse], error)
 }
 
@@ -69,7 +69,7 @@ type ChatService_ChatClient = grpc.ServerStreamingClient[ChatResponse]
 // mcp_server_ids) and by programs: a chat whose tool calls mcpgateway runs itself on the
 // selected MCP servers, round after round, until the model answers.
 type ChatServiceServer interface {
-	// Chat runs the tool loop and streams what happens: OpenAI chunks (with tool events), or one completion.
+	// Chat runs the tool loop and streams what happens: the model's text, each tool call and result, then the outcome.
 	Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error
 	mustEmbedUnimplementedChatServiceServer()
 }

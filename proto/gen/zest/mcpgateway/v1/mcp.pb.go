@@ -245,13 +245,12 @@ func (*ExchangeResponse_Session) isExchangeResponse_Kind() {}
 
 func (*ExchangeResponse_Message) isExchangeResponse_Kind() {}
 
-// ListenRequest opens the server-to-client stream of a session.
+// ListenRequest opens the server-to-client stream of a session. Streams are not resumable:
+// a client that reconnects gets a new stream (Last-Event-ID is not read).
 type ListenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// session_id is the Mcp-Session-Id header.
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// last_event_id is the Last-Event-ID header, for resuming a stream.
-	LastEventId   string `protobuf:"bytes,2,opt,name=last_event_id,json=lastEventId,proto3" json:"last_event_id,omitempty"`
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,17 +292,10 @@ func (x *ListenRequest) GetSessionId() string {
 	return ""
 }
 
-func (x *ListenRequest) GetLastEventId() string {
-	if x != nil {
-		return x.LastEventId
-	}
-	return ""
-}
-
 // ListenResponse is one server-initiated JSON-RPC message.
 type ListenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// event_id identifies the message for resumption.
+	// event_id identifies the message within its stream (streams are not resumable).
 	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// message is one JSON-RPC message.
 	Message       []byte `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
@@ -457,11 +449,10 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
 	"\tmalformed\x18\x04 \x01(\bR\tmalformedB\x06\n" +
-	"\x04kind\"R\n" +
+	"\x04kind\"C\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rlast_event_id\x18\x02 \x01(\tR\vlastEventId\"E\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
 	"\x0eListenResponse\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\fR\amessage\"2\n" +

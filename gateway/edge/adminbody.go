@@ -1,0 +1,51 @@
+package edge
+
+import (
+	"io"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/zestmcp/zest/lib/adminjson"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// adminMarshaler is the admin routes' marshaler: answers are protojson (snake_case, every
+// field emitted, as Lemonade's GUI reads them); request bodies are read with Lemonade's rules
+// (lib/adminjson: bare or wrapped, camelCase aliases, unknown fields refused, types checked
+// with messages that name the field) into the typed AdminService messages.
+type adminMarshaler struct {
+	runtime.JSONPb
+}
+
+func newAdminMarshaler() *adminMarshaler {
+	return &adminMarshaler{runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
+		UnmarshalOptions: protojson.UnmarshalOptions{},
+	}}
+}
+
+// NewDecoder reads the whole body and decodes it by the request it fills.
+func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		body, err := io.ReadAll(r)
+		if err != nil {
+			return err // a body over the limit: the error handler answers 413
+		}
+		switch req := v.(type) {
+		case *mcpgatewayv1.UpsertServerRequest:
+			req.Server, err = adminjson.Server(body)
+		case *mcpgatewayv1.TestServerRequest:
+			req.Server, err = adminjson.Server(body)
+		case *mcpgatewayv1.UpsertPresetRequest:
+			req.Preset, err = adminjson.Preset(body)
+		case *mcpgatewayv1.CallToolRequest:
+			err = adminjson.CallTool(body, req)
+		default:
+			if len(body) == 0 {
+				return io.EOF // routes without a body
+			}
+			err = m.JSONPb.Unmarshal(body, v)
+		}
+		return err
+	})
+}

@@ -1,0 +1,204 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/zestmcp/zest/lib/openaichat"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// toolChatRequest reads a chat completion body that selects MCP providers ("preset",
+// "mcp_server_ids") into ChatService's typed request.
+func toolChatRequest(body []byte) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return nil, nil, errors.New("the body is not a JSON object")
+	}
+	req := &mcpgatewayv1.ChatRequest{}
+	if v, ok := raw["preset"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &req.Preset); err != nil || req.Preset == "" {
+			return nil, nil, errors.New("preset must be a preset id (a string); GET /internal/mcp/presets lists them")
+		}
+	}
+	if v, ok := raw["mcp_server_ids"]; ok && string(v) != "null" {
+		var ids []string
+		if err := json.Unmarshal(v, &ids); err != nil {
+			return nil, nil, errors.New("mcp_server_ids must be an array of provider ids (strings): registered server ids, or \"lemonade\"")
+		}
+		req.Providers = &mcpgatewayv1.Providers{Ids: ids}
+	}
+	delete(raw, "preset")
+	delete(raw, "mcp_server_ids")
+	rest, _ := json.Marshal(raw)
+	parsed, err := openaichat.Decode(rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Chat = parsed.Chat
+	return req, parsed, nil
+}
+
+// toolChat relays a chat whose tool loop mcpgateway runs: the model's text, each tool call and
+// result (chunks with no choices and a "zest_event" object, which OpenAI SDKs pass over), and
+// the outcome with zest_tool_calls and zest_warnings — as SSE chunks, or as one completion.
+func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
+	req, parsed, err := toolChatRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	stream, err := a.ToolChat.Chat(a.Forward(r), req)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	var rd chatRenderer
+	if !parsed.Stream {
+		for it := first; ; {
+			if d := it.GetDone(); d != nil {
+				writeJSON(w, http.StatusOK, rd.completion(d))
+				return
+			}
+			rd.note(it)
+			if it, err = stream.Recv(); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = errors.New("the tool loop ended without an outcome")
+				}
+				writeStatus(w, err)
+				return
+			}
+		}
+	}
+	sse := startSSE(w)
+	for it := first; ; {
+		b, err := rd.chunk(it, parsed.IncludeUsage)
+		if err != nil || !sse.data(b) {
+			return
+		}
+		if it, err = stream.Recv(); err != nil {
+			sse.end(err)
+			return
+		}
+	}
+}
+
+// chatRenderer renders ChatService items as OpenAI JSON, remembering the completion's id,
+// model and creation time from the first model chunk.
+type chatRenderer struct {
+	id, model string
+	created   int64
+}
+
+func (rd *chatRenderer) note(it *mcpgatewayv1.ChatResponse) {
+	if c := it.GetChunk(); c != nil && rd.id == "" {
+		rd.id, rd.model, rd.created = c.GetId(), c.GetModel(), c.GetCreated()
+	}
+}
+
+func (rd *chatRenderer) createdNow() int64 {
+	if rd.created == 0 {
+		return time.Now().Unix()
+	}
+	return rd.created
+}
+
+// chunk renders one item as a chat.completion.chunk.
+func (rd *chatRenderer) chunk(it *mcpgatewayv1.ChatResponse, includeUsage bool) ([]byte, error) {
+	rd.note(it)
+	switch k := it.GetKind().(type) {
+	case *mcpgatewayv1.ChatResponse_Chunk:
+		return openaichat.Chunk(k.Chunk, false)
+	case *mcpgatewayv1.ChatResponse_Event:
+		return json.Marshal(map[string]any{"id": rd.id, "object": "chat.completion.chunk", "created": rd.createdNow(), "model": rd.model,
+			"choices": []any{}, "zest_event": eventJSON(k.Event)})
+	case *mcpgatewayv1.ChatResponse_Done:
+		d := k.Done
+		delta := map[string]any{}
+		if len(d.GetMessage().GetToolCalls()) > 0 {
+			delta["tool_calls"] = toolCallsJSON(d.GetMessage().GetToolCalls(), true)
+		}
+		m := map[string]any{"id": d.GetId(), "object": "chat.completion.chunk", "created": d.GetCreated(), "model": d.GetModel(),
+			"choices":         []any{map[string]any{"index": 0, "delta": delta, "finish_reason": d.GetFinishReason()}},
+			"zest_tool_calls": recordsJSON(d.GetToolCalls()), "zest_warnings": nonNil(d.GetWarnings())}
+		if includeUsage {
+			m["usage"] = usageJSON(d.GetUsage())
+		}
+		return json.Marshal(m)
+	}
+	return nil, errors.New("an empty item from the tool loop")
+}
+
+// completion renders the outcome as a chat.completion.
+func (rd *chatRenderer) completion(d *mcpgatewayv1.ChatDone) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": d.GetMessage().GetContent()}
+	if calls := d.GetMessage().GetToolCalls(); len(calls) > 0 {
+		msg["tool_calls"] = toolCallsJSON(calls, false)
+		if d.GetMessage().GetContent() == "" {
+			msg["content"] = nil
+		}
+	}
+	return map[string]any{
+		"id": d.GetId(), "object": "chat.completion", "created": d.GetCreated(), "model": d.GetModel(),
+		"choices":         []any{map[string]any{"index": 0, "message": msg, "finish_reason": d.GetFinishReason()}},
+		"usage":           usageJSON(d.GetUsage()),
+		"zest_tool_calls": recordsJSON(d.GetToolCalls()), "zest_warnings": nonNil(d.GetWarnings()),
+	}
+}
+
+func eventJSON(ev *mcpgatewayv1.ToolEvent) map[string]any {
+	c := ev.GetCall()
+	switch ev.GetType() {
+	case "tool_call":
+		return map[string]any{"type": "tool_call", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
+			"server_id": c.GetServerId(), "arguments": c.GetArguments()}
+	case "tool_result":
+		return map[string]any{"type": "tool_result", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
+			"server_id": c.GetServerId(), "is_error": c.GetIsError(), "output_bytes": c.GetOutputBytes(),
+			"truncated": c.GetTruncated(), "duration_ms": c.GetDurationMs(), "output": c.GetOutputPreview()}
+	}
+	return map[string]any{"type": ev.GetType(), "message": ev.GetMessage()}
+}
+
+func recordsJSON(recs []*mcpgatewayv1.ToolCallRecord) []map[string]any {
+	out := make([]map[string]any, 0, len(recs))
+	for _, c := range recs {
+		out = append(out, map[string]any{"round": c.GetRound(), "id": c.GetId(), "name": c.GetName(), "server_id": c.GetServerId(),
+			"arguments": c.GetArguments(), "is_error": c.GetIsError(), "output_bytes": c.GetOutputBytes(),
+			"truncated": c.GetTruncated(), "duration_ms": c.GetDurationMs()})
+	}
+	return out
+}
+
+func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
+	out := make([]map[string]any, 0, len(calls))
+	for i, c := range calls {
+		m := map[string]any{"id": c.GetId(), "type": "function",
+			"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}}
+		if withIndex {
+			m["index"] = i
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func usageJSON(u *inferencev1.Usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.GetPromptTokens(), "completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens()}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,317 @@
+// Package adminjson reads the JSON bodies of Lemonade's admin routes (/internal/mcp/*) into
+// the typed AdminService messages, at the edge: a bare object or one wrapped as
+// {"server":{…}} / {"preset":{…}}, Lemonade's snake_case names with their camelCase aliases
+// (both spellings at once are refused), read-only state fields sent back ignored, unknown
+// fields refused (a typo is not silently dropped), and every type checked with a message that
+// names the field. What the values mean (ids, transports, URLs, ranges, ${VAR} references) is
+// checked by mcpgateway, for HTTP and gRPC callers alike.
+package adminjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Errors wrap one of these, so that the edge answers 400.
+var (
+	ErrServer  = errors.New("invalid server config")
+	ErrPreset  = errors.New("invalid preset")
+	ErrRequest = errors.New("bad request")
+)
+
+// serverAliases maps each multi-word server field to its camelCase spelling.
+var serverAliases = map[string]string{
+	"working_dir": "workingDir", "bearer_token": "bearerToken",
+	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
+}
+
+var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms"}
+
+// serverStateFields are read-only fields of a server state: a client that sends a state back
+// (as Lemonade's GUI does when it edits a server) is not refused for them.
+var serverStateFields = []string{"status", "connected", "last_error", "protocol_version", "server_info",
+	"capabilities", "tools", "test_only", "process"}
+
+var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_server_ids": "mcpServerIds", "tools_enabled": "toolsEnabled"}
+
+var presetFields = []string{"id", "name", "model", "system_prompt", "mcp_server_ids", "tools_enabled"}
+
+// Server reads a server config body (POST /internal/mcp/servers and /servers/test).
+func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
+	f, err := fold(body, ErrServer, "server", `{"id":"echo","command":"node","args":["server.js"]}`, serverAliases, serverFields, serverStateFields)
+	if err != nil {
+		return nil, err
+	}
+	r := reader{f: f, kind: ErrServer}
+	in := &mcpgatewayv1.ServerInput{
+		Id: r.str("id"), Name: r.str("name"), Transport: r.str("transport"), Command: r.str("command"),
+		Args: r.strs("args"), WorkingDir: r.str("working_dir"), Env: r.strMap("env"), Url: r.str("url"),
+		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
+		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
+	}
+	return in, r.err
+}
+
+// Preset reads a preset body (POST /internal/mcp/presets).
+func Preset(body []byte) (*mcpgatewayv1.PresetInput, error) {
+	f, err := fold(body, ErrPreset, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetAliases, presetFields, nil)
+	if err != nil {
+		return nil, err
+	}
+	r := reader{f: f, kind: ErrPreset}
+	p := &mcpgatewayv1.PresetInput{
+		Id: r.str("id"), Name: r.str("name"), Model: r.str("model"), SystemPrompt: r.str("system_prompt"),
+		McpServerIds: r.strs("mcp_server_ids"), ToolsEnabled: r.boolean("tools_enabled"),
+	}
+	return p, r.err
+}
+
+// CallTool reads a tool call body ({"name":…, "arguments":{…}, "timeout_ms":…}) into req; the
+// server id comes from the path. Fields other than these are ignored.
+func CallTool(body []byte, req *mcpgatewayv1.CallToolRequest) error {
+	f, err := object(body, ErrRequest, `{"name":"echo","arguments":{}}`)
+	if err != nil {
+		return err
+	}
+	if err := alias(f, ErrRequest, "timeout_ms", "timeoutMs"); err != nil {
+		return err
+	}
+	r := reader{f: f, kind: ErrRequest}
+	name := r.str("name")
+	req.TimeoutMs = r.millis("timeout_ms")
+	if r.err != nil {
+		return r.err
+	}
+	if name == nil || *name == "" {
+		return fmt.Errorf("%w: name is required: the tool to call, as a string", ErrRequest)
+	}
+	req.Name = *name
+	req.Arguments = nil
+	if raw, ok := r.get("arguments"); ok {
+		if raw[0] != '{' {
+			return fmt.Errorf("%w: arguments must be a JSON object, not %s", ErrRequest, kind(raw))
+		}
+		st := &structpb.Struct{}
+		if err := protojson.Unmarshal(raw, st); err != nil {
+			return fmt.Errorf("%w: arguments must be a JSON object of JSON values", ErrRequest)
+		}
+		req.Arguments = st
+	}
+	return nil
+}
+
+// object reads a JSON object whose members stay raw.
+func object(body []byte, kindErr error, example string) (map[string]json.RawMessage, error) {
+	body = bytes.TrimSpace(body)
+	var f map[string]json.RawMessage
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &f) != nil {
+		return nil, fmt.Errorf("%w: the body must be a JSON object such as %s", kindErr, example)
+	}
+	return f, nil
+}
+
+// alias folds camel into snake, refusing both at once.
+func alias(f map[string]json.RawMessage, kindErr error, snake, camel string) error {
+	v, ok := f[camel]
+	if !ok {
+		return nil
+	}
+	if _, both := f[snake]; both {
+		return fmt.Errorf("%w: %s and %s are the same field: send one of them", kindErr, snake, camel)
+	}
+	f[snake] = v
+	delete(f, camel)
+	return nil
+}
+
+// fold reads a body bare or wrapped as {"<wrapper>":{…}}, folds the camelCase aliases and
+// refuses fields outside known (and ignored).
+func fold(body []byte, kindErr error, wrapper, example string, aliases map[string]string, known, ignored []string) (map[string]json.RawMessage, error) {
+	f, err := object(body, kindErr, example)
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := f[wrapper]; ok {
+		if len(f) != 1 {
+			return nil, fmt.Errorf(`%w: send the %s bare or wrapped as {"%s":{…}}, not both`, kindErr, wrapper, wrapper)
+		}
+		w = bytes.TrimSpace(w)
+		f = nil
+		if len(w) == 0 || w[0] != '{' || json.Unmarshal(w, &f) != nil {
+			return nil, fmt.Errorf("%w: %s must be an object", kindErr, wrapper)
+		}
+	}
+	if len(f) == 0 {
+		return nil, fmt.Errorf("%w: the body is empty: send a %s such as %s", kindErr, wrapper, example)
+	}
+	snakes := make([]string, 0, len(aliases))
+	for snake := range aliases {
+		snakes = append(snakes, snake)
+	}
+	sort.Strings(snakes)
+	for _, snake := range snakes {
+		if err := alias(f, kindErr, snake, aliases[snake]); err != nil {
+			return nil, err
+		}
+	}
+	var unknown []string
+	for k := range f {
+		if !slices.Contains(known, k) && !slices.Contains(ignored, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("%w: unknown field %s: the fields are %s", kindErr, strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return f, nil
+}
+
+// kind names a raw JSON value's type for messages.
+func kind(raw json.RawMessage) string {
+	switch raw = bytes.TrimSpace(raw); {
+	case len(raw) == 0:
+		return "nothing"
+	case raw[0] == '"':
+		return "a string"
+	case raw[0] == '{':
+		return "an object"
+	case raw[0] == '[':
+		return "an array"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "a boolean"
+	case raw[0] == 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// reader reads typed fields, keeping the first error; null means absent.
+type reader struct {
+	f    map[string]json.RawMessage
+	kind error
+	err  error
+}
+
+func (r *reader) fail(field, want string, raw json.RawMessage) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s must be %s, not %s", r.kind, field, want, kind(raw))
+	}
+}
+
+func (r *reader) get(k string) (json.RawMessage, bool) {
+	raw, ok := r.f[k]
+	raw = bytes.TrimSpace(raw)
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
+}
+
+func (r *reader) str(k string) *string {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		r.fail(k, "a string", raw)
+		return nil
+	}
+	return &s
+}
+
+func (r *reader) strs(k string) []string {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		r.fail(k, "an array of strings", raw)
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		var s string
+		if it = bytes.TrimSpace(it); len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+			r.fail(fmt.Sprintf("%s[%d]", k, i), "a string", it)
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *reader) strMap(k string) map[string]string {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var items map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &items) != nil {
+		r.fail(k, `an object of "NAME": "${VAR}" pairs`, raw)
+		return nil
+	}
+	names := make([]string, 0, len(items))
+	for name := range items {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string]string, len(items))
+	for _, name := range names {
+		it := bytes.TrimSpace(items[name])
+		var s string
+		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+			r.fail(k+"."+name, `a string such as "${VAR}"`, it)
+			return nil
+		}
+		out[name] = s
+	}
+	return out
+}
+
+func (r *reader) boolean(k string) *bool {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var b bool
+	if (raw[0] != 't' && raw[0] != 'f') || json.Unmarshal(raw, &b) != nil {
+		r.fail(k, "true or false", raw)
+		return nil
+	}
+	return &b
+}
+
+// millis reads a whole number of milliseconds that fits an int32 (mcpgateway checks the range).
+func (r *reader) millis(k string) *int32 {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var x float64
+	if kind(raw) != "a number" || json.Unmarshal(raw, &x) != nil {
+		r.fail(k, "a number of milliseconds", raw)
+		return nil
+	}
+	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: %s %v must be a whole number of milliseconds", r.kind, k, x)
+		}
+		return nil
+	}
+	v := int32(x)
+	return &v
+}
