@@ -102,6 +102,26 @@ func TestChatWithMCPTools(t *testing.T) {
 			t.Fatalf("five in a chat: %d %s", r.Status, r.Body)
 		}
 	})
+	t.Run("a tool answering 60 KB of two-byte characters", func(t *testing.T) {
+		// "x" first, so that the 16 KiB cut of "Echo: xéé…" falls inside an "é": it must not
+		// split it, or the next model call cannot carry the conversation.
+		msg := "x" + strings.Repeat("é", 30000)
+		body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"everything"},
+			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_everything__echo"}},
+			"messages":    []any{map[string]any{"role": "user", "content": jsonBody(t, map[string]any{"message": msg})}}})
+		a, r := chatJSON(t, s, body)
+		if r.Status != 200 || len(a.ZestToolCalls) != 1 || !strings.HasPrefix(a.Choices[0].Message.Content, "The tool returned: Echo: xéé") {
+			t.Fatalf("%d %.300s", r.Status, r.Body)
+		}
+		if !strings.Contains(a.Choices[0].Message.Content, "Zest truncated this tool output") {
+			t.Fatalf("the output was not cut: %.300s", r.Body)
+		}
+		// The streaming form carries the 512-byte preview, cut the same way.
+		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), "Content-Type: application/json")
+		if stream.Status != 200 || !strings.Contains(string(stream.Body), `"type":"tool_result"`) || !strings.Contains(string(stream.Body), "[DONE]") {
+			t.Fatalf("stream: %d %.300s", stream.Status, stream.Body)
+		}
+	})
 	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {
 		r := admin(t, s, "POST", "/presets", `{"id":"ghostly","mcp_server_ids":["ghost","lemonade"]}`)
 		if r.Status != 400 || !strings.Contains(errMessage(t, r), `"ghost", which is not a registered server`) {

@@ -1,0 +1,114 @@
+package adminjson
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+func TestServerShapes(t *testing.T) {
+	for name, body := range map[string]string{
+		"bare":              `{"id":"e","command":"node","args":["a.js"],"timeoutMs":5000,"workingDir":"/tmp"}`,
+		"wrapped":           `{"server":{"id":"e","command":"node","args":["a.js"],"timeout_ms":5000,"working_dir":"/tmp"}}`,
+		"state sent back":   `{"id":"e","command":"node","args":["a.js"],"timeout_ms":5000,"working_dir":"/tmp","status":"connected","tools":[],"process":{}}`,
+		"nulls mean absent": `{"id":"e","command":"node","args":["a.js"],"timeout_ms":5000,"working_dir":"/tmp","url":null,"enabled":null}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, err := Server([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.GetId() != "e" || in.GetCommand() != "node" || in.GetTimeoutMs() != 5000 || in.GetWorkingDir() != "/tmp" ||
+				len(in.GetArgs()) != 1 || in.Url != nil || in.Enabled != nil {
+				t.Fatalf("%v", in)
+			}
+		})
+	}
+}
+
+func TestServerRefusals(t *testing.T) {
+	for name, c := range map[string]struct{ body, msg string }{
+		"not JSON":             {`{"id":`, "the body must be a JSON object"},
+		"an array":             {`[1]`, "the body must be a JSON object"},
+		"empty":                {`{}`, "the body is empty"},
+		"wrapped and bare":     {`{"server":{"id":"a"},"id":"b"}`, "not both"},
+		"wrapper not object":   {`{"server":[1]}`, "server must be an object"},
+		"both spellings":       {`{"timeout_ms":1000,"timeoutMs":1000}`, "timeout_ms and timeoutMs are the same field"},
+		"unknown field":        {`{"id":"a","comand":"x"}`, "unknown field comand"},
+		"string as number":     {`{"timeout_ms":"5000"}`, "timeout_ms must be a number of milliseconds, not a string"},
+		"fraction":             {`{"timeout_ms":1.5}`, "timeout_ms 1.5 must be a whole number of milliseconds"},
+		"too big for int32":    {`{"timeout_ms":1e12}`, "must be a whole number"},
+		"args string":          {`{"args":"x"}`, "args must be an array of strings, not a string"},
+		"args item number":     {`{"args":["x",2]}`, "args[1] must be a string, not a number"},
+		"env array":            {`{"env":["A"]}`, "env must be an object"},
+		"env value number":     {`{"env":{"A":1}}`, "env.A must be a string"},
+		"enabled string":       {`{"enabled":"yes"}`, "enabled must be true or false, not a string"},
+		"id number":            {`{"id":5}`, "id must be a string, not a number"},
+		"bearer token boolean": {`{"bearer_token":true}`, "bearer_token must be a string, not a boolean"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Server([]byte(c.body))
+			if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v, want %q", err, c.msg)
+			}
+		})
+	}
+}
+
+func TestPreset(t *testing.T) {
+	p, err := Preset([]byte(`{"preset":{"id":"h","mcpServerIds":["lemonade"],"toolsEnabled":true,"systemPrompt":"Be brief."}}`))
+	if err != nil || p.GetId() != "h" || p.GetSystemPrompt() != "Be brief." || len(p.GetMcpServerIds()) != 1 || !p.GetToolsEnabled() {
+		t.Fatalf("%v %v", p, err)
+	}
+	if _, err := Preset([]byte(`{"id":"h","tools":[]}`)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), "unknown field tools") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCallTool(t *testing.T) {
+	req := &mcpgatewayv1.CallToolRequest{Id: "srv"}
+	if err := CallTool([]byte("{\n  \"name\": \"echo\",\n  \"arguments\": {\n    \"text\": \"pretty\"\n  },\n  \"timeoutMs\": 2000\n}"), req); err != nil {
+		t.Fatal(err)
+	}
+	if req.GetId() != "srv" || req.GetName() != "echo" || req.GetTimeoutMs() != 2000 || req.GetArguments().GetFields()["text"].GetStringValue() != "pretty" {
+		t.Fatalf("%v", req)
+	}
+	for name, c := range map[string]struct{ body, msg string }{
+		"no name":          {`{"arguments":{}}`, "name is required"},
+		"name number":      {`{"name":3}`, "name must be a string"},
+		"arguments array":  {`{"name":"e","arguments":[1]}`, "arguments must be a JSON object, not an array"},
+		"both spellings":   {`{"name":"e","timeout_ms":1000,"timeoutMs":1000}`, "the same field"},
+		"timeout a string": {`{"name":"e","timeout_ms":"x"}`, "timeout_ms must be a number"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := CallTool([]byte(c.body), &mcpgatewayv1.CallToolRequest{})
+			if !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v, want %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// FuzzServer: any body is read or refused with one of the package's errors, never a panic,
+// and no decoder's own text (Go's json or protobuf wording) reaches the message.
+func FuzzServer(f *testing.F) {
+	for _, s := range []string{`{"id":"e","command":"node"}`, `{"server":{"url":"https://h/mcp","transport":"http"}}`,
+		`{"timeoutMs":1e400}`, `{"env":{"A":"${B}"},"args":["\u0000"]}`, `{"id":"\xff"}`, `[]`, `null`, `{"server":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := Server(body)
+		if err != nil {
+			msg := err.Error()
+			if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
+				t.Fatalf("bad error %q", msg)
+			}
+			return
+		}
+		if in == nil {
+			t.Fatal("nil input without an error")
+		}
+	})
+}
