@@ -27,11 +27,11 @@ build: ## Build the four service binaries into bin/
 	@ls bin
 
 .PHONY: run
-run: build ## Build and run the whole suite on loopback (Ctrl-C stops it)
+run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; peers for the README's examples)
 	@scripts/run.sh
 
 .PHONY: test
-test: check-generate lint unit e2e ## Run every test (generated-code check, buf lint, go vet, gofmt, unit, end-to-end)
+test: check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end)
 
 .PHONY: unit
 unit: peers ## Unit tests of every module
@@ -72,6 +72,21 @@ check-generate: generate ## Fail when the committed generated code or proto form
 .PHONY: lint-proto
 lint-proto: tools ## buf lint
 	@$(BUF) lint
+
+# The contracts' compatibility: against the previous commit when the clone has it, and always
+# against the committed image proto/baseline.binpb (a shallow clone has no previous commit).
+# A deliberate breaking change refreshes the image in the same commit: make proto-baseline.
+BASELINE := proto/baseline.binpb
+.PHONY: breaking
+breaking: tools ## buf breaking (WIRE_JSON) against the previous commit and the committed baseline image
+	@if git rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null; then \
+	  echo "buf breaking against HEAD~1"; $(BUF) breaking --against '.git#ref=HEAD~1'; \
+	else echo "buf breaking: this clone has no previous commit; checking the baseline image only"; fi
+	@echo "buf breaking against $(BASELINE)"; $(BUF) breaking --against $(BASELINE)
+
+.PHONY: proto-baseline
+proto-baseline: tools ## Refresh proto/baseline.binpb after a deliberate breaking change of a contract
+	@$(BUF) build --exclude-source-info -o $(BASELINE)
 
 .PHONY: lint
 lint: lint-proto vet ## buf lint and go vet
