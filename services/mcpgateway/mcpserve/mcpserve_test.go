@@ -327,3 +327,20 @@ func TestBatchesOnlyFor20250326(t *testing.T) {
 		t.Fatalf("batch in 2025-11-25: %v", ex.messages[0])
 	}
 }
+
+// TestEndedSessionStaysEndedUnderAnotherSpelling: after DELETE, no other spelling of the id
+// (a changed last character that base64 would decode to the same signature) reopens it.
+func TestEndedSessionStaysEndedUnderAnotherSpelling(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	if _, err := c.EndSession(t.Context(), &mcpgatewayv1.EndSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range len(alphabet) {
+		alt := sid[:len(sid)-1] + alphabet[i:i+1]
+		if _, err := send(t, c, alt, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status.Code(err) != codes.NotFound {
+			t.Fatalf("ended session under the spelling %q: %v, want NotFound", alt, err)
+		}
+	}
+}
