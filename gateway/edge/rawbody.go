@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"errors"
 	"io"
+	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -27,7 +29,7 @@ func (m *rawBody) NewDecoder(r io.Reader) runtime.Decoder {
 		case *httpbody.HttpBody:
 			dst = b
 		default:
-			return inner.Decode(v)
+			return bodyError(inner.Decode(v))
 		}
 		data, err := io.ReadAll(r)
 		if err != nil {
@@ -36,4 +38,15 @@ func (m *rawBody) NewDecoder(r io.Reader) runtime.Decoder {
 		dst.ContentType, dst.Data = "application/json", data
 		return nil
 	})
+}
+
+// bodyError keeps protojson's text out of the answer: grpc-gateway puts a decoding error's
+// text in the 400 it answers, and a google.protobuf.Struct body decodes from any JSON object,
+// so every error but a read error (too large, too slow) means the body was not one.
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if err == nil || errors.Is(err, io.EOF) || errors.As(err, &tooLarge) || errors.Is(err, errBodyTimeout) {
+		return err
+	}
+	return errors.New("the request body must be a JSON object")
 }
