@@ -167,9 +167,22 @@ func LimitBody(n int64, tooLarge func(w http.ResponseWriter, msg string), next h
 			tooLarge(w, TooLargeMessage(n))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, n)
+		r.Body = http.MaxBytesReader(innermost(w), r.Body, n)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// innermost returns the writer net/http made, under any wrappers that have Unwrap (as
+// http.ResponseController finds it): http.MaxBytesReader tells that one, past the limit, to
+// close the connection after the answer, and cannot see through a wrapper.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // TooLargeMessage says what the body limit is.

@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,5 +155,34 @@ func TestEvery401SaysBearer(t *testing.T) {
 	w := serve(Guard{}.AdminNotConfigured(ok), "GET", "127.0.0.1", nil, "")
 	if w.Code != http.StatusForbidden || w.Header().Get("WWW-Authenticate") != "" {
 		t.Errorf("admin not configured: %d %v", w.Code, w.Header())
+	}
+}
+
+// wrapped is a middleware's ResponseWriter, as the edge's root handler uses.
+type wrapped struct{ http.ResponseWriter }
+
+func (w wrapped) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestLimitBodyClosesTheConnectionBehindWrappers: a body that grows past the limit is
+// answered and its connection closed (the rest of the body is not read), also when a
+// middleware wrapped the ResponseWriter.
+func TestLimitBodyClosesTheConnectionBehindWrappers(t *testing.T) {
+	h := LimitBody(1024, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(wrapped{w}, r) }))
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, io.MultiReader(strings.NewReader(strings.Repeat("x", 4096)))) // chunked
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("status %d, connection close %v (%v)", resp.StatusCode, resp.Close, resp.Header)
 	}
 }
