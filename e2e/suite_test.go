@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -141,8 +142,26 @@ func (s *Suite) WaitHealthy() {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *logBuffer
 	done chan error
+}
+
+// logBuffer holds what a process writes, read by the test while the process runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (p *proc) running() bool {
@@ -159,7 +178,7 @@ func (s *Suite) Start(name string) {
 	s.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name))
 	cmd.Env = s.Env
-	logs := &bytes.Buffer{}
+	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start %s: %v", name, err)

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"errors"
 	"io"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -44,7 +45,10 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			if len(body) == 0 {
 				return io.EOF // routes without a body
 			}
-			err = m.JSONPb.Unmarshal(body, v)
+			if m.JSONPb.Unmarshal(body, v) != nil {
+				// protojson's own wording never reaches a client
+				return errors.New("the request body must be a JSON object")
+			}
 		}
 		return err
 	})

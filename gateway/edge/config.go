@@ -30,6 +30,13 @@ type Config struct {
 	MaxAdminBodyBytes int64
 	// SSEKeepAlive is the interval of comment lines on idle /mcp GET streams (ZEST_SSE_KEEPALIVE).
 	SSEKeepAlive time.Duration
+	// BodyReadTimeout bounds the time a request's body may take to arrive, counted from the
+	// end of its headers (ZEST_BODY_READ_TIMEOUT); past it the request gets 408 and its
+	// connection is closed. It does not bound the response: see bodyDeadline.
+	BodyReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that waits this long for its next request
+	// (ZEST_IDLE_TIMEOUT).
+	IdleTimeout time.Duration
 	// Keys are LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY.
 	Keys keyauth.Keys
 	// AllowedOrigins come from LEMONADE_ALLOWED_ORIGINS.
@@ -42,6 +49,7 @@ func DefaultConfig() Config {
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13305",
 		McpgatewayAddr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310", ToolhostAddr: "127.0.0.1:13312",
 		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20, SSEKeepAlive: 15 * time.Second,
+		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 	}
 }
@@ -66,6 +74,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
 	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, "interval of keep-alive comments on idle /mcp GET streams")
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
 }
 
 // Validate checks the configuration.
@@ -90,6 +100,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SSEKeepAlive < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("sse-keepalive %v: want at least 100ms", c.SSEKeepAlive))
+	}
+	if c.BodyReadTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))
+	}
+	if c.IdleTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))
 	}
 	return errors.Join(errs...)
 }

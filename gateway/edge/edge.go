@@ -19,10 +19,12 @@ import (
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -66,8 +68,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// Forward no request header as gRPC metadata but Authorization (grpc-gateway always
 		// passes that one, and mcpgateway checks it): the services read nothing else, and
 		// every forwarded header is encoded by the edge and decoded by mcpgateway on every
-		// call.
+		// call. The request id is added by adminMetadata.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(adminMetadata),
 	)
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
 		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
@@ -83,20 +86,41 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, nil, h)))
 	}
 
+	// Every path has a route: one that serves it, or one that answers 404 in the shape of
+	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/", notFound)
+	mux.Handle("/live", getOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
+	})))
+	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
+	mux.Handle("/mcp", g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, mcphttp.TooLarge, mcp))))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
-	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
+	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin))))
+	mux.Handle("/internal/mcp/", adminRoutes)
+	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	for _, p := range Prefixes {
-		mux.Handle(p+"health", api(http.HandlerFunc(e.health)))
+		mux.Handle(p+"health", api(getOnly(http.HandlerFunc(e.health))))
 		oa.Register(mux, p, api)
+		mux.Handle(p, api(http.HandlerFunc(notFound)))
+		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	e.handler = g.Host(mux)
+	e.handler = e.root(g.Host(mux))
 	return e, nil
+}
+
+// adminMetadata adds the request id to the metadata of every admin call (grpc-gateway builds
+// each call's outgoing metadata from the request itself), and tells the access line the
+// route's template ("/internal/mcp/servers/{id}/connect"), which grpc-gateway knows here.
+func adminMetadata(ctx context.Context, r *http.Request) metadata.MD {
+	if p, ok := runtime.HTTPPathPattern(ctx); ok {
+		setRoute(r.Context(), p)
+	}
+	if id := requestid.From(r.Context()); id != "" {
+		return metadata.Pairs(requestid.MetadataKey, id)
+	}
+	return nil
 }
 
 // Handler is the edge's root HTTP handler.
@@ -115,7 +139,8 @@ func (e *Edge) Run(ctx context.Context) error {
 // Serve serves on lis until ctx is done, then drains and closes.
 func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
 	defer e.Close()
-	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// Bodies are bounded per request (bodyDeadline says why not with ReadTimeout).
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	e.log.Info("http serving", "addr", lis.Addr().String())
@@ -175,7 +200,8 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	writeAdminError(w, code, msg)
 }
 
-// writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}.
+// writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}. (A
+// 401 gets its WWW-Authenticate header from the root handler's response.)
 func writeAdminError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
 }
@@ -191,6 +217,9 @@ func reachesUpstream(path string) bool {
 
 // adminRoutingError answers a wrong method with 405 (grpc-gateway's default is 501).
 func adminRoutingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	if code == http.StatusNotFound {
+		noRoute(r.Context())
+	}
 	msg := "No route for " + r.Method + " " + r.URL.Path
 	if code == http.StatusMethodNotAllowed {
 		msg = "Method " + r.Method + " is not allowed on " + r.URL.Path

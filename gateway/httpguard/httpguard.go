@@ -22,6 +22,13 @@ func WriteError(w http.ResponseWriter, status int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
+// Unauthorized writes 401 {"error": msg} with WWW-Authenticate: Bearer, which tells the
+// client how to authenticate (RFC 9110 requires the header on every 401).
+func Unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	WriteError(w, http.StatusUnauthorized, msg)
+}
+
 // IsLoopbackHost reports whether host (no port) names this machine's loopback.
 func IsLoopbackHost(host string) bool {
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
@@ -76,6 +83,9 @@ func (g Guard) originAllowed(origin string) bool {
 	return IsLoopbackHost(u.Hostname())
 }
 
+// Last-Event-ID stays allowed although streams are not resumable: a browser client that
+// reconnects sends it, and a preflight refusing it would fail the reconnection instead of
+// giving it the new stream it gets.
 const (
 	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
 	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version"
@@ -112,7 +122,7 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 func (g Guard) APIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			WriteError(w, http.StatusUnauthorized, err.Error())
+			Unauthorized(w, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -135,11 +145,11 @@ func (g Guard) AdminNotConfigured(next http.Handler) http.Handler {
 func (g Guard) AdminKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := g.Keys.CheckAdmin(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			status := http.StatusUnauthorized
 			if err == keyauth.ErrAdminNotConfigured {
-				status = http.StatusForbidden
+				WriteError(w, http.StatusForbidden, err.Error())
+				return
 			}
-			WriteError(w, status, err.Error())
+			Unauthorized(w, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -157,9 +167,22 @@ func LimitBody(n int64, tooLarge func(w http.ResponseWriter, msg string), next h
 			tooLarge(w, TooLargeMessage(n))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, n)
+		r.Body = http.MaxBytesReader(innermost(w), r.Body, n)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// innermost returns the writer net/http made, under any wrappers that have Unwrap (as
+// http.ResponseController finds it): http.MaxBytesReader tells that one, past the limit, to
+// close the connection after the answer, and cannot see through a wrapper.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // TooLargeMessage says what the body limit is.

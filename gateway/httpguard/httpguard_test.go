@@ -1,6 +1,8 @@
 package httpguard
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,5 +135,54 @@ func TestLimitBody(t *testing.T) {
 	w := serve(h, "POST", "127.0.0.1", nil, strings.Repeat("x", 1025))
 	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "1 KiB") {
 		t.Errorf("over the limit: %d %s", w.Code, w.Body.String())
+	}
+}
+
+// TestEvery401SaysBearer: the API and admin key checks answer 401 with WWW-Authenticate:
+// Bearer and a JSON body; the fail-closed 403 has no challenge (no key would help).
+func TestEvery401SaysBearer(t *testing.T) {
+	g := Guard{Keys: keyauth.Keys{API: "k", Admin: "a"}}
+	for name, h := range map[string]http.Handler{"API key": g.APIKey(ok), "admin key": g.AdminKey(ok)} {
+		for _, auth := range []string{"", "Bearer wrong", "Basic a2V5"} {
+			w := serve(h, "GET", "127.0.0.1", map[string]string{"Authorization": auth}, "")
+			var body map[string]string
+			if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != "Bearer" ||
+				w.Header().Get("Content-Type") != "application/json" || json.Unmarshal(w.Body.Bytes(), &body) != nil || body["error"] == "" {
+				t.Errorf("%s, Authorization %q: %d %v %q", name, auth, w.Code, w.Header(), w.Body.String())
+			}
+		}
+	}
+	w := serve(Guard{}.AdminNotConfigured(ok), "GET", "127.0.0.1", nil, "")
+	if w.Code != http.StatusForbidden || w.Header().Get("WWW-Authenticate") != "" {
+		t.Errorf("admin not configured: %d %v", w.Code, w.Header())
+	}
+}
+
+// wrapped is a middleware's ResponseWriter, as the edge's root handler uses.
+type wrapped struct{ http.ResponseWriter }
+
+func (w wrapped) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestLimitBodyClosesTheConnectionBehindWrappers: a body that grows past the limit is
+// answered and its connection closed (the rest of the body is not read), also when a
+// middleware wrapped the ResponseWriter.
+func TestLimitBodyClosesTheConnectionBehindWrappers(t *testing.T) {
+	h := LimitBody(1024, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(wrapped{w}, r) }))
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, io.MultiReader(strings.NewReader(strings.Repeat("x", 4096)))) // chunked
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("status %d, connection close %v (%v)", resp.StatusCode, resp.Close, resp.Header)
 	}
 }

@@ -1,7 +1,12 @@
 // Package mcphttp is the Streamable HTTP transport of /mcp at the edge. It owns HTTP only:
 // each POST body goes to mcpgateway's McpService.Exchange, and what comes back is written as
 // one JSON response, or as an SSE stream when notifications accompany the result (every one
-// flushed before the result). Notifications-only POSTs get 202.
+// flushed before the result). Notifications-only POSTs get 202. The errors this package
+// answers itself are JSON-RPC error bodies (WriteError), except the key and permission
+// refusals, which keep the edge's {"error":"…"} shape and status.
+//
+// Streams are not resumable: a GET stream carries no event ids, and a client that reconnects
+// (with or without Last-Event-ID) gets a new stream.
 package mcphttp
 
 import (
@@ -12,6 +17,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +53,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.end(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST, GET or DELETE for this endpoint")
+		WriteError(w, http.StatusMethodNotAllowed, -32600, "Method Not Allowed. Use POST, GET or DELETE for this endpoint")
 	}
 }
 
@@ -61,21 +67,21 @@ func outgoing(r *http.Request) context.Context {
 
 // listen serves GET: the session's server-to-client SSE stream, kept alive by comments.
 func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
-	if a := r.Header.Get("Accept"); a != "" && !strings.Contains(a, "text/event-stream") && !strings.Contains(a, "*/*") {
-		writeRPCError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: GET /mcp answers text/event-stream")
+	if !accepts(r.Header.Values("Accept"), "text/event-stream") {
+		WriteError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: the Accept header of GET /mcp must include text/event-stream")
 		return
 	}
 	ctx, cancel := context.WithCancel(outgoing(r))
 	defer cancel()
-	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{
-		SessionId: r.Header.Get(HeaderSession),
-	})
+	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
+	// stream.
+	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{SessionId: r.Header.Get(HeaderSession)})
 	if err != nil {
-		writeStatus(w, err)
+		h.writeStatus(w, r, err)
 		return
 	}
 	if _, err := stream.Recv(); err != nil { // the first item says the session is valid
-		writeStatus(w, err)
+		h.writeStatus(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -114,7 +120,9 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // the session ended or expired
 			}
-			if _, err := io.WriteString(w, "id: "+it.GetEventId()+"\nevent: message\ndata: "+string(it.GetMessage())+"\n\n"); err != nil {
+			// No "id:" line: an id would invite the client to resume from it, which is not
+			// supported.
+			if _, err := io.WriteString(w, "event: message\ndata: "+string(it.GetMessage())+"\n\n"); err != nil {
 				return
 			}
 			flush()
@@ -132,32 +140,39 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 // end serves DELETE: the session ends; its id gets 404 from then on.
 func (h *Handler) end(w http.ResponseWriter, r *http.Request) {
 	if _, err := h.MCP.EndSession(outgoing(r), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession)}); err != nil {
-		writeStatus(w, err)
+		h.writeStatus(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	// The Streamable HTTP transport: "The client MUST include an Accept header, listing both
+	// application/json and text/event-stream". A request without Accept accepts anything
+	// (RFC 9110), and so does */*.
+	if !accepts(r.Header.Values("Accept"), "application/json", "text/event-stream") {
+		WriteError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: the Accept header of POST /mcp must include application/json and text/event-stream")
+		return
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
-		writeRPCError(w, http.StatusUnsupportedMediaType, -32600, "Invalid Request: Content-Type must be application/json")
+		WriteError(w, http.StatusUnsupportedMediaType, -32600, "Unsupported Media Type: the Content-Type header of POST /mcp must be application/json")
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, "Invalid Request: body exceeds the limit")
+			TooLarge(w, httpguard.TooLargeMessage(tooBig.Limit))
 			return
 		}
-		writeRPCError(w, http.StatusBadRequest, -32700, "Parse error: could not read the body")
+		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
 		return
 	}
 	stream, err := h.MCP.Exchange(outgoing(r), &mcpgatewayv1.ExchangeRequest{
 		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
 	})
 	if err != nil {
-		writeStatus(w, err)
+		h.writeStatus(w, r, err)
 		return
 	}
 	sse := false
@@ -170,9 +185,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			if !wrote {
-				writeStatus(w, err)
+				h.writeStatus(w, r, err)
 			} else {
-				h.Log.Warn("mcp stream broke after the response started", "err", err)
+				h.log().WarnContext(r.Context(), "mcp stream broke after the response started", "err", err)
 			}
 			return
 		}
@@ -210,9 +225,19 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeStatus maps a gRPC error from mcpgateway to HTTP, in one place.
-func writeStatus(w http.ResponseWriter, err error) {
+func (h *Handler) log() *slog.Logger {
+	if h.Log == nil {
+		return slog.Default()
+	}
+	return h.Log
+}
+
+// writeStatus maps a gRPC error from mcpgateway to HTTP, in one place. Key and permission
+// refusals keep the edge's own shape and status (the same answer whichever of the edge and
+// mcpgateway refused); transport failures are logged and answered with a fixed message.
+func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
+	msg := st.Message()
 	code := http.StatusInternalServerError
 	switch st.Code() {
 	case codes.InvalidArgument:
@@ -220,17 +245,18 @@ func writeStatus(w http.ResponseWriter, err error) {
 	case codes.NotFound:
 		code = http.StatusNotFound
 	case codes.Unauthenticated:
-		httpguard.WriteError(w, http.StatusUnauthorized, st.Message())
+		httpguard.Unauthorized(w, msg)
 		return
 	case codes.PermissionDenied:
-		httpguard.WriteError(w, http.StatusForbidden, st.Message())
+		httpguard.WriteError(w, http.StatusForbidden, msg)
 		return
 	case codes.Unimplemented:
 		code = http.StatusMethodNotAllowed
 	case codes.Unavailable:
-		code = http.StatusServiceUnavailable
+		h.log().WarnContext(r.Context(), "mcpgateway unavailable", "err", err)
+		code, msg = http.StatusServiceUnavailable, "Service Unavailable: mcpgateway cannot be reached; try again shortly"
 	case codes.DeadlineExceeded:
-		code = http.StatusGatewayTimeout
+		code, msg = http.StatusGatewayTimeout, "Gateway Timeout: mcpgateway did not answer in time"
 	case codes.Canceled:
 		return // the client went away
 	}
@@ -238,13 +264,70 @@ func writeStatus(w http.ResponseWriter, err error) {
 	if code >= 500 {
 		rpc = -32603
 	}
-	writeRPCError(w, code, rpc, st.Message())
+	WriteError(w, code, rpc, msg)
 }
 
-func writeRPCError(w http.ResponseWriter, httpStatus, code int, msg string) {
+// WriteError writes a JSON-RPC error response (id null) with an HTTP status: the shape of
+// every answer /mcp gives that is not mcpgateway's own.
+func WriteError(w http.ResponseWriter, httpStatus, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(httpStatus)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}
+
+// TooLarge answers a body over the limit (413) as a JSON-RPC error; it fits
+// httpguard.LimitBody.
+func TooLarge(w http.ResponseWriter, msg string) {
+	WriteError(w, http.StatusRequestEntityTooLarge, -32600, msg)
+}
+
+// accepts reports whether an Accept header (all its values) accepts every one of types: a
+// missing header accepts anything (RFC 9110), "type/*" and "*/*" count, the most specific
+// range decides, and q=0 refuses.
+func accepts(header []string, types ...string) bool {
+	var ranges []string
+	for _, v := range header {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				ranges = append(ranges, r)
+			}
+		}
+	}
+	if len(ranges) == 0 {
+		return true
+	}
+	for _, t := range types {
+		major, _, _ := strings.Cut(t, "/")
+		best, q := -1, 0.0
+		for _, r := range ranges {
+			mt, params, err := mime.ParseMediaType(r)
+			if err != nil {
+				continue
+			}
+			spec := -1
+			switch mt {
+			case t:
+				spec = 2
+			case major + "/*":
+				spec = 1
+			case "*/*":
+				spec = 0
+			}
+			if spec <= best {
+				continue
+			}
+			best, q = spec, 1
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if best < 0 || q <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func isJSON(ct string) bool {

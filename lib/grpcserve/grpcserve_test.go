@@ -2,14 +2,21 @@ package grpcserve
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/logging"
+	"github.com/zestmcp/zest/lib/requestid"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
 )
 
 // TestServeHealthReflectionAndDrain starts a real server on loopback, checks health and
@@ -63,4 +70,66 @@ func TestServeHealthReflectionAndDrain(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after cancel")
 	}
+}
+
+// TestFailedCallsAreLoggedWithTheirRequestID: a failing call is logged with its method, code
+// and the request id its caller sent; a successful one is not logged.
+func TestFailedCallsAreLoggedWithTheirRequestID(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log, err := logging.New(&logs, "test", "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Logger: log, DrainTimeout: time.Second})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, lis) }()
+	defer func() { cancel(); <-done }()
+	cc, err := grpcdial.Dial(lis.Addr().String(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	hc := healthpb.NewHealthClient(cc)
+	if _, err := hc.Check(requestid.With(t.Context(), "rid-ok"), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.Check(requestid.With(t.Context(), "rid-failed"), &healthpb.HealthCheckRequest{Service: "no.such.Service"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("unknown service: %v", err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "rpc failed" {
+			if line != nil {
+				t.Fatalf("more than one failure logged:\n%s", logs.String())
+			}
+			line = m
+		}
+	}
+	if line == nil || line["request_id"] != "rid-failed" || line["method"] != "/grpc.health.v1.Health/Check" ||
+		line["code"] != "NotFound" || line["level"] != "INFO" {
+		t.Fatalf("failure line %v; log:\n%s", line, logs.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

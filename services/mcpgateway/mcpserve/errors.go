@@ -10,4 +10,6 @@ var (
 	ErrSessionUnknown = errors.New("session not found: it ended, expired or was never issued; send initialize again")
 	// ErrBadProtocolHeader means MCP-Protocol-Version names no supported version (400).
 	ErrBadProtocolHeader = errors.New("unsupported MCP-Protocol-Version header")
+	// ErrProtocolMismatch means MCP-Protocol-Version names another version than the session negotiated (400).
+	ErrProtocolMismatch = errors.New("MCP-Protocol-Version header contradicts the session")
 )

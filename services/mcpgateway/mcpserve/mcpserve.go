@@ -69,10 +69,13 @@ func New(srv *server.MCPServer, codec *session.Codec, ended Ended, log *slog.Log
 
 // NewMCPServer builds the mcp-go server with Zest's identity and capabilities.
 func NewMCPServer(version string) *server.MCPServer {
+	hooks := &server.Hooks{}
+	hooks.AddOnError(onError) // keeps params decoding errors, for answers that name the member
 	return server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),
 		server.WithLogging(),
 		server.WithRecovery(),
+		server.WithHooks(hooks),
 	)
 }
 
@@ -119,14 +122,14 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStr
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(req, payload, stream)
 	}
-	var env envelope
-	if err := json.Unmarshal(payload, &env); err != nil {
-		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+	env, code, problem := checkEnvelope(payload)
+	if problem != "" {
+		return sendMalformed(stream, errorResponse(env.ID, code, problem))
 	}
 	if env.Method == string(mcp.MethodInitialize) && env.isRequest() {
-		return h.initialize(stream, payload)
+		return h.initialize(stream, payload, env.ID)
 	}
-	claims, err := h.session(stream.Context(), req.GetSessionId())
+	claims, err := h.sessionFor(stream.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -137,7 +140,31 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStr
 	if err != nil || resp == nil {
 		return err
 	}
+	if !env.isRequest() {
+		// A notification or response that could not be accepted: an HTTP error status,
+		// with the JSON-RPC error as its body (Streamable HTTP, "sending messages").
+		return sendMalformed(stream, resp)
+	}
 	return sendFinal(stream, resp)
+}
+
+// sessionFor checks the request's session and that its MCP-Protocol-Version header, when
+// sent, names the version the session negotiated.
+//
+// One exception: a header of 2025-03-26 is taken as no header. That revision predates the
+// header, and the specification tells servers to assume it when the header is missing, so
+// a client that sends it claims nothing about the session (the official conformance suite
+// sends it on sessions of every version, on concurrent POSTs that must be served).
+func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
+	claims, err := h.session(ctx, req.GetSessionId())
+	if err != nil {
+		return claims, err
+	}
+	if v := req.GetProtocolVersion(); v != "" && v != "2025-03-26" && v != claims.ProtocolVersion {
+		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
+			ErrProtocolMismatch, v, claims.ProtocolVersion)
+	}
+	return claims, nil
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
@@ -146,7 +173,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 	if err := json.Unmarshal(payload, &items); err != nil {
 		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
 	}
-	claims, err := h.session(stream.Context(), req.GetSessionId())
+	claims, err := h.sessionFor(stream.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -157,9 +184,12 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
 	var out []json.RawMessage
 	for _, item := range items {
-		var env envelope
-		if err := json.Unmarshal(item, &env); err != nil {
-			out = append(out, errorResponse(nil, mcp.INVALID_REQUEST, "Invalid Request: batch item is not an object"))
+		env, code, problem := checkEnvelope(item)
+		if problem != "" {
+			if code == mcp.PARSE_ERROR { // valid JSON as a whole: the item is just not an object
+				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
+			}
+			out = append(out, errorResponse(env.ID, code, problem))
 			continue
 		}
 		if env.Method == string(mcp.MethodInitialize) {
@@ -187,7 +217,11 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 }
 
 // initialize negotiates a version, issues the session id, and answers.
-func (h *Handler) initialize(stream exchangeStream, payload []byte) error {
+func (h *Handler) initialize(stream exchangeStream, payload []byte, id json.RawMessage) error {
+	if problem := checkInitializeParams(payload); problem != "" {
+		// mcp-go would answer an initialize without params with 2025-03-26.
+		return sendFinal(stream, errorResponse(id, mcp.INVALID_PARAMS, problem))
+	}
 	sess := &clientSession{notes: make(chan mcp.JSONRPCNotification, 64), level: DefaultLogLevel, loaded: true}
 	resp := h.srv.HandleMessage(h.srv.WithContext(stream.Context(), sess), payload)
 	b, err := json.Marshal(resp)
@@ -259,7 +293,7 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	}
 	if env.Method != "tools/call" {
 		// Only tool handlers send notifications: everything else is answered in place.
-		resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
+		resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
 		if err := sess.storeError(); err != nil { // logging/setLevel that could not be kept
 			h.log.Error("storing a session's log level", "err", err)
 			return errorResponse(env.ID, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error()), nil
@@ -271,7 +305,7 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	// ~15% of a small call); what is still queued when the tool returns is flushed here.
 	r := &relay{notes: sess.notes, send: send, stop: make(chan struct{})}
 	sess.setRelay(r)
-	resp := h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg)
+	resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
 	sess.setRelay(nil)
 	if err := r.end(); err != nil {
 		return nil, err
@@ -427,11 +461,12 @@ type clientSession struct {
 	store   Ended
 	expires time.Time
 
-	mu     sync.Mutex
-	level  mcp.LoggingLevel
-	loaded bool
-	setErr error  // logging/setLevel could not be stored
-	relay  *relay // the running tool call's notification relay
+	mu        sync.Mutex
+	level     mcp.LoggingLevel
+	loaded    bool
+	setErr    error  // logging/setLevel could not be stored
+	relay     *relay // the running tool call's notification relay
+	decodeErr error  // mcp-go could not decode the params of the last message (onError)
 }
 
 // relay forwards a tool call's notifications while the tool runs.

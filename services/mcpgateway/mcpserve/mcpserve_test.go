@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,14 +224,21 @@ func TestNotificationsCancelledCancelsTheCall(t *testing.T) {
 }
 
 type exchange struct {
-	session  string
-	messages []map[string]any
-	finals   []bool
+	session   string
+	messages  []map[string]any
+	finals    []bool
+	malformed []bool // answered with an HTTP error status at the edge
 }
 
 func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string) (exchange, error) {
 	t.Helper()
-	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, Payload: []byte(body)})
+	return sendWith(t, c, sessionID, "", body)
+}
+
+// sendWith is send with an MCP-Protocol-Version header.
+func sendWith(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, protocolVersion, body string) (exchange, error) {
+	t.Helper()
+	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, ProtocolVersion: protocolVersion, Payload: []byte(body)})
 	if err != nil {
 		return exchange{}, err
 	}
@@ -258,6 +266,7 @@ func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string)
 		}
 		ex.messages = append(ex.messages, m)
 		ex.finals = append(ex.finals, item.GetFinal())
+		ex.malformed = append(ex.malformed, item.GetMalformed())
 	}
 }
 
@@ -325,5 +334,56 @@ func TestBatchesOnlyFor20250326(t *testing.T) {
 	}
 	if ex.messages[0]["error"].(map[string]any)["code"] != float64(mcp.INVALID_REQUEST) {
 		t.Fatalf("batch in 2025-11-25: %v", ex.messages[0])
+	}
+}
+
+// TestEndedSessionStaysEndedUnderAnotherSpelling: after DELETE, no other spelling of the id
+// (a changed last character that base64 would decode to the same signature) reopens it.
+func TestEndedSessionStaysEndedUnderAnotherSpelling(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	if _, err := c.EndSession(t.Context(), &mcpgatewayv1.EndSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range len(alphabet) {
+		alt := sid[:len(sid)-1] + alphabet[i:i+1]
+		if _, err := send(t, c, alt, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status.Code(err) != codes.NotFound {
+			t.Fatalf("ended session under the spelling %q: %v, want NotFound", alt, err)
+		}
+	}
+}
+
+// TestProtocolHeaderMustMatchTheSession: MCP-Protocol-Version, when sent, must name the
+// version the session negotiated (2025-03-26 counts as no header: see sessionFor), on single
+// messages and batches alike.
+func TestProtocolHeaderMustMatchTheSession(t *testing.T) {
+	c := client(t)
+	current, old := initialize(t, c, "2025-11-25"), initialize(t, c, "2025-03-26")
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		name, session, header, body string
+		ok                          bool
+	}{
+		{"no header", current, "", ping, true},
+		{"the negotiated version", current, "2025-11-25", ping, true},
+		{"another served version", current, "2025-06-18", ping, false},
+		{"2025-03-26 counts as no header", current, "2025-03-26", ping, true},
+		{"a newer version than negotiated", old, "2025-11-25", ping, false},
+		{"a batch under another version", old, "2025-06-18", "[" + ping + "]", false},
+		{"a batch under its version", old, "2025-03-26", "[" + ping + "]", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, err := sendWith(t, c, tc.session, tc.header, tc.body)
+			if tc.ok {
+				if err != nil || len(ex.messages) != 1 {
+					t.Fatalf("refused: %v %v", ex.messages, err)
+				}
+				return
+			}
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "negotiated") {
+				t.Fatalf("want InvalidArgument naming the negotiated version, got %v %v", ex.messages, err)
+			}
+		})
 	}
 }

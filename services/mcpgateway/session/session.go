@@ -70,7 +70,12 @@ func (c *Codec) Issue(protocolVersion string) (string, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	payload, err := json.Marshal(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce)})
+	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce)})
+}
+
+// encode signs cl into an id.
+func (c *Codec) encode(cl Claims) (string, error) {
+	payload, err := json.Marshal(cl)
 	if err != nil {
 		return "", err
 	}
@@ -107,8 +112,11 @@ func (c *Codec) verify(id string) (Claims, error) {
 	if !ok {
 		return Claims{}, ErrInvalid
 	}
-	got, err := enc.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, c.sign(body)) {
+	// Compare the signature as text, with the one encoding this codec writes: decoding it
+	// instead would accept other spellings of the same bytes (base64 ignores the unused low
+	// bits of the last character, and line breaks), and an altered id would then pass as a
+	// different string (one that DELETE never recorded as ended).
+	if !hmac.Equal([]byte(sig), []byte(enc.EncodeToString(c.sign(body)))) {
 		return Claims{}, ErrInvalid
 	}
 	raw, err := enc.DecodeString(body)

@@ -1,0 +1,56 @@
+package edge
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/mcphttp"
+)
+
+// writeErrorFunc writes an error answer in one route family's shape.
+type writeErrorFunc func(w http.ResponseWriter, code int, msg string)
+
+// errorWriter returns the error shape of the route family path belongs to, for the answers
+// the edge gives in a family's place (no route, a body that timed out): JSON-RPC under /mcp,
+// the admin shape under /internal/mcp, OpenAI's under the four prefixes, Lemonade's
+// {"error":"…"} elsewhere.
+func errorWriter(path string) writeErrorFunc {
+	switch {
+	case under(path, "/mcp"):
+		return func(w http.ResponseWriter, code int, msg string) { mcphttp.WriteError(w, code, -32600, msg) }
+	case under(path, "/internal/mcp"):
+		return writeAdminError
+	}
+	for _, p := range Prefixes {
+		if under(path, strings.TrimSuffix(p, "/")) {
+			return writeOpenAIError
+		}
+	}
+	return httpguard.WriteError
+}
+
+func under(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
+
+// writeOpenAIError writes OpenAI's error shape {"error":{"message","type","param","code"}}.
+func writeOpenAIError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
+}
+
+// notFound answers a path no route serves, in the shape of the family it falls under.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	noRoute(r.Context())
+	errorWriter(r.URL.Path)(w, http.StatusNotFound, "No route for "+r.Method+" "+r.URL.Path)
+}
+
+// getOnly answers other methods than GET and HEAD with 405, as the OpenAI routes do.
+func getOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", http.MethodGet)
+			httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use GET for this endpoint")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,480 @@
+package mcphttp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/lib/grpctest"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// fakeMCP is McpService with answers the test chooses; it records what it was sent.
+type fakeMCP struct {
+	mcpgatewayv1.UnimplementedMcpServiceServer
+	exchange func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error
+	listen   func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error
+	end      func(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error)
+
+	mu        sync.Mutex
+	exchanges []*mcpgatewayv1.ExchangeRequest
+	listens   []*mcpgatewayv1.ListenRequest
+	md        metadata.MD
+}
+
+func (f *fakeMCP) record(ctx context.Context, add func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.md, _ = metadata.FromIncomingContext(ctx)
+	add()
+}
+
+func (f *fakeMCP) Exchange(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+	f.record(s.Context(), func() { f.exchanges = append(f.exchanges, req) })
+	return f.exchange(req, s)
+}
+
+func (f *fakeMCP) Listen(req *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+	f.record(s.Context(), func() { f.listens = append(f.listens, req) })
+	return f.listen(req, s)
+}
+
+func (f *fakeMCP) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	f.record(ctx, func() {})
+	return f.end(ctx, req)
+}
+
+func (f *fakeMCP) exchangeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.exchanges)
+}
+
+// seen returns what the fake was sent last.
+func (f *fakeMCP) seen() (*mcpgatewayv1.ExchangeRequest, *mcpgatewayv1.ListenRequest, metadata.MD) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ex *mcpgatewayv1.ExchangeRequest
+	var li *mcpgatewayv1.ListenRequest
+	if len(f.exchanges) > 0 {
+		ex = f.exchanges[len(f.exchanges)-1]
+	}
+	if len(f.listens) > 0 {
+		li = f.listens[len(f.listens)-1]
+	}
+	return ex, li, f.md
+}
+
+// serve starts the handler, behind the edge's body limit, over a fake McpService on an
+// in-process gRPC server.
+func serve(t *testing.T, f *fakeMCP, limit int64) *httptest.Server {
+	t.Helper()
+	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, f) })
+	h := &Handler{MCP: mcpgatewayv1.NewMcpServiceClient(cc), KeepAlive: 20 * time.Millisecond}
+	srv := httptest.NewServer(httpguard.LimitBody(limit, TooLarge, h))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func message(b string) *mcpgatewayv1.ExchangeResponse {
+	return &mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(b)}}
+}
+
+func final(b string) *mcpgatewayv1.ExchangeResponse {
+	r := message(b)
+	r.Final = true
+	return r
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+var bothTypes = "application/json, text/event-stream"
+
+func post(t *testing.T, url, body string, headers ...string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", bothTypes)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) answer {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// rpcError decodes a JSON-RPC error body.
+func rpcError(t *testing.T, a answer) (code int, msg string) {
+	t.Helper()
+	var m struct {
+		JSONRPC string
+		ID      any
+		Error   struct {
+			Code    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(a.body), &m); err != nil || m.JSONRPC != "2.0" || m.ID != nil || m.Error.Message == "" {
+		t.Fatalf("not a JSON-RPC error body (%d): %q %v", a.status, a.body, err)
+	}
+	if ct := a.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	return m.Error.Code, m.Error.Message
+}
+
+func TestPostAnswersJSONWithTheSessionHeader(t *testing.T) {
+	f := &fakeMCP{exchange: func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		_ = s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{Session: &mcpgatewayv1.SessionStarted{SessionId: "sid-1"}}})
+		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}}
+	srv := serve(t, f, 1<<20)
+	a := post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
+		"Mcp-Session-Id", "old", "MCP-Protocol-Version", "2025-11-25", "Authorization", "Bearer k")
+	if a.status != 200 || a.header.Get("Content-Type") != "application/json" || a.header.Get(HeaderSession) != "sid-1" ||
+		a.body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("answer %+v", a)
+	}
+	got, _, md := f.seen()
+	if got.GetSessionId() != "old" || got.GetProtocolVersion() != "2025-11-25" || string(got.GetPayload()) != `{"jsonrpc":"2.0","id":1,"method":"initialize"}` {
+		t.Fatalf("mcpgateway was sent %v", got)
+	}
+	if v := md.Get("authorization"); len(v) != 1 || v[0] != "Bearer k" {
+		t.Fatalf("authorization metadata %v", md)
+	}
+}
+
+func TestPostAnswersSSEWhenNotificationsComeFirst(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+		return s.Send(final(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`))
+	}}
+	a := post(t, serve(t, f, 1<<20).URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call"}`)
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n\n"
+	if a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" || a.body != want {
+		t.Fatalf("answer %d %v\n%s", a.status, a.header, a.body)
+	}
+}
+
+func TestPostOfNotificationsOnlyIs202(t *testing.T) {
+	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
+	a := post(t, serve(t, f, 1<<20).URL, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if a.status != http.StatusAccepted || a.body != "" {
+		t.Fatalf("answer %+v", a)
+	}
+}
+
+func TestPostMalformedIs400(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		r := final(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`)
+		r.Malformed = true
+		return s.Send(r)
+	}}
+	a := post(t, serve(t, f, 1<<20).URL, `{not json`)
+	if code, _ := rpcError(t, a); a.status != http.StatusBadRequest || code != -32700 {
+		t.Fatalf("answer %+v", a)
+	}
+}
+
+func TestPostChecksAccept(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}}
+	srv := serve(t, f, 1<<20)
+	for _, tc := range []struct {
+		accept string
+		ok     bool
+	}{
+		{"application/json, text/event-stream", true}, // the TypeScript SDK, README's curl lines
+		{"text/event-stream, application/json", true}, // the conformance suite
+		{"application/json,text/event-stream;q=0.5", true},
+		{"*/*", true}, // curl without -H accept
+		{"", true},    // no Accept header: anything is acceptable (RFC 9110)
+		{"application/*, text/*", true},
+		{"application/json", false},
+		{"text/event-stream", false},
+		{"text/html", false},
+		{"application/json, text/event-stream;q=0", false},
+		{"*/*, text/event-stream;q=0", false},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			before := f.exchangeCount()
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.accept != "" {
+				req.Header.Set("Accept", tc.accept)
+			}
+			a := do(t, req)
+			if tc.ok {
+				if a.status != 200 || f.exchangeCount() != before+1 {
+					t.Fatalf("refused: %+v", a)
+				}
+				return
+			}
+			code, msg := rpcError(t, a)
+			if a.status != http.StatusNotAcceptable || code != -32600 || !strings.Contains(msg, "application/json and text/event-stream") {
+				t.Fatalf("answer %+v", a)
+			}
+			if f.exchangeCount() != before {
+				t.Fatal("a refused request reached mcpgateway")
+			}
+		})
+	}
+}
+
+func TestPostChecksContentType(t *testing.T) {
+	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
+	a := post(t, serve(t, f, 1<<20).URL, `{}`, "Content-Type", "text/plain")
+	if code, msg := rpcError(t, a); a.status != http.StatusUnsupportedMediaType || code != -32600 || !strings.Contains(msg, "Content-Type") {
+		t.Fatalf("answer %+v", a)
+	}
+}
+
+// TestPostOverTheLimitIs413JSONRPC: a declared length over the limit (refused before
+// reading) and a chunked body that grows past it (refused while reading) get the same answer.
+func TestPostOverTheLimitIs413JSONRPC(t *testing.T) {
+	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
+	srv := serve(t, f, 1024)
+	body := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 2000) + `"}`
+	declared := post(t, srv.URL, body)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, io.MultiReader(strings.NewReader(body))) // unknown length: chunked
+	req.Header.Set("Accept", bothTypes)
+	chunked := do(t, req)
+	for name, a := range map[string]answer{"declared length": declared, "chunked": chunked} {
+		code, msg := rpcError(t, a)
+		if a.status != http.StatusRequestEntityTooLarge || code != -32600 || msg != "Request body too large: the limit is 1 KiB" {
+			t.Errorf("%s: %d %d %q", name, a.status, code, msg)
+		}
+	}
+	if f.exchangeCount() != 0 {
+		t.Fatal("a body over the limit reached mcpgateway")
+	}
+}
+
+// TestStatusMapping: each gRPC status of mcpgateway has one HTTP answer.
+func TestStatusMapping(t *testing.T) {
+	var mu sync.Mutex
+	var next error
+	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return next
+	}}
+	srv := serve(t, f, 1<<20)
+	for _, tc := range []struct {
+		code     codes.Code
+		msg      string
+		status   int
+		rpc      int    // 0: the edge's {"error":…} shape
+		wantText string // in the answer's message
+	}{
+		{codes.InvalidArgument, "Mcp-Session-Id header is required", 400, -32600, "Mcp-Session-Id header is required"},
+		{codes.NotFound, "session not found", 404, -32600, "session not found"},
+		{codes.Unauthenticated, "Invalid or missing API key", 401, 0, "Invalid or missing API key"},
+		{codes.PermissionDenied, "not allowed", 403, 0, "not allowed"},
+		{codes.Unimplemented, "unknown method", 405, -32600, "unknown method"},
+		{codes.Unavailable, "connection error: desc = \"transport: Error while dialing\"", 503, -32603, "mcpgateway cannot be reached"},
+		{codes.DeadlineExceeded, "context deadline exceeded", 504, -32603, "did not answer in time"},
+		{codes.Internal, "internal error (incident 1)", 500, -32603, "internal error (incident 1)"},
+	} {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			mu.Lock()
+			next = status.Error(tc.code, tc.msg)
+			mu.Unlock()
+			a := post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d (%s)", a.status, tc.status, a.body)
+			}
+			if tc.rpc == 0 {
+				var m map[string]string
+				if err := json.Unmarshal([]byte(a.body), &m); err != nil || m["error"] != tc.wantText {
+					t.Fatalf("body %q", a.body)
+				}
+			} else if code, msg := rpcError(t, a); code != tc.rpc || !strings.Contains(msg, tc.wantText) || strings.Contains(msg, "transport") {
+				t.Fatalf("error %d %q", code, msg)
+			}
+			if (tc.status == 401) != (a.header.Get("WWW-Authenticate") == "Bearer") {
+				t.Fatalf("WWW-Authenticate %q on %d", a.header.Get("WWW-Authenticate"), a.status)
+			}
+		})
+	}
+}
+
+func TestWrongMethodIs405JSONRPC(t *testing.T) {
+	a := do(t, must(http.NewRequestWithContext(t.Context(), "PUT", serve(t, &fakeMCP{}, 1<<20).URL, nil)))
+	if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || code != -32600 || a.header.Get("Allow") != "GET, POST, DELETE" {
+		t.Fatalf("answer %+v", a)
+	}
+}
+
+func must(r *http.Request, err error) *http.Request {
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func TestDeleteEndsTheSession(t *testing.T) {
+	var ended []string
+	var mu sync.Mutex
+	f := &fakeMCP{end: func(_ context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.GetSessionId() == "gone" {
+			return nil, status.Error(codes.NotFound, "session not found")
+		}
+		ended = append(ended, req.GetSessionId())
+		return &mcpgatewayv1.EndSessionResponse{}, nil
+	}}
+	srv := serve(t, f, 1<<20)
+	req := must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL, nil))
+	req.Header.Set(HeaderSession, "sid-7")
+	a := do(t, req)
+	mu.Lock()
+	got := append([]string(nil), ended...)
+	mu.Unlock()
+	if a.status != 200 || len(got) != 1 || got[0] != "sid-7" {
+		t.Fatalf("DELETE: %+v %v", a, got)
+	}
+	req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL, nil))
+	req.Header.Set(HeaderSession, "gone")
+	if a := do(t, req); a.status != 404 {
+		t.Fatalf("DELETE of an ended session: %+v", a)
+	} else if code, _ := rpcError(t, a); code != -32600 {
+		t.Fatalf("code %d", code)
+	}
+}
+
+// TestGetStreamKeepsAliveAndRelays: GET opens the stream (": stream open"), sends keep-alive
+// comments while idle, relays server messages without event ids, passes no Last-Event-ID on
+// (resumption is not supported), and ends the Listen call when the client leaves.
+func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	f := &fakeMCP{listen: func(req *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+		defer close(ended)
+		if req.GetSessionId() != "sid-9" {
+			return status.Error(codes.NotFound, "session not found")
+		}
+		if err := s.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+			return err
+		}
+		select {
+		case <-release:
+		case <-s.Context().Done():
+			return nil
+		}
+		if err := s.Send(&mcpgatewayv1.ListenResponse{EventId: "e1", Message: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}); err != nil {
+			return err
+		}
+		<-s.Context().Done()
+		return nil
+	}}
+	srv := serve(t, f, 1<<20)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := must(http.NewRequestWithContext(ctx, "GET", srv.URL, nil))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(HeaderSession, "sid-9")
+	req.Header.Set("Last-Event-ID", "e0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET: %d %v", resp.StatusCode, resp.Header)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(want func(string) bool, what string) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("stream ended before %s", what)
+				}
+				if strings.HasPrefix(l, "id:") {
+					t.Fatalf("an event id was sent: %q", l)
+				}
+				if want(l) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s within 5s", what)
+			}
+		}
+	}
+	next(func(l string) bool { return l == ": stream open" }, "opening comment")
+	next(func(l string) bool { return l == ": keepalive" }, "keep-alive comment")
+	close(release)
+	next(func(l string) bool { return l == "event: message" }, "event")
+	next(func(l string) bool { return l == `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` }, "message data")
+	if _, li, _ := f.seen(); li.GetSessionId() == "" {
+		t.Fatal("Listen got no session id")
+	}
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Listen did not end after the client left")
+	}
+}
+
+func TestGetRefusals(t *testing.T) {
+	f := &fakeMCP{listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
+		return status.Error(codes.NotFound, "session not found")
+	}}
+	srv := serve(t, f, 1<<20)
+	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil))
+	req.Header.Set("Accept", "application/json")
+	if a := do(t, req); a.status != http.StatusNotAcceptable {
+		t.Fatalf("GET accepting JSON only: %+v", a)
+	}
+	req = must(http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil))
+	req.Header.Set("Accept", "text/event-stream")
+	a := do(t, req)
+	if code, _ := rpcError(t, a); a.status != 404 || code != -32600 {
+		t.Fatalf("GET of an unknown session: %+v", a)
+	}
+}

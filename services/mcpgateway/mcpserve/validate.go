@@ -1,0 +1,211 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The checks here give each malformed message one answer, whose message names the member
+// that is wrong and says what it must be, and keep Go's decoder text (type and struct names,
+// "json: cannot unmarshal …") out of what clients read.
+
+// checkEnvelope decodes the members routing needs and says what is wrong with them, as the
+// error message of a -32600 (or -32700 when the bytes are not JSON at all). env.ID is kept
+// only when it is a valid id, so that an error answer can name the request it answers.
+func checkEnvelope(msg []byte) (env envelope, code int, problem string) {
+	err := json.Unmarshal(msg, &env)
+	switch {
+	case err != nil && !json.Valid(msg):
+		return envelope{}, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"
+	case len(msg) == 0 || msg[0] != '{':
+		return envelope{}, mcp.INVALID_REQUEST, "Invalid Request: a JSON-RPC message must be a JSON object"
+	}
+	if idProblem := checkID(env.ID); idProblem != "" {
+		env.ID = nil
+		return env, mcp.INVALID_REQUEST, idProblem
+	}
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return env, mcp.INVALID_REQUEST, fmt.Sprintf("Invalid Request: %q must be %s, not %s", te.Field, jsonKind(te.Type), withArticle(te.Value))
+		}
+		return env, mcp.INVALID_REQUEST, "Invalid Request: the message is not a JSON-RPC request, notification or response"
+	}
+	if env.Method == "" && !isResponse(msg) {
+		return env, mcp.INVALID_REQUEST, `Invalid Request: "method" is required`
+	}
+	return env, 0, ""
+}
+
+// checkID says what is wrong with a message's id ("" when it is absent or valid): MCP ids
+// are strings or numbers, never null.
+func checkID(id json.RawMessage) string {
+	if len(id) == 0 {
+		return ""
+	}
+	switch id[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return ""
+	case 'n':
+		return `Invalid Request: "id" must be a string or a number; MCP does not allow null (leave "id" out for a notification)`
+	}
+	return `Invalid Request: "id" must be a string or a number`
+}
+
+// isResponse reports whether msg is a client's response to a server request (it carries
+// "result" or "error" and no "method").
+func isResponse(msg []byte) bool {
+	var r struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(msg, &r) == nil && (len(r.Result) > 0 || len(r.Error) > 0)
+}
+
+// checkInitializeParams says what is wrong with the params of an initialize request ("" when
+// nothing is): the specification requires protocolVersion, capabilities and clientInfo.
+func checkInitializeParams(msg []byte) string {
+	const want = "initialize requires params {protocolVersion, capabilities, clientInfo}"
+	var req struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(msg, &req) != nil || len(req.Params) == 0 || string(req.Params) == "null" {
+		return "Invalid params: " + want
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &p) != nil {
+		return "Invalid params: params must be an object; " + want
+	}
+	for _, f := range []struct{ name, kind string }{
+		{"protocolVersion", "a string such as \"2025-11-25\""},
+		{"capabilities", "an object"},
+		{"clientInfo", "an object {name, version}"},
+	} {
+		v, ok := p[f.name]
+		if !ok || string(v) == "null" {
+			return "Invalid params: params." + f.name + " is required (" + f.kind + ")"
+		}
+		first := v[0]
+		if (f.name == "protocolVersion" && first != '"') || (f.name != "protocolVersion" && first != '{') {
+			return "Invalid params: params." + f.name + " must be " + f.kind
+		}
+	}
+	return ""
+}
+
+// decodeErrors are the decoding errors mcp-go met in one request's params, kept by the
+// OnError hook (onError) so that the answer can name the member instead of quoting Go.
+func onError(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, err error) {
+	var u *server.UnparsableMessageError
+	if !errors.As(err, &u) {
+		return
+	}
+	if s, ok := server.ClientSessionFromContext(ctx).(*clientSession); ok {
+		s.mu.Lock()
+		s.decodeErr = u.Unwrap()
+		s.mu.Unlock()
+	}
+}
+
+func (s *clientSession) takeDecodeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.decodeErr
+	s.decodeErr = nil
+	return err
+}
+
+// clarify rewrites mcp-go's answers to malformed params: -32602 with a message that names
+// the member (mcp-go answers -32600 and quotes Go's decoder), and says what tools/call
+// without a name lacks.
+func clarify(method string, resp mcp.JSONRPCMessage, decodeErr error) mcp.JSONRPCMessage {
+	e, ok := resp.(mcp.JSONRPCError)
+	if !ok {
+		return resp
+	}
+	switch {
+	case decodeErr != nil || (e.Error.Code == mcp.INVALID_REQUEST && strings.HasPrefix(e.Error.Message, "unparsable ")):
+		e.Error = mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: paramsMessage(method, decodeErr)}
+	case e.Error.Code == mcp.PARSE_ERROR && e.Error.Message == "Failed to parse notification":
+		e.Error = mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: "Invalid params: the params of " + method + " must be an object"}
+	case method == string(mcp.MethodToolsCall) && e.Error.Code == mcp.INVALID_PARAMS && strings.HasPrefix(e.Error.Message, "tool '' not found"):
+		e.Error = mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: "Invalid params: tools/call requires params.name, the name of a tool from tools/list"}
+	case method == string(mcp.MethodSetLogLevel) && e.Error.Code == mcp.INVALID_PARAMS && strings.HasPrefix(e.Error.Message, "invalid logging level"):
+		e.Error = mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS,
+			Message: "Invalid params: params.level must be one of debug, info, notice, warning, error, critical, alert, emergency"}
+	default:
+		return resp
+	}
+	return e
+}
+
+// paramsMessage says which member of params has the wrong type.
+func paramsMessage(method string, err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("Invalid params: %s must be %s, not %s", memberPath(te.Field), jsonKind(te.Type), withArticle(te.Value))
+	}
+	return "Invalid params: the params of " + method + " do not match the method's schema"
+}
+
+// memberPath turns a decoder's field path ("PaginatedRequest.params.cursor") into the JSON
+// member path the client sent ("params.cursor").
+func memberPath(field string) string {
+	parts := strings.Split(field, ".")
+	for i, p := range parts {
+		if p == "params" {
+			return strings.Join(parts[i:], ".")
+		}
+	}
+	return parts[len(parts)-1]
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
+// withArticle turns the decoder's name of a JSON value ("number", "object", "bool") into
+// words ("a number", "an object", "a boolean").
+func withArticle(v string) string {
+	switch {
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "object" || v == "array":
+		return "an " + v
+	case v == "":
+		return "something else"
+	}
+	return "a " + v
+}
