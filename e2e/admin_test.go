@@ -111,9 +111,14 @@ func startSupergateway(t *testing.T) string {
 		"--outputTransport", "streamableHttp", "--port", port, "--stateful", "--sessionTimeout", "60000")
 	cmd.Dir = peers
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sock := takeSocket(addr)
+	cmd.ExtraFiles = []*os.File{sock}
+	cmd.Env = append(os.Environ(), "ZEST_LISTEN_FD=3") // scripts/peers/loopback.mjs listens on it
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	sock.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -24,7 +24,7 @@ func TestOpenAICompatibleEngineFailover(t *testing.T) {
 	for range 2 {
 		addr := freeAddr(t)
 		replicas = append(replicas, runService(t, "zest-gateway", append(append([]string{}, base...),
-			"ZEST_INFERENCE_ADDR="+upInf, "ZEST_EDGE_ADDR="+addr, "ZEST_MCPGATEWAY_ADDR="+freeAddr(t), "ZEST_TOOLHOST_ADDR="+freeAddr(t))))
+			"ZEST_INFERENCE_ADDR="+upInf, "ZEST_EDGE_ADDR="+addr, "ZEST_MCPGATEWAY_ADDR="+unusedAddr(t), "ZEST_TOOLHOST_ADDR="+unusedAddr(t))))
 		urls = append(urls, "http://"+addr+"/v1")
 	}
 	models := filepath.Join(t.TempDir(), "models.yaml")

@@ -32,9 +32,12 @@ func runService(t *testing.T, name string, env []string) *service {
 func (s *service) start() {
 	s.cmd = exec.Command(filepath.Join(binDir, s.name))
 	s.cmd.Env = s.env
+	started := handOver(s.cmd, s.name)
 	s.logs = &bytes.Buffer{}
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-	if err := s.cmd.Start(); err != nil {
+	err := s.cmd.Start()
+	started()
+	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.done = make(chan struct{})

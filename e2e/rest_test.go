@@ -94,7 +94,7 @@ func TestClientCancelCancelsTheEngineRequest(t *testing.T) {
 	upInf, upEdge := freeAddr(t), freeAddr(t)
 	runService(t, "zest-inference", append(append([]string{}, base...), "ZEST_INFERENCE_ADDR="+upInf, "ZEST_BUILTIN_TOKEN_INTERVAL=50ms"))
 	runService(t, "zest-gateway", append(append([]string{}, base...), "ZEST_INFERENCE_ADDR="+upInf, "ZEST_EDGE_ADDR="+upEdge,
-		"ZEST_MCPGATEWAY_ADDR="+freeAddr(t), "ZEST_TOOLHOST_ADDR="+freeAddr(t)))
+		"ZEST_MCPGATEWAY_ADDR="+unusedAddr(t), "ZEST_TOOLHOST_ADDR="+unusedAddr(t)))
 	models := filepath.Join(t.TempDir(), "models.yaml")
 	os.WriteFile(models, []byte("models:\n  - id: slow\n    upstream_model: builtin-llm\n    base_urls: [http://"+upEdge+"/v1]\n"), 0o644)
 	s := startSuite(t, "ZEST_MODELS_FILE="+models)

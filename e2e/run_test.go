@@ -23,13 +23,23 @@ func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command(filepath.Join(filepath.Dir(filepath.Dir(file)), "scripts", "run.sh"))
 	cmd.Env = env
+	// The reserved sockets go to run.sh as fds 3–6, and from there each to its service.
+	for i, name := range []string{"zest-gateway", "zest-inference", "zest-mcpgateway", "zest-toolhost"} {
+		f := takeSocket(envOf(&Suite{Env: env}, listenVars[name]))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cmd.Env = append(cmd.Env, "ZEST_LISTEN_FD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))+"="+strconv.Itoa(3+i))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the services own their sockets now
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })

@@ -61,15 +61,92 @@ type Suite struct {
 	procs   map[string]*proc
 }
 
-// freeAddr returns a loopback address nobody listens on right now.
+// Ports. A port is never closed and looked up again (another process could take it in
+// between): the test opens the listening socket and hands it to the service that listens
+// there (socket activation: LISTEN_FDS=1, the socket as fd 3; see lib/listen), which then
+// owns it: when the service dies its port refuses connections, as in production. A restarted
+// service binds its address again itself.
+var (
+	socketsMu sync.Mutex
+	sockets   = map[string]*os.File{} // address → listening socket not yet handed over
+)
+
+// freeAddr reserves a loopback address for a service the test starts there.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	f, err := l.(*net.TCPListener).File()
+	l.Close() // f holds the socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	socketsMu.Lock()
+	sockets[addr] = f
+	socketsMu.Unlock()
+	t.Cleanup(func() { takeSocket(addr).Close() })
+	return addr
+}
+
+// takeSocket removes and returns the socket reserved for addr (nil when there is none).
+func takeSocket(addr string) *os.File {
+	socketsMu.Lock()
+	defer socketsMu.Unlock()
+	f := sockets[addr]
+	delete(sockets, addr)
+	return f
+}
+
+// unusedAddr returns a loopback address where no service of the test will listen: the test
+// holds it and refuses every connection at once, as a stopped service's port does.
+func unusedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // a reset, as a refused connection
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
 	return l.Addr().String()
+}
+
+// listenVars names the variable each service binary listens on.
+var listenVars = map[string]string{
+	"zest-gateway": "ZEST_EDGE_ADDR", "zest-mcpgateway": "ZEST_MCPGATEWAY_ADDR",
+	"zest-inference": "ZEST_INFERENCE_ADDR", "zest-toolhost": "ZEST_TOOLHOST_ADDR",
+}
+
+// handOver gives cmd (service binary name) the socket reserved for the address it listens on,
+// if it was not handed over already, and returns what to call once cmd has started: the
+// test's copy is closed then, so that the service owns the socket.
+func handOver(cmd *exec.Cmd, name string) (started func()) {
+	addr := ""
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, listenVars[name]+"="); ok {
+			addr = v
+		}
+	}
+	f := takeSocket(addr)
+	if f == nil {
+		return func() {} // a restart: the service binds its address itself
+	}
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "LISTEN_FDS=1")
+	return func() { f.Close() }
 }
 
 // suiteEnv returns the environment of a suite on free ports with data in a temp dir.
@@ -178,9 +255,12 @@ func (s *Suite) Start(name string) {
 	s.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name))
 	cmd.Env = s.Env
+	started := handOver(cmd, name)
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	started()
+	if err != nil {
 		s.t.Fatalf("start %s: %v", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, logs: logs, done: make(chan error, 1)}

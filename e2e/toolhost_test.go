@@ -44,9 +44,12 @@ func startToolhost(t *testing.T) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
 	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
+	started := handOver(cmd, "zest-toolhost")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	started()
+	if err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})

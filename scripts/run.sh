@@ -35,11 +35,34 @@ stop() {
 trap 'signalled=1; stop' INT TERM
 trap stop EXIT
 
+# A supervisor (the e2e test) may hand over the listening sockets: ZEST_LISTEN_FD_ZEST_GATEWAY=N
+# and the like name an inherited descriptor; the service gets it as fd 3 with LISTEN_FDS=1
+# (lib/listen) and none of the others.
+handed=()
+for svc in zest-inference zest-toolhost zest-mcpgateway zest-gateway; do
+  var="ZEST_LISTEN_FD_${svc//-/_}"; var="${var^^}"
+  [ -n "${!var:-}" ] && handed+=("${!var}")
+done
+start() {
+  local var="ZEST_LISTEN_FD_${1//-/_}"; var="${var^^}"
+  local fd="${!var:-}"
+  if [ -z "$fd" ]; then
+    "$bin/$1" &
+    return
+  fi
+  (
+    exec 3<&"$fd"
+    for f in "${handed[@]}"; do [ "$f" = 3 ] || eval "exec $f<&-"; done
+    LISTEN_FDS=1 exec "$bin/$1"
+  ) &
+}
+
 # Start order: dependencies first (clients connect lazily, so order is only for tidy logs).
 for svc in zest-inference zest-toolhost zest-mcpgateway zest-gateway; do
-  "$bin/$svc" &
+  start "$svc"
   pids+=("$!")
 done
+for f in "${handed[@]}"; do eval "exec $f<&-"; done
 
 edge="${ZEST_EDGE_ADDR:-127.0.0.1:13305}"
 for _ in $(seq 1 100); do

@@ -19,6 +19,7 @@ import (
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -128,7 +129,7 @@ func (e *Edge) Handler() http.Handler { return e.handler }
 
 // Run listens on cfg.Addr and serves until ctx is done, then drains and closes.
 func (e *Edge) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", e.cfg.Addr)
+	lis, err := listen.TCP(e.cfg.Addr)
 	if err != nil {
 		e.Close()
 		return fmt.Errorf("listen %s: %w", e.cfg.Addr, err)

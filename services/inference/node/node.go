@@ -14,6 +14,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/builtin"
@@ -99,7 +100,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 
 // Run listens on cfg.Addr and serves until ctx is done.
 func (n *Node) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", n.cfg.Addr)
+	lis, err := listen.TCP(n.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", n.cfg.Addr, err)
 	}

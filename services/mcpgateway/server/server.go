@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -212,7 +213,7 @@ func sessionKey(cfg Config) ([]byte, error) {
 
 // Run listens on cfg.Addr and serves until ctx is done, then closes everything.
 func (s *Server) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", s.cfg.Addr)
+	lis, err := listen.TCP(s.cfg.Addr)
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)

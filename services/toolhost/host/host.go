@@ -13,6 +13,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -144,7 +145,7 @@ func shimArgv(path string) []string {
 
 // Run listens on cfg.Addr and serves until ctx is done, then stops every child.
 func (h *Host) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", h.cfg.Addr)
+	lis, err := listen.TCP(h.cfg.Addr)
 	if err != nil {
 		h.sup.Close()
 		return fmt.Errorf("listen %s: %w", h.cfg.Addr, err)
