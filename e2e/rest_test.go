@@ -40,7 +40,7 @@ func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {
 			if r := do(t, "POST", s.URL+p+"chat/completions", `{"model":"builtin-llm","messages":[{"role":"user","content":"hi"}]}`); r.Status != 200 {
 				t.Errorf("chat: %d %s", r.Status, r.Body)
 			}
-			body, ct := multipartAudio(t, toneWAV()[:8000], map[string]string{"model": "builtin-transcribe", "response_format": "verbose_json"})
+			body, ct := multipartAudio(t, toneWAVSized(7956), map[string]string{"model": "builtin-transcribe", "response_format": "verbose_json"})
 			if r := do(t, "POST", s.URL+p+"audio/transcriptions", body, "Content-Type: "+ct); r.Status != 200 || r.JSON(t)["duration"] == nil {
 				t.Errorf("transcription: %d %s", r.Status, r.Body)
 			}
@@ -79,6 +79,18 @@ func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {
 		r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct)
 		if r.Status != 413 {
 			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("a WAV whose header lies", func(t *testing.T) {
+		body, ct := multipartAudio(t, craftedWAV(), map[string]string{"model": "builtin-transcribe"})
+		r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct)
+		openaiErr(t, r, 400, "audio: tone.wav: WAV block_align 1 does not match 2 channels × 32 bits")
+		if !s.procs["zest-inference"].running() {
+			t.Fatalf("the inference node exited:\n%s", s.Logs("zest-inference"))
+		}
+		body, ct = multipartAudio(t, toneWAVSized(7956), map[string]string{"model": "builtin-transcribe"})
+		if r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct); r.Status != 200 || !strings.Contains(string(r.Body), "0.25 s of 16000 Hz mono") {
+			t.Fatalf("the next transcription: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("audio it cannot decode", func(t *testing.T) {
