@@ -33,6 +33,8 @@ const (
 type Tools struct {
 	inference inferencev1.InferenceServiceClient
 	dirs      Dirs
+	// audioLimit is the largest audio a transcription takes (0: MaxAudioBytes); tests lower it.
+	audioLimit int
 }
 
 // New returns the tool set backed by an inference client, confined to dirs.
@@ -227,8 +229,11 @@ func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, mod
 }
 
 // bindArgs decodes the tool arguments into v, naming the field on a type error.
-func bindArgs(req mcp.CallToolRequest, v any) error {
-	raw, err := json.Marshal(req.GetArguments())
+func bindArgs(req mcp.CallToolRequest, v any) error { return bindMap(req.GetArguments(), v) }
+
+// bindMap decodes arguments into v, naming the field on a type error.
+func bindMap(arguments map[string]any, v any) error {
+	raw, err := json.Marshal(arguments)
 	if err != nil {
 		return err
 	}
