@@ -4,7 +4,9 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -176,3 +178,22 @@ func humanBytes(n int64) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// maxPresize caps the buffer ReadBody sizes from Content-Length before any byte arrived.
+const maxPresize = 64 << 20
+
+// ReadBody reads a request body whole. The buffer is sized from Content-Length (which
+// LimitBody has checked) so that a large body lands in one allocation instead of being copied
+// at every doubling; reading past the limit fails with *http.MaxBytesError.
+func ReadBody(r *http.Request) ([]byte, error) { return ReadSized(r.Body, r.ContentLength) }
+
+// ReadSized reads rd to its end into a buffer sized for hint bytes (unknown: -1); it grows
+// only when rd is longer.
+func ReadSized(rd io.Reader, hint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if hint > 0 {
+		buf.Grow(int(min(hint, maxPresize)) + bytes.MinRead) // ReadFrom wants MinRead free at the end
+	}
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
+}

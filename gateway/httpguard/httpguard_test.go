@@ -1,6 +1,8 @@
 package httpguard
 
 import (
+	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,5 +135,24 @@ func TestLimitBody(t *testing.T) {
 	w := serve(h, "POST", "127.0.0.1", nil, strings.Repeat("x", 1025))
 	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "1 KiB") {
 		t.Errorf("over the limit: %d %s", w.Code, w.Body.String())
+	}
+}
+
+// TestReadBodyAllocatesOnce: a body of declared length is read into one buffer of that size
+// (no copy at each doubling); past the limit the read fails with *http.MaxBytesError.
+func TestReadBodyAllocatesOnce(t *testing.T) {
+	body := bytes.Repeat([]byte("z"), 5<<20)
+	r := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	b, err := ReadBody(r)
+	if err != nil || !bytes.Equal(b, body) || cap(b) < len(body)+bytes.MinRead || cap(b) > len(body)+64<<10 { // sized once, not doubled
+		t.Fatalf("%v: %d bytes, cap %d", err, len(b), cap(b))
+	}
+	w := httptest.NewRecorder()
+	r = httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	r.ContentLength = -1 // sent chunked: only the reader's limit stops it
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	var tooBig *http.MaxBytesError
+	if _, err := ReadBody(r); !errors.As(err, &tooBig) {
+		t.Fatalf("over the limit: %v", err)
 	}
 }

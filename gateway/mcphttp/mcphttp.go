@@ -143,7 +143,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusUnsupportedMediaType, -32600, "Invalid Request: Content-Type must be application/json")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := httpguard.ReadBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
