@@ -83,15 +83,19 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
-	api := func(h http.Handler) http.Handler {
-		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, nil, h)))
+	// Each route family answers a body over the limit in its own error shape.
+	guarded := func(tooLarge func(http.ResponseWriter, string)) func(http.Handler) http.Handler {
+		return func(h http.Handler) http.Handler {
+			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, tooLarge, h)))
+		}
 	}
+	api, mcpAPI := guarded(openai.WriteTooLarge), guarded(mcphttp.WriteTooLarge)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.Handle("/mcp", api(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
+	mux.Handle("/mcp", mcpAPI(&mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	mux.Handle("/internal/mcp/", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin)))))
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}

@@ -147,7 +147,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, "Invalid Request: body exceeds the limit")
+			WriteTooLarge(w, httpguard.TooLargeMessage(tooBig.Limit))
 			return
 		}
 		writeRPCError(w, http.StatusBadRequest, -32700, "Parse error: could not read the body")
@@ -239,6 +239,12 @@ func writeStatus(w http.ResponseWriter, err error) {
 		rpc = -32603
 	}
 	writeRPCError(w, code, rpc, st.Message())
+}
+
+// WriteTooLarge answers a body over the limit (413) in JSON-RPC's error shape, for the
+// body limit in front of /mcp as for the handler's own reading.
+func WriteTooLarge(w http.ResponseWriter, msg string) {
+	writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, msg)
 }
 
 func writeRPCError(w http.ResponseWriter, httpStatus, code int, msg string) {

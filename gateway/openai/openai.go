@@ -146,10 +146,16 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 func writeReadError(w http.ResponseWriter, err error, param string) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", param, "request body too large: the limit is "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", param, httpguard.TooLargeMessage(tooBig.Limit))
 		return
 	}
 	writeError(w, http.StatusBadRequest, "invalid_request_error", param, "could not read the body: the connection ended before it did")
+}
+
+// WriteTooLarge answers a body over the limit (413) in OpenAI's error shape, for the body
+// limit in front of these routes.
+func WriteTooLarge(w http.ResponseWriter, msg string) {
+	writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", msg)
 }
 
 // writeFieldError answers a request refused by openaichat (a *openaichat.FieldError names

@@ -403,7 +403,7 @@ func TestTranscription(t *testing.T) {
 		{"no file", "", nil, 400, "file", "file is required"},
 		{"bad temperature", "", nil, 400, "temperature", "between 0 and 1"},
 		{"bad response_format", "", nil, 400, "response_format", "json, text or verbose_json"},
-		{"over the limit, chunked", "", nil, 413, "file", "request body too large: the limit is 8388608 bytes"},
+		{"over the limit, chunked", "", nil, 413, "file", "Request body too large: the limit is 8 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body, ct := c.body, c.ct
