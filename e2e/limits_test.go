@@ -191,7 +191,9 @@ func TestSizeLimits(t *testing.T) {
 	restTooLarge := func(r reply) error {
 		return expect(r, 413, `"type":"invalid_request_error"`, "Request body too large: the limit is 32 MiB")
 	}
-	mcpTooLarge := func(r reply) error { return expect(r, 413, `"code":-32600`, "Request body too large: the limit is 32 MiB") }
+	mcpTooLarge := func(r reply) error {
+		return expect(r, 413, `"code":-32600`, "Request body too large: the limit is 32 MiB")
+	}
 	uploads := []upload{
 		{"REST 6 MB #1", rest6, ok6}, {"REST 6 MB #2", rest6, ok6}, {"REST 6 MB #3", rest6, ok6}, {"REST 6 MB #4", rest6, ok6},
 		{"/mcp 8 MB #1", mcp8, ok8}, {"/mcp 8 MB #2", mcp8, ok8},
