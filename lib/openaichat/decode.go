@@ -367,7 +367,7 @@ func message(i int, item any) (*inferencev1.ChatMessage, error) {
 			return nil, mustBe(at+".tool_calls", "an array", v)
 		}
 		for j, c := range calls {
-			call, err := toolCall(fmt.Sprintf("%s.tool_calls[%d]", at, j), j, c)
+			call, err := toolCall(fmt.Sprintf("%s.tool_calls[%d]", at, j), c)
 			if err != nil {
 				return nil, err
 			}
@@ -377,12 +377,14 @@ func message(i int, item any) (*inferencev1.ChatMessage, error) {
 	return msg, nil
 }
 
-func toolCall(at string, j int, v any) (*inferencev1.ToolCall, error) {
+func toolCall(at string, v any) (*inferencev1.ToolCall, error) {
 	c, ok := v.(map[string]any)
 	if !ok {
 		return nil, mustBe(at, "a tool call object", v)
 	}
-	call := &inferencev1.ToolCall{Index: int32(j), Type: "function", Function: &inferencev1.FunctionCall{}}
+	// index stays 0 (not sent on to engines) unless the client gave one: OpenAI's requests
+	// have none, and a strict engine may refuse a field it does not expect.
+	call := &inferencev1.ToolCall{Type: "function", Function: &inferencev1.FunctionCall{}}
 	var err error
 	if call.Id, err = optString(c, "id", at+".id"); err != nil {
 		return nil, err

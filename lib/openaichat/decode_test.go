@@ -125,3 +125,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestToolCallsKeepTheClientsFields(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[
+		{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","index":4,"function":{"name":"g"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := r.Chat.GetMessages()[0].GetToolCalls()
+	if len(calls) != 2 || calls[0].GetIndex() != 0 || calls[1].GetIndex() != 4 || calls[0].GetType() != "function" ||
+		calls[1].GetId() != "b" || calls[1].GetFunction().GetName() != "g" || calls[0].GetFunction().GetArguments() != "{}" {
+		t.Fatalf("%v", calls)
+	}
+}
