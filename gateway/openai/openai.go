@@ -308,7 +308,7 @@ func (s sseWriter) end(err error) {
 }
 
 // transcriptionFields are the form fields of a transcription besides the file.
-var transcriptionFields = []string{"model", "language", "prompt", "response_format", "temperature", "timestamp_granularities[]"}
+var transcriptionFields = []string{"model", "language", "prompt", "response_format", "temperature"}
 
 // maxFieldBytes caps one form field other than the file.
 const maxFieldBytes = 64 << 10
