@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {
 			if r := do(t, "POST", s.URL+p+"chat/completions", `{"model":"builtin-llm","messages":[{"role":"user","content":"hi"}]}`); r.Status != 200 {
 				t.Errorf("chat: %d %s", r.Status, r.Body)
 			}
-			body, ct := multipartAudio(t, toneWAV()[:8000], map[string]string{"model": "builtin-transcribe", "response_format": "verbose_json"})
+			body, ct := multipartAudio(t, toneWAVSized(7956), map[string]string{"model": "builtin-transcribe", "response_format": "verbose_json"})
 			if r := do(t, "POST", s.URL+p+"audio/transcriptions", body, "Content-Type: "+ct); r.Status != 200 || r.JSON(t)["duration"] == nil {
 				t.Errorf("transcription: %d %s", r.Status, r.Body)
 			}
@@ -71,6 +72,35 @@ func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {
 	t.Run("no messages", func(t *testing.T) {
 		openaiErr(t, do(t, "POST", s.URL+"/api/v1/chat/completions", `{"model":"builtin-llm","messages":[]}`), 400, "messages")
 	})
+	t.Run("fields checked by name", func(t *testing.T) {
+		for body, param := range map[string]string{
+			`{"model":"builtin-llm","messages":[{"role":"robot","content":"x"}]}`:                                                          "messages[0].role",
+			`{"model":"builtin-llm","messages":[{"role":"user","content":"x"},{"role":"tool","content":"1"}]}`:                             "messages[1].tool_call_id",
+			`{"model":"builtin-llm","temperature":"hot","messages":[{"role":"user","content":"x"}]}`:                                       "temperature",
+			`{"model":"builtin-llm","top_p":2,"messages":[{"role":"user","content":"x"}]}`:                                                 "top_p",
+			`{"model":"builtin-llm","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`:                                            "max_tokens",
+			`{"model":"builtin-llm","n":3,"messages":[{"role":"user","content":"x"}]}`:                                                     "n",
+			`{"model":"builtin-llm","tool_choice":{"type":"function","function":{"name":"f"}},"messages":[{"role":"user","content":"x"}]}`: "tool_choice",
+		} {
+			r := do(t, "POST", s.URL+"/api/v1/chat/completions", body)
+			e, _ := r.JSON(t)["error"].(map[string]any)
+			if r.Status != 400 || e["param"] != param || e["type"] != "invalid_request_error" || strings.Contains(fmt.Sprint(e["message"]), "json:") {
+				t.Errorf("%s: %d %s, want 400 naming %s", body, r.Status, r.Body, param)
+			}
+		}
+	})
+	t.Run("completion ids are fresh", func(t *testing.T) {
+		id := regexp.MustCompile(`"id":"(chatcmpl-[0-9a-f]{24})"`)
+		seen := map[string]bool{}
+		for range 3 {
+			r := do(t, "POST", s.URL+"/api/v1/chat/completions", `{"model":"builtin-llm","messages":[{"role":"developer","content":"d"},{"role":"user","content":"same"}]}`)
+			m := id.FindSubmatch(r.Body)
+			if r.Status != 200 || m == nil || seen[string(m[1])] {
+				t.Fatalf("%d %s (ids so far %v)", r.Status, r.Body, seen)
+			}
+			seen[string(m[1])] = true
+		}
+	})
 	t.Run("unknown model", func(t *testing.T) {
 		openaiErr(t, do(t, "POST", s.URL+"/api/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`), 404, `model "nope" is not known`)
 	})
@@ -79,6 +109,18 @@ func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {
 		r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct)
 		if r.Status != 413 {
 			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("a WAV whose header lies", func(t *testing.T) {
+		body, ct := multipartAudio(t, craftedWAV(), map[string]string{"model": "builtin-transcribe"})
+		r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct)
+		openaiErr(t, r, 400, "audio: tone.wav: WAV block_align 1 does not match 2 channels × 32 bits")
+		if !s.procs["zest-inference"].running() {
+			t.Fatalf("the inference node exited:\n%s", s.Logs("zest-inference"))
+		}
+		body, ct = multipartAudio(t, toneWAVSized(7956), map[string]string{"model": "builtin-transcribe"})
+		if r := do(t, "POST", s.URL+"/api/v1/audio/transcriptions", body, "Content-Type: "+ct); r.Status != 200 || !strings.Contains(string(r.Body), "0.25 s of 16000 Hz mono") {
+			t.Fatalf("the next transcription: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("audio it cannot decode", func(t *testing.T) {

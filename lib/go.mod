@@ -9,9 +9,11 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+require (
+	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	google.golang.org/protobuf v1.36.12
+)
 
 replace github.com/zestmcp/zest/proto => ../proto

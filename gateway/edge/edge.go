@@ -83,9 +83,13 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
-	api := func(h http.Handler) http.Handler {
-		return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, nil, h)))
+	// Each route family answers a body over the limit in its own error shape.
+	guarded := func(tooLarge func(http.ResponseWriter, string)) func(http.Handler) http.Handler {
+		return func(h http.Handler) http.Handler {
+			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, tooLarge, h)))
+		}
 	}
+	api, mcpAPI := guarded(openai.WriteTooLarge), guarded(mcphttp.TooLarge)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
@@ -95,7 +99,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
-	mux.Handle("/mcp", g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, mcphttp.TooLarge, mcp))))
+	mux.Handle("/mcp", mcpAPI(mcp))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)

@@ -2,9 +2,12 @@ package httpguard
 
 import (
 	"encoding/json"
+	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -184,5 +187,49 @@ func TestLimitBodyClosesTheConnectionBehindWrappers(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
 		t.Fatalf("status %d, connection close %v (%v)", resp.StatusCode, resp.Close, resp.Header)
+	}
+}
+
+// TestReadBodyAllocatesOnce: a body of declared length is read into one buffer of that size
+// (no copy at each doubling); past the limit the read fails with *http.MaxBytesError.
+func TestReadBodyAllocatesOnce(t *testing.T) {
+	body := bytes.Repeat([]byte("z"), 5<<20)
+	r := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	b, err := ReadBody(r)
+	if err != nil || !bytes.Equal(b, body) || cap(b) < len(body)+bytes.MinRead || cap(b) > len(body)+64<<10 { // sized once, not doubled
+		t.Fatalf("%v: %d bytes, cap %d", err, len(b), cap(b))
+	}
+	w := httptest.NewRecorder()
+	r = httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	r.ContentLength = -1 // sent chunked: only the reader's limit stops it
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	var tooBig *http.MaxBytesError
+	if _, err := ReadBody(r); !errors.As(err, &tooBig) {
+		t.Fatalf("over the limit: %v", err)
+	}
+}
+
+// TestReadSizedWithoutAHint: a body of unknown length is read whole, in pieces joined once;
+// cut off by the limit, it has cost about what was read.
+func TestReadSizedWithoutAHint(t *testing.T) {
+	for _, n := range []int{0, 1, 4 << 10, 4<<10 + 1, 3<<20 + 17} {
+		body := bytes.Repeat([]byte("0123456789"), n/10+1)[:n]
+		b, err := ReadSized(io.MultiReader(bytes.NewReader(body)), -1)
+		if err != nil || !bytes.Equal(b, body) || cap(b) > max(n, 4<<10) {
+			t.Fatalf("%d bytes: %v, got %d (cap %d)", n, err, len(b), cap(b))
+		}
+	}
+	w := httptest.NewRecorder()
+	limited := http.MaxBytesReader(w, io.NopCloser(bytes.NewReader(make([]byte, 8<<20))), 4<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadSized(limited, -1)
+	runtime.ReadMemStats(&after)
+	var tooBig *http.MaxBytesError
+	if !errors.As(err, &tooBig) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 5<<20 {
+		t.Fatalf("reading 4 MiB before the limit allocated %d bytes", grew)
 	}
 }

@@ -158,7 +158,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusUnsupportedMediaType, -32600, "Unsupported Media Type: the Content-Type header of POST /mcp must be application/json")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := httpguard.ReadBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -12,9 +12,10 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -133,17 +134,39 @@ func (a *API) model(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads a request body, answering 413 past the limit the edge set.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(r.Body)
+	b, err := httpguard.ReadBody(r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request body too large: the limit is "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not read the body: "+err.Error())
+		writeReadError(w, err, "")
 		return nil, false
 	}
 	return b, true
+}
+
+// writeReadError answers a body that could not be read: 413 past the limit, else 400.
+func writeReadError(w http.ResponseWriter, err error, param string) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", param, httpguard.TooLargeMessage(tooBig.Limit))
+		return
+	}
+	writeError(w, http.StatusBadRequest, "invalid_request_error", param, "could not read the body: the connection ended before it did")
+}
+
+// WriteTooLarge answers a body over the limit (413) in OpenAI's error shape, for the body
+// limit in front of these routes.
+func WriteTooLarge(w http.ResponseWriter, msg string) {
+	writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", msg)
+}
+
+// writeFieldError answers a request refused by openaichat (a *openaichat.FieldError names
+// the field).
+func writeFieldError(w http.ResponseWriter, err error) {
+	var fe *openaichat.FieldError
+	if errors.As(err, &fe) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", fe.Param, fe.Message)
+		return
+	}
+	writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the request is not a valid chat completion request")
 }
 
 func (a *API) chat(w http.ResponseWriter, r *http.Request) {
@@ -160,8 +183,11 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := openaichat.Parse(body)
+	if err == nil {
+		err = openaichat.CheckToolChoice(req.Chat)
+	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		writeFieldError(w, err)
 		return
 	}
 	// The engine call ends when the client goes away: r.Context() is cancelled then.
@@ -175,9 +201,15 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err) // nothing written yet: a proper HTTP error
 		return
 	}
+	// An engine that names no completion gets an id of ours: every response has its own.
+	id := first.GetId()
+	if id == "" {
+		id = openaichat.NewCompletionID()
+	}
 	if !req.Stream {
 		var c openaichat.Completion
 		for ch := first; ; {
+			ch.Id = id
 			c.Add(ch)
 			if ch, err = stream.Recv(); err != nil {
 				break
@@ -198,6 +230,7 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	sse := startSSE(w)
 	for ch := first; ; {
+		ch.Id = id
 		b, err := openaichat.Chunk(ch, req.IncludeUsage)
 		if err != nil || !sse.data(b) {
 			return // the client left: r.Context() is cancelled, which ends the engine call
@@ -245,39 +278,84 @@ func (s sseWriter) end(err error) {
 	s.data([]byte("[DONE]"))
 }
 
+// transcriptionFields are the form fields of a transcription besides the file.
+var transcriptionFields = []string{"model", "language", "prompt", "response_format", "temperature"}
+
+// maxFieldBytes caps one form field other than the file.
+const maxFieldBytes = 64 << 10
+
+// transcribe reads the multipart form as it arrives: the file goes into one buffer sized from
+// Content-Length (no temporary file, no copy as it grows), the body limit applies throughout.
 func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseMultipartForm(8 << 20); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "file", "upload too large: the limit is "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "send multipart/form-data with a file and a model: "+err.Error())
+	mr, err := r.MultipartReader()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "send multipart/form-data with a file and a model")
 		return
 	}
-	defer r.MultipartForm.RemoveAll()
-	f, hdr, err := r.FormFile("file")
-	if err != nil {
+	fields := map[string]string{}
+	var (
+		audio    []byte
+		filename string
+		haveFile bool
+	)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.As(err, new(*http.MaxBytesError)) {
+				writeReadError(w, err, "file")
+				return
+			}
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the multipart/form-data body is malformed: send a file part and a model field")
+			return
+		}
+		name := part.FormName()
+		switch {
+		case name == "file":
+			if haveFile {
+				writeError(w, http.StatusBadRequest, "invalid_request_error", "file", "send one file")
+				return
+			}
+			filename, haveFile = part.FileName(), true
+			if audio, err = httpguard.ReadSized(part, r.ContentLength); err != nil {
+				writeReadError(w, err, "file")
+				return
+			}
+		case slices.Contains(transcriptionFields, name):
+			b, err := httpguard.ReadSized(io.LimitReader(part, maxFieldBytes+1), -1)
+			if err != nil {
+				writeReadError(w, err, name)
+				return
+			}
+			if len(b) > maxFieldBytes {
+				writeError(w, http.StatusBadRequest, "invalid_request_error", name, name+" is longer than 64 KiB")
+				return
+			}
+			fields[name] = string(b)
+		default: // a field this route does not read: skipped (the body limit still counts it)
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				writeReadError(w, err, "")
+				return
+			}
+		}
+	}
+	if !haveFile {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", "file is required: the audio to transcribe")
 		return
 	}
-	defer f.Close()
-	audio, err := io.ReadAll(f)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", err.Error())
-		return
-	}
-	req := &inferencev1.TranscribeRequest{Model: r.FormValue("model"), Audio: audio, Filename: hdr.Filename,
-		Language: r.FormValue("language"), Prompt: r.FormValue("prompt")}
-	if t := r.FormValue("temperature"); t != "" {
+	req := &inferencev1.TranscribeRequest{Model: fields["model"], Audio: audio, Filename: filename,
+		Language: fields["language"], Prompt: fields["prompt"]}
+	if t := fields["temperature"]; t != "" {
 		v, err := strconv.ParseFloat(t, 64)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "temperature", "temperature must be a number")
+		if err != nil || v < 0 || v > 1 {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "temperature", "temperature must be a number between 0 and 1")
 			return
 		}
 		req.Temperature = &v
 	}
-	format := r.FormValue("response_format")
+	format := fields["response_format"]
 	if format != "" && format != "json" && format != "text" && format != "verbose_json" {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "response_format", "response_format must be json, text or verbose_json")
 		return
@@ -316,8 +394,8 @@ func (a *API) images(w http.ResponseWriter, r *http.Request) {
 		Steps          int32   `json:"steps"`
 		CfgScale       float64 `json:"cfg_scale"`
 	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the body is not the JSON of an image request: "+strings.TrimPrefix(err.Error(), "json: "))
+	if err := decodeJSON(body, &in); err != nil {
+		writeFieldError(w, err)
 		return
 	}
 	if in.ResponseFormat != "" && in.ResponseFormat != "b64_json" {

@@ -5,11 +5,9 @@ package openaichat
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Request is a parsed chat request: the contract message plus the fields the transport uses.
@@ -21,50 +19,49 @@ type Request struct {
 	IncludeUsage bool
 }
 
-// Parse reads an OpenAI chat completion request. Fields the contract has no place for
-// (n, user, logprobs, …) are ignored, as OpenAI-compatible servers do.
+// Parse reads and checks an OpenAI chat completion request (see FromMap); model is
+// required. Every refusal is a *FieldError naming the field.
 func Parse(body []byte) (*Request, error) {
 	r, err := Decode(body)
 	if err != nil {
 		return nil, err
 	}
 	if r.Chat.GetModel() == "" {
-		return nil, fmt.Errorf("model is required; GET /api/v1/models lists the models")
-	}
-	if len(r.Chat.GetMessages()) == 0 {
-		return nil, fmt.Errorf("messages must hold at least one message")
+		return nil, fieldErr("model", "model is required; GET /api/v1/models lists the models")
 	}
 	return r, nil
 }
 
-// Decode reads a chat request like Parse without requiring a model or messages (a tool-loop
-// chat may take both from a preset).
+// Decode reads and checks a chat request like Parse without requiring a model (a tool-loop
+// chat may take it from a preset).
 func Decode(body []byte) (*Request, error) {
-	var raw map[string]any
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, fmt.Errorf("the body is not a JSON object: %v", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("the body is not a JSON object")
-	}
-	r := &Request{}
-	if v, ok := raw["stream"]; ok && v != nil {
-		b, isBool := v.(bool)
-		if !isBool {
-			return nil, fmt.Errorf("stream must be true or false")
-		}
-		r.Stream = b
-	}
-	if so, ok := raw["stream_options"].(map[string]any); ok {
-		r.IncludeUsage, _ = so["include_usage"].(bool)
-	}
-	norm, err := json.Marshal(Normalize(raw))
+	raw, err := DecodeObject(body)
 	if err != nil {
 		return nil, err
 	}
-	r.Chat = &inferencev1.ChatRequest{}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(norm, r.Chat); err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "proto: "))
+	r := &Request{}
+	if v, ok := present(raw, "stream"); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, fieldErr("stream", "stream must be true or false, not %s", kind(v))
+		}
+		r.Stream = b
+	}
+	if v, ok := present(raw, "stream_options"); ok {
+		so, isObj := v.(map[string]any)
+		if !isObj {
+			return nil, mustBe("stream_options", "an object", v)
+		}
+		if u, ok := present(so, "include_usage"); ok {
+			b, isBool := u.(bool)
+			if !isBool {
+				return nil, fieldErr("stream_options.include_usage", "stream_options.include_usage must be true or false, not %s", kind(u))
+			}
+			r.IncludeUsage = b
+		}
+	}
+	if r.Chat, err = FromMap(raw); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -8,10 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
+	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -64,7 +64,7 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	if len(req.GetMessages()) == 0 {
 		return fmt.Errorf("%w: messages must hold at least one message", ErrBadRequest)
 	}
-	id := completionID(req)
+	id := openaichat.NewCompletionID()
 	chunk := func(delta *inferencev1.ChatMessage) *inferencev1.ChatResponse {
 		return &inferencev1.ChatResponse{Id: id, Model: LLM, Created: time.Now().Unix(), Delta: delta}
 	}
@@ -72,7 +72,7 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 
 	if fn := namedFunction(req.GetToolChoice()); fn != "" {
 		args := lastJSONObject(lastUserText(req))
-		call := &inferencev1.ToolCall{Index: 0, Id: "call_" + id[len("chatcmpl-"):], Type: "function",
+		call := &inferencev1.ToolCall{Index: 0, Id: openaichat.NewToolCallID(), Type: "function",
 			Function: &inferencev1.FunctionCall{Name: fn, Arguments: args}}
 		last := chunk(&inferencev1.ChatMessage{Role: "assistant", ToolCalls: []*inferencev1.ToolCall{call}})
 		last.FinishReason = "tool_calls"
@@ -179,16 +179,4 @@ func promptTokens(req *inferencev1.ChatRequest) int32 {
 		n += len(strings.Fields(m.GetContent()))
 	}
 	return int32(n)
-}
-
-// completionID is derived from the request so that equal requests get equal answers.
-func completionID(req *inferencev1.ChatRequest) string {
-	h := fnv.New64a()
-	for _, m := range req.GetMessages() {
-		h.Write([]byte(m.GetRole()))
-		h.Write([]byte{0})
-		h.Write([]byte(m.GetContent()))
-		h.Write([]byte{0})
-	}
-	return fmt.Sprintf("chatcmpl-%016x", h.Sum64())
 }

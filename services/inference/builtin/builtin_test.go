@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,37 @@ func TestChatRefusesOtherModels(t *testing.T) {
 		func(*inferencev1.ChatResponse) error { return nil })
 	if !errors.Is(err, ErrWrongModel) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestChatIDsAreFresh: equal requests get different completion and tool call ids
+// ("chatcmpl-"/"call_" and 24 random hex digits), the same in every chunk of one answer.
+func TestChatIDsAreFresh(t *testing.T) {
+	completion, call := regexp.MustCompile(`^chatcmpl-[0-9a-f]{24}$`), regexp.MustCompile(`^call_[0-9a-f]{24}$`)
+	req := &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{user("same words")}}
+	seen := map[string]bool{}
+	for range 3 {
+		_, chunks := collect(t, req)
+		id := chunks[0].GetId()
+		if !completion.MatchString(id) || seen[id] {
+			t.Fatalf("id %q (seen before: %v)", id, seen[id])
+		}
+		seen[id] = true
+		for _, c := range chunks {
+			if c.GetId() != id {
+				t.Fatalf("chunk id %q in answer %q", c.GetId(), id)
+			}
+		}
+	}
+	choice := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("function"), "function": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"name": structpb.NewStringValue("f")}})}})
+	calls := map[string]bool{}
+	for range 2 {
+		_, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, ToolChoice: choice, Messages: []*inferencev1.ChatMessage{user("same words")}})
+		id := chunks[0].GetDelta().GetToolCalls()[0].GetId()
+		if !call.MatchString(id) || calls[id] || strings.Contains(id, chunks[0].GetId()[len("chatcmpl-"):]) {
+			t.Fatalf("tool call id %q", id)
+		}
+		calls[id] = true
 	}
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,9 +12,6 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
-// ErrUnsupportedAudio means builtin-transcribe cannot decode the audio.
-var ErrUnsupportedAudio = errors.New("unsupported audio")
-
 // Transcribe describes WAV audio with builtin-transcribe: it decodes RIFF/WAVE PCM (8, 16,
 // 24, 32-bit integer or 32-bit float) and reports its length, format, level and the stretches
 // of sound it finds. It does not recognise speech, and says so in its text.
@@ -23,11 +21,14 @@ func (e *Engine) Transcribe(_ context.Context, req *inferencev1.TranscribeReques
 	}
 	w, err := parseWAV(req.GetAudio())
 	if err != nil {
-		name := req.GetFilename()
-		if name == "" {
-			name = "the audio"
+		prefix := "audio: "
+		if name := req.GetFilename(); name != "" {
+			prefix += strings.ToValidUTF8(name, "?") + ": "
 		}
-		return nil, fmt.Errorf("%w: %s: %v; builtin-transcribe reads RIFF/WAVE PCM only (convert with e.g. `ffmpeg -i in.mp3 out.wav`)", ErrUnsupportedAudio, name, err)
+		if errors.Is(err, ErrUnsupportedAudio) {
+			return nil, fmt.Errorf("%s%w; builtin-transcribe reads RIFF/WAVE PCM only (convert with e.g. `ffmpeg -i in.mp3 out.wav`)", prefix, err)
+		}
+		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	dur := float64(w.frames) / float64(w.rate)
 	db := -math.Inf(1)
@@ -53,6 +54,79 @@ type wavInfo struct {
 	rms                              float64
 }
 
+// unknownSize is the size a streaming writer (ffmpeg into a pipe) leaves in the RIFF header
+// and the data chunk: the chunk runs to the end of the file.
+const unknownSize = 0xFFFFFFFF
+
+// subtypeTail is the GUID of KSDATAFORMAT_SUBTYPE_PCM and _IEEE_FLOAT after its first two
+// bytes (the format tag): {xxxx0000-0000-0010-8000-00aa00389b71}.
+var subtypeTail = []byte{0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71}
+
+func malformed(format string, a ...any) error {
+	return &audioError{kind: ErrMalformedAudio, msg: fmt.Sprintf(format, a...)}
+}
+
+func unsupported(format string, a ...any) error {
+	return &audioError{kind: ErrUnsupportedAudio, msg: fmt.Sprintf(format, a...)}
+}
+
+// wavFormat is a checked fmt chunk: channels ≥ 1, rate ≥ 1, a sample format the engine
+// decodes, and blockAlign = channels × bits/8.
+type wavFormat struct {
+	tag, channels, bits, blockAlign int
+	rate                            int
+}
+
+// parseFmt checks a fmt chunk. Every field that sizes what is read later is checked here, so
+// that the data chunk can be cut into frames without looking back.
+func parseFmt(body []byte) (wavFormat, error) {
+	if len(body) < 16 {
+		return wavFormat{}, malformed("WAV fmt chunk has %d bytes; it needs at least 16", len(body))
+	}
+	u16 := func(i int) int { return int(binary.LittleEndian.Uint16(body[i:])) }
+	u32 := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(body[i:])) }
+	f := wavFormat{tag: u16(0), channels: u16(2), blockAlign: u16(12), bits: u16(14)}
+	rate, byteRate := u32(4), u32(8)
+	if f.tag == 0xFFFE { // WAVE_FORMAT_EXTENSIBLE: the real tag leads the sub-format GUID
+		if len(body) < 40 {
+			return f, malformed("WAV extensible fmt chunk has %d bytes; it needs 40", len(body))
+		}
+		if ext := u16(16); ext < 22 {
+			return f, malformed("WAV extensible fmt chunk declares a %d-byte extension; it needs 22", ext)
+		}
+		if valid := u16(18); valid > f.bits {
+			return f, malformed("WAV extensible fmt chunk declares %d valid bits in %d-bit samples", valid, f.bits)
+		}
+		if !bytes.Equal(body[26:40], subtypeTail) {
+			return f, unsupported("WAV extensible sub-format %x is neither PCM nor IEEE float", body[24:40])
+		}
+		f.tag = u16(24)
+	}
+	switch {
+	case f.channels == 0:
+		return f, malformed("WAV fmt chunk declares 0 channels")
+	case rate == 0:
+		return f, malformed("WAV fmt chunk declares a sample rate of 0 Hz")
+	}
+	f.rate = int(rate)
+	switch {
+	case f.tag == 1 && (f.bits == 8 || f.bits == 16 || f.bits == 24 || f.bits == 32):
+	case f.tag == 3 && f.bits == 32:
+	default:
+		return f, unsupported("format %d with %d bits per sample is not PCM this engine decodes", f.tag, f.bits)
+	}
+	if f.blockAlign != f.channels*f.bits/8 {
+		return f, malformed("WAV block_align %d does not match %d channels × %d bits", f.blockAlign, f.channels, f.bits)
+	}
+	if byteRate != rate*uint64(f.blockAlign) {
+		return f, malformed("WAV byte rate %d does not match %d Hz × %d-byte frames", byteRate, rate, f.blockAlign)
+	}
+	return f, nil
+}
+
+// parseWAV decodes a RIFF/WAVE file. Every way its header can contradict itself or the bytes
+// that follow is an error naming the field (ErrMalformedAudio); a format the engine does not
+// decode is ErrUnsupportedAudio. It never reads outside b.
 func parseWAV(b []byte) (wavInfo, error) {
 	var w wavInfo
 	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
@@ -60,80 +134,101 @@ func parseWAV(b []byte) (wavInfo, error) {
 		if len(head) > 4 {
 			head = head[:4]
 		}
-		return w, fmt.Errorf("not a WAV file (starts with %q)", strings.ToValidUTF8(string(head), "?"))
+		return w, unsupported("not a WAV file (starts with %q)", head)
+	}
+	end := len(b) // bytes after the RIFF chunk (an appended tag) are not part of it
+	switch riff := binary.LittleEndian.Uint32(b[4:8]); {
+	case riff == unknownSize:
+	case riff < 4:
+		return w, malformed("WAV RIFF size %d cannot hold the WAVE form", riff)
+	case uint64(riff)+8 > uint64(len(b)):
+		return w, malformed("WAV RIFF header declares %d bytes but the file has %d: it is truncated", uint64(riff)+8, len(b))
+	default:
+		end = 8 + int(riff)
 	}
 	var (
-		fmtFound            bool
-		audioFmt, bits, blk int
-		data                []byte
+		f        wavFormat
+		haveFmt  bool
+		data     []byte
+		haveData bool
 	)
-	for p := 12; p+8 <= len(b); {
-		id, size := string(b[p:p+4]), int(binary.LittleEndian.Uint32(b[p+4:p+8]))
-		body := b[p+8:]
-		if size > len(body) {
-			size = len(body) // a truncated last chunk: read what is there
+	for p := 12; p < end; {
+		if end-p < 8 {
+			return w, malformed("WAV has %d stray byte(s) after its last chunk", end-p)
 		}
-		body = body[:size]
+		id, size := string(b[p:p+4]), uint64(binary.LittleEndian.Uint32(b[p+4:p+8]))
+		p += 8
+		if size > uint64(end-p) {
+			if id != "data" || size != unknownSize {
+				return w, malformed("WAV %q chunk declares %d bytes but only %d follow: the file is truncated or the size is wrong", id, size, end-p)
+			}
+			size = uint64(end - p)
+		}
+		body := b[p : p+int(size)]
 		switch id {
 		case "fmt ":
-			if size < 16 {
-				return w, errors.New("fmt chunk too short")
+			if haveFmt {
+				return w, malformed("WAV has two fmt chunks")
 			}
-			audioFmt = int(binary.LittleEndian.Uint16(body[0:2]))
-			w.channels = int(binary.LittleEndian.Uint16(body[2:4]))
-			w.rate = int(binary.LittleEndian.Uint32(body[4:8]))
-			blk = int(binary.LittleEndian.Uint16(body[12:14]))
-			bits = int(binary.LittleEndian.Uint16(body[14:16]))
-			if audioFmt == 0xFFFE && size >= 26 { // WAVE_FORMAT_EXTENSIBLE: the sub-format's first two bytes
-				audioFmt = int(binary.LittleEndian.Uint16(body[24:26]))
+			var err error
+			if f, err = parseFmt(body); err != nil {
+				return w, err
 			}
-			fmtFound = true
+			haveFmt = true
 		case "data":
-			data = body
+			switch {
+			case haveData:
+				return w, malformed("WAV has two data chunks")
+			case !haveFmt:
+				return w, malformed("WAV data chunk comes before the fmt chunk")
+			case len(body)%f.blockAlign != 0:
+				return w, malformed("WAV data chunk of %d bytes is not a whole number of %d-byte frames", len(body), f.blockAlign)
+			}
+			data, haveData = body, true
 		}
-		p += 8 + size + size%2
+		p += int(size) + int(size&1) // chunks are padded to an even size (a missing last pad is let go)
 	}
 	switch {
-	case !fmtFound:
-		return w, errors.New("no fmt chunk")
-	case data == nil:
-		return w, errors.New("no data chunk")
-	case w.channels < 1 || w.rate < 1 || blk < 1:
-		return w, errors.New("invalid fmt chunk")
+	case !haveFmt:
+		return w, malformed("WAV has no fmt chunk")
+	case !haveData:
+		return w, malformed("WAV has no data chunk")
 	}
+	w.channels, w.rate = f.channels, f.rate
 	var sample func([]byte) float64
 	switch {
-	case audioFmt == 1 && bits == 8:
+	case f.tag == 1 && f.bits == 8:
 		sample = func(s []byte) float64 { return (float64(s[0]) - 128) / 128 }
-	case audioFmt == 1 && bits == 16:
+	case f.tag == 1 && f.bits == 16:
 		sample = func(s []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(s))) / 32768 }
-	case audioFmt == 1 && bits == 24:
+	case f.tag == 1 && f.bits == 24:
 		sample = func(s []byte) float64 {
 			return float64(int32(uint32(s[0])<<8|uint32(s[1])<<16|uint32(s[2])<<24)>>8) / 8388608
 		}
-	case audioFmt == 1 && bits == 32:
+	case f.tag == 1 && f.bits == 32:
 		sample = func(s []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(s))) / 2147483648 }
-	case audioFmt == 3 && bits == 32:
+	default: // 32-bit float, the only other format parseFmt lets through
 		sample = func(s []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(s))) }
-	default:
-		return w, fmt.Errorf("format %d with %d bits per sample is not PCM this engine decodes", audioFmt, bits)
 	}
-	w.format = fmt.Sprintf("%d-bit PCM", bits)
-	if audioFmt == 3 {
+	w.format = fmt.Sprintf("%d-bit PCM", f.bits)
+	if f.tag == 3 {
 		w.format = "32-bit float"
 	}
-	step := bits / 8
-	w.frames = len(data) / blk
+	blk, step := f.blockAlign, f.bits/8
+	w.frames = len(data) / blk // whole: the data chunk was checked
 	var sum float64
 	// Stretches of sound: 20 ms windows louder than -40 dBFS, merged across short gaps.
 	win := max(w.rate/50, 1)
 	var winSum float64
 	inSound := false
-	for f := range w.frames {
-		v := sample(data[f*blk : f*blk+step]) // first channel
+	for i := range w.frames {
+		v := sample(data[i*blk : i*blk+step]) // first channel
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return w, malformed("WAV float sample of frame %d is not a finite number", i)
+		}
 		sum += v * v
 		winSum += v * v
-		if (f+1)%win == 0 || f == w.frames-1 {
+		if (i+1)%win == 0 || i == w.frames-1 {
 			loud := math.Sqrt(winSum/float64(win)) > 0.01
 			if loud && !inSound {
 				w.segments++

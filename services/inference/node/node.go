@@ -209,7 +209,8 @@ func toStatus(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest), errors.Is(err, builtin.ErrUnsupportedAudio):
+	case errors.Is(err, builtin.ErrWrongModel), errors.Is(err, builtin.ErrBadRequest), errors.Is(err, builtin.ErrUnsupportedAudio),
+		errors.Is(err, builtin.ErrMalformedAudio):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, openaiengine.ErrUpstreamRequest):
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -17,7 +17,6 @@ import (
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Tool names.
@@ -33,6 +32,8 @@ const (
 type Tools struct {
 	inference inferencev1.InferenceServiceClient
 	dirs      Dirs
+	// audioLimit is the largest audio a transcription takes (0: MaxAudioBytes); tests lower it.
+	audioLimit int
 }
 
 // New returns the tool set backed by an inference client, confined to dirs.
@@ -128,26 +129,20 @@ func (t *Tools) omni(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 }
 
 func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferencev1.ModelType) (*mcp.CallToolResult, error) {
-	raw, err := json.Marshal(openaichat.Normalize(req.GetArguments()))
+	// The chat arguments are OpenAI's chat request fields, checked as the REST route checks them.
+	args := req.GetArguments()
+	creq, err := openaichat.FromMap(args)
+	if err == nil {
+		err = openaichat.CheckToolChoice(creq)
+	}
 	if err != nil {
-		return mcp.NewToolResultError("arguments: " + err.Error()), nil
+		return mcp.NewToolResultError(err.Error()), nil
 	}
-	var args struct {
-		Model         string `json:"model"`
-		AllowDownload bool   `json:"allow_download"`
+	allowDownload, isBool := args["allow_download"].(bool)
+	if v, ok := args["allow_download"]; ok && v != nil && !isBool {
+		return mcp.NewToolResultError("argument allow_download must be true or false"), nil
 	}
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return mcp.NewToolResultError("arguments: " + err.Error()), nil
-	}
-	creq := &inferencev1.ChatRequest{}
-	// The chat arguments are OpenAI's chat request fields; protojson reads them by name.
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, creq); err != nil {
-		return mcp.NewToolResultError("arguments: " + err.Error()), nil
-	}
-	if len(creq.GetMessages()) == 0 {
-		return mcp.NewToolResultError("messages is required: give at least one {\"role\":\"user\",\"content\":\"…\"}"), nil
-	}
-	model, miss, err := t.resolveModel(ctx, typ, args.Model, args.AllowDownload)
+	model, miss, err := t.resolveModel(ctx, typ, creq.GetModel(), allowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
@@ -227,8 +222,11 @@ func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, mod
 }
 
 // bindArgs decodes the tool arguments into v, naming the field on a type error.
-func bindArgs(req mcp.CallToolRequest, v any) error {
-	raw, err := json.Marshal(req.GetArguments())
+func bindArgs(req mcp.CallToolRequest, v any) error { return bindMap(req.GetArguments(), v) }
+
+// bindMap decodes arguments into v, naming the field on a type error.
+func bindMap(arguments map[string]any, v any) error {
+	raw, err := json.Marshal(arguments)
 	if err != nil {
 		return err
 	}

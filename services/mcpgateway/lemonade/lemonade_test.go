@@ -9,6 +9,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // models is an InferenceServiceClient that lists a fixed set of models.
@@ -105,5 +107,50 @@ func TestOmniWithoutAnOmniModelAsksForOne(t *testing.T) {
 	req.Params.Arguments = map[string]any{"output_dir": "../out", "messages": []any{map[string]any{"role": "user", "content": "x"}}}
 	if res, _ := tools.omni(t.Context(), req); !res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "LEMONADE_MCP_IMAGE_DIR") {
 		t.Fatalf("output_dir escape: %+v", res)
+	}
+}
+
+// chatModel is an InferenceServiceClient with one chat model that records its requests.
+type chatModel struct {
+	models
+	got *inferencev1.ChatRequest
+}
+
+func (c *chatModel) Chat(_ context.Context, r *inferencev1.ChatRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[inferencev1.ChatResponse], error) {
+	c.got = r
+	return nil, status.Error(codes.Unavailable, "no engine in this test")
+}
+
+// TestChatArgumentsAreChecked: lemonade_chat checks its arguments as the REST route does,
+// naming the field, and no decoder text reaches the client.
+func TestChatArgumentsAreChecked(t *testing.T) {
+	m := &chatModel{models: models{list: []*inferencev1.Model{model("chat", llm, loaded)}}}
+	tools := New(m, Dirs{})
+	msgs := []any{map[string]any{"role": "user", "content": "x"}}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{}, "messages is required"},
+		{map[string]any{"messages": msgs, "temperature": "hot"}, "temperature must be a number, not a string"},
+		{map[string]any{"messages": msgs, "temperature": 3.0}, "temperature must be between 0 and 2"},
+		{map[string]any{"messages": msgs, "max_tokens": 0.0}, "max_tokens must be between 1"},
+		{map[string]any{"messages": []any{map[string]any{"role": "robot"}}}, `messages[0].role "robot" is not a role`},
+		{map[string]any{"messages": []any{map[string]any{"role": "tool", "content": "1"}}}, "tool message without tool_call_id"},
+		{map[string]any{"messages": msgs, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}, "no tools"},
+		{map[string]any{"messages": msgs, "model": 5.0}, "model must be a string, not a number"},
+		{map[string]any{"messages": msgs, "allow_download": "yes"}, "allow_download must be true or false"},
+	} {
+		res, _ := tools.chat(t.Context(), callArgs(c.args))
+		if got := text(res); !res.IsError || !strings.Contains(got, c.want) || strings.Contains(got, "proto:") || strings.Contains(got, "json:") {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	if m.got != nil {
+		t.Fatalf("a refused chat reached inference: %v", m.got)
+	}
+	res, _ := tools.chat(t.Context(), callArgs(map[string]any{"messages": []any{map[string]any{"role": "developer", "content": "d"}, msgs[0]}, "max_tokens": 4.0, "stop": "END"}))
+	if m.got == nil || m.got.GetModel() != "chat" || m.got.GetMessages()[0].GetRole() != "system" || m.got.GetMaxTokens() != 4 || m.got.GetStop()[0] != "END" {
+		t.Fatalf("sent %v (%s)", m.got, text(res))
 	}
 }

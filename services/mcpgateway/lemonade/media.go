@@ -55,51 +55,36 @@ func (t *Tools) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		Model          string   `json:"model"`
 		AllowDownload  bool     `json:"allow_download"`
 		AudioPath      string   `json:"audio_path"`
-		AudioBase64    string   `json:"audio_base64"`
 		Filename       string   `json:"filename"`
 		Language       string   `json:"language"`
 		Prompt         string   `json:"prompt"`
 		ResponseFormat string   `json:"response_format"`
 		Temperature    *float64 `json:"temperature"`
 	}
-	if err := bindArgs(req, &args); err != nil {
+	// audio_base64 (up to ~33 MiB of text) is taken from the arguments as it is, not
+	// re-encoded and decoded again with the small fields.
+	base64Arg, rest, err := takeString(req.GetArguments(), "audio_base64")
+	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	if (args.AudioPath == "") == (args.AudioBase64 == "") {
+	if err := bindMap(rest, &args); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if (args.AudioPath == "") == (base64Arg == "") {
 		return mcp.NewToolResultError("give exactly one of audio_path or audio_base64"), nil
 	}
 	var audio []byte
 	name := args.Filename
 	if args.AudioPath != "" {
-		rel, err := inside(t.dirs.Audio, args.AudioPath, "the audio directory (ZEST_MCP_AUDIO_DIR)")
-		if err != nil {
+		if audio, err = readAudio(ctx, t.dirs.Audio, args.AudioPath, t.maxAudio()); err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		root, err := os.OpenRoot(t.dirs.Audio)
-		if err != nil {
-			return mcp.NewToolResultError("audio directory: " + err.Error()), nil
-		}
-		defer root.Close()
-		st, err := root.Stat(rel)
-		if err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q: %v", args.AudioPath, err)), nil
-		}
-		if st.Size() > MaxAudioBytes {
-			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q has %d bytes; the limit is %d", args.AudioPath, st.Size(), MaxAudioBytes)), nil
-		}
-		if audio, err = root.ReadFile(rel); err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("audio_path %q: %v", args.AudioPath, err)), nil
-		}
 		if name == "" {
-			name = filepath.Base(rel)
+			name = filepath.Base(args.AudioPath)
 		}
 	} else {
-		if base64.StdEncoding.DecodedLen(len(args.AudioBase64)) > MaxAudioBytes {
-			return mcp.NewToolResultError(fmt.Sprintf("audio_base64 is over the %d-byte limit", MaxAudioBytes)), nil
-		}
-		var err error
-		if audio, err = base64.StdEncoding.DecodeString(args.AudioBase64); err != nil {
-			return mcp.NewToolResultError("audio_base64 is not valid base64: " + err.Error()), nil
+		if audio, err = decodeAudio(base64Arg, t.maxAudio()); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
 		}
 	}
 	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION, args.Model, args.AllowDownload)

@@ -20,7 +20,7 @@ const modelProps = `
 const messagesProp = `
     "messages": {"type": "array", "minItems": 1, "description": "OpenAI chat messages.",
       "items": {"type": "object", "required": ["role"], "properties": {
-        "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
         "content": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]},
         "name": {"type": "string"},
         "tool_call_id": {"type": "string"},

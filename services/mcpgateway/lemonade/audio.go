@@ -1,0 +1,175 @@
+package lemonade
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"strings"
+)
+
+// maxAudio is the largest audio lemonade_transcribe_audio takes, in bytes.
+func (t *Tools) maxAudio() int {
+	if t.audioLimit > 0 {
+		return t.audioLimit
+	}
+	return MaxAudioBytes
+}
+
+// readChunk is how much of an audio file is read between two looks at the context.
+const readChunk = 1 << 20
+
+// readAudio reads audio_path p: a regular file inside dir, at most limit bytes. It opens the
+// file through os.Root (no ".." or symlink leads out of dir) without blocking (a FIFO would
+// otherwise hold the open until some writer came), refuses anything but a regular file,
+// stops reading at limit+1 bytes whatever the size said when it was opened, and gives up
+// when ctx ends.
+func readAudio(ctx context.Context, dir, p string, limit int) ([]byte, error) {
+	rel, err := inside(dir, p, "the audio directory (ZEST_MCP_AUDIO_DIR)")
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("audio directory (ZEST_MCP_AUDIO_DIR): %w", err)
+	}
+	defer root.Close()
+	// A look before opening spares devices and FIFOs the open itself; the Stat of the open
+	// file below is what counts (the path may change in between).
+	if st, err := root.Stat(rel); err != nil {
+		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
+	} else if !st.Mode().IsRegular() {
+		return nil, notRegular(p, st.Mode())
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|openNoBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(p, st.Mode())
+	}
+	if st.Size() > int64(limit) {
+		return nil, fmt.Errorf("audio_path %q has %d bytes; the limit is %d", p, st.Size(), limit)
+	}
+	b, err := readLimited(ctx, f, int(st.Size()), limit)
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("audio_path %q grew past the %d-byte limit while it was read", p, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
+	}
+	return b, nil
+}
+
+var errTooLarge = errors.New("over the size limit")
+
+// readLimited reads r to its end into one buffer sized for hint bytes, a chunk at a time,
+// checking ctx between chunks; past limit bytes it stops with errTooLarge.
+func readLimited(ctx context.Context, r io.Reader, hint, limit int) ([]byte, error) {
+	buf := make([]byte, 0, min(max(hint, 0), limit)+1) // +1: room to see the end without growing
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, errTooLarge
+			}
+			buf = append(buf, 0)[:len(buf)] // grow (the file is longer than its size said)
+		}
+		room := min(cap(buf)-len(buf), readChunk, limit+1-len(buf))
+		n, err := r.Read(buf[len(buf) : len(buf)+room])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, errTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func notRegular(p string, m fs.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return fmt.Errorf("audio_path %q is %s; give a regular audio file inside ZEST_MCP_AUDIO_DIR", p, kind)
+}
+
+// unwrapPath drops os's "openat <full path>:" prefix, which repeats what the message already
+// names and shows the server's directory layout.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// takeString removes key from args, returning its string value and the other arguments
+// (args itself is not changed); a value that is not a string is an error naming key.
+func takeString(args map[string]any, key string) (string, map[string]any, error) {
+	v, ok := args[key]
+	if !ok {
+		return "", args, nil
+	}
+	rest := maps.Clone(args)
+	delete(rest, key)
+	switch s := v.(type) {
+	case string:
+		return s, rest, nil
+	case nil:
+		return "", rest, nil
+	}
+	return "", nil, fmt.Errorf("argument %s must be a string (base64 of the audio file)", key)
+}
+
+// decodeAudio decodes audio_base64 (standard alphabet, padded, line breaks allowed) into one
+// buffer of the exact size, refusing more than limit bytes of audio before decoding any.
+func decodeAudio(s string, limit int) ([]byte, error) {
+	body := strings.TrimRight(s, "=")
+	n := base64.RawStdEncoding.DecodedLen(len(body) - strings.Count(body, "\n") - strings.Count(body, "\r"))
+	if n > limit {
+		return nil, fmt.Errorf("audio_base64 holds %d bytes of audio; the limit is %d (%d MiB)", n, limit, limit>>20)
+	}
+	out := make([]byte, n)
+	dec := base64.NewDecoder(base64.StdEncoding, strings.NewReader(s))
+	if _, err := io.ReadFull(dec, out); err != nil {
+		return nil, badBase64(err)
+	}
+	if extra, err := dec.Read(make([]byte, 1)); extra != 0 || !errors.Is(err, io.EOF) {
+		return nil, badBase64(err)
+	}
+	return out, nil
+}
+
+func badBase64(err error) error {
+	var corrupt base64.CorruptInputError
+	if errors.As(err, &corrupt) {
+		return fmt.Errorf("audio_base64 is not valid base64: a character that does not belong at byte %d", int64(corrupt))
+	}
+	return errors.New("audio_base64 is not valid base64: it ends in the middle of a group of four characters")
+}

@@ -1,0 +1,160 @@
+package lemonade
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestTranscribeRefusesAFIFOPromptly: a named pipe under the audio root is refused at once,
+// with a message naming audio_path; without a writer, opening it used to hang the call.
+func TestTranscribeRefusesAFIFOPromptly(t *testing.T) {
+	tools, m, dirs := newMedia(t)
+	if err := syscall.Mkfifo(filepath.Join(dirs.Audio, "pipe.wav"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("pipe.wav", filepath.Join(dirs.Audio, "to-pipe.wav")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dirs.Audio, "dir.wav"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"pipe.wav":    `audio_path "pipe.wav" is a named pipe (FIFO)`,
+		"to-pipe.wav": `audio_path "to-pipe.wav" is a named pipe (FIFO)`,
+		"dir.wav":     `audio_path "dir.wav" is a directory`,
+	} {
+		t.Run(path, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			done := make(chan string, 1)
+			go func() {
+				res, _ := tools.transcribe(ctx, callArgs(map[string]any{"audio_path": path}))
+				if !res.IsError {
+					done <- "not an error: " + text(res)
+					return
+				}
+				done <- text(res)
+			}()
+			select {
+			case got := <-done:
+				if !strings.Contains(got, want) {
+					t.Fatalf("got %q, want %q", got, want)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("the call did not return within 3 s")
+			}
+			if m.audio != nil {
+				t.Fatal("audio reached the model")
+			}
+		})
+	}
+}
+
+func TestTranscribeAudioPathLimit(t *testing.T) {
+	tools, m, dirs := newMedia(t)
+	tools.audioLimit = 1 << 20
+	for name, size := range map[string]int64{"at.wav": 1 << 20, "over.wav": 1<<20 + 1} {
+		f, err := os.Create(filepath.Join(dirs.Audio, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(size)
+		f.Close()
+	}
+	res, _ := tools.transcribe(t.Context(), callArgs(map[string]any{"audio_path": "at.wav"}))
+	if res.IsError || len(m.audio) != 1<<20 {
+		t.Fatalf("at the limit: %s (%d bytes)", text(res), len(m.audio))
+	}
+	m.audio = nil
+	res, _ = tools.transcribe(t.Context(), callArgs(map[string]any{"audio_path": "over.wav"}))
+	if !res.IsError || !strings.Contains(text(res), `audio_path "over.wav" has 1048577 bytes; the limit is 1048576`) || m.audio != nil {
+		t.Fatalf("over the limit: %s", text(res))
+	}
+	// The default is 25 MiB, as the README says.
+	if tools.audioLimit = 0; tools.maxAudio() != 25<<20 {
+		t.Fatalf("default limit %d", tools.maxAudio())
+	}
+}
+
+// endless is a reader that never ends, counting what it handed out.
+type endless struct{ n int }
+
+func (e *endless) Read(p []byte) (int, error) { e.n += len(p); return len(p), nil }
+
+// TestReadLimitedStopsAtTheLimit: a file that is longer than its size said (it grows, or a
+// special file reports 0) is read no further than limit+1 bytes, and a cancelled call stops.
+func TestReadLimitedStopsAtTheLimit(t *testing.T) {
+	r := &endless{}
+	if _, err := readLimited(t.Context(), r, 0, 3<<20); !errors.Is(err, errTooLarge) || r.n > 3<<20+1 {
+		t.Fatalf("endless: %v after %d bytes", err, r.n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := readLimited(ctx, &endless{}, 0, 3<<20); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	b, err := readLimited(t.Context(), io.LimitReader(&endless{}, 5<<20), 1<<20, 8<<20)
+	if err != nil || len(b) != 5<<20 {
+		t.Fatalf("longer than the hint: %v, %d bytes", err, len(b))
+	}
+	b, err = readLimited(t.Context(), strings.NewReader("abc"), 3, 3)
+	if err != nil || string(b) != "abc" {
+		t.Fatalf("exactly the limit: %v %q", err, b)
+	}
+}
+
+func TestDecodeAudio(t *testing.T) {
+	const limit = 1 << 20
+	for _, n := range []int{limit, limit - 1, limit - 2} { // every padding at the limit is accepted
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i * 7)
+		}
+		b, err := decodeAudio(base64.StdEncoding.EncodeToString(src), limit)
+		if err != nil || len(b) != n || b[n-1] != src[n-1] || cap(b) != n {
+			t.Fatalf("%d bytes: %v (%d bytes, cap %d)", n, err, len(b), cap(b))
+		}
+	}
+	if _, err := decodeAudio(base64.StdEncoding.EncodeToString(make([]byte, limit+1)), limit); err == nil ||
+		err.Error() != "audio_base64 holds 1048577 bytes of audio; the limit is 1048576 (1 MiB)" {
+		t.Fatalf("over: %v", err)
+	}
+	mime := "eHl6\r\neHl6\neHk="
+	if b, err := decodeAudio(mime, limit); err != nil || string(b) != "xyzxyzxy" {
+		t.Fatalf("line breaks: %v %q", err, b)
+	}
+	for in, want := range map[string]string{
+		"eHl6*Hl6": "byte 4",
+		"eHl6e":    "not valid base64",
+		"eHl6eH=6": "not valid base64",
+	} {
+		if _, err := decodeAudio(in, limit); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
+
+func TestTranscribeAudioBase64Arguments(t *testing.T) {
+	tools, m, _ := newMedia(t)
+	res, _ := tools.transcribe(t.Context(), callArgs(map[string]any{"audio_base64": 12}))
+	if !res.IsError || !strings.Contains(text(res), "audio_base64 must be a string") {
+		t.Fatalf("number: %s", text(res))
+	}
+	args := map[string]any{"audio_base64": "eHl6", "filename": "x.wav", "language": "de"}
+	res, _ = tools.transcribe(t.Context(), callArgs(args))
+	if res.IsError || string(m.audio) != "xyz" || args["audio_base64"] != "eHl6" {
+		t.Fatalf("base64: %s; arguments after the call: %v", text(res), args)
+	}
+	res, _ = tools.transcribe(t.Context(), callArgs(map[string]any{"audio_base64": "eHl6", "nope": 1}))
+	if !res.IsError || !strings.Contains(text(res), `unknown field "nope"`) {
+		t.Fatalf("unknown field: %s", text(res))
+	}
+}
