@@ -38,12 +38,13 @@ func wrapper(t *testing.T) string {
 	return p
 }
 
-// startToolhost runs the zest-toolhost binary alone and returns its client and process.
-func startToolhost(t *testing.T) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *bytes.Buffer) {
+// startToolhost runs the zest-toolhost binary alone, with env added to its environment, and
+// returns its client and process.
+func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
-	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
+	cmd.Env = append(append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey), env...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -70,7 +71,13 @@ func startToolhost(t *testing.T) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *
 
 func ensure(t *testing.T, c toolhostv1.ToolHostServiceClient, id, command string, args ...string) *toolhostv1.ServerStatus {
 	t.Helper()
-	r, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: &toolhostv1.ServerSpec{Id: id, Command: command, Args: args, TimeoutMs: 30000}})
+	return ensureSpec(t, c, &toolhostv1.ServerSpec{Id: id, Command: command, Args: args, TimeoutMs: 30000})
+}
+
+func ensureSpec(t *testing.T, c toolhostv1.ToolHostServiceClient, spec *toolhostv1.ServerSpec) *toolhostv1.ServerStatus {
+	t.Helper()
+	id := spec.GetId()
+	r, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: spec})
 	if err != nil {
 		t.Fatalf("EnsureStarted %s: %v", id, err)
 	}
@@ -166,5 +173,77 @@ func TestWrapperStartStopCyclesLeaveNothing(t *testing.T) {
 	}
 	if left := inGroups(pgids); len(left) > 0 {
 		t.Fatalf("after 50 start/stop cycles, processes left: %v", left)
+	}
+}
+
+// rawServer writes a stdio MCP server in plain Node (no SDK) with tools the tests need:
+// environ answers the names and values of its environment as a JSON object.
+func rawServer(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "raw-server.js")
+	src := `const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+const answer = (id, text) => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text }] } });
+require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === "initialize") {
+    send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "raw", version: "1" } } });
+  } else if (m.method === "tools/list") {
+    send({ jsonrpc: "2.0", id: m.id, result: { tools: [{ name: "environ", inputSchema: { type: "object" } }] } });
+  } else if (m.method === "tools/call" && m.params.name === "environ") {
+    answer(m.id, JSON.stringify(process.env));
+  } else {
+    send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
+  }
+}).on("close", () => process.exit(0));
+`
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// callText calls a tool and returns the text of its answer.
+func callText(t *testing.T, c toolhostv1.ToolHostServiceClient, id, tool string) string {
+	t.Helper()
+	p, _ := json.Marshal(map[string]any{"name": tool, "arguments": map[string]any{}})
+	r, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
+	if err != nil {
+		t.Fatalf("%s on %s: %v", tool, id, err)
+	}
+	var res struct{ Content []struct{ Text string } }
+	if err := json.Unmarshal(r.GetResult(), &res); err != nil || len(res.Content) != 1 {
+		t.Fatalf("%s on %s: %s %v", tool, id, r.GetResult(), err)
+	}
+	return res.Content[0].Text
+}
+
+// TestToolhostChildEnvironment: a server started by the binary (through its shim) gets its
+// declared references and the allowed variables of the tool host, and none of the tool host's
+// keys, settings or other variables.
+func TestToolhostChildEnvironment(t *testing.T) {
+	c, _, _ := startToolhost(t, "LEMONADE_ADMIN_API_KEY=admin-key-must-not-leak", "TOOLHOST_E2E_UNDECLARED=must-not-leak",
+		"TOOLHOST_E2E_SECRET=declared-value", "ZEST_TOOLHOST_ENV_ALLOW=NODE_*,TOOLHOST_E2E_EXTRA", "TOOLHOST_E2E_EXTRA=allowed", "NODE_E2E=allowed")
+	ensureSpec(t, c, &toolhostv1.ServerSpec{Id: "raw", Command: "node", Args: []string{rawServer(t)}, TimeoutMs: 30000,
+		Env: map[string]string{"API_TOKEN": "${TOOLHOST_E2E_SECRET}"}})
+	var env map[string]string
+	if err := json.Unmarshal([]byte(callText(t, c, "raw", "environ")), &env); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"API_TOKEN": "declared-value", "TOOLHOST_E2E_EXTRA": "allowed", "NODE_E2E": "allowed", "PATH": os.Getenv("PATH")} {
+		if env[k] != want {
+			t.Errorf("server's %s = %q, want %q", k, env[k], want)
+		}
+	}
+	fixed := map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "LANG": true, "LANGUAGE": true, "TZ": true,
+		"TMPDIR": true, "TEMP": true, "TMP": true, "TERM": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "NODE_EXTRA_CA_CERTS": true,
+		"API_TOKEN": true, "TOOLHOST_E2E_EXTRA": true}
+	for k, v := range env {
+		if !fixed[k] && !strings.HasPrefix(k, "LC_") && !strings.HasPrefix(k, "NODE_") {
+			t.Errorf("the server got %s, which is neither declared nor allowed", k)
+		}
+		if strings.HasPrefix(k, "ZEST_") || strings.HasPrefix(k, "LEMONADE_") || strings.Contains(v, "must-not-leak") || v == serviceKey {
+			t.Errorf("the server got the tool host's %s", k)
+		}
 	}
 }

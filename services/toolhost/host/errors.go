@@ -24,7 +24,8 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, supervisor.ErrUnknownServer):
 		code = codes.NotFound
-	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName):
+	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, supervisor.ErrReservedVariable),
+		errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName):
 		code = codes.InvalidArgument
 	case errors.Is(err, envref.ErrNotSet), errors.Is(err, stdio.ErrLaunch):
 		code = codes.FailedPrecondition

@@ -45,6 +45,10 @@ type Config struct {
 	// by the binary's main (ZEST_TOOLHOST_PROCS; 0 leaves Go's default). The tool host only
 	// moves bytes between callers and children; the children need the cores.
 	Procs int
+	// EnvAllow adds names and NAME* prefixes, comma-separated, to the variables of the tool
+	// host's environment a server inherits (ZEST_TOOLHOST_ENV_ALLOW; supervisor.DefaultEnvAllow
+	// lists the fixed ones). ZEST_* and LEMONADE_* are refused.
+	EnvAllow string
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
@@ -77,6 +81,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
 	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
+	fs.StringVar(&c.EnvAllow, "toolhost-env-allow", c.EnvAllow, "more variables of the tool host's environment that servers inherit, comma-separated; NAME* is a prefix (e.g. NODE_*,PYTHONPATH); ZEST_* and LEMONADE_* are refused")
 	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")
 }
 
@@ -88,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLineBytes < 1024 {
 		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want at least 1024", c.MaxLineBytes))
+	}
+	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
+		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
 	}
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
@@ -118,10 +126,15 @@ func New(cfg Config, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
+	envAllow, err := supervisor.ParseEnvAllow(cfg.EnvAllow) // Validate reports the refused entries
+	if err != nil {
+		log.Error("ignoring refused entries of ZEST_TOOLHOST_ENV_ALLOW", "err", err)
+	}
 	sup := supervisor.New(supervisor.Config{
 		MaxLineBytes: cfg.MaxLineBytes, StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
+		EnvAllow: envAllow,
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the

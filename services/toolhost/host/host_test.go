@@ -130,8 +130,8 @@ func TestServerEverythingConcurrentEcho(t *testing.T) {
 func TestServerMemoryAndFilesystem(t *testing.T) {
 	c := startHost(t)
 	mem := serverSpec(t, "memory", "memory")
-	mem.Env = map[string]string{"MEMORY_FILE_PATH": "${ZEST_TEST_MEMORY_FILE}"}
-	t.Setenv("ZEST_TEST_MEMORY_FILE", filepath.Join(t.TempDir(), "memory.jsonl"))
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": "${TOOLHOST_TEST_MEMORY_FILE}"}
+	t.Setenv("TOOLHOST_TEST_MEMORY_FILE", filepath.Join(t.TempDir(), "memory.jsonl"))
 	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: mem}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,8 @@ func TestErrorCodes(t *testing.T) {
 		text string
 	}{
 		{"raw secret", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "abc"}}, codes.InvalidArgument, "env TOKEN must be a ${VARIABLE} reference; raw values are rejected"},
-		{"missing variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${ZEST_SURELY_UNSET_VAR}"}}, codes.FailedPrecondition, "Required MCP environment variable is not set: ZEST_SURELY_UNSET_VAR"},
+		{"missing variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${TOOLHOST_SURELY_UNSET_VAR}"}}, codes.FailedPrecondition, "Required MCP environment variable is not set: TOOLHOST_SURELY_UNSET_VAR"},
+		{"reserved variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${ZEST_SERVICE_KEY}"}}, codes.InvalidArgument, "env TOKEN refers to ${ZEST_SERVICE_KEY}, a variable reserved for Zest's own services"},
 		{"no such command", &toolhostv1.ServerSpec{Id: "a", Command: "/nonexistent/server"}, codes.FailedPrecondition, "no such file or directory"},
 		{"bad id", &toolhostv1.ServerSpec{Id: "a b", Command: "node"}, codes.InvalidArgument, "id"},
 	}

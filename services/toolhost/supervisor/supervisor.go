@@ -51,7 +51,12 @@ type Config struct {
 	Shim []string
 	// DefaultTimeout applies when a spec sets no timeout_ms.
 	DefaultTimeout time.Duration
-	// LookupEnv resolves ${VAR} references (os.LookupEnv when nil).
+	// EnvAllow adds names and prefixes (NAME*) to DefaultEnvAllow: the variables of the tool
+	// host's environment a server inherits. ZEST_* and LEMONADE_* are never passed on.
+	EnvAllow []string
+	// Environ is the environment servers inherit from (os.Environ when nil), and LookupEnv
+	// resolves ${VAR} references (os.LookupEnv when nil).
+	Environ   func() []string
 	LookupEnv func(string) (string, bool)
 	Logger    *slog.Logger
 }
@@ -81,6 +86,7 @@ type Supervisor struct {
 	watchers map[*watcher]struct{}
 	closed   bool
 	stopIdle chan struct{}
+	envAllow envFilter
 }
 
 type watcher struct {
@@ -93,13 +99,17 @@ func New(cfg Config) *Supervisor {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{})}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{}),
+		envAllow: newEnvFilter(DefaultEnvAllow, cfg.EnvAllow)}
 	if cfg.IdleTimeout > 0 {
 		go s.idleLoop()
 	}
@@ -115,7 +125,7 @@ type server struct {
 	mu   sync.Mutex
 	spec *toolhostv1.ServerSpec
 	path string
-	env  []string // resolved; holds secret values: never logged or returned
+	env  []string // the child's whole environment; holds secret values: never logged or returned
 
 	conn       *stdio.Conn
 	state      toolhostv1.ServerState
@@ -146,7 +156,13 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 	if t := spec.GetTimeoutMs(); t != 0 && (t < 1000 || t > 300000) {
 		return "", nil, fmt.Errorf("%w: timeout_ms %d must be between 1000 and 300000", ErrBadSpec, t)
 	}
-	extra, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
+	if err := envref.Check("env", spec.GetEnv()); err != nil {
+		return "", nil, err
+	}
+	if err := checkReferences(spec.GetEnv()); err != nil {
+		return "", nil, err
+	}
+	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
 	if err != nil {
 		return "", nil, err
 	}
@@ -159,7 +175,7 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 			return "", nil, fmt.Errorf("%w: working_dir %q is not a directory", ErrBadSpec, d)
 		}
 	}
-	return path, append(os.Environ(), extra...), nil
+	return path, childEnv(s.cfg.Environ(), s.envAllow, declared), nil
 }
 
 func unwrapExecErr(err error) error {

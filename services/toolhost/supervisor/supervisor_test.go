@@ -22,6 +22,9 @@ import (
 
 var fixture string
 
+// fixtureTools is the number of tools mcpfixture lists.
+const fixtureTools = 13
+
 func TestMain(m *testing.M) {
 	bin, cleanup, err := fixturebin.Build()
 	if err != nil {
@@ -75,8 +78,8 @@ func TestHandshakeAndPagedTools(t *testing.T) {
 		t.Fatalf("status = %v", st)
 	}
 	tools, err := s.ListTools(t.Context(), "fx")
-	if err != nil || len(tools) != 12 {
-		t.Fatalf("tools: %d, %v (want all 12 across 3 pages)", len(tools), err)
+	if err != nil || len(tools) != fixtureTools {
+		t.Fatalf("tools: %d, %v (want all %d across 3 pages)", len(tools), err, fixtureTools)
 	}
 	// Same spec again: the same child.
 	st2, err := s.EnsureStarted(t.Context(), spec("fx", "-pages", "3"), false)
@@ -152,7 +155,7 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 	s := newSup(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.LookupEnv = func(k string) (string, bool) {
-			if k == "ZEST_TEST_SECRET" {
+			if k == "TOOLHOST_TEST_SECRET" {
 				return secret, true
 			}
 			return "", false
@@ -169,7 +172,7 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 	good := spec("fx")
-	good.Env = map[string]string{"API_TOKEN": "${ZEST_TEST_SECRET}"}
+	good.Env = map[string]string{"API_TOKEN": "${TOOLHOST_TEST_SECRET}"}
 	st, err := s.EnsureStarted(t.Context(), good, false)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +212,7 @@ func TestListChangedRefreshesTools(t *testing.T) {
 		t.Fatal("no list_changed event")
 	}
 	tools, _ := s.ListTools(t.Context(), "fx")
-	if len(tools) != 13 || !strings.Contains(string(tools[12]), "added_later") {
+	if len(tools) != fixtureTools+1 || !strings.Contains(string(tools[fixtureTools]), "added_later") {
 		t.Fatalf("tools not refreshed: %d", len(tools))
 	}
 }

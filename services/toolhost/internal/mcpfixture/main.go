@@ -1,6 +1,6 @@
 // Command mcpfixture is a stdio MCP server for tests, doing on demand what real servers
 // won't: crash mid-call, hang, write garbage or a huge line, start slowly, answer out of
-// order, send progress, ask the client for roots.
+// order, send progress, ask the client for roots, show its environment.
 package main
 
 import (
@@ -106,7 +106,7 @@ func main() {
 	fmt.Fprintln(os.Stderr, "mcpfixture: stdin closed")
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env"}
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -192,6 +192,9 @@ func callTool(m msg) {
 		text(m.ID, fmt.Sprint(cancelled.Load()))
 	case "env":
 		text(m.ID, os.Getenv(fmt.Sprint(p.Arguments["name"])))
+	case "environ": // the whole environment, as a JSON array of NAME=value
+		b, _ := json.Marshal(os.Environ())
+		text(m.ID, string(b))
 	default:
 		result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "unknown tool " + p.Name}}})
 	}
