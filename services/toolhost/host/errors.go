@@ -25,7 +25,7 @@ func toStatus(err error) error {
 	case errors.Is(err, supervisor.ErrUnknownServer):
 		code = codes.NotFound
 	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, supervisor.ErrReservedVariable),
-		errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName):
+		errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName), errors.Is(err, stdio.ErrBadRequest):
 		code = codes.InvalidArgument
 	case errors.Is(err, envref.ErrNotSet), errors.Is(err, stdio.ErrLaunch):
 		code = codes.FailedPrecondition

@@ -217,3 +217,23 @@ func TestCallStreamRelaysProgress(t *testing.T) {
 		t.Fatalf("got %d progress notifications, want 3", notes)
 	}
 }
+
+// TestPrettyPrintedArgumentsReachTheServer: arguments pretty-printed by a client are sent on
+// one line; params that are not JSON are refused with INVALID_ARGUMENT, not written.
+func TestPrettyPrintedArgumentsReachTheServer(t *testing.T) {
+	c := startHost(t)
+	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "everything", "everything")}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.MarshalIndent(map[string]any{"name": "echo", "arguments": map[string]any{"message": "pretty"}}, "", "    ")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r, err := c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: p})
+	if err != nil || !strings.Contains(string(r.GetResult()), "Echo: pretty") {
+		t.Fatalf("pretty-printed arguments: %v %v", r, err)
+	}
+	_, err = c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: []byte(`{"name":"echo","arguments":`)})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "params are not valid JSON") {
+		t.Fatalf("invalid params: %v", err)
+	}
+}

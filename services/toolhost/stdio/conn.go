@@ -107,8 +107,7 @@ type response struct {
 	err    *RPCError
 }
 
-// Start launches the child.
-func Start(opts Options) (*Conn, error) {
+func (opts Options) withDefaults() Options {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -124,6 +123,12 @@ func Start(opts Options) (*Conn, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	return opts
+}
+
+// Start launches the child.
+func Start(opts Options) (*Conn, error) {
+	opts = opts.withDefaults()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -154,16 +159,23 @@ func Start(opts Options) (*Conn, error) {
 		closeAll(inW, outR, errR)
 		return nil, fmt.Errorf("%w %q: %w", ErrLaunch, opts.Path, err)
 	}
-	c := &Conn{
-		opts: opts, cmd: cmd, stdin: inW, stdout: outR, stderrR: errR,
-		sem:    make(chan struct{}, opts.MaxInFlight),
-		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
-		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
-	}
+	c := newConn(opts, inW)
+	c.cmd, c.stdout, c.stderrR = cmd, outR, errR
 	go c.readLoop()
 	go c.stderrLoop()
 	go c.waitLoop()
 	return c, nil
+}
+
+// newConn returns a Conn writing to stdin, with opts' defaults applied, before any process
+// or loop is attached.
+func newConn(opts Options, stdin *os.File) *Conn {
+	return &Conn{
+		opts: opts, stdin: stdin,
+		sem:    make(chan struct{}, opts.MaxInFlight),
+		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
+		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -194,9 +206,18 @@ func (c *Conn) StderrTail() string { return c.stderr.String() }
 // InFlight counts calls waiting for an answer.
 func (c *Conn) InFlight() int { return len(c.sem) }
 
-// Call sends one request and waits for its answer. onProgress (may be nil) receives the
+// Call sends one request and waits for its answer. params must be a JSON object or array
+// (or empty); pretty-printed params are compacted onto one line, and params that are not JSON
+// fail with ErrBadRequest before anything is written. onProgress (may be nil) receives the
 // call's progress notifications with the caller's own progress token.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, onProgress func([]byte)) (json.RawMessage, error) {
+	if err := checkMethod(method); err != nil {
+		return nil, err
+	}
+	params, err := normalizeParams(params)
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
@@ -206,11 +227,15 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 
 	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
 	if bytes.Contains(params, []byte(`"progressToken"`)) {
-		p, tok, err := rewriteProgressToken(params, "zest-"+strconv.FormatInt(cl.id, 10))
+		token := "zest-" + strconv.FormatInt(cl.id, 10)
+		p, tok, err := rewriteProgressToken(params, token)
 		if err != nil {
-			return nil, fmt.Errorf("params: %w", err)
+			return nil, fmt.Errorf("%w: params: %w", ErrBadRequest, err)
 		}
-		params, cl.callerToken, cl.token = p, tok, "zest-"+strconv.FormatInt(cl.id, 10)
+		params, cl.callerToken = p, tok
+		if tok != nil {
+			cl.token = token
+		}
 	}
 	c.mu.Lock()
 	if c.exitErr != nil {
@@ -224,16 +249,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	c.mu.Unlock()
 
-	msg := make([]byte, 0, 64+len(method)+len(params))
-	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-	msg = strconv.AppendInt(msg, cl.id, 10)
-	msg = append(msg, `,"method":`...)
-	msg = strconv.AppendQuote(msg, method)
-	if len(params) > 0 {
-		msg = append(msg, `,"params":`...)
-		msg = append(msg, params...)
-	}
-	msg = append(msg, "}\n"...)
+	msg := appendRequest(make([]byte, 0, 64+len(method)+len(params)), cl.id, method, params)
 
 	if err := c.write(msg); err != nil {
 		c.forget(cl)
@@ -329,37 +345,6 @@ func notification(method string, params any) ([]byte, error) {
 	return append(b, '\n'), err
 }
 
-// rewriteProgressToken replaces params._meta.progressToken with token and returns the
-// caller's token.
-func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, nil, err
-	}
-	var meta map[string]json.RawMessage
-	if raw, ok := p["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return params, nil, nil
-		}
-	}
-	orig, ok := meta["progressToken"]
-	if !ok {
-		return params, nil, nil
-	}
-	meta["progressToken"], _ = json.Marshal(token)
-	p["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(p)
-	return out, orig, err
-}
-
-type inMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *RPCError       `json:"error"`
-}
-
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
 	r := bufio.NewReaderSize(c.stdout, 64<<10)
@@ -394,22 +379,45 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// handleLine handles one line of the child's stdout: a message, or a batch of them (a JSON
+// array, which 2025-03-26 servers may send). The error is a protocol failure.
 func (c *Conn) handleLine(line []byte) error {
-	var m inMsg
-	if err := json.Unmarshal(line, &m); err != nil {
-		return fmt.Errorf("%w: stdout line is not JSON-RPC (%q)", ErrProtocol, truncate(line, 120))
+	line = bytes.TrimSpace(line)
+	if len(line) > 0 && line[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(line, &batch); err != nil {
+			return fmt.Errorf("%w: stdout line is not a JSON-RPC batch (%q)", ErrProtocol, truncate(line, 120))
+		}
+		for _, raw := range batch {
+			if err := c.handleMessage(raw); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	switch {
-	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
-		c.answerRequest(m)
-	case m.Method != "":
-		if m.Method == "notifications/progress" && c.deliverProgress(m.Params) {
+	return c.handleMessage(line)
+}
+
+func (c *Conn) handleMessage(raw []byte) error {
+	m, method, k, err := classify(raw)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case kindRequest:
+		c.answerRequest(m.ID, method, m.Params)
+	case kindBadRequest:
+		if m.hasID() {
+			c.answer(m.ID, nil, &RPCError{Code: -32600, Message: "Invalid Request: method must be a non-empty string"})
+		}
+	case kindNotification:
+		if method == "notifications/progress" && c.deliverProgress(m.Params) {
 			return nil
 		}
 		if c.opts.OnNotification != nil {
-			c.opts.OnNotification(m.Method, bytes.Clone(bytes.TrimSpace(line)))
+			c.opts.OnNotification(method, bytes.Clone(raw))
 		}
-	default:
+	case kindResponse:
 		id, err := strconv.ParseInt(string(m.ID), 10, 64)
 		if err != nil {
 			return nil // not an id we issued: ignore
@@ -422,7 +430,7 @@ func (c *Conn) handleLine(line []byte) error {
 		}
 		c.mu.Unlock()
 		if cl != nil {
-			cl.resp <- response{result: m.Result, err: m.Error}
+			cl.resp <- response{result: m.Result, err: responseError(m.Error)}
 		}
 	}
 	return nil
@@ -453,18 +461,21 @@ func (c *Conn) deliverProgress(params json.RawMessage) bool {
 	return true
 }
 
-func (c *Conn) answerRequest(m inMsg) {
-	var result json.RawMessage
-	var rpcErr *RPCError
+func (c *Conn) answerRequest(id json.RawMessage, method string, params json.RawMessage) {
 	switch {
-	case m.Method == "ping":
-		result = json.RawMessage(`{}`)
+	case method == "ping":
+		c.answer(id, json.RawMessage(`{}`), nil)
 	case c.opts.OnRequest != nil:
-		result, rpcErr = c.opts.OnRequest(m.Method, m.Params)
+		result, rpcErr := c.opts.OnRequest(method, params)
+		c.answer(id, result, rpcErr)
 	default:
-		rpcErr = &RPCError{Code: -32601, Message: "Method not found: no client of the tool host relays " + m.Method}
+		c.answer(id, nil, &RPCError{Code: -32601, Message: "Method not found: no client of the tool host relays " + method})
 	}
-	resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+}
+
+// answer sends the response to a request of the child.
+func (c *Conn) answer(id, result json.RawMessage, rpcErr *RPCError) {
+	resp := map[string]any{"jsonrpc": "2.0", "id": id}
 	if rpcErr != nil {
 		resp["error"] = rpcErr
 	} else {

@@ -313,3 +313,33 @@ func waitFor(t *testing.T, f func() bool) {
 	}
 	t.Fatal("condition not met within 10s")
 }
+
+// TestPrettyParamsReachTheChild: params with newlines between tokens are compacted onto the
+// request's line; without that the child would read a broken line and never answer.
+func TestPrettyParamsReachTheChild(t *testing.T) {
+	c := start(t, nil)
+	p, _ := json.MarshalIndent(map[string]any{"name": "echo", "arguments": map[string]any{"message": "two\nlines"}}, "", "  ")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	res, err := c.Call(ctx, "tools/call", p, nil)
+	if err != nil || !strings.Contains(string(res), `"text":"two\nlines"`) {
+		t.Fatalf("pretty-printed params: %s %v", res, err)
+	}
+}
+
+// TestBadParamsAreRefusedNotWritten: params that are not a JSON object or array fail the call
+// alone; the child reads nothing of them and keeps serving.
+func TestBadParamsAreRefusedNotWritten(t *testing.T) {
+	c := start(t, nil)
+	for _, p := range []string{`{"name":"echo"`, "{\n\"name\": echo}", `"echo"`, `{"a":1}{"b":2}`} {
+		if _, err := c.Call(t.Context(), "tools/call", json.RawMessage(p), nil); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("params %q: err = %v, want ErrBadRequest", p, err)
+		}
+	}
+	if got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "still fine"}); err != nil || got != "still fine" {
+		t.Fatalf("after refused params: %q %v", got, err)
+	}
+	if strings.Contains(c.StderrTail(), "bad input") {
+		t.Fatalf("the child read a broken request: %s", c.StderrTail())
+	}
+}
