@@ -32,7 +32,8 @@ func toStatus(err error) error {
 	case errors.Is(err, stdio.ErrBusy):
 		code = codes.ResourceExhausted
 	case errors.Is(err, supervisor.ErrCrashLoop), errors.Is(err, supervisor.ErrHandshake),
-		errors.Is(err, stdio.ErrExited), errors.Is(err, stdio.ErrProtocol), errors.Is(err, supervisor.ErrClosed):
+		errors.Is(err, stdio.ErrExited), errors.Is(err, stdio.ErrProtocol), errors.Is(err, supervisor.ErrClosed),
+		errors.Is(err, supervisor.ErrStopped):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded

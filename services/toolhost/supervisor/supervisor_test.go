@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -288,4 +289,73 @@ func waitFor(t *testing.T, f func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not met within 10s")
+}
+
+// TestLaunchOutlivesTheCallerWhoStartedIt: the caller whose call launched a slow-starting
+// server gives up; the launch goes on for the others, and nothing counts as a crash.
+func TestLaunchOutlivesTheCallerWhoStartedIt(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.LazyStart = true })
+	if _, err := s.EnsureStarted(t.Context(), spec("slow", "-start-delay", "1500ms"), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	impatient := make(chan error, 1)
+	go func() { // the first use: this call launches the child
+		p := json.RawMessage(`{"name":"echo","arguments":{"message":"impatient"}}`)
+		_, err := s.Call(ctx, "slow", "tools/call", p, 0, nil)
+		impatient <- err
+	}()
+	waitFor(t, func() bool {
+		st, _ := s.Status("slow")
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING
+	})
+	first := make(chan error, 1)
+	go func() { _, err := echo(t, s, "slow", "first"); first <- err }() // waits with its own context
+	cancel()
+	select {
+	case err := <-impatient:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller who gave up: %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a cancelled caller still waits for the launch")
+	}
+	if st, _ := s.Status("slow"); st.GetState() != toolhostv1.ServerState_SERVER_STATE_STARTING {
+		t.Fatalf("after one caller gave up: %v", st)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("a caller waiting for the same launch: %v", err)
+	}
+	if got, err := echo(t, s, "slow", "second"); err != nil || got != "second" {
+		t.Fatalf("a later caller: %q %v", got, err)
+	}
+	st, _ := s.Status("slow")
+	if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetRestartCount() != 0 || st.GetLastError() != "" {
+		t.Fatalf("status = %v, want READY with no restart and no error", st)
+	}
+}
+
+// TestStopWhileStarting: a server stopped during its launch ends STOPPED, its child gone,
+// and its waiters fail with ErrStopped, not a crash.
+func TestStopWhileStarting(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.LazyStart = true })
+	if _, err := s.EnsureStarted(t.Context(), spec("slow", "-start-delay", "1500ms"), false); err != nil {
+		t.Fatal(err)
+	}
+	waiter := make(chan error, 1)
+	go func() { _, err := echo(t, s, "slow", "x"); waiter <- err }()
+	var pid int32
+	waitFor(t, func() bool {
+		st, _ := s.Status("slow")
+		pid = st.GetPid()
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING && pid != 0
+	})
+	st, err := s.Stop("slow")
+	if err != nil || st.GetState() != toolhostv1.ServerState_SERVER_STATE_STOPPED || st.GetRestartCount() != 0 {
+		t.Fatalf("Stop = %v, %v", st, err)
+	}
+	if err := <-waiter; !errors.Is(err, ErrStopped) && !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("waiter: %v", err)
+	}
+	waitFor(t, func() bool { return syscall.Kill(int(pid), 0) != nil })
 }
