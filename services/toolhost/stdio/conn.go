@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -546,8 +545,8 @@ func (c *Conn) waitLoop() {
 		default:
 			c.exitErr = fmt.Errorf("%w: exit status 0", ErrExited)
 		}
-		if t := c.stderr.String(); t != "" && !c.stopping.Load() {
-			c.exitErr = fmt.Errorf("%w; stderr ends with: %s", c.exitErr, lastLine(t))
+		if t := stderrSummary(c.stderr.String()); t != "" && !c.stopping.Load() {
+			c.exitErr = fmt.Errorf("%w; stderr: %s", c.exitErr, t)
 		}
 	}
 	c.exited.Store(true)
@@ -595,15 +594,4 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -358,4 +359,22 @@ func TestStopWhileStarting(t *testing.T) {
 		t.Fatalf("waiter: %v", err)
 	}
 	waitFor(t, func() bool { return syscall.Kill(int(pid), 0) != nil })
+}
+
+// TestStartFailureSaysWhy: a server that cannot start is reported with the line of its
+// stderr that explains it, not with Node's version trailer; the status keeps stderr whole.
+func TestStartFailureSaysWhy(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is required (Node 20, see README): %v", err)
+	}
+	s := newSup(t, nil)
+	_, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "missing", Command: "node", Args: []string{"/nonexistent.js"}, TimeoutMs: 10000}, false)
+	if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "Cannot find module '/nonexistent.js'") || strings.Contains(err.Error(), "Node.js v") {
+		t.Fatalf("err = %v", err)
+	}
+	st, _ := s.Status("missing")
+	if !strings.Contains(st.GetLastError(), "Cannot find module") || !strings.Contains(st.GetStderrTail(), "Node.js v") ||
+		!strings.Contains(st.GetStderrTail(), "    at ") {
+		t.Fatalf("status: last_error %q, stderr_tail %q", st.GetLastError(), st.GetStderrTail())
+	}
 }
