@@ -11,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/service"
@@ -27,7 +28,8 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_TOOLHOST_ADDR).
 	Addr string
-	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES).
+	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES); 0, the
+	// default, follows the gRPC message limit (see LineLimit).
 	MaxLineBytes int
 	// StderrTailBytes bounds the stderr kept per child (ZEST_TOOLHOST_STDERR_TAIL_BYTES).
 	StderrTailBytes int
@@ -63,7 +65,7 @@ func DefaultConfig() Config {
 	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312",
-		MaxLineBytes: d.MaxLineBytes, StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
+		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
 		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil),
 	}
@@ -73,7 +75,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
-	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it")
+	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − 1 MiB, the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
 	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing stdin, and again after SIGTERM, before the next stop step")
@@ -91,8 +93,9 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
-	if c.MaxLineBytes < 1024 {
-		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want at least 1024", c.MaxLineBytes))
+	if most := c.GRPCMaxMessageBytes - grpcdial.MessageOverhead; c.MaxLineBytes != 0 && (c.MaxLineBytes < 1024 || c.MaxLineBytes > most) {
+		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want 0 (follow grpc-max-message-bytes) or 1024 to %d (grpc-max-message-bytes %d − 1 MiB): a longer line could never be sent back over gRPC",
+			c.MaxLineBytes, most, c.GRPCMaxMessageBytes))
 	}
 	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
@@ -107,6 +110,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("toolhost-stop-grace and toolhost-backoff-base must be > 0, toolhost-backoff-max ≥ base, toolhost-idle-timeout ≥ 0"))
 	}
 	return errors.Join(errs...)
+}
+
+// LineLimit is the stdout line limit in effect: MaxLineBytes, or by default the largest
+// answer a gRPC message can carry (grpc-max-message-bytes − grpcdial.MessageOverhead).
+func (c *Config) LineLimit() int {
+	if c.MaxLineBytes > 0 {
+		return c.MaxLineBytes
+	}
+	return c.GRPCMaxMessageBytes - grpcdial.MessageOverhead
 }
 
 // Shared returns the common settings.
@@ -131,7 +143,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		log.Error("ignoring refused entries of ZEST_TOOLHOST_ENV_ALLOW", "err", err)
 	}
 	sup := supervisor.New(supervisor.Config{
-		MaxLineBytes: cfg.MaxLineBytes, StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
+		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 		EnvAllow: envAllow,

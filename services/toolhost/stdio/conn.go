@@ -21,11 +21,15 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
 )
 
 // Defaults of Options.
 const (
-	DefaultMaxLineBytes    = 64 << 20
+	// DefaultMaxLineBytes is the largest answer that fits in a gRPC message of Zest's default
+	// size with room for the fields around it: a longer line could never be sent back.
+	DefaultMaxLineBytes    = grpcdial.DefaultMaxMessageBytes - grpcdial.MessageOverhead
 	DefaultStderrTailBytes = 16 << 10
 	DefaultMaxInFlight     = 256
 	DefaultStopGrace       = 2 * time.Second
@@ -44,7 +48,8 @@ type Options struct {
 	// (see package shim): the child is then the shim, with a parent-death signal of SIGTERM
 	// so that it can take the server's whole process group down with it.
 	Shim []string
-	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure.
+	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure that stops the
+	// child (its answer could not be returned anyway).
 	MaxLineBytes int
 	// StderrTailBytes bounds the stderr kept for diagnostics.
 	StderrTailBytes int
@@ -347,24 +352,19 @@ func notification(method string, params any) ([]byte, error) {
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
 	r := bufio.NewReaderSize(c.stdout, 64<<10)
-	var long []byte
+	var long []byte // a line longer than r's buffer, gathered
 	for {
 		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if errors.Is(err, bufio.ErrBufferFull) || long != nil {
 			long = append(long, line...)
-			if len(long) > c.opts.MaxLineBytes {
-				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
+			if n := len(bytes.TrimSuffix(long, []byte{'\n'})); n > c.opts.MaxLineBytes {
+				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds the tool host's limit of %d bytes (toolhost-max-line-bytes), so its answer could not be returned", ErrProtocol, c.opts.MaxLineBytes))
 				return
 			}
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-			if len(line) > c.opts.MaxLineBytes {
-				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
-				return
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
 			}
+			line, long = long, nil
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if perr := c.handleLine(line); perr != nil {
