@@ -35,6 +35,9 @@ type Config struct {
 	StderrTailBytes int
 	// MaxInFlight bounds concurrent calls per child (ZEST_TOOLHOST_MAX_IN_FLIGHT).
 	MaxInFlight int
+	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read its
+	// stdin (ZEST_TOOLHOST_MAX_STDIN_QUEUE_BYTES).
+	MaxStdinQueueBytes int
 	// StopGrace is each step of the stop sequence (ZEST_TOOLHOST_STOP_GRACE).
 	StopGrace time.Duration
 	// IdleTimeout stops unused children (ZEST_TOOLHOST_IDLE_TIMEOUT, 0 = never).
@@ -65,7 +68,7 @@ func DefaultConfig() Config {
 	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312",
-		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
+		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil),
 	}
@@ -78,6 +81,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − 1 MiB, the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
+	fs.IntVar(&c.MaxStdinQueueBytes, "toolhost-max-stdin-queue-bytes", c.MaxStdinQueueBytes, "request bytes that may wait for a server that does not read its stdin; a call that does not fit waits for room until its deadline")
 	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing stdin, and again after SIGTERM, before the next stop step")
 	fs.DurationVar(&c.IdleTimeout, "toolhost-idle-timeout", c.IdleTimeout, "stop a server unused this long (0: never)")
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
@@ -102,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
+	}
+	if c.MaxStdinQueueBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("toolhost-max-stdin-queue-bytes %d: want at least 65536 (64 KiB)", c.MaxStdinQueueBytes))
 	}
 	if c.StderrTailBytes < 0 || c.MaxInFlight < 1 {
 		errs = append(errs, errors.New("toolhost-stderr-tail-bytes must be ≥ 0 and toolhost-max-in-flight ≥ 1"))
@@ -144,7 +151,8 @@ func New(cfg Config, log *slog.Logger) *Host {
 	}
 	sup := supervisor.New(supervisor.Config{
 		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
-		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
+		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes,
+		StopGrace:          cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
 		EnvAllow: envAllow,
 	})

@@ -33,6 +33,9 @@ const (
 	DefaultStderrTailBytes = 16 << 10
 	DefaultMaxInFlight     = 256
 	DefaultStopGrace       = 2 * time.Second
+	// DefaultMaxStdinQueueBytes bounds the bytes of requests waiting for a child that does not
+	// read its stdin, beyond what the pipe holds (64 KiB on Linux).
+	DefaultMaxStdinQueueBytes = 4 << 20
 )
 
 // Options say how to run a child.
@@ -55,6 +58,10 @@ type Options struct {
 	StderrTailBytes int
 	// MaxInFlight bounds concurrent calls; more fail with ErrBusy.
 	MaxInFlight int
+	// MaxStdinQueueBytes bounds the bytes queued for stdin while the child does not read: a
+	// call whose request does not fit waits for room with its context, and fails alone, its
+	// request unsent, when that ends. A larger request is sent alone once the queue is empty.
+	MaxStdinQueueBytes int
 	// StopGrace is how long each stop step waits (after closing stdin, after SIGTERM).
 	StopGrace time.Duration
 	// OnNotification receives notifications not tied to a call (e.g. tools/list_changed).
@@ -78,14 +85,9 @@ type Conn struct {
 	nextID  atomic.Int64
 	stderr  *tail
 
-	// Writes are combined: a caller appends its message to wbuf; if no write is in progress
-	// it becomes the writer and writes everything queued, including what others append
-	// meanwhile. No goroutine handoff on the way to the child, and one syscall for a burst.
-	wmu     sync.Mutex
-	wbuf    []byte
-	wspare  []byte
-	writing bool
-	wbroken error
+	// in writes to stdin: concurrent writes combined, each message whole, the bytes waiting
+	// for the child bounded (MaxStdinQueueBytes).
+	in *stdinQueue
 
 	mu       sync.Mutex
 	pending  map[int64]*call
@@ -120,6 +122,9 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxStdinQueueBytes <= 0 {
+		opts.MaxStdinQueueBytes = DefaultMaxStdinQueueBytes
 	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
@@ -175,7 +180,7 @@ func Start(opts Options) (*Conn, error) {
 // or loop is attached.
 func newConn(opts Options, stdin *os.File) *Conn {
 	return &Conn{
-		opts: opts, stdin: stdin,
+		opts: opts, stdin: stdin, in: newStdinQueue(stdin, opts.MaxStdinQueueBytes),
 		sem:    make(chan struct{}, opts.MaxInFlight),
 		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
 		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
@@ -255,8 +260,11 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 
 	msg := appendRequest(make([]byte, 0, 64+len(method)+len(params)), cl.id, method, params)
 
-	if err := c.write(msg); err != nil {
+	if err := c.in.write(ctx, msg); err != nil {
 		c.forget(cl)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // no room in time: nothing was sent
+			return nil, err
+		}
 		// A broken stdin means the child is going: report why it went, once it is reaped.
 		if c.waitDone(c.opts.StopGrace) {
 			return nil, c.Err()
@@ -291,53 +299,19 @@ func (c *Conn) forget(cl *call) {
 	c.mu.Unlock()
 }
 
-// Notify sends a notification to the child.
-func (c *Conn) Notify(_ context.Context, method string, params any) error {
+// Notify sends a notification to the child, waiting with ctx for room in its stdin queue.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	msg, err := notification(method, params)
 	if err != nil {
 		return err
 	}
-	return c.write(msg)
+	return c.in.write(ctx, msg)
 }
 
 func (c *Conn) notifyAsync(method string, params any) {
 	if msg, err := notification(method, params); err == nil {
-		_ = c.write(msg) // a lost cancellation only wastes the child's work
+		_ = c.in.control(msg) // a lost cancellation only wastes the child's work
 	}
-}
-
-// write queues msg and, unless another caller is writing, writes the queue to stdin.
-func (c *Conn) write(msg []byte) error {
-	c.wmu.Lock()
-	if c.wbroken != nil {
-		err := c.wbroken
-		c.wmu.Unlock()
-		return err
-	}
-	c.wbuf = append(c.wbuf, msg...)
-	if c.writing {
-		c.wmu.Unlock()
-		return nil
-	}
-	c.writing = true
-	for len(c.wbuf) > 0 {
-		buf := c.wbuf
-		c.wbuf = c.wspare[:0]
-		c.wmu.Unlock()
-		_, err := c.stdin.Write(buf)
-		c.wmu.Lock()
-		c.wspare = buf
-		if err != nil {
-			c.wbroken = err
-			c.wbuf = nil
-			c.writing = false
-			c.wmu.Unlock()
-			return err
-		}
-	}
-	c.writing = false
-	c.wmu.Unlock()
-	return nil
 }
 
 func notification(method string, params any) ([]byte, error) {
@@ -484,7 +458,7 @@ func (c *Conn) answer(id, result json.RawMessage, rpcErr *RPCError) {
 	if err != nil {
 		return
 	}
-	_ = c.write(append(b, '\n'))
+	_ = c.in.control(append(b, '\n')) // dropped when the child does not read its stdin
 }
 
 func (c *Conn) protocolFailure(err error) {
@@ -518,6 +492,7 @@ func (c *Conn) stderrLoop() {
 func (c *Conn) waitLoop() {
 	werr := c.cmd.Wait()
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // grandchildren of a wrapper
+	c.in.close(fmt.Errorf("%w: stdin is closed", ErrExited))
 	c.stdin.Close()
 	// Read what the child wrote before it died (its last stderr line explains the crash).
 	grace := time.After(c.opts.StopGrace)

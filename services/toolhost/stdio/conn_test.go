@@ -343,3 +343,83 @@ func TestBadParamsAreRefusedNotWritten(t *testing.T) {
 		t.Fatalf("the child read a broken request: %s", c.StderrTail())
 	}
 }
+
+// TestStdinQueueIsBounded: while the child does not read its stdin, requests wait for room
+// with their own context. One that gives up fails alone and none of its bytes is written;
+// the others are answered once the child reads again.
+func TestStdinQueueIsBounded(t *testing.T) {
+	c := start(t, func(o *Options) { o.MaxStdinQueueBytes = 64 << 10 })
+	if got, err := callTool(t, c, t.Context(), "pause_reading", nil); err != nil || got != "paused" {
+		t.Fatalf("pause_reading: %q %v", got, err)
+	}
+	big := strings.Repeat("a", 300<<10) // more than the pipe holds: most of it waits in the queue
+	bigDone := make(chan error, 1)
+	go func() {
+		got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": big})
+		if err == nil && got != big {
+			err = fmt.Errorf("echo of %d bytes answered %d bytes", len(big), len(got))
+		}
+		bigDone <- err
+	}()
+	waitFor(t, func() bool { q, _ := c.in.state(); return q > 64<<10 })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := callTool(t, c, ctx, "echo", map[string]any{"message": "timed-out"})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "does not read its stdin") {
+		t.Fatalf("a request with no room before its deadline: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("the timed-out request returned after %v", d)
+	}
+
+	patientDone := make(chan error, 1)
+	go func() {
+		got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "patient"})
+		if err == nil && got != "patient" {
+			err = fmt.Errorf("got %q", got)
+		}
+		patientDone <- err
+	}()
+	waitFor(t, func() bool { _, w := c.in.state(); return w == 1 })
+	cctx, ccancel := context.WithCancel(t.Context())
+	cancelledDone := make(chan error, 1)
+	go func() {
+		_, err := callTool(t, c, cctx, "echo", map[string]any{"message": "cancelled"})
+		cancelledDone <- err
+	}()
+	waitFor(t, func() bool { _, w := c.in.state(); return w == 2 })
+	ccancel()
+	if err := <-cancelledDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request waiting for room: %v", err)
+	}
+	if _, w := c.in.state(); w != 1 {
+		t.Fatalf("%d requests wait after one gave up, want the other one", w)
+	}
+
+	if err := syscall.Kill(c.Pid(), syscall.SIGUSR1); err != nil { // read again
+		t.Fatal(err)
+	}
+	for what, done := range map[string]chan error{"the large request": bigDone, "the patient request": patientDone} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not answered after the child read again", what)
+		}
+	}
+	for _, m := range []string{"timed-out", "cancelled"} {
+		if got, err := callTool(t, c, t.Context(), "seen", map[string]any{"message": m}); err != nil || got != "false" {
+			t.Fatalf("the child received the %s request: %q %v", m, got, err)
+		}
+	}
+	if got, _ := callTool(t, c, t.Context(), "seen", map[string]any{"message": "patient"}); got != "true" {
+		t.Fatal("seen does not see what the child received")
+	}
+	if strings.Contains(c.StderrTail(), "bad input") {
+		t.Fatalf("the child read a partial request: %s", c.StderrTail())
+	}
+}

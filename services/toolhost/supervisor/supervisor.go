@@ -41,7 +41,9 @@ type Config struct {
 	MaxLineBytes    int
 	StderrTailBytes int
 	MaxInFlight     int
-	StopGrace       time.Duration
+	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read.
+	MaxStdinQueueBytes int
+	StopGrace          time.Duration
 	// IdleTimeout stops a child unused for this long (0: never); the next call starts it.
 	IdleTimeout time.Duration
 	// LazyStart makes EnsureStarted only check and register; the first call launches.
@@ -66,7 +68,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxLineBytes: stdio.DefaultMaxLineBytes, StderrTailBytes: stdio.DefaultStderrTailBytes,
-		MaxInFlight: stdio.DefaultMaxInFlight, StopGrace: stdio.DefaultStopGrace,
+		MaxInFlight: stdio.DefaultMaxInFlight, MaxStdinQueueBytes: stdio.DefaultMaxStdinQueueBytes, StopGrace: stdio.DefaultStopGrace,
 		BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, DefaultTimeout: 30 * time.Second,
 	}
 }
@@ -353,7 +355,8 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
-		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
+		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes,
+		StopGrace:          s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
 		OnExit:         func(err error) { srv.onExit(conn, err) },
 	})

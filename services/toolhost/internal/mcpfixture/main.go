@@ -1,6 +1,6 @@
 // Command mcpfixture is a stdio MCP server for tests, doing on demand what real servers
 // won't: crash mid-call, hang, write garbage or a huge line, start slowly, answer out of
-// order, send progress, ask the client for roots, show its environment.
+// order, send progress, ask the client for roots, show its environment, stop reading stdin.
 package main
 
 import (
@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +33,8 @@ var (
 	extraTool atomic.Bool
 	clientMu  sync.Mutex
 	clientRes = map[string]chan msg{}
+	seenMu    sync.Mutex
+	seen      = map[string]bool{} // messages of the echo calls received
 )
 
 func write(v any) {
@@ -92,7 +96,23 @@ func main() {
 				"serverInfo": map[string]any{"name": "mcpfixture", "version": "1.0.0"}})
 		case m.Method == "tools/list":
 			listTools(m, *pages)
+		case m.Method == "tools/call" && toolName(m) == "pause_reading":
+			// Stop reading stdin until SIGUSR1, as a server stuck in its own work would.
+			resume := make(chan os.Signal, 1)
+			signal.Notify(resume, syscall.SIGUSR1)
+			text(m.ID, "paused")
+			<-resume
+			signal.Stop(resume)
 		case m.Method == "tools/call":
+			if toolName(m) == "echo" {
+				var p struct {
+					Arguments struct{ Message string } `json:"arguments"`
+				}
+				json.Unmarshal(m.Params, &p)
+				seenMu.Lock()
+				seen[p.Arguments.Message] = true
+				seenMu.Unlock()
+			}
 			go callTool(m)
 		case m.Method == "notifications/cancelled":
 			cancelled.Add(1)
@@ -106,7 +126,15 @@ func main() {
 	fmt.Fprintln(os.Stderr, "mcpfixture: stdin closed")
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ"}
+func toolName(m msg) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(m.Params, &p)
+	return p.Name
+}
+
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -192,6 +220,10 @@ func callTool(m msg) {
 		text(m.ID, fmt.Sprint(cancelled.Load()))
 	case "env":
 		text(m.ID, os.Getenv(fmt.Sprint(p.Arguments["name"])))
+	case "seen": // whether an echo call with this message was received
+		seenMu.Lock()
+		text(m.ID, fmt.Sprint(seen[fmt.Sprint(p.Arguments["message"])]))
+		seenMu.Unlock()
 	case "environ": // the whole environment, as a JSON array of NAME=value
 		b, _ := json.Marshal(os.Environ())
 		text(m.ID, string(b))
