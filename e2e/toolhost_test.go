@@ -38,6 +38,65 @@ func wrapper(t *testing.T) string {
 	return p
 }
 
+// escapingWrapper writes a shell script that starts a helper, `setsid sleep 300`, in a
+// session and process group of its own (out of reach of a kill of the server's group), writes
+// the helper's pid to the file returned, then runs node in its place.
+func escapingWrapper(t *testing.T) (script, pidFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, pidFile = filepath.Join(dir, "escaping.sh"), filepath.Join(dir, "helper.pid")
+	src := "#!/bin/sh\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > " + pidFile + ".tmp && mv " + pidFile + ".tmp " + pidFile + "\nexec node \"$@\"\n"
+	if err := os.WriteFile(script, []byte(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script, pidFile
+}
+
+// helperPid reads the pid an escaping wrapper wrote, and kills the helper at cleanup should
+// the test fail.
+func helperPid(t *testing.T, pidFile string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(pidFile)
+		if err == nil {
+			_, err = fmt.Sscan(string(b), &pid)
+		}
+		return err
+	})
+	if !running(pid) {
+		t.Fatalf("the helper %d is not running", pid)
+	}
+	t.Cleanup(func() {
+		if running(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return pid
+}
+
+// running says whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+func waitNotRunning(t *testing.T, what string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the helper %d still runs", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startToolhost runs the zest-toolhost binary alone, with env added to its environment, and
 // returns its client and process.
 func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *bytes.Buffer) {
@@ -139,21 +198,62 @@ func TestToolhostSignalsLeaveNoChild(t *testing.T) {
 	wrap := wrapper(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
+			escaping, pidFile := escapingWrapper(t)
 			c, cmd, logs := startToolhost(t)
 			direct := ensure(t, c, "direct", "node", se)
 			wrapped := ensure(t, c, "wrapped", wrap, se)
+			escaped := ensure(t, c, "escaping", escaping, se)
 			echoVia(t, c, "direct", "a")
 			echoVia(t, c, "wrapped", "b")
-			pgids := []int{int(direct.GetPid()), int(wrapped.GetPid())}
-			if n := len(inGroups(pgids)); n < 4 { // shim+node, shim+sh+node
+			echoVia(t, c, "escaping", "c")
+			helper := helperPid(t, pidFile)
+			pgids := []int{int(direct.GetPid()), int(wrapped.GetPid()), int(escaped.GetPid())}
+			if n := len(inGroups(pgids)); n < 6 { // shim+node, shim+sh+node, shim+node
 				t.Fatalf("expected the process trees to be running, found %d processes: %v", n, inGroups(pgids))
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, fmt.Sprintf("after %v to the tool host (logs:\n%s)", sig, logs), pgids)
+			what := fmt.Sprintf("after %v to the tool host (logs:\n%s)", sig, logs)
+			waitGone(t, what, pgids)
+			waitNotRunning(t, what, helper)
 		})
 	}
+}
+
+// TestToolhostStopLeavesNoEscapedHelper: a helper a server started in a session of its own
+// ends with the server, on Stop and when the server exits by itself.
+func TestToolhostStopLeavesNoEscapedHelper(t *testing.T) {
+	se := serverEverything(t)
+	c, _, _ := startToolhost(t)
+	t.Run("stop", func(t *testing.T) {
+		escaping, pidFile := escapingWrapper(t)
+		st := ensure(t, c, "escaping", escaping, se)
+		helper := helperPid(t, pidFile)
+		if _, err := c.Stop(t.Context(), &toolhostv1.StopRequest{Id: "escaping"}); err != nil {
+			t.Fatal(err)
+		}
+		if running(helper) || len(inGroups([]int{int(st.GetPid())})) > 0 {
+			t.Fatalf("after Stop returned: helper running %v, left in the group %v", running(helper), inGroups([]int{int(st.GetPid())}))
+		}
+	})
+	t.Run("the server exits", func(t *testing.T) {
+		escaping, pidFile := escapingWrapper(t)
+		st := ensure(t, c, "escaping", escaping, se)
+		helper := helperPid(t, pidFile)
+		var server int
+		for _, p := range inGroups([]int{int(st.GetPid())}) {
+			if strings.Contains(p, "(node)") {
+				fmt.Sscanf(p, "pid %d", &server)
+			}
+		}
+		if server == 0 {
+			t.Fatalf("no node in %v", inGroups([]int{int(st.GetPid())}))
+		}
+		syscall.Kill(server, syscall.SIGKILL)
+		waitNotRunning(t, "after the server was killed", helper)
+		waitGone(t, "after the server was killed", []int{int(st.GetPid())})
+	})
 }
 
 func TestWrapperStartStopCyclesLeaveNothing(t *testing.T) {

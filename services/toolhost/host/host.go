@@ -82,7 +82,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
 	fs.IntVar(&c.MaxStdinQueueBytes, "toolhost-max-stdin-queue-bytes", c.MaxStdinQueueBytes, "request bytes that may wait for a server that does not read its stdin; a call that does not fit waits for room until its deadline")
-	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing stdin, and again after SIGTERM, before the next stop step")
+	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing a server's stdin, and again after the SIGTERM its shim passes on, before the next stop step")
 	fs.DurationVar(&c.IdleTimeout, "toolhost-idle-timeout", c.IdleTimeout, "stop a server unused this long (0: never)")
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
@@ -153,7 +153,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
 		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes,
 		StopGrace:          cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
-		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow,
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log}
@@ -168,11 +168,13 @@ func New(cfg Config, log *slog.Logger) *Host {
 	return h
 }
 
-func shimArgv(path string) []string {
+// shimArgv runs servers under the shim at path, which gives a server and its descendants the
+// same grace after SIGTERM as the tool host's stop sequence does.
+func shimArgv(path string, grace time.Duration) []string {
 	if path == "" {
 		return nil
 	}
-	return []string{path, shim.Flag}
+	return []string{path, shim.Flag, "-stop-grace=" + grace.String()}
 }
 
 // Run listens on cfg.Addr and serves until ctx is done, then stops every child.

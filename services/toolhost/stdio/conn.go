@@ -1,8 +1,16 @@
 // Package stdio runs one stdio MCP server process and multiplexes any number of concurrent
 // callers onto it: JSON-RPC ids are rewritten so that each response reaches its caller,
 // progress notifications reach the caller whose token they carry, and a cancelled call sends
-// notifications/cancelled. The child runs in its own process group with a parent-death
-// signal; stopping it closes stdin, waits, then SIGTERMs and SIGKILLs the group.
+// notifications/cancelled. Messages are framed one per line (framing.go), and the bytes
+// waiting for a child that does not read its stdin are bounded (stdin.go).
+//
+// The child runs in its own process group with a parent-death signal, normally under the
+// shim (package shim), which kills every descendant of the server when it ends. Stopping a
+// child closes its stdin and waits StopGrace for it to exit; then, under a shim, SIGTERMs the
+// shim alone (which passes SIGTERM on to every descendant, waits the same grace, SIGKILLs them
+// all and reaps them) and waits for it up to StopGrace + shim.CleanupTimeout + 1 s; without a
+// shim, SIGTERMs the group and waits StopGrace. Only then, as a last resort, it SIGKILLs the
+// group.
 package stdio
 
 import (
@@ -23,6 +31,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 )
 
 // Defaults of Options.
@@ -48,8 +57,9 @@ type Options struct {
 	// Env is the child's complete environment.
 	Env []string
 	// Shim, when set, is the argv prefix of a process that runs the server for the tool host
-	// (see package shim): the child is then the shim, with a parent-death signal of SIGTERM
-	// so that it can take the server's whole process group down with it.
+	// (see package shim; its -stop-grace should be StopGrace): the child is then the shim,
+	// with a parent-death signal of SIGTERM so that it can take every descendant of the
+	// server down with it.
 	Shim []string
 	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure that stops the
 	// child (its answer could not be returned anyway).
@@ -535,19 +545,33 @@ func (c *Conn) waitLoop() {
 	}
 }
 
-// Stop closes stdin, waits, SIGTERMs the process group, waits, then SIGKILLs it, and
-// returns once the child is reaped.
+// shimExitAllowance is how long a shim has, after the grace it gives the server, to kill and
+// reap its descendants and exit.
+const shimExitAllowance = shim.CleanupTimeout + time.Second
+
+// Stop closes stdin and waits; then SIGTERMs the shim (which stops the server and cleans up)
+// or, without one, the process group, and waits again; then SIGKILLs the group. It returns
+// once the child is reaped.
 func (c *Conn) Stop() error {
 	c.stopping.Store(true)
 	c.stdin.Close()
 	if c.waitDone(c.opts.StopGrace) {
 		return nil
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
-	if c.waitDone(c.opts.StopGrace) {
-		return nil
+	pid := c.cmd.Process.Pid
+	if len(c.opts.Shim) > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		if c.waitDone(c.opts.StopGrace + shimExitAllowance) {
+			return nil
+		}
+		c.opts.Logger.Warn("the shim did not stop the MCP server in time; killing its process group", "pid", pid)
+	} else {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		if c.waitDone(c.opts.StopGrace) {
+			return nil
+		}
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-c.done
 	return nil
 }

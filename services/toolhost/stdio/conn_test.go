@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 )
 
 var fixture string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == shim.Flag { // the test binary is the shim, as zest-toolhost is
+		os.Exit(shim.Main(os.Args[2:]))
+	}
 	bin, cleanup, err := fixturebin.Build()
 	if err != nil {
 		panic(err)
@@ -421,5 +425,73 @@ func TestStdinQueueIsBounded(t *testing.T) {
 	}
 	if strings.Contains(c.StderrTail(), "bad input") {
 		t.Fatalf("the child read a partial request: %s", c.StderrTail())
+	}
+}
+
+// underShim runs the child under the shim (the test binary), as the tool host does.
+func underShim(o *Options) {
+	o.Shim = []string{os.Args[0], shim.Flag, "-stop-grace=" + o.StopGrace.String()}
+}
+
+// spawnHelper has the fixture start `sleep 300` in a session of its own and returns its pid.
+func spawnHelper(t *testing.T, c *Conn, hold bool) int {
+	t.Helper()
+	got, err := callTool(t, c, t.Context(), "spawn_setsid", map[string]any{"hold": hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(got, &pid); err != nil || !running(pid) {
+		t.Fatalf("spawn_setsid answered %q", got)
+	}
+	t.Cleanup(func() {
+		if running(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return pid
+}
+
+// running says whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// TestEscapedDescendantsEndWithTheServer: a helper the server started in a session of its own
+// (out of the server's process group) is gone once the child has ended, whether it was
+// stopped, crashed or stopped while ignoring stdin's end, and whether or not the helper holds
+// the server's stdout.
+func TestEscapedDescendantsEndWithTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold bool
+		end  func(t *testing.T, c *Conn)
+	}{
+		{"stop", false, func(t *testing.T, c *Conn) { c.Stop() }},
+		{"stop, the helper holding stdout", true, func(t *testing.T, c *Conn) { c.Stop() }},
+		{"stop of a server that does not read stdin", false, func(t *testing.T, c *Conn) {
+			callTool(t, c, t.Context(), "pause_reading", nil)
+			c.Stop()
+		}},
+		{"crash", true, func(t *testing.T, c *Conn) {
+			callTool(t, c, t.Context(), "crash", nil)
+			<-c.Done()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, func(o *Options) { o.StopGrace = 300 * time.Millisecond; underShim(o) })
+			helper := spawnHelper(t, c, tc.hold)
+			tc.end(t, c)
+			<-c.Done()
+			if running(helper) {
+				t.Fatalf("the server's helper %d outlived it (exit: %v)", helper, c.Err())
+			}
+		})
 	}
 }

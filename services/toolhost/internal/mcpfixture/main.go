@@ -1,6 +1,7 @@
 // Command mcpfixture is a stdio MCP server for tests, doing on demand what real servers
 // won't: crash mid-call, hang, write garbage or a huge line, start slowly, answer out of
-// order, send progress, ask the client for roots, show its environment, stop reading stdin.
+// order, send progress, ask the client for roots, show its environment, stop reading stdin,
+// start a helper in a session of its own.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -134,7 +136,7 @@ func toolName(m msg) string {
 	return p.Name
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen"}
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -220,6 +222,17 @@ func callTool(m msg) {
 		text(m.ID, fmt.Sprint(cancelled.Load()))
 	case "env":
 		text(m.ID, os.Getenv(fmt.Sprint(p.Arguments["name"])))
+	case "spawn_setsid": // start `sleep 300` in a session of its own, as a daemon would; answer its pid
+		cmd := exec.Command("sleep", "300")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if p.Arguments["hold"] == true { // keep the server's stdout and stderr open, as a careless helper does
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		}
+		if err := cmd.Start(); err != nil {
+			result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": err.Error()}}})
+			return
+		}
+		text(m.ID, fmt.Sprint(cmd.Process.Pid))
 	case "seen": // whether an echo call with this message was received
 		seenMu.Lock()
 		text(m.ID, fmt.Sprint(seen[fmt.Sprint(p.Arguments["message"])]))
