@@ -1,7 +1,8 @@
 // Package supervisor keeps the stdio MCP servers of the tool host: one child per registered
-// server, shared by every caller; the MCP handshake; a tool cache refreshed on
-// tools/list_changed; restarts after crashes with exponential backoff; optional idle stop and
-// lazy start; and watchers of state changes and notifications.
+// server, shared by every caller, launched once for all who need it and detached from any one
+// of them; a clean environment for each child (env.go); the MCP handshake; a tool cache
+// refreshed on tools/list_changed; restarts after crashes with exponential backoff; optional
+// idle stop and lazy start; and watchers of state changes and notifications.
 package supervisor
 
 import (
