@@ -34,7 +34,8 @@ run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; 
 test: check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end)
 
 .PHONY: unit
-unit: peers ## Unit tests of every module
+unit: peers ## Unit tests of every module (and the tool host's module alone, without go.work)
+	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: e2e

@@ -273,7 +273,7 @@ func TestUpsertSurvivesSIGKILLOfMcpgateway(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	peers := peersDir(t)
 	cfg := jsonBody(t, map[string]any{"id": "keep", "command": "node", "args": []string{filepath.Join(peers, "echo-server.mjs")},
-		"env": map[string]any{"ECHO_TOKEN": "${ZEST_E2E_TOKEN}"}})
+		"env": map[string]any{"ECHO_TOKEN": "${TOOLHOST_E2E_TOKEN}"}})
 	if r := admin(t, s, "POST", "/servers", cfg); r.Status != 200 {
 		t.Fatalf("upsert: %d %s", r.Status, r.Body)
 	}
@@ -283,12 +283,12 @@ func TestUpsertSurvivesSIGKILLOfMcpgateway(t *testing.T) {
 	r := admin(t, s, "GET", "/servers", "")
 	servers := asSlice(r.JSON(t)["servers"])
 	if len(servers) != 1 || servers[0].(map[string]any)["id"] != "keep" ||
-		servers[0].(map[string]any)["env"].(map[string]any)["ECHO_TOKEN"] != "${ZEST_E2E_TOKEN}" {
+		servers[0].(map[string]any)["env"].(map[string]any)["ECHO_TOKEN"] != "${TOOLHOST_E2E_TOKEN}" {
 		t.Fatalf("after SIGKILL and restart: %s", r.Body)
 	}
 	// An enabled server reconnects on first use.
 	r = admin(t, s, "POST", "/servers/keep/tools/call", `{"name":"echo","arguments":{"text":"still here"}}`)
-	if r.Status != 502 || !strings.Contains(errMessage(t, r), "Required MCP environment variable is not set: ZEST_E2E_TOKEN") {
+	if r.Status != 502 || !strings.Contains(errMessage(t, r), "Required MCP environment variable is not set: TOOLHOST_E2E_TOKEN") {
 		t.Fatalf("missing variable on first use: %d %s", r.Status, r.Body)
 	}
 }

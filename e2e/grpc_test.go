@@ -98,12 +98,15 @@ func TestTypedAdminOverGRPC(t *testing.T) {
 	}
 	missing := filepath.Join(t.TempDir(), "missing.js")
 	admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"id": "broken", "command": "node", "args": []string{missing}}))
-	if r := admin(t, s, "POST", "/servers/broken/connect", ""); r.Status != 502 {
+	// The error says why (Node's real line, not its version trailer), on connect and in the state.
+	if r := admin(t, s, "POST", "/servers/broken/connect", ""); r.Status != 502 || !strings.Contains(errMessage(t, r), "Cannot find module") {
 		t.Fatalf("connect broken: %d %s", r.Status, r.Body)
 	}
 	r = admin(t, s, "GET", "/servers/broken", "")
-	p, _ := r.JSON(t)["server"].(map[string]any)["process"].(map[string]any)
-	if p["state"] != "failed" || !strings.Contains(p["stderr_tail"].(string), "Cannot find module") {
+	srv := r.JSON(t)["server"].(map[string]any)
+	p, _ := srv["process"].(map[string]any)
+	if p["state"] != "failed" || !strings.Contains(p["stderr_tail"].(string), "Cannot find module") ||
+		!strings.Contains(p["last_error"].(string), "Cannot find module") || !strings.Contains(srv["last_error"].(string), "Cannot find module") {
 		t.Fatalf("the broken server's process: %s", r.Body)
 	}
 }

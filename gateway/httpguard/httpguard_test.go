@@ -1,8 +1,8 @@
 package httpguard
 
 import (
-	"encoding/json"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"

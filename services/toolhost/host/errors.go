@@ -24,14 +24,16 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, supervisor.ErrUnknownServer):
 		code = codes.NotFound
-	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName):
+	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, supervisor.ErrReservedVariable),
+		errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName), errors.Is(err, stdio.ErrBadRequest):
 		code = codes.InvalidArgument
 	case errors.Is(err, envref.ErrNotSet), errors.Is(err, stdio.ErrLaunch):
 		code = codes.FailedPrecondition
 	case errors.Is(err, stdio.ErrBusy):
 		code = codes.ResourceExhausted
 	case errors.Is(err, supervisor.ErrCrashLoop), errors.Is(err, supervisor.ErrHandshake),
-		errors.Is(err, stdio.ErrExited), errors.Is(err, stdio.ErrProtocol), errors.Is(err, supervisor.ErrClosed):
+		errors.Is(err, stdio.ErrExited), errors.Is(err, stdio.ErrProtocol), errors.Is(err, supervisor.ErrClosed),
+		errors.Is(err, supervisor.ErrStopped):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded

@@ -11,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
@@ -28,12 +29,16 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_TOOLHOST_ADDR).
 	Addr string
-	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES).
+	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES); 0, the
+	// default, follows the gRPC message limit (see LineLimit).
 	MaxLineBytes int
 	// StderrTailBytes bounds the stderr kept per child (ZEST_TOOLHOST_STDERR_TAIL_BYTES).
 	StderrTailBytes int
 	// MaxInFlight bounds concurrent calls per child (ZEST_TOOLHOST_MAX_IN_FLIGHT).
 	MaxInFlight int
+	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read its
+	// stdin (ZEST_TOOLHOST_MAX_STDIN_QUEUE_BYTES).
+	MaxStdinQueueBytes int
 	// StopGrace is each step of the stop sequence (ZEST_TOOLHOST_STOP_GRACE).
 	StopGrace time.Duration
 	// IdleTimeout stops unused children (ZEST_TOOLHOST_IDLE_TIMEOUT, 0 = never).
@@ -46,6 +51,10 @@ type Config struct {
 	// by the binary's main (ZEST_TOOLHOST_PROCS; 0 leaves Go's default). The tool host only
 	// moves bytes between callers and children; the children need the cores.
 	Procs int
+	// EnvAllow adds names and NAME* prefixes, comma-separated, to the variables of the tool
+	// host's environment a server inherits (ZEST_TOOLHOST_ENV_ALLOW; supervisor.DefaultEnvAllow
+	// lists the fixed ones). ZEST_* and LEMONADE_* are refused.
+	EnvAllow string
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
@@ -60,7 +69,7 @@ func DefaultConfig() Config {
 	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312",
-		MaxLineBytes: d.MaxLineBytes, StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight,
+		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil),
 	}
@@ -70,14 +79,16 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
-	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it")
+	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − 1 MiB, the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
-	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing stdin, and again after SIGTERM, before the next stop step")
+	fs.IntVar(&c.MaxStdinQueueBytes, "toolhost-max-stdin-queue-bytes", c.MaxStdinQueueBytes, "request bytes that may wait for a server that does not read its stdin; a call that does not fit waits for room until its deadline")
+	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing a server's stdin, and again after the SIGTERM its shim passes on, before the next stop step")
 	fs.DurationVar(&c.IdleTimeout, "toolhost-idle-timeout", c.IdleTimeout, "stop a server unused this long (0: never)")
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
 	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
+	fs.StringVar(&c.EnvAllow, "toolhost-env-allow", c.EnvAllow, "more variables of the tool host's environment that servers inherit, comma-separated; NAME* is a prefix (e.g. NODE_*,PYTHONPATH); ZEST_* and LEMONADE_* are refused")
 	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")
 }
 
@@ -87,11 +98,18 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
-	if c.MaxLineBytes < 1024 {
-		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want at least 1024", c.MaxLineBytes))
+	if most := c.GRPCMaxMessageBytes - grpcdial.MessageOverhead; c.MaxLineBytes != 0 && (c.MaxLineBytes < 1024 || c.MaxLineBytes > most) {
+		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want 0 (follow grpc-max-message-bytes) or 1024 to %d (grpc-max-message-bytes %d − 1 MiB): a longer line could never be sent back over gRPC",
+			c.MaxLineBytes, most, c.GRPCMaxMessageBytes))
+	}
+	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
+		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
 	}
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
+	}
+	if c.MaxStdinQueueBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("toolhost-max-stdin-queue-bytes %d: want at least 65536 (64 KiB)", c.MaxStdinQueueBytes))
 	}
 	if c.StderrTailBytes < 0 || c.MaxInFlight < 1 {
 		errs = append(errs, errors.New("toolhost-stderr-tail-bytes must be ≥ 0 and toolhost-max-in-flight ≥ 1"))
@@ -100,6 +118,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("toolhost-stop-grace and toolhost-backoff-base must be > 0, toolhost-backoff-max ≥ base, toolhost-idle-timeout ≥ 0"))
 	}
 	return errors.Join(errs...)
+}
+
+// LineLimit is the stdout line limit in effect: MaxLineBytes, or by default the largest
+// answer a gRPC message can carry (grpc-max-message-bytes − grpcdial.MessageOverhead).
+func (c *Config) LineLimit() int {
+	if c.MaxLineBytes > 0 {
+		return c.MaxLineBytes
+	}
+	return c.GRPCMaxMessageBytes - grpcdial.MessageOverhead
 }
 
 // Shared returns the common settings.
@@ -119,10 +146,16 @@ func New(cfg Config, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
+	envAllow, err := supervisor.ParseEnvAllow(cfg.EnvAllow) // Validate reports the refused entries
+	if err != nil {
+		log.Error("ignoring refused entries of ZEST_TOOLHOST_ENV_ALLOW", "err", err)
+	}
 	sup := supervisor.New(supervisor.Config{
-		MaxLineBytes: cfg.MaxLineBytes, StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
-		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
-		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath),
+		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
+		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes,
+		StopGrace:          cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
+		EnvAllow: envAllow,
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
@@ -136,11 +169,13 @@ func New(cfg Config, log *slog.Logger) *Host {
 	return h
 }
 
-func shimArgv(path string) []string {
+// shimArgv runs servers under the shim at path, which gives a server and its descendants the
+// same grace after SIGTERM as the tool host's stop sequence does.
+func shimArgv(path string, grace time.Duration) []string {
 	if path == "" {
 		return nil
 	}
-	return []string{path, shim.Flag}
+	return []string{path, shim.Flag, "-stop-grace=" + grace.String()}
 }
 
 // Run listens on cfg.Addr and serves until ctx is done, then stops every child.

@@ -130,8 +130,8 @@ func TestServerEverythingConcurrentEcho(t *testing.T) {
 func TestServerMemoryAndFilesystem(t *testing.T) {
 	c := startHost(t)
 	mem := serverSpec(t, "memory", "memory")
-	mem.Env = map[string]string{"MEMORY_FILE_PATH": "${ZEST_TEST_MEMORY_FILE}"}
-	t.Setenv("ZEST_TEST_MEMORY_FILE", filepath.Join(t.TempDir(), "memory.jsonl"))
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": "${TOOLHOST_TEST_MEMORY_FILE}"}
+	t.Setenv("TOOLHOST_TEST_MEMORY_FILE", filepath.Join(t.TempDir(), "memory.jsonl"))
 	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: mem}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,8 @@ func TestErrorCodes(t *testing.T) {
 		text string
 	}{
 		{"raw secret", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "abc"}}, codes.InvalidArgument, "env TOKEN must be a ${VARIABLE} reference; raw values are rejected"},
-		{"missing variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${ZEST_SURELY_UNSET_VAR}"}}, codes.FailedPrecondition, "Required MCP environment variable is not set: ZEST_SURELY_UNSET_VAR"},
+		{"missing variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${TOOLHOST_SURELY_UNSET_VAR}"}}, codes.FailedPrecondition, "Required MCP environment variable is not set: TOOLHOST_SURELY_UNSET_VAR"},
+		{"reserved variable", &toolhostv1.ServerSpec{Id: "a", Command: "node", Env: map[string]string{"TOKEN": "${ZEST_SERVICE_KEY}"}}, codes.InvalidArgument, "env TOKEN refers to ${ZEST_SERVICE_KEY}, a variable reserved for Zest's own services"},
 		{"no such command", &toolhostv1.ServerSpec{Id: "a", Command: "/nonexistent/server"}, codes.FailedPrecondition, "no such file or directory"},
 		{"bad id", &toolhostv1.ServerSpec{Id: "a b", Command: "node"}, codes.InvalidArgument, "id"},
 	}
@@ -214,5 +215,25 @@ func TestCallStreamRelaysProgress(t *testing.T) {
 	}
 	if notes != 3 {
 		t.Fatalf("got %d progress notifications, want 3", notes)
+	}
+}
+
+// TestPrettyPrintedArgumentsReachTheServer: arguments pretty-printed by a client are sent on
+// one line; params that are not JSON are refused with INVALID_ARGUMENT, not written.
+func TestPrettyPrintedArgumentsReachTheServer(t *testing.T) {
+	c := startHost(t)
+	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "everything", "everything")}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.MarshalIndent(map[string]any{"name": "echo", "arguments": map[string]any{"message": "pretty"}}, "", "    ")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r, err := c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: p})
+	if err != nil || !strings.Contains(string(r.GetResult()), "Echo: pretty") {
+		t.Fatalf("pretty-printed arguments: %v %v", r, err)
+	}
+	_, err = c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: []byte(`{"name":"echo","arguments":`)})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "params are not valid JSON") {
+		t.Fatalf("invalid params: %v", err)
 	}
 }

@@ -1,42 +1,72 @@
 // Package shim is a tiny process the tool host puts between itself and each MCP server so
-// that no descendant outlives the tool host, even when the tool host is SIGKILLed and the
-// server was started through a wrapper (npx, a shell script) that forks the real server.
+// that no descendant of a server outlives it, even when the tool host is SIGKILLed and the
+// server was started through a wrapper (npx, a shell script) or started helpers of its own in
+// another session or process group (setsid, a daemon's double fork).
 //
 // The tool host starts the shim as the leader of a new process group, with a parent-death
-// signal of SIGTERM. The shim starts the server in that same group with a parent-death
-// signal of SIGKILL, sharing its stdin, stdout and stderr. When the tool host dies, the shim
-// gets SIGTERM, sees that its parent is gone, and SIGKILLs the whole group. While the tool
-// host lives, signals are passed on to the server, and the shim exits with the server's
-// status.
+// signal of SIGTERM. The shim makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so that
+// every orphaned descendant is reparented to it rather than to init, and starts the server in
+// its group with a parent-death signal of SIGKILL, sharing its stdin, stdout and stderr. Its
+// descendants are then exactly the processes reached from it through /proc's parent links.
+//
+// Every way a server ends, ends with the shim killing every descendant it can find (SIGKILL,
+// reap, look again, until none is left or CleanupTimeout has passed) before it exits:
+//
+//   - the server exits (its stdin was closed, it crashed): the shim cleans up and exits with
+//     the server's status (dying of the same signal when the server died of one);
+//   - the tool host stops it: the tool host sends the shim SIGTERM; the shim passes SIGTERM to
+//     every descendant, gives them -stop-grace to exit, then SIGKILLs them all, cleans up and
+//     exits. Only when the shim itself does not exit in time does the tool host SIGKILL the
+//     process group, as a last resort;
+//   - the tool host dies: the shim gets SIGTERM from its parent-death signal, sees that its
+//     parent is gone, and SIGKILLs every descendant at once.
+//
+// SIGINT and SIGHUP are passed on to the server. While the server runs, the shim reaps the
+// orphans that were reparented to it as they exit.
 package shim
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Flag is the first argument that runs the tool host binary as a shim: zest-toolhost
-// --zest-shim -- <command> <args…>.
+// --zest-shim [-stop-grace D] -- <command> <args…>.
 const Flag = "--zest-shim"
+
+// CleanupTimeout bounds the shim's final kill-and-reap rounds; the tool host waits at least
+// this long (after the stop grace) before it SIGKILLs the process group itself.
+const CleanupTimeout = time.Second
 
 // Main runs the shim with args (after Flag) and returns the exit code.
 func Main(args []string) int {
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
+	fs := flag.NewFlagSet("zest-shim", flag.ContinueOnError)
+	grace := fs.Duration("stop-grace", 2*time.Second, "after passing SIGTERM on, how long the server and its descendants have to exit before they are SIGKILLed")
+	if err := fs.Parse(args); err != nil {
+		return 2
 	}
+	args = fs.Args()
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "zest shim: no command given")
 		return 2
 	}
 	parent := os.Getppid()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGCHLD)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "zest shim: cannot become a child subreaper (descendants in other sessions may outlive the server): %v\n", err)
+	}
 
-	runtime.LockOSThread() // the child's parent-death signal is tied to this thread
+	runtime.LockOSThread() // the server's parent-death signal is tied to this thread
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -44,26 +74,51 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "zest shim: start %s: %v\n", args[0], err)
 		return 127
 	}
+	server := cmd.Process.Pid
+	exited := make(chan struct{})
 	go func() {
-		for sig := range sigs {
-			if os.Getppid() != parent { // the tool host is gone: take the whole group down
-				_ = syscall.Kill(0, syscall.SIGKILL)
+		var kill <-chan time.Time // set once SIGTERM was passed on
+		for {
+			select {
+			case <-exited:
 				return
+			case <-kill:
+				signalDescendants(syscall.SIGKILL)
+				kill = nil
+			case sig := <-sigs:
+				switch {
+				case sig == syscall.SIGCHLD:
+					reapOrphans(server)
+				case os.Getppid() != parent: // the tool host is gone: take everything down now
+					signalDescendants(syscall.SIGKILL)
+				case sig == syscall.SIGTERM:
+					signalDescendants(syscall.SIGTERM)
+					if kill == nil {
+						kill = time.After(*grace)
+					}
+				default:
+					_ = cmd.Process.Signal(sig)
+				}
 			}
-			_ = cmd.Process.Signal(sig)
 		}
 	}()
 	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); ok {
+	close(exited)
+	if left := cleanUp(CleanupTimeout); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "zest shim: %d descendants of the server could not be killed within %v: %v\n", len(left), CleanupTimeout, left)
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// Die of the same signal so that the tool host reports it faithfully.
+			// Die of the same signal so that the tool host reports it faithfully: sent to this
+			// thread, it is handled before the call returns.
 			signal.Reset(ws.Signal())
-			_ = syscall.Kill(os.Getpid(), ws.Signal())
+			_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), ws.Signal())
 			return 128 + int(ws.Signal())
 		}
 		return ee.ExitCode()
-	}
-	if err != nil {
+	case err != nil:
 		return 1
 	}
 	return 0

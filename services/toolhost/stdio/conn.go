@@ -1,8 +1,16 @@
 // Package stdio runs one stdio MCP server process and multiplexes any number of concurrent
 // callers onto it: JSON-RPC ids are rewritten so that each response reaches its caller,
 // progress notifications reach the caller whose token they carry, and a cancelled call sends
-// notifications/cancelled. The child runs in its own process group with a parent-death
-// signal; stopping it closes stdin, waits, then SIGTERMs and SIGKILLs the group.
+// notifications/cancelled. Messages are framed one per line (framing.go), and the bytes
+// waiting for a child that does not read its stdin are bounded (stdin.go).
+//
+// The child runs in its own process group with a parent-death signal, normally under the
+// shim (package shim), which kills every descendant of the server when it ends. Stopping a
+// child closes its stdin and waits StopGrace for it to exit; then, under a shim, SIGTERMs the
+// shim alone (which passes SIGTERM on to every descendant, waits the same grace, SIGKILLs them
+// all and reaps them) and waits for it up to StopGrace + shim.CleanupTimeout + 1 s; without a
+// shim, SIGTERMs the group and waits StopGrace. Only then, as a last resort, it SIGKILLs the
+// group.
 package stdio
 
 import (
@@ -17,19 +25,26 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 )
 
 // Defaults of Options.
 const (
-	DefaultMaxLineBytes    = 64 << 20
+	// DefaultMaxLineBytes is the largest answer that fits in a gRPC message of Zest's default
+	// size with room for the fields around it: a longer line could never be sent back.
+	DefaultMaxLineBytes    = grpcdial.DefaultMaxMessageBytes - grpcdial.MessageOverhead
 	DefaultStderrTailBytes = 16 << 10
 	DefaultMaxInFlight     = 256
 	DefaultStopGrace       = 2 * time.Second
+	// DefaultMaxStdinQueueBytes bounds the bytes of requests waiting for a child that does not
+	// read its stdin, beyond what the pipe holds (64 KiB on Linux).
+	DefaultMaxStdinQueueBytes = 4 << 20
 )
 
 // Options say how to run a child.
@@ -42,15 +57,21 @@ type Options struct {
 	// Env is the child's complete environment.
 	Env []string
 	// Shim, when set, is the argv prefix of a process that runs the server for the tool host
-	// (see package shim): the child is then the shim, with a parent-death signal of SIGTERM
-	// so that it can take the server's whole process group down with it.
+	// (see package shim; its -stop-grace should be StopGrace): the child is then the shim,
+	// with a parent-death signal of SIGTERM so that it can take every descendant of the
+	// server down with it.
 	Shim []string
-	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure.
+	// MaxLineBytes bounds one stdout line; a longer line is a protocol failure that stops the
+	// child (its answer could not be returned anyway).
 	MaxLineBytes int
 	// StderrTailBytes bounds the stderr kept for diagnostics.
 	StderrTailBytes int
 	// MaxInFlight bounds concurrent calls; more fail with ErrBusy.
 	MaxInFlight int
+	// MaxStdinQueueBytes bounds the bytes queued for stdin while the child does not read: a
+	// call whose request does not fit waits for room with its context, and fails alone, its
+	// request unsent, when that ends. A larger request is sent alone once the queue is empty.
+	MaxStdinQueueBytes int
 	// StopGrace is how long each stop step waits (after closing stdin, after SIGTERM).
 	StopGrace time.Duration
 	// OnNotification receives notifications not tied to a call (e.g. tools/list_changed).
@@ -74,14 +95,9 @@ type Conn struct {
 	nextID  atomic.Int64
 	stderr  *tail
 
-	// Writes are combined: a caller appends its message to wbuf; if no write is in progress
-	// it becomes the writer and writes everything queued, including what others append
-	// meanwhile. No goroutine handoff on the way to the child, and one syscall for a burst.
-	wmu     sync.Mutex
-	wbuf    []byte
-	wspare  []byte
-	writing bool
-	wbroken error
+	// in writes to stdin: concurrent writes combined, each message whole, the bytes waiting
+	// for the child bounded (MaxStdinQueueBytes).
+	in *stdinQueue
 
 	mu       sync.Mutex
 	pending  map[int64]*call
@@ -107,8 +123,7 @@ type response struct {
 	err    *RPCError
 }
 
-// Start launches the child.
-func Start(opts Options) (*Conn, error) {
+func (opts Options) withDefaults() Options {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -118,12 +133,21 @@ func Start(opts Options) (*Conn, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxStdinQueueBytes <= 0 {
+		opts.MaxStdinQueueBytes = DefaultMaxStdinQueueBytes
+	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	return opts
+}
+
+// Start launches the child.
+func Start(opts Options) (*Conn, error) {
+	opts = opts.withDefaults()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -154,16 +178,23 @@ func Start(opts Options) (*Conn, error) {
 		closeAll(inW, outR, errR)
 		return nil, fmt.Errorf("%w %q: %w", ErrLaunch, opts.Path, err)
 	}
-	c := &Conn{
-		opts: opts, cmd: cmd, stdin: inW, stdout: outR, stderrR: errR,
-		sem:    make(chan struct{}, opts.MaxInFlight),
-		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
-		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
-	}
+	c := newConn(opts, inW)
+	c.cmd, c.stdout, c.stderrR = cmd, outR, errR
 	go c.readLoop()
 	go c.stderrLoop()
 	go c.waitLoop()
 	return c, nil
+}
+
+// newConn returns a Conn writing to stdin, with opts' defaults applied, before any process
+// or loop is attached.
+func newConn(opts Options, stdin *os.File) *Conn {
+	return &Conn{
+		opts: opts, stdin: stdin, in: newStdinQueue(stdin, opts.MaxStdinQueueBytes),
+		sem:    make(chan struct{}, opts.MaxInFlight),
+		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
+		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -194,9 +225,18 @@ func (c *Conn) StderrTail() string { return c.stderr.String() }
 // InFlight counts calls waiting for an answer.
 func (c *Conn) InFlight() int { return len(c.sem) }
 
-// Call sends one request and waits for its answer. onProgress (may be nil) receives the
+// Call sends one request and waits for its answer. params must be a JSON object or array
+// (or empty); pretty-printed params are compacted onto one line, and params that are not JSON
+// fail with ErrBadRequest before anything is written. onProgress (may be nil) receives the
 // call's progress notifications with the caller's own progress token.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, onProgress func([]byte)) (json.RawMessage, error) {
+	if err := checkMethod(method); err != nil {
+		return nil, err
+	}
+	params, err := normalizeParams(params)
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
@@ -206,11 +246,15 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 
 	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
 	if bytes.Contains(params, []byte(`"progressToken"`)) {
-		p, tok, err := rewriteProgressToken(params, "zest-"+strconv.FormatInt(cl.id, 10))
+		token := "zest-" + strconv.FormatInt(cl.id, 10)
+		p, tok, err := rewriteProgressToken(params, token)
 		if err != nil {
-			return nil, fmt.Errorf("params: %w", err)
+			return nil, fmt.Errorf("%w: params: %w", ErrBadRequest, err)
 		}
-		params, cl.callerToken, cl.token = p, tok, "zest-"+strconv.FormatInt(cl.id, 10)
+		params, cl.callerToken = p, tok
+		if tok != nil {
+			cl.token = token
+		}
 	}
 	c.mu.Lock()
 	if c.exitErr != nil {
@@ -224,19 +268,13 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	c.mu.Unlock()
 
-	msg := make([]byte, 0, 64+len(method)+len(params))
-	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-	msg = strconv.AppendInt(msg, cl.id, 10)
-	msg = append(msg, `,"method":`...)
-	msg = strconv.AppendQuote(msg, method)
-	if len(params) > 0 {
-		msg = append(msg, `,"params":`...)
-		msg = append(msg, params...)
-	}
-	msg = append(msg, "}\n"...)
+	msg := appendRequest(make([]byte, 0, 64+len(method)+len(params)), cl.id, method, params)
 
-	if err := c.write(msg); err != nil {
+	if err := c.in.write(ctx, msg); err != nil {
 		c.forget(cl)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // no room in time: nothing was sent
+			return nil, err
+		}
 		// A broken stdin means the child is going: report why it went, once it is reaped.
 		if c.waitDone(c.opts.StopGrace) {
 			return nil, c.Err()
@@ -271,53 +309,19 @@ func (c *Conn) forget(cl *call) {
 	c.mu.Unlock()
 }
 
-// Notify sends a notification to the child.
-func (c *Conn) Notify(_ context.Context, method string, params any) error {
+// Notify sends a notification to the child, waiting with ctx for room in its stdin queue.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	msg, err := notification(method, params)
 	if err != nil {
 		return err
 	}
-	return c.write(msg)
+	return c.in.write(ctx, msg)
 }
 
 func (c *Conn) notifyAsync(method string, params any) {
 	if msg, err := notification(method, params); err == nil {
-		_ = c.write(msg) // a lost cancellation only wastes the child's work
+		_ = c.in.control(msg) // a lost cancellation only wastes the child's work
 	}
-}
-
-// write queues msg and, unless another caller is writing, writes the queue to stdin.
-func (c *Conn) write(msg []byte) error {
-	c.wmu.Lock()
-	if c.wbroken != nil {
-		err := c.wbroken
-		c.wmu.Unlock()
-		return err
-	}
-	c.wbuf = append(c.wbuf, msg...)
-	if c.writing {
-		c.wmu.Unlock()
-		return nil
-	}
-	c.writing = true
-	for len(c.wbuf) > 0 {
-		buf := c.wbuf
-		c.wbuf = c.wspare[:0]
-		c.wmu.Unlock()
-		_, err := c.stdin.Write(buf)
-		c.wmu.Lock()
-		c.wspare = buf
-		if err != nil {
-			c.wbroken = err
-			c.wbuf = nil
-			c.writing = false
-			c.wmu.Unlock()
-			return err
-		}
-	}
-	c.writing = false
-	c.wmu.Unlock()
-	return nil
 }
 
 func notification(method string, params any) ([]byte, error) {
@@ -329,58 +333,22 @@ func notification(method string, params any) ([]byte, error) {
 	return append(b, '\n'), err
 }
 
-// rewriteProgressToken replaces params._meta.progressToken with token and returns the
-// caller's token.
-func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, nil, err
-	}
-	var meta map[string]json.RawMessage
-	if raw, ok := p["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return params, nil, nil
-		}
-	}
-	orig, ok := meta["progressToken"]
-	if !ok {
-		return params, nil, nil
-	}
-	meta["progressToken"], _ = json.Marshal(token)
-	p["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(p)
-	return out, orig, err
-}
-
-type inMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *RPCError       `json:"error"`
-}
-
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
 	r := bufio.NewReaderSize(c.stdout, 64<<10)
-	var long []byte
+	var long []byte // a line longer than r's buffer, gathered
 	for {
 		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if errors.Is(err, bufio.ErrBufferFull) || long != nil {
 			long = append(long, line...)
-			if len(long) > c.opts.MaxLineBytes {
-				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
+			if n := len(bytes.TrimSuffix(long, []byte{'\n'})); n > c.opts.MaxLineBytes {
+				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds the tool host's limit of %d bytes (toolhost-max-line-bytes), so its answer could not be returned", ErrProtocol, c.opts.MaxLineBytes))
 				return
 			}
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-			if len(line) > c.opts.MaxLineBytes {
-				c.protocolFailure(fmt.Errorf("%w: a stdout line exceeds %d bytes", ErrProtocol, c.opts.MaxLineBytes))
-				return
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
 			}
+			line, long = long, nil
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if perr := c.handleLine(line); perr != nil {
@@ -394,22 +362,45 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// handleLine handles one line of the child's stdout: a message, or a batch of them (a JSON
+// array, which 2025-03-26 servers may send). The error is a protocol failure.
 func (c *Conn) handleLine(line []byte) error {
-	var m inMsg
-	if err := json.Unmarshal(line, &m); err != nil {
-		return fmt.Errorf("%w: stdout line is not JSON-RPC (%q)", ErrProtocol, truncate(line, 120))
+	line = bytes.TrimSpace(line)
+	if len(line) > 0 && line[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(line, &batch); err != nil {
+			return fmt.Errorf("%w: stdout line is not a JSON-RPC batch (%q)", ErrProtocol, truncate(line, 120))
+		}
+		for _, raw := range batch {
+			if err := c.handleMessage(raw); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	switch {
-	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
-		c.answerRequest(m)
-	case m.Method != "":
-		if m.Method == "notifications/progress" && c.deliverProgress(m.Params) {
+	return c.handleMessage(line)
+}
+
+func (c *Conn) handleMessage(raw []byte) error {
+	m, method, k, err := classify(raw)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case kindRequest:
+		c.answerRequest(m.ID, method, m.Params)
+	case kindBadRequest:
+		if m.hasID() {
+			c.answer(m.ID, nil, &RPCError{Code: -32600, Message: "Invalid Request: method must be a non-empty string"})
+		}
+	case kindNotification:
+		if method == "notifications/progress" && c.deliverProgress(m.Params) {
 			return nil
 		}
 		if c.opts.OnNotification != nil {
-			c.opts.OnNotification(m.Method, bytes.Clone(bytes.TrimSpace(line)))
+			c.opts.OnNotification(method, bytes.Clone(raw))
 		}
-	default:
+	case kindResponse:
 		id, err := strconv.ParseInt(string(m.ID), 10, 64)
 		if err != nil {
 			return nil // not an id we issued: ignore
@@ -422,7 +413,7 @@ func (c *Conn) handleLine(line []byte) error {
 		}
 		c.mu.Unlock()
 		if cl != nil {
-			cl.resp <- response{result: m.Result, err: m.Error}
+			cl.resp <- response{result: m.Result, err: responseError(m.Error)}
 		}
 	}
 	return nil
@@ -453,18 +444,21 @@ func (c *Conn) deliverProgress(params json.RawMessage) bool {
 	return true
 }
 
-func (c *Conn) answerRequest(m inMsg) {
-	var result json.RawMessage
-	var rpcErr *RPCError
+func (c *Conn) answerRequest(id json.RawMessage, method string, params json.RawMessage) {
 	switch {
-	case m.Method == "ping":
-		result = json.RawMessage(`{}`)
+	case method == "ping":
+		c.answer(id, json.RawMessage(`{}`), nil)
 	case c.opts.OnRequest != nil:
-		result, rpcErr = c.opts.OnRequest(m.Method, m.Params)
+		result, rpcErr := c.opts.OnRequest(method, params)
+		c.answer(id, result, rpcErr)
 	default:
-		rpcErr = &RPCError{Code: -32601, Message: "Method not found: no client of the tool host relays " + m.Method}
+		c.answer(id, nil, &RPCError{Code: -32601, Message: "Method not found: no client of the tool host relays " + method})
 	}
-	resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+}
+
+// answer sends the response to a request of the child.
+func (c *Conn) answer(id, result json.RawMessage, rpcErr *RPCError) {
+	resp := map[string]any{"jsonrpc": "2.0", "id": id}
 	if rpcErr != nil {
 		resp["error"] = rpcErr
 	} else {
@@ -474,7 +468,7 @@ func (c *Conn) answerRequest(m inMsg) {
 	if err != nil {
 		return
 	}
-	_ = c.write(append(b, '\n'))
+	_ = c.in.control(append(b, '\n')) // dropped when the child does not read its stdin
 }
 
 func (c *Conn) protocolFailure(err error) {
@@ -508,6 +502,7 @@ func (c *Conn) stderrLoop() {
 func (c *Conn) waitLoop() {
 	werr := c.cmd.Wait()
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // grandchildren of a wrapper
+	c.in.close(fmt.Errorf("%w: stdin is closed", ErrExited))
 	c.stdin.Close()
 	// Read what the child wrote before it died (its last stderr line explains the crash).
 	grace := time.After(c.opts.StopGrace)
@@ -535,8 +530,8 @@ func (c *Conn) waitLoop() {
 		default:
 			c.exitErr = fmt.Errorf("%w: exit status 0", ErrExited)
 		}
-		if t := c.stderr.String(); t != "" && !c.stopping.Load() {
-			c.exitErr = fmt.Errorf("%w; stderr ends with: %s", c.exitErr, lastLine(t))
+		if t := stderrSummary(c.stderr.String()); t != "" && !c.stopping.Load() {
+			c.exitErr = fmt.Errorf("%w; stderr: %s", c.exitErr, t)
 		}
 	}
 	c.exited.Store(true)
@@ -550,19 +545,33 @@ func (c *Conn) waitLoop() {
 	}
 }
 
-// Stop closes stdin, waits, SIGTERMs the process group, waits, then SIGKILLs it, and
-// returns once the child is reaped.
+// shimExitAllowance is how long a shim has, after the grace it gives the server, to kill and
+// reap its descendants and exit.
+const shimExitAllowance = shim.CleanupTimeout + time.Second
+
+// Stop closes stdin and waits; then SIGTERMs the shim (which stops the server and cleans up)
+// or, without one, the process group, and waits again; then SIGKILLs the group. It returns
+// once the child is reaped.
 func (c *Conn) Stop() error {
 	c.stopping.Store(true)
 	c.stdin.Close()
 	if c.waitDone(c.opts.StopGrace) {
 		return nil
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
-	if c.waitDone(c.opts.StopGrace) {
-		return nil
+	pid := c.cmd.Process.Pid
+	if len(c.opts.Shim) > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		if c.waitDone(c.opts.StopGrace + shimExitAllowance) {
+			return nil
+		}
+		c.opts.Logger.Warn("the shim did not stop the MCP server in time; killing its process group", "pid", pid)
+	} else {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		if c.waitDone(c.opts.StopGrace) {
+			return nil
+		}
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-c.done
 	return nil
 }
@@ -584,15 +593,4 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }

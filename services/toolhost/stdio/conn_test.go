@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 )
 
 var fixture string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == shim.Flag { // the test binary is the shim, as zest-toolhost is
+		os.Exit(shim.Main(os.Args[2:]))
+	}
 	bin, cleanup, err := fixturebin.Build()
 	if err != nil {
 		panic(err)
@@ -312,4 +316,182 @@ func waitFor(t *testing.T, f func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("condition not met within 10s")
+}
+
+// TestPrettyParamsReachTheChild: params with newlines between tokens are compacted onto the
+// request's line; without that the child would read a broken line and never answer.
+func TestPrettyParamsReachTheChild(t *testing.T) {
+	c := start(t, nil)
+	p, _ := json.MarshalIndent(map[string]any{"name": "echo", "arguments": map[string]any{"message": "two\nlines"}}, "", "  ")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	res, err := c.Call(ctx, "tools/call", p, nil)
+	if err != nil || !strings.Contains(string(res), `"text":"two\nlines"`) {
+		t.Fatalf("pretty-printed params: %s %v", res, err)
+	}
+}
+
+// TestBadParamsAreRefusedNotWritten: params that are not a JSON object or array fail the call
+// alone; the child reads nothing of them and keeps serving.
+func TestBadParamsAreRefusedNotWritten(t *testing.T) {
+	c := start(t, nil)
+	for _, p := range []string{`{"name":"echo"`, "{\n\"name\": echo}", `"echo"`, `{"a":1}{"b":2}`} {
+		if _, err := c.Call(t.Context(), "tools/call", json.RawMessage(p), nil); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("params %q: err = %v, want ErrBadRequest", p, err)
+		}
+	}
+	if got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "still fine"}); err != nil || got != "still fine" {
+		t.Fatalf("after refused params: %q %v", got, err)
+	}
+	if strings.Contains(c.StderrTail(), "bad input") {
+		t.Fatalf("the child read a broken request: %s", c.StderrTail())
+	}
+}
+
+// TestStdinQueueIsBounded: while the child does not read its stdin, requests wait for room
+// with their own context. One that gives up fails alone and none of its bytes is written;
+// the others are answered once the child reads again.
+func TestStdinQueueIsBounded(t *testing.T) {
+	c := start(t, func(o *Options) { o.MaxStdinQueueBytes = 64 << 10 })
+	if got, err := callTool(t, c, t.Context(), "pause_reading", nil); err != nil || got != "paused" {
+		t.Fatalf("pause_reading: %q %v", got, err)
+	}
+	big := strings.Repeat("a", 300<<10) // more than the pipe holds: most of it waits in the queue
+	bigDone := make(chan error, 1)
+	go func() {
+		got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": big})
+		if err == nil && got != big {
+			err = fmt.Errorf("echo of %d bytes answered %d bytes", len(big), len(got))
+		}
+		bigDone <- err
+	}()
+	waitFor(t, func() bool { q, _ := c.in.state(); return q > 64<<10 })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := callTool(t, c, ctx, "echo", map[string]any{"message": "timed-out"})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "does not read its stdin") {
+		t.Fatalf("a request with no room before its deadline: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("the timed-out request returned after %v", d)
+	}
+
+	patientDone := make(chan error, 1)
+	go func() {
+		got, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "patient"})
+		if err == nil && got != "patient" {
+			err = fmt.Errorf("got %q", got)
+		}
+		patientDone <- err
+	}()
+	waitFor(t, func() bool { _, w := c.in.state(); return w == 1 })
+	cctx, ccancel := context.WithCancel(t.Context())
+	cancelledDone := make(chan error, 1)
+	go func() {
+		_, err := callTool(t, c, cctx, "echo", map[string]any{"message": "cancelled"})
+		cancelledDone <- err
+	}()
+	waitFor(t, func() bool { _, w := c.in.state(); return w == 2 })
+	ccancel()
+	if err := <-cancelledDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request waiting for room: %v", err)
+	}
+	if _, w := c.in.state(); w != 1 {
+		t.Fatalf("%d requests wait after one gave up, want the other one", w)
+	}
+
+	if err := syscall.Kill(c.Pid(), syscall.SIGUSR1); err != nil { // read again
+		t.Fatal(err)
+	}
+	for what, done := range map[string]chan error{"the large request": bigDone, "the patient request": patientDone} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not answered after the child read again", what)
+		}
+	}
+	for _, m := range []string{"timed-out", "cancelled"} {
+		if got, err := callTool(t, c, t.Context(), "seen", map[string]any{"message": m}); err != nil || got != "false" {
+			t.Fatalf("the child received the %s request: %q %v", m, got, err)
+		}
+	}
+	if got, _ := callTool(t, c, t.Context(), "seen", map[string]any{"message": "patient"}); got != "true" {
+		t.Fatal("seen does not see what the child received")
+	}
+	if strings.Contains(c.StderrTail(), "bad input") {
+		t.Fatalf("the child read a partial request: %s", c.StderrTail())
+	}
+}
+
+// underShim runs the child under the shim (the test binary), as the tool host does.
+func underShim(o *Options) {
+	o.Shim = []string{os.Args[0], shim.Flag, "-stop-grace=" + o.StopGrace.String()}
+}
+
+// spawnHelper has the fixture start `sleep 300` in a session of its own and returns its pid.
+func spawnHelper(t *testing.T, c *Conn, hold bool) int {
+	t.Helper()
+	got, err := callTool(t, c, t.Context(), "spawn_setsid", map[string]any{"hold": hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(got, &pid); err != nil || !running(pid) {
+		t.Fatalf("spawn_setsid answered %q", got)
+	}
+	t.Cleanup(func() {
+		if running(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return pid
+}
+
+// running says whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// TestEscapedDescendantsEndWithTheServer: a helper the server started in a session of its own
+// (out of the server's process group) is gone once the child has ended, whether it was
+// stopped, crashed or stopped while ignoring stdin's end, and whether or not the helper holds
+// the server's stdout.
+func TestEscapedDescendantsEndWithTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold bool
+		end  func(t *testing.T, c *Conn)
+	}{
+		{"stop", false, func(t *testing.T, c *Conn) { c.Stop() }},
+		{"stop, the helper holding stdout", true, func(t *testing.T, c *Conn) { c.Stop() }},
+		{"stop of a server that does not read stdin", false, func(t *testing.T, c *Conn) {
+			callTool(t, c, t.Context(), "pause_reading", nil)
+			c.Stop()
+		}},
+		{"crash", true, func(t *testing.T, c *Conn) {
+			callTool(t, c, t.Context(), "crash", nil)
+			<-c.Done()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, func(o *Options) { o.StopGrace = 300 * time.Millisecond; underShim(o) })
+			helper := spawnHelper(t, c, tc.hold)
+			tc.end(t, c)
+			<-c.Done()
+			if running(helper) {
+				t.Fatalf("the server's helper %d outlived it (exit: %v)", helper, c.Err())
+			}
+		})
+	}
 }

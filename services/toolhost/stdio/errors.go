@@ -16,6 +16,9 @@ var (
 	ErrBusy = errors.New("too many calls in flight")
 	// ErrProtocol means the child broke the stdio transport (a non-JSON or over-long stdout line).
 	ErrProtocol = errors.New("MCP stdio protocol violation")
+	// ErrBadRequest means a call cannot be sent as given (params that are not a JSON object or
+	// array, an empty method); nothing was written to the child.
+	ErrBadRequest = errors.New("invalid JSON-RPC request")
 	// ErrLaunch means the process could not be started.
 	ErrLaunch = errors.New("could not start MCP server process")
 )

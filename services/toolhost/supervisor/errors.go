@@ -12,6 +12,11 @@ var (
 	ErrCrashLoop = errors.New("MCP server is crash-looping")
 	// ErrHandshake means the MCP initialize handshake failed.
 	ErrHandshake = errors.New("MCP handshake failed")
+	// ErrReservedVariable means a spec refers to, or the operator's allow-list names, a
+	// variable of Zest's own services (ZEST_*, LEMONADE_*), which no server gets.
+	ErrReservedVariable = errors.New("reserved for Zest's own services")
+	// ErrStopped means the server was stopped while its child started.
+	ErrStopped = errors.New("MCP server was stopped")
 	// ErrClosed means the supervisor is shutting down.
 	ErrClosed = errors.New("tool host is shutting down")
 )

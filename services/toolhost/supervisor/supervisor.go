@@ -1,7 +1,8 @@
 // Package supervisor keeps the stdio MCP servers of the tool host: one child per registered
-// server, shared by every caller; the MCP handshake; a tool cache refreshed on
-// tools/list_changed; restarts after crashes with exponential backoff; optional idle stop and
-// lazy start; and watchers of state changes and notifications.
+// server, shared by every caller, launched once for all who need it and detached from any one
+// of them; a clean environment for each child (env.go); the MCP handshake; a tool cache
+// refreshed on tools/list_changed; restarts after crashes with exponential backoff; optional
+// idle stop and lazy start; and watchers of state changes and notifications.
 package supervisor
 
 import (
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zestmcp/zest/lib/envref"
@@ -40,7 +42,9 @@ type Config struct {
 	MaxLineBytes    int
 	StderrTailBytes int
 	MaxInFlight     int
-	StopGrace       time.Duration
+	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read.
+	MaxStdinQueueBytes int
+	StopGrace          time.Duration
 	// IdleTimeout stops a child unused for this long (0: never); the next call starts it.
 	IdleTimeout time.Duration
 	// LazyStart makes EnsureStarted only check and register; the first call launches.
@@ -51,7 +55,12 @@ type Config struct {
 	Shim []string
 	// DefaultTimeout applies when a spec sets no timeout_ms.
 	DefaultTimeout time.Duration
-	// LookupEnv resolves ${VAR} references (os.LookupEnv when nil).
+	// EnvAllow adds names and prefixes (NAME*) to DefaultEnvAllow: the variables of the tool
+	// host's environment a server inherits. ZEST_* and LEMONADE_* are never passed on.
+	EnvAllow []string
+	// Environ is the environment servers inherit from (os.Environ when nil), and LookupEnv
+	// resolves ${VAR} references (os.LookupEnv when nil).
+	Environ   func() []string
 	LookupEnv func(string) (string, bool)
 	Logger    *slog.Logger
 }
@@ -60,7 +69,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxLineBytes: stdio.DefaultMaxLineBytes, StderrTailBytes: stdio.DefaultStderrTailBytes,
-		MaxInFlight: stdio.DefaultMaxInFlight, StopGrace: stdio.DefaultStopGrace,
+		MaxInFlight: stdio.DefaultMaxInFlight, MaxStdinQueueBytes: stdio.DefaultMaxStdinQueueBytes, StopGrace: stdio.DefaultStopGrace,
 		BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, DefaultTimeout: 30 * time.Second,
 	}
 }
@@ -79,8 +88,9 @@ type Supervisor struct {
 	mu       sync.Mutex
 	servers  map[string]*server
 	watchers map[*watcher]struct{}
-	closed   bool
+	closed   atomic.Bool // set under mu; read without it where a server's lock is held
 	stopIdle chan struct{}
+	envAllow envFilter
 }
 
 type watcher struct {
@@ -93,13 +103,17 @@ func New(cfg Config) *Supervisor {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{})}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{}),
+		envAllow: newEnvFilter(DefaultEnvAllow, cfg.EnvAllow)}
 	if cfg.IdleTimeout > 0 {
 		go s.idleLoop()
 	}
@@ -115,12 +129,12 @@ type server struct {
 	mu   sync.Mutex
 	spec *toolhostv1.ServerSpec
 	path string
-	env  []string // resolved; holds secret values: never logged or returned
+	env  []string // the child's whole environment; holds secret values: never logged or returned
 
 	conn       *stdio.Conn
 	state      toolhostv1.ServerState
-	starting   chan struct{}
-	startErr   error
+	starting   *launch // the launch in progress, if any
+	gen        int     // bumped by every stop and spec change: a launch of an older gen is void
 	started    time.Time
 	restarts   int32
 	crashes    int
@@ -146,7 +160,13 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 	if t := spec.GetTimeoutMs(); t != 0 && (t < 1000 || t > 300000) {
 		return "", nil, fmt.Errorf("%w: timeout_ms %d must be between 1000 and 300000", ErrBadSpec, t)
 	}
-	extra, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
+	if err := envref.Check("env", spec.GetEnv()); err != nil {
+		return "", nil, err
+	}
+	if err := checkReferences(spec.GetEnv()); err != nil {
+		return "", nil, err
+	}
+	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
 	if err != nil {
 		return "", nil, err
 	}
@@ -159,7 +179,7 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 			return "", nil, fmt.Errorf("%w: working_dir %q is not a directory", ErrBadSpec, d)
 		}
 	}
-	return path, append(os.Environ(), extra...), nil
+	return path, childEnv(s.cfg.Environ(), s.envAllow, declared), nil
 }
 
 func unwrapExecErr(err error) error {
@@ -178,7 +198,7 @@ func (s *Supervisor) EnsureStarted(ctx context.Context, spec *toolhostv1.ServerS
 		return nil, err
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -194,6 +214,7 @@ func (s *Supervisor) EnsureStarted(ctx context.Context, spec *toolhostv1.ServerS
 	srv.spec, srv.path, srv.env = proto.Clone(spec).(*toolhostv1.ServerSpec), path, env
 	old := srv.conn
 	if changed {
+		srv.gen++
 		srv.conn, srv.crashes, srv.nextStart = nil, 0, time.Time{}
 		srv.state = toolhostv1.ServerState_SERVER_STATE_STOPPED
 	}
@@ -221,7 +242,16 @@ func (s *Supervisor) get(id string) (*server, error) {
 	return srv, nil
 }
 
-// ensureRunning returns a ready child, launching one (once, whoever asks) when needed.
+// launch is one start of a server's child, shared by every caller who needs it meanwhile.
+type launch struct {
+	done chan struct{} // closed when the child is ready or failed
+	err  error         // why it failed; read after done
+	gen  int
+}
+
+// ensureRunning returns a ready child, launching one (once, whoever asks) when needed. The
+// launch runs detached from the caller who happened to start it, bounded by the spec's
+// timeout; every caller waits for it with its own context, and one who gives up fails alone.
 func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 	for {
 		srv.mu.Lock()
@@ -234,61 +264,78 @@ func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 			}
 			return c, nil
 		}
-		if wait := srv.starting; wait != nil {
-			srv.mu.Unlock()
-			select {
-			case <-wait:
-				srv.mu.Lock()
-				err := srv.startErr
+		l := srv.starting
+		if l == nil {
+			if srv.sup.closed.Load() {
 				srv.mu.Unlock()
-				if err != nil {
-					return nil, err
-				}
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, ErrClosed
 			}
-		}
-		if wait := time.Until(srv.nextStart); wait > 0 {
-			err := fmt.Errorf("%w: %q crashed %d times in a row; next restart in %v; last error: %s",
-				ErrCrashLoop, srv.id, srv.crashes, wait.Round(time.Millisecond), srv.lastErr)
+			if wait := time.Until(srv.nextStart); wait > 0 {
+				err := fmt.Errorf("%w: %q crashed %d times in a row; next restart in %v; last error: %s",
+					ErrCrashLoop, srv.id, srv.crashes, wait.Round(time.Millisecond), srv.lastErr)
+				srv.mu.Unlock()
+				return nil, err
+			}
+			l = &launch{done: make(chan struct{}), gen: srv.gen}
+			srv.starting = l
+			if srv.state == toolhostv1.ServerState_SERVER_STATE_FAILED {
+				srv.restarts++
+			}
+			srv.state = toolhostv1.ServerState_SERVER_STATE_STARTING
+			spec, path, env := srv.spec, srv.path, srv.env
 			srv.mu.Unlock()
-			return nil, err
-		}
-		done := make(chan struct{})
-		srv.starting = done
-		if srv.state == toolhostv1.ServerState_SERVER_STATE_FAILED {
-			srv.restarts++
-		}
-		srv.state = toolhostv1.ServerState_SERVER_STATE_STARTING
-		spec, path, env := srv.spec, srv.path, srv.env
-		srv.mu.Unlock()
-		srv.sup.publish(srv.id, srv.status(), nil)
-
-		conn, err := srv.launch(ctx, spec, path, env)
-
-		srv.mu.Lock()
-		if err == nil && srv.conn != conn { // exited between the handshake and now
-			err = fmt.Errorf("%w: %w", ErrHandshake, conn.Err())
-			conn = nil
-		}
-		srv.starting = nil
-		srv.startErr = err
-		srv.everRan = true
-		if err != nil {
-			srv.state = toolhostv1.ServerState_SERVER_STATE_FAILED
-			srv.lastErr = err.Error()
-			srv.crashes++
-			srv.nextStart = time.Now().Add(srv.sup.backoff(srv.crashes))
+			srv.sup.publish(srv.id, srv.status(), nil)
+			go srv.run(context.WithoutCancel(ctx), l, spec, path, env)
 		} else {
-			srv.state = toolhostv1.ServerState_SERVER_STATE_READY
-			srv.lastUse = time.Now()
+			srv.mu.Unlock()
 		}
-		srv.mu.Unlock()
-		close(done)
-		srv.sup.publish(srv.id, srv.status(), nil)
-		return conn, err
+		select {
+		case <-l.done:
+			if l.err != nil {
+				return nil, l.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+}
+
+// run performs launch l and records its outcome.
+func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSpec, path string, env []string) {
+	conn, err := srv.launch(ctx, l.gen, spec, path, env)
+
+	srv.mu.Lock()
+	stopped := srv.gen != l.gen
+	switch {
+	case stopped: // stopped (or its spec replaced) while it started: not a crash
+		if conn != nil {
+			defer conn.Stop() //nolint:errcheck // outside the lock
+		}
+		conn, err = nil, fmt.Errorf("%w while it started", ErrStopped)
+	case err == nil && srv.conn != conn: // exited between the handshake and now
+		err = fmt.Errorf("%w: %w", ErrHandshake, conn.Err())
+		conn = nil
+	}
+	srv.starting = nil
+	l.err = err
+	srv.everRan = true
+	switch {
+	case stopped:
+		if srv.state == toolhostv1.ServerState_SERVER_STATE_STARTING {
+			srv.state = toolhostv1.ServerState_SERVER_STATE_STOPPED
+		}
+	case err != nil:
+		srv.state = toolhostv1.ServerState_SERVER_STATE_FAILED
+		srv.lastErr = err.Error()
+		srv.crashes++
+		srv.nextStart = time.Now().Add(srv.sup.backoff(srv.crashes))
+	default:
+		srv.state = toolhostv1.ServerState_SERVER_STATE_READY
+		srv.lastUse = time.Now()
+	}
+	srv.mu.Unlock()
+	close(l.done)
+	srv.sup.publish(srv.id, srv.status(), nil)
 }
 
 // backoff is the delay before restart number n of a crash loop: none for the first crash,
@@ -301,14 +348,16 @@ func (s *Supervisor) backoff(crashes int) time.Duration {
 	return min(d, s.cfg.BackoffMax)
 }
 
-// launch starts a child and completes the MCP handshake.
-func (srv *server) launch(ctx context.Context, spec *toolhostv1.ServerSpec, path string, env []string) (*stdio.Conn, error) {
+// launch starts a child and completes the MCP handshake within the spec's timeout. A child
+// started after a stop of the server (gen changed) is stopped at once.
+func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerSpec, path string, env []string) (*stdio.Conn, error) {
 	s := srv.sup
 	var conn *stdio.Conn
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
-		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
+		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes,
+		StopGrace:          s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
 		OnExit:         func(err error) { srv.onExit(conn, err) },
 	})
@@ -316,6 +365,11 @@ func (srv *server) launch(ctx context.Context, spec *toolhostv1.ServerSpec, path
 		return nil, err
 	}
 	srv.mu.Lock()
+	if srv.gen != gen {
+		srv.mu.Unlock()
+		_ = conn.Stop()
+		return nil, ErrStopped
+	}
 	srv.conn, srv.started = conn, time.Now()
 	srv.mu.Unlock()
 	s.log.Info("MCP server started", "id", spec.GetId(), "pid", conn.Pid(), "command", spec.GetCommand())
@@ -534,6 +588,7 @@ func (s *Supervisor) Stop(id string) (*toolhostv1.ServerStatus, error) {
 
 func (srv *server) stop() {
 	srv.mu.Lock()
+	srv.gen++
 	conn := srv.conn
 	srv.mu.Unlock()
 	if conn != nil {
@@ -662,11 +717,11 @@ func (s *Supervisor) idleLoop() {
 // Close stops every child (in parallel) and refuses new starts.
 func (s *Supervisor) Close() {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		return
 	}
-	s.closed = true
+	s.closed.Store(true)
 	close(s.stopIdle)
 	servers := make([]*server, 0, len(s.servers))
 	for _, srv := range s.servers {

@@ -2,11 +2,13 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +23,9 @@ import (
 )
 
 var fixture string
+
+// fixtureTools is the number of tools mcpfixture lists.
+const fixtureTools = 16
 
 func TestMain(m *testing.M) {
 	bin, cleanup, err := fixturebin.Build()
@@ -75,8 +80,8 @@ func TestHandshakeAndPagedTools(t *testing.T) {
 		t.Fatalf("status = %v", st)
 	}
 	tools, err := s.ListTools(t.Context(), "fx")
-	if err != nil || len(tools) != 12 {
-		t.Fatalf("tools: %d, %v (want all 12 across 3 pages)", len(tools), err)
+	if err != nil || len(tools) != fixtureTools {
+		t.Fatalf("tools: %d, %v (want all %d across 3 pages)", len(tools), err, fixtureTools)
 	}
 	// Same spec again: the same child.
 	st2, err := s.EnsureStarted(t.Context(), spec("fx", "-pages", "3"), false)
@@ -152,7 +157,7 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 	s := newSup(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.LookupEnv = func(k string) (string, bool) {
-			if k == "ZEST_TEST_SECRET" {
+			if k == "TOOLHOST_TEST_SECRET" {
 				return secret, true
 			}
 			return "", false
@@ -169,7 +174,7 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 	good := spec("fx")
-	good.Env = map[string]string{"API_TOKEN": "${ZEST_TEST_SECRET}"}
+	good.Env = map[string]string{"API_TOKEN": "${TOOLHOST_TEST_SECRET}"}
 	st, err := s.EnsureStarted(t.Context(), good, false)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +214,7 @@ func TestListChangedRefreshesTools(t *testing.T) {
 		t.Fatal("no list_changed event")
 	}
 	tools, _ := s.ListTools(t.Context(), "fx")
-	if len(tools) != 13 || !strings.Contains(string(tools[12]), "added_later") {
+	if len(tools) != fixtureTools+1 || !strings.Contains(string(tools[fixtureTools]), "added_later") {
 		t.Fatalf("tools not refreshed: %d", len(tools))
 	}
 }
@@ -285,4 +290,91 @@ func waitFor(t *testing.T, f func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not met within 10s")
+}
+
+// TestLaunchOutlivesTheCallerWhoStartedIt: the caller whose call launched a slow-starting
+// server gives up; the launch goes on for the others, and nothing counts as a crash.
+func TestLaunchOutlivesTheCallerWhoStartedIt(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.LazyStart = true })
+	if _, err := s.EnsureStarted(t.Context(), spec("slow", "-start-delay", "1500ms"), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	impatient := make(chan error, 1)
+	go func() { // the first use: this call launches the child
+		p := json.RawMessage(`{"name":"echo","arguments":{"message":"impatient"}}`)
+		_, err := s.Call(ctx, "slow", "tools/call", p, 0, nil)
+		impatient <- err
+	}()
+	waitFor(t, func() bool {
+		st, _ := s.Status("slow")
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING
+	})
+	first := make(chan error, 1)
+	go func() { _, err := echo(t, s, "slow", "first"); first <- err }() // waits with its own context
+	cancel()
+	select {
+	case err := <-impatient:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller who gave up: %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a cancelled caller still waits for the launch")
+	}
+	if st, _ := s.Status("slow"); st.GetState() != toolhostv1.ServerState_SERVER_STATE_STARTING {
+		t.Fatalf("after one caller gave up: %v", st)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("a caller waiting for the same launch: %v", err)
+	}
+	if got, err := echo(t, s, "slow", "second"); err != nil || got != "second" {
+		t.Fatalf("a later caller: %q %v", got, err)
+	}
+	st, _ := s.Status("slow")
+	if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetRestartCount() != 0 || st.GetLastError() != "" {
+		t.Fatalf("status = %v, want READY with no restart and no error", st)
+	}
+}
+
+// TestStopWhileStarting: a server stopped during its launch ends STOPPED, its child gone,
+// and its waiters fail with ErrStopped, not a crash.
+func TestStopWhileStarting(t *testing.T) {
+	s := newSup(t, func(c *Config) { c.LazyStart = true })
+	if _, err := s.EnsureStarted(t.Context(), spec("slow", "-start-delay", "1500ms"), false); err != nil {
+		t.Fatal(err)
+	}
+	waiter := make(chan error, 1)
+	go func() { _, err := echo(t, s, "slow", "x"); waiter <- err }()
+	var pid int32
+	waitFor(t, func() bool {
+		st, _ := s.Status("slow")
+		pid = st.GetPid()
+		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING && pid != 0
+	})
+	st, err := s.Stop("slow")
+	if err != nil || st.GetState() != toolhostv1.ServerState_SERVER_STATE_STOPPED || st.GetRestartCount() != 0 {
+		t.Fatalf("Stop = %v, %v", st, err)
+	}
+	if err := <-waiter; !errors.Is(err, ErrStopped) && !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("waiter: %v", err)
+	}
+	waitFor(t, func() bool { return syscall.Kill(int(pid), 0) != nil })
+}
+
+// TestStartFailureSaysWhy: a server that cannot start is reported with the line of its
+// stderr that explains it, not with Node's version trailer; the status keeps stderr whole.
+func TestStartFailureSaysWhy(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is required (Node 20, see README): %v", err)
+	}
+	s := newSup(t, nil)
+	_, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "missing", Command: "node", Args: []string{"/nonexistent.js"}, TimeoutMs: 10000}, false)
+	if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "Cannot find module '/nonexistent.js'") || strings.Contains(err.Error(), "Node.js v") {
+		t.Fatalf("err = %v", err)
+	}
+	st, _ := s.Status("missing")
+	if !strings.Contains(st.GetLastError(), "Cannot find module") || !strings.Contains(st.GetStderrTail(), "Node.js v") ||
+		!strings.Contains(st.GetStderrTail(), "    at ") {
+		t.Fatalf("status: last_error %q, stderr_tail %q", st.GetLastError(), st.GetStderrTail())
+	}
 }

@@ -1,6 +1,7 @@
 // Command mcpfixture is a stdio MCP server for tests, doing on demand what real servers
 // won't: crash mid-call, hang, write garbage or a huge line, start slowly, answer out of
-// order, send progress, ask the client for roots.
+// order, send progress, ask the client for roots, show its environment, stop reading stdin,
+// start a helper in a session of its own.
 package main
 
 import (
@@ -9,9 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +35,8 @@ var (
 	extraTool atomic.Bool
 	clientMu  sync.Mutex
 	clientRes = map[string]chan msg{}
+	seenMu    sync.Mutex
+	seen      = map[string]bool{} // messages of the echo calls received
 )
 
 func write(v any) {
@@ -92,7 +98,23 @@ func main() {
 				"serverInfo": map[string]any{"name": "mcpfixture", "version": "1.0.0"}})
 		case m.Method == "tools/list":
 			listTools(m, *pages)
+		case m.Method == "tools/call" && toolName(m) == "pause_reading":
+			// Stop reading stdin until SIGUSR1, as a server stuck in its own work would.
+			resume := make(chan os.Signal, 1)
+			signal.Notify(resume, syscall.SIGUSR1)
+			text(m.ID, "paused")
+			<-resume
+			signal.Stop(resume)
 		case m.Method == "tools/call":
+			if toolName(m) == "echo" {
+				var p struct {
+					Arguments struct{ Message string } `json:"arguments"`
+				}
+				json.Unmarshal(m.Params, &p)
+				seenMu.Lock()
+				seen[p.Arguments.Message] = true
+				seenMu.Unlock()
+			}
 			go callTool(m)
 		case m.Method == "notifications/cancelled":
 			cancelled.Add(1)
@@ -106,7 +128,15 @@ func main() {
 	fmt.Fprintln(os.Stderr, "mcpfixture: stdin closed")
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env"}
+func toolName(m msg) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(m.Params, &p)
+	return p.Name
+}
+
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -192,6 +222,24 @@ func callTool(m msg) {
 		text(m.ID, fmt.Sprint(cancelled.Load()))
 	case "env":
 		text(m.ID, os.Getenv(fmt.Sprint(p.Arguments["name"])))
+	case "spawn_setsid": // start `sleep 300` in a session of its own, as a daemon would; answer its pid
+		cmd := exec.Command("sleep", "300")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if p.Arguments["hold"] == true { // keep the server's stdout and stderr open, as a careless helper does
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		}
+		if err := cmd.Start(); err != nil {
+			result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": err.Error()}}})
+			return
+		}
+		text(m.ID, fmt.Sprint(cmd.Process.Pid))
+	case "seen": // whether an echo call with this message was received
+		seenMu.Lock()
+		text(m.ID, fmt.Sprint(seen[fmt.Sprint(p.Arguments["message"])]))
+		seenMu.Unlock()
+	case "environ": // the whole environment, as a JSON array of NAME=value
+		b, _ := json.Marshal(os.Environ())
+		text(m.ID, string(b))
 	default:
 		result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "unknown tool " + p.Name}}})
 	}

@@ -1,0 +1,62 @@
+package host
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/services/toolhost/stdio"
+)
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string // substring of the error; empty: valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"env allow", func(c *Config) { c.EnvAllow = "NODE_*,PYTHONPATH" }, ""},
+		{"env allow names a key", func(c *Config) { c.EnvAllow = "PYTHONPATH,LEMONADE_ADMIN_API_KEY" },
+			"toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): LEMONADE_ADMIN_API_KEY is reserved for Zest's own services"},
+		{"env allow covers ZEST_", func(c *Config) { c.EnvAllow = "Z*" }, "Z* would match ZEST* variables"},
+		{"line limit at the gRPC limit", func(c *Config) { c.MaxLineBytes = 39 << 20 }, ""},
+		{"line limit beyond the gRPC limit", func(c *Config) { c.MaxLineBytes = 39<<20 + 1 },
+			"toolhost-max-line-bytes 40894465: want 0 (follow grpc-max-message-bytes) or 1024 to 40894464 (grpc-max-message-bytes 41943040 − 1 MiB)"},
+		{"line limit beyond a lowered gRPC limit", func(c *Config) { c.GRPCMaxMessageBytes = 8 << 20; c.MaxLineBytes = 8 << 20 }, "1024 to 7340032"},
+		{"default line limit follows a lowered gRPC limit", func(c *Config) { c.GRPCMaxMessageBytes = 8 << 20 }, ""},
+		{"line limit too small", func(c *Config) { c.MaxLineBytes = 100 }, "toolhost-max-line-bytes 100"},
+		{"negative line limit", func(c *Config) { c.MaxLineBytes = -1 }, "toolhost-max-line-bytes -1"},
+		{"stdin queue too small", func(c *Config) { c.MaxStdinQueueBytes = 1000 }, "toolhost-max-stdin-queue-bytes 1000: want at least 65536"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mod(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLineLimitFollowsTheGRPCLimit(t *testing.T) {
+	c := DefaultConfig()
+	if got, want := c.LineLimit(), grpcdial.DefaultMaxMessageBytes-grpcdial.MessageOverhead; got != want || got != 39<<20 {
+		t.Fatalf("default line limit %d, want %d (39 MiB)", got, want)
+	}
+	if stdio.DefaultMaxLineBytes != c.LineLimit() {
+		t.Fatalf("stdio's default %d differs from the tool host's %d", stdio.DefaultMaxLineBytes, c.LineLimit())
+	}
+	c.GRPCMaxMessageBytes = 100 << 20
+	if c.LineLimit() != 99<<20 {
+		t.Fatalf("line limit %d with a 100 MiB gRPC limit, want 99 MiB", c.LineLimit())
+	}
+	c.MaxLineBytes = 4096
+	if c.LineLimit() != 4096 {
+		t.Fatalf("an explicit line limit: %d", c.LineLimit())
+	}
+}

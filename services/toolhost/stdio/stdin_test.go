@@ -1,0 +1,93 @@
+package stdio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStdinQueueOrderAndWholeness: messages reach the reader whole and in arrival order,
+// whether they went at once, waited for room, or were larger than the bound; one whose
+// caller gave up is missing entirely.
+func TestStdinQueueOrderAndWholeness(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := newStdinQueue(w, 1024)
+	msg := func(c byte, n int) []byte { return append(bytes.Repeat([]byte{c}, n-1), '\n') }
+	a, b, c, d := msg('a', 200<<10), msg('b', 2048), msg('c', 10), msg('d', 10)
+
+	if err := q.write(t.Context(), a); err != nil { // larger than the bound, into an empty queue
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	go func() { errs <- q.write(t.Context(), b) }()
+	waitFor(t, func() bool { _, n := q.state(); return n == 1 })
+	go func() { errs <- q.write(t.Context(), c) }()
+	waitFor(t, func() bool { _, n := q.state(); return n == 2 })
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { errs <- q.write(ctx, d) }()
+	waitFor(t, func() bool { _, n := q.state(); return n == 3 })
+	cancel()
+	var cancelled int
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(r)
+		got <- all
+	}()
+	for range 3 {
+		if err := <-errs; errors.Is(err, context.Canceled) {
+			cancelled++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	w.Close()
+	all := <-got
+	want := string(a) + string(b) + string(c)
+	if cancelled != 1 || string(all) != want {
+		t.Fatalf("%d cancelled; read %d bytes %q…, want %d bytes: a, b, c whole and in order", cancelled, len(all), all[:min(len(all), 20)], len(want))
+	}
+}
+
+// TestStdinQueueFailsWaitersWhenTheChildIsGone: a write waiting for room fails with the
+// reason once stdin is broken, and so does every later one.
+func TestStdinQueueFailsWaitersWhenTheChildIsGone(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	q := newStdinQueue(w, 1024)
+	if err := q.write(t.Context(), []byte(strings.Repeat("x", 100<<10))); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- q.write(t.Context(), []byte("late\n")) }()
+	waitFor(t, func() bool { _, n := q.state(); return n == 1 })
+	gone := errors.New("the child is gone")
+	q.close(gone)
+	select {
+	case err := <-waited:
+		if !errors.Is(err, gone) {
+			t.Fatalf("waiting write: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting write outlived the child")
+	}
+	if err := q.write(t.Context(), []byte("later\n")); !errors.Is(err, gone) {
+		t.Fatalf("write after: %v", err)
+	}
+	if err := q.control([]byte("ctl\n")); !errors.Is(err, gone) {
+		t.Fatalf("control after: %v", err)
+	}
+}
