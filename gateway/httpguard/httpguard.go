@@ -68,7 +68,7 @@ func (g Guard) Host(next http.Handler) http.Handler {
 	})
 }
 
-// originAllowed applies DESIGN.md's Origin rule.
+// originAllowed applies docs/contracts.md's Origin rule.
 func (g Guard) originAllowed(origin string) bool {
 	if origin == "" {
 		return true

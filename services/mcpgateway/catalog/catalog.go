@@ -1,4 +1,4 @@
-// Package catalog names external tools for chat without collisions (DESIGN.md's chat_name
+// Package catalog names external tools for chat without collisions (docs/contracts.md's chat_name
 // algorithm) and builds their catalog entries and OpenAI function definitions.
 package catalog
 

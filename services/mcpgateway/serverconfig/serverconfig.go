@@ -1,6 +1,6 @@
 // Package serverconfig checks the server configs and presets that admins send (over HTTP the
 // edge has read Lemonade's JSON shapes into the typed messages; over gRPC programs send them
-// as they are): every rule of DESIGN.md with a message that names the field, the defaults,
+// as they are): every rule of docs/contracts.md with a message that names the field, the defaults,
 // and the id derived when missing.
 package serverconfig
 
@@ -45,7 +45,7 @@ func invalid(format string, a ...any) error {
 var ReservedIDs = []string{LemonadeProvider}
 
 // Parse checks a config an admin sent (over HTTP the edge has read Lemonade's JSON into in)
-// and returns it as stored, with DESIGN.md's defaults. taken reports whether an id is already
+// and returns it as stored, with docs/contracts.md's defaults. taken reports whether an id is already
 // used, for deriving a missing id; it is not consulted when in names an id.
 func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewayv1.ServerConfig, error) {
 	if in == nil {

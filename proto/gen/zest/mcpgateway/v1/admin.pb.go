@@ -25,7 +25,7 @@ const (
 )
 
 // ServerInput is a server config as an admin sends it. Every field an admin may leave out has
-// presence, so that mcpgateway applies DESIGN.md's defaults and tells an absent field from an
+// presence, so that mcpgateway applies docs/contracts.md's defaults and tells an absent field from an
 // empty one (a stdio field in a streamable-http config is refused, and the reverse).
 type ServerInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
