@@ -80,14 +80,14 @@ func TestOpenTightensLooseMode(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	path := oldFile(t, "99")
+	path := oldFile(t, "99", nil)
 	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
 	}
 }
 
 func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
-	path := oldFile(t, "1", bucketServers) // as the version-1 build wrote it
+	path := oldFile(t, "1", nil, bucketServers) // as the version-1 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 1 → 2: %v", err)
@@ -145,7 +145,7 @@ func TestLegacyPresetsReadBackMigrated(t *testing.T) {
 }
 
 func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
-	path := oldFile(t, "3", bucketServers, bucketSessions, bucketPresets) // as the version-3 build wrote it
+	path := oldFile(t, "3", nil, bucketServers, bucketSessions, bucketPresets) // as the version-3 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 3 → 4: %v", err)
@@ -180,13 +180,14 @@ func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
 }
 
 // oldFile writes a registry file of schema version with the given buckets, as an earlier
-// (or later) build left it, and returns its path.
-func oldFile(t *testing.T, version string, buckets ...[]byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "registry.db")
+// (or later) build left it, and returns its path. fill, when not nil, writes entries into
+// those buckets in the same transaction.
+func oldFile(tb testing.TB, version string, fill func(tx *bolt.Tx) error, buckets ...[]byte) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "registry.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		m, err := tx.CreateBucket(bucketMeta)
@@ -198,13 +199,18 @@ func oldFile(t *testing.T, version string, buckets ...[]byte) string {
 				return err
 			}
 		}
+		if fill != nil {
+			if err := fill(tx); err != nil {
+				return err
+			}
+		}
 		return m.Put(keySchema, []byte(version))
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return path
 }
