@@ -42,6 +42,26 @@ unit: peers ## Unit tests of every module (and the tool host's module alone, wit
 e2e: build peers ## End-to-end test: the four built binaries as separate processes
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin go test -count=1 -v ./...
 
+# Fuzzing: `make fuzz` runs every fuzz target for FUZZTIME each; FUZZFLAGS adds go test flags
+# (e.g. FUZZFLAGS=-parallel=1 on a shared machine). Minimizing a new input may take 10 s at
+# most (Go's default, 60 s, can stall a short run's workers). `make unit` already runs the
+# seed corpora (f.Add and testdata/fuzz/<Name>/) as ordinary tests.
+FUZZTIME ?= 30s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target of every module for FUZZTIME each (default 30s), one after another
+	@for m in $(MODULES); do \
+		dirs=$$(cd $$m && grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | xargs -r -n1 dirname | sort -u || true); \
+		for d in $$dirs; do \
+			list=$$(cd $$m && go test -list '^Fuzz' $$d); \
+			for name in $$(grep '^Fuzz' <<<"$$list" || true); do \
+				echo "== $$m/$${d#./} $$name for $(FUZZTIME)"; \
+				(cd $$m && go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $(FUZZFLAGS) $$d); \
+			done; \
+		done; \
+	done
+
 .PHONY: vet
 vet: ## go vet every module
 	@for m in $(MODULES); do (cd $$m && go vet ./...); done

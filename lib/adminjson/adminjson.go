@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -173,6 +174,9 @@ func fold(body []byte, kindErr error, wrapper, example string, aliases map[strin
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		for i, k := range unknown {
+			unknown[i] = strconv.Quote(k) // a name may be empty or hold any character
+		}
 		return nil, fmt.Errorf("%w: unknown field %s: the fields are %s", kindErr, strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
 	return f, nil

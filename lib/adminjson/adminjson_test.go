@@ -36,7 +36,7 @@ func TestServerRefusals(t *testing.T) {
 		"wrapped and bare":     {`{"server":{"id":"a"},"id":"b"}`, "not both"},
 		"wrapper not object":   {`{"server":[1]}`, "server must be an object"},
 		"both spellings":       {`{"timeout_ms":1000,"timeoutMs":1000}`, "timeout_ms and timeoutMs are the same field"},
-		"unknown field":        {`{"id":"a","comand":"x"}`, "unknown field comand"},
+		"unknown field":        {`{"id":"a","comand":"x"}`, `unknown field "comand"`},
 		"string as number":     {`{"timeout_ms":"5000"}`, "timeout_ms must be a number of milliseconds, not a string"},
 		"fraction":             {`{"timeout_ms":1.5}`, "timeout_ms 1.5 must be a whole number of milliseconds"},
 		"too big for int32":    {`{"timeout_ms":1e12}`, "must be a whole number"},
@@ -62,7 +62,7 @@ func TestPreset(t *testing.T) {
 	if err != nil || p.GetId() != "h" || p.GetSystemPrompt() != "Be brief." || len(p.GetMcpServerIds()) != 1 || !p.GetToolsEnabled() {
 		t.Fatalf("%v %v", p, err)
 	}
-	if _, err := Preset([]byte(`{"id":"h","tools":[]}`)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), "unknown field tools") {
+	if _, err := Preset([]byte(`{"id":"h","tools":[]}`)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), `unknown field "tools"`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -24,6 +24,17 @@ var (
 	bucketPresets  = []byte("presets")
 	bucketLevels   = []byte("session_log_levels")
 	keySchema      = []byte("schema_version")
+
+	bucketSessionsByExpiry = []byte("ended_sessions_by_expiry")
+	bucketLevelsByExpiry   = []byte("session_log_levels_by_expiry")
+)
+
+// The session buckets map a hashed session id to its expiry (Unix seconds, big-endian, 8
+// bytes) and a payload; each has an index in expiry order so that a write prunes the expired
+// entries without reading the others.
+var (
+	endedSessions = expiring{entries: bucketSessions, byExpiry: bucketSessionsByExpiry}
+	sessionLevels = expiring{entries: bucketLevels, byExpiry: bucketLevelsByExpiry}
 )
 
 // migrations[v] upgrades a file from schema v to v+1; migrations[0] creates an empty file.
@@ -43,6 +54,12 @@ var migrations = []func(tx *bolt.Tx) error{
 	func(tx *bolt.Tx) error { // 3 → 4: the logging/setLevel of /mcp sessions
 		_, err := tx.CreateBucketIfNotExists(bucketLevels)
 		return err
+	},
+	func(tx *bolt.Tx) error { // 4 → 5: the session entries indexed by expiry
+		if err := endedSessions.buildIndex(tx); err != nil {
+			return err
+		}
+		return sessionLevels.buildIndex(tx)
 	},
 }
 
@@ -164,41 +181,95 @@ func sessionKey(id string) []byte {
 // EndSession implements Registry; expired entries are pruned on the way.
 func (b *Bolt) EndSession(_ context.Context, id string, expires time.Time) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketSessions)
-		if err := pruneExpired(bk); err != nil {
-			return err
-		}
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, uint64(expires.Unix()))
-		return bk.Put(sessionKey(id), v)
+		return endedSessions.put(tx, sessionKey(id), expires, "", time.Now().Unix())
 	})
-}
-
-// pruneExpired deletes the entries of bk whose value starts with an expiry (Unix seconds,
-// big-endian) in the past.
-func pruneExpired(bk *bolt.Bucket) error {
-	now := time.Now().Unix()
-	c := bk.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < now {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // SetSessionLogLevel implements Registry; expired entries are pruned on the way.
 func (b *Bolt) SetSessionLogLevel(_ context.Context, id, level string, expires time.Time) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketLevels)
-		if err := pruneExpired(bk); err != nil {
+		return sessionLevels.put(tx, sessionKey(id), expires, level, time.Now().Unix())
+	})
+}
+
+// expiring names a bucket of hashed session id → expiry + payload, and its index: expiry +
+// hashed id → nothing, whose keys sort in expiry order. Every write keeps the two in step.
+type expiring struct {
+	entries, byExpiry []byte
+}
+
+// expiryKey is an index key: the expiry in Unix seconds, big-endian (a time before 1970 as
+// 0, so that byte order is time order), then the hashed id.
+func expiryKey(unix int64, hashed []byte) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(hashed)), uint64(max(unix, 0)))
+	return append(k, hashed...)
+}
+
+// expiryOf reads the expiry at the start of an entry's value; ok is false for a value too
+// short to hold one (such an entry is never indexed, and so never pruned, as before the
+// index).
+func expiryOf(v []byte) (unix int64, ok bool) {
+	if len(v) < 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v)), true
+}
+
+// put prunes the entries that expired before now, then stores hashed → expires + payload
+// and moves the entry's index key to its new expiry. Each step is a lookup or an update of
+// one key (O(log n)), and pruning reads the index only up to the first unexpired key.
+func (e expiring) put(tx *bolt.Tx, hashed []byte, expires time.Time, payload string, now int64) error {
+	entries, index := tx.Bucket(e.entries), tx.Bucket(e.byExpiry)
+	if err := prune(entries, index, now); err != nil {
+		return err
+	}
+	if old, ok := expiryOf(entries.Get(hashed)); ok {
+		if err := index.Delete(expiryKey(old, hashed)); err != nil {
 			return err
 		}
-		v := make([]byte, 8, 8+len(level))
-		binary.BigEndian.PutUint64(v, uint64(expires.Unix()))
-		return bk.Put(sessionKey(id), append(v, level...))
+	}
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(payload)), uint64(expires.Unix()))
+	if err := entries.Put(hashed, append(v, payload...)); err != nil {
+		return err
+	}
+	return index.Put(expiryKey(expires.Unix(), hashed), nil)
+}
+
+// prune deletes the entries whose expiry is before now. It walks the index from its first
+// key and stops at the first that has not expired.
+func prune(entries, index *bolt.Bucket, now int64) error {
+	var expired [][]byte
+	c := index.Cursor()
+	for k, _ := c.First(); k != nil && int64(binary.BigEndian.Uint64(k)) < now; k, _ = c.Next() {
+		expired = append(expired, bytes.Clone(k)) // k is invalid once the bucket changes
+	}
+	for _, k := range expired {
+		hashed := k[8:]
+		// The entry goes only if the index key is its own (it always is while the two are
+		// kept in step by put).
+		if at, ok := expiryOf(entries.Get(hashed)); ok && bytes.Equal(expiryKey(at, hashed), k) {
+			if err := entries.Delete(hashed); err != nil {
+				return err
+			}
+		}
+		if err := index.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildIndex creates the index of a schema-4 bucket from its entries.
+func (e expiring) buildIndex(tx *bolt.Tx) error {
+	index, err := tx.CreateBucketIfNotExists(e.byExpiry)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(e.entries).ForEach(func(hashed, v []byte) error {
+		if at, ok := expiryOf(v); ok {
+			return index.Put(expiryKey(at, hashed), nil)
+		}
+		return nil
 	})
 }
 

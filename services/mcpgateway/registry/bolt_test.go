@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -80,14 +81,14 @@ func TestOpenTightensLooseMode(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	path := oldFile(t, "99")
+	path := oldFile(t, "99", nil)
 	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
 	}
 }
 
 func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
-	path := oldFile(t, "1", bucketServers) // as the version-1 build wrote it
+	path := oldFile(t, "1", nil, bucketServers) // as the version-1 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 1 → 2: %v", err)
@@ -145,7 +146,7 @@ func TestLegacyPresetsReadBackMigrated(t *testing.T) {
 }
 
 func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
-	path := oldFile(t, "3", bucketServers, bucketSessions, bucketPresets) // as the version-3 build wrote it
+	path := oldFile(t, "3", nil, bucketServers, bucketSessions, bucketPresets) // as the version-3 build wrote it
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 3 → 4: %v", err)
@@ -180,13 +181,14 @@ func TestSessionLogLevelsMigrateSurviveReopenAndExpire(t *testing.T) {
 }
 
 // oldFile writes a registry file of schema version with the given buckets, as an earlier
-// (or later) build left it, and returns its path.
-func oldFile(t *testing.T, version string, buckets ...[]byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "registry.db")
+// (or later) build left it, and returns its path. fill, when not nil, writes entries into
+// those buckets in the same transaction.
+func oldFile(tb testing.TB, version string, fill func(tx *bolt.Tx) error, buckets ...[]byte) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "registry.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		m, err := tx.CreateBucket(bucketMeta)
@@ -198,13 +200,180 @@ func oldFile(t *testing.T, version string, buckets ...[]byte) string {
 				return err
 			}
 		}
+		if fill != nil {
+			if err := fill(tx); err != nil {
+				return err
+			}
+		}
 		return m.Put(keySchema, []byte(version))
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return path
+}
+
+func TestSessionWritesPruneExpiredAndKeepUnexpired(t *testing.T) {
+	r, err := Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, now := t.Context(), time.Now()
+	writes := []struct {
+		id  string
+		exp time.Time
+	}{
+		{"gone-1", now.Add(-time.Hour)},
+		{"kept-1", now.Add(time.Hour)},
+		{"gone-2", now.Add(-2 * time.Hour)},
+		{"gone-3", time.Time{}}, // before 1970: sorts first in the index, and has expired
+		{"kept-2", now.Add(2 * time.Hour)},
+		{"kept-3", now.Add(time.Minute)},
+		{"moved", now.Add(time.Minute)}, // written again with a later expiry: its index key moves
+		{"moved", now.Add(3 * time.Hour)},
+		{"back", now.Add(-time.Minute)}, // expired, then written again unexpired
+		{"back", now.Add(time.Hour)},
+		{"last", now.Add(time.Hour)}, // a write after all the others: it prunes
+	}
+	for _, w := range writes {
+		if err := r.EndSession(ctx, w.id, w.exp); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.SetSessionLogLevel(ctx, w.id, "debug", w.exp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := []string{"kept-1", "kept-2", "kept-3", "moved", "back", "last"}
+	for _, e := range []expiring{endedSessions, sessionLevels} {
+		t.Run(string(e.entries), func(t *testing.T) {
+			got := indexedEntries(t, r, e)
+			if len(got) != len(kept) {
+				t.Errorf("%d entries stored, want %d (the unexpired ones)", len(got), len(kept))
+			}
+			for _, id := range kept {
+				if _, ok := got[string(sessionKey(id))]; !ok {
+					t.Errorf("unexpired %s was pruned", id)
+				}
+			}
+			if at := got[string(sessionKey("moved"))]; at != now.Add(3*time.Hour).Unix() {
+				t.Errorf("moved expires at %d, want its later expiry", at)
+			}
+		})
+	}
+	for id, want := range map[string]bool{"kept-1": true, "moved": true, "back": true, "gone-1": false, "gone-3": false} {
+		if ended, _ := r.SessionEnded(ctx, id); ended != want {
+			t.Errorf("SessionEnded(%s) = %v, want %v", id, ended, want)
+		}
+		if l, _ := r.SessionLogLevel(ctx, id); (l == "debug") != want {
+			t.Errorf("SessionLogLevel(%s) = %q", id, l)
+		}
+	}
+}
+
+func TestMigrationFromV4IndexesSessionEntries(t *testing.T) {
+	now := time.Now()
+	entries := map[string]time.Time{"live-1": now.Add(time.Hour), "live-2": now.Add(time.Minute), "old-1": now.Add(-time.Hour), "old-2": now.Add(-time.Second * 2)}
+	path := oldFile(t, "4", func(tx *bolt.Tx) error { // as the version-4 build wrote it
+		for id, exp := range entries {
+			v := binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))
+			if err := tx.Bucket(bucketSessions).Put(sessionKey(id), v); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketLevels).Put(sessionKey(id), append(v, "info"...)); err != nil {
+				return err
+			}
+		}
+		// A value too short to hold an expiry was never pruned by schema 4; it is kept.
+		return tx.Bucket(bucketSessions).Put(sessionKey("short"), []byte{1})
+	}, bucketServers, bucketSessions, bucketPresets, bucketLevels)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatalf("migrating 4 → 5: %v", err)
+	}
+	ctx := t.Context()
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
+	}
+	_ = r.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySchema); string(v) != "5" {
+			t.Errorf("schema_version = %q, want 5", v)
+		}
+		return nil
+	})
+	// Every entry is indexed, expired ones too until the next write prunes them.
+	if got := indexedEntries(t, r, endedSessions); len(got) != 5 {
+		t.Fatalf("ended sessions after the migration: %d, want 5", len(got))
+	}
+	if got := indexedEntries(t, r, sessionLevels); len(got) != 4 {
+		t.Fatalf("log levels after the migration: %d, want 4", len(got))
+	}
+	if err := r.EndSession(ctx, "new", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetSessionLogLevel(ctx, "live-1", "debug", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if r, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ended, levels := indexedEntries(t, r, endedSessions), indexedEntries(t, r, sessionLevels)
+	for _, id := range []string{"live-1", "live-2", "new", "short"} {
+		if _, ok := ended[string(sessionKey(id))]; !ok {
+			t.Errorf("ended session %s is gone", id)
+		}
+	}
+	if len(ended) != 4 || len(levels) != 2 {
+		t.Errorf("after a write: %d ended sessions (want 4), %d levels (want 2): the expired ones were not pruned", len(ended), len(levels))
+	}
+	for id, want := range map[string]string{"live-1": "debug", "live-2": "info", "old-1": ""} {
+		if l, _ := r.SessionLogLevel(ctx, id); l != want {
+			t.Errorf("SessionLogLevel(%s) = %q, want %q", id, l, want)
+		}
+	}
+}
+
+// indexedEntries returns the entries of e (hashed id → expiry) after checking that the index
+// holds exactly one key for each entry that has an expiry, and no other key.
+func indexedEntries(t *testing.T, r *Bolt, e expiring) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	err := r.db.View(func(tx *bolt.Tx) error {
+		want := map[string]bool{}
+		err := tx.Bucket(e.entries).ForEach(func(k, v []byte) error {
+			at, ok := expiryOf(v)
+			out[string(k)] = at
+			if ok {
+				want[string(expiryKey(at, k))] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		n := 0
+		err = tx.Bucket(e.byExpiry).ForEach(func(k, _ []byte) error {
+			n++
+			if !want[string(k)] {
+				t.Errorf("%s: index key %x names no entry with that expiry", e.byExpiry, k)
+			}
+			return nil
+		})
+		if n != len(want) {
+			t.Errorf("%s: %d index keys for %d entries", e.byExpiry, n, len(want))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions,
-// 3 chat presets, 4 the log levels of /mcp sessions).
-const SchemaVersion = 4
+// 3 chat presets, 4 the log levels of /mcp sessions, 5 an index of both by expiry).
+const SchemaVersion = 5
 
 // Errors of the registry.
 var (

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zestmcp/zest/lib/envref"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -155,7 +156,8 @@ func CheckURL(raw string, allowInsecure bool) error {
 	case "https":
 	case "http":
 		if !allowInsecure && !isLoopback(u.Hostname()) {
-			return invalid("url uses plain http to %s: use https, or set allow_insecure_http to true", u.Hostname())
+			// The host is percent-decoded, so it may hold bytes that are not UTF-8.
+			return invalid("url uses plain http to %s: use https, or set allow_insecure_http to true", strings.ToValidUTF8(u.Hostname(), "\uFFFD"))
 		}
 	default:
 		return invalid("url scheme %q: use https (or http to loopback)", u.Scheme)
@@ -209,9 +211,13 @@ func deriveID(src string, taken func(string) bool) string {
 	}
 }
 
+// truncate cuts s to at most n bytes, between characters, and marks the cut.
 func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -81,6 +81,7 @@ func TestParseInvalid(t *testing.T) {
 	cases := []struct{ name, body, msg string }{
 		{"invalid id", `{"id":"a b","command":"x"}`, `id "a b" must match [A-Za-z0-9_.-]{1,96}`},
 		{"over-long id", `{"id":"` + strings.Repeat("a", 97) + `","command":"x"}`, "must match [A-Za-z0-9_.-]{1,96}"},
+		{"over-long id cut between characters", `{"id":"a` + strings.Repeat("é", 100) + `","command":"x"}`, `id "a` + strings.Repeat("é", 59) + `…" must match`},
 		{"raw env value", `{"id":"a","command":"x","env":{"GITHUB_TOKEN":"ghp_123"}}`, "env GITHUB_TOKEN must be a ${VARIABLE} reference; raw values are rejected"},
 		{"raw bearer token", `{"id":"a","transport":"http","url":"https://h/mcp","bearer_token":"sk-123"}`, "bearer_token must be a ${VARIABLE} reference; raw values are rejected"},
 		{"timeout as string", `{"id":"a","command":"x","timeout_ms":"5000"}`, "timeout_ms must be a number of milliseconds, not a string"},
@@ -106,7 +107,7 @@ func TestParseInvalid(t *testing.T) {
 		{"plain http to a remote host", `{"id":"a","transport":"http","url":"http://example.com/mcp"}`, "url uses plain http to example.com: use https, or set allow_insecure_http to true"},
 		{"bad scheme", `{"id":"a","transport":"http","url":"ftp://h/mcp"}`, `url scheme "ftp"`},
 		{"unknown transport", `{"id":"a","transport":"sse","command":"x"}`, `transport "sse": use stdio or streamable-http`},
-		{"unknown field", `{"id":"a","command":"x","timeout":5}`, "unknown field timeout"},
+		{"unknown field", `{"id":"a","command":"x","timeout":5}`, `unknown field "timeout": the fields are id, name,`},
 		{"wrapped and bare", `{"server":{"id":"a"},"id":"b"}`, "not both"},
 		{"server not an object", `{"server":"a"}`, "server must be an object"},
 		{"empty", `{}`, "the body is empty"},
@@ -145,7 +146,7 @@ func TestParsePreset(t *testing.T) {
 		"five providers": {`{"id":"x","mcp_server_ids":["a","b","c","d","e"]}`, "selects 5 providers; a preset selects at most 4"},
 		"ids not a list": {`{"id":"x","mcp_server_ids":"a"}`, "mcp_server_ids must be an array of strings"},
 		"bad id":         {`{"id":"a b"}`, "must match"},
-		"unknown":        {`{"id":"x","tools":[]}`, "unknown field tools"},
+		"unknown":        {`{"id":"x","tools":[]}`, `unknown field "tools"`},
 		"unknown server": {`{"id":"x","mcp_server_ids":["lemonade","ghost"]}`, `mcp_server_ids names "ghost", which is not a registered server`},
 	} {
 		t.Run(name, func(t *testing.T) {
