@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -333,7 +334,7 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 		go func() {
 			defer wg.Done()
 			began := time.Now()
-			text, isErr := l.call(ctx, t, c.GetFunction().GetArguments(), admin)
+			text, isErr := l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
 			rec.DurationMs = time.Since(began).Milliseconds()
 			rec.IsError, rec.OutputBytes = isErr, int64(len(text))
 			if len(text) > l.cfg.MaxToolOutput {
@@ -365,6 +366,20 @@ func CutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// safeCall is call on its own goroutine: a tool whose handler panics fails alone, with an
+// incident id the log line carries, instead of taking mcpgateway down (gRPC's recovery does
+// not reach goroutines a handler starts).
+func (l *Loop) safeCall(ctx context.Context, t *tool, args string, admin bool) (text string, isErr bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			incident := requestid.New()
+			l.log.ErrorContext(ctx, "tool call panicked", "tool", t.chatName, "incident", incident, "panic", p, "stack", string(debug.Stack()))
+			text, isErr = fmt.Sprintf("The tool failed: internal error (incident %s)", incident), true
+		}
+	}()
+	return l.call(ctx, t, args, admin)
 }
 
 // call runs one tool and returns the text fed back to the model.

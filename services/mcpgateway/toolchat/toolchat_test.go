@@ -1,0 +1,40 @@
+package toolchat
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func TestCutUTF8NeverSplitsACharacter(t *testing.T) {
+	s := "x" + strings.Repeat("é", 100) + "€𝄞"
+	for n := 0; n <= len(s)+1; n++ {
+		got := CutUTF8(s, n)
+		if len(got) > n || !utf8.ValidString(got) || !strings.HasPrefix(s, got) || (n >= len(s) && got != s) {
+			t.Fatalf("CutUTF8(%d) = %q", n, got)
+		}
+		if n < len(s) && len(got) < n-3 { // cuts back at most one character
+			t.Fatalf("CutUTF8(%d) cut %d bytes", n, n-len(got))
+		}
+	}
+}
+
+// TestAPanickingToolFailsAlone: a built-in tool that panics gives an isError result with an
+// incident id, and the process lives on.
+func TestAPanickingToolFailsAlone(t *testing.T) {
+	srv := server.NewMCPServer("test", "1")
+	srv.AddTool(mcp.NewTool("boom"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		panic("boom")
+	})
+	l := &Loop{builtin: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	text, isErr := l.safeCall(t.Context(), &tool{chatName: "boom", name: "boom"}, `{}`, false)
+	if !isErr || !strings.Contains(text, "incident ") {
+		t.Fatalf("%q %v", text, isErr)
+	}
+}
