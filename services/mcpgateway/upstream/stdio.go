@@ -16,12 +16,12 @@ import (
 
 // stdioSession is a stdio server run by the tool host.
 type stdioSession struct {
-	th   toolhostv1.ToolHostServiceClient
-	spec *toolhostv1.ServerSpec
+	th    toolhostv1.ToolHostServiceClient
+	spec  *toolhostv1.ServerSpec
+	cache toolCache
 
-	mu     sync.Mutex
-	inf    Info
-	cached []json.RawMessage
+	mu  sync.Mutex
+	inf Info
 }
 
 func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient) (*stdioSession, error) {
@@ -58,12 +58,10 @@ func (s *stdioSession) info() Info {
 }
 
 func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessage, error) {
-	s.mu.Lock()
-	cached := s.cached
-	s.mu.Unlock()
-	if cached != nil && !refresh {
+	if cached, ok := s.cache.get(); ok && !refresh {
 		return cached, nil
 	}
+	ticket := s.cache.begin()
 	var r *toolhostv1.ListToolsResponse
 	err := s.retryOnLost(ctx, func() error {
 		var err error
@@ -77,10 +75,7 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 	for i, t := range r.GetTools() {
 		out[i] = t
 	}
-	s.mu.Lock()
-	s.cached = out
-	s.mu.Unlock()
-	return out, nil
+	return s.cache.put(ticket, out), nil
 }
 
 func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
