@@ -203,7 +203,7 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if msg.Method == "" {
-		u.answer(w, msg, body)
+		u.answer(w, r.Header.Get("Mcp-Session-Id"), msg, body)
 		return
 	}
 	u.mu.Lock()
@@ -228,13 +228,13 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer takes the client's answer to one of the server's requests.
-func (u *Upstream) answer(w http.ResponseWriter, msg message, body []byte) {
+func (u *Upstream) answer(w http.ResponseWriter, sid string, msg message, body []byte) {
 	if len(msg.ID) == 0 || msg.Result == nil && msg.Error == nil {
 		u.violate("a message with neither method nor result/error: %s", body)
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	key := idKey(msg.ID)
+	key := sessionKey(sid, msg.ID)
 	u.mu.Lock()
 	u.answers = append(u.answers, json.RawMessage(body))
 	ch := u.pending[key]
@@ -249,14 +249,14 @@ func (u *Upstream) answer(w http.ResponseWriter, msg message, body []byte) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// idKey is a JSON-RPC id in one spelling, whatever the spacing or escapes it came with.
-func idKey(id json.RawMessage) string {
+// sessionKey names a request of the server: its session, and its id in one spelling
+// whatever the spacing or escapes the client's answer gives it.
+func sessionKey(sid string, id json.RawMessage) string {
 	var v any
-	if json.Unmarshal(id, &v) != nil {
-		return string(id)
+	if json.Unmarshal(id, &v) == nil {
+		id, _ = json.Marshal(v)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return sid + " " + string(id)
 }
 
 func (u *Upstream) initialize(w http.ResponseWriter, r *http.Request, msg message) {
@@ -297,13 +297,15 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 	}
 	for i := range asks {
 		asks[i].answer = make(chan json.RawMessage, 1)
-		u.pending[idKey(asks[i].id)] = asks[i].answer
+		u.pending[sessionKey(sid, asks[i].id)] = asks[i].answer
 	}
 	u.mu.Unlock()
 	defer func() {
 		u.mu.Lock()
 		for _, a := range asks {
-			delete(u.pending, idKey(a.id))
+			if k := sessionKey(sid, a.id); u.pending[k] == a.answer {
+				delete(u.pending, k)
+			}
 		}
 		u.mu.Unlock()
 	}()
