@@ -20,9 +20,13 @@ import (
 // ProtocolVersion is the version offered to HTTP upstreams.
 const ProtocolVersion = "2025-11-25"
 
+// methodToolsListChanged is the notification a server sends when its tools change.
+const methodToolsListChanged = "notifications/tools/list_changed"
+
 // httpSession is a Streamable HTTP server reached directly with mcp-go's transport. It
-// answers the server's own requests (ping; anything else is -32601), and starts a new MCP
-// session after the server has forgotten the old one (HTTP 404): the call that met
+// answers the server's own requests (ping; anything else is -32601), follows
+// notifications/tools/list_changed (on the GET stream or on a response stream), and starts a
+// new MCP session after the server has forgotten the old one (HTTP 404): the call that met
 // the 404 fails with SessionExpiredError, the next call initializes again.
 type httpSession struct {
 	cfg     *mcpgatewayv1.ServerConfig
@@ -30,6 +34,7 @@ type httpSession struct {
 	log     *slog.Logger
 	nextID  atomic.Int64
 	cache   toolCache
+	lists   relister
 
 	mu sync.Mutex
 	cl *client.Client
@@ -77,17 +82,26 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 // transport and makes it the session's current one.
 func (s *httpSession) connect(ctx context.Context) error {
 	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
-		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())))
+		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())),
+		// The GET stream carries what the server sends outside a request, such as
+		// notifications/tools/list_changed; a server without one answers 405 and is not asked again.
+		transport.WithContinuousListening())
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
 	cl := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	if err := cl.Start(ctx); err != nil {
+	// The transport's background work (the GET stream) lives until Close, not until ctx ends.
+	if err := cl.Start(context.Background()); err != nil {
 		return fmt.Errorf("%w: %q: start: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
 	// Start installed the client's own handler, which answers roots/list, sampling and
 	// elicitation with -32603 when no handler of theirs is configured; ours replaces it.
 	tr.SetRequestHandler(answerServerRequest)
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == methodToolsListChanged {
+			s.listChanged()
+		}
+	})
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
 	req.Params.ClientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
@@ -168,6 +182,23 @@ func (s *httpSession) tools(ctx context.Context, refresh bool) ([]json.RawMessag
 		cursor = page.NextCursor
 	}
 	return nil, fmt.Errorf("%w: %q: tools/list has more than %d pages", ErrUpstream, s.cfg.GetId(), maxToolPages)
+}
+
+// listChanged lists the tools again after notifications/tools/list_changed.
+func (s *httpSession) listChanged() {
+	s.lists.trigger(func() {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeoutOf(s.cfg))
+		defer cancel()
+		if _, err := s.tools(ctx, true); err != nil {
+			s.log.Warn("re-listing tools after list_changed failed", "server", s.cfg.GetId(), "err", err)
+		}
+	})
 }
 
 // call sends one request as raw JSON and returns the raw result. A session the server has
@@ -279,7 +310,8 @@ func (s *httpSession) close(context.Context) error {
 }
 
 // transportLog is the slog handler given to mcp-go's transport. Everything it logs is
-// debug, tagged component=mcp-go: what fails is either returned to the caller, who
+// debug, tagged component=mcp-go: its routine lines ("listening to server forever", a server
+// without a GET stream) are no news, and what fails is either returned to the caller, who
 // reports it, or a benign race of its own (an answer to a server request whose response
 // stream had just ended).
 type transportLog struct{ h slog.Handler }

@@ -95,7 +95,7 @@ func TestHTTPAnswersServerRequests(t *testing.T) {
 	// The same holds on the connected path (connect lists tools, refresh lists again).
 	cfg := httpConfig("connected", u.URL)
 	if err := m.Connect(t.Context(), cfg); err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect: %v\nviolations: %v", err, u.Violations())
 	}
 	defer m.Disconnect(context.Background(), cfg.GetId())
 	if _, err := m.Tools(t.Context(), cfg.GetId(), true); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,14 +19,16 @@ import (
 type stdioSession struct {
 	th    toolhostv1.ToolHostServiceClient
 	spec  *toolhostv1.ServerSpec
+	log   *slog.Logger
 	cache toolCache
+	lists relister
 
 	mu  sync.Mutex
 	inf Info
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient) (*stdioSession, error) {
-	s := &stdioSession{th: th, spec: &toolhostv1.ServerSpec{
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient, log *slog.Logger) (*stdioSession, error) {
+	s := &stdioSession{th: th, log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
 	}}
@@ -76,6 +79,18 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 		out[i] = t
 	}
 	return s.cache.put(ticket, out), nil
+}
+
+// listChanged reads the tools again from the tool host, which lists them again itself when
+// the server sends notifications/tools/list_changed and only then tells its watchers.
+func (s *stdioSession) listChanged() {
+	s.lists.trigger(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), msTimeout(s.spec.GetTimeoutMs()))
+		defer cancel()
+		if _, err := s.tools(ctx, true); err != nil {
+			s.log.Warn("re-reading tools after list_changed failed", "server", s.spec.GetId(), "err", err)
+		}
+	})
 }
 
 func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {

@@ -45,3 +45,38 @@ func (c *toolCache) put(ticket uint64, tools []json.RawMessage) []json.RawMessag
 	}
 	return c.tools
 }
+
+// relister runs a re-listing after notifications/tools/list_changed: one at a time per
+// session, and one more after it when notifications arrived while it ran (a burst of
+// notifications costs at most two listings, and the last listing starts after the last
+// notification).
+type relister struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// trigger runs list in a goroutine of its own unless one runs already.
+func (r *relister) trigger(list func()) {
+	r.mu.Lock()
+	if r.running {
+		r.again = true
+		r.mu.Unlock()
+		return
+	}
+	r.running = true
+	r.mu.Unlock()
+	go func() {
+		for {
+			list()
+			r.mu.Lock()
+			if !r.again {
+				r.running = false
+				r.mu.Unlock()
+				return
+			}
+			r.again = false
+			r.mu.Unlock()
+		}
+	}()
+}

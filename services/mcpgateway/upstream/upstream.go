@@ -146,7 +146,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 		}
 	} else {
 		var st *stdioSession
-		if st, err = openStdio(ctx, cfg, m.toolhost); err == nil {
+		if st, err = openStdio(ctx, cfg, m.toolhost, m.log); err == nil {
 			s = st
 		}
 	}
@@ -241,7 +241,7 @@ func (m *Manager) discard(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 			return
 		}
 		if s == nil {
-			s = &stdioSession{th: m.toolhost, spec: &toolhostv1.ServerSpec{Id: cfg.GetId()}}
+			s = &stdioSession{th: m.toolhost, spec: &toolhostv1.ServerSpec{Id: cfg.GetId()}, log: m.log}
 		}
 	}
 	if s != nil {
