@@ -26,6 +26,7 @@ type fakeHost struct {
 	started map[string]int
 	stopped map[string]int
 	lists   map[string]int
+	lost    map[string]bool // servers the tool host "forgot" (as after a restart)
 	watches int
 	events  chan *toolhostv1.WatchResponse
 	breakW  chan struct{} // a send ends the current Watch stream with an error
@@ -35,7 +36,7 @@ type fakeHost struct {
 
 func newFakeHost(t *testing.T) (*fakeHost, toolhostv1.ToolHostServiceClient) {
 	t.Helper()
-	f := &fakeHost{tools: map[string][]json.RawMessage{}, started: map[string]int{}, stopped: map[string]int{}, lists: map[string]int{},
+	f := &fakeHost{tools: map[string][]json.RawMessage{}, started: map[string]int{}, stopped: map[string]int{}, lists: map[string]int{}, lost: map[string]bool{},
 		events: make(chan *toolhostv1.WatchResponse, 16), breakW: make(chan struct{})}
 	cc := grpctest.Loopback(t, func(g *grpc.Server) { toolhostv1.RegisterToolHostServiceServer(g, f) })
 	return f, toolhostv1.NewToolHostServiceClient(cc)
@@ -53,6 +54,13 @@ func (f *fakeHost) setTools(id string, t []json.RawMessage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tools[id] = t
+}
+
+// lose makes the tool host forget a server, as a restart of the tool host does.
+func (f *fakeHost) lose(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lost[id] = true
 }
 
 func (f *fakeHost) count(m map[string]int, id string) int {
@@ -81,6 +89,7 @@ func (f *fakeHost) EnsureStarted(ctx context.Context, req *toolhostv1.EnsureStar
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.started[req.GetSpec().GetId()]++
+	delete(f.lost, req.GetSpec().GetId())
 	return &toolhostv1.EnsureStartedResponse{Status: &toolhostv1.ServerStatus{Id: req.GetSpec().GetId(),
 		State: toolhostv1.ServerState_SERVER_STATE_READY, ProtocolVersion: "2025-11-25"}}, nil
 }
@@ -96,6 +105,9 @@ func (f *fakeHost) ListTools(_ context.Context, req *toolhostv1.ListToolsRequest
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists[req.GetId()]++
+	if f.lost[req.GetId()] {
+		return nil, status.Errorf(codes.NotFound, "server %q is not known", req.GetId())
+	}
 	out := &toolhostv1.ListToolsResponse{}
 	for _, t := range f.tools[req.GetId()] {
 		out.Tools = append(out.Tools, t)
@@ -106,6 +118,12 @@ func (f *fakeHost) ListTools(_ context.Context, req *toolhostv1.ListToolsRequest
 // Call answers tools/call by tool name: ok, is_error, rpc_error, unavailable, slow (never
 // answers within the call's timeout).
 func (f *fakeHost) Call(ctx context.Context, req *toolhostv1.CallRequest) (*toolhostv1.CallResponse, error) {
+	f.mu.Lock()
+	lost := f.lost[req.GetId()]
+	f.mu.Unlock()
+	if lost {
+		return nil, status.Errorf(codes.NotFound, "server %q is not known", req.GetId())
+	}
 	var p struct {
 		Name string `json:"name"`
 	}

@@ -77,6 +77,22 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	waitUntil(t, 5*time.Second, "the Watch stream opened again", func() bool { return f.watchCount() == 2 })
 	waitUntil(t, 5*time.Second, "tool c after the stream opened again", func() bool { return hasTool(m, "fx", "c") })
 
+	// After the tool host has restarted (it no longer knows the server), the reopened stream
+	// reads what it can, and starts nothing: the server starts again on its next use.
+	f.lose("fx")
+	lists = f.count(f.lists, "fx")
+	f.breakW <- struct{}{}
+	waitUntil(t, 5*time.Second, "a resync after the stream opened again", func() bool { return f.count(f.lists, "fx") > lists })
+	if got := f.count(f.started, "fx"); got != 1 {
+		t.Fatalf("the resync started the server (%d starts, want 1)", got)
+	}
+	if !hasTool(m, "fx", "c") {
+		t.Fatal("a failed resync dropped the cached tools")
+	}
+	if _, err := m.Call(t.Context(), cfg, "tools/call", []byte(`{"name":"ok"}`), time.Second); err != nil || f.count(f.started, "fx") != 2 {
+		t.Fatalf("the next use did not start the server again: %v", err)
+	}
+
 	// A child ready again after a restart is listed again.
 	f.setTools("fx", tools("d"))
 	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Status{Status: &toolhostv1.ServerStatus{

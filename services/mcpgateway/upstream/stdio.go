@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -64,13 +65,28 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 	if cached, ok := s.cache.get(); ok && !refresh {
 		return cached, nil
 	}
+	return s.list(ctx, true)
+}
+
+// list reads the tools from the tool host. With restart, a server the tool host no longer
+// knows (it restarted) is started again first.
+func (s *stdioSession) list(ctx context.Context, restart bool) ([]json.RawMessage, error) {
 	ticket := s.cache.begin()
 	var r *toolhostv1.ListToolsResponse
-	err := s.retryOnLost(ctx, func() error {
+	f := func() error {
 		var err error
 		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()}, grpc.WaitForReady(true))
 		return err
-	})
+	}
+	var err error
+	if restart {
+		err = s.retryOnLost(ctx, f)
+	} else {
+		err = f()
+	}
+	if !restart && status.Code(err) == codes.NotFound {
+		return nil, errLost
+	}
 	if err != nil {
 		return nil, upstreamErr(s.spec.GetId(), err)
 	}
@@ -81,14 +97,23 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 	return s.cache.put(ticket, out), nil
 }
 
+// errLost means the tool host does not know the server (it restarted since).
+var errLost = errors.New("the tool host does not run the server")
+
 // listChanged reads the tools again from the tool host, which lists them again itself when
-// the server sends notifications/tools/list_changed and only then tells its watchers.
+// the server sends notifications/tools/list_changed and only then tells its watchers. A
+// server the tool host no longer knows is not started for this: its next use starts it, and
+// the tool host's "ready" event brings its tools.
 func (s *stdioSession) listChanged() {
 	s.lists.trigger(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), msTimeout(s.spec.GetTimeoutMs()))
 		defer cancel()
-		if _, err := s.tools(ctx, true); err != nil {
-			s.log.Warn("re-reading tools after list_changed failed", "server", s.spec.GetId(), "err", err)
+		_, err := s.list(ctx, false)
+		switch {
+		case errors.Is(err, errLost):
+			s.log.Debug("not re-reading tools: the tool host no longer runs the server", "server", s.spec.GetId())
+		case err != nil:
+			s.log.Warn("re-reading tools from the tool host failed", "server", s.spec.GetId(), "err", err)
 		}
 	})
 }
