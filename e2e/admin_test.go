@@ -197,8 +197,9 @@ func TestAdminBadInput(t *testing.T) {
 		{"not JSON", "POST", "/servers", `{"id":`, 400, ""},
 		{"delete unknown", "DELETE", "/servers/nope", "", 404, "nope"},
 		{"disconnect unknown", "POST", "/servers/nope/disconnect", "", 404, "nope"},
-		{"connect unknown", "POST", "/servers/nope/connect", "", 502, "nope"},
-		{"call on unknown", "POST", "/servers/nope/tools/call", `{"name":"x"}`, 502, "nope"},
+		{"connect unknown", "POST", "/servers/nope/connect", "", 404, "nope"},
+		{"refresh-tools unknown", "POST", "/servers/nope/refresh-tools", "", 404, "nope"},
+		{"call on unknown", "POST", "/servers/nope/tools/call", `{"name":"x"}`, 404, "nope"},
 		{"call without name", "POST", "/servers/nope/tools/call", `{"arguments":{}}`, 400, "name is required"},
 		{"wrong method", "PUT", "/servers", `{}`, 405, ""},
 	}

@@ -185,8 +185,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // adminError writes Lemonade's admin error shape with the status of its table: 400 for a
-// bad body; on the routes that reach an MCP server (connect, refresh-tools, tools/call,
-// test) every other failure is 502; elsewhere an unknown id is 404.
+// bad body; 404 for an unknown id on every route; on the routes that reach an MCP server
+// (connect, refresh-tools, tools/call, test) every other failure is 502.
 func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
 	st := status.Convert(err)
 	msg := st.Message()
@@ -197,10 +197,10 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	case st.Code() == codes.InvalidArgument:
 		code = http.StatusBadRequest
 	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
+	case st.Code() == codes.NotFound: // only the registry's unknown id: upstream failures are Unavailable
+		code = http.StatusNotFound
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway
-	case st.Code() == codes.NotFound:
-		code = http.StatusNotFound
 	}
 	writeAdminError(w, code, msg)
 }

@@ -285,7 +285,7 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 	params := make([]byte, 0, len(args)+len(quoted)+24)
 	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
 	params = append(params, '}')
-	raw, err := s.up.Call(ctx, cfg, "tools/call", params, timeout)
+	raw, err := s.up.CallTool(ctx, cfg, req.GetName(), params, timeout)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -221,9 +221,14 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, lis)
 }
 
-// Serve serves on lis until ctx is done, then closes everything.
+// Serve serves on lis until ctx is done, then closes everything. While it serves, the
+// upstream manager follows the tool host's events (a stdio server's new tools).
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.Close()
+	follow, stop := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() { s.up.FollowToolHost(follow); close(followed) }()
+	defer func() { stop(); <-followed }()
 	return s.srv.Serve(ctx, lis)
 }
 

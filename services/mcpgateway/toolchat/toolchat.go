@@ -398,15 +398,18 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		}
 		r := mcp.CallToolRequest{}
 		r.Params.Name, r.Params.Arguments = t.name, argMap
+		began := time.Now()
 		res, err := st.Handler(ctx, r)
 		if err != nil {
+			upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(nil, err))
 			return err.Error(), true
 		}
 		b, _ := json.Marshal(res)
+		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(b, nil))
 		return resultText(b)
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
-	raw, err := l.up.Call(ctx, t.server, "tools/call", params, 0)
+	raw, err := l.up.CallTool(ctx, t.server, t.name, params, 0)
 	var rpcErr *upstream.RPCError
 	switch {
 	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer

@@ -1,6 +1,11 @@
 package upstream
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
 
 // Errors of upstream connections; the admin service maps them to gRPC codes.
 var (
@@ -20,3 +25,21 @@ type RPCError struct {
 }
 
 func (e *RPCError) Error() string { return e.Message }
+
+// SessionExpiredError is the failure of a call to a Streamable HTTP server that answered
+// HTTP 404 for the session: it has forgotten it (restarted, or expired it). The call that met
+// the 404 fails with this error; the next call to the server initializes a new session.
+type SessionExpiredError struct {
+	// ID is the server's registry id.
+	ID string
+}
+
+func (e *SessionExpiredError) Error() string {
+	return fmt.Sprintf("MCP server %q forgot the session (HTTP 404 session expired); the next call starts a new session", e.ID)
+}
+
+// Unwrap makes the error an ErrUpstream (the admin API answers 502) and mcp-go's
+// transport.ErrSessionTerminated.
+func (e *SessionExpiredError) Unwrap() []error {
+	return []error{ErrUpstream, transport.ErrSessionTerminated}
+}

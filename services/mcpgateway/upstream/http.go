@@ -20,18 +20,39 @@ import (
 // ProtocolVersion is the version offered to HTTP upstreams.
 const ProtocolVersion = "2025-11-25"
 
-// httpSession is a Streamable HTTP server reached directly.
+// methodToolsListChanged is the notification a server sends when its tools change.
+const methodToolsListChanged = "notifications/tools/list_changed"
+
+// httpSession is a Streamable HTTP server reached directly with mcp-go's transport. It
+// answers the server's own requests (ping; anything else is -32601), follows
+// notifications/tools/list_changed (on the GET stream or on a response stream), and starts a
+// new MCP session after the server has forgotten the old one (HTTP 404): the call that met
+// the 404 fails with SessionExpiredError, the next call initializes again.
 type httpSession struct {
 	cfg     *mcpgatewayv1.ServerConfig
 	headers map[string]string
 	log     *slog.Logger
 	nextID  atomic.Int64
+	cache   toolCache
+	lists   relister
 
-	mu     sync.Mutex
-	cl     *client.Client
-	tr     *transport.StreamableHTTP
-	inf    Info
-	cached []json.RawMessage
+	mu sync.Mutex
+	cl *client.Client
+	tr *transport.StreamableHTTP
+	// sid is the session id the server gave tr ("" for a server without sessions).
+	sid string
+	// expired is set when the server answered 404 for tr's session.
+	expired bool
+	// renewing is a new initialize in progress, which concurrent calls wait for.
+	renewing *renewal
+	closed   bool
+	inf      Info
+}
+
+// renewal is one initialize after an expired session; done closes once err is set.
+type renewal struct {
+	done chan struct{}
+	err  error
 }
 
 func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), log *slog.Logger) (*httpSession, error) {
@@ -57,16 +78,30 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 	return s, nil
 }
 
-// connect opens a new MCP session: initialize, then notifications/initialized.
+// connect opens a new MCP session (initialize, then notifications/initialized) on a new
+// transport and makes it the session's current one.
 func (s *httpSession) connect(ctx context.Context) error {
-	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers), transport.WithHTTPLogger(s.log))
+	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
+		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())),
+		// The GET stream carries what the server sends outside a request, such as
+		// notifications/tools/list_changed; a server without one answers 405 and is not asked again.
+		transport.WithContinuousListening())
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
 	cl := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	if err := cl.Start(ctx); err != nil {
+	// The transport's background work (the GET stream) lives until Close, not until ctx ends.
+	if err := cl.Start(context.Background()); err != nil {
 		return fmt.Errorf("%w: %q: start: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
+	// Start installed the client's own handler, which answers roots/list, sampling and
+	// elicitation with -32603 when no handler of theirs is configured; ours replaces it.
+	tr.SetRequestHandler(answerServerRequest)
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == methodToolsListChanged {
+			s.listChanged()
+		}
+	})
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
 	req.Params.ClientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
@@ -77,13 +112,29 @@ func (s *httpSession) connect(ctx context.Context) error {
 	}
 	inf := Info{ProtocolVersion: res.ProtocolVersion, ServerInfo: toMap(res.ServerInfo), Capabilities: toMap(res.Capabilities)}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cl.Close()
+		return fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+	}
 	old := s.cl
-	s.cl, s.tr, s.inf = cl, tr, inf
+	s.cl, s.tr, s.sid, s.expired, s.inf = cl, tr, tr.GetSessionId(), false, inf
 	s.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
 	}
 	return nil
+}
+
+// answerServerRequest answers the requests a server sends its client: ping with an empty
+// result, every other method (roots/list, sampling/createMessage, elicitation/create, …) with
+// the JSON-RPC error -32601, since Zest offers none of them to HTTP upstreams. It returns the
+// error as a response, not as a Go error, which mcp-go would answer with -32603.
+func answerServerRequest(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if req.Method == string(mcp.MethodPing) {
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	}
+	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "Method not found", map[string]string{"method": req.Method}), nil
 }
 
 func toMap(v any) map[string]any {
@@ -102,12 +153,10 @@ func (s *httpSession) info() Info {
 const maxToolPages = 100
 
 func (s *httpSession) tools(ctx context.Context, refresh bool) ([]json.RawMessage, error) {
-	s.mu.Lock()
-	cached := s.cached
-	s.mu.Unlock()
-	if cached != nil && !refresh {
+	if cached, ok := s.cache.get(); ok && !refresh {
 		return cached, nil
 	}
+	ticket := s.cache.begin()
 	var all []json.RawMessage
 	cursor := ""
 	for range maxToolPages {
@@ -128,31 +177,48 @@ func (s *httpSession) tools(ctx context.Context, refresh bool) ([]json.RawMessag
 		}
 		all = append(all, page.Tools...)
 		if page.NextCursor == "" {
-			s.mu.Lock()
-			s.cached = all
-			s.mu.Unlock()
-			return all, nil
+			return s.cache.put(ticket, all), nil
 		}
 		cursor = page.NextCursor
 	}
 	return nil, fmt.Errorf("%w: %q: tools/list has more than %d pages", ErrUpstream, s.cfg.GetId(), maxToolPages)
 }
 
-// call sends one request as raw JSON and returns the raw result; a session the server has
-// forgotten (404) is initialized again and the request sent once more.
+// listChanged lists the tools again after notifications/tools/list_changed.
+func (s *httpSession) listChanged() {
+	s.lists.trigger(func() {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeoutOf(s.cfg))
+		defer cancel()
+		if _, err := s.tools(ctx, true); err != nil {
+			s.log.Warn("re-listing tools after list_changed failed", "server", s.cfg.GetId(), "err", err)
+		}
+	})
+}
+
+// call sends one request as raw JSON and returns the raw result. A session the server has
+// forgotten (HTTP 404) fails this call with SessionExpiredError; the next call initializes a
+// new session first.
 func (s *httpSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	resp, err := s.send(ctx, method, params)
+	tr, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.send(ctx, tr, method, params)
 	if errors.Is(err, transport.ErrSessionTerminated) {
-		s.log.Info("upstream session expired; initializing again", "server", s.cfg.GetId())
-		if err := s.connect(ctx); err != nil {
-			return nil, err
-		}
-		resp, err = s.send(ctx, method, params)
+		s.expire(tr)
+		s.log.InfoContext(ctx, "upstream forgot the session; the next call initializes again", "server", s.cfg.GetId())
+		return nil, &SessionExpiredError{ID: s.cfg.GetId()}
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -167,10 +233,63 @@ func (s *httpSession) call(ctx context.Context, method string, params json.RawMe
 	return resp.Result, nil
 }
 
-func (s *httpSession) send(ctx context.Context, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
+// current returns the transport to send on, after initializing a new session when the
+// server has forgotten the last one (a 404 met by an earlier call, or on the GET stream).
+// Concurrent callers share one initialize, each waiting with its own context.
+func (s *httpSession) current(ctx context.Context) (*transport.StreamableHTTP, error) {
 	s.mu.Lock()
-	tr := s.tr
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+	}
+	// mcp-go clears the session id when the server answers 404 for it.
+	if !s.expired && (s.sid == "" || s.tr.GetSessionId() != "") {
+		tr := s.tr
+		s.mu.Unlock()
+		return tr, nil
+	}
+	r := s.renewing
+	if r == nil {
+		r = &renewal{done: make(chan struct{})}
+		s.renewing = r
+		go s.renew(context.WithoutCancel(ctx), r)
+	}
 	s.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %q: initializing a new session: %w", ErrUpstream, s.cfg.GetId(), ctx.Err())
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tr, nil
+}
+
+// renew initializes a new session, bounded by the server's timeout.
+func (s *httpSession) renew(ctx context.Context, r *renewal) {
+	ctx, cancel := context.WithTimeout(ctx, timeoutOf(s.cfg))
+	defer cancel()
+	s.log.InfoContext(ctx, "initializing a new upstream session", "server", s.cfg.GetId())
+	r.err = s.connect(ctx)
+	s.mu.Lock()
+	s.renewing = nil
+	s.mu.Unlock()
+	close(r.done)
+}
+
+// expire records that the server has forgotten the session of tr.
+func (s *httpSession) expire(tr *transport.StreamableHTTP) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tr == tr {
+		s.expired = true
+	}
+}
+
+func (s *httpSession) send(ctx context.Context, tr *transport.StreamableHTTP, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("zest-%d", s.nextID.Add(1))), Method: method}
 	if len(params) > 0 {
 		req.Params = params
@@ -178,14 +297,34 @@ func (s *httpSession) send(ctx context.Context, method string, params json.RawMe
 	return tr.SendRequest(ctx, req)
 }
 
-// close ends the session (mcp-go sends DELETE with the session id).
+// close ends the session (mcp-go sends DELETE with the session id, and ends the GET stream).
 func (s *httpSession) close(context.Context) error {
 	s.mu.Lock()
 	cl := s.cl
-	s.cl = nil
+	s.cl, s.closed = nil, true
 	s.mu.Unlock()
 	if cl == nil {
 		return nil
 	}
 	return cl.Close()
 }
+
+// transportLog is the slog handler given to mcp-go's transport. Everything it logs is
+// debug, tagged component=mcp-go: its routine lines ("listening to server forever", a server
+// without a GET stream) are no news, and what fails is either returned to the caller, who
+// reports it, or a benign race of its own (an answer to a server request whose response
+// stream had just ended).
+type transportLog struct{ h slog.Handler }
+
+func (t transportLog) Enabled(ctx context.Context, _ slog.Level) bool {
+	return t.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (t transportLog) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	r.AddAttrs(slog.String("component", "mcp-go"))
+	return t.h.Handle(ctx, r)
+}
+
+func (t transportLog) WithAttrs(as []slog.Attr) slog.Handler { return transportLog{t.h.WithAttrs(as)} }
+func (t transportLog) WithGroup(name string) slog.Handler    { return transportLog{t.h.WithGroup(name)} }

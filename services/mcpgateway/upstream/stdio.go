@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -16,16 +18,18 @@ import (
 
 // stdioSession is a stdio server run by the tool host.
 type stdioSession struct {
-	th   toolhostv1.ToolHostServiceClient
-	spec *toolhostv1.ServerSpec
+	th    toolhostv1.ToolHostServiceClient
+	spec  *toolhostv1.ServerSpec
+	log   *slog.Logger
+	cache toolCache
+	lists relister
 
-	mu     sync.Mutex
-	inf    Info
-	cached []json.RawMessage
+	mu  sync.Mutex
+	inf Info
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient) (*stdioSession, error) {
-	s := &stdioSession{th: th, spec: &toolhostv1.ServerSpec{
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient, log *slog.Logger) (*stdioSession, error) {
+	s := &stdioSession{th: th, log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
 	}}
@@ -58,18 +62,31 @@ func (s *stdioSession) info() Info {
 }
 
 func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessage, error) {
-	s.mu.Lock()
-	cached := s.cached
-	s.mu.Unlock()
-	if cached != nil && !refresh {
+	if cached, ok := s.cache.get(); ok && !refresh {
 		return cached, nil
 	}
+	return s.list(ctx, true)
+}
+
+// list reads the tools from the tool host. With restart, a server the tool host no longer
+// knows (it restarted) is started again first.
+func (s *stdioSession) list(ctx context.Context, restart bool) ([]json.RawMessage, error) {
+	ticket := s.cache.begin()
 	var r *toolhostv1.ListToolsResponse
-	err := s.retryOnLost(ctx, func() error {
+	f := func() error {
 		var err error
 		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()}, grpc.WaitForReady(true))
 		return err
-	})
+	}
+	var err error
+	if restart {
+		err = s.retryOnLost(ctx, f)
+	} else {
+		err = f()
+	}
+	if !restart && status.Code(err) == codes.NotFound {
+		return nil, errLost
+	}
 	if err != nil {
 		return nil, upstreamErr(s.spec.GetId(), err)
 	}
@@ -77,10 +94,28 @@ func (s *stdioSession) tools(ctx context.Context, refresh bool) ([]json.RawMessa
 	for i, t := range r.GetTools() {
 		out[i] = t
 	}
-	s.mu.Lock()
-	s.cached = out
-	s.mu.Unlock()
-	return out, nil
+	return s.cache.put(ticket, out), nil
+}
+
+// errLost means the tool host does not know the server (it restarted since).
+var errLost = errors.New("the tool host does not run the server")
+
+// listChanged reads the tools again from the tool host, which lists them again itself when
+// the server sends notifications/tools/list_changed and only then tells its watchers. A
+// server the tool host no longer knows is not started for this: its next use starts it, and
+// the tool host's "ready" event brings its tools.
+func (s *stdioSession) listChanged() {
+	s.lists.trigger(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), msTimeout(s.spec.GetTimeoutMs()))
+		defer cancel()
+		_, err := s.list(ctx, false)
+		switch {
+		case errors.Is(err, errLost):
+			s.log.Debug("not re-reading tools: the tool host no longer runs the server", "server", s.spec.GetId())
+		case err != nil:
+			s.log.Warn("re-reading tools from the tool host failed", "server", s.spec.GetId(), "err", err)
+		}
+	})
 }
 
 func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {

@@ -2,6 +2,10 @@
 // tool host, Streamable HTTP servers directly with
 // mcp-go's client. A connection keeps what the handshake said and the server's tools.
 // Results pass through as raw JSON, decoded once by whoever finally reads them.
+//
+// No lock is held across network I/O: a connection is opened by one goroutine per server
+// (single flight) while every caller waits for it with its own context, so State, Tools,
+// Config and Disconnect never wait behind a handshake.
 package upstream
 
 import (
@@ -16,6 +20,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 // Info is what the handshake told about a server.
@@ -43,12 +48,25 @@ type Manager struct {
 	conns map[string]*conn
 }
 
-// conn is the connection state of one server id.
+// conn is the connection state of one server id. mu guards the fields and is held only to
+// read or write them, never across I/O.
 type conn struct {
 	mu      sync.Mutex
-	cfg     *mcpgatewayv1.ServerConfig
+	cfg     *mcpgatewayv1.ServerConfig // the config of sess, or of the connect in progress
 	sess    session
 	lastErr string
+	pending *attempt
+}
+
+// attempt is one connect in progress. err is set before done is closed.
+type attempt struct {
+	cfg    *mcpgatewayv1.ServerConfig
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	// shutdown is set (under conn.mu) when Manager.Close cancelled the connect: a stdio
+	// child it may have started is left to the tool host, as Close leaves every child.
+	shutdown bool
 }
 
 // New returns a manager using the tool host for stdio servers. lookupEnv resolves
@@ -63,8 +81,9 @@ func New(th toolhostv1.ToolHostServiceClient, lookupEnv func(string) (string, bo
 	return &Manager{toolhost: th, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
 }
 
-// Close ends the HTTP sessions. Stdio children are left to the tool host (another
-// mcpgateway replica may be using them; the tool host's idle timeout stops unused ones).
+// Close ends the HTTP sessions and the connects in progress. Stdio children are left to the
+// tool host (another mcpgateway replica may be using them; the tool host's idle timeout
+// stops unused ones).
 func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	conns := m.conns
@@ -72,11 +91,18 @@ func (m *Manager) Close(ctx context.Context) {
 	m.mu.Unlock()
 	for _, c := range conns {
 		c.mu.Lock()
-		if h, ok := c.sess.(*httpSession); ok {
+		s, a := c.sess, c.pending
+		c.sess, c.pending = nil, nil
+		if a != nil {
+			a.shutdown = true
+		}
+		c.mu.Unlock()
+		if a != nil {
+			a.cancel()
+		}
+		if h, ok := s.(*httpSession); ok {
 			_ = h.close(ctx)
 		}
-		c.sess = nil
-		c.mu.Unlock()
 	}
 }
 
@@ -91,72 +117,163 @@ func (m *Manager) get(id string) *conn {
 	return c
 }
 
-func timeoutOf(cfg *mcpgatewayv1.ServerConfig) time.Duration {
-	if t := cfg.GetTimeoutMs(); t > 0 {
-		return time.Duration(t) * time.Millisecond
+func (m *Manager) lookup(id string) *conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conns[id]
+}
+
+// msTimeout is a timeout_ms value as a duration (0: the default).
+func msTimeout(ms int32) time.Duration {
+	if ms > 0 {
+		return time.Duration(ms) * time.Millisecond
 	}
 	return serverconfig.DefaultTimeoutMs * time.Millisecond
 }
 
+func timeoutOf(cfg *mcpgatewayv1.ServerConfig) time.Duration { return msTimeout(cfg.GetTimeoutMs()) }
+
 func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (session, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeoutOf(cfg))
 	defer cancel()
+	// A failed open returns a nil session, not a nil pointer in a non-nil interface.
+	var s session
+	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
-		return openHTTP(ctx, cfg, m.lookupEnv, m.log)
+		var h *httpSession
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.log); err == nil {
+			s = h
+		}
+	} else {
+		var st *stdioSession
+		if st, err = openStdio(ctx, cfg, m.toolhost, m.log); err == nil {
+			s = st
+		}
 	}
-	return openStdio(ctx, cfg, m.toolhost)
+	return s, err
 }
 
-// Connect opens (or keeps) the connection of cfg. A changed config reconnects.
+// Connect opens (or keeps) the connection of cfg. A changed config reconnects. Concurrent
+// callers with the same config share one connect; each waits for it with its own ctx, and
+// the connect goes on, bounded by the server's timeout, when a caller stops waiting.
 func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
 	if !cfg.GetEnabled() {
 		return fmt.Errorf("%w: %q is disabled; enable it to connect", ErrDisabled, cfg.GetId())
 	}
 	c := m.get(cfg.GetId())
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sess != nil && sameConfig(c.cfg, cfg) {
+	if c.sess != nil && proto.Equal(c.cfg, cfg) {
+		c.mu.Unlock()
 		return nil
 	}
-	if c.sess != nil {
-		_ = c.sess.close(ctx)
-		c.sess = nil
+	a := c.pending
+	if a == nil || !proto.Equal(a.cfg, cfg) {
+		a = m.start(ctx, c, cfg)
 	}
-	c.cfg = cfg
-	s, err := m.open(ctx, cfg)
-	if err != nil {
-		c.lastErr = err.Error()
-		return err
+	c.mu.Unlock()
+	select {
+	case <-a.done:
+		return a.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: connecting %q: %w", ErrUpstream, cfg.GetId(), ctx.Err())
 	}
-	c.sess, c.lastErr = s, ""
-	return nil
 }
 
-func sameConfig(a, b *mcpgatewayv1.ServerConfig) bool {
-	if a == nil || b == nil {
-		return false
+// start begins a connect of cfg, replacing the connection or connect in progress of c
+// (whose lock the caller holds).
+func (m *Manager) start(ctx context.Context, c *conn, cfg *mcpgatewayv1.ServerConfig) *attempt {
+	prev, old := c.pending, c.sess
+	if prev != nil {
+		prev.cancel()
 	}
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
+	// The connect keeps the caller's context values (the request id of its log lines), not
+	// its cancellation: other callers may be waiting for it.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a := &attempt{cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	c.pending, c.sess, c.cfg = a, nil, cfg
+	go m.run(actx, c, a, prev, old)
+	return a
 }
 
-// Disconnect closes the connection of id (a no-op when none is open).
+// run is one connect: it waits for the connect it replaces to end, closes the connection it
+// replaces, opens the new one, and installs it unless a Disconnect or another config came
+// first, in which case it closes what it opened.
+func (m *Manager) run(ctx context.Context, c *conn, a *attempt, prev *attempt, old session) {
+	defer a.cancel()
+	if prev != nil {
+		<-prev.done
+	}
+	if old != nil {
+		cctx, cancel := context.WithTimeout(ctx, timeoutOf(a.cfg))
+		if err := old.close(cctx); err != nil {
+			m.log.WarnContext(ctx, "closing the previous connection failed", "server", a.cfg.GetId(), "err", err)
+		}
+		cancel()
+	}
+	s, err := m.open(ctx, a.cfg)
+	c.mu.Lock()
+	current, shutdown := c.pending == a, a.shutdown
+	if current {
+		c.pending = nil
+		if err == nil {
+			c.sess, c.lastErr = s, ""
+		} else {
+			c.lastErr = err.Error()
+		}
+	}
+	c.mu.Unlock()
+	if !current {
+		m.discard(ctx, a.cfg, s, !shutdown)
+		err = fmt.Errorf("%w: %q was disconnected or reconfigured while connecting", ErrNotConnected, a.cfg.GetId())
+	}
+	a.err = err
+	close(a.done)
+}
+
+// discard closes what a connect overtaken by a Disconnect or another config opened. With
+// stopStdio, a stdio child is stopped even when the connect failed half way (the tool host
+// may have started it); without, stdio children are left to the tool host.
+func (m *Manager) discard(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s session, stopStdio bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeoutOf(cfg))
+	defer cancel()
+	if cfg.GetTransport() != serverconfig.TransportHTTP {
+		if !stopStdio {
+			return
+		}
+		if s == nil {
+			s = &stdioSession{th: m.toolhost, spec: &toolhostv1.ServerSpec{Id: cfg.GetId()}, log: m.log}
+		}
+	}
+	if s != nil {
+		_ = s.close(ctx)
+	}
+}
+
+// Disconnect closes the connection of id (a no-op when none is open). A connect in progress
+// is cancelled: it fails, and the server stays disconnected.
 func (m *Manager) Disconnect(ctx context.Context, id string) error {
-	m.mu.Lock()
-	c := m.conns[id]
-	m.mu.Unlock()
+	c := m.lookup(id)
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var err error
-	if c.sess != nil {
-		err = c.sess.close(ctx)
-		c.sess = nil
+	s, a := c.sess, c.pending
+	c.sess, c.pending = nil, nil
+	c.mu.Unlock()
+	if a != nil {
+		a.cancel()
+		// The cancelled connect closes what it opened; wait for it, so that nothing of it
+		// is left once Disconnect returns.
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return err
+	if s != nil {
+		return s.close(ctx)
+	}
+	return nil
 }
 
 // Forget disconnects id and drops its state (on delete).
@@ -167,37 +284,42 @@ func (m *Manager) Forget(ctx context.Context, id string) {
 	m.mu.Unlock()
 }
 
-// Config returns the config of a connected server (nil when it is not connected), so that
-// calls to it need no registry read.
-func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
-	m.mu.Lock()
-	c := m.conns[id]
-	m.mu.Unlock()
+// connected returns the open session of id, or nil.
+func (m *Manager) connected(id string) (session, *mcpgatewayv1.ServerConfig) {
+	c := m.lookup(id)
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess == nil {
-		return nil
+		return nil, nil
 	}
-	return c.cfg
+	return c.sess, c.cfg
+}
+
+// Config returns the config of a connected server (nil when it is not connected), so that
+// calls to it need no registry read.
+func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
+	_, cfg := m.connected(id)
+	return cfg
 }
 
 // Tools returns the tools of a connected server (refresh lists them again).
 func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.RawMessage, error) {
-	c := m.get(id)
-	c.mu.Lock()
-	s := c.sess
-	c.mu.Unlock()
+	s, _ := m.connected(id)
 	if s == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotConnected, id)
 	}
 	t, err := s.tools(ctx, refresh)
 	if err != nil {
-		c.mu.Lock()
-		c.lastErr = err.Error()
-		c.mu.Unlock()
+		if c := m.lookup(id); c != nil {
+			c.mu.Lock()
+			if c.sess == s {
+				c.lastErr = err.Error()
+			}
+			c.mu.Unlock()
+		}
 	}
 	return t, err
 }
@@ -205,18 +327,12 @@ func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.Ra
 // Call sends one request to the server of cfg, connecting first when needed (servers
 // reconnect on first use after a restart of mcpgateway).
 func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	c := m.get(cfg.GetId())
-	c.mu.Lock()
-	s := c.sess
-	c.mu.Unlock()
+	s, _ := m.connected(cfg.GetId())
 	if s == nil {
 		if err := m.Connect(ctx, cfg); err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		s = c.sess
-		c.mu.Unlock()
-		if s == nil {
+		if s, _ = m.connected(cfg.GetId()); s == nil {
 			return nil, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
 		}
 	}
@@ -229,21 +345,21 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 // State is a server's connection state.
 type State struct {
 	Connected bool
-	LastError string
-	Info      Info
+	// Connecting is set while a connect is in progress.
+	Connecting bool
+	LastError  string
+	Info       Info
 }
 
-// State reports the connection state of id.
+// State reports the connection state of id. It never waits for I/O.
 func (m *Manager) State(id string) State {
-	m.mu.Lock()
-	c := m.conns[id]
-	m.mu.Unlock()
+	c := m.lookup(id)
 	if c == nil {
 		return State{}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := State{LastError: c.lastErr}
+	st := State{LastError: c.lastErr, Connecting: c.pending != nil}
 	if c.sess != nil {
 		st.Connected, st.Info = true, c.sess.info()
 	}

@@ -1,0 +1,60 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// Outcomes of a tool call, as its log line names them.
+const (
+	OutcomeOK       = "ok"        // a result
+	OutcomeIsError  = "is_error"  // a result with isError: true
+	OutcomeRPCError = "rpc_error" // a JSON-RPC error answered by the server
+	OutcomeFailed   = "failed"    // no answer: the server could not be reached, started or understood
+	OutcomeTimeout  = "timeout"   // no answer in time
+)
+
+// CallTool calls tool on the server of cfg (tools/call with params, connecting first when
+// needed) and logs one line at info with the call's context: server, tool, duration_ms and
+// outcome — never the arguments or the result.
+func (m *Manager) CallTool(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	began := time.Now()
+	raw, err := m.Call(ctx, cfg, "tools/call", params, timeout)
+	LogToolCall(ctx, m.log, cfg.GetId(), tool, time.Since(began), Outcome(raw, err))
+	return raw, err
+}
+
+// LogToolCall writes the line of one tool call (also used for the built-in tools the chat
+// loop runs in process).
+func LogToolCall(ctx context.Context, log *slog.Logger, server, tool string, d time.Duration, outcome string) {
+	log.InfoContext(ctx, "tool call", "server", server, "tool", tool, "duration_ms", d.Milliseconds(), "outcome", outcome)
+}
+
+// Outcome classifies the answer of a tools/call.
+func Outcome(result json.RawMessage, err error) string {
+	var rpcErr *RPCError
+	switch {
+	case err == nil:
+		// Most results say nothing of isError; only those that do are decoded.
+		if bytes.Contains(result, []byte(`"isError"`)) {
+			var r struct {
+				IsError bool `json:"isError"`
+			}
+			if json.Unmarshal(result, &r) == nil && r.IsError {
+				return OutcomeIsError
+			}
+		}
+		return OutcomeOK
+	case errors.As(err, &rpcErr):
+		return OutcomeRPCError
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	}
+	return OutcomeFailed
+}

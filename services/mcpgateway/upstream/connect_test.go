@@ -1,0 +1,140 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zestmcp/zest/lib/mcptest"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// quick fails the test when f takes longer than d: it must not wait for network I/O.
+func quick(t *testing.T, what string, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	began := time.Now()
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		if took := time.Since(began); took > d/2 {
+			t.Logf("%s took %v", what, took)
+		}
+	case <-time.After(d):
+		t.Fatalf("%s did not answer within %v while a connect was in progress", what, d)
+	}
+}
+
+// While a connect waits for a slow server, State, Tools, Config and Connect with a short
+// context of the same id answer at once; concurrent connects share one handshake.
+func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
+	gate := make(chan struct{})
+	u := mcptest.Start(t, mcptest.Options{InitializeGate: gate})
+	m := New(nil, nil, nil)
+	cfg := httpConfig("slow", u.URL)
+
+	connected := make(chan error, 2)
+	go func() { connected <- m.Connect(t.Context(), cfg) }()
+	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("slow").Connecting })
+	go func() { connected <- m.Connect(t.Context(), proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)) }()
+
+	quick(t, "State", time.Second, func() {
+		if st := m.State("slow"); st.Connected || !st.Connecting {
+			t.Errorf("state while connecting: %+v", st)
+		}
+	})
+	quick(t, "Tools", time.Second, func() {
+		if _, err := m.Tools(t.Context(), "slow", false); !errors.Is(err, ErrNotConnected) {
+			t.Errorf("Tools while connecting: %v", err)
+		}
+	})
+	quick(t, "Config", time.Second, func() {
+		if m.Config("slow") != nil {
+			t.Error("Config of a server not connected yet")
+		}
+	})
+	quick(t, "Connect with a short context", time.Second, func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if err := m.Connect(ctx, cfg); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a waiting Connect whose context ends: %v", err)
+		}
+	})
+	close(gate)
+	for range 2 {
+		if err := <-connected; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := u.Initializes(); got != 1 {
+		t.Fatalf("%d initializes for concurrent connects, want 1", got)
+	}
+	if st := m.State("slow"); !st.Connected || st.Connecting {
+		t.Fatalf("state after connect: %+v", st)
+	}
+
+	// A changed config reconnects: the old session is ended, a new one initialized.
+	changed := proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)
+	changed.TimeoutMs = 20000
+	if err := m.Connect(t.Context(), changed); err != nil {
+		t.Fatal(err)
+	}
+	if u.Initializes() != 2 || u.Deletes() != 1 || m.Config("slow").GetTimeoutMs() != 20000 {
+		t.Fatalf("after a config change: %d initializes, %d deletes, config %v", u.Initializes(), u.Deletes(), m.Config("slow"))
+	}
+	if err := m.Disconnect(t.Context(), "slow"); err != nil {
+		t.Fatal(err)
+	}
+	noViolations(t, u)
+}
+
+// A Disconnect during a connect wins: the connect fails, the server stays disconnected, and
+// nothing the connect opened is left open.
+func TestDisconnectDuringConnectWins(t *testing.T) {
+	t.Run("http", func(t *testing.T) {
+		gate := make(chan struct{})
+		u := mcptest.Start(t, mcptest.Options{InitializeGate: gate})
+		m := New(nil, nil, nil)
+		connected := make(chan error, 1)
+		go func() { connected <- m.Connect(t.Context(), httpConfig("d", u.URL)) }()
+		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("d").Connecting })
+		quick(t, "Disconnect", 2*time.Second, func() {
+			if err := m.Disconnect(t.Context(), "d"); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := <-connected; !errors.Is(err, ErrNotConnected) {
+			t.Fatalf("the overtaken connect: %v", err)
+		}
+		close(gate)
+		if st := m.State("d"); st.Connected || st.Connecting {
+			t.Fatalf("state after Disconnect won: %+v", st)
+		}
+	})
+	t.Run("stdio", func(t *testing.T) {
+		f, th := newFakeHost(t)
+		gate := make(chan struct{})
+		f.startGate = gate
+		m := New(th, nil, nil)
+		connected := make(chan error, 1)
+		go func() { connected <- m.Connect(t.Context(), stdioConfig("s")) }()
+		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("s").Connecting })
+		quick(t, "Disconnect", 2*time.Second, func() {
+			if err := m.Disconnect(t.Context(), "s"); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := <-connected; !errors.Is(err, ErrNotConnected) {
+			t.Fatalf("the overtaken connect: %v", err)
+		}
+		if f.count(f.stopped, "s") != 1 {
+			t.Fatal("the child a cancelled connect may have started was not stopped")
+		}
+		close(gate)
+		if st := m.State("s"); st.Connected || st.Connecting {
+			t.Fatalf("state after Disconnect won: %+v", st)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+)
+
+// hasTool reports whether the cached tools of id include name (no I/O: refresh false).
+func hasTool(m *Manager, id, name string) bool {
+	ts, err := m.Tools(context.Background(), id, false)
+	if err != nil {
+		return false
+	}
+	for _, raw := range ts {
+		var tool struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &tool) == nil && tool.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// A stdio server's list_changed reaches mcpgateway through the tool host's Watch stream,
+// and the cached tools are read again; a broken stream is opened again, and tools that
+// changed while it was down are read on reconnect.
+func TestStdioToolsFollowWatch(t *testing.T) {
+	f, th := newFakeHost(t)
+	m := New(th, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	followed := make(chan struct{})
+	go func() { m.FollowToolHost(ctx); close(followed) }()
+	t.Cleanup(func() { cancel(); <-followed })
+
+	cfg := stdioConfig("fx")
+	f.setTools("fx", tools("a"))
+	if err := m.Connect(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "a Watch stream", func() bool { return f.watchCount() == 1 })
+
+	f.setTools("fx", tools("a", "b"))
+	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{
+		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}}
+	d := waitUntil(t, 5*time.Second, "tool b after list_changed", func() bool { return hasTool(m, "fx", "b") })
+	t.Logf("new stdio tool seen %v after list_changed", d)
+
+	// Other notifications, and events of servers not connected here, list nothing: of the
+	// three events below only the last one makes a listing.
+	lists := f.count(f.lists, "fx")
+	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{
+		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)}}
+	f.events <- &toolhostv1.WatchResponse{Id: "other", Kind: &toolhostv1.WatchResponse_Notification{
+		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}}
+	f.setTools("fx", tools("a", "b", "b2"))
+	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{
+		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}}
+	waitUntil(t, 5*time.Second, "tool b2 after list_changed", func() bool { return hasTool(m, "fx", "b2") })
+	if got := f.count(f.lists, "fx") - lists; got != 1 {
+		t.Fatalf("%d listings for one list_changed among other events, want 1", got)
+	}
+	if got := f.count(f.lists, "other"); got != 0 {
+		t.Fatalf("a server not connected here was listed %d times", got)
+	}
+
+	// The stream breaks; what changes meanwhile is read when it opens again.
+	f.setTools("fx", tools("a", "b", "c"))
+	f.breakW <- struct{}{}
+	waitUntil(t, 5*time.Second, "the Watch stream opened again", func() bool { return f.watchCount() == 2 })
+	waitUntil(t, 5*time.Second, "tool c after the stream opened again", func() bool { return hasTool(m, "fx", "c") })
+
+	// After the tool host has restarted (it no longer knows the server), the reopened stream
+	// reads what it can, and starts nothing: the server starts again on its next use.
+	f.lose("fx")
+	lists = f.count(f.lists, "fx")
+	f.breakW <- struct{}{}
+	waitUntil(t, 5*time.Second, "a resync after the stream opened again", func() bool { return f.count(f.lists, "fx") > lists })
+	if got := f.count(f.started, "fx"); got != 1 {
+		t.Fatalf("the resync started the server (%d starts, want 1)", got)
+	}
+	if !hasTool(m, "fx", "c") {
+		t.Fatal("a failed resync dropped the cached tools")
+	}
+	if _, err := m.Call(t.Context(), cfg, "tools/call", []byte(`{"name":"ok"}`), time.Second); err != nil || f.count(f.started, "fx") != 2 {
+		t.Fatalf("the next use did not start the server again: %v", err)
+	}
+
+	// A child ready again after a restart is listed again.
+	f.setTools("fx", tools("d"))
+	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Status{Status: &toolhostv1.ServerStatus{
+		Id: "fx", State: toolhostv1.ServerState_SERVER_STATE_READY}}}
+	waitUntil(t, 5*time.Second, "tool d after a restart", func() bool { return hasTool(m, "fx", "d") && !hasTool(m, "fx", "a") })
+}
+
+// An HTTP server's list_changed (here mcp-go's own server adding a tool, sent on the GET
+// stream) makes mcpgateway list its tools again.
+func TestHTTPToolsFollowListChanged(t *testing.T) {
+	srv := server.NewMCPServer("listchanging", "1.0.0", server.WithToolCapabilities(true))
+	echo := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	srv.AddTool(mcp.NewTool("first"), echo)
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(hs.Close)
+
+	m := New(nil, nil, nil)
+	cfg := httpConfig("lc", hs.URL+"/mcp")
+	if err := m.Connect(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Disconnect(context.Background(), "lc") })
+	if !hasTool(m, "lc", "first") || hasTool(m, "lc", "second") {
+		t.Fatal("tools after connect")
+	}
+	srv.AddTool(mcp.NewTool("second"), echo)
+	d := waitUntil(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
+	t.Logf("new HTTP tool seen %v after AddTool", d)
+}
