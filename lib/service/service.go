@@ -22,9 +22,6 @@ import (
 	"github.com/zestmcp/zest/lib/logging"
 )
 
-// EnvPprofAddr, when set (e.g. 127.0.0.1:6060), serves Go's profiler at /debug/pprof/ on that
-// address. For diagnosis only: it has no authentication, so keep it on loopback.
-const EnvPprofAddr = "ZEST_PPROF_ADDR"
 
 // GCPercent is the Go garbage collector's target that a Zest service runs with unless GOGC
 // is set in its environment (Common.GCPercent; the tool host keeps Go's 100 to stay small).
@@ -63,6 +60,10 @@ type Common struct {
 	DrainTimeout time.Duration
 	// GCPercent is the GC target used when GOGC is not set (not a flag: GOGC is the knob).
 	GCPercent int
+	// PprofAddr, when set (e.g. 127.0.0.1:6060), serves Go's profiler at /debug/pprof/ on that
+	// address (ZEST_PPROF_ADDR). For diagnosis only: it has no authentication, so keep it on
+	// loopback.
+	PprofAddr string
 	// GRPCMaxMessageBytes bounds every gRPC message a service sends or receives, as server and
 	// as client (ZEST_GRPC_MAX_MESSAGE_BYTES); set the same value on every service.
 	GRPCMaxMessageBytes int
@@ -79,6 +80,7 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long in-flight requests may finish on shutdown")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's profiler at /debug/pprof/ on this address (no authentication: loopback only)")
 	fs.IntVar(&c.GRPCMaxMessageBytes, "grpc-max-message-bytes", c.GRPCMaxMessageBytes, "largest gRPC message sent or received between services (set the same on every service)")
 }
 
@@ -123,8 +125,8 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 	tuneGC(c.GCPercent)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if addr := os.Getenv(EnvPprofAddr); addr != "" {
-		servePprof(addr, log)
+	if c.PprofAddr != "" {
+		servePprof(c.PprofAddr, log)
 	}
 	if err := run(ctx, log); err != nil {
 		log.Error("service failed", "err", err)
