@@ -22,7 +22,6 @@ import (
 	"github.com/zestmcp/zest/lib/logging"
 )
 
-
 // GCPercent is the Go garbage collector's target that a Zest service runs with unless GOGC
 // is set in its environment (Common.GCPercent; the tool host keeps Go's 100 to stay small).
 // Go's default collects whenever the heap doubles; the edge's and mcpgateway's live heaps are a
