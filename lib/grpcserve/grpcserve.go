@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -45,10 +46,11 @@ type Options struct {
 
 // Server is a grpc.Server with health and reflection registered.
 type Server struct {
-	GRPC   *grpc.Server
-	Health *health.Server
-	opts   Options
-	log    *slog.Logger
+	GRPC     *grpc.Server
+	Health   *health.Server
+	opts     Options
+	log      *slog.Logger
+	draining *atomic.Bool
 }
 
 // StreamWorkers is the least number of goroutines kept to run calls.
@@ -66,7 +68,7 @@ func New(o Options) *Server {
 		o.MaxMessageBytes = grpcdial.DefaultMaxMessageBytes
 	}
 	rec := recoverer{log: o.Logger}
-	fl := failures{log: o.Logger}
+	fl := failures{log: o.Logger, draining: &atomic.Bool{}}
 	sopts := append([]grpc.ServerOption{
 		// Outermost first: the request id is known to everything after it, a panic anywhere
 		// (the key check included) fails its own call, no status leaves with a message that
@@ -84,7 +86,7 @@ func New(o Options) *Server {
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger}
+	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: fl.draining}
 }
 
 // RegisterService registers impl for desc.
@@ -127,7 +129,12 @@ func (r recoverer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServer
 // operator can find, in this service's log, the call behind an error a client reported with
 // its X-Request-Id. Refusals a caller can fix (a bad argument, an unknown id, a wrong key) are
 // logged at info, failures of the service at warn; a call the caller cancelled is not logged.
-type failures struct{ log *slog.Logger }
+// failures logs every failed call; streams a shutdown ends (UNAVAILABLE while draining) are
+// expected and logged at info.
+type failures struct {
+	log      *slog.Logger
+	draining *atomic.Bool
+}
 
 func (f failures) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	start := time.Now()
@@ -155,6 +162,10 @@ func (f failures) logged(ctx context.Context, method string, err error, start ti
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.FailedPrecondition, codes.OutOfRange,
 		codes.Unauthenticated, codes.PermissionDenied, codes.ResourceExhausted:
 		level = slog.LevelInfo
+	case codes.Unavailable:
+		if f.draining.Load() {
+			level = slog.LevelInfo
+		}
 	}
 	f.log.LogAttrs(ctx, level, "rpc failed", slog.String("method", method), slog.String("code", st.Code().String()),
 		slog.String("err", st.Message()), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
@@ -197,6 +208,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("grpc draining", "timeout", s.opts.DrainTimeout.String())
+	s.draining.Store(true)
 	s.Health.Shutdown()
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()

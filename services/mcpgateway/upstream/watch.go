@@ -8,6 +8,8 @@ import (
 
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Backoff of FollowToolHost between broken Watch streams.
@@ -37,8 +39,11 @@ func (m *Manager) FollowToolHost(ctx context.Context) {
 			backoff, failures = watchBackoffMin, 0
 		}
 		level := slog.LevelWarn // the first failure of a run; the rest are debug
-		if failures > 0 {
+		switch {
+		case failures > 0:
 			level = slog.LevelDebug
+		case status.Code(err) == codes.Unavailable: // the tool host is restarting: expected
+			level = slog.LevelInfo
 		}
 		m.log.Log(ctx, level, "the tool host's watch stream broke; opening it again", "err", err, "backoff", backoff.String())
 		t := time.NewTimer(backoff)
