@@ -77,6 +77,7 @@ func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
 		})
 	srv.AddTool(mcp.NewTool("wait", mcp.WithDescription("waits until cancelled")),
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			waitStarted <- struct{}{}
 			select {
 			case <-ctx.Done():
 				waitCancelled <- struct{}{}
@@ -193,8 +194,9 @@ func TestNotificationsAreRelayedWhileTheToolRuns(t *testing.T) {
 	}
 }
 
-// waitCancelled receives when the "wait" tool sees its context cancelled.
-var waitCancelled = make(chan struct{}, 4)
+// waitStarted receives when the "wait" tool starts; waitCancelled when it sees its context
+// cancelled.
+var waitStarted, waitCancelled = make(chan struct{}, 4), make(chan struct{}, 4)
 
 // TestNotificationsCancelledCancelsTheCall: a later POST of the same session cancels a call
 // in flight, and its handler's context (which a gRPC call to inference would use) ends.
@@ -206,7 +208,11 @@ func TestNotificationsCancelledCancelsTheCall(t *testing.T) {
 		_, err := send(t, c, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-waitStarted: // the call is in flight
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tool did not start")
+	}
 	ex, err := send(t, c, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
 	if err != nil || len(ex.messages) != 0 {
 		t.Fatalf("cancel notification: %v %v", ex, err)

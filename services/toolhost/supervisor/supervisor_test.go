@@ -106,7 +106,15 @@ func TestSIGKILLMidCallThenNextCallRestarts(t *testing.T) {
 		_, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"hang"}`), 0, nil)
 		errc <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, func() bool { // the call is in flight
+		srv, err := s.get("fx")
+		if err != nil {
+			return false
+		}
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.conn != nil && srv.conn.InFlight() == 1
+	})
 	syscall.Kill(int(st.GetPid()), syscall.SIGKILL)
 	select {
 	case err := <-errc:
