@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/jsonerr"
 )
 
 // The checks here give each malformed message one answer, whose message names the member
@@ -34,7 +34,7 @@ func checkEnvelope(msg []byte) (env envelope, code int, problem string) {
 	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return env, mcp.INVALID_REQUEST, fmt.Sprintf("Invalid Request: %q must be %s, not %s", te.Field, jsonKind(te.Type), withArticle(te.Value))
+			return env, mcp.INVALID_REQUEST, fmt.Sprintf("Invalid Request: %q must be %s, not %s", te.Field, jsonerr.Want(te.Type), jsonerr.Got(te.Value))
 		}
 		return env, mcp.INVALID_REQUEST, "Invalid Request: the message is not a JSON-RPC request, notification or response"
 	}
@@ -150,7 +150,7 @@ func clarify(method string, resp mcp.JSONRPCMessage, decodeErr error) mcp.JSONRP
 func paramsMessage(method string, err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("Invalid params: %s must be %s, not %s", memberPath(te.Field), jsonKind(te.Type), withArticle(te.Value))
+		return fmt.Sprintf("Invalid params: %s must be %s, not %s", memberPath(te.Field), jsonerr.Want(te.Type), jsonerr.Got(te.Value))
 	}
 	return "Invalid params: the params of " + method + " do not match the method's schema"
 }
@@ -167,45 +167,3 @@ func memberPath(field string) string {
 	return parts[len(parts)-1]
 }
 
-// jsonKind names the JSON type a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "a JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "a base64 string"
-		}
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "a JSON value"
-}
-
-// withArticle turns the decoder's name of a JSON value ("number", "object", "bool") into
-// words ("a number", "an object", "a boolean").
-func withArticle(v string) string {
-	switch {
-	case v == "bool":
-		return "a boolean"
-	case strings.HasPrefix(v, "number"):
-		return "a number"
-	case v == "object" || v == "array":
-		return "an " + v
-	case v == "":
-		return "something else"
-	}
-	return "a " + v
-}
