@@ -30,4 +30,3 @@ func decodeJSON(body []byte, v any) error {
 	}
 	return &openaichat.FieldError{Message: "the body is not a valid request"}
 }
-

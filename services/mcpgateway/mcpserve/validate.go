@@ -166,4 +166,3 @@ func memberPath(field string) string {
 	}
 	return parts[len(parts)-1]
 }
-
