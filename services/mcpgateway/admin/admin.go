@@ -93,7 +93,8 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
+		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(),
+		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	if out.Args == nil {
