@@ -23,6 +23,7 @@ import (
 	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -185,8 +186,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // adminError writes Lemonade's admin error shape with the status of its table: 400 for a
-// bad body; 404 for an unknown id on every route; on the routes that reach an MCP server
-// (connect, refresh-tools, tools/call, test) every other failure is 502.
+// bad body and for a tools/call of a tool the server's filters do not expose; 404 for an
+// unknown id on every route; on the routes that reach an MCP server (connect, refresh-tools,
+// tools/call, test) every other failure is 502.
 func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
 	st := status.Convert(err)
 	msg := st.Message()
@@ -194,7 +196,7 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	switch {
 	case strings.Contains(msg, "http: request body too large"):
 		code, msg = http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(limit)
-	case st.Code() == codes.InvalidArgument:
+	case st.Code() == codes.InvalidArgument, st.Code() == codes.FailedPrecondition && toolFiltered(st):
 		code = http.StatusBadRequest
 	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
 	case st.Code() == codes.NotFound: // only the registry's unknown id: upstream failures are Unavailable
@@ -203,6 +205,19 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 		code = http.StatusBadGateway
 	}
 	writeAdminError(w, code, msg)
+}
+
+// toolFiltered reports whether st refuses a call of a tool its server's filters do not
+// expose (AdminErrorReason TOOL_FILTERED).
+func toolFiltered(st *status.Status) bool {
+	domain := string(mcpgatewayv1.File_zest_mcpgateway_v1_admin_proto.Package())
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == domain &&
+			info.GetReason() == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String() {
+			return true
+		}
+	}
+	return false
 }
 
 // writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}. (A

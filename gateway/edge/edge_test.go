@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -71,6 +72,23 @@ func (f *fakeAdmin) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteSe
 func (f *fakeAdmin) UpsertServer(ctx context.Context, _ *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
 	f.record(ctx)
 	return nil, status.Error(codes.Internal, "the fake stores nothing")
+}
+
+// CallTool refuses "hidden" as mcpgateway refuses a tool its server's filters do not expose
+// (FailedPrecondition with the TOOL_FILTERED ErrorInfo), and everything else as it refuses a
+// disabled server (FailedPrecondition alone).
+func (f *fakeAdmin) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
+	f.record(ctx)
+	if req.GetName() != "hidden" {
+		return nil, status.Errorf(codes.FailedPrecondition, "server is disabled: %q is disabled; enable it to connect", req.GetId())
+	}
+	st, err := status.New(codes.FailedPrecondition, `tool "hidden" of server "s" is filtered out: it matches tools_deny pattern "h*"`).WithDetails(&errdetails.ErrorInfo{
+		Reason: mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String(), Domain: "zest.mcpgateway.v1",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nil, st.Err()
 }
 
 // fakeMCP is McpService: Exchange answers with what exchange does, Listen holds the stream
@@ -381,6 +399,25 @@ func TestMCPBodyOverTheLimitIsJSONRPC413(t *testing.T) {
 	}
 	if te.mcp.count() != 0 {
 		t.Fatal("the body reached mcpgateway")
+	}
+}
+
+// TestToolFilteredIs400: tools/call of a tool its server's filters do not expose is 400 with
+// mcpgateway's message; another FailedPrecondition there (a disabled server) stays 502.
+func TestToolFilteredIs400(t *testing.T) {
+	te := startEdge(t, nil)
+	for name, c := range map[string]struct {
+		status int
+		msg    string
+	}{
+		"hidden":  {400, `tool "hidden" of server "s" is filtered out: it matches tools_deny pattern "h*"`},
+		"visible": {502, `"s" is disabled`},
+	} {
+		a := do(t, "POST", te.url+"/internal/mcp/servers/s/tools/call", `{"name":"`+name+`"}`, "Authorization", "Bearer "+adminKey, "Content-Type", "application/json")
+		msg, _ := a.json(t)["error"].(map[string]any)["message"].(string)
+		if a.status != c.status || shape(t, a) != "admin" || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s: %d %s, want %d with %q", name, a.status, a.body, c.status, c.msg)
+		}
 	}
 }
 

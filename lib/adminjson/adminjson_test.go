@@ -2,6 +2,7 @@ package adminjson
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,11 +48,44 @@ func TestServerRefusals(t *testing.T) {
 		"enabled string":       {`{"enabled":"yes"}`, "enabled must be true or false, not a string"},
 		"id number":            {`{"id":5}`, "id must be a string, not a number"},
 		"bearer token boolean": {`{"bearer_token":true}`, "bearer_token must be a string, not a boolean"},
+		"tools_allow a string": {`{"tools_allow":"echo"}`, "tools_allow must be an array of strings, not a string"},
+		"tools_deny item null": {`{"toolsDeny":["a",null]}`, "tools_deny[1] must be a string, not null"},
+		"both tools_allow":     {`{"tools_allow":["a"],"toolsAllow":["b"]}`, "tools_allow and toolsAllow are the same field"},
+		"both tools_deny":      {`{"tools_deny":[],"toolsDeny":[]}`, "tools_deny and toolsDeny are the same field"},
+		"tool_allow typo":      {`{"id":"a","tool_allow":["x"]}`, `unknown field "tool_allow": the fields are id, name, transport, command, args, working_dir, env, url, bearer_token, allow_insecure_http, enabled, timeout_ms, tools_allow, tools_deny`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Server([]byte(c.body))
 			if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("err = %v, want %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// The tool filters are read as arrays of strings under either spelling; what a pattern may
+// be is mcpgateway's rule (serverconfig), so an empty or malformed one passes here.
+func TestServerToolFilters(t *testing.T) {
+	for name, c := range map[string]struct {
+		body        string
+		allow, deny []string
+	}{
+		"snake_case":           {`{"tools_allow":["echo","get-*"],"tools_deny":["get-env"]}`, []string{"echo", "get-*"}, []string{"get-env"}},
+		"camelCase":            {`{"toolsAllow":["echo"],"toolsDeny":["[a"]}`, []string{"echo"}, []string{"[a"}},
+		"wrapped, mixed":       {`{"server":{"toolsAllow":["e*"],"tools_deny":[""]}}`, []string{"e*"}, []string{""}},
+		"absent":               {`{"id":"e"}`, nil, nil},
+		"null is absent":       {`{"tools_allow":null,"toolsDeny":null}`, nil, nil},
+		"empty arrays":         {`{"tools_allow":[],"tools_deny":[]}`, []string{}, []string{}},
+		"state sent back":      {`{"id":"e","tools_allow":["a"],"tools":[{"name":"b"}],"status":"connected"}`, []string{"a"}, nil},
+		"unicode kept as sent": {`{"tools_allow":["caf\u00e9*"]}`, []string{"café*"}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, err := Server([]byte(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(in.GetToolsAllow(), c.allow) || !slices.Equal(in.GetToolsDeny(), c.deny) {
+				t.Fatalf("allow %q deny %q, want %q %q", in.GetToolsAllow(), in.GetToolsDeny(), c.allow, c.deny)
 			}
 		})
 	}

@@ -5,8 +5,9 @@
 // id as that tools/list, and other requests of its own (roots/list by default), and sends
 // the tools only once the client has answered ping with {} and every other request with
 // -32601, aborting the stream otherwise; it can forget the session on the next tools/call
-// (HTTP 404) and hold initialize until a test lets it go. It counts initializes, records
-// the methods it saw, the client's answers, and every rule the client broke.
+// (HTTP 404) and hold initialize until a test lets it go. It lists echo and any more tools
+// its options name. It counts initializes, records the methods it saw, the tools called, the
+// client's answers, and every rule the client broke.
 package mcptest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +40,8 @@ type Options struct {
 	AnswerTimeout time.Duration
 	// InitializeGate, when set, holds every initialize until it is closed.
 	InitializeGate <-chan struct{}
+	// Tools are more tools listed after echo; each answers "<name>:<text>".
+	Tools []string
 }
 
 // Upstream is a running server.
@@ -58,6 +62,7 @@ type Upstream struct {
 	violations  []string
 	pending     map[string]chan json.RawMessage
 	deletes     int
+	toolCalls   []string
 }
 
 // Start serves a new server until the test ends.
@@ -103,6 +108,13 @@ func (u *Upstream) Methods() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]string(nil), u.methods...)
+}
+
+// ToolCalls are the names of the tools the client called, in order.
+func (u *Upstream) ToolCalls() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.toolCalls...)
 }
 
 // Answers are the client's answers to the server's requests, as received.
@@ -352,10 +364,12 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 			panic(http.ErrAbortHandler)
 		}
 	}
-	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"tools": []any{map[string]any{
-		"name": "echo", "title": "HTTP Echo", "description": "Echo text through Streamable HTTP.",
-		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"}},
-	}}}})
+	schema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"}}
+	tools := []any{map[string]any{"name": "echo", "title": "HTTP Echo", "description": "Echo text through Streamable HTTP.", "inputSchema": schema}}
+	for _, name := range u.opts.Tools {
+		tools = append(tools, map[string]any{"name": name, "description": "Answer " + name + ":<text>.", "inputSchema": schema})
+	}
+	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"tools": tools}})
 	// The stream stays open after the answer, as lazy servers leave it; the client must
 	// not wait for its end.
 	select {
@@ -384,11 +398,18 @@ func (u *Upstream) toolsCall(w http.ResponseWriter, msg message) {
 		} `json:"arguments"`
 	}
 	_ = json.Unmarshal(msg.Params, &p)
+	u.mu.Lock()
+	u.toolCalls = append(u.toolCalls, p.Name)
+	u.mu.Unlock()
+	prefix := "http-echo:"
 	if p.Name != "echo" {
-		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32602, "message": "Unknown tool: " + p.Name}}, "Mcp-Session-Id", sid)
-		return
+		if !slices.Contains(u.opts.Tools, p.Name) {
+			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32602, "message": "Unknown tool: " + p.Name}}, "Mcp-Session-Id", sid)
+			return
+		}
+		prefix = p.Name + ":"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{
-		"content": []any{map[string]any{"type": "text", "text": "http-echo:" + p.Arguments.Text}},
+		"content": []any{map[string]any{"type": "text", "text": prefix + p.Arguments.Text}},
 	}}, "Mcp-Session-Id", sid)
 }

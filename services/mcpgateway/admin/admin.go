@@ -1,6 +1,6 @@
 // Package admin serves AdminService, the registry operations behind /internal/mcp/*: it
 // validates and stores server configs, connects them through the upstream manager and shows
-// their tools under collision-free names.
+// and calls the tools their filters expose, under collision-free names.
 package admin
 
 import (
@@ -29,9 +29,10 @@ import (
 // Service implements AdminService.
 type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
-	reg registry.Registry
-	up  *upstream.Manager
-	log *slog.Logger
+	reg     registry.Registry
+	configs *configs
+	up      *upstream.Manager
+	log     *slog.Logger
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
@@ -41,7 +42,7 @@ func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, up: up, log: log}
+	return &Service{reg: reg, configs: newConfigs(reg), up: up, log: log}
 }
 
 // ListServers lists every registered server with its state.
@@ -71,7 +72,7 @@ func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsReques
 	return out, nil
 }
 
-// entries builds the catalog entries of a connected server.
+// entries builds the catalog entries of the tools a connected server exposes.
 func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*mcpgatewayv1.ToolEntry {
 	if !s.up.State(c.GetId()).Connected {
 		return nil
@@ -80,16 +81,9 @@ func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*
 	if err != nil {
 		return nil
 	}
-	var out []*mcpgatewayv1.ToolEntry
-	for _, raw := range tools {
-		e, err := catalog.Entry(c.GetId(), c.GetName(), raw)
-		if err != nil {
-			s.log.Warn("skipping a malformed tool", "server", c.GetId(), "err", err)
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return catalog.Entries(c, tools, func(err error) {
+		s.log.Warn("skipping a malformed tool", "server", c.GetId(), "err", err)
+	})
 }
 
 // state is a config plus its connection state and tools.
@@ -99,6 +93,7 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
+		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(),
 		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
@@ -127,7 +122,8 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 }
 
 // UpsertServer validates and stores a config. A changed config of a connected server
-// disconnects it; it reconnects on next use.
+// disconnects it; it reconnects on next use. A change of its tool filters alone does not:
+// they apply at once to what the open connection listed.
 func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
 	s.upsertMu.Lock()
 	defer s.upsertMu.Unlock()
@@ -145,7 +141,8 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
-	if old != nil && !proto.Equal(old, cfg) {
+	s.configs.put(cfg)
+	if old != nil && !serverconfig.SameConnection(old, cfg) {
 		_ = s.up.Disconnect(ctx, cfg.GetId())
 	}
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
@@ -173,16 +170,12 @@ func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRe
 		Id: cfg.GetId(), Name: cfg.GetName(), Transport: cfg.GetTransport(), Command: cfg.GetCommand(), Args: cfg.GetArgs(),
 		WorkingDir: cfg.GetWorkingDir(), Env: cfg.GetEnv(), Url: cfg.GetUrl(), BearerToken: cfg.GetBearerToken(),
 		AllowInsecureHttp: cfg.GetAllowInsecureHttp(), Enabled: cfg.GetEnabled(), TimeoutMs: cfg.GetTimeoutMs(),
+		ToolsAllow: cfg.GetToolsAllow(), ToolsDeny: cfg.GetToolsDeny(),
 		Status: "connected", Connected: true, ProtocolVersion: info.ProtocolVersion, TestOnly: proto.Bool(true),
-		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	st.ServerInfo, _ = structpb.NewStruct(info.ServerInfo)
 	st.Capabilities, _ = structpb.NewStruct(info.Capabilities)
-	for _, raw := range tools {
-		if e, err := catalog.Entry(cfg.GetId(), cfg.GetName(), raw); err == nil {
-			st.Tools = append(st.Tools, e)
-		}
-	}
+	st.Tools = catalog.Entries(cfg, tools, nil)
 	return &mcpgatewayv1.TestServerResponse{Server: st}, nil
 }
 
@@ -191,6 +184,7 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
+	s.configs.drop(req.GetId())
 	s.up.Forget(ctx, req.GetId())
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
@@ -253,7 +247,8 @@ func (s *Service) GetServer(ctx context.Context, req *mcpgatewayv1.GetServerRequ
 }
 
 // CallTool runs one tool of one server, connecting first if needed, and returns the server's
-// CallToolResult as it answered it.
+// CallToolResult as it answered it. A tool the server's filters do not expose is refused
+// (FailedPrecondition) without reaching the server.
 func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
 	if req.GetName() == "" {
 		return nil, toStatus(fmt.Errorf("%w: name is required: the tool to call, as a string", errBadRequest))
@@ -266,12 +261,12 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 		}
 		timeout = time.Duration(ms) * time.Millisecond
 	}
-	cfg := s.up.Config(req.GetId())
-	if cfg == nil {
-		var err error
-		if cfg, err = s.reg.GetServer(ctx, req.GetId()); err != nil {
-			return nil, toStatus(err)
-		}
+	cfg, err := s.configs.get(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := serverconfig.CheckTool(cfg, req.GetName()); err != nil {
+		return nil, toStatus(err)
 	}
 	args := []byte(`{}`)
 	if a := req.GetArguments(); a != nil {

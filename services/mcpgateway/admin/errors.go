@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -18,8 +20,11 @@ func toStatus(err error) error {
 		return nil
 	}
 	var rpcErr *upstream.RPCError
+	var filtered *serverconfig.ToolFilteredError
 	code := codes.Internal
 	switch {
+	case errors.As(err, &filtered):
+		return toolFiltered(filtered)
 	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset), errors.Is(err, errBadRequest):
 		code = codes.InvalidArgument
 	case errors.Is(err, registry.ErrNotFound):
@@ -37,3 +42,23 @@ func toStatus(err error) error {
 }
 
 var errBadRequest = errors.New("bad request")
+
+// errorDomain is the domain of the ErrorInfo details of AdminService errors: its proto
+// package, as admin.proto says.
+var errorDomain = string(mcpgatewayv1.File_zest_mcpgateway_v1_admin_proto.Package())
+
+// toolFiltered is FailedPrecondition — the call is refused by the server's config, not by
+// the tool — with an ErrorInfo that programs (and the edge, which answers 400) tell apart
+// from a disabled server's FailedPrecondition.
+func toolFiltered(e *serverconfig.ToolFilteredError) error {
+	st := status.New(codes.FailedPrecondition, e.Error())
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String(),
+		Domain:   errorDomain,
+		Metadata: map[string]string{"server_id": e.ServerID, "tool": e.Tool, "field": e.Field, "pattern": e.Pattern},
+	})
+	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}

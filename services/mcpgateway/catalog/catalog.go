@@ -1,5 +1,6 @@
 // Package catalog names external tools for chat without collisions (docs/contracts.md's chat_name
-// algorithm) and builds their catalog entries and OpenAI function definitions.
+// algorithm) and builds the catalog entries and OpenAI function definitions of the tools a
+// server exposes (its tools_allow and tools_deny, decided by serverconfig.CheckTool).
 package catalog
 
 import (
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -100,4 +102,24 @@ func Entry(serverID, serverName string, raw json.RawMessage) (*mcpgatewayv1.Tool
 		ServerId: serverID, ServerName: serverName, Name: t.Name, ChatName: chat, Title: title,
 		Description: desc, InputSchema: schema, Tool: rawStruct, OpenaiTool: openai,
 	}, nil
+}
+
+// Entries builds the catalog entries of the tools of cfg's server (raws, as it listed them)
+// that its filters expose, in the server's order. A malformed tool is left out and reported
+// to skipped (when not nil), with the error that says why.
+func Entries(cfg *mcpgatewayv1.ServerConfig, raws []json.RawMessage, skipped func(error)) []*mcpgatewayv1.ToolEntry {
+	out := make([]*mcpgatewayv1.ToolEntry, 0, len(raws))
+	for _, raw := range raws {
+		e, err := Entry(cfg.GetId(), cfg.GetName(), raw)
+		if err != nil {
+			if skipped != nil {
+				skipped(err)
+			}
+			continue
+		}
+		if serverconfig.Exposed(cfg, e.GetName()) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

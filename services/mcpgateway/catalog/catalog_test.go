@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 func hash(server, tool string) string {
@@ -90,5 +92,48 @@ func TestEntry(t *testing.T) {
 	}
 	if _, err := Entry("x", "x", json.RawMessage(`{"description":"no name"}`)); err == nil {
 		t.Fatal("a tool without a name must be refused")
+	}
+}
+
+// Entries keeps the server's order and leaves out what its filters hide and what is
+// malformed (reported to skipped).
+func TestEntriesFollowTheFilters(t *testing.T) {
+	var raws []json.RawMessage
+	for _, name := range []string{"echo", "get-sum", "get-env", "print-env", "Echo"} {
+		raws = append(raws, json.RawMessage(`{"name":"`+name+`","inputSchema":{"type":"object"}}`))
+	}
+	raws = append(raws, json.RawMessage(`{"description":"no name"}`))
+	for name, c := range map[string]struct {
+		allow, deny []string
+		want        string
+	}{
+		"no filters":              {nil, nil, "echo,get-sum,get-env,print-env,Echo"},
+		"allow":                   {[]string{"echo", "get-*"}, nil, "echo,get-sum,get-env"},
+		"allow and deny":          {[]string{"echo", "get-*"}, []string{"get-env"}, "echo,get-sum"},
+		"deny alone":              {nil, []string{"*-env"}, "echo,get-sum,Echo"},
+		"deny everything":         {nil, []string{"*"}, ""},
+		"allow is case-sensitive": {[]string{"Echo"}, nil, "Echo"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "Everything", ToolsAllow: c.allow, ToolsDeny: c.deny}
+			var skipped []error
+			es := Entries(cfg, raws, func(err error) { skipped = append(skipped, err) })
+			var names []string
+			for _, e := range es {
+				names = append(names, e.GetName())
+				if e.GetServerId() != "every" || e.GetChatName() != ChatName("every", e.GetName()) {
+					t.Fatalf("entry %v", e)
+				}
+			}
+			if got := strings.Join(names, ","); got != c.want {
+				t.Fatalf("entries %q, want %q", got, c.want)
+			}
+			if len(skipped) != 1 || !strings.Contains(skipped[0].Error(), "has no name") {
+				t.Fatalf("skipped %v", skipped)
+			}
+		})
+	}
+	if es := Entries(&mcpgatewayv1.ServerConfig{Id: "x"}, nil, nil); es == nil || len(es) != 0 {
+		t.Fatalf("no tools: %v, want an empty list", es)
 	}
 }

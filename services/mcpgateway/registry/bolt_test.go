@@ -3,9 +3,12 @@ package registry
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -376,4 +379,54 @@ func indexedEntries(t *testing.T, r *Bolt, e expiring) map[string]int64 {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Tool filters are stored with the config; a record written before they existed (no
+// tools_allow or tools_deny) reads back with none, which exposes every tool.
+func TestToolFiltersRoundTripAndOldRecordsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "new", Command: "node", ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}}); err != nil {
+		t.Fatal(err)
+	}
+	// As an earlier build stored it: protojson of a ServerConfig without the filter fields.
+	old := `{"id":"old","name":"old","transport":"stdio","command":"node","args":["a.js"],"enabled":true,"timeout_ms":30000}`
+	if err := r.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketServers).Put([]byte("old"), []byte(old)) }); err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := r.db.View(func(tx *bolt.Tx) error {
+		stored = bytes.Clone(tx.Bucket(bucketServers).Get([]byte("new")))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any // protojson varies its spacing: read it back as JSON
+	if err := json.Unmarshal(stored, &fields); err != nil || fmt.Sprint(fields["tools_allow"]) != "[echo get-*]" || fmt.Sprint(fields["tools_deny"]) != "[get-env]" {
+		t.Fatalf("stored %s (%v)", stored, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	list, err := r.ListServers(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("%v %v", list, err)
+	}
+	got, err := r.GetServer(ctx, "new")
+	if err != nil || strings.Join(got.GetToolsAllow(), ",") != "echo,get-*" || strings.Join(got.GetToolsDeny(), ",") != "get-env" {
+		t.Fatalf("new: %v %v", got, err)
+	}
+	got, err = r.GetServer(ctx, "old")
+	if err != nil || got.GetToolsAllow() != nil || got.GetToolsDeny() != nil || got.GetTimeoutMs() != 30000 || !got.GetEnabled() {
+		t.Fatalf("old: %v %v", got, err)
+	}
 }

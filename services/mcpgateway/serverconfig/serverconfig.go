@@ -1,7 +1,8 @@
 // Package serverconfig checks the server configs and presets that admins send (over HTTP the
 // edge has read Lemonade's JSON shapes into the typed messages; over gRPC programs send them
 // as they are): every rule of docs/contracts.md with a message that names the field, the defaults,
-// and the id derived when missing.
+// and the id derived when missing. It also decides which tools a server exposes (CheckTool,
+// by its tools_allow and tools_deny), for every path that shows or runs them.
 package serverconfig
 
 import (
@@ -56,7 +57,7 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 		Id: in.GetId(), Name: in.GetName(), Transport: in.GetTransport(), Command: in.GetCommand(),
 		Args: in.GetArgs(), WorkingDir: in.GetWorkingDir(), Env: in.GetEnv(), Url: in.GetUrl(),
 		BearerToken: in.GetBearerToken(), AllowInsecureHttp: in.GetAllowInsecureHttp(),
-		Enabled: true, TimeoutMs: DefaultTimeoutMs,
+		Enabled: true, TimeoutMs: DefaultTimeoutMs, ToolsAllow: in.GetToolsAllow(), ToolsDeny: in.GetToolsDeny(),
 	}
 	if in.Enabled != nil {
 		cfg.Enabled = in.GetEnabled()
@@ -67,6 +68,12 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 			return nil, invalid("timeout_ms %d is out of range: use a whole number from %d to %d", t, MinTimeoutMs, MaxTimeoutMs)
 		}
 		cfg.TimeoutMs = t
+	}
+	if err := checkToolPatterns(FieldToolsAllow, cfg.GetToolsAllow()); err != nil {
+		return nil, err
+	}
+	if err := checkToolPatterns(FieldToolsDeny, cfg.GetToolsDeny()); err != nil {
+		return nil, err
 	}
 	switch strings.ToLower(cfg.GetTransport()) {
 	case "", TransportStdio:

@@ -2,6 +2,7 @@ package serverconfig
 
 import (
 	"errors"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -29,6 +30,8 @@ func FuzzServerConfig(f *testing.F) {
 		`{"id":"a","transport":"http","url":"https://user:pw@h/mcp#x","bearer_token":"sk-123"}`,
 		`{"id":"a","command":"x","timeout_ms":2000,"timeoutMs":3000,"status":"connected","tools":[]}`,
 		`{"server":{},"id":"b"}`, `{"server":"a"}`, `{}`, `{"id":null,"name":null,"command":"x"}`,
+		`{"id":"e","command":"x","tools_allow":["echo","get-*"],"toolsDeny":["[a","",null]}`,
+		`{"id":"e","command":"x","toolsAllow":["[^a-c]?\\*"],"tools_deny":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,7 +49,8 @@ func FuzzServerConfig(f *testing.F) {
 // fieldNames are the names an error may lead with: the config's fields and their camelCase
 // spellings, and the wrapper.
 var fieldNames = []string{"server", "id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "workingDir", "bearerToken", "allowInsecureHttp", "timeoutMs"}
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny",
+	"workingDir", "bearerToken", "allowInsecureHttp", "timeoutMs", "toolsAllow", "toolsDeny"}
 
 // checkParsed holds the fuzz target's checks of one Parse result.
 func checkParsed(t *testing.T, cfg *mcpgatewayv1.ServerConfig, err error) {
@@ -69,6 +73,16 @@ func checkParsed(t *testing.T, cfg *mcpgatewayv1.ServerConfig, err error) {
 	}
 	if cfg.GetTimeoutMs() < MinTimeoutMs || cfg.GetTimeoutMs() > MaxTimeoutMs {
 		t.Fatalf("accepted config has timeout_ms %d", cfg.GetTimeoutMs())
+	}
+	for field, ps := range map[string][]string{FieldToolsAllow: cfg.GetToolsAllow(), FieldToolsDeny: cfg.GetToolsDeny()} {
+		if len(ps) > MaxToolPatterns {
+			t.Fatalf("accepted config has %d %s patterns", len(ps), field)
+		}
+		for _, p := range ps {
+			if _, err := path.Match(p, ""); err != nil || p == "" || utf8.RuneCountInString(p) > MaxToolPatternLength {
+				t.Fatalf("accepted config has %s pattern %q", field, p)
+			}
+		}
 	}
 	for k, v := range cfg.GetEnv() {
 		if _, err := envref.Variable(v); err != nil {

@@ -1,9 +1,10 @@
 // Package toolchat runs the chat tool loop on the server: the tools of the providers a preset
-// (or the request) selects are offered to the model, the tool calls it makes are run — the
-// built-in lemonade_* tools in process, external tools on their MCP servers — and the results
-// are fed back, round after round, until the model answers or the round cap is reached. Any
-// OpenAI client can use it; streaming clients also see each tool call and result as it
-// happens, as chunks that carry a "zest_event" object and no choices.
+// (or the request) selects, as far as their servers' filters expose them, are offered to the
+// model, the tool calls it makes are run — the built-in lemonade_* tools in process, external
+// tools on their MCP servers — and the results are fed back, round after round, until the
+// model answers or the round cap is reached. Any OpenAI client can use it; streaming clients
+// also see each tool call and result as it happens, as chunks that carry a "zest_event"
+// object and no choices.
 package toolchat
 
 import (
@@ -232,11 +233,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 		return nil, err
 	}
 	var out []*tool
-	for _, raw := range raws {
-		e, err := catalog.Entry(cfg.GetId(), cfg.GetName(), raw)
-		if err != nil {
-			continue
-		}
+	for _, e := range catalog.Entries(cfg, raws, nil) { // only the tools its filters expose
 		out = append(out, &tool{chatName: e.GetChatName(), server: cfg, name: e.GetName(), openai: e.GetOpenaiTool().AsMap()})
 	}
 	return out, nil
@@ -407,6 +404,12 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		b, _ := json.Marshal(res)
 		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(b, nil))
 		return resultText(b)
+	}
+	// The tools were gathered when the chat began; an administrator may have filtered this
+	// one out since.
+	if cur, err := l.reg.GetServer(ctx, t.server.GetId()); err == nil && !serverconfig.Exposed(cur, t.name) {
+		l.log.InfoContext(ctx, "tool call refused", "server", t.server.GetId(), "tool", t.name, "reason", "filtered out")
+		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", t.server.GetId(), t.name), true
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
 	raw, err := l.up.CallTool(ctx, t.server, t.name, params, 0)

@@ -90,6 +90,40 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 	noViolations(t, u)
 }
 
+// A config that differs only in its tool filters asks nothing new of the connection: it
+// joins a connect in progress and keeps an open session, with no new handshake.
+func TestFilterChangeKeepsTheConnection(t *testing.T) {
+	gate := make(chan struct{})
+	u := mcptest.Start(t, mcptest.Options{InitializeGate: gate})
+	m := New(nil, nil, nil)
+	cfg := httpConfig("f", u.URL)
+	connected := make(chan error, 1)
+	go func() { connected <- m.Connect(t.Context(), cfg) }()
+	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("f").Connecting })
+	// Had the filtered config started a connect of its own, the first would fail as
+	// "reconfigured while connecting".
+	filtered := proto.CloneOf(cfg)
+	filtered.ToolsAllow = []string{"echo"}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := m.Connect(ctx, filtered); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a filtered config waiting for the connect in progress: %v", err)
+	}
+	close(gate)
+	if err := <-connected; err != nil {
+		t.Fatalf("the first connect: %v", err)
+	}
+	refiltered := proto.CloneOf(cfg)
+	refiltered.ToolsDeny = []string{"*"}
+	if err := m.Connect(t.Context(), refiltered); err != nil {
+		t.Fatal(err)
+	}
+	if u.Initializes() != 1 || u.Deletes() != 0 || !m.State("f").Connected {
+		t.Fatalf("after filter changes: %d initializes, %d deletes, state %+v", u.Initializes(), u.Deletes(), m.State("f"))
+	}
+	noViolations(t, u)
+}
+
 // A Disconnect during a connect wins: the connect fails, the server stays disconnected, and
 // nothing the connect opened is left open.
 func TestDisconnectDuringConnectWins(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
-	"google.golang.org/protobuf/proto"
 )
 
 // Info is what the handshake told about a server.
@@ -153,8 +152,9 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 	return s, err
 }
 
-// Connect opens (or keeps) the connection of cfg. A changed config reconnects. Concurrent
-// callers with the same config share one connect; each waits for it with its own ctx, and
+// Connect opens (or keeps) the connection of cfg. A changed config reconnects, unless only
+// its tool filters changed (serverconfig.SameConnection), which ask nothing of the
+// connection. Concurrent callers with the same config share one connect; each waits for it with its own ctx, and
 // the connect goes on, bounded by the server's timeout, when a caller stops waiting.
 func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
 	if !cfg.GetEnabled() {
@@ -162,12 +162,12 @@ func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) e
 	}
 	c := m.get(cfg.GetId())
 	c.mu.Lock()
-	if c.sess != nil && proto.Equal(c.cfg, cfg) {
+	if c.sess != nil && serverconfig.SameConnection(c.cfg, cfg) {
 		c.mu.Unlock()
 		return nil
 	}
 	a := c.pending
-	if a == nil || !proto.Equal(a.cfg, cfg) {
+	if a == nil || !serverconfig.SameConnection(a.cfg, cfg) {
 		a = m.start(ctx, c, cfg)
 	}
 	c.mu.Unlock()
@@ -298,8 +298,9 @@ func (m *Manager) connected(id string) (session, *mcpgatewayv1.ServerConfig) {
 	return c.sess, c.cfg
 }
 
-// Config returns the config of a connected server (nil when it is not connected), so that
-// calls to it need no registry read.
+// Config returns the config a connected server's session was opened with (nil when it is
+// not connected). Its tool filters may be older than the registry's: a filter change does
+// not reconnect.
 func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
 	_, cfg := m.connected(id)
 	return cfg

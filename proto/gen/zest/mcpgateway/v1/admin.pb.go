@@ -24,6 +24,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AdminErrorReason names the reason of an AdminService error that callers may need to tell
+// apart from others of its code; it is sent as the reason of a google.rpc.ErrorInfo detail
+// (domain "zest.mcpgateway.v1").
+type AdminErrorReason int32
+
+const (
+	// ADMIN_ERROR_REASON_UNSPECIFIED is never sent.
+	AdminErrorReason_ADMIN_ERROR_REASON_UNSPECIFIED AdminErrorReason = 0
+	// ADMIN_ERROR_REASON_TOOL_FILTERED: the tool called is not exposed by its server's
+	// tools_allow/tools_deny (FAILED_PRECONDITION; the edge answers 400). The ErrorInfo's metadata
+	// hold server_id, tool, field ("tools_allow" or "tools_deny") and pattern (the deny pattern
+	// that matched; empty for an allow list that no pattern of matched).
+	AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED AdminErrorReason = 1
+)
+
+// Enum value maps for AdminErrorReason.
+var (
+	AdminErrorReason_name = map[int32]string{
+		0: "ADMIN_ERROR_REASON_UNSPECIFIED",
+		1: "ADMIN_ERROR_REASON_TOOL_FILTERED",
+	}
+	AdminErrorReason_value = map[string]int32{
+		"ADMIN_ERROR_REASON_UNSPECIFIED":   0,
+		"ADMIN_ERROR_REASON_TOOL_FILTERED": 1,
+	}
+)
+
+func (x AdminErrorReason) Enum() *AdminErrorReason {
+	p := new(AdminErrorReason)
+	*p = x
+	return p
+}
+
+func (x AdminErrorReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AdminErrorReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_zest_mcpgateway_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (AdminErrorReason) Type() protoreflect.EnumType {
+	return &file_zest_mcpgateway_v1_admin_proto_enumTypes[0]
+}
+
+func (x AdminErrorReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AdminErrorReason.Descriptor instead.
+func (AdminErrorReason) EnumDescriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
 // ServerInput is a server config as an admin sends it. Every field an admin may leave out has
 // presence, so that mcpgateway applies docs/contracts.md's defaults and tells an absent field from an
 // empty one (a stdio field in a streamable-http config is refused, and the reverse).
@@ -52,7 +106,13 @@ type ServerInput struct {
 	// enabled servers may be connected (default true).
 	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
 	// timeout_ms bounds connect and each call (1000-300000, default 30000).
-	TimeoutMs     *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
+	TimeoutMs *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
+	// tools_allow are glob patterns (path.Match, case-sensitive) over tool names: when any are
+	// given, only tools matching one of them are exposed (at most 64 patterns of 1-128 characters).
+	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
+	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
+	// over allow (at most 64 patterns of 1-128 characters).
+	ToolsDeny     []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +231,20 @@ func (x *ServerInput) GetTimeoutMs() int32 {
 	return 0
 }
 
+func (x *ServerInput) GetToolsAllow() []string {
+	if x != nil {
+		return x.ToolsAllow
+	}
+	return nil
+}
+
+func (x *ServerInput) GetToolsDeny() []string {
+	if x != nil {
+		return x.ToolsDeny
+	}
+	return nil
+}
+
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -197,7 +271,11 @@ type ServerConfig struct {
 	// enabled servers may be connected.
 	Enabled bool `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	// timeout_ms bounds connect and each call (1000-300000).
-	TimeoutMs     int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
+	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
+	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
+	ToolsDeny     []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -314,6 +392,20 @@ func (x *ServerConfig) GetTimeoutMs() int32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *ServerConfig) GetToolsAllow() []string {
+	if x != nil {
+		return x.ToolsAllow
+	}
+	return nil
+}
+
+func (x *ServerConfig) GetToolsDeny() []string {
+	if x != nil {
+		return x.ToolsDeny
+	}
+	return nil
 }
 
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
@@ -478,7 +570,11 @@ type ServerState struct {
 	// test_only is set on the answer of TestServer: nothing was saved.
 	TestOnly *bool `protobuf:"varint,20,opt,name=test_only,proto3,oneof" json:"test_only,omitempty"`
 	// process is the tool host's view of a stdio server's process (GetServer only).
-	Process       *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
+	Process *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
+	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
+	ToolsAllow []string `protobuf:"bytes,22,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
+	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
+	ToolsDeny     []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -656,6 +752,20 @@ func (x *ServerState) GetTestOnly() bool {
 func (x *ServerState) GetProcess() *ProcessState {
 	if x != nil {
 		return x.Process
+	}
+	return nil
+}
+
+func (x *ServerState) GetToolsAllow() []string {
+	if x != nil {
+		return x.ToolsAllow
+	}
+	return nil
+}
+
+func (x *ServerState) GetToolsDeny() []string {
+	if x != nil {
+		return x.ToolsDeny
 	}
 	return nil
 }
@@ -2243,7 +2353,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x04\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x05\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -2259,7 +2369,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\aenabled\x18\v \x01(\bH\bR\aenabled\x88\x01\x01\x12#\n" +
 	"\n" +
 	"timeout_ms\x18\f \x01(\x05H\tR\n" +
-	"timeout_ms\x88\x01\x01\x1a6\n" +
+	"timeout_ms\x88\x01\x01\x12 \n" +
+	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
+	"\n" +
+	"tools_deny\x18\x0e \x03(\tR\n" +
+	"tools_deny\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -2275,7 +2389,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x14_allow_insecure_httpB\n" +
 	"\n" +
 	"\b_enabledB\r\n" +
-	"\v_timeout_ms\"\xb7\x03\n" +
+	"\v_timeout_ms\"\xf9\x03\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2291,7 +2405,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\aenabled\x18\v \x01(\bR\aenabled\x12\x1e\n" +
 	"\n" +
 	"timeout_ms\x18\f \x01(\x05R\n" +
-	"timeout_ms\x1a6\n" +
+	"timeout_ms\x12 \n" +
+	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
+	"\n" +
+	"tools_deny\x18\x0e \x03(\tR\n" +
+	"tools_deny\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -2304,7 +2422,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xd1\x06\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x93\a\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2331,7 +2449,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fcapabilities\x18\x12 \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x123\n" +
 	"\x05tools\x18\x13 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\x12!\n" +
 	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x12:\n" +
-	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x1a6\n" +
+	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12 \n" +
+	"\vtools_allow\x18\x16 \x03(\tR\vtools_allow\x12\x1e\n" +
+	"\n" +
+	"tools_deny\x18\x17 \x03(\tR\n" +
+	"tools_deny\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
@@ -2427,7 +2549,10 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13DeletePresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"0\n" +
 	"\x14DeletePresetResponse\x12\x18\n" +
-	"\aremoved\x18\x01 \x01(\tR\aremoved2\xf2\x0e\n" +
+	"\aremoved\x18\x01 \x01(\tR\aremoved*\\\n" +
+	"\x10AdminErrorReason\x12\"\n" +
+	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xf2\x0e\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
@@ -2459,105 +2584,107 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescData
 }
 
+var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
-	(*ServerInput)(nil),              // 0: zest.mcpgateway.v1.ServerInput
-	(*ServerConfig)(nil),             // 1: zest.mcpgateway.v1.ServerConfig
-	(*ToolEntry)(nil),                // 2: zest.mcpgateway.v1.ToolEntry
-	(*ServerState)(nil),              // 3: zest.mcpgateway.v1.ServerState
-	(*ProcessState)(nil),             // 4: zest.mcpgateway.v1.ProcessState
-	(*ListServersRequest)(nil),       // 5: zest.mcpgateway.v1.ListServersRequest
-	(*ListServersResponse)(nil),      // 6: zest.mcpgateway.v1.ListServersResponse
-	(*ListToolsRequest)(nil),         // 7: zest.mcpgateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 8: zest.mcpgateway.v1.ListToolsResponse
-	(*GetServerRequest)(nil),         // 9: zest.mcpgateway.v1.GetServerRequest
-	(*GetServerResponse)(nil),        // 10: zest.mcpgateway.v1.GetServerResponse
-	(*UpsertServerRequest)(nil),      // 11: zest.mcpgateway.v1.UpsertServerRequest
-	(*UpsertServerResponse)(nil),     // 12: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 13: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 14: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 15: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 16: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 17: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 18: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 19: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 20: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 21: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 22: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 23: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 24: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 25: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 26: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 27: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 28: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 29: zest.mcpgateway.v1.GetPresetResponse
-	(*PresetInput)(nil),              // 30: zest.mcpgateway.v1.PresetInput
-	(*UpsertPresetRequest)(nil),      // 31: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 32: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 33: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 34: zest.mcpgateway.v1.DeletePresetResponse
-	nil,                              // 35: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 36: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 37: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 38: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 39: google.protobuf.Timestamp
+	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
+	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
+	(*ServerConfig)(nil),             // 2: zest.mcpgateway.v1.ServerConfig
+	(*ToolEntry)(nil),                // 3: zest.mcpgateway.v1.ToolEntry
+	(*ServerState)(nil),              // 4: zest.mcpgateway.v1.ServerState
+	(*ProcessState)(nil),             // 5: zest.mcpgateway.v1.ProcessState
+	(*ListServersRequest)(nil),       // 6: zest.mcpgateway.v1.ListServersRequest
+	(*ListServersResponse)(nil),      // 7: zest.mcpgateway.v1.ListServersResponse
+	(*ListToolsRequest)(nil),         // 8: zest.mcpgateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 9: zest.mcpgateway.v1.ListToolsResponse
+	(*GetServerRequest)(nil),         // 10: zest.mcpgateway.v1.GetServerRequest
+	(*GetServerResponse)(nil),        // 11: zest.mcpgateway.v1.GetServerResponse
+	(*UpsertServerRequest)(nil),      // 12: zest.mcpgateway.v1.UpsertServerRequest
+	(*UpsertServerResponse)(nil),     // 13: zest.mcpgateway.v1.UpsertServerResponse
+	(*TestServerRequest)(nil),        // 14: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 15: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 16: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 17: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 18: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 19: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 20: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 21: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 22: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 23: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 24: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 25: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 26: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 27: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 28: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 29: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 30: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 31: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 32: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 33: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 34: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 35: zest.mcpgateway.v1.DeletePresetResponse
+	nil,                              // 36: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 37: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 38: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	35, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
-	36, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	38, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	38, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	38, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	37, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	38, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	38, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	2,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	4,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	39, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	3,  // 11: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	2,  // 12: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	3,  // 13: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	0,  // 14: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	1,  // 15: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	0,  // 16: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	3,  // 17: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 18: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 19: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 20: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	38, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	38, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	25, // 23: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	25, // 24: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	30, // 25: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	25, // 26: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	5,  // 27: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	7,  // 28: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	9,  // 29: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	11, // 30: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	13, // 31: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	15, // 32: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	17, // 33: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	19, // 34: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	21, // 35: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	26, // 36: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	28, // 37: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	31, // 38: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	33, // 39: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	23, // 40: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	6,  // 41: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	8,  // 42: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	10, // 43: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	12, // 44: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	14, // 45: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	16, // 46: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	18, // 47: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	20, // 48: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	22, // 49: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	27, // 50: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	29, // 51: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	32, // 52: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	34, // 53: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	24, // 54: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	36, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	37, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	39, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	39, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	39, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	38, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	39, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	39, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	40, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	4,  // 11: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 12: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	4,  // 13: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	1,  // 14: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	2,  // 15: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	1,  // 16: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	4,  // 17: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 18: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 19: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 20: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	39, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	39, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	26, // 23: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	26, // 24: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	31, // 25: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	26, // 26: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	6,  // 27: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	8,  // 28: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	10, // 29: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	12, // 30: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	14, // 31: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	16, // 32: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	18, // 33: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	20, // 34: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	22, // 35: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	27, // 36: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	29, // 37: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	32, // 38: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	34, // 39: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	24, // 40: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	7,  // 41: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	9,  // 42: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	11, // 43: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	13, // 44: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	15, // 45: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	17, // 46: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	19, // 47: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	21, // 48: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	23, // 49: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	28, // 50: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	30, // 51: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	33, // 52: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	35, // 53: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	25, // 54: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
 	41, // [41:55] is the sub-list for method output_type
 	27, // [27:41] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
@@ -2579,13 +2706,14 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_zest_mcpgateway_v1_admin_proto_goTypes,
 		DependencyIndexes: file_zest_mcpgateway_v1_admin_proto_depIdxs,
+		EnumInfos:         file_zest_mcpgateway_v1_admin_proto_enumTypes,
 		MessageInfos:      file_zest_mcpgateway_v1_admin_proto_msgTypes,
 	}.Build()
 	File_zest_mcpgateway_v1_admin_proto = out.File

@@ -71,6 +71,8 @@ type AdminServiceClient interface {
 	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
 	DeletePreset(ctx context.Context, in *DeletePresetRequest, opts ...grpc.CallOption) (*DeletePresetResponse, error)
 	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
+	// A tool the server's tools_allow/tools_deny filter out is refused with FAILED_PRECONDITION
+	// and an ErrorInfo whose reason is ADMIN_ERROR_REASON_TOOL_FILTERED.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 }
 
@@ -258,6 +260,8 @@ type AdminServiceServer interface {
 	// DeletePreset is called by DELETE /internal/mcp/presets/{id} to forget a preset.
 	DeletePreset(context.Context, *DeletePresetRequest) (*DeletePresetResponse, error)
 	// CallTool is called by POST /internal/mcp/servers/{id}/tools/call to run one tool of one server.
+	// A tool the server's tools_allow/tools_deny filter out is refused with FAILED_PRECONDITION
+	// and an ErrorInfo whose reason is ADMIN_ERROR_REASON_TOOL_FILTERED.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

@@ -1,0 +1,153 @@
+package toolchat
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/mcptest"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// fakeModel calls the function its request's tool_choice names (once the tool answered, it
+// says what the tool returned), recording the tools each request offered; beforeCall runs
+// before it answers with a call.
+type fakeModel struct {
+	inferencev1.UnimplementedInferenceServiceServer
+
+	mu         sync.Mutex
+	offered    [][]string
+	beforeCall func()
+}
+
+func (m *fakeModel) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServer[inferencev1.ChatResponse]) error {
+	var offered []string
+	for _, v := range req.GetTools().GetValues() {
+		offered = append(offered, v.GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue())
+	}
+	m.mu.Lock()
+	m.offered = append(m.offered, offered)
+	beforeCall := m.beforeCall
+	m.mu.Unlock()
+	msgs := req.GetMessages()
+	if last := msgs[len(msgs)-1]; last.GetRole() == "tool" {
+		return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "stop",
+			Delta: &inferencev1.ChatMessage{Role: "assistant", Content: "The tool returned: " + last.GetContent()}})
+	}
+	fn := req.GetToolChoice().GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
+	if beforeCall != nil {
+		beforeCall()
+	}
+	return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "tool_calls", Delta: &inferencev1.ChatMessage{Role: "assistant",
+		ToolCalls: []*inferencev1.ToolCall{{Id: "call_1", Type: "function", Function: &inferencev1.FunctionCall{Name: fn, Arguments: `{"text":"x"}`}}}}})
+}
+
+func (m *fakeModel) firstOffer() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offered[0]
+}
+
+// chatWith runs one chat through ChatService with the tool_choice naming fn and returns its
+// outcome.
+func chatWith(t *testing.T, l *Loop, fn string) *mcpgatewayv1.ChatDone {
+	t.Helper()
+	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterChatServiceServer(s, l) })
+	choice, err := structpb.NewValue(map[string]any{"type": "function", "function": map[string]any{"name": fn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := mcpgatewayv1.NewChatServiceClient(cc).Chat(t.Context(), &mcpgatewayv1.ChatRequest{
+		Providers: &mcpgatewayv1.Providers{Ids: []string{"every"}},
+		Chat: &inferencev1.ChatRequest{Model: "m", ToolChoice: choice,
+			Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "go"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			t.Fatal("the chat ended without done")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.GetDone(); d != nil {
+			return d
+		}
+	}
+}
+
+// TestFilteredToolsAreNeitherOfferedNorRun: the model is offered only the tools the server's
+// filters expose; a call of a filtered-out tool is not run (it is no tool of the loop's, so
+// it is handed back as the client's); and a tool filtered out after the chat began is
+// refused, not run.
+func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
+	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	up := upstream.New(nil, nil, nil)
+	t.Cleanup(func() { up.Close(context.Background()) })
+	ctx := t.Context()
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
+		ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}}
+	if err := reg.PutServer(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	model := &fakeModel{}
+	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
+	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	t.Run("only exposed tools are offered, and they run", func(t *testing.T) {
+		d := chatWith(t, l, "mcp_every__get-sum")
+		if got := model.firstOffer(); !slices.Equal(got, []string{"mcp_every__echo", "mcp_every__get-sum"}) {
+			t.Fatalf("offered %q", got)
+		}
+		if d.GetFinishReason() != "stop" || d.GetMessage().GetContent() != "The tool returned: get-sum:x" || len(d.GetToolCalls()) != 1 {
+			t.Fatalf("done %v", d)
+		}
+	})
+	t.Run("a call of a filtered-out tool is not run", func(t *testing.T) {
+		d := chatWith(t, l, "mcp_every__get-env")
+		if d.GetFinishReason() != "tool_calls" || len(d.GetToolCalls()) != 0 || d.GetMessage().GetToolCalls()[0].GetFunction().GetName() != "mcp_every__get-env" {
+			t.Fatalf("done %v", d)
+		}
+	})
+	t.Run("a tool filtered out during the chat is refused", func(t *testing.T) {
+		model.mu.Lock()
+		model.beforeCall = func() {
+			narrowed := proto.CloneOf(cfg)
+			narrowed.ToolsDeny = []string{"get-*"}
+			if err := reg.PutServer(ctx, narrowed); err != nil {
+				t.Error(err)
+			}
+		}
+		model.mu.Unlock()
+		d := chatWith(t, l, "mcp_every__get-sum")
+		calls := d.GetToolCalls()
+		if len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `MCP server "every" no longer exposes "get-sum"`) {
+			t.Fatalf("done %v", d)
+		}
+	})
+	if got := strings.Join(u.ToolCalls(), ","); got != "get-sum" {
+		t.Fatalf("the server ran %q; only the first chat's get-sum may run", got)
+	}
+}
