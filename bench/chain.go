@@ -27,6 +27,8 @@ type suite struct {
 	profiles       map[string]string // process name → pprof address, with ZEST_BENCH_PROFILE
 }
 
+// freePort returns a loopback address for a diagnostic server the bench does not start itself
+// (the profiler): the port is free when looked up, which is enough for an opt-in diagnosis.
 func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,17 +38,47 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// socket is a listening socket the bench opens and hands to the service that listens on its
+// address (socket activation, see lib/listen), so no port is closed and looked up again.
+type socket struct {
+	addr string
+	f    *os.File
+}
+
+func reserve() (socket, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return socket{}, err
+	}
+	defer l.Close()
+	f, err := l.(*net.TCPListener).File()
+	return socket{addr: l.Addr().String(), f: f}, err
+}
+
+// startWith starts cmd with sock as its listening socket; the service owns it afterwards.
+func startWith(cmd *exec.Cmd, sock socket) error {
+	cmd.ExtraFiles = []*os.File{sock.f}
+	cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "LISTEN_FDS=1")
+	err := cmd.Start()
+	sock.f.Close()
+	return err
+}
+
 func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 	dataDir, err := os.MkdirTemp("", "zest-bench-data")
 	if err != nil {
 		return nil, err
 	}
 	addrs := map[string]string{}
+	socks := map[string]socket{}
 	for _, k := range []string{"ZEST_EDGE_ADDR", "ZEST_INFERENCE_ADDR", "ZEST_MCPGATEWAY_ADDR", "ZEST_TOOLHOST_ADDR"} {
-		if addrs[k], err = freePort(); err != nil {
+		if socks[k], err = reserve(); err != nil {
 			return nil, err
 		}
+		addrs[k] = socks[k].addr
 	}
+	listens := map[string]string{"zest-inference": "ZEST_INFERENCE_ADDR", "zest-toolhost": "ZEST_TOOLHOST_ADDR",
+		"zest-mcpgateway": "ZEST_MCPGATEWAY_ADDR", "zest-gateway": "ZEST_EDGE_ADDR"}
 	env := append(os.Environ(), "ZEST_DATA_DIR="+dataDir, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
 	for k, v := range addrs {
 		env = append(env, k+"="+v)
@@ -66,7 +98,7 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		}
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
-		if err := cmd.Start(); err != nil {
+		if err := startWith(cmd, socks[listens[name]]); err != nil {
 			s.stop()
 			return nil, err
 		}

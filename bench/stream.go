@@ -109,10 +109,18 @@ func measureStream(url, body string) (streamResult, error) {
 
 // startEngineNode runs zest-inference and zest-gateway as an OpenAI-compatible engine.
 func startEngineNode(binDir string, pace time.Duration) (string, func(), error) {
-	inf, _ := freePort()
-	edge, _ := freePort()
-	env := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "ZEST_INFERENCE_ADDR="+inf, "ZEST_EDGE_ADDR="+edge,
+	inf, err := reserve()
+	if err != nil {
+		return "", nil, err
+	}
+	edgeSock, err := reserve()
+	if err != nil {
+		return "", nil, err
+	}
+	edge := edgeSock.addr
+	env := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "ZEST_INFERENCE_ADDR="+inf.addr, "ZEST_EDGE_ADDR="+edge,
 		"ZEST_BUILTIN_TOKEN_INTERVAL="+pace.String())
+	socks := map[string]socket{"zest-inference": inf, "zest-gateway": edgeSock}
 	var procs []*exec.Cmd
 	stop := func() {
 		for _, p := range procs {
@@ -125,7 +133,7 @@ func startEngineNode(binDir string, pace time.Duration) (string, func(), error) 
 		cmd.Env = env
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		if err := startWith(cmd, socks[name]); err != nil {
 			stop()
 			return "", nil, err
 		}

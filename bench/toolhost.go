@@ -114,15 +114,15 @@ func benchToolhost(binDir, peers string, warm, dur time.Duration) error {
 }
 
 func startToolhostProcess(bin string) (*exec.Cmd, string, error) {
-	addr, err := freePort()
+	sock, err := reserve()
 	if err != nil {
 		return nil, "", err
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
+	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+sock.addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 	cmd.Stderr = os.Stderr
-	return cmd, addr, cmd.Start()
+	return cmd, sock.addr, startWith(cmd, sock)
 }
 
 // rssKB returns the current and peak resident set of pid, in KiB.
