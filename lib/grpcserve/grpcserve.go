@@ -51,7 +51,12 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	draining *atomic.Bool
+	drainCh  chan struct{}
 }
+
+// Draining is closed when shutdown starts, before the graceful stop waits for calls: a
+// service ends its long-lived streams on it (a stream so ended is logged as expected).
+func (s *Server) Draining() <-chan struct{} { return s.drainCh }
 
 // StreamWorkers is the least number of goroutines kept to run calls.
 const StreamWorkers = 256
@@ -86,7 +91,7 @@ func New(o Options) *Server {
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: fl.draining}
+	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: fl.draining, drainCh: make(chan struct{})}
 }
 
 // RegisterService registers impl for desc.
@@ -209,6 +214,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	s.log.Info("grpc draining", "timeout", s.opts.DrainTimeout.String())
 	s.draining.Store(true)
+	close(s.drainCh)
 	s.Health.Shutdown()
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()

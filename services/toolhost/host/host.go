@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -140,10 +139,6 @@ type Host struct {
 	sup *supervisor.Supervisor
 	srv *grpcserve.Server
 	log *slog.Logger
-	// draining closes when shutdown starts: Watch streams, which never end on their own,
-	// end then, so that a graceful stop does not wait out its timeout for them.
-	draining     chan struct{}
-	drainingOnce sync.Once
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -162,7 +157,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow,
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log, draining: make(chan struct{})}
+	h := &Host{cfg: cfg, sup: sup, log: log}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
@@ -196,8 +191,6 @@ func (h *Host) Run(ctx context.Context) error {
 // Serve serves on lis until ctx is done, then stops every child.
 func (h *Host) Serve(ctx context.Context, lis net.Listener) error {
 	defer h.sup.Close()
-	stop := context.AfterFunc(ctx, func() { h.drainingOnce.Do(func() { close(h.draining) }) })
-	defer stop()
 	return h.srv.Serve(ctx, lis)
 }
 
@@ -297,7 +290,7 @@ func (h *Host) Watch(req *toolhostv1.WatchRequest, stream toolhostv1.ToolHostSer
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-h.draining:
+		case <-h.srv.Draining(): // Watch streams never end on their own: a graceful stop would wait out its timeout
 			return status.Error(codes.Unavailable, "the tool host is shutting down; watch again")
 		case ev = <-events:
 		}
