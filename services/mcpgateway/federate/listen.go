@@ -81,12 +81,22 @@ func (h *Handler) Notify(server string, msg []byte) {
 // the level the session set with logging/setLevel is left out.
 func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
 	ctx := stream.Context()
-	if _, err := h.server(ctx, req.GetServerId()); err != nil {
+	cfg, err := h.server(ctx, req.GetServerId())
+	if err != nil {
 		return err
 	}
 	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
 	if err != nil {
 		return err
+	}
+	if !h.up.State(cfg.GetId()).Connected {
+		// After a restart of mcpgateway an HTTP upstream's notifications flow only once it is
+		// connected again: connect it now rather than at the session's next request.
+		go func() {
+			if err := h.up.Connect(context.WithoutCancel(ctx), cfg); err != nil {
+				h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", cfg.GetId(), "err", err)
+			}
+		}()
 	}
 	l := h.hub.add(req.GetServerId())
 	defer h.hub.remove(req.GetServerId(), l)
