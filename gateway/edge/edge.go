@@ -101,6 +101,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	})))
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
 	mux.Handle("/mcp", mcpAPI(mcp))
+	// Federation: one registered server through the same transport, guards and keys.
+	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
 	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)

@@ -331,7 +331,8 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 		{"GET", "/internal/mcp/nope", 404, "admin"},
 		{"GET", "/internal/mcp", 404, "admin"},
 		{"PUT", "/internal/mcp/servers", 405, "admin"},
-		{"GET", "/mcp/servers/x", 404, "jsonrpc"},
+		{"GET", "/mcp/servers/x/tools", 404, "jsonrpc"}, // /mcp/servers/{id} itself is the federated endpoint
+		{"GET", "/mcp/nope", 404, "jsonrpc"},
 		{"PUT", "/mcp", 405, "jsonrpc"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

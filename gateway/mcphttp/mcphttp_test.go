@@ -478,3 +478,64 @@ func TestGetRefusals(t *testing.T) {
 		t.Fatalf("GET of an unknown session: %+v", a)
 	}
 }
+
+// TestServerIDFromThePath: on a route with {id} (the edge's /mcp/servers/{id}) POST, GET and
+// DELETE pass the id on as server_id; on /mcp it is empty.
+func TestServerIDFromThePath(t *testing.T) {
+	var ended []string
+	var mu sync.Mutex
+	f := &fakeMCP{
+		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+			return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		},
+		listen: func(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+			return s.Send(&mcpgatewayv1.ListenResponse{})
+		},
+		end: func(_ context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ended = append(ended, req.GetServerId())
+			return &mcpgatewayv1.EndSessionResponse{}, nil
+		},
+	}
+	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, f) })
+	h := &Handler{MCP: mcpgatewayv1.NewMcpServiceClient(cc), KeepAlive: time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/mcp/servers/{id}", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]string{"/mcp": "", "/mcp/servers/everything": "everything"} {
+		if a := post(t, srv.URL+path, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, HeaderSession, "s"); a.status != 200 {
+			t.Fatalf("POST %s: %+v", path, a)
+		}
+		ex, _, _ := f.seen()
+		if ex.GetServerId() != want {
+			t.Errorf("POST %s: server_id %q, want %q", path, ex.GetServerId(), want)
+		}
+		req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+path, nil))
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(HeaderSession, "s")
+		ctx, cancel := context.WithCancel(t.Context())
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %v %v", path, resp, err)
+		}
+		cancel()
+		resp.Body.Close()
+		if _, li, _ := f.seen(); li.GetServerId() != want {
+			t.Errorf("GET %s: server_id %q, want %q", path, li.GetServerId(), want)
+		}
+		req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+path, nil))
+		req.Header.Set(HeaderSession, "s")
+		if a := do(t, req); a.status != 200 {
+			t.Fatalf("DELETE %s: %+v", path, a)
+		}
+		mu.Lock()
+		got := ended[len(ended)-1]
+		mu.Unlock()
+		if got != want {
+			t.Errorf("DELETE %s: server_id %q, want %q", path, got, want)
+		}
+	}
+}

@@ -38,7 +38,7 @@ var serverAliases = map[string]string{
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny"}
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -61,7 +61,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Args: r.strs("args"), WorkingDir: r.str("working_dir"), Env: r.strMap("env"), Url: r.str("url"),
 		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
 		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
-		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"),
+		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 	}
 	return in, r.err
 }

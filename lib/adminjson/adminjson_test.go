@@ -146,3 +146,19 @@ func FuzzServer(f *testing.F) {
 		}
 	})
 }
+
+// TestServerExpose: expose is read with presence (absent stays absent, for the default true),
+// and a wrong type names the field.
+func TestServerExpose(t *testing.T) {
+	in, err := Server([]byte(`{"id":"e","command":"node"}`))
+	if err != nil || in.Expose != nil {
+		t.Fatalf("absent expose: %v, %v", in, err)
+	}
+	in, err = Server([]byte(`{"id":"e","command":"node","expose":false}`))
+	if err != nil || in.Expose == nil || in.GetExpose() {
+		t.Fatalf("expose false: %v, %v", in, err)
+	}
+	if _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
+		t.Fatalf("expose of the wrong type: %v", err)
+	}
+}

@@ -71,6 +71,17 @@ func (k Keys) AdminKey() string {
 	return k.API
 }
 
+// CallerIsAdmin reports whether the gRPC call of ctx presented the admin key (its incoming
+// authorization metadata): false whenever no admin key is configured.
+func (k Keys) CallerIsAdmin(ctx context.Context) bool {
+	if k.AdminKey() == "" {
+		return false
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	auth := md.Get("authorization")
+	return len(auth) > 0 && k.CheckAdmin(BearerToken(auth[0])) == nil
+}
+
 // Equal compares two secrets in constant time, independent of their lengths.
 func Equal(got, want string) bool {
 	g := sha256.Sum256([]byte(got))

@@ -141,3 +141,16 @@ func TestServiceLevelFailsClosed(t *testing.T) {
 		t.Fatal("a 5-character service key was accepted")
 	}
 }
+
+func TestCallerIsAdmin(t *testing.T) {
+	with := func(auth string) context.Context {
+		return metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", auth))
+	}
+	k := Keys{API: "api-key", Admin: "admin-key"}
+	if !k.CallerIsAdmin(with("Bearer admin-key")) || k.CallerIsAdmin(with("Bearer api-key")) || k.CallerIsAdmin(context.Background()) {
+		t.Fatal("admin key, API key or no key judged wrong")
+	}
+	if (Keys{}).CallerIsAdmin(with("Bearer ")) {
+		t.Fatal("with no key configured nobody is an administrator")
+	}
+}

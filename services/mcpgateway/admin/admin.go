@@ -93,7 +93,7 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(),
+		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(),
 		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
@@ -170,7 +170,7 @@ func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRe
 		Id: cfg.GetId(), Name: cfg.GetName(), Transport: cfg.GetTransport(), Command: cfg.GetCommand(), Args: cfg.GetArgs(),
 		WorkingDir: cfg.GetWorkingDir(), Env: cfg.GetEnv(), Url: cfg.GetUrl(), BearerToken: cfg.GetBearerToken(),
 		AllowInsecureHttp: cfg.GetAllowInsecureHttp(), Enabled: cfg.GetEnabled(), TimeoutMs: cfg.GetTimeoutMs(),
-		ToolsAllow: cfg.GetToolsAllow(), ToolsDeny: cfg.GetToolsDeny(),
+		ToolsAllow: cfg.GetToolsAllow(), ToolsDeny: cfg.GetToolsDeny(), Expose: cfg.GetExpose(),
 		Status: "connected", Connected: true, ProtocolVersion: info.ProtocolVersion, TestOnly: proto.Bool(true),
 	}
 	st.ServerInfo, _ = structpb.NewStruct(info.ServerInfo)

@@ -42,6 +42,17 @@ type Ended interface {
 // call is answered with plain JSON, and a client that asks for info or debug gets it.
 const DefaultLogLevel = mcp.LoggingLevelWarning
 
+// Federation serves McpService for requests that name a registered server (server_id):
+// /mcp/servers/{id}.
+type Federation interface {
+	Exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error
+	Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error
+	EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error)
+}
+
+// errNoFederation answers a request for a server when no Federation is configured.
+var errNoFederation = status.Error(codes.NotFound, "this mcpgateway serves no registered servers at /mcp/servers/{id}")
+
 // Handler implements McpService.
 type Handler struct {
 	mcpgatewayv1.UnimplementedMcpServiceServer
@@ -52,6 +63,10 @@ type Handler struct {
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere (DELETE may reach another replica).
 	ListenCheck time.Duration
+
+	// Federation serves the exchanges, streams and ends of /mcp/servers/{id} (requests with a
+	// server_id); nil answers them NotFound.
+	Federation Federation
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -88,9 +103,9 @@ type envelope struct {
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
-// exchangeStream is where the items of one exchange go: an Exchange stream, or a function
+// ExchangeStream is where the items of one exchange go: an Exchange stream, or a function
 // (ExchangeTo, for measuring mcpgateway's own work without a transport).
-type exchangeStream interface {
+type ExchangeStream interface {
 	Send(*mcpgatewayv1.ExchangeResponse) error
 	Context() context.Context
 }
@@ -114,7 +129,13 @@ func (f funcStream) Send(r *mcpgatewayv1.ExchangeResponse) error { return f.send
 func (f funcStream) Context() context.Context                    { return f.ctx }
 
 // exchange answers one POST body.
-func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream exchangeStream) error {
+func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
+	if req.GetServerId() != "" {
+		if h.Federation == nil {
+			return errNoFederation
+		}
+		return h.Federation.Exchange(req, stream)
+	}
 	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
 	}
@@ -168,7 +189,7 @@ func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequ
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
-func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream exchangeStream) error {
+func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream ExchangeStream) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(payload, &items); err != nil {
 		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
@@ -217,7 +238,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 }
 
 // initialize negotiates a version, issues the session id, and answers.
-func (h *Handler) initialize(stream exchangeStream, payload []byte, id json.RawMessage) error {
+func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawMessage) error {
 	if problem := checkInitializeParams(payload); problem != "" {
 		// mcp-go would answer an initialize without params with 2025-03-26.
 		return sendFinal(stream, errorResponse(id, mcp.INVALID_PARAMS, problem))
@@ -257,7 +278,7 @@ func (h *Handler) session(ctx context.Context, id string) (session.Claims, error
 		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
 	}
 	cl, err := h.sessions.Parse(id)
-	if err != nil {
+	if err != nil || cl.Server != "" { // a session of /mcp/servers/{id} is not one of /mcp
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
 	}
 	ended, err := h.ended.SessionEnded(ctx, id)
@@ -382,12 +403,12 @@ func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 	return send(b)
 }
 
-func sendFinal(stream exchangeStream, msg []byte) error {
+func sendFinal(stream ExchangeStream, msg []byte) error {
 	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
 }
 
 // sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400 at the edge).
-func sendMalformed(stream exchangeStream, msg []byte) error {
+func sendMalformed(stream ExchangeStream, msg []byte) error {
 	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
 }
 
@@ -404,6 +425,12 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 // leaves, the session is ended or expires. The built-in tool set sends no server-initiated
 // messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
 func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+	if req.GetServerId() != "" {
+		if h.Federation == nil {
+			return errNoFederation
+		}
+		return h.Federation.Listen(req, stream)
+	}
 	ctx := stream.Context()
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
@@ -436,6 +463,12 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
 func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	if req.GetServerId() != "" {
+		if h.Federation == nil {
+			return nil, errNoFederation
+		}
+		return h.Federation.EndSession(ctx, req)
+	}
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err

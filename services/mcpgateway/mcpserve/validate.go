@@ -166,3 +166,33 @@ func memberPath(field string) string {
 	}
 	return parts[len(parts)-1]
 }
+
+// Message is what routing needs of one JSON-RPC message (CheckMessage).
+type Message struct {
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+}
+
+// IsRequest reports whether the message is a request (a method and an id).
+func (m Message) IsRequest() bool { return envelope(m).isRequest() }
+
+// CheckMessage is the envelope check of /mcp for other endpoints of the same transport: the
+// message's routing members, and the JSON-RPC error code and message of what is wrong with it
+// ("" when nothing is).
+func CheckMessage(msg []byte) (Message, int, string) {
+	env, code, problem := checkEnvelope(msg)
+	return Message(env), code, problem
+}
+
+// CheckInitializeParams says what is wrong with the params of an initialize request ("" when
+// nothing is), as /mcp answers it.
+func CheckInitializeParams(msg []byte) string { return checkInitializeParams(msg) }
+
+// ErrorResponse renders a JSON-RPC error answer to id (null when id is empty).
+func ErrorResponse(id json.RawMessage, code int, message string) []byte {
+	return errorResponse(id, code, message)
+}
+
+// Result renders a JSON-RPC result answer to id.
+func Result(id, res json.RawMessage) []byte { return result(id, res) }

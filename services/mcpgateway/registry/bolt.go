@@ -61,6 +61,41 @@ var migrations = []func(tx *bolt.Tx) error{
 		}
 		return sessionLevels.buildIndex(tx)
 	},
+	exposeStoredServers, // 5 → 6: expose (/mcp/servers/{id}), true for every server stored before it
+}
+
+// exposeStoredServers sets expose on every stored server config: the field came with schema 6,
+// defaults to true, and protojson omits a false bool, so a record written before it would
+// otherwise read as hidden.
+func exposeStoredServers(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketServers)
+	if b == nil {
+		return nil
+	}
+	type kv struct{ k, v []byte }
+	var out []kv
+	err := b.ForEach(func(k, v []byte) error {
+		cfg := &mcpgatewayv1.ServerConfig{}
+		if err := protojson.Unmarshal(v, cfg); err != nil {
+			return fmt.Errorf("server %q: %w", k, err)
+		}
+		cfg.Expose = true
+		nv, err := protojson.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		out = append(out, kv{append([]byte(nil), k...), nv})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range out {
+		if err := b.Put(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bolt is the bbolt registry: one file, mode 0600, fsync on every commit.

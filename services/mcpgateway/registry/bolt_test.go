@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -305,8 +306,8 @@ func TestMigrationFromV4IndexesSessionEntries(t *testing.T) {
 		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
 	}
 	_ = r.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keySchema); string(v) != "5" {
-			t.Errorf("schema_version = %q, want 5", v)
+		if v := tx.Bucket(bucketMeta).Get(keySchema); string(v) != strconv.Itoa(SchemaVersion) {
+			t.Errorf("schema_version = %q, want %d", v, SchemaVersion)
 		}
 		return nil
 	})
@@ -428,5 +429,31 @@ func TestToolFiltersRoundTripAndOldRecordsRead(t *testing.T) {
 	got, err = r.GetServer(ctx, "old")
 	if err != nil || got.GetToolsAllow() != nil || got.GetToolsDeny() != nil || got.GetTimeoutMs() != 30000 || !got.GetEnabled() {
 		t.Fatalf("old: %v %v", got, err)
+	}
+}
+
+// TestMigrationFromV5ExposesStoredServers: a server stored before expose existed reads as
+// exposed after the migration (protojson omits a false bool, so without it every old server
+// would be hidden from /mcp/servers/{id}); a later expose:false is kept.
+func TestMigrationFromV5ExposesStoredServers(t *testing.T) {
+	path := oldFile(t, "5", func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketServers).Put([]byte("old"), []byte(`{"id":"old","transport":"stdio","command":"node","enabled":true,"timeout_ms":30000}`))
+	}, bucketServers, bucketSessions, bucketPresets, bucketLevels, bucketSessionsByExpiry, bucketLevelsByExpiry)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatalf("migrating 5 → 6: %v", err)
+	}
+	defer r.Close()
+	ctx := t.Context()
+	cfg, err := r.GetServer(ctx, "old")
+	if err != nil || !cfg.GetExpose() || cfg.GetCommand() != "node" || !cfg.GetEnabled() {
+		t.Fatalf("old server after the migration: %v, %v", cfg, err)
+	}
+	cfg.Expose = false
+	if err := r.PutServer(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.GetServer(ctx, "old"); got.GetExpose() {
+		t.Fatal("expose:false was not kept")
 	}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions,
-// 3 chat presets, 4 the log levels of /mcp sessions, 5 an index of both by expiry).
-const SchemaVersion = 5
+// 3 chat presets, 4 the log levels of /mcp sessions, 5 an index of both by expiry, 6 expose on
+// every server config).
+const SchemaVersion = 6
 
 // Errors of the registry.
 var (

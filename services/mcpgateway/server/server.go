@@ -1,5 +1,6 @@
 // Package server is the mcpgateway service as a library: it opens the registry, connects to
-// the inference service and serves McpService and AdminService over gRPC.
+// the inference service and serves McpService (/mcp and /mcp/servers/{id}), AdminService and
+// ChatService over gRPC.
 package server
 
 import (
@@ -23,6 +24,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
+	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -196,6 +198,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}}
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
+	// /mcp/servers/{id}: each registered server through the same transport and sessions.
+	fed := federate.New(reg, up, codec, reg, cfg.Keys, log)
+	up.OnNotification(fed.Notify)
+	mcpHandler.Federation = fed
 	adminService := admin.New(reg, up, log)
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)

@@ -58,9 +58,13 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 		Args: in.GetArgs(), WorkingDir: in.GetWorkingDir(), Env: in.GetEnv(), Url: in.GetUrl(),
 		BearerToken: in.GetBearerToken(), AllowInsecureHttp: in.GetAllowInsecureHttp(),
 		Enabled: true, TimeoutMs: DefaultTimeoutMs, ToolsAllow: in.GetToolsAllow(), ToolsDeny: in.GetToolsDeny(),
+		Expose: true,
 	}
 	if in.Enabled != nil {
 		cfg.Enabled = in.GetEnabled()
+	}
+	if in.Expose != nil {
+		cfg.Expose = in.GetExpose()
 	}
 	if in.TimeoutMs != nil {
 		t := in.GetTimeoutMs()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // parse reads js as the edge does (lib/adminjson) and checks it as mcpgateway does, so that the
@@ -155,5 +156,21 @@ func TestParsePreset(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// TestParseExpose: expose defaults to true, false is kept, and a change of expose alone is
+// the same connection (no reconnect).
+func TestParseExpose(t *testing.T) {
+	cfg, err := Parse(&mcpgatewayv1.ServerInput{Id: proto.String("e"), Command: proto.String("node")}, nil)
+	if err != nil || !cfg.GetExpose() {
+		t.Fatalf("default: %v, %v", cfg, err)
+	}
+	hidden, err := Parse(&mcpgatewayv1.ServerInput{Id: proto.String("e"), Command: proto.String("node"), Expose: proto.Bool(false)}, nil)
+	if err != nil || hidden.GetExpose() {
+		t.Fatalf("expose false: %v, %v", hidden, err)
+	}
+	if !SameConnection(cfg, hidden) {
+		t.Fatal("a change of expose alone must not reconnect")
 	}
 }

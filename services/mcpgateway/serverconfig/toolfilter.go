@@ -110,10 +110,11 @@ func SameConnection(a, b *mcpgatewayv1.ServerConfig) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if len(a.GetToolsAllow())+len(a.GetToolsDeny())+len(b.GetToolsAllow())+len(b.GetToolsDeny()) == 0 {
+	if len(a.GetToolsAllow())+len(a.GetToolsDeny())+len(b.GetToolsAllow())+len(b.GetToolsDeny()) == 0 && a.GetExpose() == b.GetExpose() {
 		return proto.Equal(a, b)
 	}
 	a, b = proto.CloneOf(a), proto.CloneOf(b)
 	a.ToolsAllow, a.ToolsDeny, b.ToolsAllow, b.ToolsDeny = nil, nil, nil, nil
+	a.Expose, b.Expose = false, false
 	return proto.Equal(a, b)
 }

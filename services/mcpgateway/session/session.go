@@ -1,7 +1,8 @@
-// Package session issues and checks /mcp session ids. An id is self-describing and signed
-// (HMAC-SHA256): any mcpgateway replica that shares the key can check it without shared
-// memory, and a restart loses nothing. The id carries the negotiated protocol version and
-// the issue time; ids expire after a fixed lifetime.
+// Package session issues and checks the session ids of /mcp and /mcp/servers/{id}. An id is
+// self-describing and signed (HMAC-SHA256): any mcpgateway replica that shares the key can
+// check it without shared memory, and a restart loses nothing. The id carries the negotiated protocol version and
+// the issue time (and, for /mcp/servers/{id}, the server id); ids expire after a fixed
+// lifetime.
 package session
 
 import (
@@ -35,6 +36,9 @@ type Claims struct {
 	IssuedAt int64 `json:"t"`
 	// Nonce makes ids of the same second distinct.
 	Nonce string `json:"n"`
+	// Server is the registered server a session of /mcp/servers/{id} is bound to; empty for
+	// Zest's own /mcp. A session is served only on the endpoint it was issued for.
+	Server string `json:"s,omitempty"`
 }
 
 // Codec signs and checks session ids.
@@ -64,13 +68,17 @@ func NewCodec(key []byte, lifetime time.Duration) (*Codec, error) {
 
 var enc = base64.RawURLEncoding
 
-// Issue returns a new session id for protocolVersion.
-func (c *Codec) Issue(protocolVersion string) (string, error) {
+// Issue returns a new session id of Zest's own /mcp for protocolVersion.
+func (c *Codec) Issue(protocolVersion string) (string, error) { return c.IssueFor(protocolVersion, "") }
+
+// IssueFor returns a new session id for protocolVersion bound to server (empty: Zest's own
+// /mcp).
+func (c *Codec) IssueFor(protocolVersion, server string) (string, error) {
 	nonce := make([]byte, 12)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce)})
+	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce), Server: server})
 }
 
 // encode signs cl into an id.

@@ -92,3 +92,29 @@ func TestVerifiedCacheIsBounded(t *testing.T) {
 		t.Fatalf("an id dropped from the cache: %v", err)
 	}
 }
+
+// TestServerBinding: an id issued for a server carries it, an id of /mcp carries none, and
+// neither can be turned into the other without breaking the signature.
+func TestServerBinding(t *testing.T) {
+	c, _ := NewCodec(bytes.Repeat([]byte{7}, 32), time.Hour)
+	own, _ := c.Issue("2025-11-25")
+	bound, err := c.IssueFor("2025-06-18", "everything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl, err := c.Parse(own); err != nil || cl.Server != "" {
+		t.Fatalf("own /mcp id: %+v, %v", cl, err)
+	}
+	cl, err := c.Parse(bound)
+	if err != nil || cl.Server != "everything" || cl.ProtocolVersion != "2025-06-18" {
+		t.Fatalf("bound id: %+v, %v", cl, err)
+	}
+	// Re-encode the claims for another server and keep the old signature: refused.
+	_, sig, _ := strings.Cut(bound, ".")
+	forged := Claims{ProtocolVersion: cl.ProtocolVersion, IssuedAt: cl.IssuedAt, Nonce: cl.Nonce, Server: "other"}
+	other, _ := c.encode(forged)
+	body, _, _ := strings.Cut(other, ".")
+	if _, err := c.Parse(body + "." + sig); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a server swapped under the old signature: %v", err)
+	}
+}

@@ -33,7 +33,6 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -131,14 +130,7 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 
 // isAdmin reports whether the caller presented the admin key: administrators may see what
 // a failing MCP server said (its stderr, its exit); API users get an incident id instead.
-func (l *Loop) isAdmin(ctx context.Context) bool {
-	if l.keys.AdminKey() == "" {
-		return false
-	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	auth := md.Get("authorization")
-	return len(auth) > 0 && l.keys.CheckAdmin(keyauth.BearerToken(auth[0])) == nil
-}
+func (l *Loop) isAdmin(ctx context.Context) bool { return l.keys.CallerIsAdmin(ctx) }
 
 // hide turns an upstream failure into what the caller may see: the failure itself for an
 // administrator, else a generic message with an incident id that the log line carries.

@@ -35,6 +35,11 @@ type httpSession struct {
 	nextID  atomic.Int64
 	cache   toolCache
 	lists   relister
+	// emit receives the server's notifications but the progress of calls (Manager.emit).
+	emit func(serverID string, msg []byte)
+	// progress maps the progress tokens Zest gave the calls in flight to their callers.
+	progress   sync.Map // string → *progressCall
+	progressID atomic.Int64
 
 	mu sync.Mutex
 	cl *client.Client
@@ -55,8 +60,11 @@ type renewal struct {
 	err  error
 }
 
-func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), log *slog.Logger) (*httpSession, error) {
-	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}}
+func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), log *slog.Logger) (*httpSession, error) {
+	if emit == nil {
+		emit = func(string, []byte) {}
+	}
+	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit}
 	if ref := cfg.GetBearerToken(); ref != "" {
 		name, err := envref.Variable(ref)
 		if err != nil {
@@ -97,11 +105,7 @@ func (s *httpSession) connect(ctx context.Context) error {
 	// Start installed the client's own handler, which answers roots/list, sampling and
 	// elicitation with -32603 when no handler of theirs is configured; ours replaces it.
 	tr.SetRequestHandler(answerServerRequest)
-	cl.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == methodToolsListChanged {
-			s.listChanged()
-		}
-	})
+	cl.OnNotification(s.onNotification)
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
 	req.Params.ClientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
@@ -110,7 +114,8 @@ func (s *httpSession) connect(ctx context.Context) error {
 		cl.Close()
 		return fmt.Errorf("%w: %q: initialize: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
-	inf := Info{ProtocolVersion: res.ProtocolVersion, ServerInfo: toMap(res.ServerInfo), Capabilities: toMap(res.Capabilities)}
+	inf := Info{ProtocolVersion: res.ProtocolVersion, ServerInfo: toMap(res.ServerInfo), Capabilities: toMap(res.Capabilities),
+		Instructions: res.Instructions}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -215,6 +220,11 @@ func (s *httpSession) call(ctx context.Context, method string, params json.RawMe
 		return nil, err
 	}
 	resp, err := s.send(ctx, tr, method, params)
+	return s.answer(ctx, tr, method, resp, err)
+}
+
+// answer turns the transport's answer to one request into a result or an error.
+func (s *httpSession) answer(ctx context.Context, tr *transport.StreamableHTTP, method string, resp *transport.JSONRPCResponse, err error) (json.RawMessage, error) {
 	if errors.Is(err, transport.ErrSessionTerminated) {
 		s.expire(tr)
 		s.log.InfoContext(ctx, "upstream forgot the session; the next call initializes again", "server", s.cfg.GetId())
@@ -290,11 +300,33 @@ func (s *httpSession) expire(tr *transport.StreamableHTTP) {
 }
 
 func (s *httpSession) send(ctx context.Context, tr *transport.StreamableHTTP, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
-	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("zest-%d", s.nextID.Add(1))), Method: method}
+	id := fmt.Sprintf("zest-%d", s.nextID.Add(1))
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method}
 	if len(params) > 0 {
 		req.Params = params
 	}
-	return tr.SendRequest(ctx, req)
+	resp, err := tr.SendRequest(ctx, req)
+	if err != nil && ctx.Err() != nil && method != string(mcp.MethodInitialize) {
+		// The caller gave up (cancelled, or out of time): tell the server, as the tool host
+		// tells a stdio child, so that it can stop working on it.
+		reason := "the client cancelled the request"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "the request timed out"
+		}
+		go s.cancelUpstream(context.WithoutCancel(ctx), tr, id, reason)
+	}
+	return resp, err
+}
+
+// cancelUpstream sends notifications/cancelled for the request id.
+func (s *httpSession) cancelUpstream(ctx context.Context, tr *transport.StreamableHTTP, id, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "notifications/cancelled",
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}}}}
+	if err := tr.SendNotification(ctx, n); err != nil {
+		s.log.DebugContext(ctx, "notifications/cancelled could not be sent", "server", s.cfg.GetId(), "err", err)
+	}
 }
 
 // close ends the session (mcp-go sends DELETE with the session id, and ends the GET stream).
@@ -328,3 +360,91 @@ func (t transportLog) Handle(ctx context.Context, r slog.Record) error {
 
 func (t transportLog) WithAttrs(as []slog.Attr) slog.Handler { return transportLog{t.h.WithAttrs(as)} }
 func (t transportLog) WithGroup(name string) slog.Handler    { return transportLog{t.h.WithGroup(name)} }
+
+// progressCall is the caller of one call that asked for progress.
+type progressCall struct {
+	token      json.RawMessage // the caller's own progressToken, as JSON
+	onProgress func([]byte)
+}
+
+// callProgress gives the call a progress token of Zest's own (callers of one connection may
+// use the same tokens), and hands the server's progress notifications carrying it to
+// onProgress with the caller's token. mcp-go reads a response stream in order, so every
+// notification the server sent before its answer is handed over before this returns.
+func (s *httpSession) callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
+	token := fmt.Sprintf("zest-progress-%d", s.progressID.Add(1))
+	rewritten, original, err := rewriteProgressToken(params, token)
+	if err != nil || original == nil {
+		return s.call(ctx, method, params, timeout)
+	}
+	s.progress.Store(token, &progressCall{token: original, onProgress: onProgress})
+	defer s.progress.Delete(token)
+	return s.call(ctx, method, rewritten, timeout)
+}
+
+// onNotification takes every notification of the server: progress goes to the call that
+// asked for it (or is dropped), tools/list_changed lists the tools again, and everything
+// else but progress is handed to the manager's OnNotification function.
+func (s *httpSession) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method == "notifications/progress" {
+		s.deliverProgress(n)
+		return
+	}
+	if n.Method == methodToolsListChanged {
+		s.listChanged()
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		s.log.Debug("an upstream notification could not be encoded", "server", s.cfg.GetId(), "err", err)
+		return
+	}
+	s.emit(s.cfg.GetId(), b)
+}
+
+func (s *httpSession) deliverProgress(n mcp.JSONRPCNotification) {
+	tok, ok := n.Params.AdditionalFields["progressToken"].(string)
+	if !ok {
+		return
+	}
+	v, ok := s.progress.Load(tok)
+	if !ok {
+		return
+	}
+	pc := v.(*progressCall)
+	params := map[string]any{}
+	for k, x := range n.Params.AdditionalFields {
+		params[k] = x
+	}
+	if n.Params.Meta != nil {
+		params["_meta"] = n.Params.Meta
+	}
+	params["progressToken"] = pc.token
+	b, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": n.Method, "params": params})
+	if err == nil {
+		pc.onProgress(b)
+	}
+}
+
+// rewriteProgressToken returns params with _meta.progressToken replaced by token, and the
+// token it held as JSON (nil, and params unchanged, when it held none).
+func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return params, nil, err
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; !ok || json.Unmarshal(raw, &meta) != nil {
+		return params, nil, nil
+	}
+	original, ok := meta["progressToken"]
+	if !ok || string(original) == "null" {
+		return params, nil, nil
+	}
+	meta["progressToken"], _ = json.Marshal(token)
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params, nil, err
+	}
+	return out, original, nil
+}

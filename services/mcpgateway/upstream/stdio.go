@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -50,7 +51,8 @@ func (s *stdioSession) start(ctx context.Context) error {
 	}
 	st := r.GetStatus()
 	s.mu.Lock()
-	s.inf = Info{ProtocolVersion: st.GetProtocolVersion(), ServerInfo: st.GetServerInfo().AsMap(), Capabilities: st.GetCapabilities().AsMap()}
+	s.inf = Info{ProtocolVersion: st.GetProtocolVersion(), ServerInfo: st.GetServerInfo().AsMap(), Capabilities: st.GetCapabilities().AsMap(),
+		Instructions: st.GetInstructions()}
 	s.mu.Unlock()
 	return nil
 }
@@ -124,6 +126,41 @@ func (s *stdioSession) call(ctx context.Context, method string, params json.RawM
 		var err error
 		r, err = s.th.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, grpc.WaitForReady(true))
 		return err
+	})
+	if err != nil {
+		return nil, upstreamErr(s.spec.GetId(), err)
+	}
+	if e := r.GetError(); e != nil {
+		return nil, &RPCError{Code: int(e.GetCode()), Message: e.GetMessage(), Data: e.GetData()}
+	}
+	return r.GetResult(), nil
+}
+
+// callProgress calls through the tool host's CallStream, which rewrites the progress token
+// for the child and restores the caller's on each notification it streams back.
+func (s *stdioSession) callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
+	var r *toolhostv1.CallResponse
+	err := s.retryOnLost(ctx, func() error {
+		stream, err := s.th.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
+			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}}, grpc.WaitForReady(true))
+		if err != nil {
+			return err
+		}
+		for {
+			item, err := stream.Recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return status.Error(codes.Internal, "the tool host ended the call without an answer")
+				}
+				return err
+			}
+			if n := item.GetNotification(); n != nil {
+				onProgress(n)
+				continue
+			}
+			r = item.GetAnswer()
+			return nil
+		}
 	})
 	if err != nil {
 		return nil, upstreamErr(s.spec.GetId(), err)

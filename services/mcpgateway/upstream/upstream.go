@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -27,6 +28,8 @@ type Info struct {
 	ProtocolVersion string
 	ServerInfo      map[string]any
 	Capabilities    map[string]any
+	// Instructions is the server's "instructions" from its initialize result ("" when none).
+	Instructions string
 }
 
 // session is one open connection to one server.
@@ -34,6 +37,9 @@ type session interface {
 	info() Info
 	tools(ctx context.Context, refresh bool) ([]json.RawMessage, error)
 	call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
+	// callProgress is call for a request whose params carry _meta.progressToken: the
+	// server's progress notifications of this call reach onProgress, with the caller's token.
+	callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
 	close(ctx context.Context) error
 }
 
@@ -45,6 +51,10 @@ type Manager struct {
 
 	mu    sync.Mutex
 	conns map[string]*conn
+
+	// notify receives the notifications servers send outside a call's progress (see
+	// OnNotification).
+	notify atomic.Pointer[func(serverID string, msg []byte)]
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
@@ -140,7 +150,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		var h *httpSession
-		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.log); err == nil {
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.log); err == nil {
 			s = h
 		}
 	} else {
@@ -341,6 +351,39 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 		timeout = timeoutOf(cfg)
 	}
 	return s.call(ctx, method, params, timeout)
+}
+
+// CallProgress is Call for a request whose params carry _meta.progressToken: the server's
+// notifications/progress of this call reach onProgress (JSON-RPC notifications with the
+// caller's own token) before CallProgress returns. Stdio servers are called through the tool
+// host's CallStream; HTTP servers get a token of Zest's own, mapped back on the way out.
+func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
+	s, _ := m.connected(cfg.GetId())
+	if s == nil {
+		if err := m.Connect(ctx, cfg); err != nil {
+			return nil, err
+		}
+		if s, _ = m.connected(cfg.GetId()); s == nil {
+			return nil, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
+		}
+	}
+	if timeout <= 0 {
+		timeout = timeoutOf(cfg)
+	}
+	return s.callProgress(ctx, method, params, timeout, onProgress)
+}
+
+// OnNotification sets f to receive every notification a server sends that is not the
+// progress of a call made with CallProgress: list_changed, notifications/message,
+// notifications/resources/updated, … of stdio servers (from the tool host's Watch, whether or
+// not this manager has them connected) and of connected HTTP servers. f must not block.
+func (m *Manager) OnNotification(f func(serverID string, msg []byte)) { m.notify.Store(&f) }
+
+// emit hands one server notification to the OnNotification function, if any.
+func (m *Manager) emit(serverID string, msg []byte) {
+	if f := m.notify.Load(); f != nil {
+		(*f)(serverID, msg)
+	}
 }
 
 // State is a server's connection state.

@@ -82,6 +82,9 @@ func (m *Manager) watch(ctx context.Context) error {
 
 // onToolHostEvent acts on one event of the tool host.
 func (m *Manager) onToolHostEvent(ev *toolhostv1.WatchResponse) {
+	if n := ev.GetNotification(); n != nil {
+		m.emit(ev.GetId(), n)
+	}
 	s, _ := m.connected(ev.GetId())
 	stdio, ok := s.(*stdioSession)
 	if !ok {

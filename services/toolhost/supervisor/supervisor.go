@@ -144,9 +144,11 @@ type server struct {
 	protocol   string
 	serverInfo map[string]any
 	caps       map[string]any
-	tools      []json.RawMessage
-	lastUse    time.Time
-	everRan    bool
+	// instructions is what the child's initialize result said in "instructions".
+	instructions string
+	tools        []json.RawMessage
+	lastUse      time.Time
+	everRan      bool
 }
 
 // prepare checks a spec and resolves its command and environment.
@@ -413,6 +415,7 @@ func (srv *server) handshake(ctx context.Context, conn *stdio.Conn) error {
 		ProtocolVersion string         `json:"protocolVersion"`
 		Capabilities    map[string]any `json:"capabilities"`
 		ServerInfo      map[string]any `json:"serverInfo"`
+		Instructions    string         `json:"instructions"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("%w: initialize result: %w", ErrHandshake, err)
@@ -424,7 +427,7 @@ func (srv *server) handshake(ctx context.Context, conn *stdio.Conn) error {
 		return fmt.Errorf("%w: notifications/initialized: %w", ErrHandshake, err)
 	}
 	srv.mu.Lock()
-	srv.protocol, srv.caps, srv.serverInfo = res.ProtocolVersion, res.Capabilities, res.ServerInfo
+	srv.protocol, srv.caps, srv.serverInfo, srv.instructions = res.ProtocolVersion, res.Capabilities, res.ServerInfo, res.Instructions
 	srv.mu.Unlock()
 	if _, ok := res.Capabilities["tools"]; ok {
 		tools, err := listTools(ctx, conn)
@@ -644,6 +647,7 @@ func (srv *server) status() *toolhostv1.ServerStatus {
 	if srv.caps != nil {
 		st.Capabilities, _ = structpb.NewStruct(srv.caps)
 	}
+	st.Instructions = srv.instructions
 	return st
 }
 

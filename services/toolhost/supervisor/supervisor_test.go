@@ -76,7 +76,7 @@ func TestHandshakeAndPagedTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetPid() == 0 || st.GetProtocolVersion() != "2025-11-25" ||
-		st.GetServerInfo().GetFields()["name"].GetStringValue() != "mcpfixture" {
+		st.GetServerInfo().GetFields()["name"].GetStringValue() != "mcpfixture" || st.GetInstructions() != "mcpfixture is a test server" {
 		t.Fatalf("status = %v", st)
 	}
 	tools, err := s.ListTools(t.Context(), "fx")

@@ -95,7 +95,7 @@ func main() {
 				v = "2025-11-25"
 			}
 			result(m.ID, map[string]any{"protocolVersion": v, "capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
-				"serverInfo": map[string]any{"name": "mcpfixture", "version": "1.0.0"}})
+				"serverInfo": map[string]any{"name": "mcpfixture", "version": "1.0.0"}, "instructions": "mcpfixture is a test server"})
 		case m.Method == "tools/list":
 			listTools(m, *pages)
 		case m.Method == "tools/call" && toolName(m) == "pause_reading":

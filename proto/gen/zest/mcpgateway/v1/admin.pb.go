@@ -112,7 +112,10 @@ type ServerInput struct {
 	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
 	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
 	// over allow (at most 64 patterns of 1-128 characters).
-	ToolsDeny     []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	// expose serves the server to API callers at /mcp/servers/{id} (default true); when false only
+	// callers holding the admin key reach it there.
+	Expose        *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -245,6 +248,13 @@ func (x *ServerInput) GetToolsDeny() []string {
 	return nil
 }
 
+func (x *ServerInput) GetExpose() bool {
+	if x != nil && x.Expose != nil {
+		return *x.Expose
+	}
+	return false
+}
+
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -275,7 +285,9 @@ type ServerConfig struct {
 	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
 	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
 	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
-	ToolsDeny     []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
+	Expose        bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +418,13 @@ func (x *ServerConfig) GetToolsDeny() []string {
 		return x.ToolsDeny
 	}
 	return nil
+}
+
+func (x *ServerConfig) GetExpose() bool {
+	if x != nil {
+		return x.Expose
+	}
+	return false
 }
 
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
@@ -574,7 +593,9 @@ type ServerState struct {
 	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
 	ToolsAllow []string `protobuf:"bytes,22,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
 	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
-	ToolsDeny     []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	ToolsDeny []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
+	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
+	Expose        bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -768,6 +789,13 @@ func (x *ServerState) GetToolsDeny() []string {
 		return x.ToolsDeny
 	}
 	return nil
+}
+
+func (x *ServerState) GetExpose() bool {
+	if x != nil {
+		return x.Expose
+	}
+	return false
 }
 
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
@@ -2353,7 +2381,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x05\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x05\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -2373,7 +2401,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
 	"\n" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x1a6\n" +
+	"tools_deny\x12\x1b\n" +
+	"\x06expose\x18\x0f \x01(\bH\n" +
+	"R\x06expose\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -2389,7 +2419,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x14_allow_insecure_httpB\n" +
 	"\n" +
 	"\b_enabledB\r\n" +
-	"\v_timeout_ms\"\xf9\x03\n" +
+	"\v_timeout_msB\t\n" +
+	"\a_expose\"\x91\x04\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2409,7 +2440,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
 	"\n" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x1a6\n" +
+	"tools_deny\x12\x16\n" +
+	"\x06expose\x18\x0f \x01(\bR\x06expose\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -2422,7 +2454,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x93\a\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xab\a\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2453,7 +2485,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vtools_allow\x18\x16 \x03(\tR\vtools_allow\x12\x1e\n" +
 	"\n" +
 	"tools_deny\x18\x17 \x03(\tR\n" +
-	"tools_deny\x1a6\n" +
+	"tools_deny\x12\x16\n" +
+	"\x06expose\x18\x18 \x01(\bR\x06expose\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +

@@ -29,7 +29,9 @@ type ExchangeRequest struct {
 	// protocol_version is the MCP-Protocol-Version header, if any.
 	ProtocolVersion string `protobuf:"bytes,2,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	// payload is the raw JSON-RPC message, or a batch array for 2025-03-26 sessions.
-	Payload       []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	// server_id names the registered server of /mcp/servers/{id} this exchange is for; empty is Zest's own /mcp.
+	ServerId      string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,6 +85,13 @@ func (x *ExchangeRequest) GetPayload() []byte {
 		return x.Payload
 	}
 	return nil
+}
+
+func (x *ExchangeRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
 }
 
 // SessionStarted tells the edge which Mcp-Session-Id header to send back after initialize.
@@ -250,7 +259,9 @@ func (*ExchangeResponse_Message) isExchangeResponse_Kind() {}
 type ListenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// session_id is the Mcp-Session-Id header.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
+	ServerId      string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +299,13 @@ func (*ListenRequest) Descriptor() ([]byte, []int) {
 func (x *ListenRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListenRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
 	}
 	return ""
 }
@@ -351,7 +369,9 @@ func (x *ListenResponse) GetMessage() []byte {
 type EndSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// session_id is the Mcp-Session-Id header.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
+	ServerId      string `protobuf:"bytes,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +409,13 @@ func (*EndSessionRequest) Descriptor() ([]byte, []int) {
 func (x *EndSessionRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *EndSessionRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
 	}
 	return ""
 }
@@ -434,12 +461,13 @@ var File_zest_mcpgateway_v1_mcp_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
-	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"u\n" +
+	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\x92\x01\n" +
 	"\x0fExchangeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\x12\x18\n" +
-	"\apayload\x18\x03 \x01(\fR\apayload\"Z\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1b\n" +
+	"\tserver_id\x18\x04 \x01(\tR\bserverId\"Z\n" +
 	"\x0eSessionStarted\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -449,16 +477,18 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
 	"\tmalformed\x18\x04 \x01(\bR\tmalformedB\x06\n" +
-	"\x04kind\"C\n" +
+	"\x04kind\"`\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tserver_id\x18\x03 \x01(\tR\bserverIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
 	"\x0eListenResponse\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessage\"2\n" +
+	"\amessage\x18\x02 \x01(\fR\amessage\"O\n" +
 	"\x11EndSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x14\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tserver_id\x18\x02 \x01(\tR\bserverId\"\x14\n" +
 	"\x12EndSessionResponse2\x95\x02\n" +
 	"\n" +
 	"McpService\x12W\n" +

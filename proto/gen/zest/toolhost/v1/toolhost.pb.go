@@ -197,7 +197,9 @@ type ServerStatus struct {
 	// server_info is the child's serverInfo object.
 	ServerInfo *structpb.Struct `protobuf:"bytes,9,opt,name=server_info,json=serverInfo,proto3" json:"server_info,omitempty"`
 	// capabilities is the child's capabilities object.
-	Capabilities  *structpb.Struct `protobuf:"bytes,10,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Capabilities *structpb.Struct `protobuf:"bytes,10,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// instructions is the child's instructions from its initialize result, if it gave any.
+	Instructions  string `protobuf:"bytes,11,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -300,6 +302,13 @@ func (x *ServerStatus) GetCapabilities() *structpb.Struct {
 		return x.Capabilities
 	}
 	return nil
+}
+
+func (x *ServerStatus) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
 }
 
 // EnsureStartedRequest carries the launch spec of a server.
@@ -1278,7 +1287,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"timeout_ms\x18\x06 \x01(\x05R\ttimeoutMs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcb\x03\n" +
 	"\fServerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.zest.toolhost.v1.ServerStateR\x05state\x12\x10\n" +
@@ -1294,7 +1303,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\vserver_info\x18\t \x01(\v2\x17.google.protobuf.StructR\n" +
 	"serverInfo\x12;\n" +
 	"\fcapabilities\x18\n" +
-	" \x01(\v2\x17.google.protobuf.StructR\fcapabilities\"\\\n" +
+	" \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x12\"\n" +
+	"\finstructions\x18\v \x01(\tR\finstructions\"\\\n" +
 	"\x14EnsureStartedRequest\x120\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.zest.toolhost.v1.ServerSpecR\x04spec\x12\x12\n" +
 	"\x04lazy\x18\x02 \x01(\bR\x04lazy\"O\n" +

@@ -1,0 +1,336 @@
+// Package federate serves one registered MCP server through Zest's MCP endpoint:
+// /mcp/servers/{id}, with session-era MCP (protocols 2025-11-25 to 2024-11-05). The edge owns
+// HTTP as for /mcp and passes the server id with each exchange; this package answers
+// initialize itself, with a session id bound to the server and the upstream's serverInfo,
+// capabilities and instructions, answers ping and logging/setLevel, and forwards every other
+// request to the upstream as JSON-RPC (method and params unchanged), applying the server's
+// tool filters to tools/list and tools/call. Progress of a call comes back on the POST's SSE
+// stream with the client's token; what the upstream sends outside a call (list_changed,
+// logging, resources/updated) reaches the GET streams of that server's sessions.
+package federate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/requestid"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Servers is where server configs are read (the registry).
+type Servers interface {
+	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
+}
+
+// Upstreams are the connections to the servers (upstream.Manager).
+type Upstreams interface {
+	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
+	State(id string) upstream.State
+	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
+	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
+}
+
+// Handler serves /mcp/servers/{id} (mcpserve.Federation).
+type Handler struct {
+	servers  Servers
+	up       Upstreams
+	sessions *session.Codec
+	store    mcpserve.Ended
+	keys     keyauth.Keys
+	log      *slog.Logger
+	hub      hub
+	// ListenCheck is how often an open GET stream checks that its session was not ended
+	// elsewhere, and reads its log level again.
+	ListenCheck time.Duration
+
+	// inflight holds the cancel functions of forwarded requests, by session and request id,
+	// for notifications/cancelled (which reaches the replica that runs the request only).
+	inflight sync.Map
+}
+
+// New returns the handler. Call Notify with every upstream notification (see
+// upstream.Manager.OnNotification).
+func New(servers Servers, up Upstreams, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{servers: servers, up: up, sessions: codec, store: store, keys: keys, log: log,
+		ListenCheck: 2 * time.Second, hub: hub{subs: map[string]map[*listener]struct{}{}}}
+}
+
+var _ mcpserve.Federation = (*Handler)(nil)
+
+// server returns the config of id when the caller may reach it here: registered, enabled,
+// and exposed or asked for with the admin key. Every other case is the same NotFound, so that
+// a hidden server's existence is not revealed.
+func (h *Handler) server(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
+	cfg, err := h.servers.GetServer(ctx, id)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+	case err != nil:
+		return nil, status.Errorf(codes.Internal, "registry: %v", err)
+	case cfg.GetEnabled() && (cfg.GetExpose() || h.keys.CallerIsAdmin(ctx)):
+		return cfg, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "%v: %q", ErrUnknownServer, id)
+}
+
+// session checks a session id for server: signed by this deployment, issued for this server,
+// not expired, not ended.
+func (h *Handler) session(ctx context.Context, id, server string) (session.Claims, error) {
+	if id == "" {
+		return session.Claims{}, status.Error(codes.InvalidArgument, mcpserve.ErrSessionRequired.Error())
+	}
+	cl, err := h.sessions.Parse(id)
+	if err != nil || cl.Server != server {
+		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
+	}
+	ended, err := h.store.SessionEnded(ctx, id)
+	if err != nil {
+		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
+	}
+	if ended {
+		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
+	}
+	return cl, nil
+}
+
+func (h *Handler) expires(cl session.Claims) time.Time {
+	if exp := h.sessions.Expires(cl); !exp.IsZero() {
+		return exp
+	}
+	return time.Now().Add(365 * 24 * time.Hour)
+}
+
+// Exchange answers one POST body of /mcp/servers/{id}.
+func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+	ctx := stream.Context()
+	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(mcpserve.Versions, v) {
+		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	}
+	cfg, err := h.server(ctx, req.GetServerId())
+	if err != nil {
+		return err
+	}
+	out := &output{stream: stream}
+	payload := bytes.TrimSpace(req.GetPayload())
+	if len(payload) > 0 && payload[0] == '[' {
+		return h.batch(ctx, req, cfg, payload, out)
+	}
+	msg, code, problem := mcpserve.CheckMessage(payload)
+	if problem != "" {
+		return out.malformed(mcpserve.ErrorResponse(msg.ID, code, problem))
+	}
+	if msg.Method == string(mcp.MethodInitialize) && msg.IsRequest() {
+		return h.initialize(ctx, cfg, payload, msg.ID, out)
+	}
+	cl, err := h.sessionFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	c := &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
+	resp := c.dispatch(ctx, payload, msg)
+	if resp == nil {
+		return out.err()
+	}
+	if !msg.IsRequest() {
+		return out.malformed(resp)
+	}
+	return out.final(resp)
+}
+
+// sessionFor checks the session and its MCP-Protocol-Version header as /mcp does (2025-03-26
+// counts as no header).
+func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
+	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
+	if err != nil {
+		return cl, err
+	}
+	if v := req.GetProtocolVersion(); v != "" && v != "2025-03-26" && v != cl.ProtocolVersion {
+		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
+			mcpserve.ErrProtocolMismatch, v, cl.ProtocolVersion)
+	}
+	return cl, nil
+}
+
+// batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
+func (h *Handler) batch(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(payload, &items); err != nil {
+		return out.malformed(mcpserve.ErrorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
+	}
+	cl, err := h.sessionFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	if cl.ProtocolVersion != "2025-03-26" || len(items) == 0 {
+		return out.malformed(mcpserve.ErrorResponse(nil, mcp.INVALID_REQUEST,
+			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
+	}
+	c := &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
+	var answers []json.RawMessage
+	for _, item := range items {
+		msg, code, problem := mcpserve.CheckMessage(item)
+		switch {
+		case problem != "":
+			if code == mcp.PARSE_ERROR {
+				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
+			}
+			answers = append(answers, mcpserve.ErrorResponse(msg.ID, code, problem))
+		case msg.Method == string(mcp.MethodInitialize):
+			answers = append(answers, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
+		default:
+			if resp := c.dispatch(ctx, item, msg); resp != nil {
+				answers = append(answers, resp)
+			}
+		}
+		if err := out.err(); err != nil {
+			return err
+		}
+	}
+	if len(answers) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return out.final(b)
+}
+
+// initialize connects the upstream (on demand), negotiates the client's version as /mcp does,
+// issues a session id bound to the server and answers with the upstream's serverInfo,
+// capabilities and instructions.
+func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, payload, id json.RawMessage, out *output) error {
+	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
+		return out.final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
+	}
+	var p struct {
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	version := p.Params.ProtocolVersion
+	if !slices.Contains(mcpserve.Versions, version) {
+		version = mcpserve.Versions[0]
+	}
+	if err := h.up.Connect(ctx, cfg); err != nil {
+		return out.final(mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
+	}
+	inf := h.up.State(cfg.GetId()).Info
+	result := map[string]any{"protocolVersion": version, "capabilities": orEmpty(inf.Capabilities), "serverInfo": orEmpty(inf.ServerInfo)}
+	if inf.Instructions != "" {
+		result["instructions"] = inf.Instructions
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	sid, err := h.sessions.IssueFor(version, cfg.GetId())
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
+		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
+		return err
+	}
+	h.log.DebugContext(ctx, "federated session started", "server", cfg.GetId(), "protocol_version", version)
+	return out.final(mcpserve.Result(id, b))
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// failure is what a caller reads of an upstream failure: the cause for an administrator,
+// else an incident id that mcpgateway's log line carries with the cause (a server's stderr
+// and exit status are for administrators).
+func (h *Handler) failure(ctx context.Context, serverID, what string, err error) string {
+	if h.keys.CallerIsAdmin(ctx) {
+		return fmt.Sprintf("Internal error: %s MCP server %q failed: %v", what, serverID, err)
+	}
+	incident := requestid.New()
+	h.log.WarnContext(ctx, "federated MCP server failed", "server", serverID, "incident", incident, "what", what, "err", err)
+	return fmt.Sprintf("Internal error: %s MCP server %q failed (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)",
+		what, serverID, incident, serverID)
+}
+
+// EndSession serves DELETE /mcp/servers/{id}: the session id is refused from then on.
+func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	if _, err := h.server(ctx, req.GetServerId()); err != nil {
+		return nil, err
+	}
+	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.store.EndSession(ctx, req.GetSessionId(), h.expires(cl)); err != nil {
+		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+	}
+	return &mcpgatewayv1.EndSessionResponse{}, nil
+}
+
+// output serializes what one exchange sends: progress notifications may come from another
+// goroutine (the HTTP upstream's stream reader) than the call's.
+type output struct {
+	mu     sync.Mutex
+	stream mcpserve.ExchangeStream
+	failed error
+}
+
+func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failed != nil {
+		return o.failed
+	}
+	if err := o.stream.Send(r); err != nil {
+		o.failed = err
+		return err
+	}
+	return nil
+}
+
+// note sends one notification before the answer.
+func (o *output) note(msg []byte) {
+	_ = o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
+}
+
+func (o *output) final(msg []byte) error {
+	return o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
+}
+
+func (o *output) malformed(msg []byte) error {
+	return o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
+}
+
+func (o *output) err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failed
+}
+
+// checkTool is the server's tool filter (serverconfig.CheckTool), applied on every path.
+func checkTool(cfg *mcpgatewayv1.ServerConfig, name string) bool {
+	return serverconfig.CheckTool(cfg, name) == nil
+}
