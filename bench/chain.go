@@ -105,9 +105,19 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		s.procs = append(s.procs, cmd)
 		s.pids[name] = cmd.Process.Pid
 	}
+	apiKey := "" // the health check needs the API key when the suite has one
+	for _, kv := range extraEnv {
+		if v, ok := strings.CutPrefix(kv, "LEMONADE_API_KEY="); ok {
+			apiKey = v
+		}
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/api/v1/health")
+		req, _ := http.NewRequest("GET", s.url+"/api/v1/health", nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -255,6 +265,7 @@ type cpuObserver struct {
 	pids     map[string]int
 	profiles map[string]string // process name → pprof address
 	label    string
+	who      string // printed before each figure when several targets share a table
 	before   map[string]int64
 	after    map[string]int64
 	stopProf func()
@@ -287,9 +298,9 @@ func (o *cpuObserver) report(conc, calls int) {
 	for _, name := range names {
 		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
 		total += us
-		fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, us)
+		fmt.Fprintf(os.Stderr, "  %sc=%d %s: %.0f µs CPU per call\n", o.who, conc, name, us)
 	}
-	fmt.Fprintf(os.Stderr, "  c=%d all: %.0f µs CPU per call\n", conc, total)
+	fmt.Fprintf(os.Stderr, "  %sc=%d all: %.0f µs CPU per call\n", o.who, conc, total)
 }
 
 // startProfiles starts a CPU profile of this process and asks every service's profiler for one;
