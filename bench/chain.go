@@ -265,7 +265,6 @@ type cpuObserver struct {
 	pids     map[string]int
 	profiles map[string]string // process name → pprof address
 	label    string
-	who      string // printed before each figure when several targets share a table
 	before   map[string]int64
 	after    map[string]int64
 	stopProf func()
@@ -298,9 +297,9 @@ func (o *cpuObserver) report(conc, calls int) {
 	for _, name := range names {
 		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
 		total += us
-		fmt.Fprintf(os.Stderr, "  %sc=%d %s: %.0f µs CPU per call\n", o.who, conc, name, us)
+		fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, us)
 	}
-	fmt.Fprintf(os.Stderr, "  %sc=%d all: %.0f µs CPU per call\n", o.who, conc, total)
+	fmt.Fprintf(os.Stderr, "  c=%d all: %.0f µs CPU per call\n", conc, total)
 }
 
 // startProfiles starts a CPU profile of this process and asks every service's profiler for one;

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,7 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println()
 	fmt.Println("| target | concurrency | calls/s | p50 | p99 | errors | Zest ÷ target (calls/s) | processes, RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var cpuRows []string
 	for _, conc := range []int{1, 8, 64} {
 		results := make([]result, len(targets))
 		trees := make([]string, len(targets))
@@ -121,20 +123,13 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 				return fmt.Errorf("%s: open %d sessions: %w", t.name, conc, err)
 			}
 			trees[i] = treeSummary(t.roots)
-			var obs observer
-			cpu := &treeCPUObserver{roots: t.roots}
+			obs := &treeCPUObserver{roots: t.roots}
 			if t.zest {
-				obs = &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("federation-c%d", conc), who: "Zest "}
-			} else {
-				obs = cpu
+				obs.also = &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("federation-c%d", conc)}
 			}
 			results[i] = runEach(warm, dur, fs, obs)
 			closeAll()
-			if o, ok := obs.(*cpuObserver); ok {
-				o.report(conc, results[i].calls)
-			} else {
-				cpu.report(t.name, conc, results[i].calls)
-			}
+			cpuRows = append(cpuRows, obs.report(t.name, conc, results[i].calls))
 		}
 		for i, t := range targets {
 			r := results[i]
@@ -146,6 +141,15 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 		}
 	}
 	fmt.Println()
+	if os.Getenv("ZEST_BENCH_CPU") != "" {
+		fmt.Println("CPU per call over each measured window (clock ticks of 10 ms, so a few µs of noise at")
+		fmt.Println("concurrency 1); a process's children are a tool host's shim and server, a proxy's servers.")
+		fmt.Println()
+		fmt.Println("| target | concurrency | µs CPU per call, all | by process |")
+		fmt.Println("|---|---|---|---|")
+		fmt.Print(strings.Join(cpuRows, ""))
+		fmt.Println()
+	}
 
 	// 1,000 federated sessions held open: every service's RSS before and after.
 	runtime.GC()
@@ -381,8 +385,8 @@ func startMCPGoProxy(entry string) (*peerProcess, error) {
 	return &peerProcess{cmd: cmd, url: "http://" + sock.addr + "/mcp"}, nil
 }
 
-// processTree returns root and its descendants.
-func processTree(root int) []int {
+// procChildren maps every process to its children.
+func procChildren() map[int][]int {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -399,6 +403,11 @@ func processTree(root int) []int {
 		ppid, _ := strconv.Atoi(f[1])
 		children[ppid] = append(children[ppid], pid)
 	}
+	return children
+}
+
+// processTree returns root and then its descendants.
+func processTree(children map[int][]int, root int) []int {
 	out := []int{root}
 	for i := 0; i < len(out); i++ {
 		out = append(out, children[out[i]]...)
@@ -408,9 +417,10 @@ func processTree(root int) []int {
 
 // treeSummary counts the processes under roots and sums their RSS.
 func treeSummary(roots map[string]int) string {
+	children := procChildren()
 	procs, kb := 0, 0
 	for _, root := range roots {
-		for _, pid := range processTree(root) {
+		for _, pid := range processTree(children, root) {
 			if rss, _ := rssKB(pid); rss > 0 {
 				procs++
 				kb += rss
@@ -420,33 +430,60 @@ func treeSummary(roots map[string]int) string {
 	return fmt.Sprintf("%d, %d MB", procs, kb/1024)
 }
 
-// treeCPUObserver measures the CPU of a peer's process and of its descendants apart
-// (ZEST_BENCH_CPU=1), over the measured window.
+// treeCPUObserver measures, over the measured window (ZEST_BENCH_CPU=1), the CPU of each root
+// process, of its descendants (a tool host's shim and server, a proxy's servers) apart, and of
+// the load generator. also, when set, is told too (the profiles of Zest's processes).
 type treeCPUObserver struct {
 	roots         map[string]int
-	before, after [2]int64 // the roots, their descendants
+	also          observer
+	before, after map[string]int64
 }
 
-func (o *treeCPUObserver) sample() (out [2]int64) {
-	for _, root := range o.roots {
-		for i, pid := range processTree(root) {
-			out[min(i, 1)] += ticks(pid)
+func (o *treeCPUObserver) sample() map[string]int64 {
+	out := map[string]int64{"bench (load generator)": ticks(os.Getpid())}
+	children := procChildren()
+	for name, root := range o.roots {
+		for i, pid := range processTree(children, root) {
+			if i == 0 {
+				out[name] += ticks(pid)
+			} else {
+				out[name+"'s children"] += ticks(pid)
+			}
 		}
 	}
 	return out
 }
 
-func (o *treeCPUObserver) begin() { o.before = o.sample() }
-func (o *treeCPUObserver) end()   { o.after = o.sample() }
+func (o *treeCPUObserver) begin() {
+	if o.also != nil {
+		o.also.begin()
+	}
+	o.before = o.sample()
+}
 
-func (o *treeCPUObserver) report(name string, conc, calls int) {
-	if os.Getenv("ZEST_BENCH_CPU") == "" || calls == 0 {
-		return
+func (o *treeCPUObserver) end() {
+	o.after = o.sample()
+	if o.also != nil {
+		o.also.end()
 	}
-	us := func(i int) float64 { return float64(o.after[i]-o.before[i]) / float64(calls) * 1e6 / 100 }
-	var roots []string
-	for r := range o.roots {
-		roots = append(roots, r)
+}
+
+// report returns one row of the CPU table: µs of CPU per call of each process, and their sum.
+func (o *treeCPUObserver) report(target string, conc, calls int) string {
+	if calls == 0 || o.after == nil {
+		return ""
 	}
-	fmt.Fprintf(os.Stderr, "  %s c=%d: %.0f µs CPU per call in %s, %.0f µs in its children\n", name, conc, us(0), strings.Join(roots, "+"), us(1))
+	names := make([]string, 0, len(o.after))
+	for name := range o.after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	total := 0.0
+	for _, name := range names {
+		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
+		total += us
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, us))
+	}
+	return fmt.Sprintf("| %s | %d | %.0f | %s |\n", target, conc, total, strings.Join(parts, " · "))
 }
