@@ -105,9 +105,19 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 		s.procs = append(s.procs, cmd)
 		s.pids[name] = cmd.Process.Pid
 	}
+	apiKey := "" // the health check needs the API key when the suite has one
+	for _, kv := range extraEnv {
+		if v, ok := strings.CutPrefix(kv, "LEMONADE_API_KEY="); ok {
+			apiKey = v
+		}
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/api/v1/health")
+		req, _ := http.NewRequest("GET", s.url+"/api/v1/health", nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

@@ -10,6 +10,10 @@
 //	toolhost: `echo` on @modelcontextprotocol/server-everything through the zest-toolhost gRPC
 //	          API at concurrency 1, 8 and 64, beside the same calls sent straight to a child
 //	          over stdio by a minimal client, with the ratio and the tool host's RSS.
+//	federation: MCP clients (one session per connection) calling server-everything's `echo`
+//	          over Streamable HTTP at concurrency 1, 8 and 64 through Zest's
+//	          /mcp/servers/everything, supergateway, mcp-proxy and a one-process mcp-go proxy,
+//	          beside the direct stdio client; RSS of 1,000 federated sessions on Zest.
 package main
 
 import (
@@ -21,17 +25,24 @@ import (
 )
 
 func main() {
+	if os.Getenv("ZEST_BENCH_ROLE") == mcpgoProxyRole {
+		if err := serveMCPGoProxy(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: mcp-go proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	binDir := flag.String("bin", "bin", "directory with the built Zest binaries")
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp or stream")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream or federation")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}} {
 		if only != "" && only != sc.name {
 			continue
 		}
@@ -65,6 +76,16 @@ type observer interface {
 }
 
 func runObserved(conc int, warm, dur time.Duration, f func() error, obs observer) result {
+	fs := make([]func() error, conc)
+	for i := range fs {
+		fs[i] = f
+	}
+	return runEach(warm, dur, fs, obs)
+}
+
+// runEach is runObserved with one func per goroutine (a client with its own session).
+func runEach(warm, dur time.Duration, fs []func() error, obs observer) result {
+	conc := len(fs)
 	type sample struct {
 		lat []time.Duration
 		err int
@@ -73,7 +94,7 @@ func runObserved(conc int, warm, dur time.Duration, f func() error, obs observer
 	start := time.Now()
 	measureFrom := start.Add(warm)
 	end := measureFrom.Add(dur)
-	for range conc {
+	for _, f := range fs {
 		go func() {
 			var s sample
 			for {
