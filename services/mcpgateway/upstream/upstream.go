@@ -338,19 +338,29 @@ func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.Ra
 // Call sends one request to the server of cfg, connecting first when needed (servers
 // reconnect on first use after a restart of mcpgateway).
 func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	s, timeout, err := m.ready(ctx, cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return s.call(ctx, method, params, timeout)
+}
+
+// ready returns the open session of cfg, connecting first when there is none, and the call's
+// timeout (the server's timeout_ms unless timeout is set).
+func (m *Manager) ready(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, timeout time.Duration) (session, time.Duration, error) {
 	s, _ := m.connected(cfg.GetId())
 	if s == nil {
 		if err := m.Connect(ctx, cfg); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if s, _ = m.connected(cfg.GetId()); s == nil {
-			return nil, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
+			return nil, 0, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
 		}
 	}
 	if timeout <= 0 {
 		timeout = timeoutOf(cfg)
 	}
-	return s.call(ctx, method, params, timeout)
+	return s, timeout, nil
 }
 
 // CallProgress is Call for a request whose params carry _meta.progressToken: the server's
@@ -358,17 +368,9 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 // caller's own token) before CallProgress returns. Stdio servers are called through the tool
 // host's CallStream; HTTP servers get a token of Zest's own, mapped back on the way out.
 func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
-	s, _ := m.connected(cfg.GetId())
-	if s == nil {
-		if err := m.Connect(ctx, cfg); err != nil {
-			return nil, err
-		}
-		if s, _ = m.connected(cfg.GetId()); s == nil {
-			return nil, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
-		}
-	}
-	if timeout <= 0 {
-		timeout = timeoutOf(cfg)
+	s, timeout, err := m.ready(ctx, cfg, timeout)
+	if err != nil {
+		return nil, err
 	}
 	return s.callProgress(ctx, method, params, timeout, onProgress)
 }
