@@ -94,15 +94,18 @@ check-generate: generate ## Fail when the committed generated code or proto form
 lint-proto: tools ## buf lint
 	@$(BUF) lint
 
-# The contracts' compatibility: against the previous commit when the clone has it, and always
-# against the committed image proto/baseline.binpb (a shallow clone has no previous commit).
-# A deliberate breaking change refreshes the image in the same commit: make proto-baseline.
+# The contracts' compatibility: always against the committed image proto/baseline.binpb, and
+# against the previous commit when the clone has it (a shallow clone has none). A deliberate
+# breaking change refreshes the image in the same commit (make proto-baseline); that commit is
+# then checked against the new image only.
 BASELINE := proto/baseline.binpb
 .PHONY: breaking
-breaking: tools ## buf breaking (WIRE_JSON) against the previous commit and the committed baseline image
-	@if git rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null; then \
-	  echo "buf breaking against HEAD~1"; $(BUF) breaking --against '.git#ref=HEAD~1'; \
-	else echo "buf breaking: this clone has no previous commit; checking the baseline image only"; fi
+breaking: tools ## buf breaking (WIRE_JSON) against the committed baseline image and the previous commit
+	@if ! git rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null; then \
+	  echo "buf breaking: this clone has no previous commit; checking the baseline image only"; \
+	elif ! git diff --quiet HEAD~1 -- $(BASELINE); then \
+	  echo "buf breaking: $(BASELINE) was refreshed since HEAD~1 (a deliberate break); checking the image only"; \
+	else echo "buf breaking against HEAD~1"; $(BUF) breaking --against '.git#ref=HEAD~1'; fi
 	@echo "buf breaking against $(BASELINE)"; $(BUF) breaking --against $(BASELINE)
 
 .PHONY: proto-baseline

@@ -1151,7 +1151,7 @@ func (x *GetServerResponse) GetServer() *ServerState {
 type UpsertServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server is the config; mcpgateway checks it rule by rule.
-	Server        *ServerInput `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1243,7 +1243,7 @@ func (x *UpsertServerResponse) GetServer() *ServerConfig {
 type TestServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server is the config to try.
-	Server        *ServerInput `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1705,7 +1705,7 @@ type CallToolRequest struct {
 	// id is the server's id (from the path).
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// name is the tool's own name.
-	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
 	// arguments are the tool's arguments, a JSON object (numbers travel as doubles).
 	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// timeout_ms bounds the call (1000-300000); absent: the server's timeout_ms.
@@ -1776,7 +1776,7 @@ func (x *CallToolRequest) GetTimeoutMs() int32 {
 type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server_id is the server's id.
-	ServerId string `protobuf:"bytes,1,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,4,opt,name=server_id,proto3" json:"server_id,omitempty"`
 	// tool is the tool's name.
 	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	// result is the MCP CallToolResult the server answered (content, structuredContent, isError).
@@ -2197,7 +2197,7 @@ func (x *PresetInput) GetToolsEnabled() bool {
 type UpsertPresetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// preset is the preset; mcpgateway checks it rule by rule.
-	Preset        *PresetInput `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
+	Preset        *PresetInput `protobuf:"bytes,2,opt,name=preset,proto3" json:"preset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2512,13 +2512,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10GetServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"L\n" +
 	"\x11GetServerResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"N\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"Z\n" +
 	"\x13UpsertServerRequest\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06server\"P\n" +
+	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"P\n" +
 	"\x14UpsertServerResponse\x128\n" +
-	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"L\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"X\n" +
 	"\x11TestServerRequest\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06server\"M\n" +
+	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
 	"\x12TestServerResponse\x127\n" +
 	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"%\n" +
 	"\x13DeleteServerRequest\x12\x0e\n" +
@@ -2536,19 +2536,19 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13RefreshToolsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"O\n" +
 	"\x14RefreshToolsResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"\xa0\x01\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"\xac\x01\n" +
 	"\x0fCallToolRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x12#\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\x05H\x00R\n" +
 	"timeout_ms\x88\x01\x01B\r\n" +
-	"\v_timeout_ms\"u\n" +
+	"\v_timeout_msJ\x04\b\x02\x10\x03R\x04body\"\x81\x01\n" +
 	"\x10CallToolResponse\x12\x1c\n" +
-	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12\x12\n" +
+	"\tserver_id\x18\x04 \x01(\tR\tserver_id\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12/\n" +
-	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06result\"\xb6\x01\n" +
+	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06resultJ\x04\b\x01\x10\x02R\x04body\"\xb6\x01\n" +
 	"\x06Preset\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2574,9 +2574,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x05_nameB\b\n" +
 	"\x06_modelB\x10\n" +
 	"\x0e_system_promptB\x10\n" +
-	"\x0e_tools_enabled\"N\n" +
+	"\x0e_tools_enabled\"Z\n" +
 	"\x13UpsertPresetRequest\x127\n" +
-	"\x06preset\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06preset\"J\n" +
+	"\x06preset\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06presetJ\x04\b\x01\x10\x02R\x04body\"J\n" +
 	"\x14UpsertPresetResponse\x122\n" +
 	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"%\n" +
 	"\x13DeletePresetRequest\x12\x0e\n" +

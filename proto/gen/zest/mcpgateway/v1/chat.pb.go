@@ -28,7 +28,7 @@ type ChatRequest struct {
 	// chat is the OpenAI chat request; its model may be empty when the preset names one. Its
 	// tools (the client's own) are offered beside the providers' tools; a call of one of them
 	// ends the loop and is handed back.
-	Chat *v1.ChatRequest `protobuf:"bytes,1,opt,name=chat,proto3" json:"chat,omitempty"`
+	Chat *v1.ChatRequest `protobuf:"bytes,4,opt,name=chat,proto3" json:"chat,omitempty"`
 	// preset names a saved preset: its model, system prompt and providers.
 	Preset string `protobuf:"bytes,2,opt,name=preset,proto3" json:"preset,omitempty"`
 	// providers, when set, replaces the preset's providers.
@@ -219,12 +219,12 @@ type isChatResponse_Kind interface {
 
 type ChatResponse_Chunk struct {
 	// chunk is a piece of the assistant's text (delta role and content), with the chat's id, model and created time.
-	Chunk *v1.ChatResponse `protobuf:"bytes,1,opt,name=chunk,proto3,oneof"`
+	Chunk *v1.ChatResponse `protobuf:"bytes,4,opt,name=chunk,proto3,oneof"`
 }
 
 type ChatResponse_Event struct {
 	// event is a tool call, a tool result or a warning.
-	Event *ToolEvent `protobuf:"bytes,2,opt,name=event,proto3,oneof"`
+	Event *ToolEvent `protobuf:"bytes,5,opt,name=event,proto3,oneof"`
 }
 
 type ChatResponse_Done struct {
@@ -323,7 +323,7 @@ type ToolCallRecord struct {
 	Truncated bool `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	// duration_ms is how long the call took.
 	DurationMs int64 `protobuf:"varint,9,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	// output_preview is the first 512 bytes of the output (tool_result events only).
+	// output_preview is the start of the output, at most 512 bytes cut between characters and then "…" (tool_result events only).
 	OutputPreview string `protobuf:"bytes,10,opt,name=output_preview,json=outputPreview,proto3" json:"output_preview,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -542,18 +542,19 @@ var File_zest_mcpgateway_v1_chat_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x1dzest/mcpgateway/v1/chat.proto\x12\x12zest.mcpgateway.v1\x1a!zest/inference/v1/inference.proto\"\x96\x01\n" +
+	"\x1dzest/mcpgateway/v1/chat.proto\x12\x12zest.mcpgateway.v1\x1a!zest/inference/v1/inference.proto\"\xa2\x01\n" +
 	"\vChatRequest\x122\n" +
-	"\x04chat\x18\x01 \x01(\v2\x1e.zest.inference.v1.ChatRequestR\x04chat\x12\x16\n" +
+	"\x04chat\x18\x04 \x01(\v2\x1e.zest.inference.v1.ChatRequestR\x04chat\x12\x16\n" +
 	"\x06preset\x18\x02 \x01(\tR\x06preset\x12;\n" +
-	"\tproviders\x18\x03 \x01(\v2\x1d.zest.mcpgateway.v1.ProvidersR\tproviders\"\x1d\n" +
+	"\tproviders\x18\x03 \x01(\v2\x1d.zest.mcpgateway.v1.ProvidersR\tprovidersJ\x04\b\x01\x10\x02R\x04body\"\x1d\n" +
 	"\tProviders\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xba\x01\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xd2\x01\n" +
 	"\fChatResponse\x127\n" +
-	"\x05chunk\x18\x01 \x01(\v2\x1f.zest.inference.v1.ChatResponseH\x00R\x05chunk\x125\n" +
-	"\x05event\x18\x02 \x01(\v2\x1d.zest.mcpgateway.v1.ToolEventH\x00R\x05event\x122\n" +
+	"\x05chunk\x18\x04 \x01(\v2\x1f.zest.inference.v1.ChatResponseH\x00R\x05chunk\x125\n" +
+	"\x05event\x18\x05 \x01(\v2\x1d.zest.mcpgateway.v1.ToolEventH\x00R\x05event\x122\n" +
 	"\x04done\x18\x03 \x01(\v2\x1c.zest.mcpgateway.v1.ChatDoneH\x00R\x04doneB\x06\n" +
-	"\x04kind\"q\n" +
+	"\x04kindJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\n" +
+	"completion\"q\n" +
 	"\tToolEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x126\n" +
 	"\x04call\x18\x02 \x01(\v2\".zest.mcpgateway.v1.ToolCallRecordR\x04call\x12\x18\n" +

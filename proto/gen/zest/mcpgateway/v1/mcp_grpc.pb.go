@@ -28,14 +28,15 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// McpService is called by the edge's /mcp Streamable HTTP transport: the edge owns HTTP,
-// mcpgateway owns MCP meaning (sessions, methods, tools).
+// McpService is called by the edge's Streamable HTTP transport of /mcp and of
+// /mcp/servers/{id} (the request's server_id): the edge owns HTTP, mcpgateway owns MCP meaning
+// (sessions, methods, tools).
 type McpServiceClient interface {
-	// Exchange is called once per POST /mcp body: mcpgateway streams back the notifications and then the responses it produces.
+	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.
 	Exchange(ctx context.Context, in *ExchangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExchangeResponse], error)
-	// Listen is called for GET /mcp to stream server-initiated messages of a session until the client goes away.
+	// Listen is called for a GET to stream server-initiated messages of a session until the client goes away.
 	Listen(ctx context.Context, in *ListenRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListenResponse], error)
-	// EndSession is called for DELETE /mcp; afterwards the session id is refused.
+	// EndSession is called for a DELETE; afterwards the session id is refused.
 	EndSession(ctx context.Context, in *EndSessionRequest, opts ...grpc.CallOption) (*EndSessionResponse, error)
 }
 
@@ -99,14 +100,15 @@ func (c *mcpServiceClient) EndSession(ctx context.Context, in *EndSessionRequest
 // All implementations must embed UnimplementedMcpServiceServer
 // for forward compatibility.
 //
-// McpService is called by the edge's /mcp Streamable HTTP transport: the edge owns HTTP,
-// mcpgateway owns MCP meaning (sessions, methods, tools).
+// McpService is called by the edge's Streamable HTTP transport of /mcp and of
+// /mcp/servers/{id} (the request's server_id): the edge owns HTTP, mcpgateway owns MCP meaning
+// (sessions, methods, tools).
 type McpServiceServer interface {
-	// Exchange is called once per POST /mcp body: mcpgateway streams back the notifications and then the responses it produces.
+	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.
 	Exchange(*ExchangeRequest, grpc.ServerStreamingServer[ExchangeResponse]) error
-	// Listen is called for GET /mcp to stream server-initiated messages of a session until the client goes away.
+	// Listen is called for a GET to stream server-initiated messages of a session until the client goes away.
 	Listen(*ListenRequest, grpc.ServerStreamingServer[ListenResponse]) error
-	// EndSession is called for DELETE /mcp; afterwards the session id is refused.
+	// EndSession is called for a DELETE; afterwards the session id is refused.
 	EndSession(context.Context, *EndSessionRequest) (*EndSessionResponse, error)
 	mustEmbedUnimplementedMcpServiceServer()
 }
