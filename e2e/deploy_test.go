@@ -66,8 +66,14 @@ func TestComposeFileMatchesDockerfile(t *testing.T) {
 				t.Errorf("%s publishes %q beyond the host's loopback", name, p)
 			}
 		}
-		if svc.Environment["LEMONADE_ADMIN_API_KEY"] == "" {
-			t.Errorf("%s: LEMONADE_ADMIN_API_KEY is not passed through", name)
+		_, hasAdmin := svc.Environment["LEMONADE_ADMIN_API_KEY"]
+		_, hasAPI := svc.Environment["LEMONADE_API_KEY"]
+		if name == "toolhost" {
+			if hasAdmin || hasAPI {
+				t.Errorf("toolhost holds a Lemonade key; it takes only ZEST_SERVICE_KEY")
+			}
+		} else if svc.Environment["LEMONADE_ADMIN_API_KEY"] == "" || svc.Environment["LEMONADE_API_KEY"] == "" {
+			t.Errorf("%s: the Lemonade keys are not passed through", name)
 		}
 		// The service key reaches only the tool host and the one service that calls it, and
 		// compose refuses to start without it (fail-closed).

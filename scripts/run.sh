@@ -41,19 +41,25 @@ trap stop EXIT
 handed=()
 for svc in zest-inference zest-toolhost zest-mcpgateway zest-gateway; do
   var="ZEST_LISTEN_FD_${svc//-/_}"; var="${var^^}"
-  [ -n "${!var:-}" ] && handed+=("${!var}")
+  fd="${!var:-}"
+  [ -z "$fd" ] && continue
+  if [[ ! "$fd" =~ ^[0-9]+$ ]]; then
+    echo "$var=$fd: want the number of an inherited file descriptor" >&2
+    exit 2
+  fi
+  handed+=("$fd")
 done
+# start runs one service; it keeps only its own handed-over socket (as fd 3), if any.
 start() {
   local var="ZEST_LISTEN_FD_${1//-/_}"; var="${var^^}"
   local fd="${!var:-}"
-  if [ -z "$fd" ]; then
-    "$bin/$1" &
-    return
-  fi
   (
-    exec 3<&"$fd"
-    for f in "${handed[@]}"; do [ "$f" = 3 ] || eval "exec $f<&-"; done
-    LISTEN_FDS=1 exec "$bin/$1"
+    [ -n "$fd" ] && exec 3<&"$fd"
+    for f in "${handed[@]}"; do
+      if [ -z "$fd" ] || [ "$f" != 3 ]; then exec {f}<&-; fi
+    done
+    if [ -n "$fd" ]; then export LISTEN_FDS=1; fi
+    exec "$bin/$1"
   ) &
 }
 
@@ -62,7 +68,7 @@ for svc in zest-inference zest-toolhost zest-mcpgateway zest-gateway; do
   start "$svc"
   pids+=("$!")
 done
-for f in "${handed[@]}"; do eval "exec $f<&-"; done
+for f in "${handed[@]}"; do exec {f}<&-; done
 
 edge="${ZEST_EDGE_ADDR:-127.0.0.1:13305}"
 for _ in $(seq 1 100); do
