@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +151,6 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 	}
 
 	// 1,000 federated sessions held open: every service's RSS before and after.
-	runtime.GC()
 	before := map[string]int{}
 	for name, pid := range s.pids {
 		before[name], _ = rssKB(pid)
@@ -162,7 +160,7 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("1,000 sessions: %w", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a measurement choice, not synchronization: let the last answers' memory settle
 	fmt.Printf("1,000 open sessions on /mcp/servers/everything (initialize + notifications/initialized each): RSS before → after\n\n| service | before | after | added |\n|---|---|---|---|\n")
 	total := 0
 	for _, name := range []string{"zest-gateway", "zest-mcpgateway", "zest-inference", "zest-toolhost"} {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +19,7 @@ var adminAuth = "Authorization: Bearer " + adminKey
 
 func peersDir(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(filepath.Dir(file)), "scripts", "peers")
+	d := filepath.Join(repoRoot(), "scripts", "peers")
 	if _, err := os.Stat(filepath.Join(d, "node_modules", "supergateway")); err != nil {
 		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
 	}

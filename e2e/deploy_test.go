@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -14,8 +13,7 @@ import (
 // TestComposeFileMatchesDockerfile parses deploy/docker-compose.yml (no Docker engine runs
 // here) and checks it against deploy/Dockerfile and the services' address variables.
 func TestComposeFileMatchesDockerfile(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	deploy := filepath.Join(filepath.Dir(filepath.Dir(file)), "deploy")
+	deploy := filepath.Join(repoRoot(), "deploy")
 	raw, err := os.ReadFile(filepath.Join(deploy, "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)

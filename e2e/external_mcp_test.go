@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,8 +148,7 @@ func TestExternalMCPClientHost(t *testing.T) {
 	})
 
 	t.Run("a stdio server's new tool is listed within 5 s", func(t *testing.T) {
-		_, file, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(file), "testdata", "growing-server.mjs")
+		script := filepath.Join(repoRoot(), "e2e", "testdata", "growing-server.mjs")
 		cfg := map[string]any{"id": stdioID, "name": "Zest stdio growing", "transport": "stdio", "command": "node", "args": []string{script}, "timeout_ms": 10000}
 		if r := admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"server": cfg})); r.Status != 200 {
 			t.Fatalf("upsert: %d %s", r.Status, r.Body)

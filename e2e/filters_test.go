@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,7 @@ import (
 // (an upsert) changes all of that at once, on the same connection and the same process.
 func TestToolFilters(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
-	everything := filepath.Join(peersDir(t), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	everything := serverEverything(t)
 	upsert := func(filters map[string]any) {
 		t.Helper()
 		cfg := map[string]any{"id": "everything", "command": "node", "args": []string{everything}}

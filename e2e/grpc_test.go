@@ -16,17 +16,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// envOf returns the value a suite gives a variable (the last one wins, as for exec).
-func envOf(s *Suite, name string) string {
-	v := ""
-	for _, kv := range s.Env {
-		if val, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = val
-		}
-	}
-	return v
-}
-
 func dialService(t *testing.T, addr, key string) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpcdial.Dial(addr, key, 0)
@@ -42,7 +31,7 @@ func dialService(t *testing.T, addr, key string) *grpc.ClientConn {
 func TestTypedAdminOverGRPC(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	ctx := t.Context()
-	adm := mcpgatewayv1.NewAdminServiceClient(dialService(t, envOf(s, "ZEST_MCPGATEWAY_ADDR"), adminKey))
+	adm := mcpgatewayv1.NewAdminServiceClient(dialService(t, envOf(s.Env, "ZEST_MCPGATEWAY_ADDR"), adminKey))
 
 	_, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{
 		Id: proto.String("echo"), Command: proto.String("node"), Args: []string{filepath.Join(peersDir(t), "echo-server.mjs")},
@@ -128,7 +117,7 @@ func TestToolhostTakesOnlyTheServiceKey(t *testing.T) {
 			s := startSuite(t, c.env...)
 			marker := filepath.Join(t.TempDir(), "ran")
 			for _, key := range c.keys {
-				th := toolhostv1.NewToolHostServiceClient(dialService(t, envOf(s, "ZEST_TOOLHOST_ADDR"), key))
+				th := toolhostv1.NewToolHostServiceClient(dialService(t, envOf(s.Env, "ZEST_TOOLHOST_ADDR"), key))
 				_, err := th.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: &toolhostv1.ServerSpec{
 					Id: "x", Command: "/bin/sh", Args: []string{"-c", "touch " + marker}}})
 				if code := status.Code(err); code != codes.Unauthenticated {
@@ -138,7 +127,7 @@ func TestToolhostTakesOnlyTheServiceKey(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("the refused launch ran its command")
 			}
-			if envOf(s, "LEMONADE_ADMIN_API_KEY") == "" {
+			if envOf(s.Env, "LEMONADE_ADMIN_API_KEY") == "" {
 				return // administration is refused anyway (fail-closed), nothing more to check
 			}
 			admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}}))
@@ -150,7 +139,7 @@ func TestToolhostTakesOnlyTheServiceKey(t *testing.T) {
 	}
 	t.Run("no service key configured", func(t *testing.T) {
 		s := startSuite(t, "ZEST_SERVICE_KEY=", "LEMONADE_ADMIN_API_KEY="+adminKey)
-		th := toolhostv1.NewToolHostServiceClient(dialService(t, envOf(s, "ZEST_TOOLHOST_ADDR"), adminKey))
+		th := toolhostv1.NewToolHostServiceClient(dialService(t, envOf(s.Env, "ZEST_TOOLHOST_ADDR"), adminKey))
 		_, err := th.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
 		if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "ZEST_SERVICE_KEY") {
 			t.Fatalf("no service key: %v, want PermissionDenied naming ZEST_SERVICE_KEY", err)

@@ -10,17 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
-}
 
 // TestConformanceSuite runs the official MCP conformance suite against /mcp: every
 // protocol-level scenario must pass; the baseline lists the fixture scenarios that cannot

@@ -38,13 +38,13 @@ func TestRequestIDFollowsAnAdminCallThatFails(t *testing.T) {
 	if r2.Status != http.StatusNotFound || !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(made) {
 		t.Fatalf("disconnect: %d %q %s", r2.Status, made, r2.Body)
 	}
-	for _, id := range []string{"e2e-req.7f3a", made} {
+	for id, serverID := range map[string]string{"e2e-req.7f3a": "no-such-server", made: "also-missing"} {
 		waitFor(t, 10*time.Second, func() error {
 			edge := logLine(s.Logs("zest-gateway"), `msg="http request"`, "request_id="+id)
 			if edge == "" {
 				return fmt.Errorf("no access line for %s in the edge's log:\n%s", id, s.Logs("zest-gateway"))
 			}
-			if !strings.Contains(edge, "status=404") || !strings.Contains(edge, "route=/internal/mcp/servers/{id}") || strings.Contains(edge, "missing") {
+			if !strings.Contains(edge, "status=404") || !strings.Contains(edge, "route=/internal/mcp/servers/{id}") || strings.Contains(edge, serverID) {
 				return fmt.Errorf("access line: %s", edge)
 			}
 			if logLine(s.Logs("zest-mcpgateway"), `msg="rpc failed"`, "code=NotFound", "request_id="+id) == "" {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,12 +19,11 @@ import (
 // and checks that the script exits and none of the four services is left.
 func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
 	env, edge, dataDir := suiteEnv(t, "ZEST_BIN_DIR="+binDir)
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command(filepath.Join(filepath.Dir(filepath.Dir(file)), "scripts", "run.sh"))
+	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "run.sh"))
 	cmd.Env = env
 	// The reserved sockets go to run.sh as fds 3–6, and from there each to its service.
 	for i, name := range []string{"zest-gateway", "zest-inference", "zest-mcpgateway", "zest-toolhost"} {
-		f := takeSocket(envOf(&Suite{Env: env}, listenVars[name]))
+		f := takeSocket(envOf(env, listenVars[name]))
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 		cmd.Env = append(cmd.Env, "ZEST_LISTEN_FD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))+"="+strconv.Itoa(3+i))
 	}

@@ -34,8 +34,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer os.RemoveAll(dir)
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
+		root := repoRoot()
 		for _, pkg := range []string{"./gateway/cmd/zest-gateway", "./services/inference/cmd/zest-inference",
 			"./services/mcpgateway/cmd/zest-mcpgateway", "./services/toolhost/cmd/zest-toolhost"} {
 			cmd := exec.Command("go", "build", "-o", dir+"/", pkg)
@@ -130,17 +129,28 @@ var listenVars = map[string]string{
 	"zest-inference": "ZEST_INFERENCE_ADDR", "zest-toolhost": "ZEST_TOOLHOST_ADDR",
 }
 
+// repoRoot is the repository's root directory.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// envOf returns the value an environment gives a variable (the last one wins, as for exec).
+func envOf(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = val
+		}
+	}
+	return v
+}
+
 // handOver gives cmd (service binary name) the socket reserved for the address it listens on,
 // if it was not handed over already, and returns what to call once cmd has started: the
 // test's copy is closed then, so that the service owns the socket.
 func handOver(cmd *exec.Cmd, name string) (started func()) {
-	addr := ""
-	for _, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, listenVars[name]+"="); ok {
-			addr = v
-		}
-	}
-	f := takeSocket(addr)
+	f := takeSocket(envOf(cmd.Env, listenVars[name]))
 	if f == nil {
 		return func() {} // a restart: the service binds its address itself
 	}
@@ -183,13 +193,7 @@ func startSuite(t *testing.T, extra ...string) *Suite {
 			}
 		}
 	})
-	key := ""
-	for _, kv := range extra {
-		if v, ok := strings.CutPrefix(kv, "LEMONADE_API_KEY="); ok {
-			key = v
-		}
-	}
-	s.key = key
+	s.key = envOf(extra, "LEMONADE_API_KEY")
 	s.WaitHealthy()
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -113,13 +114,26 @@ func TestChatWithMCPTools(t *testing.T) {
 		if r.Status != 200 || len(a.ZestToolCalls) != 1 || !strings.HasPrefix(a.Choices[0].Message.Content, "The tool returned: Echo: xéé") {
 			t.Fatalf("%d %.300s", r.Status, r.Body)
 		}
-		if !strings.Contains(a.Choices[0].Message.Content, "Zest truncated this tool output") {
-			t.Fatalf("the output was not cut: %.300s", r.Body)
+		if c := a.Choices[0].Message.Content; !strings.Contains(c, "Zest truncated this tool output") || strings.ContainsRune(c, utf8.RuneError) {
+			t.Fatalf("the output was not cut whole: %.300s", r.Body)
 		}
 		// The streaming form carries the 512-byte preview, cut the same way.
 		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), "Content-Type: application/json")
-		if stream.Status != 200 || !strings.Contains(string(stream.Body), `"type":"tool_result"`) || !strings.Contains(string(stream.Body), "[DONE]") {
+		if stream.Status != 200 || !strings.Contains(string(stream.Body), "[DONE]") {
 			t.Fatalf("stream: %d %.300s", stream.Status, stream.Body)
+		}
+		preview := ""
+		for _, line := range strings.Split(string(stream.Body), "\n") {
+			var ev struct {
+				Event struct{ Type, Output string } `json:"zest_event"`
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Event.Type == "tool_result" {
+				preview = ev.Event.Output
+			}
+		}
+		cut := strings.TrimSuffix(preview, "…")
+		if !strings.HasPrefix(preview, "Echo: xéé") || cut == preview || len(cut) > 512 || !utf8.ValidString(preview) || strings.ContainsRune(preview, utf8.RuneError) {
+			t.Fatalf("tool_result preview (%d bytes): %q", len(preview), preview)
 		}
 	})
 	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {

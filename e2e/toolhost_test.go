@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +17,7 @@ import (
 
 func serverEverything(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(filepath.Dir(file)), "scripts", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	p := filepath.Join(repoRoot(), "scripts", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
 	}
@@ -88,25 +85,24 @@ func running(pid int) bool {
 
 func waitNotRunning(t *testing.T, what string, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the helper %d still runs", what, pid)
+	waitFor(t, 10*time.Second, func() error {
+		if running(pid) {
+			return fmt.Errorf("%s: the helper %d still runs", what, pid)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // startToolhost runs the zest-toolhost binary alone, with env added to its environment, and
 // returns its client and process.
-func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *bytes.Buffer) {
+func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *logBuffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
 	cmd.Env = append(append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey), env...)
 	started := handOver(cmd, "zest-toolhost")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &logBuffer{} // read while the tool host still writes
+	cmd.Stdout, cmd.Stderr = logs, logs
 	err := cmd.Start()
 	started()
 	if err != nil {
@@ -128,7 +124,7 @@ func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClien
 		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
 		return err
 	})
-	return c, cmd, &logs
+	return c, cmd, logs
 }
 
 func ensure(t *testing.T, c toolhostv1.ToolHostServiceClient, id, command string, args ...string) *toolhostv1.ServerStatus {
@@ -185,15 +181,12 @@ func inGroups(pgids []int) []string {
 
 func waitGone(t *testing.T, what string, pgids []int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var left []string
-	for time.Now().Before(deadline) {
-		if left = inGroups(pgids); len(left) == 0 {
-			return
+	waitFor(t, 10*time.Second, func() error {
+		if left := inGroups(pgids); len(left) > 0 {
+			return fmt.Errorf("%s: processes left: %v", what, left)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: processes left: %v", what, left)
+		return nil
+	})
 }
 
 func TestToolhostSignalsLeaveNoChild(t *testing.T) {
@@ -217,7 +210,12 @@ func TestToolhostSignalsLeaveNoChild(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			what := fmt.Sprintf("after %v to the tool host (logs:\n%s)", sig, logs)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("tool host log:\n%s", logs)
+				}
+			})
+			what := fmt.Sprintf("after %v to the tool host", sig)
 			waitGone(t, what, pgids)
 			waitNotRunning(t, what, helper)
 		})
