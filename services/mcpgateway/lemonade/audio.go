@@ -147,13 +147,21 @@ func takeString(args map[string]any, key string) (string, map[string]any, error)
 	return "", nil, fmt.Errorf("argument %s must be a string (base64 of the audio file)", key)
 }
 
-// decodeAudio decodes audio_base64 (standard alphabet, padded, line breaks allowed) into one
-// buffer of the exact size, refusing more than limit bytes of audio before decoding any.
+// decodeAudio decodes audio_base64 (standard alphabet, padded, line breaks allowed anywhere,
+// as base64.StdEncoding.DecodeString takes it) into one buffer of the exact size, refusing
+// more than limit bytes of audio before decoding any.
 func decodeAudio(s string, limit int) ([]byte, error) {
-	body := strings.TrimRight(s, "=")
-	n := base64.RawStdEncoding.DecodedLen(len(body) - strings.Count(body, "\n") - strings.Count(body, "\r"))
+	// Every character but line breaks and padding carries 6 bits; in valid input this is the
+	// exact decoded length, and invalid input is refused by the decoder whatever it says.
+	chars := len(s) - strings.Count(s, "\n") - strings.Count(s, "\r") - strings.Count(s, "=")
+	n := base64.RawStdEncoding.DecodedLen(chars)
 	if n > limit {
 		return nil, fmt.Errorf("audio_base64 holds %d bytes of audio; the limit is %d (%d MiB)", n, limit, limit>>20)
+	}
+	// The streaming decoder checks padding only within the piece it is decoding, so "QQ==QUFB"
+	// read in two pieces would pass; padding anywhere but at the end is refused here.
+	if i := strings.IndexByte(strings.TrimRight(s, "=\r\n"), '='); i >= 0 {
+		return nil, badBase64(base64.CorruptInputError(i))
 	}
 	out := make([]byte, n)
 	dec := base64.NewDecoder(base64.StdEncoding, strings.NewReader(s))
