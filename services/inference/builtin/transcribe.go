@@ -152,12 +152,19 @@ func parseWAV(b []byte) (wavInfo, error) {
 		return w, unsupported("not a WAV file (starts with %q)", head)
 	}
 	end := len(b) // bytes after the RIFF chunk (an appended tag) are not part of it
-	switch riff := binary.LittleEndian.Uint32(b[4:8]); {
+	riff := binary.LittleEndian.Uint32(b[4:8])
+	truncated := func() error {
+		return malformed("WAV RIFF header declares %d bytes but the file has %d: it is truncated", uint64(riff)+8, len(b))
+	}
+	padCounted := false // the RIFF size counts a last pad byte the file lacks (checked below)
+	switch {
 	case riff == unknownSize:
 	case riff < 4:
 		return w, malformed("WAV RIFF size %d cannot hold the WAVE form", riff)
+	case uint64(riff)+8 == uint64(len(b))+1:
+		padCounted = true
 	case uint64(riff)+8 > uint64(len(b)):
-		return w, malformed("WAV RIFF header declares %d bytes but the file has %d: it is truncated", uint64(riff)+8, len(b))
+		return w, truncated()
 	default:
 		end = 8 + int(riff)
 	}
@@ -167,7 +174,8 @@ func parseWAV(b []byte) (wavInfo, error) {
 		data     []byte
 		haveData bool
 	)
-	for p := 12; p < end; {
+	p := 12
+	for p < end {
 		if end-p < 8 {
 			return w, malformed("WAV has %d stray byte(s) after its last chunk", end-p)
 		}
@@ -201,7 +209,12 @@ func parseWAV(b []byte) (wavInfo, error) {
 			}
 			data, haveData = body, true
 		}
-		p += int(size) + int(size&1) // chunks are padded to an even size (a missing last pad is let go)
+		p += int(size) + int(size&1) // chunks are padded to an even size
+	}
+	// The last chunk's pad byte may be missing (p is then end+1), whether the RIFF size leaves
+	// it out or counts it; a RIFF size one past the end for any other reason is a truncation.
+	if padCounted && p != end+1 {
+		return w, truncated()
 	}
 	switch {
 	case !haveFmt:
