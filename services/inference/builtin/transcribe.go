@@ -73,8 +73,9 @@ func unsupported(format string, a ...any) error {
 // wavFormat is a checked fmt chunk: channels ≥ 1, rate ≥ 1, a sample format the engine
 // decodes, and blockAlign = channels × bits/8.
 type wavFormat struct {
-	tag, channels, bits, blockAlign int
-	rate                            int
+	channels, bits, blockAlign, rate int
+	name                             string               // "16-bit PCM", "32-bit float"
+	sample                           func([]byte) float64 // one sample (bits/8 bytes), full scale 1
 }
 
 // parseFmt checks a fmt chunk. Every field that sizes what is read later is checked here, so
@@ -85,9 +86,9 @@ func parseFmt(body []byte) (wavFormat, error) {
 	}
 	u16 := func(i int) int { return int(binary.LittleEndian.Uint16(body[i:])) }
 	u32 := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(body[i:])) }
-	f := wavFormat{tag: u16(0), channels: u16(2), blockAlign: u16(12), bits: u16(14)}
-	rate, byteRate := u32(4), u32(8)
-	if f.tag == 0xFFFE { // WAVE_FORMAT_EXTENSIBLE: the real tag leads the sub-format GUID
+	f := wavFormat{channels: u16(2), blockAlign: u16(12), bits: u16(14)}
+	tag, rate, byteRate := u16(0), u32(4), u32(8)
+	if tag == 0xFFFE { // WAVE_FORMAT_EXTENSIBLE: the real tag leads the sub-format GUID
 		if len(body) < 40 {
 			return f, malformed("WAV extensible fmt chunk has %d bytes; it needs 40", len(body))
 		}
@@ -100,7 +101,7 @@ func parseFmt(body []byte) (wavFormat, error) {
 		if !bytes.Equal(body[26:40], subtypeTail) {
 			return f, unsupported("WAV extensible sub-format %x is neither PCM nor IEEE float", body[24:40])
 		}
-		f.tag = u16(24)
+		tag = u16(24)
 	}
 	switch {
 	case f.channels == 0:
@@ -110,10 +111,24 @@ func parseFmt(body []byte) (wavFormat, error) {
 	}
 	f.rate = int(rate)
 	switch {
-	case f.tag == 1 && (f.bits == 8 || f.bits == 16 || f.bits == 24 || f.bits == 32):
-	case f.tag == 3 && f.bits == 32:
+	case tag == 1 && f.bits == 8:
+		f.sample = func(s []byte) float64 { return (float64(s[0]) - 128) / 128 }
+	case tag == 1 && f.bits == 16:
+		f.sample = func(s []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(s))) / 32768 }
+	case tag == 1 && f.bits == 24:
+		f.sample = func(s []byte) float64 {
+			return float64(int32(uint32(s[0])<<8|uint32(s[1])<<16|uint32(s[2])<<24)>>8) / 8388608
+		}
+	case tag == 1 && f.bits == 32:
+		f.sample = func(s []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(s))) / 2147483648 }
+	case tag == 3 && f.bits == 32:
+		f.sample = func(s []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(s))) }
 	default:
-		return f, unsupported("format %d with %d bits per sample is not PCM this engine decodes", f.tag, f.bits)
+		return f, unsupported("format %d with %d bits per sample is not PCM this engine decodes", tag, f.bits)
+	}
+	f.name = fmt.Sprintf("%d-bit PCM", f.bits)
+	if tag == 3 {
+		f.name = "32-bit float"
 	}
 	if f.blockAlign != f.channels*f.bits/8 {
 		return f, malformed("WAV block_align %d does not match %d channels × %d bits", f.blockAlign, f.channels, f.bits)
@@ -137,12 +152,19 @@ func parseWAV(b []byte) (wavInfo, error) {
 		return w, unsupported("not a WAV file (starts with %q)", head)
 	}
 	end := len(b) // bytes after the RIFF chunk (an appended tag) are not part of it
-	switch riff := binary.LittleEndian.Uint32(b[4:8]); {
+	riff := binary.LittleEndian.Uint32(b[4:8])
+	truncated := func() error {
+		return malformed("WAV RIFF header declares %d bytes but the file has %d: it is truncated", uint64(riff)+8, len(b))
+	}
+	padCounted := false // the RIFF size counts a last pad byte the file lacks (checked below)
+	switch {
 	case riff == unknownSize:
 	case riff < 4:
 		return w, malformed("WAV RIFF size %d cannot hold the WAVE form", riff)
+	case uint64(riff)+8 == uint64(len(b))+1:
+		padCounted = true
 	case uint64(riff)+8 > uint64(len(b)):
-		return w, malformed("WAV RIFF header declares %d bytes but the file has %d: it is truncated", uint64(riff)+8, len(b))
+		return w, truncated()
 	default:
 		end = 8 + int(riff)
 	}
@@ -152,7 +174,8 @@ func parseWAV(b []byte) (wavInfo, error) {
 		data     []byte
 		haveData bool
 	)
-	for p := 12; p < end; {
+	p := 12
+	for p < end {
 		if end-p < 8 {
 			return w, malformed("WAV has %d stray byte(s) after its last chunk", end-p)
 		}
@@ -186,7 +209,12 @@ func parseWAV(b []byte) (wavInfo, error) {
 			}
 			data, haveData = body, true
 		}
-		p += int(size) + int(size&1) // chunks are padded to an even size (a missing last pad is let go)
+		p += int(size) + int(size&1) // chunks are padded to an even size
+	}
+	// The last chunk's pad byte may be missing (p is then end+1), whether the RIFF size leaves
+	// it out or counts it; a RIFF size one past the end for any other reason is a truncation.
+	if padCounted && p != end+1 {
+		return w, truncated()
 	}
 	switch {
 	case !haveFmt:
@@ -194,26 +222,7 @@ func parseWAV(b []byte) (wavInfo, error) {
 	case !haveData:
 		return w, malformed("WAV has no data chunk")
 	}
-	w.channels, w.rate = f.channels, f.rate
-	var sample func([]byte) float64
-	switch {
-	case f.tag == 1 && f.bits == 8:
-		sample = func(s []byte) float64 { return (float64(s[0]) - 128) / 128 }
-	case f.tag == 1 && f.bits == 16:
-		sample = func(s []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(s))) / 32768 }
-	case f.tag == 1 && f.bits == 24:
-		sample = func(s []byte) float64 {
-			return float64(int32(uint32(s[0])<<8|uint32(s[1])<<16|uint32(s[2])<<24)>>8) / 8388608
-		}
-	case f.tag == 1 && f.bits == 32:
-		sample = func(s []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(s))) / 2147483648 }
-	default: // 32-bit float, the only other format parseFmt lets through
-		sample = func(s []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(s))) }
-	}
-	w.format = fmt.Sprintf("%d-bit PCM", f.bits)
-	if f.tag == 3 {
-		w.format = "32-bit float"
-	}
+	w.channels, w.rate, w.format = f.channels, f.rate, f.name
 	blk, step := f.blockAlign, f.bits/8
 	w.frames = len(data) / blk // whole: the data chunk was checked
 	var sum float64
@@ -222,7 +231,7 @@ func parseWAV(b []byte) (wavInfo, error) {
 	var winSum float64
 	inSound := false
 	for i := range w.frames {
-		v := sample(data[i*blk : i*blk+step]) // first channel
+		v := f.sample(data[i*blk : i*blk+step]) // first channel
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return w, malformed("WAV float sample of frame %d is not a finite number", i)
 		}

@@ -213,6 +213,8 @@ func FuzzParseWAV(f *testing.F) {
 	f.Add(riff(chunk("fmt ", fmtBody(3, 1, 8000, 4, 32)), chunk("data", le(float32(1), float32(math.Inf(1))))))
 	f.Add(sizedRIFF(unknownSize, append(pcm16, sizedChunk("data", unknownSize, make([]byte, 7))...)))
 	f.Add(riff(pcm16, chunk("LIST", []byte("odd")), chunk("data", make([]byte, 6)), []byte{1, 2}))
+	oddLast := append(bytes.Clone(pcm16), "LIST\x03\x00\x00\x00odd"...) // no pad byte
+	f.Add(sizedRIFF(uint32(4+len(oddLast)+1), oddLast))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w, err := parseWAV(b)
 		if err != nil {
@@ -238,4 +240,25 @@ func FuzzParseWAV(f *testing.F) {
 			t.Fatalf("level %v", w.rms)
 		}
 	})
+}
+
+// TestParseWAVMissingLastPad: a last chunk of odd size may lack its pad byte, whether the
+// RIFF size leaves the pad out or counts it (both are common writer behaviour); a RIFF size
+// one past the end with no pad missing is still a truncated file.
+func TestParseWAVMissingLastPad(t *testing.T) {
+	fmt8 := chunk("fmt ", fmtBody(1, 1, 8000, 1, 8))
+	odd := append(append(bytes.Clone(fmt8), "data"...), le(uint32(3), []byte{128, 255, 0})...) // no pad byte
+	for name, size := range map[string]uint32{"RIFF size without the pad": uint32(4 + len(odd)), "RIFF size with the pad": uint32(4 + len(odd) + 1)} {
+		t.Run(name, func(t *testing.T) {
+			w, err := parseWAV(sizedRIFF(size, odd))
+			if err != nil || w.frames != 3 || w.format != "8-bit PCM" {
+				t.Fatalf("got %+v, %v", w, err)
+			}
+		})
+	}
+	even := append(bytes.Clone(fmt8), chunk("data", make([]byte, 4))...)
+	_, err := parseWAV(sizedRIFF(uint32(4+len(even)+1), even))
+	if !errors.Is(err, ErrMalformedAudio) || !strings.Contains(err.Error(), "it is truncated") {
+		t.Fatalf("RIFF size one past an even last chunk: %v", err)
+	}
 }

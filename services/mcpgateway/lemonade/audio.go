@@ -1,6 +1,7 @@
 package lemonade
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -20,14 +21,10 @@ func (t *Tools) maxAudio() int {
 	return MaxAudioBytes
 }
 
-// readChunk is how much of an audio file is read between two looks at the context.
-const readChunk = 1 << 20
-
 // readAudio reads audio_path p: a regular file inside dir, at most limit bytes. It opens the
 // file through os.Root (no ".." or symlink leads out of dir) without blocking (a FIFO would
-// otherwise hold the open until some writer came), refuses anything but a regular file,
-// stops reading at limit+1 bytes whatever the size said when it was opened, and gives up
-// when ctx ends.
+// otherwise hold the open until some writer came), refuses anything but a regular file, and
+// stops reading at limit+1 bytes whatever the size said when it was opened.
 func readAudio(ctx context.Context, dir, p string, limit int) ([]byte, error) {
 	rel, err := inside(dir, p, "the audio directory (ZEST_MCP_AUDIO_DIR)")
 	if err != nil {
@@ -41,13 +38,6 @@ func readAudio(ctx context.Context, dir, p string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("audio directory (ZEST_MCP_AUDIO_DIR): %w", err)
 	}
 	defer root.Close()
-	// A look before opening spares devices and FIFOs the open itself; the Stat of the open
-	// file below is what counts (the path may change in between).
-	if st, err := root.Stat(rel); err != nil {
-		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
-	} else if !st.Mode().IsRegular() {
-		return nil, notRegular(p, st.Mode())
-	}
 	f, err := root.OpenFile(rel, os.O_RDONLY|openNoBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("audio_path %q: %w", p, unwrapPath(err))
@@ -63,7 +53,7 @@ func readAudio(ctx context.Context, dir, p string, limit int) ([]byte, error) {
 	if st.Size() > int64(limit) {
 		return nil, fmt.Errorf("audio_path %q has %d bytes; the limit is %d", p, st.Size(), limit)
 	}
-	b, err := readLimited(ctx, f, int(st.Size()), limit)
+	b, err := readAtMost(f, st.Size(), limit)
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("audio_path %q grew past the %d-byte limit while it was read", p, limit)
 	}
@@ -75,33 +65,18 @@ func readAudio(ctx context.Context, dir, p string, limit int) ([]byte, error) {
 
 var errTooLarge = errors.New("over the size limit")
 
-// readLimited reads r to its end into one buffer sized for hint bytes, a chunk at a time,
-// checking ctx between chunks; past limit bytes it stops with errTooLarge.
-func readLimited(ctx context.Context, r io.Reader, hint, limit int) ([]byte, error) {
-	buf := make([]byte, 0, min(max(hint, 0), limit)+1) // +1: room to see the end without growing
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			if len(buf) > limit {
-				return nil, errTooLarge
-			}
-			buf = append(buf, 0)[:len(buf)] // grow (the file is longer than its size said)
-		}
-		room := min(cap(buf)-len(buf), readChunk, limit+1-len(buf))
-		n, err := r.Read(buf[len(buf) : len(buf)+room])
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return nil, errTooLarge
-		}
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+// readAtMost reads r to its end into one buffer sized for size bytes (it grows if r is
+// longer); past limit bytes it stops with errTooLarge.
+func readAtMost(r io.Reader, size int64, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(size, 0), int64(limit))) + bytes.MinRead) // ReadFrom grows unless MinRead bytes are free
+	if _, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1)); err != nil {
+		return nil, err
 	}
+	if buf.Len() > limit {
+		return nil, errTooLarge
+	}
+	return buf.Bytes(), nil
 }
 
 func notRegular(p string, m fs.FileMode) error {
@@ -147,13 +122,21 @@ func takeString(args map[string]any, key string) (string, map[string]any, error)
 	return "", nil, fmt.Errorf("argument %s must be a string (base64 of the audio file)", key)
 }
 
-// decodeAudio decodes audio_base64 (standard alphabet, padded, line breaks allowed) into one
-// buffer of the exact size, refusing more than limit bytes of audio before decoding any.
+// decodeAudio decodes audio_base64 (standard alphabet, padded, line breaks allowed anywhere,
+// as base64.StdEncoding.DecodeString takes it) into one buffer of the exact size, refusing
+// more than limit bytes of audio before decoding any.
 func decodeAudio(s string, limit int) ([]byte, error) {
-	body := strings.TrimRight(s, "=")
-	n := base64.RawStdEncoding.DecodedLen(len(body) - strings.Count(body, "\n") - strings.Count(body, "\r"))
+	// Every character but line breaks and padding carries 6 bits; in valid input this is the
+	// exact decoded length, and invalid input is refused by the decoder whatever it says.
+	chars := len(s) - strings.Count(s, "\n") - strings.Count(s, "\r") - strings.Count(s, "=")
+	n := base64.RawStdEncoding.DecodedLen(chars)
 	if n > limit {
 		return nil, fmt.Errorf("audio_base64 holds %d bytes of audio; the limit is %d (%d MiB)", n, limit, limit>>20)
+	}
+	// The streaming decoder checks padding only within the piece it is decoding, so "QQ==QUFB"
+	// read in two pieces would pass; padding anywhere but at the end is refused here.
+	if i := strings.IndexByte(strings.TrimRight(s, "=\r\n"), '='); i >= 0 {
+		return nil, badBase64(base64.CorruptInputError(i))
 	}
 	out := make([]byte, n)
 	dec := base64.NewDecoder(base64.StdEncoding, strings.NewReader(s))

@@ -1,6 +1,7 @@
 package lemonade
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -89,25 +90,21 @@ type endless struct{ n int }
 
 func (e *endless) Read(p []byte) (int, error) { e.n += len(p); return len(p), nil }
 
-// TestReadLimitedStopsAtTheLimit: a file that is longer than its size said (it grows, or a
-// special file reports 0) is read no further than limit+1 bytes, and a cancelled call stops.
-func TestReadLimitedStopsAtTheLimit(t *testing.T) {
+// TestReadAtMostStopsAtTheLimit: a file that is longer than its size said (it grew after the
+// Stat) is read no further than limit+1 bytes, and is refused; one at the limit is read whole
+// into a buffer allocated once.
+func TestReadAtMostStopsAtTheLimit(t *testing.T) {
 	r := &endless{}
-	if _, err := readLimited(t.Context(), r, 0, 3<<20); !errors.Is(err, errTooLarge) || r.n > 3<<20+1 {
+	if _, err := readAtMost(r, 1<<20, 3<<20); !errors.Is(err, errTooLarge) || r.n > 3<<20+1 {
 		t.Fatalf("endless: %v after %d bytes", err, r.n)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := readLimited(ctx, &endless{}, 0, 3<<20); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled: %v", err)
-	}
-	b, err := readLimited(t.Context(), io.LimitReader(&endless{}, 5<<20), 1<<20, 8<<20)
+	b, err := readAtMost(io.LimitReader(&endless{}, 5<<20), 1<<20, 8<<20)
 	if err != nil || len(b) != 5<<20 {
-		t.Fatalf("longer than the hint: %v, %d bytes", err, len(b))
+		t.Fatalf("longer than its size: %v, %d bytes", err, len(b))
 	}
-	b, err = readLimited(t.Context(), strings.NewReader("abc"), 3, 3)
-	if err != nil || string(b) != "abc" {
-		t.Fatalf("exactly the limit: %v %q", err, b)
+	b, err = readAtMost(io.LimitReader(&endless{}, 4<<20), 4<<20, 4<<20)
+	if err != nil || len(b) != 4<<20 || cap(b) > len(b)+len(b)/8 { // grown, it would have doubled
+		t.Fatalf("exactly the limit: %v, %d bytes (cap %d)", err, len(b), cap(b))
 	}
 }
 
@@ -118,9 +115,11 @@ func TestDecodeAudio(t *testing.T) {
 		for i := range src {
 			src[i] = byte(i * 7)
 		}
-		b, err := decodeAudio(base64.StdEncoding.EncodeToString(src), limit)
-		if err != nil || len(b) != n || b[n-1] != src[n-1] || cap(b) != n {
-			t.Fatalf("%d bytes: %v (%d bytes, cap %d)", n, err, len(b), cap(b))
+		for _, end := range []string{"", "\n", "\r\n"} { // as `base64 file` writes it
+			b, err := decodeAudio(base64.StdEncoding.EncodeToString(src)+end, limit)
+			if err != nil || len(b) != n || b[n-1] != src[n-1] || cap(b) != n {
+				t.Fatalf("%d bytes, ending %q: %v (%d bytes, cap %d)", n, end, err, len(b), cap(b))
+			}
 		}
 	}
 	if _, err := decodeAudio(base64.StdEncoding.EncodeToString(make([]byte, limit+1)), limit); err == nil ||
@@ -135,6 +134,7 @@ func TestDecodeAudio(t *testing.T) {
 		"eHl6*Hl6": "byte 4",
 		"eHl6e":    "not valid base64",
 		"eHl6eH=6": "not valid base64",
+		"eHk=eHl6": "byte 3",
 	} {
 		if _, err := decodeAudio(in, limit); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v", in, err)
@@ -157,4 +157,30 @@ func TestTranscribeAudioBase64Arguments(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), `unknown field "nope"`) {
 		t.Fatalf("unknown field: %s", text(res))
 	}
+}
+
+// FuzzDecodeAudio: decodeAudio agrees with base64.StdEncoding.DecodeString, the decoder it
+// replaced: the same bytes when that accepts at most limit of them, a refusal otherwise.
+func FuzzDecodeAudio(f *testing.F) {
+	for _, s := range []string{
+		"", "QQ==", "QQ==\n", "QQ==\r\n", "QQ=\n=", "QQ\n==", "QUI=\n", "QUJD\n", "QUJD", "QUJDRA==\r\n\r\n",
+		"eHl6\r\neHl6\neHk=", "eHl6*Hl6", "eHl6e", "eHl6eH=6", "QQ==QQ==", "QQ=", "Q===", "====", "\n", "=",
+		"000=0000", "QQ==QUFB", "QUJD\n=\nQQ==", "QUJDREVGR0g=\n", "QUJDREVGR0hJ\n", "QUJDREVGRw==\n", "QUJDREVG\nRw=\r\n=\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, wantErr := base64.StdEncoding.DecodeString(s)
+		for _, limit := range []int{7, 1 << 20} { // at the edge of short inputs; past any input
+			got, err := decodeAudio(s, limit)
+			switch {
+			case wantErr == nil && len(want) <= limit:
+				if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
+					t.Fatalf("%q: got %q (cap %d), %v; want %q (limit %d)", s, got, cap(got), err, want, limit)
+				}
+			case err == nil:
+				t.Fatalf("%q: accepted as %q; DecodeString: %q, %v (limit %d)", s, got, want, wantErr, limit)
+			}
+		}
+	})
 }

@@ -1,10 +1,11 @@
 package lemonade
 
 import (
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,18 +15,18 @@ import (
 // sandbox is LEMONADE_MCP_IMAGE_DIR with traps around it, for FuzzImagePath:
 //
 //	base/
-//	  outside/                 nothing may ever be written here
+//	  outside/                 nothing here may ever be written, created or removed
+//	    x.png                  a file a write through a symlink would overwrite
+//	    victim.png             another
 //	  a/b/images/              the image directory
 //	    escape   → base/outside (absolute symlink)
-//	    up       → ../..        (relative symlink leading out)
-//	    upfile   → ../../outside/x.png
+//	    up       → ../../..     (relative symlink leading out, to base)
+//	    upfile   → ../../../outside/x.png
+//	    victim   → base/outside/victim.png (absolute symlink to a file)
 //	    loop     → loop
 //	    inner    → sub          (a symlink that stays inside)
 //	    sub/
-type sandbox struct {
-	base, images string
-	before       []string // what base holds outside the image directory
-}
+type sandbox struct{ base, images string }
 
 func newSandbox(tb testing.TB) *sandbox {
 	tb.Helper()
@@ -39,29 +40,49 @@ func newSandbox(tb testing.TB) *sandbox {
 			tb.Fatal(err)
 		}
 	}
+	for _, name := range []string{"x.png", "victim.png"} {
+		if err := os.WriteFile(filepath.Join(base, "outside", name), []byte("keep "+name), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	for link, target := range map[string]string{
-		"escape": filepath.Join(base, "outside"), "up": "../..", "upfile": "../../outside/x.png", "loop": "loop", "inner": "sub",
+		"escape": filepath.Join(base, "outside"), "up": "../../..", "upfile": "../../../outside/x.png",
+		"victim": filepath.Join(base, "outside", "victim.png"), "loop": "loop", "inner": "sub",
 	} {
 		if err := os.Symlink(target, filepath.Join(s.images, link)); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	s.before = s.outsideEntries(tb)
 	return s
 }
 
-// outsideEntries lists every path under base that is not inside the image directory.
-func (s *sandbox) outsideEntries(tb testing.TB) []string {
+// outsideEntries maps every path under base that is not inside the image directory to what
+// it is: a directory, a symlink and its target, or a file and its contents and mode.
+func (s *sandbox) outsideEntries(tb testing.TB) map[string]string {
 	tb.Helper()
-	var out []string
+	out := map[string]string{}
 	err := filepath.WalkDir(s.base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == s.images {
+		switch {
+		case p == s.images:
 			return filepath.SkipDir
+		case d.IsDir():
+			out[p] = "directory"
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			out[p] = "symlink to " + target
+			return err
+		default:
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			out[p] = fmt.Sprintf("file %v %q", info.Mode(), b)
+			return err
 		}
-		out = append(out, p)
 		return nil
 	})
 	if err != nil {
@@ -93,6 +114,7 @@ func FuzzImagePath(f *testing.F) {
 		{"..", false}, {"../x.png", false}, {"../../../outside/x.png", false}, {"a/../../x.png", false}, {"..", true},
 		{"/etc/x.png", false}, {"/", true}, {"{root}/abs.png", false}, {"{root}/../x.png", false}, {"{root}", true}, {"{root}/../../../outside", true},
 		{"escape/x.png", false}, {"escape", true}, {"up/outside/x.png", false}, {"up", true}, {"upfile", false},
+		{"victim", false}, {"{root}/victim", false}, {"escape/victim.png", false}, {"up/outside/victim.png", false},
 		{"loop/x.png", false}, {"inner/x.png", false}, {"inner", true}, {"sub/../inner/../escape/x.png", false},
 		{"x\x00.png", false}, {"\x00", true}, {"sub/\x00/x.png", false},
 		{strings.Repeat("a", 255) + ".png", false}, {strings.Repeat("a", 300), true}, {strings.Repeat("d/", 300) + "x.png", false},
@@ -110,12 +132,13 @@ func FuzzImagePath(f *testing.F) {
 		if dir {
 			args = map[string]any{"prompt": "x", "output_dir": p, "n": 2}
 		}
+		before := s.outsideEntries(t)
 		res, err := tools.generateImage(t.Context(), callArgs(args))
 		if err != nil || res == nil {
 			t.Fatalf("%q: no result (%v)", p, err)
 		}
-		if got := s.outsideEntries(t); !slices.Equal(got, s.before) {
-			t.Fatalf("%q (dir %v) changed what lies outside the image directory:\n got %q\nwant %q", p, dir, got, s.before)
+		if got := s.outsideEntries(t); !maps.Equal(got, before) {
+			t.Fatalf("%q (dir %v) changed what lies outside the image directory:\n got %q\nwant %q", p, dir, got, before)
 		}
 		if res.IsError {
 			return

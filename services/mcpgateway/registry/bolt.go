@@ -250,12 +250,17 @@ func expiryOf(v []byte) (unix int64, ok bool) {
 	return int64(binary.BigEndian.Uint64(v)), true
 }
 
-// put prunes the entries that expired before now, then stores hashed → expires + payload
-// and moves the entry's index key to its new expiry. Each step is a lookup or an update of
-// one key (O(log n)), and pruning reads the index only up to the first unexpired key.
+// prunePerWrite is the most expired entries one write deletes: a batch that expired
+// together is spread over the next writes rather than held in one transaction.
+const prunePerWrite = 1000
+
+// put prunes up to prunePerWrite entries that expired before now, then stores hashed →
+// expires + payload and moves the entry's index key to its new expiry. Each step is a lookup
+// or an update of one key (O(log n)), and pruning reads the index only up to the first
+// unexpired key.
 func (e expiring) put(tx *bolt.Tx, hashed []byte, expires time.Time, payload string, now int64) error {
 	entries, index := tx.Bucket(e.entries), tx.Bucket(e.byExpiry)
-	if err := prune(entries, index, now); err != nil {
+	if err := prune(entries, index, now, prunePerWrite); err != nil {
 		return err
 	}
 	if old, ok := expiryOf(entries.Get(hashed)); ok {
@@ -270,12 +275,12 @@ func (e expiring) put(tx *bolt.Tx, hashed []byte, expires time.Time, payload str
 	return index.Put(expiryKey(expires.Unix(), hashed), nil)
 }
 
-// prune deletes the entries whose expiry is before now. It walks the index from its first
-// key and stops at the first that has not expired.
-func prune(entries, index *bolt.Bucket, now int64) error {
+// prune deletes the first limit entries whose expiry is before now. It walks the index from
+// its first key and stops at the first that has not expired.
+func prune(entries, index *bolt.Bucket, now int64, limit int) error {
 	var expired [][]byte
 	c := index.Cursor()
-	for k, _ := c.First(); k != nil && int64(binary.BigEndian.Uint64(k)) < now; k, _ = c.Next() {
+	for k, _ := c.First(); k != nil && len(expired) < limit && int64(binary.BigEndian.Uint64(k)) < now; k, _ = c.Next() {
 		expired = append(expired, bytes.Clone(k)) // k is invalid once the bucket changes
 	}
 	for _, k := range expired {

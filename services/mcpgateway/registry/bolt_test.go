@@ -278,6 +278,56 @@ func TestSessionWritesPruneExpiredAndKeepUnexpired(t *testing.T) {
 	}
 }
 
+// TestPruningIsCappedPerWrite: a batch of entries that expired together is deleted at most
+// prunePerWrite a write, oldest first, until none is left; unexpired entries stay.
+func TestPruningIsCappedPerWrite(t *testing.T) {
+	r, err := Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, now := t.Context(), time.Now()
+	const batch = 2*prunePerWrite + 500
+	err = r.db.Update(func(tx *bolt.Tx) error { // stored as if written before they expired
+		for i := range batch {
+			id := fmt.Sprintf("expired-%d", i)
+			exp := now.Add(-time.Hour - time.Duration(i)*time.Second) // the highest i expired first
+			if err := endedSessions.put(tx, sessionKey(id), exp, "", 0); err != nil {
+				return err
+			}
+			if err := sessionLevels.put(tx, sessionKey(id), exp, "debug", 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for write, left := 1, batch; left > 0; write++ {
+		left = max(left-prunePerWrite, 0)
+		id := fmt.Sprintf("live-%d", write)
+		if err := r.EndSession(ctx, id, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.SetSessionLogLevel(ctx, id, "info", now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []expiring{endedSessions, sessionLevels} {
+			got := indexedEntries(t, r, e)
+			if len(got) != left+write {
+				t.Fatalf("%s after write %d: %d entries, want %d expired and %d live", e.entries, write, len(got), left, write)
+			}
+			// The oldest go first: what is left are the entries that expired last.
+			for i := range left {
+				if _, ok := got[string(sessionKey(fmt.Sprintf("expired-%d", i)))]; !ok {
+					t.Fatalf("%s after write %d: expired-%d was pruned before older entries", e.entries, write, i)
+				}
+			}
+		}
+	}
+}
+
 func TestMigrationFromV4IndexesSessionEntries(t *testing.T) {
 	now := time.Now()
 	entries := map[string]time.Time{"live-1": now.Add(time.Hour), "live-2": now.Add(time.Minute), "old-1": now.Add(-time.Hour), "old-2": now.Add(-time.Second * 2)}
