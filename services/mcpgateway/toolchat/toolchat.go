@@ -397,20 +397,31 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(b, nil))
 		return resultText(b)
 	}
-	// The tools were gathered when the chat began; an administrator may have filtered this
-	// one out since.
-	if cur, err := l.reg.GetServer(ctx, t.server.GetId()); err == nil && !serverconfig.Exposed(cur, t.name) {
-		l.log.InfoContext(ctx, "tool call refused", "server", t.server.GetId(), "tool", t.name, "reason", "filtered out")
-		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", t.server.GetId(), t.name), true
+	// The tools were gathered when the chat began; an administrator may have changed the
+	// server since (moved, disabled, deleted it, or filtered this tool out): the call goes to
+	// the server as it is configured now, or not at all.
+	id := t.server.GetId()
+	cur, err := l.reg.GetServer(ctx, id)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return fmt.Sprintf("The tool is not available: MCP server %q is no longer registered", id), true
+	case err != nil:
+		return l.hide(ctx, admin, id, "The tool failed", err), true
+	case !cur.GetEnabled():
+		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "disabled")
+		return fmt.Sprintf("The tool is not available: MCP server %q is disabled", id), true
+	case !serverconfig.Exposed(cur, t.name):
+		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "filtered out")
+		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name), true
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
-	raw, err := l.up.CallTool(ctx, t.server, t.name, params, 0)
+	raw, err := l.up.CallTool(ctx, cur, t.name, params, 0)
 	var rpcErr *upstream.RPCError
 	switch {
 	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
 		return fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), true
 	case err != nil:
-		return l.hide(ctx, admin, t.server.GetId(), "The tool failed", err), true
+		return l.hide(ctx, admin, id, "The tool failed", err), true
 	}
 	return resultText(raw)
 }

@@ -172,3 +172,38 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 		}
 	})
 }
+
+// A call goes to the connection of the config it is given: after a server's URL changed, a
+// call with the new config is not sent to the session of the old one, and a call with a
+// disabled config is refused even while a session is open.
+func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
+	before, after := mcptest.Start(t, mcptest.Options{}), mcptest.Start(t, mcptest.Options{})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	old := httpConfig("moved", before.URL)
+	if err := m.Connect(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	moved := proto.CloneOf(old)
+	moved.Url = after.URL
+	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
+	if _, err := m.CallTool(t.Context(), moved, "echo", params, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, a := len(before.ToolCalls()), len(after.ToolCalls()); b != 0 || a != 1 {
+		t.Fatalf("a call with the new URL reached the old server %d times and the new one %d times, want 0 and 1", b, a)
+	}
+	if before.Deletes() != 1 {
+		t.Errorf("the old server's session was ended %d times, want 1", before.Deletes())
+	}
+	off := proto.CloneOf(moved)
+	off.Enabled = false
+	if _, err := m.CallTool(t.Context(), off, "echo", params, 0); !errors.Is(err, ErrDisabled) {
+		t.Fatalf("a call with a disabled config: %v, want ErrDisabled", err)
+	}
+	if n := len(after.ToolCalls()); n != 1 {
+		t.Fatalf("a call with a disabled config reached the server (%d calls)", n)
+	}
+	noViolations(t, before)
+	noViolations(t, after)
+}

@@ -345,16 +345,19 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 	return s.call(ctx, method, params, timeout)
 }
 
-// ready returns the open session of cfg, connecting first when there is none, and the call's
-// timeout (the server's timeout_ms unless timeout is set).
+// ready returns the open session of cfg and the call's timeout (the server's timeout_ms
+// unless timeout is set). A session opened with another connection config (the server was
+// reconfigured, or the caller holds an older config than the one connected) is not used:
+// Connect(cfg) opens cfg's own, and refuses a disabled cfg. The pointer check keeps the
+// common case — the config that connected, as the registry cache hands it out — cheap.
 func (m *Manager) ready(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, timeout time.Duration) (session, time.Duration, error) {
-	s, _ := m.connected(cfg.GetId())
-	if s == nil {
+	s, cur := m.connected(cfg.GetId())
+	if s == nil || !cfg.GetEnabled() || (cur != cfg && !serverconfig.SameConnection(cur, cfg)) {
 		if err := m.Connect(ctx, cfg); err != nil {
 			return nil, 0, err
 		}
-		if s, _ = m.connected(cfg.GetId()); s == nil {
-			return nil, 0, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
+		if s, cur = m.connected(cfg.GetId()); s == nil || !serverconfig.SameConnection(cur, cfg) {
+			return nil, 0, fmt.Errorf("%w: %q was disconnected or reconfigured while connecting", ErrNotConnected, cfg.GetId())
 		}
 	}
 	if timeout <= 0 {
