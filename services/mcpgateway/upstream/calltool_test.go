@@ -3,8 +3,8 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
