@@ -291,11 +291,13 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 }
 
 // output serializes what one exchange sends: progress notifications may come from another
-// goroutine (the HTTP upstream's stream reader) than the call's.
+// goroutine (the HTTP upstream's stream reader) than the call's, even after the call has
+// returned; once the final item is sent, they are dropped.
 type output struct {
 	mu     sync.Mutex
 	stream mcpserve.ExchangeStream
 	failed error
+	done   bool // the final item was sent: nothing follows it
 }
 
 func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
@@ -304,14 +306,18 @@ func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
 	if o.failed != nil {
 		return o.failed
 	}
+	if o.done {
+		return nil
+	}
 	if err := o.stream.Send(r); err != nil {
 		o.failed = err
 		return err
 	}
+	o.done = r.GetFinal()
 	return nil
 }
 
-// note sends one notification before the answer.
+// note sends one notification before the answer (and drops it after).
 func (o *output) note(msg []byte) {
 	_ = o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
 }
