@@ -29,20 +29,20 @@ import (
 // Service implements AdminService.
 type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
-	reg     registry.Registry
-	configs *configs
-	up      *upstream.Manager
-	log     *slog.Logger
+	reg registry.Registry
+	up  *upstream.Manager
+	log *slog.Logger
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
 
-// New returns the admin service.
+// New returns the admin service. reg is the registry every write of a server goes through
+// (configcache.Registry in mcpgateway, so that reads on the hot paths need no registry read).
 func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, configs: newConfigs(reg), up: up, log: log}
+	return &Service{reg: reg, up: up, log: log}
 }
 
 // ListServers lists every registered server with its state.
@@ -141,7 +141,6 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
-	s.configs.put(cfg)
 	if old != nil && !serverconfig.SameConnection(old, cfg) {
 		_ = s.up.Disconnect(ctx, cfg.GetId())
 	}
@@ -184,7 +183,6 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
-	s.configs.drop(req.GetId())
 	s.up.Forget(ctx, req.GetId())
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
@@ -261,7 +259,7 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 		}
 		timeout = time.Duration(ms) * time.Millisecond
 	}
-	cfg, err := s.configs.get(ctx, req.GetId())
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
 	if err != nil {
 		return nil, toStatus(err)
 	}

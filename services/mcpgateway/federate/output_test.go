@@ -7,7 +7,9 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-type recordStream struct{ sent []*mcpgatewayv1.ExchangeResponse }
+type recordStream struct {
+	sent []*mcpgatewayv1.ExchangeResponse
+}
 
 func (r *recordStream) Send(m *mcpgatewayv1.ExchangeResponse) error {
 	r.sent = append(r.sent, m)
