@@ -217,10 +217,7 @@ func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToo
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.up.Connect(ctx, cfg); err != nil {
-		return nil, toStatus(err)
-	}
-	if _, err := s.up.Tools(ctx, cfg.GetId(), true); err != nil {
+	if _, err := s.up.ListTools(ctx, cfg, true); err != nil {
 		return nil, toStatus(err)
 	}
 	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil

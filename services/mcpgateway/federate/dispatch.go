@@ -89,14 +89,12 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	case "server/discover": // protocol 2026-07-28 is a later slice: its probe is unknown, as on /mcp
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover")
 	}
-	caps := c.h.up.State(c.cfg.GetId()).Info.Capabilities
-	if caps == nil { // not connected on this replica yet (a restart): connect on demand
-		if err := c.h.up.Connect(ctx, c.cfg); err != nil {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
-		}
-		caps = c.h.up.State(c.cfg.GetId()).Info.Capabilities
+	// Connected on demand (not yet on this replica, after a restart, or reconfigured).
+	inf, err := c.h.up.Info(ctx, c.cfg)
+	if err != nil {
+		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
 	}
-	if !declares(caps, msg.Method) {
+	if !declares(inf.Capabilities, msg.Method) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, c.cfg.GetId()))
 	}
 	switch msg.Method {

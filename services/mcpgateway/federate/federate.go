@@ -42,6 +42,7 @@ type Servers interface {
 type Upstreams interface {
 	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	State(id string) upstream.State
+	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
 	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
 }
@@ -231,10 +232,10 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if !slices.Contains(mcpserve.Versions, version) {
 		version = mcpserve.Versions[0]
 	}
-	if err := h.up.Connect(ctx, cfg); err != nil {
+	inf, err := h.up.Info(ctx, cfg)
+	if err != nil {
 		return out.final(mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
-	inf := h.up.State(cfg.GetId()).Info
 	result := map[string]any{"protocolVersion": version, "capabilities": orEmpty(inf.Capabilities), "serverInfo": orEmpty(inf.ServerInfo)}
 	if inf.Instructions != "" {
 		result["instructions"] = inf.Instructions

@@ -217,10 +217,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(cfg.GetTimeoutMs(), 1000))*time.Millisecond)
 	defer cancel()
-	if err := l.up.Connect(cctx, cfg); err != nil {
-		return nil, err
-	}
-	raws, err := l.up.Tools(cctx, id, false)
+	raws, err := l.up.ListTools(cctx, cfg, false)
 	if err != nil {
 		return nil, err
 	}

@@ -207,3 +207,25 @@ func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
 	noViolations(t, before)
 	noViolations(t, after)
 }
+
+// Info and ListTools connect as Call does: to the connection of the config they are given.
+func TestInfoAndListToolsUseTheConnectionOfTheirConfig(t *testing.T) {
+	before, after := mcptest.Start(t, mcptest.Options{}), mcptest.Start(t, mcptest.Options{Tools: []string{"moved"}})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	old := httpConfig("m", before.URL)
+	if _, err := m.Info(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	moved := proto.CloneOf(old)
+	moved.Url = after.URL
+	tools, err := m.ListTools(t.Context(), moved, false)
+	if err != nil || len(tools) != 2 || after.Initializes() != 1 {
+		t.Fatalf("ListTools with the new URL: %d tools, %v; the new server saw %d initializes", len(tools), err, after.Initializes())
+	}
+	off := proto.CloneOf(moved)
+	off.Enabled = false
+	if _, err := m.Info(t.Context(), off); !errors.Is(err, ErrDisabled) {
+		t.Fatalf("Info of a disabled config: %v", err)
+	}
+}

@@ -316,12 +316,38 @@ func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
 	return cfg
 }
 
-// Tools returns the tools of a connected server (refresh lists them again).
+// Tools returns the tools of a connected server (refresh lists them again), without
+// connecting one that is not.
 func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.RawMessage, error) {
 	s, _ := m.connected(id)
 	if s == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotConnected, id)
 	}
+	return m.tools(ctx, id, s, refresh)
+}
+
+// ListTools returns the tools of the server of cfg (refresh lists them again), connecting
+// first when needed, as Call does.
+func (m *Manager) ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error) {
+	s, _, err := m.ready(ctx, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	return m.tools(ctx, cfg.GetId(), s, refresh)
+}
+
+// Info returns what the handshake of the server of cfg said, connecting first when needed,
+// as Call does.
+func (m *Manager) Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (Info, error) {
+	s, _, err := m.ready(ctx, cfg, 0)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.info(), nil
+}
+
+// tools lists the tools of session s of id, recording a failure as the server's last error.
+func (m *Manager) tools(ctx context.Context, id string, s session, refresh bool) ([]json.RawMessage, error) {
 	t, err := s.tools(ctx, refresh)
 	if err != nil {
 		if c := m.lookup(id); c != nil {
