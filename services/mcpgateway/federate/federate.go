@@ -22,11 +22,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
-	"github.com/zestmcp/zest/lib/requestid"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -267,13 +266,7 @@ func orEmpty(m map[string]any) map[string]any {
 // else an incident id that mcpgateway's log line carries with the cause (a server's stderr
 // and exit status are for administrators).
 func (h *Handler) failure(ctx context.Context, serverID, what string, err error) string {
-	if h.keys.CallerIsAdmin(ctx) {
-		return fmt.Sprintf("Internal error: %s MCP server %q failed: %v", what, serverID, err)
-	}
-	incident := requestid.New()
-	h.log.WarnContext(ctx, "federated MCP server failed", "server", serverID, "incident", incident, "what", what, "err", err)
-	return fmt.Sprintf("Internal error: %s MCP server %q failed (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)",
-		what, serverID, incident, serverID)
+	return incident.Describe(ctx, h.log, h.keys.CallerIsAdmin(ctx), serverID, fmt.Sprintf("Internal error: %s MCP server %q failed", what, serverID), err)
 }
 
 // EndSession serves DELETE /mcp/servers/{id}: the session id is refused from then on.
@@ -335,9 +328,4 @@ func (o *output) err() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.failed
-}
-
-// checkTool is the server's tool filter (serverconfig.CheckTool), applied on every path.
-func checkTool(cfg *mcpgatewayv1.ServerConfig, name string) bool {
-	return serverconfig.CheckTool(cfg, name) == nil
 }

@@ -29,6 +29,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -119,7 +120,9 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	if len(chat.GetMessages()) == 0 {
 		return invalid("messages must hold at least one message")
 	}
-	admin := l.isAdmin(ctx)
+	// Administrators may see what a failing MCP server said (its stderr, its exit); API
+	// users get an incident id instead.
+	admin := l.keys.CallerIsAdmin(ctx)
 	tools, warnings := l.tools(ctx, providers, admin)
 	out := &emitter{stream: stream, maxRounds: l.cfg.MaxRounds}
 	for _, w := range warnings {
@@ -128,19 +131,9 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	return l.run(ctx, chat, tools, warnings, out, admin)
 }
 
-// isAdmin reports whether the caller presented the admin key: administrators may see what
-// a failing MCP server said (its stderr, its exit); API users get an incident id instead.
-func (l *Loop) isAdmin(ctx context.Context) bool { return l.keys.CallerIsAdmin(ctx) }
-
-// hide turns an upstream failure into what the caller may see: the failure itself for an
-// administrator, else a generic message with an incident id that the log line carries.
+// hide turns an upstream failure into what the caller may see (incident.Describe).
 func (l *Loop) hide(ctx context.Context, admin bool, serverID, what string, err error) string {
-	if admin {
-		return fmt.Sprintf("%s: %v", what, err)
-	}
-	incident := requestid.New()
-	l.log.WarnContext(ctx, "MCP server failed in a chat", "server", serverID, "incident", incident, "what", what, "err", err)
-	return fmt.Sprintf("%s (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)", what, incident, serverID)
+	return incident.Describe(ctx, l.log, admin, serverID, what, err)
 }
 
 // selection resolves the preset and the providers (the request's replace the preset's).
