@@ -86,15 +86,13 @@ func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*
 	})
 }
 
-// state is a config plus its connection state and tools.
-func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	st := s.up.State(c.GetId())
+// stateOf is the config part of a server's state.
+func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	out := &mcpgatewayv1.ServerState{
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(),
-		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	if out.Args == nil {
@@ -103,6 +101,14 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 	if out.Env == nil {
 		out.Env = map[string]string{}
 	}
+	return out
+}
+
+// state is a config plus its connection state and tools.
+func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
+	st := s.up.State(c.GetId())
+	out := stateOf(c)
+	out.Connected, out.LastError, out.ProtocolVersion = st.Connected, st.LastError, st.Info.ProtocolVersion
 	switch {
 	case !c.GetEnabled():
 		out.Status = "disabled"
@@ -165,13 +171,8 @@ func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	st := &mcpgatewayv1.ServerState{
-		Id: cfg.GetId(), Name: cfg.GetName(), Transport: cfg.GetTransport(), Command: cfg.GetCommand(), Args: cfg.GetArgs(),
-		WorkingDir: cfg.GetWorkingDir(), Env: cfg.GetEnv(), Url: cfg.GetUrl(), BearerToken: cfg.GetBearerToken(),
-		AllowInsecureHttp: cfg.GetAllowInsecureHttp(), Enabled: cfg.GetEnabled(), TimeoutMs: cfg.GetTimeoutMs(),
-		ToolsAllow: cfg.GetToolsAllow(), ToolsDeny: cfg.GetToolsDeny(), Expose: cfg.GetExpose(),
-		Status: "connected", Connected: true, ProtocolVersion: info.ProtocolVersion, TestOnly: proto.Bool(true),
-	}
+	st := stateOf(cfg)
+	st.Status, st.Connected, st.ProtocolVersion, st.TestOnly = "connected", true, info.ProtocolVersion, proto.Bool(true)
 	st.ServerInfo, _ = structpb.NewStruct(info.ServerInfo)
 	st.Capabilities, _ = structpb.NewStruct(info.Capabilities)
 	st.Tools = catalog.Entries(cfg, tools, nil)

@@ -4,8 +4,8 @@
 // Results pass through as raw JSON, decoded once by whoever finally reads them.
 //
 // No lock is held across network I/O: a connection is opened by one goroutine per server
-// (single flight) while every caller waits for it with its own context, so State, Tools,
-// Config and Disconnect never wait behind a handshake.
+// (single flight) while every caller waits for it with its own context, so State, Tools and
+// Disconnect never wait behind a handshake.
 package upstream
 
 import (
@@ -308,14 +308,6 @@ func (m *Manager) connected(id string) (session, *mcpgatewayv1.ServerConfig) {
 	return c.sess, c.cfg
 }
 
-// Config returns the config a connected server's session was opened with (nil when it is
-// not connected). Its tool filters may be older than the registry's: a filter change does
-// not reconnect.
-func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
-	_, cfg := m.connected(id)
-	return cfg
-}
-
 // Tools returns the tools of a connected server (refresh lists them again), without
 // connecting one that is not.
 func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.RawMessage, error) {
@@ -420,10 +412,8 @@ func (m *Manager) emit(serverID string, msg []byte) {
 // State is a server's connection state.
 type State struct {
 	Connected bool
-	// Connecting is set while a connect is in progress.
-	Connecting bool
-	LastError  string
-	Info       Info
+	LastError string
+	Info      Info
 }
 
 // State reports the connection state of id. It never waits for I/O.
@@ -434,7 +424,7 @@ func (m *Manager) State(id string) State {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := State{LastError: c.lastErr, Connecting: c.pending != nil}
+	st := State{LastError: c.lastErr}
 	if c.sess != nil {
 		st.Connected, st.Info = true, c.sess.info()
 	}
