@@ -5,8 +5,8 @@
 // id as that tools/list, and other requests of its own (roots/list by default), and sends
 // the tools only once the client has answered ping with {} and every other request with
 // -32601, aborting the stream otherwise; it can forget the session on the next tools/call
-// (HTTP 404) and hold initialize until a test lets it go. It lists echo and any more tools
-// its options name. It counts initializes, records the methods it saw, the tools called, the
+// (HTTP 404), tell a test when initialize arrives and hold it until the test lets it go. It
+// lists echo and any more tools its options name. It counts initializes, records the methods it saw, the tools called, the
 // client's answers, and every rule the client broke.
 package mcptest
 
@@ -40,6 +40,9 @@ type Options struct {
 	AnswerTimeout time.Duration
 	// InitializeGate, when set, holds every initialize until it is closed.
 	InitializeGate <-chan struct{}
+	// OnInitialize, when set, runs as each initialize arrives, before InitializeGate holds
+	// it: a test learns that a connect is under way without polling.
+	OnInitialize func()
 	// Tools are more tools listed after echo; each answers "<name>:<text>".
 	Tools []string
 }
@@ -272,6 +275,9 @@ func sessionKey(sid string, id json.RawMessage) string {
 }
 
 func (u *Upstream) initialize(w http.ResponseWriter, r *http.Request, msg message) {
+	if f := u.opts.OnInitialize; f != nil {
+		f()
+	}
 	if g := u.opts.InitializeGate; g != nil {
 		select {
 		case <-g:

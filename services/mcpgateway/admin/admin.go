@@ -29,20 +29,20 @@ import (
 // Service implements AdminService.
 type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
-	reg     registry.Registry
-	configs *configs
-	up      *upstream.Manager
-	log     *slog.Logger
+	reg registry.Registry
+	up  *upstream.Manager
+	log *slog.Logger
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
 
-// New returns the admin service.
+// New returns the admin service. reg is the registry every write of a server goes through
+// (configcache.Registry in mcpgateway, so that reads on the hot paths need no registry read).
 func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, configs: newConfigs(reg), up: up, log: log}
+	return &Service{reg: reg, up: up, log: log}
 }
 
 // ListServers lists every registered server with its state.
@@ -86,15 +86,13 @@ func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*
 	})
 }
 
-// state is a config plus its connection state and tools.
-func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	st := s.up.State(c.GetId())
+// stateOf is the config part of a server's state.
+func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	out := &mcpgatewayv1.ServerState{
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(),
-		Connected: st.Connected, LastError: st.LastError, ProtocolVersion: st.Info.ProtocolVersion,
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	if out.Args == nil {
@@ -103,6 +101,14 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 	if out.Env == nil {
 		out.Env = map[string]string{}
 	}
+	return out
+}
+
+// state is a config plus its connection state and tools.
+func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
+	st := s.up.State(c.GetId())
+	out := stateOf(c)
+	out.Connected, out.LastError, out.ProtocolVersion = st.Connected, st.LastError, st.Info.ProtocolVersion
 	switch {
 	case !c.GetEnabled():
 		out.Status = "disabled"
@@ -141,7 +147,6 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
-	s.configs.put(cfg)
 	if old != nil && !serverconfig.SameConnection(old, cfg) {
 		_ = s.up.Disconnect(ctx, cfg.GetId())
 	}
@@ -166,13 +171,8 @@ func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	st := &mcpgatewayv1.ServerState{
-		Id: cfg.GetId(), Name: cfg.GetName(), Transport: cfg.GetTransport(), Command: cfg.GetCommand(), Args: cfg.GetArgs(),
-		WorkingDir: cfg.GetWorkingDir(), Env: cfg.GetEnv(), Url: cfg.GetUrl(), BearerToken: cfg.GetBearerToken(),
-		AllowInsecureHttp: cfg.GetAllowInsecureHttp(), Enabled: cfg.GetEnabled(), TimeoutMs: cfg.GetTimeoutMs(),
-		ToolsAllow: cfg.GetToolsAllow(), ToolsDeny: cfg.GetToolsDeny(), Expose: cfg.GetExpose(),
-		Status: "connected", Connected: true, ProtocolVersion: info.ProtocolVersion, TestOnly: proto.Bool(true),
-	}
+	st := stateOf(cfg)
+	st.Status, st.Connected, st.ProtocolVersion, st.TestOnly = "connected", true, info.ProtocolVersion, proto.Bool(true)
 	st.ServerInfo, _ = structpb.NewStruct(info.ServerInfo)
 	st.Capabilities, _ = structpb.NewStruct(info.Capabilities)
 	st.Tools = catalog.Entries(cfg, tools, nil)
@@ -184,7 +184,6 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
-	s.configs.drop(req.GetId())
 	s.up.Forget(ctx, req.GetId())
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
@@ -219,10 +218,7 @@ func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToo
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.up.Connect(ctx, cfg); err != nil {
-		return nil, toStatus(err)
-	}
-	if _, err := s.up.Tools(ctx, cfg.GetId(), true); err != nil {
+	if _, err := s.up.ListTools(ctx, cfg, true); err != nil {
 		return nil, toStatus(err)
 	}
 	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil
@@ -261,7 +257,7 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 		}
 		timeout = time.Duration(ms) * time.Millisecond
 	}
-	cfg, err := s.configs.get(ctx, req.GetId())
+	cfg, err := s.reg.GetServer(ctx, req.GetId())
 	if err != nil {
 		return nil, toStatus(err)
 	}

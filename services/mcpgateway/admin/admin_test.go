@@ -65,8 +65,8 @@ func TestUnknownIDIsNotFound(t *testing.T) {
 
 // ListServers answers at once while a server's connect waits for a slow upstream.
 func TestListServersDuringConnect(t *testing.T) {
-	gate := make(chan struct{})
-	u := mcptest.Start(t, mcptest.Options{InitializeGate: gate})
+	gate, arrived := make(chan struct{}), make(chan struct{}, 1)
+	u := mcptest.Start(t, mcptest.Options{InitializeGate: gate, OnInitialize: func() { arrived <- struct{}{} }})
 	s := newService(t)
 	ctx := t.Context()
 	body := &mcpgatewayv1.ServerInput{Id: proto.String("slow"), Transport: proto.String("streamable-http"), Url: proto.String(u.URL)}
@@ -78,12 +78,10 @@ func TestListServersDuringConnect(t *testing.T) {
 		_, err := s.ConnectServer(ctx, &mcpgatewayv1.ConnectServerRequest{Id: "slow"})
 		connected <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !s.up.State("slow").Connecting {
-		if time.Now().After(deadline) {
-			t.Fatal("no connect in progress")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select { // the connect is held in the upstream's initialize
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connect in progress")
 	}
 	listed := make(chan *mcpgatewayv1.ListServersResponse, 1)
 	began := time.Now()

@@ -23,6 +23,12 @@ func toStatus(err error) error {
 	var filtered *serverconfig.ToolFilteredError
 	code := codes.Internal
 	switch {
+	// A caller that gave up, or a call out of time, is told so whatever failed on the way
+	// (an upstream failure wraps the context's error too).
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
 	case errors.As(err, &filtered):
 		return toolFiltered(filtered)
 	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset), errors.Is(err, errBadRequest):
@@ -31,12 +37,8 @@ func toStatus(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, upstream.ErrDisabled), errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
 		code = codes.Unavailable
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
 	}
 	return status.Error(code, err.Error())
 }

@@ -64,13 +64,27 @@ type Tool struct {
 
 // Entry builds the catalog entry of one tool, given as the server sent it.
 func Entry(serverID, serverName string, raw json.RawMessage) (*mcpgatewayv1.ToolEntry, error) {
+	t, err := decode(serverID, raw)
+	if err != nil {
+		return nil, err
+	}
+	return build(serverID, serverName, raw, t)
+}
+
+// decode reads the part of a tool the catalog needs; a tool must have a name.
+func decode(serverID string, raw json.RawMessage) (Tool, error) {
 	var t Tool
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, fmt.Errorf("tool of %q is not a JSON object: %w", serverID, err)
+		return Tool{}, fmt.Errorf("tool of %q is not a JSON object: %w", serverID, err)
 	}
 	if t.Name == "" {
-		return nil, fmt.Errorf("a tool of %q has no name", serverID)
+		return Tool{}, fmt.Errorf("a tool of %q has no name", serverID)
 	}
+	return t, nil
+}
+
+// build makes the entry of tool t (decoded from raw).
+func build(serverID, serverName string, raw json.RawMessage, t Tool) (*mcpgatewayv1.ToolEntry, error) {
 	rawStruct := &structpb.Struct{}
 	if err := rawStruct.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("tool %q of %q: %w", t.Name, serverID, err)
@@ -110,16 +124,21 @@ func Entry(serverID, serverName string, raw json.RawMessage) (*mcpgatewayv1.Tool
 func Entries(cfg *mcpgatewayv1.ServerConfig, raws []json.RawMessage, skipped func(error)) []*mcpgatewayv1.ToolEntry {
 	out := make([]*mcpgatewayv1.ToolEntry, 0, len(raws))
 	for _, raw := range raws {
-		e, err := Entry(cfg.GetId(), cfg.GetName(), raw)
+		t, err := decode(cfg.GetId(), raw)
+		if err == nil && !serverconfig.Exposed(cfg, t.Name) {
+			continue // a hidden tool costs no entry
+		}
+		var e *mcpgatewayv1.ToolEntry
+		if err == nil {
+			e, err = build(cfg.GetId(), cfg.GetName(), raw, t)
+		}
 		if err != nil {
 			if skipped != nil {
 				skipped(err)
 			}
 			continue
 		}
-		if serverconfig.Exposed(cfg, e.GetName()) {
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -89,14 +90,12 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	case "server/discover": // protocol 2026-07-28 is a later slice: its probe is unknown, as on /mcp
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover")
 	}
-	caps := c.h.up.State(c.cfg.GetId()).Info.Capabilities
-	if caps == nil { // not connected on this replica yet (a restart): connect on demand
-		if err := c.h.up.Connect(ctx, c.cfg); err != nil {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
-		}
-		caps = c.h.up.State(c.cfg.GetId()).Info.Capabilities
+	// Connected on demand (not yet on this replica, after a restart, or reconfigured).
+	inf, err := c.h.up.Info(ctx, c.cfg)
+	if err != nil {
+		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
 	}
-	if !declares(caps, msg.Method) {
+	if !declares(inf.Capabilities, msg.Method) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, c.cfg.GetId()))
 	}
 	switch msg.Method {
@@ -109,7 +108,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		if json.Unmarshal(params, &p) != nil || p.Name == nil {
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 		}
-		if !checkTool(c.cfg, *p.Name) {
+		if !serverconfig.Exposed(c.cfg, *p.Name) {
 			// A filtered tool is unknown here, as any tool the server does not have.
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", *p.Name))
 		}
@@ -191,7 +190,7 @@ func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMes
 		return b
 	case errors.Is(context.Cause(ctx), errCancelled):
 		return nil // the client cancelled: no answer is sent (MCP's cancellation)
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timed out"):
+	case upstream.Outcome(res, err) == upstream.OutcomeTimeout:
 		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("Request timed out: MCP server %q did not answer %s within %d ms (its timeout_ms)",
 			c.cfg.GetId(), msg.Method, timeoutMs(c.cfg)))
 	}
@@ -202,7 +201,7 @@ func timeoutMs(cfg *mcpgatewayv1.ServerConfig) int32 {
 	if ms := cfg.GetTimeoutMs(); ms > 0 {
 		return ms
 	}
-	return 30000
+	return serverconfig.DefaultTimeoutMs
 }
 
 // setLevel keeps the session's logging level (its GET stream gets notifications/message of
@@ -260,7 +259,7 @@ func filterTools(cfg *mcpgatewayv1.ServerConfig, res json.RawMessage) json.RawMe
 		var named struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &named) == nil && checkTool(cfg, named.Name) {
+		if json.Unmarshal(t, &named) == nil && serverconfig.Exposed(cfg, named.Name) {
 			kept = append(kept, t)
 		}
 	}

@@ -22,11 +22,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
-	"github.com/zestmcp/zest/lib/requestid"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -42,6 +41,7 @@ type Servers interface {
 type Upstreams interface {
 	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	State(id string) upstream.State
+	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
 	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
 }
@@ -231,10 +231,10 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if !slices.Contains(mcpserve.Versions, version) {
 		version = mcpserve.Versions[0]
 	}
-	if err := h.up.Connect(ctx, cfg); err != nil {
+	inf, err := h.up.Info(ctx, cfg)
+	if err != nil {
 		return out.final(mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
-	inf := h.up.State(cfg.GetId()).Info
 	result := map[string]any{"protocolVersion": version, "capabilities": orEmpty(inf.Capabilities), "serverInfo": orEmpty(inf.ServerInfo)}
 	if inf.Instructions != "" {
 		result["instructions"] = inf.Instructions
@@ -266,13 +266,7 @@ func orEmpty(m map[string]any) map[string]any {
 // else an incident id that mcpgateway's log line carries with the cause (a server's stderr
 // and exit status are for administrators).
 func (h *Handler) failure(ctx context.Context, serverID, what string, err error) string {
-	if h.keys.CallerIsAdmin(ctx) {
-		return fmt.Sprintf("Internal error: %s MCP server %q failed: %v", what, serverID, err)
-	}
-	incident := requestid.New()
-	h.log.WarnContext(ctx, "federated MCP server failed", "server", serverID, "incident", incident, "what", what, "err", err)
-	return fmt.Sprintf("Internal error: %s MCP server %q failed (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)",
-		what, serverID, incident, serverID)
+	return incident.Describe(ctx, h.log, h.keys.CallerIsAdmin(ctx), serverID, fmt.Sprintf("Internal error: %s MCP server %q failed", what, serverID), err)
 }
 
 // EndSession serves DELETE /mcp/servers/{id}: the session id is refused from then on.
@@ -291,11 +285,13 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 }
 
 // output serializes what one exchange sends: progress notifications may come from another
-// goroutine (the HTTP upstream's stream reader) than the call's.
+// goroutine (the HTTP upstream's stream reader) than the call's, even after the call has
+// returned; once the final item is sent, they are dropped.
 type output struct {
 	mu     sync.Mutex
 	stream mcpserve.ExchangeStream
 	failed error
+	done   bool // the final item was sent: nothing follows it
 }
 
 func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
@@ -304,14 +300,18 @@ func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
 	if o.failed != nil {
 		return o.failed
 	}
+	if o.done {
+		return nil
+	}
 	if err := o.stream.Send(r); err != nil {
 		o.failed = err
 		return err
 	}
+	o.done = r.GetFinal()
 	return nil
 }
 
-// note sends one notification before the answer.
+// note sends one notification before the answer (and drops it after).
 func (o *output) note(msg []byte) {
 	_ = o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
 }
@@ -328,9 +328,4 @@ func (o *output) err() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.failed
-}
-
-// checkTool is the server's tool filter (serverconfig.CheckTool), applied on every path.
-func checkTool(cfg *mcpgatewayv1.ServerConfig, name string) bool {
-	return serverconfig.CheckTool(cfg, name) == nil
 }

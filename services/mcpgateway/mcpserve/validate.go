@@ -32,9 +32,8 @@ func checkEnvelope(msg []byte) (env envelope, code int, problem string) {
 		return env, mcp.INVALID_REQUEST, idProblem
 	}
 	if err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return env, mcp.INVALID_REQUEST, fmt.Sprintf("Invalid Request: %q must be %s, not %s", te.Field, jsonerr.Want(te.Type), jsonerr.Got(te.Value))
+		if field, want, got, ok := jsonerr.TypeError(err); ok && field != "" {
+			return env, mcp.INVALID_REQUEST, fmt.Sprintf("Invalid Request: %q must be %s, not %s", field, want, got)
 		}
 		return env, mcp.INVALID_REQUEST, "Invalid Request: the message is not a JSON-RPC request, notification or response"
 	}
@@ -100,8 +99,9 @@ func checkInitializeParams(msg []byte) string {
 	return ""
 }
 
-// decodeErrors are the decoding errors mcp-go met in one request's params, kept by the
-// OnError hook (onError) so that the answer can name the member instead of quoting Go.
+// onError is mcp-go's OnError hook: it keeps the decoding error mcp-go met in one request's
+// params on the session (takeDecodeErr), so that the answer can name the member instead of
+// quoting Go.
 func onError(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, err error) {
 	var u *server.UnparsableMessageError
 	if !errors.As(err, &u) {
@@ -148,9 +148,8 @@ func clarify(method string, resp mcp.JSONRPCMessage, decodeErr error) mcp.JSONRP
 
 // paramsMessage says which member of params has the wrong type.
 func paramsMessage(method string, err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("Invalid params: %s must be %s, not %s", memberPath(te.Field), jsonerr.Want(te.Type), jsonerr.Got(te.Value))
+	if field, want, got, ok := jsonerr.TypeError(err); ok {
+		return fmt.Sprintf("Invalid params: %s must be %s, not %s", memberPath(field), want, got)
 	}
 	return "Invalid params: the params of " + method + " do not match the method's schema"
 }

@@ -24,6 +24,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
+	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -198,15 +199,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}}
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
+	// Every server config is read through one write-through cache: the admin service writes
+	// through it, the federation and the chat loop read it on every request and tool call.
+	servers := configcache.New(reg)
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
-	fed := federate.New(reg, up, codec, reg, cfg.Keys, log)
+	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
 	up.OnNotification(fed.Notify)
 	mcpHandler.Federation = fed
-	adminService := admin.New(reg, up, log)
+	adminService := admin.New(servers, up, log)
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, reg, up, mcpSrv, cfg.Keys, log))
+		infer, servers, up, mcpSrv, cfg.Keys, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 

@@ -150,4 +150,44 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 	if got := strings.Join(u.ToolCalls(), ","); got != "get-sum" {
 		t.Fatalf("the server ran %q; only the first chat's get-sum may run", got)
 	}
+
+	// A server reconfigured during the chat is called as it is configured at the call: at
+	// its new URL, and not at all once disabled.
+	moved := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum"}})
+	change := func(f func(*mcpgatewayv1.ServerConfig)) {
+		if err := reg.PutServer(ctx, cfg); err != nil { // as the chat begins
+			t.Fatal(err)
+		}
+		model.mu.Lock()
+		defer model.mu.Unlock()
+		model.beforeCall = func() {
+			c := proto.CloneOf(cfg)
+			c.Url = moved.URL
+			f(c)
+			if err := reg.PutServer(ctx, c); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Run("a server moved during the chat is called at its new URL", func(t *testing.T) {
+		change(func(*mcpgatewayv1.ServerConfig) {})
+		d := chatWith(t, l, "mcp_every__get-sum")
+		if calls := d.GetToolCalls(); len(calls) != 1 || calls[0].GetIsError() {
+			t.Fatalf("done %v", d)
+		}
+		if old, cur := len(u.ToolCalls()), len(moved.ToolCalls()); old != 1 || cur != 1 {
+			t.Fatalf("the old server ran %d calls (want 1, the first chat's) and the new one %d (want 1)", old, cur)
+		}
+	})
+	t.Run("a server disabled during the chat is not called", func(t *testing.T) {
+		change(func(c *mcpgatewayv1.ServerConfig) { c.Enabled = false })
+		d := chatWith(t, l, "mcp_every__get-sum")
+		calls := d.GetToolCalls()
+		if len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `MCP server "every" is disabled`) {
+			t.Fatalf("done %v", d)
+		}
+		if n := len(moved.ToolCalls()) + len(u.ToolCalls()); n != 2 {
+			t.Fatalf("a disabled server was called (%d calls in all, want 2)", n)
+		}
+	})
 }

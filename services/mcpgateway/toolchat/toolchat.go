@@ -29,6 +29,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -119,7 +120,9 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	if len(chat.GetMessages()) == 0 {
 		return invalid("messages must hold at least one message")
 	}
-	admin := l.isAdmin(ctx)
+	// Administrators may see what a failing MCP server said (its stderr, its exit); API
+	// users get an incident id instead.
+	admin := l.keys.CallerIsAdmin(ctx)
 	tools, warnings := l.tools(ctx, providers, admin)
 	out := &emitter{stream: stream, maxRounds: l.cfg.MaxRounds}
 	for _, w := range warnings {
@@ -128,19 +131,9 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	return l.run(ctx, chat, tools, warnings, out, admin)
 }
 
-// isAdmin reports whether the caller presented the admin key: administrators may see what
-// a failing MCP server said (its stderr, its exit); API users get an incident id instead.
-func (l *Loop) isAdmin(ctx context.Context) bool { return l.keys.CallerIsAdmin(ctx) }
-
-// hide turns an upstream failure into what the caller may see: the failure itself for an
-// administrator, else a generic message with an incident id that the log line carries.
+// hide turns an upstream failure into what the caller may see (incident.Describe).
 func (l *Loop) hide(ctx context.Context, admin bool, serverID, what string, err error) string {
-	if admin {
-		return fmt.Sprintf("%s: %v", what, err)
-	}
-	incident := requestid.New()
-	l.log.WarnContext(ctx, "MCP server failed in a chat", "server", serverID, "incident", incident, "what", what, "err", err)
-	return fmt.Sprintf("%s (incident %s: an administrator can find the cause in mcpgateway's log or in GET /internal/mcp/servers/%s)", what, incident, serverID)
+	return incident.Describe(ctx, l.log, admin, serverID, what, err)
 }
 
 // selection resolves the preset and the providers (the request's replace the preset's).
@@ -217,10 +210,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(cfg.GetTimeoutMs(), 1000))*time.Millisecond)
 	defer cancel()
-	if err := l.up.Connect(cctx, cfg); err != nil {
-		return nil, err
-	}
-	raws, err := l.up.Tools(cctx, id, false)
+	raws, err := l.up.ListTools(cctx, cfg, false)
 	if err != nil {
 		return nil, err
 	}
@@ -397,20 +387,31 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(b, nil))
 		return resultText(b)
 	}
-	// The tools were gathered when the chat began; an administrator may have filtered this
-	// one out since.
-	if cur, err := l.reg.GetServer(ctx, t.server.GetId()); err == nil && !serverconfig.Exposed(cur, t.name) {
-		l.log.InfoContext(ctx, "tool call refused", "server", t.server.GetId(), "tool", t.name, "reason", "filtered out")
-		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", t.server.GetId(), t.name), true
+	// The tools were gathered when the chat began; an administrator may have changed the
+	// server since (moved, disabled, deleted it, or filtered this tool out): the call goes to
+	// the server as it is configured now, or not at all.
+	id := t.server.GetId()
+	cur, err := l.reg.GetServer(ctx, id)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return fmt.Sprintf("The tool is not available: MCP server %q is no longer registered", id), true
+	case err != nil:
+		return l.hide(ctx, admin, id, "The tool failed", err), true
+	case !cur.GetEnabled():
+		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "disabled")
+		return fmt.Sprintf("The tool is not available: MCP server %q is disabled", id), true
+	case !serverconfig.Exposed(cur, t.name):
+		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "filtered out")
+		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name), true
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
-	raw, err := l.up.CallTool(ctx, t.server, t.name, params, 0)
+	raw, err := l.up.CallTool(ctx, cur, t.name, params, 0)
 	var rpcErr *upstream.RPCError
 	switch {
 	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
 		return fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), true
 	case err != nil:
-		return l.hide(ctx, admin, t.server.GetId(), "The tool failed", err), true
+		return l.hide(ctx, admin, id, "The tool failed", err), true
 	}
 	return resultText(raw)
 }

@@ -18,6 +18,7 @@ const (
 	OutcomeRPCError = "rpc_error" // a JSON-RPC error answered by the server
 	OutcomeFailed   = "failed"    // no answer: the server could not be reached, started or understood
 	OutcomeTimeout  = "timeout"   // no answer in time
+	OutcomeCanceled = "canceled"  // the caller gave up before the answer
 )
 
 // CallTool calls tool on the server of cfg (tools/call with params, connecting first when
@@ -55,6 +56,8 @@ func Outcome(result json.RawMessage, err error) string {
 		return OutcomeRPCError
 	case errors.Is(err, context.DeadlineExceeded):
 		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
 	}
 	return OutcomeFailed
 }

@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"github.com/zestmcp/zest/lib/logging"
 	"github.com/zestmcp/zest/lib/mcptest"
 	"github.com/zestmcp/zest/lib/requestid"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // logBuffer is a JSON log sink safe for concurrent writes.
@@ -126,5 +129,36 @@ func TestOutcome(t *testing.T) {
 		if got := Outcome([]byte(c.result), nil); got != c.want {
 			t.Errorf("Outcome(%s) = %s, want %s", c.result, got, c.want)
 		}
+	}
+}
+
+// A call whose caller gave up fails with context.Canceled in its chain (not a timeout, not a
+// bare upstream failure) and logs outcome canceled, on both transports.
+func TestCancelledCallIsCanceled(t *testing.T) {
+	f, th := newFakeHost(t)
+	f.setTools("fx", tools("slow"))
+	u := mcptest.Start(t, mcptest.Options{})
+	var logs logBuffer
+	m := New(th, nil, newLogger(&logs))
+	t.Cleanup(func() { m.Close(context.Background()) })
+	for _, c := range []struct {
+		cfg  *mcpgatewayv1.ServerConfig
+		tool string
+	}{{stdioConfig("fx"), "slow"}, {httpConfig("hx", u.URL), "echo"}} {
+		t.Run(c.cfg.GetTransport(), func(t *testing.T) {
+			if err := m.Connect(t.Context(), c.cfg); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			_, err := m.CallTool(ctx, c.cfg, c.tool, []byte(`{"name":"`+c.tool+`","arguments":{}}`), 0)
+			if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a cancelled call: %v, want context.Canceled in its chain", err)
+			}
+			lines := logs.lines(t, "tool call")
+			if got := lines[len(lines)-1]["outcome"]; got != OutcomeCanceled {
+				t.Fatalf("outcome %v, want %s", got, OutcomeCanceled)
+			}
+		})
 	}
 }

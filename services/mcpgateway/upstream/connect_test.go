@@ -27,7 +27,18 @@ func quick(t *testing.T, what string, d time.Duration, f func()) {
 	}
 }
 
-// While a connect waits for a slow server, State, Tools, Config and Connect with a short
+// connecting reports whether a connect of id is in progress.
+func connecting(m *Manager, id string) bool {
+	c := m.lookup(id)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending != nil
+}
+
+// While a connect waits for a slow server, State, Tools and Connect with a short
 // context of the same id answer at once; concurrent connects share one handshake.
 func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 	gate := make(chan struct{})
@@ -37,22 +48,17 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 
 	connected := make(chan error, 2)
 	go func() { connected <- m.Connect(t.Context(), cfg) }()
-	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("slow").Connecting })
+	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "slow") })
 	go func() { connected <- m.Connect(t.Context(), proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)) }()
 
 	quick(t, "State", time.Second, func() {
-		if st := m.State("slow"); st.Connected || !st.Connecting {
+		if st := m.State("slow"); st.Connected {
 			t.Errorf("state while connecting: %+v", st)
 		}
 	})
 	quick(t, "Tools", time.Second, func() {
 		if _, err := m.Tools(t.Context(), "slow", false); !errors.Is(err, ErrNotConnected) {
 			t.Errorf("Tools while connecting: %v", err)
-		}
-	})
-	quick(t, "Config", time.Second, func() {
-		if m.Config("slow") != nil {
-			t.Error("Config of a server not connected yet")
 		}
 	})
 	quick(t, "Connect with a short context", time.Second, func() {
@@ -71,7 +77,7 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 	if got := u.Initializes(); got != 1 {
 		t.Fatalf("%d initializes for concurrent connects, want 1", got)
 	}
-	if st := m.State("slow"); !st.Connected || st.Connecting {
+	if st := m.State("slow"); !st.Connected || connecting(m, "slow") {
 		t.Fatalf("state after connect: %+v", st)
 	}
 
@@ -81,8 +87,8 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 	if err := m.Connect(t.Context(), changed); err != nil {
 		t.Fatal(err)
 	}
-	if u.Initializes() != 2 || u.Deletes() != 1 || m.Config("slow").GetTimeoutMs() != 20000 {
-		t.Fatalf("after a config change: %d initializes, %d deletes, config %v", u.Initializes(), u.Deletes(), m.Config("slow"))
+	if _, cur := m.connected("slow"); u.Initializes() != 2 || u.Deletes() != 1 || cur.GetTimeoutMs() != 20000 {
+		t.Fatalf("after a config change: %d initializes, %d deletes, config %v", u.Initializes(), u.Deletes(), cur)
 	}
 	if err := m.Disconnect(t.Context(), "slow"); err != nil {
 		t.Fatal(err)
@@ -99,7 +105,7 @@ func TestFilterChangeKeepsTheConnection(t *testing.T) {
 	cfg := httpConfig("f", u.URL)
 	connected := make(chan error, 1)
 	go func() { connected <- m.Connect(t.Context(), cfg) }()
-	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("f").Connecting })
+	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "f") })
 	// Had the filtered config started a connect of its own, the first would fail as
 	// "reconfigured while connecting".
 	filtered := proto.CloneOf(cfg)
@@ -133,7 +139,7 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 		m := New(nil, nil, nil)
 		connected := make(chan error, 1)
 		go func() { connected <- m.Connect(t.Context(), httpConfig("d", u.URL)) }()
-		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("d").Connecting })
+		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "d") })
 		quick(t, "Disconnect", 2*time.Second, func() {
 			if err := m.Disconnect(t.Context(), "d"); err != nil {
 				t.Error(err)
@@ -143,7 +149,7 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 			t.Fatalf("the overtaken connect: %v", err)
 		}
 		close(gate)
-		if st := m.State("d"); st.Connected || st.Connecting {
+		if st := m.State("d"); st.Connected || connecting(m, "d") {
 			t.Fatalf("state after Disconnect won: %+v", st)
 		}
 	})
@@ -154,7 +160,7 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 		m := New(th, nil, nil)
 		connected := make(chan error, 1)
 		go func() { connected <- m.Connect(t.Context(), stdioConfig("s")) }()
-		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return m.State("s").Connecting })
+		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "s") })
 		quick(t, "Disconnect", 2*time.Second, func() {
 			if err := m.Disconnect(t.Context(), "s"); err != nil {
 				t.Error(err)
@@ -167,8 +173,65 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 			t.Fatal("the child a cancelled connect may have started was not stopped")
 		}
 		close(gate)
-		if st := m.State("s"); st.Connected || st.Connecting {
+		if st := m.State("s"); st.Connected || connecting(m, "s") {
 			t.Fatalf("state after Disconnect won: %+v", st)
 		}
 	})
+}
+
+// A call goes to the connection of the config it is given: after a server's URL changed, a
+// call with the new config is not sent to the session of the old one, and a call with a
+// disabled config is refused even while a session is open.
+func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
+	before, after := mcptest.Start(t, mcptest.Options{}), mcptest.Start(t, mcptest.Options{})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	old := httpConfig("moved", before.URL)
+	if err := m.Connect(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	moved := proto.CloneOf(old)
+	moved.Url = after.URL
+	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
+	if _, err := m.CallTool(t.Context(), moved, "echo", params, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, a := len(before.ToolCalls()), len(after.ToolCalls()); b != 0 || a != 1 {
+		t.Fatalf("a call with the new URL reached the old server %d times and the new one %d times, want 0 and 1", b, a)
+	}
+	if before.Deletes() != 1 {
+		t.Errorf("the old server's session was ended %d times, want 1", before.Deletes())
+	}
+	off := proto.CloneOf(moved)
+	off.Enabled = false
+	if _, err := m.CallTool(t.Context(), off, "echo", params, 0); !errors.Is(err, ErrDisabled) {
+		t.Fatalf("a call with a disabled config: %v, want ErrDisabled", err)
+	}
+	if n := len(after.ToolCalls()); n != 1 {
+		t.Fatalf("a call with a disabled config reached the server (%d calls)", n)
+	}
+	noViolations(t, before)
+	noViolations(t, after)
+}
+
+// Info and ListTools connect as Call does: to the connection of the config they are given.
+func TestInfoAndListToolsUseTheConnectionOfTheirConfig(t *testing.T) {
+	before, after := mcptest.Start(t, mcptest.Options{}), mcptest.Start(t, mcptest.Options{Tools: []string{"moved"}})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	old := httpConfig("m", before.URL)
+	if _, err := m.Info(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	moved := proto.CloneOf(old)
+	moved.Url = after.URL
+	tools, err := m.ListTools(t.Context(), moved, false)
+	if err != nil || len(tools) != 2 || after.Initializes() != 1 {
+		t.Fatalf("ListTools with the new URL: %d tools, %v; the new server saw %d initializes", len(tools), err, after.Initializes())
+	}
+	off := proto.CloneOf(moved)
+	off.Enabled = false
+	if _, err := m.Info(t.Context(), off); !errors.Is(err, ErrDisabled) {
+		t.Fatalf("Info of a disabled config: %v", err)
+	}
 }

@@ -234,7 +234,7 @@ func (s *httpSession) answer(ctx context.Context, tr *transport.StreamableHTTP, 
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %q: %s timed out: %w", ErrUpstream, s.cfg.GetId(), method, err)
 		}
-		return nil, fmt.Errorf("%w: %q: %s: %v", ErrUpstream, s.cfg.GetId(), method, err)
+		return nil, fmt.Errorf("%w: %q: %s: %w", ErrUpstream, s.cfg.GetId(), method, err)
 	}
 	if resp.Error != nil {
 		data, _ := json.Marshal(resp.Error.Data)

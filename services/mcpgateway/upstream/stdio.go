@@ -196,8 +196,11 @@ func (s *stdioSession) close(ctx context.Context) error {
 // error of a missing command, the exit status of a crash, a missing variable).
 func upstreamErr(id string, err error) error {
 	if st, ok := status.FromError(err); ok {
-		if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
+		switch st.Code() {
+		case codes.DeadlineExceeded:
 			return fmt.Errorf("%w: %q: %s: %w", ErrUpstream, id, st.Message(), context.DeadlineExceeded)
+		case codes.Canceled:
+			return fmt.Errorf("%w: %q: %s: %w", ErrUpstream, id, st.Message(), context.Canceled)
 		}
 		return fmt.Errorf("%w: %q: %s", ErrUpstream, id, st.Message())
 	}

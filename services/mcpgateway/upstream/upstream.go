@@ -4,8 +4,8 @@
 // Results pass through as raw JSON, decoded once by whoever finally reads them.
 //
 // No lock is held across network I/O: a connection is opened by one goroutine per server
-// (single flight) while every caller waits for it with its own context, so State, Tools,
-// Config and Disconnect never wait behind a handshake.
+// (single flight) while every caller waits for it with its own context, so State, Tools and
+// Disconnect never wait behind a handshake.
 package upstream
 
 import (
@@ -308,20 +308,38 @@ func (m *Manager) connected(id string) (session, *mcpgatewayv1.ServerConfig) {
 	return c.sess, c.cfg
 }
 
-// Config returns the config a connected server's session was opened with (nil when it is
-// not connected). Its tool filters may be older than the registry's: a filter change does
-// not reconnect.
-func (m *Manager) Config(id string) *mcpgatewayv1.ServerConfig {
-	_, cfg := m.connected(id)
-	return cfg
-}
-
-// Tools returns the tools of a connected server (refresh lists them again).
+// Tools returns the tools of a connected server (refresh lists them again), without
+// connecting one that is not.
 func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.RawMessage, error) {
 	s, _ := m.connected(id)
 	if s == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotConnected, id)
 	}
+	return m.tools(ctx, id, s, refresh)
+}
+
+// ListTools returns the tools of the server of cfg (refresh lists them again), connecting
+// first when needed, as Call does.
+func (m *Manager) ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error) {
+	s, _, err := m.ready(ctx, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	return m.tools(ctx, cfg.GetId(), s, refresh)
+}
+
+// Info returns what the handshake of the server of cfg said, connecting first when needed,
+// as Call does.
+func (m *Manager) Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (Info, error) {
+	s, _, err := m.ready(ctx, cfg, 0)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.info(), nil
+}
+
+// tools lists the tools of session s of id, recording a failure as the server's last error.
+func (m *Manager) tools(ctx context.Context, id string, s session, refresh bool) ([]json.RawMessage, error) {
 	t, err := s.tools(ctx, refresh)
 	if err != nil {
 		if c := m.lookup(id); c != nil {
@@ -345,16 +363,19 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 	return s.call(ctx, method, params, timeout)
 }
 
-// ready returns the open session of cfg, connecting first when there is none, and the call's
-// timeout (the server's timeout_ms unless timeout is set).
+// ready returns the open session of cfg and the call's timeout (the server's timeout_ms
+// unless timeout is set). A session opened with another connection config (the server was
+// reconfigured, or the caller holds an older config than the one connected) is not used:
+// Connect(cfg) opens cfg's own, and refuses a disabled cfg. The pointer check keeps the
+// common case — the config that connected, as the registry cache hands it out — cheap.
 func (m *Manager) ready(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, timeout time.Duration) (session, time.Duration, error) {
-	s, _ := m.connected(cfg.GetId())
-	if s == nil {
+	s, cur := m.connected(cfg.GetId())
+	if s == nil || !cfg.GetEnabled() || (cur != cfg && !serverconfig.SameConnection(cur, cfg)) {
 		if err := m.Connect(ctx, cfg); err != nil {
 			return nil, 0, err
 		}
-		if s, _ = m.connected(cfg.GetId()); s == nil {
-			return nil, 0, fmt.Errorf("%w: %q", ErrNotConnected, cfg.GetId())
+		if s, cur = m.connected(cfg.GetId()); s == nil || !serverconfig.SameConnection(cur, cfg) {
+			return nil, 0, fmt.Errorf("%w: %q was disconnected or reconfigured while connecting", ErrNotConnected, cfg.GetId())
 		}
 	}
 	if timeout <= 0 {
@@ -391,10 +412,8 @@ func (m *Manager) emit(serverID string, msg []byte) {
 // State is a server's connection state.
 type State struct {
 	Connected bool
-	// Connecting is set while a connect is in progress.
-	Connecting bool
-	LastError  string
-	Info       Info
+	LastError string
+	Info      Info
 }
 
 // State reports the connection state of id. It never waits for I/O.
@@ -405,7 +424,7 @@ func (m *Manager) State(id string) State {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := State{LastError: c.lastErr, Connecting: c.pending != nil}
+	st := State{LastError: c.lastErr}
 	if c.sess != nil {
 		st.Connected, st.Info = true, c.sess.info()
 	}
