@@ -110,8 +110,9 @@ func Normalize(args map[string]any) map[string]any {
 	return out
 }
 
-// toolCallsJSON renders tool calls as OpenAI does.
-func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
+// ToolCallsJSON renders tool calls as OpenAI does; withIndex adds each call's index, which
+// streamed deltas carry and a completion's message does not.
+func ToolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
 	out := make([]map[string]any, 0, len(calls))
 	for _, c := range calls {
 		m := map[string]any{"id": c.GetId(), "type": "function",
@@ -124,12 +125,20 @@ func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]a
 	return out
 }
 
-func usageJSON(u *inferencev1.Usage) map[string]any {
+// UsageJSON renders token usage as OpenAI does (zeros for nil).
+func UsageJSON(u *inferencev1.Usage) map[string]any {
 	return map[string]any{"prompt_tokens": u.GetPromptTokens(), "completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens()}
 }
 
 // Chunk renders one streamed chunk (object chat.completion.chunk).
 func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
+	return json.Marshal(ChunkObject(c, includeUsage))
+}
+
+// ChunkObject is Chunk's object before encoding, for callers that add fields of their own:
+// finish_reason is null until the chunk that ends the choice; usage is there when asked for
+// and the chunk has it.
+func ChunkObject(c *inferencev1.ChatResponse, includeUsage bool) map[string]any {
 	delta := map[string]any{}
 	if r := c.GetDelta().GetRole(); r != "" {
 		delta["role"] = r
@@ -138,7 +147,7 @@ func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
 		delta["content"] = t
 	}
 	if calls := c.GetDelta().GetToolCalls(); len(calls) > 0 {
-		delta["tool_calls"] = toolCallsJSON(calls, true)
+		delta["tool_calls"] = ToolCallsJSON(calls, true)
 	}
 	var finish any
 	if f := c.GetFinishReason(); f != "" {
@@ -149,9 +158,9 @@ func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
 	}
 	if includeUsage && c.GetUsage() != nil {
-		m["usage"] = usageJSON(c.GetUsage())
+		m["usage"] = UsageJSON(c.GetUsage())
 	}
-	return json.Marshal(m)
+	return m
 }
 
 // Completion collects streamed chunks into one chat.completion.
@@ -190,7 +199,7 @@ func (c *Completion) FinishReason() string { return c.finish }
 func (c *Completion) Message() map[string]any {
 	msg := map[string]any{"role": "assistant", "content": c.content.String()}
 	if len(c.calls) > 0 {
-		msg["tool_calls"] = toolCallsJSON(c.calls, false)
+		msg["tool_calls"] = ToolCallsJSON(c.calls, false)
 		if c.content.Len() == 0 {
 			msg["content"] = nil
 		}
@@ -199,18 +208,21 @@ func (c *Completion) Message() map[string]any {
 }
 
 // JSON renders the chat.completion object.
-func (c *Completion) JSON() ([]byte, error) {
-	msg := c.Message()
+func (c *Completion) JSON() ([]byte, error) { return json.Marshal(c.Object()) }
+
+// Object is JSON's object before encoding, for callers that add fields of their own:
+// finish_reason is "stop" when no chunk gave one; usage is there when a chunk had it.
+func (c *Completion) Object() map[string]any {
 	finish := c.finish
 	if finish == "" {
 		finish = "stop"
 	}
 	m := map[string]any{
 		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"choices": []any{map[string]any{"index": 0, "message": c.Message(), "finish_reason": finish}},
 	}
 	if c.usage != nil {
-		m["usage"] = usageJSON(c.usage)
+		m["usage"] = UsageJSON(c.usage)
 	}
-	return json.Marshal(m)
+	return m
 }
