@@ -174,15 +174,20 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var sel struct {
-		Preset json.RawMessage `json:"preset"`
-		IDs    json.RawMessage `json:"mcp_server_ids"`
-	}
-	if json.Unmarshal(body, &sel) == nil && (sel.Preset != nil || sel.IDs != nil) {
-		a.toolChat(w, r, body)
+	// The body is decoded once; a chat that selects MCP providers (either field present,
+	// null included) goes to mcpgateway's tool loop.
+	raw, err := openaichat.DecodeObject(body)
+	if err != nil {
+		writeFieldError(w, err)
 		return
 	}
-	req, err := openaichat.Parse(body)
+	_, preset := raw["preset"]
+	_, ids := raw["mcp_server_ids"]
+	if preset || ids {
+		a.toolChat(w, r, raw)
+		return
+	}
+	req, err := openaichat.ParseObject(raw)
 	if err == nil {
 		err = openaichat.CheckToolChoice(req.Chat)
 	}

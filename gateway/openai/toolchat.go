@@ -13,29 +13,32 @@ import (
 )
 
 // toolChatRequest reads a chat completion body that selects MCP providers ("preset",
-// "mcp_server_ids") into ChatService's typed request.
-func toolChatRequest(body []byte) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, nil, &openaichat.FieldError{Message: "the body is not a JSON object"}
-	}
+// "mcp_server_ids"), decoded once by the caller, into ChatService's typed request; the chat's
+// own fields are read by openaichat, which ignores the two. Every refusal is a
+// *openaichat.FieldError naming the field.
+func toolChatRequest(raw map[string]any) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
 	req := &mcpgatewayv1.ChatRequest{}
-	if v, ok := raw["preset"]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &req.Preset); err != nil || req.Preset == "" {
+	if v := raw["preset"]; v != nil {
+		s, ok := v.(string)
+		if !ok || s == "" {
 			return nil, nil, &openaichat.FieldError{Param: "preset", Message: "preset must be a preset id (a string); GET /internal/mcp/presets lists them"}
 		}
+		req.Preset = s
 	}
-	if v, ok := raw["mcp_server_ids"]; ok && string(v) != "null" {
-		var ids []string
-		if err := json.Unmarshal(v, &ids); err != nil {
+	if v := raw["mcp_server_ids"]; v != nil {
+		list, ok := v.([]any)
+		ids := make([]string, len(list))
+		for i, x := range list {
+			if ids[i], ok = x.(string); !ok {
+				break
+			}
+		}
+		if !ok {
 			return nil, nil, &openaichat.FieldError{Param: "mcp_server_ids", Message: `mcp_server_ids must be an array of provider ids (strings): registered server ids, or "lemonade"`}
 		}
 		req.Providers = &mcpgatewayv1.Providers{Ids: ids}
 	}
-	delete(raw, "preset")
-	delete(raw, "mcp_server_ids")
-	rest, _ := json.Marshal(raw)
-	parsed, err := openaichat.Decode(rest)
+	parsed, err := openaichat.FromObject(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,8 +49,8 @@ func toolChatRequest(body []byte) (*mcpgatewayv1.ChatRequest, *openaichat.Reques
 // toolChat relays a chat whose tool loop mcpgateway runs: the model's text, each tool call and
 // result (chunks with no choices and a "zest_event" object, which OpenAI SDKs pass over), and
 // the outcome with zest_tool_calls and zest_warnings — as SSE chunks, or as one completion.
-func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
-	req, parsed, err := toolChatRequest(body)
+func (a *API) toolChat(w http.ResponseWriter, r *http.Request, raw map[string]any) {
+	req, parsed, err := toolChatRequest(raw)
 	if err != nil {
 		writeFieldError(w, err)
 		return

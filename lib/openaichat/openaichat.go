@@ -19,10 +19,10 @@ type Request struct {
 	IncludeUsage bool
 }
 
-// Parse reads and checks an OpenAI chat completion request (see FromMap); model is
-// required. Every refusal is a *FieldError naming the field.
-func Parse(body []byte) (*Request, error) {
-	r, err := Decode(body)
+// ParseObject checks an OpenAI chat completion request decoded by DecodeObject (see
+// FromObject); model is required. Every refusal is a *FieldError naming the field.
+func ParseObject(raw map[string]any) (*Request, error) {
+	r, err := FromObject(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -32,13 +32,11 @@ func Parse(body []byte) (*Request, error) {
 	return r, nil
 }
 
-// Decode reads and checks a chat request like Parse without requiring a model (a tool-loop
-// chat may take it from a preset).
-func Decode(body []byte) (*Request, error) {
-	raw, err := DecodeObject(body)
-	if err != nil {
-		return nil, err
-	}
+// FromObject reads and checks a chat request decoded by DecodeObject like ParseObject,
+// without requiring a model (a tool-loop chat may take it from a preset): stream and
+// stream_options here, the chat's fields by FromMap. Fields it does not know are ignored.
+func FromObject(raw map[string]any) (*Request, error) {
+	var err error
 	r := &Request{}
 	if v, ok := present(raw, "stream"); ok {
 		b, isBool := v.(bool)
