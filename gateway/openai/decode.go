@@ -2,8 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/zestmcp/zest/lib/jsonerr"
 	"github.com/zestmcp/zest/lib/openaichat"
@@ -17,16 +15,15 @@ func decodeJSON(body []byte, v any) error {
 		return err
 	}
 	err := json.Unmarshal(body, v)
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &te):
-		param := te.Field
-		if param == "" {
-			param = "the body"
+	}
+	if field, want, got, ok := jsonerr.TypeError(err); ok {
+		name := field
+		if name == "" {
+			name = "the body"
 		}
-		return &openaichat.FieldError{Param: te.Field, Message: fmt.Sprintf("%s must be %s, not %s", param, jsonerr.Want(te.Type), jsonerr.Got(te.Value))}
+		return &openaichat.FieldError{Param: field, Message: name + " must be " + want + ", not " + got}
 	}
 	return &openaichat.FieldError{Message: "the body is not a valid request"}
 }

@@ -64,50 +64,6 @@ func FromObject(raw map[string]any) (*Request, error) {
 	return r, nil
 }
 
-// Normalize maps OpenAI's loose spellings onto the contract: a string stop becomes a list,
-// array (multimodal) content becomes content_parts, null fields are dropped, and
-// max_completion_tokens is max_tokens.
-func Normalize(args map[string]any) map[string]any {
-	out := make(map[string]any, len(args))
-	for k, v := range args {
-		if v != nil {
-			out[k] = v
-		}
-	}
-	if s, ok := out["stop"].(string); ok {
-		out["stop"] = []any{s}
-	}
-	if v, ok := out["max_completion_tokens"]; ok {
-		if _, has := out["max_tokens"]; !has {
-			out["max_tokens"] = v
-		}
-		delete(out, "max_completion_tokens")
-	}
-	if msgs, ok := out["messages"].([]any); ok {
-		norm := make([]any, len(msgs))
-		for i, m := range msgs {
-			mm, ok := m.(map[string]any)
-			if !ok {
-				norm[i] = m
-				continue
-			}
-			c := make(map[string]any, len(mm))
-			for k, v := range mm {
-				if v != nil {
-					c[k] = v
-				}
-			}
-			if parts, ok := c["content"].([]any); ok {
-				c["content_parts"] = parts
-				delete(c, "content")
-			}
-			norm[i] = c
-		}
-		out["messages"] = norm
-	}
-	return out
-}
-
 // ToolCallsJSON renders tool calls as OpenAI does; withIndex adds each call's index, which
 // streamed deltas carry and a completion's message does not.
 func ToolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
