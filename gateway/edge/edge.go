@@ -20,7 +20,6 @@ import (
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/listen"
-	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -70,9 +69,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// Forward no request header as gRPC metadata but Authorization (grpc-gateway always
 		// passes that one, and mcpgateway checks it): the services read nothing else, and
 		// every forwarded header is encoded by the edge and decoded by mcpgateway on every
-		// call. The request id is added by adminMetadata.
+		// call. The request id needs no header: each call's context derives from the
+		// request's, which carries it, and grpcdial's interceptor sends it as x-request-id.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithMetadata(adminMetadata),
+		runtime.WithMetadata(adminRoute),
 	)
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
 		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
@@ -118,15 +118,12 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	return e, nil
 }
 
-// adminMetadata adds the request id to the metadata of every admin call (grpc-gateway builds
-// each call's outgoing metadata from the request itself), and tells the access line the
-// route's template ("/internal/mcp/servers/{id}/connect"), which grpc-gateway knows here.
-func adminMetadata(ctx context.Context, r *http.Request) metadata.MD {
+// adminRoute tells the access line the admin route's template
+// ("/internal/mcp/servers/{id}/connect"), which grpc-gateway knows here: it runs before
+// every admin call (as a metadata hook, adding none).
+func adminRoute(ctx context.Context, r *http.Request) metadata.MD {
 	if p, ok := runtime.HTTPPathPattern(ctx); ok {
 		setRoute(r.Context(), p)
-	}
-	if id := requestid.From(r.Context()); id != "" {
-		return metadata.Pairs(requestid.MetadataKey, id)
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp 
 
 // route is where a handler says which route answered, for the access line: the ServeMux
 // pattern (Request.Pattern) says it for most routes, grpc-gateway's template for the admin
-// routes (adminMetadata), and the not-found handlers say no route matched.
+// routes (adminRoute), and the not-found handlers say no route matched.
 type route struct {
 	pattern string
 	none    bool
