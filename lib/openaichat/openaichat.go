@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/jsonerr"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
@@ -41,7 +42,7 @@ func FromObject(raw map[string]any) (*Request, error) {
 	if v, ok := present(raw, "stream"); ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			return nil, fieldErr("stream", "stream must be true or false, not %s", kind(v))
+			return nil, fieldErr("stream", "stream must be true or false, not %s", jsonerr.KindOf(v))
 		}
 		r.Stream = b
 	}
@@ -53,7 +54,7 @@ func FromObject(raw map[string]any) (*Request, error) {
 		if u, ok := present(so, "include_usage"); ok {
 			b, isBool := u.(bool)
 			if !isBool {
-				return nil, fieldErr("stream_options.include_usage", "stream_options.include_usage must be true or false, not %s", kind(u))
+				return nil, fieldErr("stream_options.include_usage", "stream_options.include_usage must be true or false, not %s", jsonerr.KindOf(u))
 			}
 			r.IncludeUsage = b
 		}
