@@ -5,7 +5,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,26 +84,25 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		g.LoopbackOnly = true
 	}
 	// Each route family answers a body over the limit in its own error shape.
-	guarded := func(tooLarge func(http.ResponseWriter, string)) func(http.Handler) http.Handler {
+	guarded := func(writeError writeErrorFunc) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler {
-			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, tooLarge, h)))
+			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h)))
 		}
 	}
-	api, mcpAPI := guarded(openai.WriteTooLarge), guarded(mcphttp.TooLarge)
+	api, mcpAPI := guarded(openai.WriteError), guarded(mcphttp.WriteInvalidRequest)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
 	mux.Handle("/live", getOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
-	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
-	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin))))
+	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
@@ -178,12 +176,6 @@ func (e *Edge) Close() error {
 	return errors.Join(errs...)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // adminError writes Lemonade's admin error shape with the status of its table: 400 for a
 // bad body and for a tools/call of a tool the server's filters do not expose; 404 for an
 // unknown id on every route; on the routes that reach an MCP server (connect, refresh-tools,
@@ -222,7 +214,7 @@ func toolFiltered(st *status.Status) bool {
 // writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}. (A
 // 401 gets its WWW-Authenticate header from the root handler's response.)
 func writeAdminError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
 }
 
 func reachesUpstream(path string) bool {

@@ -391,15 +391,26 @@ func TestEvery401CarriesBearer(t *testing.T) {
 	}
 }
 
-func TestMCPBodyOverTheLimitIsJSONRPC413(t *testing.T) {
-	te := startEdge(t, func(c *Config) { c.MaxBodyBytes = 2048 })
-	a := do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","method":"x","params":"`+strings.Repeat("a", 3000)+`"}`,
-		"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
-	if a.status != 413 || shape(t, a) != "jsonrpc" || !strings.Contains(a.body, "the limit is 2 KiB") {
-		t.Fatalf("%d %s", a.status, a.body)
+// TestBodyOverTheLimitIs413InTheFamilyShape: a declared length over the limit is refused
+// before any service sees it, in the shape of its route's family.
+func TestBodyOverTheLimitIs413InTheFamilyShape(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.MaxBodyBytes, c.MaxAdminBodyBytes = 2048, 1024 })
+	big := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 3000) + `"}`
+	for _, c := range []struct {
+		path, shape, limit string
+		headers            []string
+	}{
+		{"/mcp", "jsonrpc", "2 KiB", []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}},
+		{"/api/v1/chat/completions", "openai", "2 KiB", []string{"Content-Type", "application/json"}},
+		{"/internal/mcp/servers", "admin", "1 KiB", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminKey}},
+	} {
+		a := do(t, "POST", te.url+c.path, big, c.headers...)
+		if a.status != 413 || shape(t, a) != c.shape || !strings.Contains(a.body, "the limit is "+c.limit) {
+			t.Errorf("%s: %d %s", c.path, a.status, a.body)
+		}
 	}
-	if te.mcp.count() != 0 {
-		t.Fatal("the body reached mcpgateway")
+	if te.mcp.count() != 0 || len(te.admin.calls()) != 0 {
+		t.Fatal("a body over the limit reached mcpgateway")
 	}
 }
 

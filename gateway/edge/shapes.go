@@ -6,6 +6,7 @@ import (
 
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
+	"github.com/zestmcp/zest/gateway/openai"
 )
 
 // writeErrorFunc writes an error answer in one route family's shape.
@@ -18,24 +19,19 @@ type writeErrorFunc func(w http.ResponseWriter, code int, msg string)
 func errorWriter(path string) writeErrorFunc {
 	switch {
 	case under(path, "/mcp"):
-		return func(w http.ResponseWriter, code int, msg string) { mcphttp.WriteError(w, code, -32600, msg) }
+		return mcphttp.WriteInvalidRequest
 	case under(path, "/internal/mcp"):
 		return writeAdminError
 	}
 	for _, p := range Prefixes {
 		if under(path, strings.TrimSuffix(p, "/")) {
-			return writeOpenAIError
+			return openai.WriteError
 		}
 	}
 	return httpguard.WriteError
 }
 
 func under(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
-
-// writeOpenAIError writes OpenAI's error shape {"error":{"message","type","param","code"}}.
-func writeOpenAIError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
-}
 
 // notFound answers a path no route serves, in the shape of the family it falls under.
 func notFound(w http.ResponseWriter, r *http.Request) {

@@ -18,11 +18,17 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 )
 
-// WriteError writes {"error": msg} with status.
-func WriteError(w http.ResponseWriter, status int, msg string) {
+// WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
+// edge writes itself, in each route family's shape.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError writes {"error": msg} with status.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	WriteJSON(w, status, map[string]string{"error": msg})
 }
 
 // Unauthorized writes 401 {"error": msg} with WWW-Authenticate: Bearer, which tells the
@@ -160,14 +166,15 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 }
 
 // LimitBody caps request bodies at n bytes: a declared length over it is answered 413 by
-// tooLarge (WriteError's shape when nil); reading past it fails with *http.MaxBytesError.
-func LimitBody(n int64, tooLarge func(w http.ResponseWriter, msg string), next http.Handler) http.Handler {
-	if tooLarge == nil {
-		tooLarge = func(w http.ResponseWriter, msg string) { WriteError(w, http.StatusRequestEntityTooLarge, msg) }
+// writeError, the route family's error writer (WriteError when nil); reading past it fails
+// with *http.MaxBytesError.
+func LimitBody(n int64, writeError func(w http.ResponseWriter, status int, msg string), next http.Handler) http.Handler {
+	if writeError == nil {
+		writeError = WriteError
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
-			tooLarge(w, TooLargeMessage(n))
+			writeError(w, http.StatusRequestEntityTooLarge, TooLargeMessage(n))
 			return
 		}
 		r.Body = http.MaxBytesReader(innermost(w), r.Body, n)

@@ -12,7 +12,6 @@ package mcphttp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -163,7 +162,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			TooLarge(w, httpguard.TooLargeMessage(tooBig.Limit))
+			WriteInvalidRequest(w, http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(tooBig.Limit))
 			return
 		}
 		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
@@ -272,15 +271,14 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 // WriteError writes a JSON-RPC error response (id null) with an HTTP status: the shape of
 // every answer /mcp gives that is not mcpgateway's own.
 func WriteError(w http.ResponseWriter, httpStatus, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(httpStatus)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	httpguard.WriteJSON(w, httpStatus, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 }
 
-// TooLarge answers a body over the limit (413) as a JSON-RPC error; it fits
-// httpguard.LimitBody.
-func TooLarge(w http.ResponseWriter, msg string) {
-	WriteError(w, http.StatusRequestEntityTooLarge, -32600, msg)
+// WriteInvalidRequest is WriteError with JSON-RPC's Invalid Request (-32600): /mcp's writer
+// for the answers the edge gives in its place (a body over the limit, no route, a body that
+// timed out).
+func WriteInvalidRequest(w http.ResponseWriter, httpStatus int, msg string) {
+	WriteError(w, httpStatus, -32600, msg)
 }
 
 // accepts reports whether an Accept header (all its values) accepts every one of types: a

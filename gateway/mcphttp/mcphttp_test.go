@@ -83,7 +83,7 @@ func serve(t *testing.T, f *fakeMCP, limit int64) *httptest.Server {
 	t.Helper()
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, f) })
 	h := &Handler{MCP: mcpgatewayv1.NewMcpServiceClient(cc), KeepAlive: 20 * time.Millisecond}
-	srv := httptest.NewServer(httpguard.LimitBody(limit, TooLarge, h))
+	srv := httptest.NewServer(httpguard.LimitBody(limit, WriteInvalidRequest, h))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -46,7 +46,7 @@ func postOnly(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use POST for this endpoint"})
+			httpguard.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use POST for this endpoint"})
 			return
 		}
 		h(w, r)
@@ -57,26 +57,28 @@ func getOnly(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
+			httpguard.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
 			return
 		}
 		h(w, r)
 	})
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes OpenAI's error shape.
+// writeError writes OpenAI's error shape {"error":{"message","type","param","code"}}; param
+// is null when empty.
 func writeError(w http.ResponseWriter, code int, typ, param, msg string) {
 	var p any
 	if param != "" {
 		p = param
 	}
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
+	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
+}
+
+// WriteError writes OpenAI's error shape as invalid_request_error with no param: these
+// routes' writer for the answers the edge gives in their place (a body over the limit, no
+// route, a body that timed out).
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	writeError(w, code, "invalid_request_error", "", msg)
 }
 
 // writeStatus maps an inference error to HTTP, in one place.
@@ -120,7 +122,7 @@ func (a *API) models(w http.ResponseWriter, r *http.Request) {
 	for _, m := range resp.GetModels() {
 		data = append(data, modelJSON(m))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (a *API) model(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +131,7 @@ func (a *API) model(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelJSON(resp.GetModel()))
+	httpguard.WriteJSON(w, http.StatusOK, modelJSON(resp.GetModel()))
 }
 
 // readBody reads a request body, answering 413 past the limit the edge set.
@@ -150,12 +152,6 @@ func writeReadError(w http.ResponseWriter, err error, param string) {
 		return
 	}
 	writeError(w, http.StatusBadRequest, "invalid_request_error", param, "could not read the body: the connection ended before it did")
-}
-
-// WriteTooLarge answers a body over the limit (413) in OpenAI's error shape, for the body
-// limit in front of these routes.
-func WriteTooLarge(w http.ResponseWriter, msg string) {
-	writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", msg)
 }
 
 // writeFieldError answers a request refused by openaichat (a *openaichat.FieldError names
@@ -375,9 +371,9 @@ func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, resp.GetText())
 	case "verbose_json":
-		writeJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
+		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
+		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
 	}
 }
 
@@ -431,5 +427,5 @@ func (a *API) images(w http.ResponseWriter, r *http.Request) {
 	for _, img := range resp.GetImages() {
 		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(img)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
 }

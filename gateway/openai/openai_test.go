@@ -91,7 +91,7 @@ func newEdge(t *testing.T) (string, *fakeInference) {
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, f) }, grpc.MaxRecvMsgSize(16<<20))
 	api := &API{Inference: inferencev1.NewInferenceServiceClient(cc), Forward: func(r *http.Request) context.Context { return r.Context() }}
 	mux := http.NewServeMux()
-	api.Register(mux, "/api/v1/", func(h http.Handler) http.Handler { return httpguard.LimitBody(bodyLimit, nil, h) })
+	api.Register(mux, "/api/v1/", func(h http.Handler) http.Handler { return httpguard.LimitBody(bodyLimit, WriteError, h) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/api/v1/", f

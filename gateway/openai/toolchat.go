@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -69,7 +70,7 @@ func (a *API) toolChat(w http.ResponseWriter, r *http.Request, raw map[string]an
 	if !parsed.Stream {
 		for it := first; ; {
 			if d := it.GetDone(); d != nil {
-				writeJSON(w, http.StatusOK, rd.completion(d))
+				httpguard.WriteJSON(w, http.StatusOK, rd.completion(d))
 				return
 			}
 			rd.note(it)
