@@ -95,7 +95,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
-	mux.Handle("/live", getOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
@@ -107,7 +107,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	for _, p := range Prefixes {
-		mux.Handle(p+"health", api(getOnly(http.HandlerFunc(e.health))))
+		mux.Handle(p+"health", api(httpguard.GetOnly(http.HandlerFunc(e.health))))
 		oa.Register(mux, p, api)
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))

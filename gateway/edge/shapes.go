@@ -38,15 +38,3 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	noRoute(r.Context())
 	errorWriter(r.URL.Path)(w, http.StatusNotFound, "No route for "+r.Method+" "+r.URL.Path)
 }
-
-// getOnly answers other methods than GET and HEAD with 405, as the OpenAI routes do.
-func getOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", http.MethodGet)
-			httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use GET for this endpoint")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}

@@ -38,6 +38,19 @@ func Unauthorized(w http.ResponseWriter, msg string) {
 	WriteError(w, http.StatusUnauthorized, msg)
 }
 
+// GetOnly serves GET and HEAD (which net/http answers without the body) with h, and answers
+// other methods 405 {"error":"…"}.
+func GetOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use GET for this endpoint")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // IsLoopbackHost reports whether host (no port) names this machine's loopback.
 func IsLoopbackHost(host string) bool {
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")

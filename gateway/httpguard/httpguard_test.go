@@ -233,3 +233,22 @@ func TestReadSizedWithoutAHint(t *testing.T) {
 		t.Fatalf("reading 4 MiB before the limit allocated %d bytes", grew)
 	}
 }
+
+// TestGetOnly: GET and HEAD reach the handler; any other method is 405 {"error":"…"} with
+// Allow naming both.
+func TestGetOnly(t *testing.T) {
+	h := GetOnly(ok)
+	for _, m := range []string{"GET", "HEAD"} {
+		if w := serve(h, m, "127.0.0.1", nil, ""); w.Code != http.StatusTeapot {
+			t.Errorf("%s: %d", m, w.Code)
+		}
+	}
+	for _, m := range []string{"POST", "PUT", "DELETE", "OPTIONS"} {
+		w := serve(h, m, "127.0.0.1", nil, "")
+		var body map[string]string
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" ||
+			json.Unmarshal(w.Body.Bytes(), &body) != nil || body["error"] != "Method Not Allowed. Use GET for this endpoint" {
+			t.Errorf("%s: %d %v %q", m, w.Code, w.Header(), w.Body.String())
+		}
+	}
+}

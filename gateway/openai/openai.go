@@ -35,8 +35,8 @@ type API struct {
 
 // Register adds the routes under prefix (e.g. "/api/v1/") to mux, each wrapped by wrap.
 func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler) http.Handler) {
-	mux.Handle(prefix+"models", wrap(getOnly(a.models)))
-	mux.Handle(prefix+"models/{id}", wrap(getOnly(a.model)))
+	mux.Handle(prefix+"models", wrap(httpguard.GetOnly(http.HandlerFunc(a.models))))
+	mux.Handle(prefix+"models/{id}", wrap(httpguard.GetOnly(http.HandlerFunc(a.model))))
 	mux.Handle(prefix+"chat/completions", wrap(postOnly(a.chat)))
 	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
@@ -46,18 +46,7 @@ func postOnly(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			httpguard.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use POST for this endpoint"})
-			return
-		}
-		h(w, r)
-	})
-}
-
-func getOnly(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			httpguard.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
+			httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST for this endpoint")
 			return
 		}
 		h(w, r)

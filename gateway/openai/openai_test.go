@@ -447,4 +447,19 @@ func TestWrongMethod(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", route, resp.StatusCode, b)
 		}
 	}
+	for _, route := range []string{"models", "models/m"} {
+		a := postJSON(t, url+route, `{}`)
+		if a.status != 405 || a.header.Get("Allow") != "GET, HEAD" || !strings.Contains(string(a.body), "Use GET for this endpoint") {
+			t.Fatalf("POST %s: %d %s", route, a.status, a.body)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodHead, url+route, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 405 { // served as GET is (the fake has no models: its error, not 405)
+			t.Fatalf("HEAD %s: 405", route)
+		}
+	}
 }
