@@ -370,17 +370,25 @@ func TestHealthReportsEachService(t *testing.T) {
 }
 
 // TestEvery401CarriesBearer: the edge's own key refusals and the 401s relayed from a
-// service (admin, OpenAI) all carry WWW-Authenticate: Bearer and a JSON body.
+// service (admin, OpenAI, MCP) all carry WWW-Authenticate: Bearer and a JSON body (the root
+// handler adds the header, one place for every 401); a 403 carries no challenge.
 func TestEvery401CarriesBearer(t *testing.T) {
 	te := startEdge(t, func(c *Config) { c.Keys.API = "api-key" })
 	te.admin.mu.Lock()
 	te.admin.unauthenticated = true
 	te.admin.mu.Unlock()
+	te.mcp.setExchange(func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+		return status.Error(codes.Unauthenticated, "Invalid or missing API key")
+	})
+	mcpHeaders := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
 	for name, a := range map[string]answer{
 		"API key missing":             do(t, "POST", te.url+"/mcp", "{}"),
+		"API key wrong":               do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Bearer wrong"),
+		"Basic credentials":           do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Basic YXBpLWtleQ=="),
 		"admin key wrong":             do(t, "GET", te.url+"/internal/mcp/servers", "", "Authorization", "Bearer api-key"),
 		"admin service refuses":       do(t, "GET", te.url+"/internal/mcp/servers", "", "Authorization", "Bearer "+adminKey),
 		"inference service refuses":   do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Bearer api-key"),
+		"mcpgateway refuses":          do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, append(mcpHeaders, "Authorization", "Bearer api-key")...),
 		"unknown OpenAI route no key": do(t, "GET", te.url+"/api/v1/nope", ""),
 	} {
 		if a.status != 401 || a.header.Get("WWW-Authenticate") != "Bearer" {
@@ -388,6 +396,9 @@ func TestEvery401CarriesBearer(t *testing.T) {
 			continue
 		}
 		_ = a.json(t)
+	}
+	if a := do(t, "POST", te.url+"/mcp", "{}", "Origin", "https://evil.example"); a.status != 403 || a.header.Get("WWW-Authenticate") != "" {
+		t.Errorf("a refused origin: %d %v", a.status, a.header)
 	}
 }
 

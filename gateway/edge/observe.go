@@ -152,7 +152,8 @@ type response struct {
 var errAnswered = errors.New("the edge already answered this request")
 
 // WriteHeader records the status. A 401 that names no challenge gets WWW-Authenticate:
-// Bearer (the key checks set it themselves; this covers a 401 relayed from a service).
+// Bearer (RFC 9110 requires one on every 401): the one place for the edge's key checks and
+// the 401s relayed from a service alike.
 func (r *response) WriteHeader(code int) {
 	if r.sealed {
 		return

@@ -1,6 +1,7 @@
 // Package httpguard holds the edge's HTTP checks: Host (DNS-rebinding protection on a
 // loopback listener), Origin and CORS, the API and admin keys, and body limits. Each writes
-// Lemonade's JSON error shape {"error":"…"}.
+// Lemonade's JSON error shape {"error":"…"}. (A 401's WWW-Authenticate: Bearer is added by
+// the edge's root handler, for every 401 whoever wrote it.)
 package httpguard
 
 import (
@@ -29,13 +30,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // WriteError writes {"error": msg} with status.
 func WriteError(w http.ResponseWriter, status int, msg string) {
 	WriteJSON(w, status, map[string]string{"error": msg})
-}
-
-// Unauthorized writes 401 {"error": msg} with WWW-Authenticate: Bearer, which tells the
-// client how to authenticate (RFC 9110 requires the header on every 401).
-func Unauthorized(w http.ResponseWriter, msg string) {
-	w.Header().Set("WWW-Authenticate", "Bearer")
-	WriteError(w, http.StatusUnauthorized, msg)
 }
 
 // GetOnly serves GET and HEAD (which net/http answers without the body) with h, and answers
@@ -144,7 +138,7 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 func (g Guard) APIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			Unauthorized(w, err.Error())
+			WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -171,7 +165,7 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 				WriteError(w, http.StatusForbidden, err.Error())
 				return
 			}
-			Unauthorized(w, err.Error())
+			WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -246,7 +246,7 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 	case codes.NotFound:
 		code = http.StatusNotFound
 	case codes.Unauthenticated:
-		httpguard.Unauthorized(w, msg)
+		httpguard.WriteError(w, http.StatusUnauthorized, msg) // the edge adds WWW-Authenticate
 		return
 	case codes.PermissionDenied:
 		httpguard.WriteError(w, http.StatusForbidden, msg)
