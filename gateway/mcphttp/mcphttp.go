@@ -283,29 +283,44 @@ func WriteInvalidRequest(w http.ResponseWriter, httpStatus int, msg string) {
 
 // accepts reports whether an Accept header (all its values) accepts every one of types: a
 // missing header accepts anything (RFC 9110), "type/*" and "*/*" count, the most specific
-// range decides, and q=0 refuses.
+// range decides, and q=0 refuses. Each range is parsed once, whatever the number of types.
 func accepts(header []string, types ...string) bool {
-	var ranges []string
+	type mediaRange struct {
+		typ string
+		q   float64
+	}
+	var (
+		ranges []mediaRange
+		sent   bool // a range was sent, parsable or not
+	)
 	for _, v := range header {
 		for _, r := range strings.Split(v, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				ranges = append(ranges, r)
+			if r = strings.TrimSpace(r); r == "" {
+				continue
 			}
+			sent = true
+			mt, params, err := mime.ParseMediaType(r)
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			ranges = append(ranges, mediaRange{mt, q})
 		}
 	}
-	if len(ranges) == 0 {
+	if !sent {
 		return true
 	}
 	for _, t := range types {
 		major, _, _ := strings.Cut(t, "/")
 		best, q := -1, 0.0
 		for _, r := range ranges {
-			mt, params, err := mime.ParseMediaType(r)
-			if err != nil {
-				continue
-			}
 			spec := -1
-			switch mt {
+			switch r.typ {
 			case t:
 				spec = 2
 			case major + "/*":
@@ -313,14 +328,8 @@ func accepts(header []string, types ...string) bool {
 			case "*/*":
 				spec = 0
 			}
-			if spec <= best {
-				continue
-			}
-			best, q = spec, 1
-			if v, ok := params["q"]; ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
+			if spec > best {
+				best, q = spec, r.q
 			}
 		}
 		if best < 0 || q <= 0 {

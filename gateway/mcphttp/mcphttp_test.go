@@ -228,6 +228,8 @@ func TestPostChecksAccept(t *testing.T) {
 		{"text/html", false},
 		{"application/json, text/event-stream;q=0", false},
 		{"*/*, text/event-stream;q=0", false},
+		{"@@@", false}, // a header of nothing parsable accepts nothing, unlike no header
+		{"application/json, @@@, text/event-stream", true},
 	} {
 		t.Run(tc.accept, func(t *testing.T) {
 			before := f.exchangeCount()

@@ -332,6 +332,12 @@ func TestImagesRefuseBadFieldsByName(t *testing.T) {
 		want       string
 	}{
 		{"malformed", `{"prompt":`, nil, "not a JSON object"},
+		{"null", `null`, nil, "not a JSON object: it is null"},
+		{"an array", ` [{"prompt":"x"}]`, nil, "not a JSON object: it is an array"},
+		{"a string", `"x"`, nil, "not a JSON object: it is a string"},
+		{"empty", ``, nil, "not a JSON object: it is empty"},
+		{"two objects", `{"prompt":"x"} {}`, nil, "something follows the object"},
+		{"a type error after a syntax error", `{"n":"two",}`, nil, "invalid JSON at byte"},
 		{"n a string", `{"prompt":"x","n":"two"}`, "n", "n must be an integer in range, not a string"},
 		{"n fractional", `{"prompt":"x","n":1.5}`, "n", "n must be an integer in range, not 1.5"},
 		{"prompt a number", `{"prompt":5}`, "prompt", "prompt must be a string, not a number"},
