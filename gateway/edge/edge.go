@@ -112,7 +112,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	e.handler = e.root(g.Host(mux))
+	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }
 

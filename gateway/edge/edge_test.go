@@ -137,16 +137,26 @@ func (fakeInference) ListModels(context.Context, *inferencev1.ListModelsRequest)
 	return nil, status.Error(codes.Unauthenticated, "Invalid or missing API key")
 }
 
-// lockedBuffer is the log the edge writes while the test reads it.
+// lockedBuffer is the log the edge writes while the test reads it. Each record (slog writes
+// one per Write) signals wrote, which holds one pending signal: a reader that checks the
+// lines after each signal misses none.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{wrote: make(chan struct{}, 1)} }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	n, err := l.b.Write(p)
+	select {
+	case l.wrote <- struct{}{}:
+	default: // a signal is pending already
+	}
+	return n, err
 }
 
 // lines returns the JSON log lines written so far.
@@ -187,7 +197,7 @@ type testEdge struct {
 // the admin key set and JSON logs at info.
 func startEdge(t *testing.T, configure func(*Config)) *testEdge {
 	t.Helper()
-	te := &testEdge{log: &lockedBuffer{}, admin: &fakeAdmin{}, mcp: &fakeMCP{
+	te := &testEdge{log: newLockedBuffer(), admin: &fakeAdmin{}, mcp: &fakeMCP{
 		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
 			return s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}, Final: true})
 		}}, toolhost: health.NewServer()}
@@ -491,20 +501,22 @@ func TestRequestID(t *testing.T) {
 	}
 }
 
-// waitForLine polls the log for an access line until match accepts one.
+// waitForLine returns the first access line match accepts, looking again each time the edge
+// logs a record, for up to 5 s.
 func waitForLine(t *testing.T, log *lockedBuffer, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	for {
 		for _, l := range log.lines(t) {
 			if l["msg"] == "http request" && match(l) {
 				return l
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-log.wrote:
+		case <-deadline:
 			t.Fatalf("no such access line within 5s; log:\n%s", log.String())
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
