@@ -5,7 +5,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/listen"
-	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -70,9 +68,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		// Forward no request header as gRPC metadata but Authorization (grpc-gateway always
 		// passes that one, and mcpgateway checks it): the services read nothing else, and
 		// every forwarded header is encoded by the edge and decoded by mcpgateway on every
-		// call. The request id is added by adminMetadata.
+		// call. The request id needs no header: each call's context derives from the
+		// request's, which carries it, and grpcdial's interceptor sends it as x-request-id.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithMetadata(adminMetadata),
+		runtime.WithMetadata(adminRoute),
 	)
 	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
 		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
@@ -85,48 +84,44 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		g.LoopbackOnly = true
 	}
 	// Each route family answers a body over the limit in its own error shape.
-	guarded := func(tooLarge func(http.ResponseWriter, string)) func(http.Handler) http.Handler {
+	guarded := func(writeError writeErrorFunc) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler {
-			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, tooLarge, h)))
+			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h)))
 		}
 	}
-	api, mcpAPI := guarded(openai.WriteTooLarge), guarded(mcphttp.TooLarge)
+	api, mcpAPI := guarded(openai.WriteError), guarded(mcphttp.WriteInvalidRequest)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
-	mux.Handle("/live", getOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
-	adminTooLarge := func(w http.ResponseWriter, msg string) { writeAdminError(w, http.StatusRequestEntityTooLarge, msg) }
-	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, adminTooLarge, admin))))
+	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	for _, p := range Prefixes {
-		mux.Handle(p+"health", api(getOnly(http.HandlerFunc(e.health))))
+		mux.Handle(p+"health", api(httpguard.GetOnly(http.HandlerFunc(e.health))))
 		oa.Register(mux, p, api)
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	e.handler = e.root(g.Host(mux))
+	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }
 
-// adminMetadata adds the request id to the metadata of every admin call (grpc-gateway builds
-// each call's outgoing metadata from the request itself), and tells the access line the
-// route's template ("/internal/mcp/servers/{id}/connect"), which grpc-gateway knows here.
-func adminMetadata(ctx context.Context, r *http.Request) metadata.MD {
+// adminRoute tells the access line the admin route's template
+// ("/internal/mcp/servers/{id}/connect"), which grpc-gateway knows here: it runs before
+// every admin call (as a metadata hook, adding none).
+func adminRoute(ctx context.Context, r *http.Request) metadata.MD {
 	if p, ok := runtime.HTTPPathPattern(ctx); ok {
 		setRoute(r.Context(), p)
-	}
-	if id := requestid.From(r.Context()); id != "" {
-		return metadata.Pairs(requestid.MetadataKey, id)
 	}
 	return nil
 }
@@ -181,12 +176,6 @@ func (e *Edge) Close() error {
 	return errors.Join(errs...)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // adminError writes Lemonade's admin error shape with the status of its table: 400 for a
 // bad body and for a tools/call of a tool the server's filters do not expose; 404 for an
 // unknown id on every route; on the routes that reach an MCP server (connect, refresh-tools,
@@ -225,7 +214,7 @@ func toolFiltered(st *status.Status) bool {
 // writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}. (A
 // 401 gets its WWW-Authenticate header from the root handler's response.)
 func writeAdminError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
 }
 
 func reachesUpstream(path string) bool {

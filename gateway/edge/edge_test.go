@@ -137,16 +137,26 @@ func (fakeInference) ListModels(context.Context, *inferencev1.ListModelsRequest)
 	return nil, status.Error(codes.Unauthenticated, "Invalid or missing API key")
 }
 
-// lockedBuffer is the log the edge writes while the test reads it.
+// lockedBuffer is the log the edge writes while the test reads it. Each record (slog writes
+// one per Write) signals wrote, which holds one pending signal: a reader that checks the
+// lines after each signal misses none.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{wrote: make(chan struct{}, 1)} }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	n, err := l.b.Write(p)
+	select {
+	case l.wrote <- struct{}{}:
+	default: // a signal is pending already
+	}
+	return n, err
 }
 
 // lines returns the JSON log lines written so far.
@@ -187,7 +197,7 @@ type testEdge struct {
 // the admin key set and JSON logs at info.
 func startEdge(t *testing.T, configure func(*Config)) *testEdge {
 	t.Helper()
-	te := &testEdge{log: &lockedBuffer{}, admin: &fakeAdmin{}, mcp: &fakeMCP{
+	te := &testEdge{log: newLockedBuffer(), admin: &fakeAdmin{}, mcp: &fakeMCP{
 		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
 			return s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}, Final: true})
 		}}, toolhost: health.NewServer()}
@@ -370,17 +380,25 @@ func TestHealthReportsEachService(t *testing.T) {
 }
 
 // TestEvery401CarriesBearer: the edge's own key refusals and the 401s relayed from a
-// service (admin, OpenAI) all carry WWW-Authenticate: Bearer and a JSON body.
+// service (admin, OpenAI, MCP) all carry WWW-Authenticate: Bearer and a JSON body (the root
+// handler adds the header, one place for every 401); a 403 carries no challenge.
 func TestEvery401CarriesBearer(t *testing.T) {
 	te := startEdge(t, func(c *Config) { c.Keys.API = "api-key" })
 	te.admin.mu.Lock()
 	te.admin.unauthenticated = true
 	te.admin.mu.Unlock()
+	te.mcp.setExchange(func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+		return status.Error(codes.Unauthenticated, "Invalid or missing API key")
+	})
+	mcpHeaders := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
 	for name, a := range map[string]answer{
 		"API key missing":             do(t, "POST", te.url+"/mcp", "{}"),
+		"API key wrong":               do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Bearer wrong"),
+		"Basic credentials":           do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Basic YXBpLWtleQ=="),
 		"admin key wrong":             do(t, "GET", te.url+"/internal/mcp/servers", "", "Authorization", "Bearer api-key"),
 		"admin service refuses":       do(t, "GET", te.url+"/internal/mcp/servers", "", "Authorization", "Bearer "+adminKey),
 		"inference service refuses":   do(t, "GET", te.url+"/api/v1/models", "", "Authorization", "Bearer api-key"),
+		"mcpgateway refuses":          do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, append(mcpHeaders, "Authorization", "Bearer api-key")...),
 		"unknown OpenAI route no key": do(t, "GET", te.url+"/api/v1/nope", ""),
 	} {
 		if a.status != 401 || a.header.Get("WWW-Authenticate") != "Bearer" {
@@ -389,17 +407,31 @@ func TestEvery401CarriesBearer(t *testing.T) {
 		}
 		_ = a.json(t)
 	}
+	if a := do(t, "POST", te.url+"/mcp", "{}", "Origin", "https://evil.example"); a.status != 403 || a.header.Get("WWW-Authenticate") != "" {
+		t.Errorf("a refused origin: %d %v", a.status, a.header)
+	}
 }
 
-func TestMCPBodyOverTheLimitIsJSONRPC413(t *testing.T) {
-	te := startEdge(t, func(c *Config) { c.MaxBodyBytes = 2048 })
-	a := do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","method":"x","params":"`+strings.Repeat("a", 3000)+`"}`,
-		"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
-	if a.status != 413 || shape(t, a) != "jsonrpc" || !strings.Contains(a.body, "the limit is 2 KiB") {
-		t.Fatalf("%d %s", a.status, a.body)
+// TestBodyOverTheLimitIs413InTheFamilyShape: a declared length over the limit is refused
+// before any service sees it, in the shape of its route's family.
+func TestBodyOverTheLimitIs413InTheFamilyShape(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.MaxBodyBytes, c.MaxAdminBodyBytes = 2048, 1024 })
+	big := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 3000) + `"}`
+	for _, c := range []struct {
+		path, shape, limit string
+		headers            []string
+	}{
+		{"/mcp", "jsonrpc", "2 KiB", []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}},
+		{"/api/v1/chat/completions", "openai", "2 KiB", []string{"Content-Type", "application/json"}},
+		{"/internal/mcp/servers", "admin", "1 KiB", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminKey}},
+	} {
+		a := do(t, "POST", te.url+c.path, big, c.headers...)
+		if a.status != 413 || shape(t, a) != c.shape || !strings.Contains(a.body, "the limit is "+c.limit) {
+			t.Errorf("%s: %d %s", c.path, a.status, a.body)
+		}
 	}
-	if te.mcp.count() != 0 {
-		t.Fatal("the body reached mcpgateway")
+	if te.mcp.count() != 0 || len(te.admin.calls()) != 0 {
+		t.Fatal("a body over the limit reached mcpgateway")
 	}
 }
 
@@ -469,20 +501,22 @@ func TestRequestID(t *testing.T) {
 	}
 }
 
-// waitForLine polls the log for an access line until match accepts one.
+// waitForLine returns the first access line match accepts, looking again each time the edge
+// logs a record, for up to 5 s.
 func waitForLine(t *testing.T, log *lockedBuffer, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	for {
 		for _, l := range log.lines(t) {
 			if l["msg"] == "http request" && match(l) {
 				return l
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-log.wrote:
+		case <-deadline:
 			t.Fatalf("no such access line within 5s; log:\n%s", log.String())
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/keyauth"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -60,8 +61,8 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		out["status"] = "degraded"
-		writeJSON(w, http.StatusServiceUnavailable, out)
+		httpguard.WriteJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpguard.WriteJSON(w, http.StatusOK, out)
 }

@@ -48,12 +48,12 @@ func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp 
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String("method", r.Method))
 	switch {
-	case rt.none || (rt.pattern == "" && r.Pattern == ""):
+	case rt.none || (rt.pattern == "" && rt.mux == ""):
 		attrs = append(attrs, slog.String("route", ""), slog.String("path", r.URL.Path))
 	case rt.pattern != "":
 		attrs = append(attrs, slog.String("route", rt.pattern))
 	default:
-		attrs = append(attrs, slog.String("route", r.Pattern))
+		attrs = append(attrs, slog.String("route", rt.mux))
 	}
 	attrs = append(attrs, slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", resp.bytes))
@@ -61,11 +61,24 @@ func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp 
 }
 
 // route is where a handler says which route answered, for the access line: the ServeMux
-// pattern (Request.Pattern) says it for most routes, grpc-gateway's template for the admin
-// routes (adminMetadata), and the not-found handlers say no route matched.
+// pattern (routed) says it for most routes, grpc-gateway's template for the admin routes
+// (adminRoute), and the not-found handlers say no route matched.
 type route struct {
-	pattern string
+	pattern string // a handler's own, more precise than mux's
+	mux     string
 	none    bool
+}
+
+// routed notes the ServeMux pattern that matched. It reads Request.Pattern from the request
+// the mux was given (ServeMux sets it there), so a middleware between the root handler and
+// the mux may replace the request without hiding the route.
+func routed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r)
+		if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
+			rt.mux = r.Pattern
+		}
+	})
 }
 
 type routeKey struct{}
@@ -152,7 +165,8 @@ type response struct {
 var errAnswered = errors.New("the edge already answered this request")
 
 // WriteHeader records the status. A 401 that names no challenge gets WWW-Authenticate:
-// Bearer (the key checks set it themselves; this covers a 401 relayed from a service).
+// Bearer (RFC 9110 requires one on every 401): the one place for the edge's key checks and
+// the 401s relayed from a service alike.
 func (r *response) WriteHeader(code int) {
 	if r.sealed {
 		return

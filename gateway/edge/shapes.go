@@ -6,6 +6,7 @@ import (
 
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
+	"github.com/zestmcp/zest/gateway/openai"
 )
 
 // writeErrorFunc writes an error answer in one route family's shape.
@@ -18,13 +19,13 @@ type writeErrorFunc func(w http.ResponseWriter, code int, msg string)
 func errorWriter(path string) writeErrorFunc {
 	switch {
 	case under(path, "/mcp"):
-		return func(w http.ResponseWriter, code int, msg string) { mcphttp.WriteError(w, code, -32600, msg) }
+		return mcphttp.WriteInvalidRequest
 	case under(path, "/internal/mcp"):
 		return writeAdminError
 	}
 	for _, p := range Prefixes {
 		if under(path, strings.TrimSuffix(p, "/")) {
-			return writeOpenAIError
+			return openai.WriteError
 		}
 	}
 	return httpguard.WriteError
@@ -32,25 +33,8 @@ func errorWriter(path string) writeErrorFunc {
 
 func under(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
 
-// writeOpenAIError writes OpenAI's error shape {"error":{"message","type","param","code"}}.
-func writeOpenAIError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
-}
-
 // notFound answers a path no route serves, in the shape of the family it falls under.
 func notFound(w http.ResponseWriter, r *http.Request) {
 	noRoute(r.Context())
 	errorWriter(r.URL.Path)(w, http.StatusNotFound, "No route for "+r.Method+" "+r.URL.Path)
-}
-
-// getOnly answers other methods than GET and HEAD with 405, as the OpenAI routes do.
-func getOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", http.MethodGet)
-			httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use GET for this endpoint")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -1,6 +1,7 @@
 // Package httpguard holds the edge's HTTP checks: Host (DNS-rebinding protection on a
 // loopback listener), Origin and CORS, the API and admin keys, and body limits. Each writes
-// Lemonade's JSON error shape {"error":"…"}.
+// Lemonade's JSON error shape {"error":"…"}. (A 401's WWW-Authenticate: Bearer is added by
+// the edge's root handler, for every 401 whoever wrote it.)
 package httpguard
 
 import (
@@ -18,18 +19,30 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 )
 
-// WriteError writes {"error": msg} with status.
-func WriteError(w http.ResponseWriter, status int, msg string) {
+// WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
+// edge writes itself, in each route family's shape.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Unauthorized writes 401 {"error": msg} with WWW-Authenticate: Bearer, which tells the
-// client how to authenticate (RFC 9110 requires the header on every 401).
-func Unauthorized(w http.ResponseWriter, msg string) {
-	w.Header().Set("WWW-Authenticate", "Bearer")
-	WriteError(w, http.StatusUnauthorized, msg)
+// WriteError writes {"error": msg} with status.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	WriteJSON(w, status, map[string]string{"error": msg})
+}
+
+// GetOnly serves GET and HEAD (which net/http answers without the body) with h, and answers
+// other methods 405 {"error":"…"}.
+func GetOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use GET for this endpoint")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // IsLoopbackHost reports whether host (no port) names this machine's loopback.
@@ -125,7 +138,7 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 func (g Guard) APIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			Unauthorized(w, err.Error())
+			WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -152,7 +165,7 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 				WriteError(w, http.StatusForbidden, err.Error())
 				return
 			}
-			Unauthorized(w, err.Error())
+			WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -160,14 +173,15 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 }
 
 // LimitBody caps request bodies at n bytes: a declared length over it is answered 413 by
-// tooLarge (WriteError's shape when nil); reading past it fails with *http.MaxBytesError.
-func LimitBody(n int64, tooLarge func(w http.ResponseWriter, msg string), next http.Handler) http.Handler {
-	if tooLarge == nil {
-		tooLarge = func(w http.ResponseWriter, msg string) { WriteError(w, http.StatusRequestEntityTooLarge, msg) }
+// writeError, the route family's error writer (WriteError when nil); reading past it fails
+// with *http.MaxBytesError.
+func LimitBody(n int64, writeError func(w http.ResponseWriter, status int, msg string), next http.Handler) http.Handler {
+	if writeError == nil {
+		writeError = WriteError
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
-			tooLarge(w, TooLargeMessage(n))
+			writeError(w, http.StatusRequestEntityTooLarge, TooLargeMessage(n))
 			return
 		}
 		r.Body = http.MaxBytesReader(innermost(w), r.Body, n)

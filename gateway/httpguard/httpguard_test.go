@@ -141,26 +141,6 @@ func TestLimitBody(t *testing.T) {
 	}
 }
 
-// TestEvery401SaysBearer: the API and admin key checks answer 401 with WWW-Authenticate:
-// Bearer and a JSON body; the fail-closed 403 has no challenge (no key would help).
-func TestEvery401SaysBearer(t *testing.T) {
-	g := Guard{Keys: keyauth.Keys{API: "k", Admin: "a"}}
-	for name, h := range map[string]http.Handler{"API key": g.APIKey(ok), "admin key": g.AdminKey(ok)} {
-		for _, auth := range []string{"", "Bearer wrong", "Basic a2V5"} {
-			w := serve(h, "GET", "127.0.0.1", map[string]string{"Authorization": auth}, "")
-			var body map[string]string
-			if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != "Bearer" ||
-				w.Header().Get("Content-Type") != "application/json" || json.Unmarshal(w.Body.Bytes(), &body) != nil || body["error"] == "" {
-				t.Errorf("%s, Authorization %q: %d %v %q", name, auth, w.Code, w.Header(), w.Body.String())
-			}
-		}
-	}
-	w := serve(Guard{}.AdminNotConfigured(ok), "GET", "127.0.0.1", nil, "")
-	if w.Code != http.StatusForbidden || w.Header().Get("WWW-Authenticate") != "" {
-		t.Errorf("admin not configured: %d %v", w.Code, w.Header())
-	}
-}
-
 // wrapped is a middleware's ResponseWriter, as the edge's root handler uses.
 type wrapped struct{ http.ResponseWriter }
 
@@ -231,5 +211,24 @@ func TestReadSizedWithoutAHint(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 5<<20 {
 		t.Fatalf("reading 4 MiB before the limit allocated %d bytes", grew)
+	}
+}
+
+// TestGetOnly: GET and HEAD reach the handler; any other method is 405 {"error":"…"} with
+// Allow naming both.
+func TestGetOnly(t *testing.T) {
+	h := GetOnly(ok)
+	for _, m := range []string{"GET", "HEAD"} {
+		if w := serve(h, m, "127.0.0.1", nil, ""); w.Code != http.StatusTeapot {
+			t.Errorf("%s: %d", m, w.Code)
+		}
+	}
+	for _, m := range []string{"POST", "PUT", "DELETE", "OPTIONS"} {
+		w := serve(h, m, "127.0.0.1", nil, "")
+		var body map[string]string
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" ||
+			json.Unmarshal(w.Body.Bytes(), &body) != nil || body["error"] != "Method Not Allowed. Use GET for this endpoint" {
+			t.Errorf("%s: %d %v %q", m, w.Code, w.Header(), w.Body.String())
+		}
 	}
 }

@@ -12,7 +12,6 @@ package mcphttp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -163,7 +162,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			TooLarge(w, httpguard.TooLargeMessage(tooBig.Limit))
+			WriteInvalidRequest(w, http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(tooBig.Limit))
 			return
 		}
 		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
@@ -247,7 +246,7 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 	case codes.NotFound:
 		code = http.StatusNotFound
 	case codes.Unauthenticated:
-		httpguard.Unauthorized(w, msg)
+		httpguard.WriteError(w, http.StatusUnauthorized, msg) // the edge adds WWW-Authenticate
 		return
 	case codes.PermissionDenied:
 		httpguard.WriteError(w, http.StatusForbidden, msg)
@@ -272,42 +271,56 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 // WriteError writes a JSON-RPC error response (id null) with an HTTP status: the shape of
 // every answer /mcp gives that is not mcpgateway's own.
 func WriteError(w http.ResponseWriter, httpStatus, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(httpStatus)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	httpguard.WriteJSON(w, httpStatus, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 }
 
-// TooLarge answers a body over the limit (413) as a JSON-RPC error; it fits
-// httpguard.LimitBody.
-func TooLarge(w http.ResponseWriter, msg string) {
-	WriteError(w, http.StatusRequestEntityTooLarge, -32600, msg)
+// WriteInvalidRequest is WriteError with JSON-RPC's Invalid Request (-32600): /mcp's writer
+// for the answers the edge gives in its place (a body over the limit, no route, a body that
+// timed out).
+func WriteInvalidRequest(w http.ResponseWriter, httpStatus int, msg string) {
+	WriteError(w, httpStatus, -32600, msg)
 }
 
 // accepts reports whether an Accept header (all its values) accepts every one of types: a
 // missing header accepts anything (RFC 9110), "type/*" and "*/*" count, the most specific
-// range decides, and q=0 refuses.
+// range decides, and q=0 refuses. Each range is parsed once, whatever the number of types.
 func accepts(header []string, types ...string) bool {
-	var ranges []string
+	type mediaRange struct {
+		typ string
+		q   float64
+	}
+	var (
+		ranges []mediaRange
+		sent   bool // a range was sent, parsable or not
+	)
 	for _, v := range header {
 		for _, r := range strings.Split(v, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				ranges = append(ranges, r)
+			if r = strings.TrimSpace(r); r == "" {
+				continue
 			}
+			sent = true
+			mt, params, err := mime.ParseMediaType(r)
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			ranges = append(ranges, mediaRange{mt, q})
 		}
 	}
-	if len(ranges) == 0 {
+	if !sent {
 		return true
 	}
 	for _, t := range types {
 		major, _, _ := strings.Cut(t, "/")
 		best, q := -1, 0.0
 		for _, r := range ranges {
-			mt, params, err := mime.ParseMediaType(r)
-			if err != nil {
-				continue
-			}
 			spec := -1
-			switch mt {
+			switch r.typ {
 			case t:
 				spec = 2
 			case major + "/*":
@@ -315,14 +328,8 @@ func accepts(header []string, types ...string) bool {
 			case "*/*":
 				spec = 0
 			}
-			if spec <= best {
-				continue
-			}
-			best, q = spec, 1
-			if v, ok := params["q"]; ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
+			if spec > best {
+				best, q = spec, r.q
 			}
 		}
 		if best < 0 || q <= 0 {

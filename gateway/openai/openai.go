@@ -35,8 +35,8 @@ type API struct {
 
 // Register adds the routes under prefix (e.g. "/api/v1/") to mux, each wrapped by wrap.
 func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler) http.Handler) {
-	mux.Handle(prefix+"models", wrap(getOnly(a.models)))
-	mux.Handle(prefix+"models/{id}", wrap(getOnly(a.model)))
+	mux.Handle(prefix+"models", wrap(httpguard.GetOnly(http.HandlerFunc(a.models))))
+	mux.Handle(prefix+"models/{id}", wrap(httpguard.GetOnly(http.HandlerFunc(a.model))))
 	mux.Handle(prefix+"chat/completions", wrap(postOnly(a.chat)))
 	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
@@ -46,37 +46,28 @@ func postOnly(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use POST for this endpoint"})
+			httpguard.WriteError(w, http.StatusMethodNotAllowed, "Method Not Allowed. Use POST for this endpoint")
 			return
 		}
 		h(w, r)
 	})
 }
 
-func getOnly(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed. Use GET for this endpoint"})
-			return
-		}
-		h(w, r)
-	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes OpenAI's error shape.
+// writeError writes OpenAI's error shape {"error":{"message","type","param","code"}}; param
+// is null when empty.
 func writeError(w http.ResponseWriter, code int, typ, param, msg string) {
 	var p any
 	if param != "" {
 		p = param
 	}
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
+	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
+}
+
+// WriteError writes OpenAI's error shape as invalid_request_error with no param: these
+// routes' writer for the answers the edge gives in their place (a body over the limit, no
+// route, a body that timed out).
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	writeError(w, code, "invalid_request_error", "", msg)
 }
 
 // writeStatus maps an inference error to HTTP, in one place.
@@ -120,7 +111,7 @@ func (a *API) models(w http.ResponseWriter, r *http.Request) {
 	for _, m := range resp.GetModels() {
 		data = append(data, modelJSON(m))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (a *API) model(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +120,7 @@ func (a *API) model(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelJSON(resp.GetModel()))
+	httpguard.WriteJSON(w, http.StatusOK, modelJSON(resp.GetModel()))
 }
 
 // readBody reads a request body, answering 413 past the limit the edge set.
@@ -152,12 +143,6 @@ func writeReadError(w http.ResponseWriter, err error, param string) {
 	writeError(w, http.StatusBadRequest, "invalid_request_error", param, "could not read the body: the connection ended before it did")
 }
 
-// WriteTooLarge answers a body over the limit (413) in OpenAI's error shape, for the body
-// limit in front of these routes.
-func WriteTooLarge(w http.ResponseWriter, msg string) {
-	writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", msg)
-}
-
 // writeFieldError answers a request refused by openaichat (a *openaichat.FieldError names
 // the field).
 func writeFieldError(w http.ResponseWriter, err error) {
@@ -174,15 +159,20 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var sel struct {
-		Preset json.RawMessage `json:"preset"`
-		IDs    json.RawMessage `json:"mcp_server_ids"`
-	}
-	if json.Unmarshal(body, &sel) == nil && (sel.Preset != nil || sel.IDs != nil) {
-		a.toolChat(w, r, body)
+	// The body is decoded once; a chat that selects MCP providers (either field present,
+	// null included) goes to mcpgateway's tool loop.
+	raw, err := openaichat.DecodeObject(body)
+	if err != nil {
+		writeFieldError(w, err)
 		return
 	}
-	req, err := openaichat.Parse(body)
+	_, preset := raw["preset"]
+	_, ids := raw["mcp_server_ids"]
+	if preset || ids {
+		a.toolChat(w, r, raw)
+		return
+	}
+	req, err := openaichat.ParseObject(raw)
 	if err == nil {
 		err = openaichat.CheckToolChoice(req.Chat)
 	}
@@ -370,9 +360,9 @@ func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, resp.GetText())
 	case "verbose_json":
-		writeJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
+		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
+		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
 	}
 }
 
@@ -426,5 +416,5 @@ func (a *API) images(w http.ResponseWriter, r *http.Request) {
 	for _, img := range resp.GetImages() {
 		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(img)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
 }

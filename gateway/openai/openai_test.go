@@ -91,7 +91,7 @@ func newEdge(t *testing.T) (string, *fakeInference) {
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, f) }, grpc.MaxRecvMsgSize(16<<20))
 	api := &API{Inference: inferencev1.NewInferenceServiceClient(cc), Forward: func(r *http.Request) context.Context { return r.Context() }}
 	mux := http.NewServeMux()
-	api.Register(mux, "/api/v1/", func(h http.Handler) http.Handler { return httpguard.LimitBody(bodyLimit, nil, h) })
+	api.Register(mux, "/api/v1/", func(h http.Handler) http.Handler { return httpguard.LimitBody(bodyLimit, WriteError, h) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/api/v1/", f
@@ -332,6 +332,12 @@ func TestImagesRefuseBadFieldsByName(t *testing.T) {
 		want       string
 	}{
 		{"malformed", `{"prompt":`, nil, "not a JSON object"},
+		{"null", `null`, nil, "not a JSON object: it is null"},
+		{"an array", ` [{"prompt":"x"}]`, nil, "not a JSON object: it is an array"},
+		{"a string", `"x"`, nil, "not a JSON object: it is a string"},
+		{"empty", ``, nil, "not a JSON object: it is empty"},
+		{"two objects", `{"prompt":"x"} {}`, nil, "something follows the object"},
+		{"a type error after a syntax error", `{"n":"two",}`, nil, "invalid JSON at byte"},
 		{"n a string", `{"prompt":"x","n":"two"}`, "n", "n must be an integer in range, not a string"},
 		{"n fractional", `{"prompt":"x","n":1.5}`, "n", "n must be an integer in range, not 1.5"},
 		{"prompt a number", `{"prompt":5}`, "prompt", "prompt must be a string, not a number"},
@@ -445,6 +451,21 @@ func TestWrongMethod(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" || !strings.Contains(string(b), "Use POST for this endpoint") {
 			t.Fatalf("GET %s: %d %s", route, resp.StatusCode, b)
+		}
+	}
+	for _, route := range []string{"models", "models/m"} {
+		a := postJSON(t, url+route, `{}`)
+		if a.status != 405 || a.header.Get("Allow") != "GET, HEAD" || !strings.Contains(string(a.body), "Use GET for this endpoint") {
+			t.Fatalf("POST %s: %d %s", route, a.status, a.body)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodHead, url+route, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 405 { // served as GET is (the fake has no models: its error, not 405)
+			t.Fatalf("HEAD %s: 405", route)
 		}
 	}
 }

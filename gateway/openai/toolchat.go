@@ -7,35 +7,39 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // toolChatRequest reads a chat completion body that selects MCP providers ("preset",
-// "mcp_server_ids") into ChatService's typed request.
-func toolChatRequest(body []byte) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, nil, errors.New("the body is not a JSON object")
-	}
+// "mcp_server_ids"), decoded once by the caller, into ChatService's typed request; the chat's
+// own fields are read by openaichat, which ignores the two. Every refusal is a
+// *openaichat.FieldError naming the field.
+func toolChatRequest(raw map[string]any) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
 	req := &mcpgatewayv1.ChatRequest{}
-	if v, ok := raw["preset"]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &req.Preset); err != nil || req.Preset == "" {
-			return nil, nil, errors.New("preset must be a preset id (a string); GET /internal/mcp/presets lists them")
+	if v := raw["preset"]; v != nil {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return nil, nil, &openaichat.FieldError{Param: "preset", Message: "preset must be a preset id (a string); GET /internal/mcp/presets lists them"}
 		}
+		req.Preset = s
 	}
-	if v, ok := raw["mcp_server_ids"]; ok && string(v) != "null" {
-		var ids []string
-		if err := json.Unmarshal(v, &ids); err != nil {
-			return nil, nil, errors.New("mcp_server_ids must be an array of provider ids (strings): registered server ids, or \"lemonade\"")
+	if v := raw["mcp_server_ids"]; v != nil {
+		list, ok := v.([]any)
+		ids := make([]string, len(list))
+		for i, x := range list {
+			if ids[i], ok = x.(string); !ok {
+				break
+			}
+		}
+		if !ok {
+			return nil, nil, &openaichat.FieldError{Param: "mcp_server_ids", Message: `mcp_server_ids must be an array of provider ids (strings): registered server ids, or "lemonade"`}
 		}
 		req.Providers = &mcpgatewayv1.Providers{Ids: ids}
 	}
-	delete(raw, "preset")
-	delete(raw, "mcp_server_ids")
-	rest, _ := json.Marshal(raw)
-	parsed, err := openaichat.Decode(rest)
+	parsed, err := openaichat.FromObject(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,10 +50,10 @@ func toolChatRequest(body []byte) (*mcpgatewayv1.ChatRequest, *openaichat.Reques
 // toolChat relays a chat whose tool loop mcpgateway runs: the model's text, each tool call and
 // result (chunks with no choices and a "zest_event" object, which OpenAI SDKs pass over), and
 // the outcome with zest_tool_calls and zest_warnings — as SSE chunks, or as one completion.
-func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
-	req, parsed, err := toolChatRequest(body)
+func (a *API) toolChat(w http.ResponseWriter, r *http.Request, raw map[string]any) {
+	req, parsed, err := toolChatRequest(raw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		writeFieldError(w, err)
 		return
 	}
 	stream, err := a.ToolChat.Chat(a.Forward(r), req)
@@ -66,7 +70,7 @@ func (a *API) toolChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	if !parsed.Stream {
 		for it := first; ; {
 			if d := it.GetDone(); d != nil {
-				writeJSON(w, http.StatusOK, rd.completion(d))
+				httpguard.WriteJSON(w, http.StatusOK, rd.completion(d))
 				return
 			}
 			rd.note(it)
@@ -112,7 +116,9 @@ func (rd *chatRenderer) createdNow() int64 {
 	return rd.created
 }
 
-// chunk renders one item as a chat.completion.chunk.
+// chunk renders one item as a chat.completion.chunk: a model chunk as the plain chat renders
+// it, an event as a chunk with no choices, the outcome as the last chunk (the tool calls
+// handed back, the finish reason, zest_tool_calls and zest_warnings).
 func (rd *chatRenderer) chunk(it *mcpgatewayv1.ChatResponse, includeUsage bool) ([]byte, error) {
 	rd.note(it)
 	switch k := it.GetKind().(type) {
@@ -123,36 +129,33 @@ func (rd *chatRenderer) chunk(it *mcpgatewayv1.ChatResponse, includeUsage bool) 
 			"choices": []any{}, "zest_event": eventJSON(k.Event)})
 	case *mcpgatewayv1.ChatResponse_Done:
 		d := k.Done
-		delta := map[string]any{}
-		if len(d.GetMessage().GetToolCalls()) > 0 {
-			delta["tool_calls"] = toolCallsJSON(d.GetMessage().GetToolCalls(), true)
-		}
-		m := map[string]any{"id": d.GetId(), "object": "chat.completion.chunk", "created": d.GetCreated(), "model": d.GetModel(),
-			"choices":         []any{map[string]any{"index": 0, "delta": delta, "finish_reason": d.GetFinishReason()}},
-			"zest_tool_calls": recordsJSON(d.GetToolCalls()), "zest_warnings": nonNil(d.GetWarnings())}
+		m := openaichat.ChunkObject(&inferencev1.ChatResponse{Id: d.GetId(), Model: d.GetModel(), Created: d.GetCreated(),
+			Delta: &inferencev1.ChatMessage{ToolCalls: d.GetMessage().GetToolCalls()}, FinishReason: d.GetFinishReason()}, false)
 		if includeUsage {
-			m["usage"] = usageJSON(d.GetUsage())
+			m["usage"] = openaichat.UsageJSON(d.GetUsage())
 		}
+		zestFields(m, d)
 		return json.Marshal(m)
 	}
 	return nil, errors.New("an empty item from the tool loop")
 }
 
-// completion renders the outcome as a chat.completion.
+// completion renders the outcome as a chat.completion (usage always, as the tool loop sums
+// every round's).
 func (rd *chatRenderer) completion(d *mcpgatewayv1.ChatDone) map[string]any {
-	msg := map[string]any{"role": "assistant", "content": d.GetMessage().GetContent()}
-	if calls := d.GetMessage().GetToolCalls(); len(calls) > 0 {
-		msg["tool_calls"] = toolCallsJSON(calls, false)
-		if d.GetMessage().GetContent() == "" {
-			msg["content"] = nil
-		}
-	}
-	return map[string]any{
-		"id": d.GetId(), "object": "chat.completion", "created": d.GetCreated(), "model": d.GetModel(),
-		"choices":         []any{map[string]any{"index": 0, "message": msg, "finish_reason": d.GetFinishReason()}},
-		"usage":           usageJSON(d.GetUsage()),
-		"zest_tool_calls": recordsJSON(d.GetToolCalls()), "zest_warnings": nonNil(d.GetWarnings()),
-	}
+	var c openaichat.Completion
+	c.Add(&inferencev1.ChatResponse{Id: d.GetId(), Model: d.GetModel(), Created: d.GetCreated(),
+		Delta: d.GetMessage(), FinishReason: d.GetFinishReason()})
+	m := c.Object()
+	m["usage"] = openaichat.UsageJSON(d.GetUsage())
+	zestFields(m, d)
+	return m
+}
+
+// zestFields adds the outcome's own fields: the tool calls the loop made and its warnings.
+func zestFields(m map[string]any, d *mcpgatewayv1.ChatDone) {
+	m["zest_tool_calls"] = recordsJSON(d.GetToolCalls())
+	m["zest_warnings"] = nonNil(d.GetWarnings())
 }
 
 func eventJSON(ev *mcpgatewayv1.ToolEvent) map[string]any {
@@ -177,23 +180,6 @@ func recordsJSON(recs []*mcpgatewayv1.ToolCallRecord) []map[string]any {
 			"truncated": c.GetTruncated(), "duration_ms": c.GetDurationMs()})
 	}
 	return out
-}
-
-func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
-	out := make([]map[string]any, 0, len(calls))
-	for i, c := range calls {
-		m := map[string]any{"id": c.GetId(), "type": "function",
-			"function": map[string]any{"name": c.GetFunction().GetName(), "arguments": c.GetFunction().GetArguments()}}
-		if withIndex {
-			m["index"] = i
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func usageJSON(u *inferencev1.Usage) map[string]any {
-	return map[string]any{"prompt_tokens": u.GetPromptTokens(), "completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens()}
 }
 
 func nonNil(s []string) []string {

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/jsonerr"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -103,7 +104,7 @@ func CallTool(body []byte, req *mcpgatewayv1.CallToolRequest) error {
 	req.Arguments = nil
 	if raw, ok := r.get("arguments"); ok {
 		if raw[0] != '{' {
-			return fmt.Errorf("%w: arguments must be a JSON object, not %s", ErrRequest, kind(raw))
+			return fmt.Errorf("%w: arguments must be a JSON object, not %s", ErrRequest, jsonerr.KindOfRaw(raw))
 		}
 		st := &structpb.Struct{}
 		if err := protojson.Unmarshal(raw, st); err != nil {
@@ -184,25 +185,6 @@ func fold(body []byte, kindErr error, wrapper, example string, aliases map[strin
 	return f, nil
 }
 
-// kind names a raw JSON value's type for messages.
-func kind(raw json.RawMessage) string {
-	switch raw = bytes.TrimSpace(raw); {
-	case len(raw) == 0:
-		return "nothing"
-	case raw[0] == '"':
-		return "a string"
-	case raw[0] == '{':
-		return "an object"
-	case raw[0] == '[':
-		return "an array"
-	case raw[0] == 't' || raw[0] == 'f':
-		return "a boolean"
-	case raw[0] == 'n':
-		return "null"
-	}
-	return "a number"
-}
-
 // reader reads typed fields, keeping the first error; null means absent.
 type reader struct {
 	f    map[string]json.RawMessage
@@ -212,7 +194,7 @@ type reader struct {
 
 func (r *reader) fail(field, want string, raw json.RawMessage) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s must be %s, not %s", r.kind, field, want, kind(raw))
+		r.err = fmt.Errorf("%w: %s must be %s, not %s", r.kind, field, want, jsonerr.KindOfRaw(raw))
 	}
 }
 
@@ -308,7 +290,7 @@ func (r *reader) millis(k string) *int32 {
 		return nil
 	}
 	var x float64
-	if kind(raw) != "a number" || json.Unmarshal(raw, &x) != nil {
+	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
 		r.fail(k, "a number of milliseconds", raw)
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -50,13 +49,12 @@ type Server struct {
 	Health   *health.Server
 	opts     Options
 	log      *slog.Logger
-	draining *atomic.Bool
-	drainCh  chan struct{}
+	draining chan struct{} // closed when shutdown starts
 }
 
 // Draining is closed when shutdown starts, before the graceful stop waits for calls: a
 // service ends its long-lived streams on it (a stream so ended is logged as expected).
-func (s *Server) Draining() <-chan struct{} { return s.drainCh }
+func (s *Server) Draining() <-chan struct{} { return s.draining }
 
 // StreamWorkers is the least number of goroutines kept to run calls.
 const StreamWorkers = 256
@@ -73,7 +71,8 @@ func New(o Options) *Server {
 		o.MaxMessageBytes = grpcdial.DefaultMaxMessageBytes
 	}
 	rec := recoverer{log: o.Logger}
-	fl := failures{log: o.Logger, draining: &atomic.Bool{}}
+	draining := make(chan struct{})
+	fl := failures{log: o.Logger, draining: draining}
 	sopts := append([]grpc.ServerOption{
 		// Outermost first: the request id is known to everything after it, a panic anywhere
 		// (the key check included) fails its own call, no status leaves with a message that
@@ -91,10 +90,11 @@ func New(o Options) *Server {
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: fl.draining, drainCh: make(chan struct{})}
+	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: draining}
 }
 
-// RegisterService registers impl for desc.
+// RegisterService registers impl for desc (so *Server is a grpc.ServiceRegistrar, and the
+// services register on it directly).
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	s.GRPC.RegisterService(desc, impl)
 }
@@ -132,13 +132,12 @@ func (r recoverer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServer
 
 // failures logs each call that fails, with its request id (from the context), so that an
 // operator can find, in this service's log, the call behind an error a client reported with
-// its X-Request-Id. Refusals a caller can fix (a bad argument, an unknown id, a wrong key) are
-// logged at info, failures of the service at warn; a call the caller cancelled is not logged.
-// failures logs every failed call; streams a shutdown ends (UNAVAILABLE while draining) are
-// expected and logged at info.
+// its X-Request-Id. Refusals a caller can fix (a bad argument, an unknown id, a wrong key) and
+// streams a shutdown ends (UNAVAILABLE once draining is closed) are logged at info, failures of
+// the service at warn; a call the caller cancelled is not logged.
 type failures struct {
 	log      *slog.Logger
-	draining *atomic.Bool
+	draining <-chan struct{}
 }
 
 func (f failures) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -168,8 +167,10 @@ func (f failures) logged(ctx context.Context, method string, err error, start ti
 		codes.Unauthenticated, codes.PermissionDenied, codes.ResourceExhausted:
 		level = slog.LevelInfo
 	case codes.Unavailable:
-		if f.draining.Load() {
+		select {
+		case <-f.draining:
 			level = slog.LevelInfo
+		default:
 		}
 	}
 	f.log.LogAttrs(ctx, level, "rpc failed", slog.String("method", method), slog.String("code", st.Code().String()),
@@ -213,8 +214,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("grpc draining", "timeout", s.opts.DrainTimeout.String())
-	s.draining.Store(true)
-	close(s.drainCh)
+	close(s.draining)
 	s.Health.Shutdown()
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()

@@ -133,3 +133,33 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestUnavailableIsExpectedOnlyWhileDraining: a call failing UNAVAILABLE is a warning while
+// the server serves, and expected (info) once draining is closed.
+func TestUnavailableIsExpectedOnlyWhileDraining(t *testing.T) {
+	var logs lockedBuffer
+	log, err := logging.New(&logs, "test", "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	draining := make(chan struct{})
+	f := failures{log: log, draining: draining}
+	level := func() any {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil || m["code"] != "Unavailable" {
+			t.Fatalf("no failure line: %q", logs.String())
+		}
+		return m["level"]
+	}
+	f.logged(t.Context(), "/x/Y", status.Error(codes.Unavailable, "gone"), time.Now())
+	if l := level(); l != "WARN" {
+		t.Fatalf("serving: level %v", l)
+	}
+	close(draining)
+	f.logged(t.Context(), "/x/Y", status.Error(codes.Unavailable, "gone"), time.Now())
+	if l := level(); l != "INFO" {
+		t.Fatalf("draining: level %v", l)
+	}
+}

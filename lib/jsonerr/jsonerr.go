@@ -3,6 +3,7 @@
 package jsonerr
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -65,4 +66,45 @@ func Got(v string) string {
 		return "an " + v
 	}
 	return "a " + v
+}
+
+// KindOf names the JSON type of a value encoding/json decoded into an any (numbers as
+// float64 or, with UseNumber, json.Number): "null", "a boolean", "a number", "a string",
+// "an array", "an object"; "something else" for what a decoder does not produce.
+func KindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "something else"
+}
+
+// KindOfRaw names the JSON type of a raw value as KindOf does, from its first byte (the
+// value is not checked further); "nothing" when it is empty.
+func KindOfRaw(raw json.RawMessage) string {
+	switch raw = bytes.TrimSpace(raw); {
+	case len(raw) == 0:
+		return "nothing"
+	case raw[0] == '"':
+		return "a string"
+	case raw[0] == '{':
+		return "an object"
+	case raw[0] == '[':
+		return "an array"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "a boolean"
+	case raw[0] == 'n':
+		return "null"
+	}
+	return "a number"
 }

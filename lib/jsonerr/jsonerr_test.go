@@ -39,3 +39,31 @@ func TestTypeError(t *testing.T) {
 		t.Error("a syntax error is not a type error")
 	}
 }
+
+// TestKindOf: a value decoded into an any (with and without UseNumber) and the same value
+// raw are named alike.
+func TestKindOf(t *testing.T) {
+	for raw, want := range map[string]string{
+		`null`: "null", `true`: "a boolean", `false`: "a boolean", `-1.5e3`: "a number", `7`: "a number",
+		`"x"`: "a string", `[1]`: "an array", ` {"a":1}`: "an object",
+	} {
+		var plain, number any
+		if err := json.Unmarshal([]byte(raw), &plain); err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&number); err != nil {
+			t.Fatal(err)
+		}
+		if got := []string{KindOf(plain), KindOf(number), KindOfRaw(json.RawMessage(raw))}; got[0] != want || got[1] != want || got[2] != want {
+			t.Errorf("%s: %q, want %q", raw, got, want)
+		}
+	}
+	if got := KindOfRaw(json.RawMessage("  ")); got != "nothing" {
+		t.Errorf("empty raw value: %q", got)
+	}
+	if got := KindOf(int32(1)); got != "something else" {
+		t.Errorf("a Go value no decoder makes: %q", got)
+	}
+}

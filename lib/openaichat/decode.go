@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/jsonerr"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -47,7 +48,7 @@ func DecodeObject(body []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fieldErr("", "the body is not a JSON object: it is %s", kind(v))
+		return nil, fieldErr("", "the body is not a JSON object: it is %s", jsonerr.KindOf(v))
 	}
 	return obj, nil
 }
@@ -65,27 +66,8 @@ func syntaxError(err error) error {
 	return fieldErr("", "the body is not a JSON object")
 }
 
-// kind names a JSON value's type for messages: "a string", "an array", …
-func kind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64, json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
 func mustBe(param, want string, v any) error {
-	return fieldErr(param, "%s must be %s, not %s", param, want, kind(v))
+	return fieldErr(param, "%s must be %s, not %s", param, want, jsonerr.KindOf(v))
 }
 
 // present returns args[key] unless it is absent or null (OpenAI clients send null for "unset").

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseReadsOpenAISpellings(t *testing.T) {
-	r, err := Parse([]byte(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":3,"max_completion_tokens":9,
+	r, err := parseBody([]byte(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":3,"max_completion_tokens":9,
 		"seed":-9223372036854775808,"temperature":null,"stop":["a","b"],"chat_template_kwargs":{"enable_thinking":false},
 		"messages":[{"role":"developer","content":"sys"},{"role":"user","content":"hi","name":"ann"}]}`))
 	if err != nil {
@@ -54,7 +54,7 @@ func TestFromMapTakesDecodedArguments(t *testing.T) {
 func TestCheckToolChoice(t *testing.T) {
 	parse := func(extra string) error {
 		t.Helper()
-		r, err := Parse([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]` + extra + `}`))
+		r, err := parseBody([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]` + extra + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,8 +91,8 @@ func TestIDsAreFresh(t *testing.T) {
 	}
 }
 
-// FuzzParse: whatever the body, Parse answers a request or a *FieldError whose message is
-// readable and quotes no decoder; it never panics.
+// FuzzParse: whatever the body, the edge's path (DecodeObject, then ParseObject) answers a
+// request or a *FieldError whose message is readable and quotes no decoder; it never panics.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
@@ -106,7 +106,7 @@ func FuzzParse(f *testing.F) {
 	}
 	decoder := regexp.MustCompile(`json: |proto: |Go struct|Go value|cannot unmarshal`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := Parse(body)
+		r, err := parseBody(body)
 		if err == nil {
 			if r.Chat.GetModel() == "" || len(r.Chat.GetMessages()) == 0 {
 				t.Fatalf("accepted without model or messages: %v", r.Chat)
@@ -127,7 +127,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestToolCallsKeepTheClientsFields(t *testing.T) {
-	r, err := Parse([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[
+	r, err := parseBody([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[
 		{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","index":4,"function":{"name":"g"}}]}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -137,4 +137,13 @@ func TestToolCallsKeepTheClientsFields(t *testing.T) {
 		calls[1].GetId() != "b" || calls[1].GetFunction().GetName() != "g" || calls[0].GetFunction().GetArguments() != "{}" {
 		t.Fatalf("%v", calls)
 	}
+}
+
+// parseBody is the edge's path for a plain chat: the body decoded once, then checked.
+func parseBody(body []byte) (*Request, error) {
+	raw, err := DecodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	return ParseObject(raw)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/jsonerr"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
@@ -19,10 +20,10 @@ type Request struct {
 	IncludeUsage bool
 }
 
-// Parse reads and checks an OpenAI chat completion request (see FromMap); model is
-// required. Every refusal is a *FieldError naming the field.
-func Parse(body []byte) (*Request, error) {
-	r, err := Decode(body)
+// ParseObject checks an OpenAI chat completion request decoded by DecodeObject (see
+// FromObject); model is required. Every refusal is a *FieldError naming the field.
+func ParseObject(raw map[string]any) (*Request, error) {
+	r, err := FromObject(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -32,18 +33,16 @@ func Parse(body []byte) (*Request, error) {
 	return r, nil
 }
 
-// Decode reads and checks a chat request like Parse without requiring a model (a tool-loop
-// chat may take it from a preset).
-func Decode(body []byte) (*Request, error) {
-	raw, err := DecodeObject(body)
-	if err != nil {
-		return nil, err
-	}
+// FromObject reads and checks a chat request decoded by DecodeObject like ParseObject,
+// without requiring a model (a tool-loop chat may take it from a preset): stream and
+// stream_options here, the chat's fields by FromMap. Fields it does not know are ignored.
+func FromObject(raw map[string]any) (*Request, error) {
+	var err error
 	r := &Request{}
 	if v, ok := present(raw, "stream"); ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			return nil, fieldErr("stream", "stream must be true or false, not %s", kind(v))
+			return nil, fieldErr("stream", "stream must be true or false, not %s", jsonerr.KindOf(v))
 		}
 		r.Stream = b
 	}
@@ -55,7 +54,7 @@ func Decode(body []byte) (*Request, error) {
 		if u, ok := present(so, "include_usage"); ok {
 			b, isBool := u.(bool)
 			if !isBool {
-				return nil, fieldErr("stream_options.include_usage", "stream_options.include_usage must be true or false, not %s", kind(u))
+				return nil, fieldErr("stream_options.include_usage", "stream_options.include_usage must be true or false, not %s", jsonerr.KindOf(u))
 			}
 			r.IncludeUsage = b
 		}
@@ -66,52 +65,9 @@ func Decode(body []byte) (*Request, error) {
 	return r, nil
 }
 
-// Normalize maps OpenAI's loose spellings onto the contract: a string stop becomes a list,
-// array (multimodal) content becomes content_parts, null fields are dropped, and
-// max_completion_tokens is max_tokens.
-func Normalize(args map[string]any) map[string]any {
-	out := make(map[string]any, len(args))
-	for k, v := range args {
-		if v != nil {
-			out[k] = v
-		}
-	}
-	if s, ok := out["stop"].(string); ok {
-		out["stop"] = []any{s}
-	}
-	if v, ok := out["max_completion_tokens"]; ok {
-		if _, has := out["max_tokens"]; !has {
-			out["max_tokens"] = v
-		}
-		delete(out, "max_completion_tokens")
-	}
-	if msgs, ok := out["messages"].([]any); ok {
-		norm := make([]any, len(msgs))
-		for i, m := range msgs {
-			mm, ok := m.(map[string]any)
-			if !ok {
-				norm[i] = m
-				continue
-			}
-			c := make(map[string]any, len(mm))
-			for k, v := range mm {
-				if v != nil {
-					c[k] = v
-				}
-			}
-			if parts, ok := c["content"].([]any); ok {
-				c["content_parts"] = parts
-				delete(c, "content")
-			}
-			norm[i] = c
-		}
-		out["messages"] = norm
-	}
-	return out
-}
-
-// toolCallsJSON renders tool calls as OpenAI does.
-func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
+// ToolCallsJSON renders tool calls as OpenAI does; withIndex adds each call's index, which
+// streamed deltas carry and a completion's message does not.
+func ToolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]any {
 	out := make([]map[string]any, 0, len(calls))
 	for _, c := range calls {
 		m := map[string]any{"id": c.GetId(), "type": "function",
@@ -124,12 +80,20 @@ func toolCallsJSON(calls []*inferencev1.ToolCall, withIndex bool) []map[string]a
 	return out
 }
 
-func usageJSON(u *inferencev1.Usage) map[string]any {
+// UsageJSON renders token usage as OpenAI does (zeros for nil).
+func UsageJSON(u *inferencev1.Usage) map[string]any {
 	return map[string]any{"prompt_tokens": u.GetPromptTokens(), "completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens()}
 }
 
 // Chunk renders one streamed chunk (object chat.completion.chunk).
 func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
+	return json.Marshal(ChunkObject(c, includeUsage))
+}
+
+// ChunkObject is Chunk's object before encoding, for callers that add fields of their own:
+// finish_reason is null until the chunk that ends the choice; usage is there when asked for
+// and the chunk has it.
+func ChunkObject(c *inferencev1.ChatResponse, includeUsage bool) map[string]any {
 	delta := map[string]any{}
 	if r := c.GetDelta().GetRole(); r != "" {
 		delta["role"] = r
@@ -138,7 +102,7 @@ func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
 		delta["content"] = t
 	}
 	if calls := c.GetDelta().GetToolCalls(); len(calls) > 0 {
-		delta["tool_calls"] = toolCallsJSON(calls, true)
+		delta["tool_calls"] = ToolCallsJSON(calls, true)
 	}
 	var finish any
 	if f := c.GetFinishReason(); f != "" {
@@ -149,9 +113,9 @@ func Chunk(c *inferencev1.ChatResponse, includeUsage bool) ([]byte, error) {
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
 	}
 	if includeUsage && c.GetUsage() != nil {
-		m["usage"] = usageJSON(c.GetUsage())
+		m["usage"] = UsageJSON(c.GetUsage())
 	}
-	return json.Marshal(m)
+	return m
 }
 
 // Completion collects streamed chunks into one chat.completion.
@@ -190,7 +154,7 @@ func (c *Completion) FinishReason() string { return c.finish }
 func (c *Completion) Message() map[string]any {
 	msg := map[string]any{"role": "assistant", "content": c.content.String()}
 	if len(c.calls) > 0 {
-		msg["tool_calls"] = toolCallsJSON(c.calls, false)
+		msg["tool_calls"] = ToolCallsJSON(c.calls, false)
 		if c.content.Len() == 0 {
 			msg["content"] = nil
 		}
@@ -199,18 +163,21 @@ func (c *Completion) Message() map[string]any {
 }
 
 // JSON renders the chat.completion object.
-func (c *Completion) JSON() ([]byte, error) {
-	msg := c.Message()
+func (c *Completion) JSON() ([]byte, error) { return json.Marshal(c.Object()) }
+
+// Object is JSON's object before encoding, for callers that add fields of their own:
+// finish_reason is "stop" when no chunk gave one; usage is there when a chunk had it.
+func (c *Completion) Object() map[string]any {
 	finish := c.finish
 	if finish == "" {
 		finish = "stop"
 	}
 	m := map[string]any{
 		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"choices": []any{map[string]any{"index": 0, "message": c.Message(), "finish_reason": finish}},
 	}
 	if c.usage != nil {
-		m["usage"] = usageJSON(c.usage)
+		m["usage"] = UsageJSON(c.usage)
 	}
-	return json.Marshal(m)
+	return m
 }
