@@ -139,10 +139,17 @@ func (c *call) forward(ctx context.Context, msg mcpserve.Message, params json.Ra
 	key, entry := c.sessionID+"\n"+string(msg.ID), &inflight{cancel: cancel}
 	c.h.inflight.Store(key, entry)
 	defer c.h.inflight.CompareAndDelete(key, entry)
+	var res json.RawMessage
+	var err error
 	if hasProgressToken(params) {
-		return c.h.up.CallProgress(ctx, c.cfg, msg.Method, params, 0, c.out.note)
+		res, err = c.h.up.CallProgress(ctx, c.cfg, msg.Method, params, 0, c.out.note)
+	} else {
+		res, err = c.h.up.Call(ctx, c.cfg, msg.Method, params, 0)
 	}
-	return c.h.up.Call(ctx, c.cfg, msg.Method, params, 0)
+	if err != nil && errors.Is(context.Cause(ctx), errCancelled) {
+		return nil, errCancelled // whatever the upstream path made of the cancellation
+	}
+	return res, err
 }
 
 // errCancelled is the cause of a request the client cancelled.
@@ -188,7 +195,7 @@ func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMes
 		}
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": e})
 		return b
-	case errors.Is(context.Cause(ctx), errCancelled):
+	case errors.Is(err, errCancelled):
 		return nil // the client cancelled: no answer is sent (MCP's cancellation)
 	case upstream.Outcome(res, err) == upstream.OutcomeTimeout:
 		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("Request timed out: MCP server %q did not answer %s within %d ms (its timeout_ms)",
