@@ -468,7 +468,7 @@ func (c *Conn) answer(id, result json.RawMessage, rpcErr *RPCError) {
 	if err != nil {
 		return
 	}
-	_ = c.in.control(append(b, '\n')) // dropped when the child does not read its stdin
+	_ = c.in.answer(append(b, '\n')) // dropped only when the child has long stopped reading its stdin
 }
 
 func (c *Conn) protocolFailure(err error) {
