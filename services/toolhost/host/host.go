@@ -262,9 +262,6 @@ func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.T
 }
 
 func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, onProgress func([]byte)) (*toolhostv1.CallResponse, error) {
-	if req.GetMethod() == "" {
-		return nil, status.Error(codes.InvalidArgument, "method is required, e.g. tools/call")
-	}
 	res, err := h.sup.Call(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
 	var rpcErr *stdio.RPCError
 	switch {

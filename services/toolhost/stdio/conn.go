@@ -247,10 +247,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
 	if bytes.Contains(params, []byte(`"progressToken"`)) {
 		token := "zest-" + strconv.FormatInt(cl.id, 10)
-		p, tok, err := rewriteProgressToken(params, token)
-		if err != nil {
-			return nil, fmt.Errorf("%w: params: %w", ErrBadRequest, err)
-		}
+		p, tok := rewriteProgressToken(params, token)
 		params, cl.callerToken = p, tok
 		if tok != nil {
 			cl.token = token
