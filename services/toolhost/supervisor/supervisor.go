@@ -162,13 +162,10 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 	if t := spec.GetTimeoutMs(); t != 0 && (t < 1000 || t > 300000) {
 		return "", nil, fmt.Errorf("%w: timeout_ms %d must be between 1000 and 300000", ErrBadSpec, t)
 	}
-	if err := envref.Check("env", spec.GetEnv()); err != nil {
+	if err := checkReferences(spec.GetEnv()); err != nil { // before any variable is read
 		return "", nil, err
 	}
-	if err := checkReferences(spec.GetEnv()); err != nil {
-		return "", nil, err
-	}
-	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
+	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv) // checks every name and reference first
 	if err != nil {
 		return "", nil, err
 	}
