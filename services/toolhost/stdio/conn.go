@@ -38,7 +38,7 @@ import (
 const (
 	// DefaultMaxLineBytes is the largest answer that fits in a gRPC message of Zest's default
 	// size with room for the fields around it: a longer line could never be sent back.
-	DefaultMaxLineBytes    = grpcdial.DefaultMaxMessageBytes - grpcdial.MessageOverhead
+	DefaultMaxLineBytes    = grpcdial.DefaultMaxBodyBytes
 	DefaultStderrTailBytes = 16 << 10
 	DefaultMaxInFlight     = 256
 	DefaultStopGrace       = 2 * time.Second
@@ -584,10 +584,14 @@ func (c *Conn) waitDone(d time.Duration) bool {
 	}
 }
 
-func truncate(b []byte, n int) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > n {
-		return string(b[:n]) + "…"
+// truncate cuts s to at most n bytes on a rune boundary and marks the cut; it takes a line
+// of the child's as it is, without copying all of it.
+func truncate[T ~string | ~[]byte](s T, n int) string {
+	if len(s) <= n {
+		return string(s)
 	}
-	return string(b)
+	for n > 0 && s[n]&0xC0 == 0x80 { // inside a multi-byte rune
+		n--
+	}
+	return string(s[:n]) + "…"
 }
