@@ -6,8 +6,9 @@ package envref
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 )
 
 var ref = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
@@ -35,7 +36,7 @@ func Variable(value string) (string, error) {
 
 // Check validates a map of NAME → "${VAR}" without resolving it; the error names the field.
 func Check(field string, env map[string]string) error {
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !name.MatchString(k) {
 			return fmt.Errorf("%s name %q %w", field, k, ErrBadName)
 		}
@@ -46,14 +47,15 @@ func Check(field string, env map[string]string) error {
 	return nil
 }
 
-// Resolve returns NAME=value pairs for env, reading each ${VAR} with lookup. The error names
-// the missing variable, never a value.
+// Resolve returns NAME=value pairs for env, reading each ${VAR} with lookup, once Check("env",
+// env) has passed (callers need not run it first). The error names the missing variable,
+// never a value.
 func Resolve(env map[string]string, lookup func(string) (string, bool)) ([]string, error) {
 	if err := Check("env", env); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v, _ := Variable(env[k])
 		val, ok := lookup(v)
 		if !ok {
@@ -62,13 +64,4 @@ func Resolve(env map[string]string, lookup func(string) (string, bool)) ([]strin
 		out = append(out, k+"="+val)
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

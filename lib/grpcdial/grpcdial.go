@@ -23,6 +23,21 @@ const DefaultMaxMessageBytes = 40 << 20
 // body limit closer than this to the message limit.
 const MessageOverhead = 1 << 20
 
+// DefaultMaxBodyBytes is MaxBodyBytes(DefaultMaxMessageBytes).
+const DefaultMaxBodyBytes = DefaultMaxMessageBytes - MessageOverhead
+
+// MaxBodyBytes is the largest body (a request, an answer) that travels in one gRPC message of
+// up to maxMsg bytes (DefaultMaxMessageBytes when 0) with the fields around it.
+func MaxBodyBytes(maxMsg int) int {
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
+	return maxMsg - MessageOverhead
+}
+
+// OverheadText is MessageOverhead as it reads in help and error texts ("1 MiB").
+var OverheadText = fmt.Sprintf("%d MiB", MessageOverhead>>20)
+
 // Dial returns a lazily connecting client for addr ("host:port"). When key is not empty every
 // call carries it as a bearer token; every call carries its context's request id. Messages
 // up to maxMsg bytes (DefaultMaxMessageBytes when 0) go both ways. Connections are plaintext:

@@ -79,7 +79,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
-	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − 1 MiB, the largest answer a gRPC message can carry)")
+	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − "+grpcdial.OverheadText+", the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
 	fs.IntVar(&c.MaxStdinQueueBytes, "toolhost-max-stdin-queue-bytes", c.MaxStdinQueueBytes, "request bytes that may wait for a server that does not read its stdin; a call that does not fit waits for room until its deadline")
@@ -98,9 +98,9 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
-	if most := c.GRPCMaxMessageBytes - grpcdial.MessageOverhead; c.MaxLineBytes != 0 && (c.MaxLineBytes < 1024 || c.MaxLineBytes > most) {
-		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want 0 (follow grpc-max-message-bytes) or 1024 to %d (grpc-max-message-bytes %d − 1 MiB): a longer line could never be sent back over gRPC",
-			c.MaxLineBytes, most, c.GRPCMaxMessageBytes))
+	if most := grpcdial.MaxBodyBytes(c.GRPCMaxMessageBytes); c.MaxLineBytes != 0 && (c.MaxLineBytes < 1024 || c.MaxLineBytes > most) {
+		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want 0 (follow grpc-max-message-bytes) or 1024 to %d (grpc-max-message-bytes %d − %s): a longer line could never be sent back over gRPC",
+			c.MaxLineBytes, most, c.GRPCMaxMessageBytes, grpcdial.OverheadText))
 	}
 	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
@@ -121,12 +121,12 @@ func (c *Config) Validate() error {
 }
 
 // LineLimit is the stdout line limit in effect: MaxLineBytes, or by default the largest
-// answer a gRPC message can carry (grpc-max-message-bytes − grpcdial.MessageOverhead).
+// answer a gRPC message can carry (grpcdial.MaxBodyBytes).
 func (c *Config) LineLimit() int {
 	if c.MaxLineBytes > 0 {
 		return c.MaxLineBytes
 	}
-	return c.GRPCMaxMessageBytes - grpcdial.MessageOverhead
+	return grpcdial.MaxBodyBytes(c.GRPCMaxMessageBytes)
 }
 
 // Shared returns the common settings.
@@ -262,9 +262,6 @@ func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.T
 }
 
 func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, onProgress func([]byte)) (*toolhostv1.CallResponse, error) {
-	if req.GetMethod() == "" {
-		return nil, status.Error(codes.InvalidArgument, "method is required, e.g. tools/call")
-	}
 	res, err := h.sup.Call(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
 	var rpcErr *stdio.RPCError
 	switch {

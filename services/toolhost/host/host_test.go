@@ -219,7 +219,8 @@ func TestCallStreamRelaysProgress(t *testing.T) {
 }
 
 // TestPrettyPrintedArgumentsReachTheServer: arguments pretty-printed by a client are sent on
-// one line; params that are not JSON are refused with INVALID_ARGUMENT, not written.
+// one line; params that are not JSON, and an empty method, are refused with INVALID_ARGUMENT,
+// not written.
 func TestPrettyPrintedArgumentsReachTheServer(t *testing.T) {
 	c := startHost(t)
 	if _, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: serverSpec(t, "everything", "everything")}); err != nil {
@@ -235,5 +236,9 @@ func TestPrettyPrintedArgumentsReachTheServer(t *testing.T) {
 	_, err = c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Method: "tools/call", Params: []byte(`{"name":"echo","arguments":`)})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "params are not valid JSON") {
 		t.Fatalf("invalid params: %v", err)
+	}
+	_, err = c.Call(ctx, &toolhostv1.CallRequest{Id: "everything", Params: p})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "the method is empty") {
+		t.Fatalf("empty method: %v", err)
 	}
 }

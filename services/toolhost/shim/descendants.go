@@ -92,29 +92,6 @@ func signalDescendants(sig syscall.Signal) {
 	}
 }
 
-// reapOrphans reaps the exited children of the shim other than the server (which exec.Cmd
-// waits for): orphans reparented to the shim while the server runs.
-func reapOrphans(server int) {
-	self := os.Getpid()
-	for _, p := range procs() {
-		if p.ppid == self && p.pid != server && p.state == 'Z' {
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
-		}
-	}
-}
-
-// reapAll reaps every exited child of the shim; the server must have been waited for.
-func reapAll() {
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if pid <= 0 || err != nil {
-			return
-		}
-	}
-}
-
 // cleanUp kills every descendant of the shim and reaps them, round after round (a dying
 // process may have forked, and its children come to the shim), until none is left or timeout
 // has passed. It returns the pids still there. The server must have been waited for.
@@ -122,7 +99,7 @@ func cleanUp(timeout time.Duration) []int {
 	deadline := time.Now().Add(timeout)
 	pause := time.Millisecond
 	for {
-		reapAll()
+		reap(-1, syscall.WNOHANG) // the server was reaped: every child is an orphan
 		left := descendants(os.Getpid())
 		if len(left) == 0 {
 			return nil

@@ -21,12 +21,12 @@
 //   - the tool host dies: the shim gets SIGTERM from its parent-death signal, sees that its
 //     parent is gone, and SIGKILLs every descendant at once.
 //
-// SIGINT and SIGHUP are passed on to the server. While the server runs, the shim reaps the
-// orphans that were reparented to it as they exit.
+// SIGINT and SIGHUP are passed on to the server. The shim waits for any child (wait4(-1)):
+// orphans reparented to it are reaped as they exit, and the server's status is kept when it
+// exits.
 package shim
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -61,7 +61,7 @@ func Main(args []string) int {
 	}
 	parent := os.Getppid()
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGCHLD)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "zest shim: cannot become a child subreaper (descendants in other sessions may outlive the server): %v\n", err)
 	}
@@ -87,8 +87,6 @@ func Main(args []string) int {
 				kill = nil
 			case sig := <-sigs:
 				switch {
-				case sig == syscall.SIGCHLD:
-					reapOrphans(server)
 				case os.Getppid() != parent: // the tool host is gone: take everything down now
 					signalDescendants(syscall.SIGKILL)
 				case sig == syscall.SIGTERM:
@@ -102,24 +100,39 @@ func Main(args []string) int {
 			}
 		}
 	}()
-	err := cmd.Wait()
+	ws, ok := reap(server, 0) // instead of cmd.Wait, which would not reap the orphans
 	close(exited)
 	if left := cleanUp(CleanupTimeout); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "zest shim: %d descendants of the server could not be killed within %v: %v\n", len(left), CleanupTimeout, left)
 	}
-	var ee *exec.ExitError
 	switch {
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// Die of the same signal so that the tool host reports it faithfully: sent to this
-			// thread, it is handled before the call returns.
-			signal.Reset(ws.Signal())
-			_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), ws.Signal())
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	case err != nil:
+	case !ok: // no child left to wait for: cannot happen while the server runs
 		return 1
+	case ws.Signaled():
+		// Die of the same signal so that the tool host reports it faithfully: sent to this
+		// thread, it is handled before the call returns.
+		signal.Reset(ws.Signal())
+		_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), ws.Signal())
+		return 128 + int(ws.Signal())
+	case ws.Exited():
+		return ws.ExitStatus()
 	}
-	return 0
+	return 1
+}
+
+// reap reaps exited children of the shim (wait4(-1); flags 0 waits for one to exit, WNOHANG
+// takes only those already gone) until it reaps the server, whose status it returns with
+// true, or none is left to reap. Every other child is an orphan reparented to the shim.
+func reap(server, flags int) (syscall.WaitStatus, bool) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, flags, nil)
+		switch {
+		case err == syscall.EINTR:
+		case err != nil || pid <= 0:
+			return 0, false
+		case pid == server:
+			return ws, true
+		}
+	}
 }

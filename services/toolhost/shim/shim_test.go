@@ -56,12 +56,17 @@ func escaping(then string) []string {
 	return []string{"/bin/sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; " + then}
 }
 
-// runShim starts the shim as the tool host does and returns it with a reader of its stdout.
-func runShim(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
+// runShim starts the shim as the tool host does and returns it with a reader of its stdout
+// and a writer to its stdin.
+func runShim(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{Flag}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +78,7 @@ func runShim(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	return cmd, bufio.NewReader(out)
+	return cmd, bufio.NewReader(out), in
 }
 
 func readPid(t *testing.T, r *bufio.Reader) int {
@@ -117,9 +122,10 @@ func killOnCleanup(t *testing.T, pids ...int) {
 // TestServerExitTakesEscapedDescendantsAlong: when the server exits, the helper it started in
 // another session is killed and reaped before the shim exits with the server's status.
 func TestServerExitTakesEscapedDescendantsAlong(t *testing.T) {
-	cmd, out := runShim(t, escaping("exit 3")...)
+	cmd, out, in := runShim(t, escaping("read x; exit 3")...) // exits once the test has seen the helper run
 	helper := readPid(t, out)
 	killOnCleanup(t, helper)
+	in.Close()
 	var ee *exec.ExitError
 	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("shim exit: %v, want the server's status 3", err)
@@ -134,7 +140,7 @@ func TestServerExitTakesEscapedDescendantsAlong(t *testing.T) {
 // shim exits.
 func TestSIGTERMThenGraceThenSIGKILL(t *testing.T) {
 	t.Run("the server exits on SIGTERM", func(t *testing.T) {
-		cmd, out := runShim(t, escaping("exec sleep 300")...)
+		cmd, out, _ := runShim(t, escaping("exec sleep 300")...)
 		helper := readPid(t, out)
 		killOnCleanup(t, helper)
 		began := time.Now()
@@ -152,7 +158,7 @@ func TestSIGTERMThenGraceThenSIGKILL(t *testing.T) {
 	})
 	t.Run("everything ignores SIGTERM", func(t *testing.T) {
 		const grace = 300 * time.Millisecond
-		cmd, out := runShim(t, "-stop-grace="+grace.String(), "--", "/bin/sh", "-c",
+		cmd, out, _ := runShim(t, "-stop-grace="+grace.String(), "--", "/bin/sh", "-c",
 			`trap "" TERM; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exec sleep 300`)
 		helper := readPid(t, out)
 		killOnCleanup(t, helper)
@@ -219,6 +225,35 @@ func TestParentDeath(t *testing.T) {
 	for _, pid := range []int{server, helper} {
 		if present(pid) {
 			t.Errorf("pid %d outlived the tool host", pid)
+		}
+	}
+}
+
+// TestOrphansAreReapedWhileTheServerRuns: a helper the server orphaned (double fork, new
+// session) comes to the shim, and is reaped by it when it exits while the server still runs:
+// no zombie piles up under a long-lived server.
+func TestOrphansAreReapedWhileTheServerRuns(t *testing.T) {
+	cmd, out, _ := runShim(t, "/bin/sh", "-c", `(setsid sh -c 'echo $$; exec sleep 300' </dev/null 2>/dev/null &); exec sleep 300`)
+	orphan := readPid(t, out)
+	killOnCleanup(t, orphan)
+	shimPid := cmd.Process.Pid
+	waitFor(t, "the orphan to come to the shim", func() bool {
+		p, ok := readStat(orphan, make([]byte, 512))
+		return ok && p.ppid == shimPid
+	})
+	syscall.Kill(orphan, syscall.SIGKILL)
+	waitFor(t, "the orphan to be reaped", func() bool { return !present(orphan) })
+	if !alive(shimPid) {
+		t.Fatal("the shim exited with its server still running")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }

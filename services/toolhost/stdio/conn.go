@@ -38,7 +38,7 @@ import (
 const (
 	// DefaultMaxLineBytes is the largest answer that fits in a gRPC message of Zest's default
 	// size with room for the fields around it: a longer line could never be sent back.
-	DefaultMaxLineBytes    = grpcdial.DefaultMaxMessageBytes - grpcdial.MessageOverhead
+	DefaultMaxLineBytes    = grpcdial.DefaultMaxBodyBytes
 	DefaultStderrTailBytes = 16 << 10
 	DefaultMaxInFlight     = 256
 	DefaultStopGrace       = 2 * time.Second
@@ -247,10 +247,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
 	if bytes.Contains(params, []byte(`"progressToken"`)) {
 		token := "zest-" + strconv.FormatInt(cl.id, 10)
-		p, tok, err := rewriteProgressToken(params, token)
-		if err != nil {
-			return nil, fmt.Errorf("%w: params: %w", ErrBadRequest, err)
-		}
+		p, tok := rewriteProgressToken(params, token)
 		params, cl.callerToken = p, tok
 		if tok != nil {
 			cl.token = token
@@ -468,7 +465,7 @@ func (c *Conn) answer(id, result json.RawMessage, rpcErr *RPCError) {
 	if err != nil {
 		return
 	}
-	_ = c.in.control(append(b, '\n')) // dropped when the child does not read its stdin
+	_ = c.in.answer(append(b, '\n')) // dropped only when the child has long stopped reading its stdin
 }
 
 func (c *Conn) protocolFailure(err error) {
@@ -587,10 +584,14 @@ func (c *Conn) waitDone(d time.Duration) bool {
 	}
 }
 
-func truncate(b []byte, n int) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > n {
-		return string(b[:n]) + "…"
+// truncate cuts s to at most n bytes on a rune boundary and marks the cut; it takes a line
+// of the child's as it is, without copying all of it.
+func truncate[T ~string | ~[]byte](s T, n int) string {
+	if len(s) <= n {
+		return string(s)
 	}
-	return string(b)
+	for n > 0 && s[n]&0xC0 == 0x80 { // inside a multi-byte rune
+		n--
+	}
+	return string(s[:n]) + "…"
 }

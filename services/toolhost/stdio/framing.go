@@ -39,10 +39,11 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// checkMethod refuses a method that cannot be sent as it is.
+// checkMethod refuses a method that cannot be sent as it is. The tool host relies on it: it
+// has no check of its own.
 func checkMethod(method string) error {
 	if method == "" {
-		return fmt.Errorf("%w: the method is empty", ErrBadRequest)
+		return fmt.Errorf("%w: the method is empty; give one such as tools/call", ErrBadRequest)
 	}
 	if !utf8.ValidString(method) {
 		return fmt.Errorf("%w: the method is not valid UTF-8", ErrBadRequest)
@@ -81,32 +82,25 @@ func normalizeParams(params json.RawMessage) (json.RawMessage, error) {
 
 // rewriteProgressToken replaces params._meta.progressToken with token and returns the
 // caller's token (nil, and params unchanged, when there is none: params that are not an
-// object have no _meta). The error means params are not JSON.
-func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage, error) {
-	if t := bytes.TrimSpace(params); len(t) > 0 && t[0] != '{' {
-		if !json.Valid(t) {
-			return nil, nil, fmt.Errorf("params are not valid JSON (%q)", truncate(t, 60))
-		}
-		return params, nil, nil
-	}
+// object have no _meta). params must come from normalizeParams: valid JSON, an object or an
+// array.
+func rewriteProgressToken(params json.RawMessage, token string) (json.RawMessage, json.RawMessage) {
 	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, nil, err
+	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &p) != nil {
+		return params, nil
 	}
 	var meta map[string]json.RawMessage
-	if raw, ok := p["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return params, nil, nil
-		}
+	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return params, nil
 	}
 	orig, ok := meta["progressToken"]
 	if !ok {
-		return params, nil, nil
+		return params, nil
 	}
 	meta["progressToken"], _ = json.Marshal(token)
 	p["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(p)
-	return out, orig, err
+	out, _ := json.Marshal(p) // cannot fail: every value is valid JSON
+	return out, orig
 }
 
 // kind is what a message from the child is.

@@ -79,7 +79,7 @@ func stderrSummary(stderr string) string {
 	if len(pick) == 0 {
 		pick = kept[max(0, len(kept)-summaryLines):]
 	}
-	return truncateString(strings.Join(pick, " | "), summaryBytes)
+	return truncate(strings.Join(pick, " | "), summaryBytes)
 }
 
 func pythonFrame(l string) bool {
@@ -92,15 +92,4 @@ func indent(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
 func isCaretLine(l string) bool {
 	t := strings.TrimSpace(l)
 	return t != "" && strings.Trim(t, "^~") == ""
-}
-
-// truncateString cuts s to at most n bytes on a rune boundary and marks the cut.
-func truncateString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 { // inside a multi-byte rune
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -57,3 +57,28 @@ RuntimeError: boom
 		t.Fatalf("long line: %d bytes %q", len(got), got[len(got)-10:])
 	}
 }
+
+// TestTruncate: a cut never splits a rune, for strings and for a child's line as bytes.
+func TestTruncate(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"ab€cd", 3, "ab…"}, // € is 3 bytes: cutting at 3 or 4 would split it
+		{"ab€cd", 4, "ab…"},
+		{"ab€cd", 5, "ab€…"},
+		{"€", 1, "…"},
+	}
+	for _, tc := range cases {
+		if got := truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+		if got := truncate([]byte(tc.in), tc.n); got != tc.want {
+			t.Errorf("truncate([]byte(%q), %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

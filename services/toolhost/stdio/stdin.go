@@ -21,6 +21,12 @@ import (
 // queued) with its caller's context; one whose caller gives up is dropped whole, before any of
 // its bytes was written, and the others keep their places. A message larger than the bound
 // goes alone, once the queue is empty.
+//
+// The tool host's own messages go ahead of the waiting calls without waiting. Answers to the
+// child's requests are not held to the bound (a child that reads gets them even behind a
+// large request; each follows a line the child sent), only to maxAnswerBytes of their own,
+// which a child that floods requests without reading its stdin reaches. Cancellations are
+// dropped when the queue is full.
 type stdinQueue struct {
 	f   *os.File
 	rc  syscall.RawConn
@@ -30,10 +36,14 @@ type stdinQueue struct {
 	mu      sync.Mutex
 	buf     []byte // queued, not yet handed to a write
 	spare   []byte
-	queued  int  // bytes queued or being written: the bound applies to this
-	writing bool // a writer (a caller, or the flusher goroutine) is writing
-	broken  error
-	waiters []*stdinWaiter // messages that did not fit yet, in arrival order
+	queued  int    // bytes queued or being written: the bound applies to this
+	in, out int64  // bytes queued and written since the start: positions in the stream
+	answers []span // answers to the child not yet written whole, in order
+	// answerBytes counts their bytes not yet written; maxAnswerBytes applies to this.
+	answerBytes int
+	writing     bool // a writer (a caller, or the flusher goroutine) is writing
+	broken      error
+	waiters     []*stdinWaiter // messages that did not fit yet, in arrival order
 }
 
 // stdinWaiter is a message waiting for room.
@@ -44,8 +54,15 @@ type stdinWaiter struct {
 	err    error
 }
 
-// errStdinFull is returned for a control message dropped because the queue is full.
+// span is where a message lies in the stream written to stdin.
+type span struct{ start, end int64 }
+
+// errStdinFull is returned for a message of the tool host's own dropped for want of room.
 var errStdinFull = errors.New("stdin queue is full")
+
+// maxAnswerBytes bounds the answers to the child waiting to be written, beyond the bound on
+// requests: thousands of answers, more than a child that reads its stdin leaves waiting.
+const maxAnswerBytes = 1 << 20
 
 // spareMax bounds the buffer kept for reuse, so that one large message does not pin its
 // memory for the life of the child.
@@ -99,18 +116,37 @@ func (q *stdinQueue) write(ctx context.Context, msg []byte) error {
 		queued, q.max, ctx.Err())
 }
 
-// control queues a small message of the tool host's own (an answer to the child, a
-// cancellation) ahead of the waiting calls, without waiting: it is dropped when the queue is
-// full or stdin is broken, as the child reads nothing then.
+// control queues a message of the tool host's own that may be lost (a cancellation) ahead of
+// the waiting calls, without waiting: it is dropped when the queue is full or stdin is broken.
 func (q *stdinQueue) control(msg []byte) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.broken != nil {
 		return q.broken
 	}
-	if q.queued > 0 && q.queued+len(msg) > q.max {
+	if !q.fits(len(msg)) {
 		return errStdinFull
 	}
+	q.enqueue(msg)
+	q.flush()
+	return nil
+}
+
+// answer queues an answer to a request of the child ahead of the waiting calls, without
+// waiting and past the bound on requests: the child waits for it, and reads its stdin unless
+// stuck. It is dropped only when stdin is broken, or when maxAnswerBytes of answers already
+// wait (the child does not read).
+func (q *stdinQueue) answer(msg []byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.broken != nil {
+		return q.broken
+	}
+	if q.answerBytes > 0 && q.answerBytes+len(msg) > maxAnswerBytes {
+		return errStdinFull
+	}
+	q.answers = append(q.answers, span{q.in, q.in + int64(len(msg))})
+	q.answerBytes += len(msg)
 	q.enqueue(msg)
 	q.flush()
 	return nil
@@ -122,6 +158,23 @@ func (q *stdinQueue) fits(n int) bool { return q.queued == 0 || q.queued+n <= q.
 func (q *stdinQueue) enqueue(msg []byte) {
 	q.buf = append(q.buf, msg...)
 	q.queued += len(msg)
+	q.in += int64(len(msg))
+}
+
+// wrote accounts for n bytes written to the child. Called with mu held.
+func (q *stdinQueue) wrote(n int) {
+	q.queued -= n
+	q.out += int64(n)
+	for len(q.answers) > 0 && q.answers[0].start < q.out {
+		a := &q.answers[0]
+		done := min(a.end, q.out) - a.start
+		q.answerBytes -= int(done)
+		a.start += done
+		if a.start < a.end {
+			break
+		}
+		q.answers = q.answers[1:]
+	}
 }
 
 // admit queues the waiting messages that fit now, in order. Called with mu held.
@@ -161,7 +214,7 @@ func (q *stdinQueue) flush() {
 		if q.broken != nil { // the child went meanwhile
 			return
 		}
-		q.queued -= n
+		q.wrote(n)
 		if err != nil {
 			q.fail(err)
 			return
@@ -196,7 +249,7 @@ func (q *stdinQueue) flushBlocking() {
 			if q.broken != nil {
 				return
 			}
-			q.queued -= n
+			q.wrote(n)
 			off += n
 			if err != nil {
 				q.fail(err)
@@ -274,6 +327,7 @@ func (q *stdinQueue) fail(err error) {
 		q.broken = err
 	}
 	q.buf, q.spare, q.queued, q.writing = nil, nil, 0, false
+	q.answers, q.answerBytes = nil, 0
 	for _, w := range q.waiters {
 		w.err = q.broken
 		close(w.done)

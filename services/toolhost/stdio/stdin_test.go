@@ -90,4 +90,72 @@ func TestStdinQueueFailsWaitersWhenTheChildIsGone(t *testing.T) {
 	if err := q.control([]byte("ctl\n")); !errors.Is(err, gone) {
 		t.Fatalf("control after: %v", err)
 	}
+	if err := q.answer([]byte("answer\n")); !errors.Is(err, gone) {
+		t.Fatalf("answer after: %v", err)
+	}
+}
+
+// TestStdinQueueAnswersPassTheBound: while a request larger than the bound is written to a
+// child that reads, an answer to the child still goes (after it, whole) and a cancellation is
+// dropped; answers to a child that does not read stop at maxAnswerBytes and go again once it
+// reads.
+func TestStdinQueueAnswersPassTheBound(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := newStdinQueue(w, 1024)
+	big := append(bytes.Repeat([]byte{'a'}, 200<<10), '\n') // more than the pipe holds
+	if err := q.write(t.Context(), big); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := q.state(); n <= 1024 {
+		t.Fatalf("%d bytes queued, want the large request over the bound", n)
+	}
+	if err := q.control([]byte("cancel\n")); !errors.Is(err, errStdinFull) {
+		t.Fatalf("a cancellation over the bound: %v, want it dropped", err)
+	}
+	answer := []byte(`{"jsonrpc":"2.0","id":"srv-1","result":{}}` + "\n")
+	if err := q.answer(answer); err != nil {
+		t.Fatalf("an answer behind a large request: %v", err)
+	}
+
+	// A child that reads nothing and asks on: answers stop at maxAnswerBytes.
+	small := append(bytes.Repeat([]byte{'p'}, 99), '\n')
+	var accepted int
+	for q.answer(small) == nil {
+		if accepted++; accepted > 2*maxAnswerBytes/len(small) {
+			t.Fatal("answers to a child that does not read are not bounded")
+		}
+	}
+	q.mu.Lock()
+	pending := q.answerBytes
+	q.mu.Unlock()
+	if pending > maxAnswerBytes || pending+len(small) <= maxAnswerBytes {
+		t.Fatalf("%d answer bytes wait when one more is refused, want up to %d", pending, maxAnswerBytes)
+	}
+
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(r)
+		got <- all
+	}()
+	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	q.mu.Lock()
+	pending = q.answerBytes
+	q.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d answer bytes counted after all was written", pending)
+	}
+	if err := q.answer(answer); err != nil { // room again
+		t.Fatalf("an answer once the child read: %v", err)
+	}
+	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	w.Close()
+	all := <-got
+	want := string(big) + string(answer) + strings.Repeat(string(small), accepted) + string(answer)
+	if string(all) != want {
+		t.Fatalf("read %d bytes, want %d: the large request, the answer, %d small answers, the answer, whole and in order", len(all), len(want), accepted)
+	}
 }

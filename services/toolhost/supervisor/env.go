@@ -3,8 +3,9 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/zestmcp/zest/lib/envref"
@@ -115,12 +116,7 @@ func (f envFilter) allows(name string) bool {
 
 // checkReferences refuses a spec whose env refers to a variable of Zest's own.
 func checkReferences(env map[string]string) error {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v, err := envref.Variable(env[k])
 		if err != nil || !reserved(v) {
 			continue

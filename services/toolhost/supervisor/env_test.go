@@ -72,9 +72,9 @@ func TestReferenceToAReservedVariableIsRefused(t *testing.T) {
 			t.Errorf("env %s=%s: err = %v", tc.key, tc.ref, err)
 		}
 	}
-	// A raw value is reported as such, before any reference is looked at.
+	// A raw value is reported as such once no reserved variable is referred to.
 	sp := spec("fx")
-	sp.Env = map[string]string{"A": "raw", "B": "${ZEST_SERVICE_KEY}"}
+	sp.Env = map[string]string{"A": "raw", "B": "${PATH}"}
 	if _, err := s.EnsureStarted(t.Context(), sp, false); !errors.Is(err, envref.ErrRawValue) {
 		t.Errorf("raw value: %v", err)
 	}

@@ -162,13 +162,10 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 	if t := spec.GetTimeoutMs(); t != 0 && (t < 1000 || t > 300000) {
 		return "", nil, fmt.Errorf("%w: timeout_ms %d must be between 1000 and 300000", ErrBadSpec, t)
 	}
-	if err := envref.Check("env", spec.GetEnv()); err != nil {
+	if err := checkReferences(spec.GetEnv()); err != nil { // before any variable is read
 		return "", nil, err
 	}
-	if err := checkReferences(spec.GetEnv()); err != nil {
-		return "", nil, err
-	}
-	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv)
+	declared, err := envref.Resolve(spec.GetEnv(), s.cfg.LookupEnv) // checks every name and reference first
 	if err != nil {
 		return "", nil, err
 	}
@@ -293,13 +290,29 @@ func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 		}
 		select {
 		case <-l.done:
-			if l.err != nil {
+			if l.err != nil && !srv.superseded(l) {
 				return nil, l.err
 			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// superseded says whether launch l was made void by a change of the server's spec rather
+// than by a stop: the server is still registered under its id, so its callers go on with the
+// new spec instead of failing with the void launch's ErrStopped.
+func (srv *server) superseded(l *launch) bool {
+	srv.mu.Lock()
+	void := srv.gen != l.gen
+	srv.mu.Unlock()
+	if !void {
+		return false
+	}
+	s := srv.sup
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed.Load() && s.servers[srv.id] == srv
 }
 
 // run performs launch l and records its outcome.

@@ -386,3 +386,59 @@ func TestStartFailureSaysWhy(t *testing.T) {
 		t.Fatalf("status: last_error %q, stderr_tail %q", st.GetLastError(), st.GetStderrTail())
 	}
 }
+
+// TestSpecChangeWhileStarting: a spec changed while the old one is still launching voids
+// that launch, but not its callers: a call waiting for it, and the EnsureStarted of the new
+// spec, are served by a child of the new spec; the old child is gone.
+func TestSpecChangeWhileStarting(t *testing.T) {
+	slowSpec := spec("fx", "-start-delay", "1500ms")
+	newSpec := spec("fx", "-pages", "1")
+	startingPid := func(s *Supervisor) int32 {
+		var pid int32
+		waitFor(t, func() bool {
+			st, _ := s.Status("fx")
+			pid = st.GetPid()
+			return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING && pid != 0
+		})
+		return pid
+	}
+	t.Run("a waiting call", func(t *testing.T) {
+		s := newSup(t, func(c *Config) { c.LazyStart = true })
+		if _, err := s.EnsureStarted(t.Context(), slowSpec, false); err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			got string
+			err error
+		}
+		waiter := make(chan answer, 1)
+		go func() { got, err := echo(t, s, "fx", "after the change"); waiter <- answer{got, err} }() // launches the slow spec
+		oldPid := startingPid(s)
+		if _, err := s.EnsureStarted(t.Context(), newSpec, false); err != nil {
+			t.Fatal(err)
+		}
+		if a := <-waiter; a.err != nil || a.got != "after the change" {
+			t.Fatalf("the call waiting for the replaced launch: %q %v", a.got, a.err)
+		}
+		st, _ := s.Status("fx")
+		if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetPid() == oldPid || st.GetRestartCount() != 0 {
+			t.Fatalf("status = %v, want READY in a new child (old pid %d), no restart counted", st, oldPid)
+		}
+		waitFor(t, func() bool { return syscall.Kill(int(oldPid), 0) != nil })
+	})
+	t.Run("the new spec's EnsureStarted", func(t *testing.T) {
+		s := newSup(t, nil)
+		first := make(chan error, 1)
+		go func() { _, err := s.EnsureStarted(t.Context(), slowSpec, false); first <- err }()
+		oldPid := startingPid(s)
+		st, err := s.EnsureStarted(t.Context(), newSpec, false)
+		if err != nil || st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetPid() == oldPid {
+			t.Fatalf("EnsureStarted of the new spec: %v, %v (old pid %d)", st, err, oldPid)
+		}
+		<-first // superseded: whatever it says, it must not hang
+		if got, err := echo(t, s, "fx", "new"); err != nil || got != "new" {
+			t.Fatalf("call after the change: %q %v", got, err)
+		}
+		waitFor(t, func() bool { return syscall.Kill(int(oldPid), 0) != nil })
+	})
+}
