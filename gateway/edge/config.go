@@ -92,8 +92,8 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-body-bytes %d: want at least 1024", c.MaxBodyBytes))
 	}
-	if c.MaxBodyBytes > int64(c.GRPCMaxMessageBytes-grpcdial.MessageOverhead) {
-		errs = append(errs, fmt.Errorf("max-body-bytes %d must be at least 1 MiB below grpc-max-message-bytes %d (a body travels in one gRPC message): raise grpc-max-message-bytes on every service", c.MaxBodyBytes, c.GRPCMaxMessageBytes))
+	if c.MaxBodyBytes > int64(grpcdial.MaxBodyBytes(c.GRPCMaxMessageBytes)) {
+		errs = append(errs, fmt.Errorf("max-body-bytes %d must be at least %s below grpc-max-message-bytes %d (a body travels in one gRPC message): raise grpc-max-message-bytes on every service", c.MaxBodyBytes, grpcdial.OverheadText, c.GRPCMaxMessageBytes))
 	}
 	if c.MaxAdminBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-admin-body-bytes %d: want at least 1024", c.MaxAdminBodyBytes))
