@@ -94,21 +94,7 @@ func (h *Handler) server(ctx context.Context, id string) (*mcpgatewayv1.ServerCo
 // session checks a session id for server: signed by this deployment, issued for this server,
 // not expired, not ended.
 func (h *Handler) session(ctx context.Context, id, server string) (session.Claims, error) {
-	if id == "" {
-		return session.Claims{}, status.Error(codes.InvalidArgument, mcpserve.ErrSessionRequired.Error())
-	}
-	cl, err := h.sessions.Parse(id)
-	if err != nil || cl.Server != server {
-		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
-	}
-	ended, err := h.store.SessionEnded(ctx, id)
-	if err != nil {
-		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
-	}
-	if ended {
-		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
-	}
-	return cl, nil
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, id, server)
 }
 
 func (h *Handler) expires(cl session.Claims) time.Time {

@@ -53,6 +53,27 @@ type Federation interface {
 // errNoFederation answers a request for a server when no Federation is configured.
 var errNoFederation = status.Error(codes.NotFound, "this mcpgateway serves no registered servers at /mcp/servers/{id}")
 
+// errNoPresets answers a request for a preset when no Presets is configured.
+var errNoPresets = status.Error(codes.NotFound, "this mcpgateway serves no presets at /mcp/presets/{id}")
+
+// route is who serves a request: a Federation (of a server, a preset, or /mcp's own
+// replacement), or nil for the built-in tools; err when the route is not served.
+func (h *Handler) route(serverID, presetID string) (Federation, error) {
+	switch {
+	case serverID != "":
+		if h.Federation == nil {
+			return nil, errNoFederation
+		}
+		return h.Federation, nil
+	case presetID != "":
+		if h.Presets == nil {
+			return nil, errNoPresets
+		}
+		return h.Presets, nil
+	}
+	return h.Own, nil
+}
+
 // Handler implements McpService.
 type Handler struct {
 	mcpgatewayv1.UnimplementedMcpServiceServer
@@ -67,6 +88,11 @@ type Handler struct {
 	// Federation serves the exchanges, streams and ends of /mcp/servers/{id} (requests with a
 	// server_id); nil answers them NotFound.
 	Federation Federation
+	// Presets serves those of /mcp/presets/{id} (requests with a preset_id); nil answers them
+	// NotFound.
+	Presets Federation
+	// Own, when set, serves /mcp itself in place of the built-in tools (ZEST_MCP_PRESET).
+	Own Federation
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -130,11 +156,11 @@ func (f funcStream) Context() context.Context                    { return f.ctx 
 
 // exchange answers one POST body.
 func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return err
 		}
-		return h.Federation.Exchange(req, stream)
+		return f.Exchange(req, stream)
 	}
 	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
@@ -274,18 +300,25 @@ func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawM
 
 // session checks a session id: signed by this deployment, not expired, not ended.
 func (h *Handler) session(ctx context.Context, id string) (session.Claims, error) {
+	return CheckSession(ctx, h.sessions, h.ended, id, "") // a session of /mcp/servers/{id} is not one of /mcp
+}
+
+// CheckSession checks a session id for the endpoint it must be bound to (binding: the
+// session's Claims.Server, "" for /mcp): signed by this deployment, issued for that endpoint,
+// not expired, not ended. Every refusal is a gRPC status the edge maps (400, 404).
+func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, binding string) (session.Claims, error) {
 	if id == "" {
 		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
 	}
-	cl, err := h.sessions.Parse(id)
-	if err != nil || cl.Server != "" { // a session of /mcp/servers/{id} is not one of /mcp
+	cl, err := codec.Parse(id)
+	if err != nil || cl.Server != binding {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
 	}
-	ended, err := h.ended.SessionEnded(ctx, id)
+	done, err := ended.SessionEnded(ctx, id)
 	if err != nil {
 		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
 	}
-	if ended {
+	if done {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
 	}
 	return cl, nil
@@ -425,11 +458,11 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 // leaves, the session is ended or expires. The built-in tool set sends no server-initiated
 // messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
 func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return err
 		}
-		return h.Federation.Listen(req, stream)
+		return f.Listen(req, stream)
 	}
 	ctx := stream.Context()
 	cl, err := h.session(ctx, req.GetSessionId())
@@ -463,11 +496,11 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
 func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return nil, errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return nil, err
 		}
-		return h.Federation.EndSession(ctx, req)
+		return f.EndSession(ctx, req)
 	}
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
@@ -626,3 +659,27 @@ var (
 	_ server.SessionWithLogging              = (*clientSession)(nil)
 	_ server.SessionWithStreamableHTTPConfig = (*clientSession)(nil)
 )
+
+// Builtin answers one message of another endpoint's session (sessionID, with claims cl)
+// with the built-in tools, exactly as /mcp would (the preset endpoint's "lemonade" provider):
+// the notifications a tool sends while it runs go to send, the answer is returned (nil for a
+// notification).
+func (h *Handler) Builtin(ctx context.Context, sessionID string, cl session.Claims, msg []byte, send func([]byte) error) ([]byte, error) {
+	env, code, problem := checkEnvelope(msg)
+	if problem != "" {
+		return errorResponse(env.ID, code, problem), nil
+	}
+	return h.dispatch(ctx, h.newSession(ctx, sessionID, cl), msg, env, send)
+}
+
+// BuiltinTools are the built-in tools as tools/list of /mcp lists them.
+func (h *Handler) BuiltinTools(ctx context.Context) ([]json.RawMessage, error) {
+	res := h.toolsList(ctx, &clientSession{notes: make(chan mcp.JSONRPCNotification, 1), level: DefaultLogLevel, loaded: true})
+	var page struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &page); err != nil {
+		return nil, fmt.Errorf("the built-in tools/list: %w", err)
+	}
+	return page.Tools, nil
+}

@@ -31,7 +31,9 @@ type ExchangeRequest struct {
 	// payload is the raw JSON-RPC message, or a batch array for 2025-03-26 sessions.
 	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id} this exchange is for; empty is Zest's own /mcp.
-	ServerId      string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// preset_id names the preset of /mcp/presets/{id} this exchange is for (its providers on one endpoint); empty otherwise.
+	PresetId      string `protobuf:"bytes,5,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,6 +92,13 @@ func (x *ExchangeRequest) GetPayload() []byte {
 func (x *ExchangeRequest) GetServerId() string {
 	if x != nil {
 		return x.ServerId
+	}
+	return ""
+}
+
+func (x *ExchangeRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
 	}
 	return ""
 }
@@ -261,7 +270,9 @@ type ListenRequest struct {
 	// session_id is the Mcp-Session-Id header.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
-	ServerId      string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// preset_id names the preset of /mcp/presets/{id}; empty otherwise.
+	PresetId      string `protobuf:"bytes,4,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +317,13 @@ func (x *ListenRequest) GetSessionId() string {
 func (x *ListenRequest) GetServerId() string {
 	if x != nil {
 		return x.ServerId
+	}
+	return ""
+}
+
+func (x *ListenRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
 	}
 	return ""
 }
@@ -371,7 +389,9 @@ type EndSessionRequest struct {
 	// session_id is the Mcp-Session-Id header.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
-	ServerId      string `protobuf:"bytes,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// preset_id names the preset of /mcp/presets/{id}; empty otherwise.
+	PresetId      string `protobuf:"bytes,3,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -420,6 +440,13 @@ func (x *EndSessionRequest) GetServerId() string {
 	return ""
 }
 
+func (x *EndSessionRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
+}
+
 // EndSessionResponse confirms the session ended.
 type EndSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -461,13 +488,14 @@ var File_zest_mcpgateway_v1_mcp_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
-	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\x92\x01\n" +
+	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\xaf\x01\n" +
 	"\x0fExchangeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1b\n" +
-	"\tserver_id\x18\x04 \x01(\tR\bserverId\"Z\n" +
+	"\tserver_id\x18\x04 \x01(\tR\bserverId\x12\x1b\n" +
+	"\tpreset_id\x18\x05 \x01(\tR\bpresetId\"Z\n" +
 	"\x0eSessionStarted\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -477,18 +505,20 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
 	"\tmalformed\x18\x04 \x01(\bR\tmalformedB\x06\n" +
-	"\x04kind\"`\n" +
+	"\x04kind\"}\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tserver_id\x18\x03 \x01(\tR\bserverIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
+	"\tserver_id\x18\x03 \x01(\tR\bserverId\x12\x1b\n" +
+	"\tpreset_id\x18\x04 \x01(\tR\bpresetIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
 	"\x0eListenResponse\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessage\"O\n" +
+	"\amessage\x18\x02 \x01(\fR\amessage\"l\n" +
 	"\x11EndSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tserver_id\x18\x02 \x01(\tR\bserverId\"\x14\n" +
+	"\tserver_id\x18\x02 \x01(\tR\bserverId\x12\x1b\n" +
+	"\tpreset_id\x18\x03 \x01(\tR\bpresetId\"\x14\n" +
 	"\x12EndSessionResponse2\x95\x02\n" +
 	"\n" +
 	"McpService\x12W\n" +

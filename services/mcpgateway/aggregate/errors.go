@@ -1,0 +1,10 @@
+package aggregate
+
+import "errors"
+
+// ErrUnknownPreset means the endpoint names no preset in the registry: /mcp/presets/{id}
+// answers it 404; /mcp with ZEST_MCP_PRESET answers every request with it (and logs it).
+var ErrUnknownPreset = errors.New("no preset is served with this id: it is not in the registry (GET /internal/mcp/presets lists them)")
+
+// errUnknownCursor is a list cursor this endpoint did not issue.
+var errUnknownCursor = errors.New("Invalid params: params.cursor is not a cursor this endpoint issued: send the nextCursor of the previous page, or no cursor for the first page")

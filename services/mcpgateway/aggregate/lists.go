@@ -1,0 +1,354 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+)
+
+// kind is one of the lists a preset serves.
+type kind struct {
+	method string // the list method
+	key    string // the member of the result that holds the items
+	rename bool   // items are served under their chat_name
+	uri    string // the member that locates an item ("uri", "uriTemplate"): its owner is recorded
+}
+
+var (
+	toolsList     = kind{method: "tools/list", key: "tools", rename: true}
+	promptsList   = kind{method: "prompts/list", key: "prompts", rename: true}
+	resourcesList = kind{method: "resources/list", key: "resources", uri: "uri"}
+	templatesList = kind{method: "resources/templates/list", key: "resourceTemplates", uri: "uriTemplate"}
+)
+
+// MetaUnavailable is the member of a list result's _meta that names the providers the list
+// leaves out because they could not be reached (the cause is in mcpgateway's log).
+const MetaUnavailable = "io.github.zestmcp/unavailable"
+
+// maxPages bounds the pages of one provider's list read to find a name or a URI.
+const maxPages = 100
+
+// pageCursor is where the next page of a preset's list starts: a provider, and the cursor
+// that provider gave for its next page. A page of the preset's list ends where a provider's
+// page has a next one, so no provider's cursor is lost; the client sees it opaque.
+type pageCursor struct {
+	Provider string `json:"p"`
+	Cursor   string `json:"c,omitempty"`
+}
+
+func (c pageCursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (pageCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c pageCursor
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Provider == "" {
+		return pageCursor{}, false
+	}
+	return c, true
+}
+
+// serves reports whether p may hold items of k (the built-in provider has tools only).
+func serves(p provider, k kind) bool { return !p.builtin() || k == toolsList }
+
+// list answers one page of a list: the providers' lists in the preset's order, from where the
+// cursor points, up to the first provider that has more pages (the next page starts with its
+// next page). A preset whose providers each answer in one page lists in one page. A provider that cannot be reached is skipped, logged,
+// and named in the result's _meta (MetaUnavailable).
+func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMessage, k kind) []byte {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if params != nil && json.Unmarshal(params, &p) != nil {
+		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.cursor must be a string")
+	}
+	start, upCursor := 0, ""
+	if p.Cursor != nil {
+		cur, ok := decodeCursor(*p.Cursor)
+		start = -1
+		for i, pr := range c.provs {
+			if ok && pr.id == cur.Provider && serves(pr, k) {
+				start, upCursor = i, cur.Cursor
+			}
+		}
+		if start < 0 {
+			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
+		}
+	}
+	items := []json.RawMessage{}
+	var unavailable []string
+	var next *pageCursor
+	for i := start; i < len(c.provs) && next == nil; i++ {
+		pr := c.provs[i]
+		if !serves(pr, k) {
+			continue
+		}
+		page, nc, err := c.page(ctx, pr, k, upCursor)
+		upCursor = ""
+		if err != nil {
+			c.h.log.WarnContext(ctx, "a provider of a preset left out of a list", "preset", c.ep.preset, "server", pr.id, "method", k.method, "err", err)
+			unavailable = append(unavailable, pr.id)
+			continue
+		}
+		items = append(items, page...)
+		if nc != "" {
+			next = &pageCursor{Provider: pr.id, Cursor: nc}
+		}
+	}
+	res := map[string]any{k.key: items}
+	if next != nil {
+		res["nextCursor"] = next.encode()
+	}
+	if len(unavailable) > 0 {
+		res["_meta"] = map[string]any{MetaUnavailable: unavailable}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
+	}
+	return mcpserve.Result(msg.ID, b)
+}
+
+// errNotDeclared means a provider does not declare the capability a list needs: it has no
+// items of that list, which is no failure.
+var errNotDeclared = fmt.Errorf("not declared")
+
+// page reads one page of provider p's list k from cursor, as the preset serves it: tools
+// its filters hide left out, tools and prompts under their chat_name, the owner of each URI
+// recorded. A provider that does not declare the list has none of it.
+func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]json.RawMessage, string, error) {
+	if p.builtin() {
+		tools, err := c.h.builtin.BuiltinTools(ctx)
+		return tools, "", err
+	}
+	raws, next, err := c.h.upstreamPage(ctx, p, k, cursor)
+	if err == errNotDeclared {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]json.RawMessage, 0, len(raws))
+	for _, raw := range raws {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			continue // not an object: no client could use it
+		}
+		if k.rename {
+			var name string
+			if json.Unmarshal(m["name"], &name) != nil || name == "" {
+				continue
+			}
+			if k == toolsList && !serverconfig.Exposed(p.cfg, name) {
+				continue
+			}
+			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
+			raw, _ = json.Marshal(m)
+		}
+		if k.uri != "" {
+			var u string
+			if json.Unmarshal(m[k.uri], &u) == nil && u != "" {
+				c.h.owners.put(c.ep.preset, k.uri+"\n"+u, p.id)
+			}
+		}
+		out = append(out, raw)
+	}
+	return out, next, nil
+}
+
+// upstreamPage reads one page of a server's list as the server sends it.
+func (h *Handler) upstreamPage(ctx context.Context, p provider, k kind, cursor string) ([]json.RawMessage, string, error) {
+	inf, err := h.up.Info(ctx, p.cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	if !federate.Declares(inf.Capabilities, k.method) {
+		return nil, "", errNotDeclared
+	}
+	params := json.RawMessage(`{}`)
+	if cursor != "" {
+		params, _ = json.Marshal(map[string]string{"cursor": cursor})
+	}
+	res, err := h.up.Call(ctx, p.cfg, k.method, params, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	var page map[string]json.RawMessage
+	var items []json.RawMessage
+	var next string
+	if err := json.Unmarshal(res, &page); err != nil {
+		return nil, "", fmt.Errorf("the %s result is not an object: %w", k.method, err)
+	}
+	if err := json.Unmarshal(page[k.key], &items); len(page[k.key]) > 0 && err != nil {
+		return nil, "", fmt.Errorf("%s of the %s result is not an array: %w", k.key, k.method, err)
+	}
+	_ = json.Unmarshal(page["nextCursor"], &next)
+	return items, next, nil
+}
+
+// all reads every page of one server's list k (at most maxPages), as the preset serves it.
+func (c *call) all(ctx context.Context, p provider, k kind) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	cursor := ""
+	for range maxPages {
+		page, next, err := c.page(ctx, p, k, cursor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+	return out, fmt.Errorf("%s of %q has more than %d pages", k.method, p.id, maxPages)
+}
+
+// resourceProviders are the servers of the preset that declare resources.
+func (c *call) resourceProviders(ctx context.Context) []provider {
+	var out []provider
+	for _, p := range c.provs {
+		if p.builtin() {
+			continue
+		}
+		if inf, err := c.h.up.Info(ctx, p.cfg); err == nil && federate.Declares(inf.Capabilities, "resources/read") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *call) byID(id string) (provider, bool) {
+	for _, p := range c.provs {
+		if p.id == id && !p.builtin() {
+			return p, true
+		}
+	}
+	return provider{}, false
+}
+
+// owner finds the provider of a resource URI: the one that listed it (recorded when a list
+// passed, else looked for in the lists), else the one whose template matches it; with one
+// provider of resources, that one.
+func (c *call) owner(ctx context.Context, uri string) (provider, bool) {
+	if id, ok := c.h.owners.get(c.ep.preset, "uri\n"+uri); ok {
+		if p, ok := c.byID(id); ok {
+			return p, true
+		}
+	}
+	cands := c.resourceProviders(ctx)
+	if len(cands) == 1 {
+		return cands[0], true
+	}
+	for _, p := range cands {
+		items, _ := c.all(ctx, p, resourcesList)
+		for _, u := range itemNames(items, "uri") {
+			if u == uri {
+				return p, true
+			}
+		}
+	}
+	for _, p := range cands {
+		items, _ := c.all(ctx, p, templatesList)
+		for _, t := range itemNames(items, "uriTemplate") {
+			if Matches(t, uri) {
+				return p, true
+			}
+		}
+	}
+	return provider{}, false
+}
+
+// templateOwner finds the provider that lists the resource template tmpl.
+func (c *call) templateOwner(ctx context.Context, tmpl string) (provider, bool) {
+	if id, ok := c.h.owners.get(c.ep.preset, "uriTemplate\n"+tmpl); ok {
+		if p, ok := c.byID(id); ok {
+			return p, true
+		}
+	}
+	cands := c.resourceProviders(ctx)
+	if len(cands) == 1 {
+		return cands[0], true
+	}
+	for _, p := range cands {
+		items, _ := c.all(ctx, p, templatesList)
+		for _, t := range itemNames(items, "uriTemplate") {
+			if t == tmpl {
+				return p, true
+			}
+		}
+	}
+	return provider{}, false
+}
+
+// Matches reports whether uri is an expansion of the URI template tmpl (RFC 6570): a simple
+// expression {x} stands for one path segment or less, a reserved or fragment one ({+x},
+// {#x}) for anything, a query one ({?x,y}, {&x}) for an optional query.
+func Matches(tmpl, uri string) bool {
+	var re strings.Builder
+	re.WriteString("^")
+	for tmpl != "" {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			re.WriteString(regexp.QuoteMeta(tmpl))
+			break
+		}
+		re.WriteString(regexp.QuoteMeta(tmpl[:open]))
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			re.WriteString(regexp.QuoteMeta(tmpl[open:]))
+			break
+		}
+		expr := tmpl[open+1 : open+end]
+		switch {
+		case strings.HasPrefix(expr, "+"), strings.HasPrefix(expr, "#"):
+			re.WriteString(".*")
+		case strings.HasPrefix(expr, "?"), strings.HasPrefix(expr, "&"):
+			re.WriteString("(?:[?&].*)?")
+		default:
+			re.WriteString("[^/?#]*")
+		}
+		tmpl = tmpl[open+end+1:]
+	}
+	re.WriteString("$")
+	ok, err := regexp.MatchString(re.String(), uri)
+	return err == nil && ok
+}
+
+// maxOwners bounds the recorded owners of URIs (all presets): when full, the record starts
+// over (an owner not recorded is looked for again).
+const maxOwners = 10000
+
+// owners records which provider listed a URI, per preset, on this replica.
+type owners struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (o *owners) put(preset, key, provider string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.m) >= maxOwners {
+		clear(o.m)
+	}
+	o.m[preset+"\n"+key] = provider
+}
+
+func (o *owners) get(preset, key string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	id, ok := o.m[preset+"\n"+key]
+	return id, ok
+}

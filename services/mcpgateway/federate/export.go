@@ -1,0 +1,76 @@
+package federate
+
+import (
+	"context"
+	"encoding/json"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+)
+
+// What other endpoints of the same transport reuse of this one: the preset endpoint
+// (package aggregate) sends each request to the one provider that owns it exactly as
+// /mcp/servers/{id} sends it to its server, with the same progress relay, cancellation,
+// timeouts and hiding of failures.
+
+// Output is what one exchange sends, in order (see output).
+type Output = output
+
+// NewOutput returns the output of one exchange.
+func NewOutput(stream mcpserve.ExchangeStream) *Output { return &output{stream: stream} }
+
+// Send sends one item (nothing once the final item was sent).
+func (o *output) Send(r *mcpgatewayv1.ExchangeResponse) error { return o.send(r) }
+
+// Note sends one notification before the answer (and drops it after).
+func (o *output) Note(msg []byte) { o.note(msg) }
+
+// Final sends the answer.
+func (o *output) Final(msg []byte) error { return o.final(msg) }
+
+// Malformed sends the answer to a message that could not be accepted (HTTP 400).
+func (o *output) Malformed(msg []byte) error { return o.malformed(msg) }
+
+// Err is the error of a send that failed (the client went away).
+func (o *output) Err() error { return o.err() }
+
+// Forward sends one request (msg, with params as given) of session sessionID to cfg's server
+// and renders its answer with the client's id (nil when the client cancelled it). It is the
+// one way another endpoint reaches a server for a client's request: a per-call hook (the relay
+// of the server's own requests to the client) belongs in forward, which this calls.
+func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, out *Output, msg mcpserve.Message, params json.RawMessage) []byte {
+	c := &call{h: h, cfg: cfg, sessionID: sessionID, claims: cl, out: out}
+	res, err := c.forward(ctx, msg, params)
+	return c.answer(ctx, msg, res, err)
+}
+
+// Cancel acts on a notifications/cancelled of session sessionID: the forwarded request it
+// names is cancelled.
+func (h *Handler) Cancel(sessionID string, payload []byte) {
+	(&call{h: h, sessionID: sessionID}).cancelled(payload)
+}
+
+// SetLevel answers logging/setLevel of session sessionID (the level is kept in the registry).
+func (h *Handler) SetLevel(ctx context.Context, sessionID string, cl session.Claims, id, params json.RawMessage) []byte {
+	return (&call{h: h, sessionID: sessionID, claims: cl}).setLevel(ctx, id, params)
+}
+
+// Failure is what a caller reads of a server's failure (the cause for an administrator, else
+// an incident id).
+func (h *Handler) Failure(ctx context.Context, serverID, what string, err error) string {
+	return h.failure(ctx, serverID, what, err)
+}
+
+// Declares reports whether a server's capabilities allow method.
+func Declares(caps map[string]any, method string) bool { return declares(caps, method) }
+
+// Relayed reports whether a server's notification of method reaches the GET streams of the
+// sessions that use the server.
+func Relayed(method string) bool { return relayed[method] }
+
+// Level is the rank of the logging level session sessionID set (-1: none set).
+func (h *Handler) Level(ctx context.Context, sessionID string) int { return h.level(ctx, sessionID) }
+
+// Below reports whether msg is a notifications/message less severe than level (a rank).
+func Below(msg []byte, level int) bool { return below(msg, level) }
