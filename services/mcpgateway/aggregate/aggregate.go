@@ -168,7 +168,7 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 	switch {
 	case errors.Is(err, registry.ErrNotFound) || ep.preset == "":
 		if ep.own {
-			return nil, fmt.Errorf("%w: ZEST_MCP_PRESET names preset %q, which is not in the registry: create it (POST /internal/mcp/presets) or unset ZEST_MCP_PRESET to serve the built-in tools on /mcp", ErrUnknownPreset, ep.preset)
+			return nil, ownPresetError(ep.preset)
 		}
 		return nil, status.Errorf(codes.NotFound, "%v: %q", ErrUnknownPreset, ep.preset)
 	case err != nil:
