@@ -20,6 +20,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -87,6 +88,18 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)
+	many := server.NewMCPServer("many", "1", server.WithToolCapabilities(false), server.WithPromptCapabilities(false), server.WithPaginationLimit(1))
+	// upstream.Manager lists a server's tools when it connects: a server needs a tool.
+	many.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(""), nil
+	})
+	for i := range maxPages + 1 {
+		many.AddPrompt(mcp.NewPrompt(fmt.Sprintf("p %03d", i)), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("found", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("found"))}), nil
+		})
+	}
+	manyHTTP := httptest.NewServer(server.NewStreamableHTTPServer(many))
+	t.Cleanup(manyHTTP.Close)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +117,7 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 		{Id: "hidden", Transport: "streamable-http", Url: alphaURL, Enabled: true, Expose: false, TimeoutMs: 5000},
 		{Id: "off", Transport: "streamable-http", Url: alphaURL, Enabled: false, Expose: true, TimeoutMs: 5000},
 		{Id: "down", Transport: "streamable-http", Url: downURL, Enabled: true, Expose: true, TimeoutMs: 2000},
+		{Id: "many", Transport: "streamable-http", Url: manyHTTP.URL, Enabled: true, Expose: true, TimeoutMs: 5000},
 	} {
 		if err := reg.PutServer(t.Context(), cfg); err != nil {
 			t.Fatal(err)
@@ -113,6 +127,7 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 		{Id: "all", McpServerIds: []string{"lemonade", "alpha", "beta", "hidden"}},
 		{Id: "two", McpServerIds: []string{"alpha", "down"}},
 		{Id: "off", McpServerIds: []string{"off"}},
+		{Id: "many", McpServerIds: []string{"many"}},
 	} {
 		if err := reg.PutPreset(t.Context(), p); err != nil {
 			t.Fatal(err)
@@ -497,5 +512,46 @@ func TestMatches(t *testing.T) {
 		if got := Matches(c.tmpl, c.uri); got != c.want {
 			t.Errorf("Matches(%q, %q) = %v", c.tmpl, c.uri, got)
 		}
+	}
+}
+
+// TestNameLookupReadsAtMostMaxPages: a chat_name that does not spell its server's name is
+// looked for in that server's list, up to maxPages pages (one prompt a page here).
+func TestNameLookupReadsAtMostMaxPages(t *testing.T) {
+	f := newFixture(t, "")
+	api := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, api, "many")
+	get := func(name string) string {
+		_, msgs, err := f.exchange(api, "many", sess, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":%q}}`, catalog.ChatName("many", name)))
+		if err != nil || len(msgs) == 0 {
+			t.Fatalf("%q %v", msgs, err)
+		}
+		return string(msgs[len(msgs)-1])
+	}
+	if got := get("p 000"); !strings.Contains(got, "found") {
+		t.Errorf("the first page's prompt: %s", got)
+	}
+	if got := get(fmt.Sprintf("p %03d", maxPages-1)); !strings.Contains(got, "found") {
+		t.Errorf("page %d's prompt: %s", maxPages, got)
+	}
+	if got := get(fmt.Sprintf("p %03d", maxPages)); !strings.Contains(got, "Unknown prompt") {
+		t.Errorf("page %d's prompt: %s, want Unknown prompt (beyond the limit)", maxPages+1, got)
+	}
+}
+
+func TestOwnersAreBounded(t *testing.T) {
+	o := owners{m: map[string]string{}}
+	for i := range maxOwners {
+		o.put("p", fmt.Sprint(i), "a")
+	}
+	if id, ok := o.get("p", "0"); len(o.m) != maxOwners || !ok || id != "a" {
+		t.Fatalf("%d owners, first %q %v", len(o.m), id, ok)
+	}
+	o.put("p", "one more", "b")
+	if _, ok := o.get("p", "0"); len(o.m) != 1 || ok {
+		t.Fatalf("past the limit: %d owners, first still there %v", len(o.m), ok)
+	}
+	if id, _ := o.get("p", "one more"); id != "b" {
+		t.Fatalf("the newest owner %q", id)
 	}
 }

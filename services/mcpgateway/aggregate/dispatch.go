@@ -189,14 +189,14 @@ func (c *call) cancelBuiltin(payload []byte) {
 }
 
 // byChatName finds the server provider and original name behind a chat_name: at once when
-// the name is mcp_<server>__<name> as catalog.ChatName spells it, else among names (the
-// provider's listed names, read by list).
+// the name is mcp_<server>__<name> as catalog.ChatName spells it (and ends in no hash), else
+// among names (the provider's listed names, read by list).
 func (c *call) byChatName(ctx context.Context, chat string, list func(context.Context, provider) ([]string, error)) (provider, string, bool) {
 	for _, p := range c.provs {
 		if p.builtin() {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(chat, "mcp_"+p.id+"__"); ok && catalog.ChatName(p.id, rest) == chat {
+		if rest, ok := strings.CutPrefix(chat, "mcp_"+p.id+"__"); ok && !hashed(rest) && catalog.ChatName(p.id, rest) == chat {
 			return p, rest, true
 		}
 	}
@@ -204,9 +204,9 @@ func (c *call) byChatName(ctx context.Context, chat string, list func(context.Co
 		if p.builtin() || !strings.HasPrefix(chat, "mcp_") {
 			continue
 		}
-		names, err := list(ctx, p)
+		names, err := list(ctx, p) // what was read before a failure is searched too
 		if err != nil {
-			continue
+			c.h.log.DebugContext(ctx, "looking up a name in a provider's list", "server", p.id, "err", err)
 		}
 		for _, n := range names {
 			if catalog.ChatName(p.id, n) == chat {
@@ -215,6 +215,21 @@ func (c *call) byChatName(ctx context.Context, chat string, list func(context.Co
 		}
 	}
 	return provider{}, "", false
+}
+
+// hashed reports whether a chat_name's tail ends as ChatName's hash suffix does (_ and 16
+// hex digits): then it may be the name of another tool, cleaned, with its hash, and only the
+// server's list tells.
+func hashed(rest string) bool {
+	if len(rest) < 17 || rest[len(rest)-17] != '_' {
+		return false
+	}
+	for _, r := range rest[len(rest)-16:] {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveTool finds a server's tool by its chat_name (the manager's tool list, read again

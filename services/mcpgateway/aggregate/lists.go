@@ -198,14 +198,23 @@ func (h *Handler) upstreamPage(ctx context.Context, p provider, k kind, cursor s
 	return items, next, nil
 }
 
-// all reads every page of one server's list k (at most maxPages), as the preset serves it.
+// all reads every page of one server's list k as the server sends it (at most maxPages:
+// beyond, what was read comes with an error), recording the owners of the URIs.
 func (c *call) all(ctx context.Context, p provider, k kind) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	cursor := ""
 	for range maxPages {
-		page, next, err := c.page(ctx, p, k, cursor)
+		page, next, err := c.h.upstreamPage(ctx, p, k, cursor)
+		if err == errNotDeclared {
+			return out, nil
+		}
 		if err != nil {
-			return nil, err
+			return out, err
+		}
+		if k.uri != "" {
+			for _, u := range itemNames(page, k.uri) {
+				c.h.owners.put(c.ep.preset, k.uri+"\n"+u, p.id)
+			}
 		}
 		out = append(out, page...)
 		if next == "" {
