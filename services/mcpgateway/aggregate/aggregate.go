@@ -28,6 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -69,14 +70,12 @@ type Handler struct {
 	store    mcpserve.Ended
 	keys     keyauth.Keys
 	log      *slog.Logger
-	hub      hub
+	hub      *fanout.Hub
 	owners   owners
 	// ListenCheck is how often an open GET stream checks that its session was not ended,
 	// reads its log level again, and reads its preset again (a changed provider set is
 	// announced with list_changed).
 	ListenCheck time.Duration
-	// inflight holds the cancel functions of built-in tool calls, by session and request id.
-	inflight sync.Map
 }
 
 // New returns the handler. Call Notify with every upstream notification.
@@ -85,7 +84,7 @@ func New(reg Registry, up Upstreams, builtin Builtin, fed *federate.Handler, cod
 		log = slog.Default()
 	}
 	return &Handler{reg: reg, up: up, builtin: builtin, fed: fed, sessions: codec, store: store, keys: keys, log: log,
-		ListenCheck: 2 * time.Second, hub: hub{subs: map[string]map[*listener]struct{}{}}, owners: owners{m: map[string]string{}}}
+		ListenCheck: 2 * time.Second, hub: fanout.NewHub(), owners: owners{m: map[string]string{}}}
 }
 
 // endpoint is one way into a preset: /mcp/presets/{id}, or /mcp serving it (own).
@@ -205,18 +204,9 @@ func rpcError(err error) error {
 	return status.Error(codes.FailedPrecondition, err.Error())
 }
 
-// session checks a session id for the endpoint, and its MCP-Protocol-Version header as /mcp
-// does (2025-03-26 counts as no header).
+// session checks a session id for the endpoint, and its MCP-Protocol-Version header.
 func (h *Handler) session(ctx context.Context, ep endpoint, id, header string) (session.Claims, error) {
-	cl, err := mcpserve.CheckSession(ctx, h.sessions, h.store, id, ep.binding())
-	if err != nil {
-		return cl, err
-	}
-	if header != "" && header != "2025-03-26" && header != cl.ProtocolVersion {
-		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
-			mcpserve.ErrProtocolMismatch, header, cl.ProtocolVersion)
-	}
-	return cl, nil
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, id, ep.binding(), header)
 }
 
 func (h *Handler) expires(cl session.Claims) time.Time {
@@ -273,47 +263,21 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, provs []provider, payload []byte, out *federate.Output) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(payload, &items); err != nil {
-		return out.Malformed(mcpserve.ErrorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
-	}
-	cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
-	if err != nil {
+	var c *call
+	final, malformed, err := mcpserve.Batch(payload, func() (string, error) {
+		cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
+		c = &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
+		return cl.ProtocolVersion, err
+	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
+		return c.dispatch(ctx, item, msg), out.Err()
+	})
+	switch {
+	case err != nil || final == nil:
 		return err
+	case malformed:
+		return out.Malformed(final)
 	}
-	if cl.ProtocolVersion != "2025-03-26" || len(items) == 0 {
-		return out.Malformed(mcpserve.ErrorResponse(nil, mcp.INVALID_REQUEST,
-			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
-	}
-	c := &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
-	var answers []json.RawMessage
-	for _, item := range items {
-		msg, code, problem := mcpserve.CheckMessage(item)
-		switch {
-		case problem != "":
-			if code == mcp.PARSE_ERROR {
-				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
-			}
-			answers = append(answers, mcpserve.ErrorResponse(msg.ID, code, problem))
-		case msg.Method == string(mcp.MethodInitialize):
-			answers = append(answers, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
-		default:
-			if resp := c.dispatch(ctx, item, msg); resp != nil {
-				answers = append(answers, resp)
-			}
-		}
-		if err := out.Err(); err != nil {
-			return err
-		}
-	}
-	if len(answers) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(answers)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	return out.Final(b)
+	return out.Final(final)
 }
 
 // ServerName is the serverInfo.name of a preset's endpoint.
@@ -330,16 +294,7 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
 		return out.Final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
-	var p struct {
-		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(payload, &p)
-	version := p.Params.ProtocolVersion
-	if !slices.Contains(mcpserve.Versions, version) {
-		version = mcpserve.Versions[0]
-	}
+	version := mcpserve.Negotiate(payload)
 	infos := h.infos(ctx, provs)
 	caps := map[string]any{"logging": map[string]any{}}
 	var names []string

@@ -78,6 +78,8 @@ type fixture struct {
 	codec *session.Codec
 	agg   *Handler
 	alpha *server.MCPServer
+	// waiting receives when the built-in tool lemonade_wait begins; it runs until cancelled.
+	waiting chan struct{}
 }
 
 // newFixture serves McpService with servers alpha (secret denied), beta (tools paged),
@@ -144,6 +146,12 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 	srv.AddTool(mcp.NewTool("lemonade_echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("builtin echo: " + req.GetString("message", "")), nil
 	})
+	waiting := make(chan struct{}, 1)
+	srv.AddTool(mcp.NewTool("lemonade_wait"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		waiting <- struct{}{}
+		<-ctx.Done()
+		return mcp.NewToolResultText("stopped"), nil
+	})
 	h := mcpserve.New(srv, codec, reg, nil)
 	agg := New(reg, up, h, fed, codec, reg, testKeys, nil)
 	agg.ListenCheck = 50 * time.Millisecond
@@ -153,7 +161,7 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 		h.Own = agg.ForMCP(ownPreset)
 	}
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha}
+	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting}
 }
 
 func withKey(ctx context.Context, key string) context.Context {
@@ -285,7 +293,7 @@ func TestListsNameAndFilter(t *testing.T) {
 	api, adm := withKey(t.Context(), testKeys.API), withKey(t.Context(), testKeys.Admin)
 	sess, _ := f.open(t, api, "all")
 	tools, pages := f.listAll(t, api, "all", sess, "tools/list", "tools", "name")
-	want := []string{"lemonade_echo", "mcp_alpha__echo", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret"}
+	want := []string{"lemonade_echo", "lemonade_wait", "mcp_alpha__echo", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret"}
 	if !slices.Equal(tools, want) {
 		t.Errorf("tools %v, want %v", tools, want)
 	}
@@ -553,5 +561,48 @@ func TestOwnersAreBounded(t *testing.T) {
 	}
 	if id, _ := o.get("p", "one more"); id != "b" {
 		t.Fatalf("the newest owner %q", id)
+	}
+}
+
+// TestCancellingABuiltinTool: notifications/cancelled stops a built-in tool's call, which then
+// gets no answer.
+func TestCancellingABuiltinTool(t *testing.T) {
+	f := newFixture(t, "")
+	api := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, api, "all")
+	type answer struct {
+		msgs [][]byte
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, msgs, err := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"lemonade_wait"}}`)
+		done <- answer{msgs, err}
+	}()
+	<-f.waiting
+	if _, msgs, err := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`); err != nil || len(msgs) != 0 {
+		t.Fatalf("notifications/cancelled: %q %v", msgs, err)
+	}
+	if a := <-done; a.err != nil || len(a.msgs) != 0 {
+		t.Fatalf("the cancelled call answered %q %v, want nothing", a.msgs, a.err)
+	}
+}
+
+// TestBatch: a 2025-03-26 session's batch is answered item by item; other sessions' are refused.
+func TestBatch(t *testing.T) {
+	f := newFixture(t, "")
+	api := withKey(t.Context(), testKeys.API)
+	sess, _, err := f.exchange(api, "all", "", strings.Replace(initialize, "2025-11-25", "2025-03-26", 1))
+	if err != nil || sess == "" {
+		t.Fatal(err)
+	}
+	_, msgs, err := f.exchange(api, "all", sess, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_beta__echo","arguments":{"message":"b"}}}]`)
+	var answers []map[string]any
+	if err != nil || len(msgs) != 1 || json.Unmarshal(msgs[0], &answers) != nil || len(answers) != 2 || !strings.Contains(string(msgs[0]), "beta echo: b") {
+		t.Fatalf("batch: %q %v", msgs, err)
+	}
+	other, _ := f.open(t, api, "all")
+	if _, msgs, _ := f.exchange(api, "all", other, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`); len(msgs) != 1 || !strings.Contains(string(msgs[0]), "2025-03-26") {
+		t.Fatalf("a batch in a 2025-11-25 session: %q", msgs)
 	}
 }

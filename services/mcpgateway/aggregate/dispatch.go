@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,23 +39,13 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	}
 	if !msg.IsRequest() {
 		if msg.Method == "notifications/cancelled" {
-			c.h.fed.Cancel(c.sessionID, payload)
-			c.cancelBuiltin(payload)
+			c.h.fed.Cancel(c.sessionID, payload) // forwarded calls and built-in ones alike
 		}
 		return nil // notifications/initialized, roots/list_changed, answers: accepted
 	}
-	var env struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(payload, &env); err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
-	}
-	params := env.Params
-	if len(params) > 0 && params[0] != '{' && string(params) != "null" {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: the params of "+msg.Method+" must be an object")
-	}
-	if string(params) == "null" {
-		params = nil
+	params, bad := mcpserve.Params(payload, msg)
+	if bad != nil {
+		return bad
 	}
 	switch msg.Method {
 	case "ping":
@@ -149,43 +138,20 @@ func (c *call) isBuiltinTool(ctx context.Context, name string) bool {
 	return false
 }
 
-// errCancelled is the cause of a built-in tool call the client cancelled.
-var errCancelled = errors.New("cancelled by the client (notifications/cancelled)")
-
 // runBuiltin answers a tools/call of a built-in tool with /mcp's own implementation (the
 // message unchanged: built-in tools keep their names). notifications/cancelled stops it.
 func (c *call) runBuiltin(ctx context.Context, payload []byte, msg mcpserve.Message) []byte {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	key := c.sessionID + "\n" + string(msg.ID)
-	c.h.inflight.Store(key, cancel)
-	defer c.h.inflight.Delete(key)
+	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
 	resp, err := c.h.builtin.Builtin(ctx, c.sessionID, c.claims, payload, func(n []byte) error { c.out.Note(n); return c.out.Err() })
-	if errors.Is(context.Cause(ctx), errCancelled) {
+	if federate.Cancelled(context.Cause(ctx)) {
 		return nil // cancelled by the client: no answer (MCP's cancellation)
 	}
 	if err != nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 	}
 	return resp
-}
-
-func (c *call) cancelBuiltin(payload []byte) {
-	var n struct {
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(payload, &n) != nil || len(n.Params.RequestID) == 0 {
-		return
-	}
-	var id bytes.Buffer
-	if json.Compact(&id, n.Params.RequestID) != nil {
-		return
-	}
-	if f, ok := c.h.inflight.Load(c.sessionID + "\n" + id.String()); ok {
-		f.(context.CancelCauseFunc)(errCancelled)
-	}
 }
 
 // byChatName finds the server provider and original name behind a chat_name: at once when

@@ -4,48 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
-	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 )
-
-// listenerBuffer is how many notifications wait for one slow GET stream; beyond it the
-// newest are dropped for that stream alone (a client that missed a list_changed lists again
-// when it next looks).
-const listenerBuffer = 256
-
-// hub fans the notifications of each server out to the GET streams of the preset sessions
-// that have it as a provider.
-type hub struct {
-	mu   sync.Mutex
-	subs map[string]map[*listener]struct{} // by server id
-}
-
-type listener struct {
-	ch      chan []byte
-	servers []string
-}
-
-// follow makes l receive the notifications of servers (and no others).
-func (b *hub) follow(l *listener, servers []string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, s := range l.servers {
-		delete(b.subs[s], l)
-		if len(b.subs[s]) == 0 {
-			delete(b.subs, s)
-		}
-	}
-	l.servers = servers
-	for _, s := range servers {
-		if b.subs[s] == nil {
-			b.subs[s] = map[*listener]struct{}{}
-		}
-		b.subs[s][l] = struct{}{}
-	}
-}
 
 // Notify hands one notification of server to the GET streams of the preset sessions that
 // use it on this replica (upstream.Manager.OnNotification, beside federate's). It never
@@ -57,14 +20,8 @@ func (h *Handler) Notify(server string, msg []byte) {
 	if json.Unmarshal(msg, &n) != nil || !federate.Relayed(n.Method) {
 		return
 	}
-	h.hub.mu.Lock()
-	defer h.hub.mu.Unlock()
-	for l := range h.hub.subs[server] {
-		select {
-		case l.ch <- msg:
-		default:
-			h.log.Debug("a GET stream is behind: a notification was dropped for it", "server", server, "method", n.Method)
-		}
+	if h.hub.Publish(server, msg) > 0 {
+		h.log.Debug("a GET stream is behind: a notification was dropped for it", "server", server, "method", n.Method)
 	}
 }
 
@@ -102,56 +59,42 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 		return err
 	}
 	h.connect(ctx, provs)
-	l := &listener{ch: make(chan []byte, listenerBuffer)}
+	l := fanout.NewListener()
 	ids := servers(provs)
-	h.hub.follow(l, ids)
-	defer h.hub.follow(l, nil)
+	h.hub.Follow(l, ids)
+	defer h.hub.Follow(l, nil)
 	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
 		return err
 	}
-	var expired <-chan time.Time
-	if exp := h.sessions.Expires(cl); !exp.IsZero() {
-		t := time.NewTimer(time.Until(exp))
-		defer t.Stop()
-		expired = t.C
-	}
+	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
 	level := h.fed.Level(ctx, sessionID)
-	tick := time.NewTicker(h.ListenCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-expired:
-			return nil
-		case <-tick.C:
+	return l.Serve(ctx, fanout.Stream{
+		Send:    send,
+		Expires: h.sessions.Expires(cl),
+		Every:   h.ListenCheck,
+		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
-				return nil
+				return false, nil
 			}
 			level = h.fed.Level(ctx, sessionID)
 			now, err := h.providers(ctx, ep)
 			if err != nil {
-				continue // the preset is gone: its next request says so
+				return true, nil // the preset is gone: its next request says so
 			}
 			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
 				ids, provs = next, now
-				h.hub.follow(l, ids)
+				h.hub.Follow(l, ids)
 				h.connect(ctx, provs)
 				for _, m := range listChanged {
-					if err := stream.Send(&mcpgatewayv1.ListenResponse{Message: m}); err != nil {
-						return err
+					if err := send(m); err != nil {
+						return false, err
 					}
 				}
 			}
-		case msg := <-l.ch:
-			if federate.Below(msg, level) {
-				continue
-			}
-			if err := stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}); err != nil {
-				return err
-			}
-		}
-	}
+			return true, nil
+		},
+		Pass: func(msg []byte) bool { return !federate.Below(msg, level) },
+	})
 }
 
 // connect connects the servers among provs that are not connected on this replica (after a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -252,37 +253,26 @@ func (c *call) byID(id string) (provider, bool) {
 // passed, else looked for in the lists), else the one whose template matches it; with one
 // provider of resources, that one.
 func (c *call) owner(ctx context.Context, uri string) (provider, bool) {
-	if id, ok := c.h.owners.get(c.ep.preset, "uri\n"+uri); ok {
-		if p, ok := c.byID(id); ok {
-			return p, true
-		}
-	}
-	cands := c.resourceProviders(ctx)
-	if len(cands) == 1 {
-		return cands[0], true
-	}
-	for _, p := range cands {
-		items, _ := c.all(ctx, p, resourcesList)
-		for _, u := range itemNames(items, "uri") {
-			if u == uri {
-				return p, true
-			}
-		}
-	}
-	for _, p := range cands {
-		items, _ := c.all(ctx, p, templatesList)
-		for _, t := range itemNames(items, "uriTemplate") {
-			if Matches(t, uri) {
-				return p, true
-			}
-		}
-	}
-	return provider{}, false
+	return c.find(ctx, "uri\n"+uri,
+		search{resourcesList, func(u string) bool { return u == uri }},
+		search{templatesList, func(t string) bool { return Matches(t, uri) }})
 }
 
 // templateOwner finds the provider that lists the resource template tmpl.
 func (c *call) templateOwner(ctx context.Context, tmpl string) (provider, bool) {
-	if id, ok := c.h.owners.get(c.ep.preset, "uriTemplate\n"+tmpl); ok {
+	return c.find(ctx, "uriTemplate\n"+tmpl, search{templatesList, func(t string) bool { return t == tmpl }})
+}
+
+// search is one list to look in, and what to look for in its items' locating member.
+type search struct {
+	k     kind
+	match func(string) bool
+}
+
+// find returns the provider recorded for key, else the one provider of resources, else the
+// first whose list matches, in the order of searches.
+func (c *call) find(ctx context.Context, key string, searches ...search) (provider, bool) {
+	if id, ok := c.h.owners.get(c.ep.preset, key); ok {
 		if p, ok := c.byID(id); ok {
 			return p, true
 		}
@@ -291,10 +281,10 @@ func (c *call) templateOwner(ctx context.Context, tmpl string) (provider, bool) 
 	if len(cands) == 1 {
 		return cands[0], true
 	}
-	for _, p := range cands {
-		items, _ := c.all(ctx, p, templatesList)
-		for _, t := range itemNames(items, "uriTemplate") {
-			if t == tmpl {
+	for _, s := range searches {
+		for _, p := range cands {
+			items, _ := c.all(ctx, p, s.k)
+			if slices.ContainsFunc(itemNames(items, s.k.uri), s.match) {
 				return p, true
 			}
 		}

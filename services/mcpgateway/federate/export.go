@@ -3,6 +3,7 @@ package federate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -50,6 +51,18 @@ func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 func (h *Handler) Cancel(sessionID string, payload []byte) {
 	(&call{h: h, sessionID: sessionID}).cancelled(payload)
 }
+
+// Track makes a notifications/cancelled of session sessionID that names request id cancel a
+// call another endpoint runs itself (the built-in tools of a preset) with a cause that
+// Cancelled recognizes; call the function it returns when the call ends.
+func (h *Handler) Track(sessionID string, id json.RawMessage, cancel context.CancelCauseFunc) (done func()) {
+	key, entry := sessionID+"\n"+string(id), &inflight{cancel: cancel}
+	h.inflight.Store(key, entry)
+	return func() { h.inflight.CompareAndDelete(key, entry) }
+}
+
+// Cancelled reports whether cause is that of a call the client cancelled.
+func Cancelled(cause error) bool { return errors.Is(cause, errCancelled) }
 
 // SetLevel answers logging/setLevel of session sessionID (the level is kept in the registry).
 func (h *Handler) SetLevel(ctx context.Context, sessionID string, cl session.Claims, id, params json.RawMessage) []byte {

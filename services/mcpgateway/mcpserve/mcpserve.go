@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -195,72 +196,34 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStr
 	return sendFinal(stream, resp)
 }
 
-// sessionFor checks the request's session and that its MCP-Protocol-Version header, when
-// sent, names the version the session negotiated.
-//
-// One exception: a header of 2025-03-26 is taken as no header. That revision predates the
-// header, and the specification tells servers to assume it when the header is missing, so
-// a client that sends it claims nothing about the session (the official conformance suite
-// sends it on sessions of every version, on concurrent POSTs that must be served).
+// sessionFor checks the request's session and its MCP-Protocol-Version header.
 func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
-	claims, err := h.session(ctx, req.GetSessionId())
-	if err != nil {
-		return claims, err
-	}
-	if v := req.GetProtocolVersion(); v != "" && v != "2025-03-26" && v != claims.ProtocolVersion {
-		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
-			ErrProtocolMismatch, v, claims.ProtocolVersion)
-	}
-	return claims, nil
+	return CheckSession(ctx, h.sessions, h.ended, req.GetSessionId(), "", req.GetProtocolVersion())
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
 func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream ExchangeStream) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(payload, &items); err != nil {
-		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
-	}
-	claims, err := h.sessionFor(stream.Context(), req)
-	if err != nil {
-		return err
-	}
-	if claims.ProtocolVersion != "2025-03-26" || len(items) == 0 {
-		return sendMalformed(stream, errorResponse(nil, mcp.INVALID_REQUEST,
-			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
-	}
-	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
-	var out []json.RawMessage
-	for _, item := range items {
-		env, code, problem := checkEnvelope(item)
-		if problem != "" {
-			if code == mcp.PARSE_ERROR { // valid JSON as a whole: the item is just not an object
-				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
-			}
-			out = append(out, errorResponse(env.ID, code, problem))
-			continue
+	ctx := stream.Context()
+	var sess *clientSession
+	final, malformed, err := Batch(payload, func() (string, error) {
+		claims, err := h.sessionFor(ctx, req)
+		if err != nil {
+			return "", err
 		}
-		if env.Method == string(mcp.MethodInitialize) {
-			out = append(out, errorResponse(env.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
-			continue
-		}
-		resp, err := h.dispatch(stream.Context(), sess, item, env, func(m []byte) error {
+		sess = h.newSession(ctx, req.GetSessionId(), claims)
+		return claims.ProtocolVersion, nil
+	}, func(item []byte, msg Message) ([]byte, error) {
+		return h.dispatch(ctx, sess, item, envelope(msg), func(m []byte) error {
 			return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
 		})
-		if err != nil {
-			return err
-		}
-		if resp != nil {
-			out = append(out, resp)
-		}
+	})
+	switch {
+	case err != nil || final == nil:
+		return err
+	case malformed:
+		return sendMalformed(stream, final)
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	return sendFinal(stream, b)
+	return sendFinal(stream, final)
 }
 
 // initialize negotiates a version, issues the session id, and answers.
@@ -300,13 +263,20 @@ func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawM
 
 // session checks a session id: signed by this deployment, not expired, not ended.
 func (h *Handler) session(ctx context.Context, id string) (session.Claims, error) {
-	return CheckSession(ctx, h.sessions, h.ended, id, "") // a session of /mcp/servers/{id} is not one of /mcp
+	return CheckSession(ctx, h.sessions, h.ended, id, "", "") // a session of /mcp/servers/{id} is not one of /mcp
 }
 
 // CheckSession checks a session id for the endpoint it must be bound to (binding: the
 // session's Claims.Server, "" for /mcp): signed by this deployment, issued for that endpoint,
-// not expired, not ended. Every refusal is a gRPC status the edge maps (400, 404).
-func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, binding string) (session.Claims, error) {
+// not expired, not ended; and that header, the request's MCP-Protocol-Version when it sent
+// one, names the version the session negotiated. Every refusal is a gRPC status the edge
+// maps (400, 404).
+//
+// One exception: a header of 2025-03-26 is taken as no header. That revision predates the
+// header, and the specification tells servers to assume it when the header is missing, so
+// a client that sends it claims nothing about the session (the official conformance suite
+// sends it on sessions of every version, on concurrent POSTs that must be served).
+func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, binding, header string) (session.Claims, error) {
 	if id == "" {
 		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
 	}
@@ -320,6 +290,10 @@ func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, bi
 	}
 	if done {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
+	}
+	if header != "" && header != "2025-03-26" && header != cl.ProtocolVersion {
+		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
+			ErrProtocolMismatch, header, cl.ProtocolVersion)
 	}
 	return cl, nil
 }
@@ -472,26 +446,14 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
 		return err
 	}
-	var expired <-chan time.Time
-	if exp := h.sessions.Expires(cl); !exp.IsZero() {
-		t := time.NewTimer(time.Until(exp))
-		defer t.Stop()
-		expired = t.C
-	}
-	tick := time.NewTicker(h.ListenCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-expired:
-			return nil
-		case <-tick.C:
-			if ended, err := h.ended.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
-				return nil
-			}
-		}
-	}
+	return fanout.NewListener().Serve(ctx, fanout.Stream{ // no server: nothing is queued
+		Expires: h.sessions.Expires(cl),
+		Every:   h.ListenCheck,
+		Check: func() (bool, error) {
+			ended, err := h.ended.SessionEnded(ctx, req.GetSessionId())
+			return err != nil || !ended, nil
+		},
+	})
 }
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
