@@ -38,7 +38,8 @@ import (
 func upstreamServer(t *testing.T, name string, paged bool) (*server.MCPServer, string) {
 	t.Helper()
 	opts := []server.ServerOption{server.WithToolCapabilities(true), server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("the " + name + " server")}
+		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("the " + name + " server"),
+		server.WithCompletions(), server.WithPromptCompletionProvider(completer(name)), server.WithResourceCompletionProvider(completer(name))}
 	if paged {
 		opts = append(opts, server.WithPaginationLimit(2))
 	}
@@ -68,6 +69,17 @@ func upstreamServer(t *testing.T, name string, paged bool) (*server.MCPServer, s
 	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
 	t.Cleanup(hs.Close)
 	return srv, hs.URL
+}
+
+// completer completes every argument with <server>-<prompt or template>-<argument>.
+type completer string
+
+func (c completer) CompletePromptArgument(_ context.Context, prompt string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: []string{string(c) + "-" + prompt + "-" + arg.Name}}, nil
+}
+
+func (c completer) CompleteResourceArgument(_ context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: []string{string(c) + "-" + uri + "-" + arg.Name}}, nil
 }
 
 var testKeys = keyauth.Keys{API: "api-key-0123", Admin: "admin-key-0123"}
@@ -268,7 +280,7 @@ func TestInitializeUnitesTheProviders(t *testing.T) {
 	if info["name"] != "zest-preset-all" || res["protocolVersion"] != "2025-11-25" {
 		t.Errorf("serverInfo %v, version %v", info, res["protocolVersion"])
 	}
-	for _, c := range []string{"tools", "prompts", "resources", "logging"} {
+	for _, c := range []string{"tools", "prompts", "resources", "logging", "completions"} {
 		if caps[c] == nil {
 			t.Errorf("capabilities %v lack %s", caps, c)
 		}
@@ -344,6 +356,11 @@ func TestRequestsReachTheirOwner(t *testing.T) {
 		{"a templated resource", `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"alpha://items/7"}}`, []string{"item of alpha"}, nil},
 		{"a resource nobody has", `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"uri":"gamma://doc"}}`, []string{"-32002", "gamma://doc"}, nil},
 		{"subscribe", `{"jsonrpc":"2.0","id":11,"method":"resources/subscribe","params":{"uri":"alpha://doc"}}`, []string{`"id":11,"result"`}, nil},
+		{"a prompt's completion", `{"jsonrpc":"2.0","id":15,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"mcp_beta__greet"},"argument":{"name":"who","value":"y"}}}`, []string{"beta-greet-who"}, nil},
+		{"a template's completion", `{"jsonrpc":"2.0","id":16,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"alpha://items/{id}"},"argument":{"name":"id","value":"1"}}}`, []string{"alpha-alpha://items/{id}-id"}, nil},
+		// A name that spells its server goes there with the server's own name: the server answers.
+		{"a prompt the server may not have", `{"jsonrpc":"2.0","id":17,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"mcp_beta__nope"},"argument":{"name":"who","value":"y"}}}`, []string{"beta-nope-who"}, nil},
+		{"a prompt of no provider", `{"jsonrpc":"2.0","id":18,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"mcp_gamma__greet"},"argument":{"name":"who","value":"y"}}}`, []string{"-32602", "Unknown prompt"}, nil},
 		{"ping", `{"jsonrpc":"2.0","id":12,"method":"ping"}`, []string{`"id":12,"result":{}`}, nil},
 		{"setLevel", `{"jsonrpc":"2.0","id":13,"method":"logging/setLevel","params":{"level":"error"}}`, []string{`"id":13,"result":{}`}, nil},
 		{"an unknown method", `{"jsonrpc":"2.0","id":14,"method":"sampling/createMessage"}`, []string{"-32601"}, nil},

@@ -88,24 +88,46 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
 		}
 	}
+	// The providers' pages are read at once (a slow provider delays the list by its own time
+	// only), then taken in order up to the first with another page.
+	type result struct {
+		items []json.RawMessage
+		next  string
+		err   error
+	}
+	results := make([]*result, len(c.provs))
+	var wg sync.WaitGroup
+	for i := start; i < len(c.provs); i++ {
+		if !serves(c.provs[i], k) {
+			continue
+		}
+		cursor := ""
+		if i == start {
+			cursor = upCursor
+		}
+		results[i] = &result{}
+		wg.Add(1)
+		go func(r *result, pr provider) {
+			defer wg.Done()
+			r.items, r.next, r.err = c.page(ctx, pr, k, cursor)
+		}(results[i], c.provs[i])
+	}
+	wg.Wait()
 	items := []json.RawMessage{}
 	var unavailable []string
 	var next *pageCursor
 	for i := start; i < len(c.provs) && next == nil; i++ {
-		pr := c.provs[i]
-		if !serves(pr, k) {
-			continue
-		}
-		page, nc, err := c.page(ctx, pr, k, upCursor)
-		upCursor = ""
-		if err != nil {
-			c.h.log.WarnContext(ctx, "a provider of a preset left out of a list", "preset", c.ep.preset, "server", pr.id, "method", k.method, "err", err)
+		r, pr := results[i], c.provs[i]
+		switch {
+		case r == nil:
+		case r.err != nil:
+			c.h.log.WarnContext(ctx, "a provider of a preset left out of a list", "preset", c.ep.preset, "server", pr.id, "method", k.method, "err", r.err)
 			unavailable = append(unavailable, pr.id)
-			continue
-		}
-		items = append(items, page...)
-		if nc != "" {
-			next = &pageCursor{Provider: pr.id, Cursor: nc}
+		default:
+			items = append(items, r.items...)
+			if r.next != "" {
+				next = &pageCursor{Provider: pr.id, Cursor: r.next}
+			}
 		}
 	}
 	res := map[string]any{k.key: items}
