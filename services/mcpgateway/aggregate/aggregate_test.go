@@ -50,6 +50,18 @@ func upstreamServer(t *testing.T, name string, paged bool) (*server.MCPServer, s
 	srv.AddTool(mcp.NewTool("secret"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("the secret of " + name), nil
 	})
+	srv.AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+			return mcp.NewToolResultError("no progress token"), nil
+		}
+		for i := 1; i <= 2; i++ {
+			if err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
+				map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": i, "total": 2}); err != nil {
+				return nil, err
+			}
+		}
+		return mcp.NewToolResultText(name + " slow done"), nil
+	})
 	if paged {
 		for i := range 3 {
 			srv.AddTool(mcp.NewTool(fmt.Sprintf("extra%d", i)), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -305,7 +317,7 @@ func TestListsNameAndFilter(t *testing.T) {
 	api, adm := withKey(t.Context(), testKeys.API), withKey(t.Context(), testKeys.Admin)
 	sess, _ := f.open(t, api, "all")
 	tools, pages := f.listAll(t, api, "all", sess, "tools/list", "tools", "name")
-	want := []string{"lemonade_echo", "lemonade_wait", "mcp_alpha__echo", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret"}
+	want := []string{"lemonade_echo", "lemonade_wait", "mcp_alpha__echo", "mcp_alpha__slow", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret", "mcp_beta__slow"}
 	if !slices.Equal(tools, want) {
 		t.Errorf("tools %v, want %v", tools, want)
 	}
@@ -329,6 +341,14 @@ func TestListsNameAndFilter(t *testing.T) {
 	tools, _ = f.listAll(t, adm, "all", asess, "tools/list", "tools", "name")
 	if !slices.Contains(tools, "mcp_hidden__echo") || !slices.Contains(tools, "mcp_hidden__secret") || slices.Contains(tools, "mcp_alpha__secret") {
 		t.Errorf("admin tools %v", tools)
+	}
+	// alpha://doc is listed by alpha and by hidden (the same server): alpha, first in the
+	// preset, owns it, however the concurrent reads end.
+	for range 5 {
+		f.listAll(t, adm, "all", asess, "resources/list", "resources", "uri")
+		if id, _ := f.agg.owners.get("all", "uri\nalpha://doc"); id != "alpha" {
+			t.Fatalf("alpha://doc is owned by %q, want alpha (first in the preset)", id)
+		}
 	}
 	// A cursor not issued here is refused with a message that says what to send.
 	_, msgs, _ := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"bm9wZQ"}}`)
@@ -394,7 +414,7 @@ func TestADownProviderIsLeftOut(t *testing.T) {
 		t.Errorf("instructions %q do not say down is unavailable", instr)
 	}
 	tools := f.result(t, api, "two", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if got := names(tools["tools"], "name"); !slices.Equal(got, []string{"mcp_alpha__echo"}) {
+	if got := names(tools["tools"], "name"); !slices.Equal(got, []string{"mcp_alpha__echo", "mcp_alpha__slow"}) {
 		t.Errorf("tools %v", got)
 	}
 	meta, _ := tools["_meta"].(map[string]any)
@@ -508,7 +528,7 @@ func TestMCPServesAPreset(t *testing.T) {
 		t.Errorf("serverInfo %v", res["serverInfo"])
 	}
 	tools := f.result(t, api, "", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if got := names(tools["tools"], "name"); !slices.Equal(got, []string{"mcp_alpha__echo"}) {
+	if got := names(tools["tools"], "name"); !slices.Equal(got, []string{"mcp_alpha__echo", "mcp_alpha__slow"}) {
 		t.Errorf("tools of /mcp %v", got)
 	}
 	if _, _, err := f.exchange(api, "two", sess, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status.Code(err) != codes.NotFound {
@@ -621,5 +641,33 @@ func TestBatch(t *testing.T) {
 	other, _ := f.open(t, api, "all")
 	if _, msgs, _ := f.exchange(api, "all", other, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`); len(msgs) != 1 || !strings.Contains(string(msgs[0]), "2025-03-26") {
 		t.Fatalf("a batch in a 2025-11-25 session: %q", msgs)
+	}
+}
+
+// TestProgressKeepsTheClientsToken: a provider's progress reaches the client on the POST's
+// stream, with the client's own token, before the answer. (mcp-go's HTTP transport hands a
+// notification to its handler on its own goroutine, so one that comes just before the answer
+// may lose the race and be dropped, as on /mcp/servers/{id}: at least one must arrive.)
+func TestProgressKeepsTheClientsToken(t *testing.T) {
+	f := newFixture(t, "")
+	api := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, api, "all")
+	_, msgs, err := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"mcp_beta__slow","_meta":{"progressToken":"client-token"}}}`)
+	if err != nil || len(msgs) < 2 {
+		t.Fatalf("%q, %v: want progress, then the result", msgs, err)
+	}
+	if last := string(msgs[len(msgs)-1]); !strings.Contains(last, `"id":11`) || !strings.Contains(last, "beta slow done") {
+		t.Fatalf("last message %s", last)
+	}
+	for _, m := range msgs[:len(msgs)-1] {
+		var n struct {
+			Method string
+			Params struct {
+				ProgressToken any `json:"progressToken"`
+			}
+		}
+		if json.Unmarshal(m, &n) != nil || n.Method != "notifications/progress" || n.Params.ProgressToken != "client-token" {
+			t.Errorf("notification %s: want progress with the client's token", m)
+		}
 	}
 }

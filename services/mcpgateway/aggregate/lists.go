@@ -124,6 +124,7 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 			c.h.log.WarnContext(ctx, "a provider of a preset left out of a list", "preset", c.ep.preset, "server", pr.id, "method", k.method, "err", r.err)
 			unavailable = append(unavailable, pr.id)
 		default:
+			c.record(pr, k, r.items)
 			items = append(items, r.items...)
 			if r.next != "" {
 				next = &pageCursor{Provider: pr.id, Cursor: r.next}
@@ -149,8 +150,8 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 var errNotDeclared = fmt.Errorf("not declared")
 
 // page reads one page of provider p's list k from cursor, as the preset serves it: tools
-// its filters hide left out, tools and prompts under their chat_name, the owner of each URI
-// recorded. A provider that does not declare the list has none of it.
+// its filters hide left out, tools and prompts under their chat_name. A provider that does
+// not declare the list has none of it.
 func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]json.RawMessage, string, error) {
 	if p.builtin() {
 		tools, err := c.h.builtin.BuiltinTools(ctx)
@@ -179,12 +180,6 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 			}
 			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
 			raw, _ = json.Marshal(m)
-		}
-		if k.uri != "" {
-			var u string
-			if json.Unmarshal(m[k.uri], &u) == nil && u != "" {
-				c.h.owners.put(c.ep.preset, k.uri+"\n"+u, p.id)
-			}
 		}
 		out = append(out, raw)
 	}
@@ -234,11 +229,7 @@ func (c *call) all(ctx context.Context, p provider, k kind) ([]json.RawMessage, 
 		if err != nil {
 			return out, err
 		}
-		if k.uri != "" {
-			for _, u := range itemNames(page, k.uri) {
-				c.h.owners.put(c.ep.preset, k.uri+"\n"+u, p.id)
-			}
-		}
+		c.record(p, k, page)
 		out = append(out, page...)
 		if next == "" {
 			return out, nil
@@ -246,6 +237,24 @@ func (c *call) all(ctx context.Context, p provider, k kind) ([]json.RawMessage, 
 		cursor = next
 	}
 	return out, fmt.Errorf("%s of %q has more than %d pages", k.method, p.id, maxPages)
+}
+
+// record remembers p as the owner of the URIs (or templates) of items of list k, unless a
+// provider before it in the preset's order owns them: a URI two providers list is the first's.
+func (c *call) record(p provider, k kind, items []json.RawMessage) {
+	if k.uri == "" {
+		return
+	}
+	rank := func(id string) int {
+		return slices.IndexFunc(c.provs, func(q provider) bool { return q.id == id })
+	}
+	for _, u := range itemNames(items, k.uri) {
+		key := k.uri + "\n" + u
+		if id, ok := c.h.owners.get(c.ep.preset, key); ok && id != p.id && rank(id) >= 0 && rank(id) < rank(p.id) {
+			continue
+		}
+		c.h.owners.put(c.ep.preset, key, p.id)
+	}
 }
 
 // resourceProviders are the servers of the preset that declare resources.
