@@ -452,6 +452,14 @@ func TestAccessAndSessions(t *testing.T) {
 	if _, _, err := f.exchange(api, "all", sess, ping); status.Code(err) != codes.NotFound {
 		t.Errorf("an ended session: %v", err)
 	}
+	// A preset deleted while its sessions live: they are 404 from then on.
+	live, _ := f.open(t, api, "two")
+	if err := f.reg.DeletePreset(t.Context(), "two"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.exchange(api, "two", live, ping); status.Code(err) != codes.NotFound {
+		t.Errorf("a session of a deleted preset: %v", err)
+	}
 	// A preset whose only server is disabled serves nothing, and says so.
 	_, res := f.open(t, api, "off")
 	if instr, _ := res["instructions"].(string); !strings.Contains(instr, "no provider") {
@@ -533,6 +541,18 @@ func TestMCPServesAPreset(t *testing.T) {
 	}
 	if _, _, err := f.exchange(api, "two", sess, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status.Code(err) != codes.NotFound {
 		t.Errorf("a session of /mcp on /mcp/presets/two: %v", err)
+	}
+	// The preset deleted later: /mcp's sessions are told, on every request.
+	if err := f.reg.DeletePreset(t.Context(), "two"); err != nil {
+		t.Fatal(err)
+	}
+	if _, msgs, err := f.exchange(api, "", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "ZEST_MCP_PRESET") {
+		t.Errorf("/mcp after its preset was deleted: %q %v", msgs, err)
+	}
+	if stream, err := f.mcp.Listen(api, &mcpgatewayv1.ListenRequest{SessionId: sess}); err == nil {
+		if _, err := stream.Recv(); status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "ZEST_MCP_PRESET") {
+			t.Errorf("GET /mcp after its preset was deleted: %v", err)
+		}
 	}
 	g := newFixture(t, "missing")
 	_, msgs, err := g.exchange(api, "", "", initialize)
