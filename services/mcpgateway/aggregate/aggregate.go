@@ -47,10 +47,7 @@ type Registry interface {
 
 // Upstreams are the connections to the servers (upstream.Manager).
 type Upstreams interface {
-	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
-	State(id string) upstream.State
-	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
-	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
+	federate.Upstreams
 	ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error)
 }
 
@@ -264,20 +261,13 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, provs []provider, payload []byte, out *federate.Output) error {
 	var c *call
-	final, malformed, err := mcpserve.Batch(payload, func() (string, error) {
+	return out.End(mcpserve.Batch(payload, func() (string, error) {
 		cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
 		c = &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
 	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.Err()
-	})
-	switch {
-	case err != nil || final == nil:
-		return err
-	case malformed:
-		return out.Malformed(final)
-	}
-	return out.Final(final)
+	}))
 }
 
 // ServerName is the serverInfo.name of a preset's endpoint.
@@ -324,20 +314,8 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 	}
 	result := map[string]any{"protocolVersion": version, "capabilities": caps,
 		"serverInfo": map[string]any{"name": ServerName(ep.preset), "version": Version}, "instructions": instr}
-	b, err := json.Marshal(result)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	sid, err := h.sessions.IssueFor(version, ep.binding())
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	if err := out.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
-		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
-		return err
-	}
 	h.log.DebugContext(ctx, "preset session started", "preset", ep.preset, "endpoint", ep.path(), "protocol_version", version)
-	return out.Final(mcpserve.Result(id, b))
+	return h.fed.StartSession(out, id, version, ep.binding(), result)
 }
 
 func serverName(p provider, inf *upstream.Info) string {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -23,12 +21,12 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -188,50 +186,23 @@ func newFixture(t *testing.T, ownPreset string) fixture {
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting}
 }
 
-func withKey(ctx context.Context, key string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
-}
+var withKey = mcpservetest.WithKey
 
 // exchange posts one body to preset (or /mcp when "") and returns the session id it started
 // and the messages.
 func (f fixture) exchange(ctx context.Context, preset, sess, body string) (string, [][]byte, error) {
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{PresetId: preset, SessionId: sess, Payload: []byte(body)})
-	if err != nil {
-		return "", nil, err
-	}
-	started := ""
-	var msgs [][]byte
-	for {
-		item, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return started, msgs, nil
-		}
-		if err != nil {
-			return started, msgs, err
-		}
-		if s := item.GetSession(); s != nil {
-			started = s.GetSessionId()
-			continue
-		}
-		msgs = append(msgs, item.GetMessage())
-	}
+	return mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, SessionId: sess, Payload: []byte(body)})
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func (f fixture) open(t *testing.T, ctx context.Context, preset string) (string, map[string]any) {
 	t.Helper()
-	sess, msgs, err := f.exchange(ctx, preset, "", initialize)
-	if err != nil || sess == "" || len(msgs) != 1 {
-		t.Fatalf("initialize %s: %q %q %v", preset, sess, msgs, err)
+	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, Payload: []byte(initialize)})
+	if err != nil {
+		t.Fatalf("initialize %s: %v", preset, err)
 	}
-	var resp struct {
-		Result map[string]any `json:"result"`
-	}
-	if err := json.Unmarshal(msgs[0], &resp); err != nil || resp.Result == nil {
-		t.Fatalf("initialize answered %s", msgs[0])
-	}
-	return sess, resp.Result
+	return sess, res
 }
 
 // result sends one request and decodes its result (failing on an error answer).
@@ -474,25 +445,11 @@ func TestListChangedReachesThePresetsStreams(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := withKey(t.Context(), testKeys.API)
 	listen := func(preset, sess string) <-chan string {
-		stream, err := f.mcp.Listen(ctx, &mcpgatewayv1.ListenRequest{PresetId: preset, SessionId: sess})
+		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: preset, SessionId: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := stream.Recv(); err != nil {
-			t.Fatal(err)
-		}
-		out := make(chan string, 16)
-		go func() {
-			defer close(out)
-			for {
-				it, err := stream.Recv()
-				if err != nil {
-					return
-				}
-				out <- string(it.GetMessage())
-			}
-		}()
-		return out
+		return ch
 	}
 	next := func(ch <-chan string) string {
 		select {
@@ -673,21 +630,10 @@ func TestProgressKeepsTheClientsToken(t *testing.T) {
 	api := withKey(t.Context(), testKeys.API)
 	sess, _ := f.open(t, api, "all")
 	_, msgs, err := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"mcp_beta__slow","_meta":{"progressToken":"client-token"}}}`)
-	if err != nil || len(msgs) < 2 {
-		t.Fatalf("%q, %v: want progress, then the result", msgs, err)
+	if err == nil {
+		err = mcpservetest.ProgressThenResult(msgs, "client-token", `"id":11`, "beta slow done")
 	}
-	if last := string(msgs[len(msgs)-1]); !strings.Contains(last, `"id":11`) || !strings.Contains(last, "beta slow done") {
-		t.Fatalf("last message %s", last)
-	}
-	for _, m := range msgs[:len(msgs)-1] {
-		var n struct {
-			Method string
-			Params struct {
-				ProgressToken any `json:"progressToken"`
-			}
-		}
-		if json.Unmarshal(m, &n) != nil || n.Method != "notifications/progress" || n.Params.ProgressToken != "client-token" {
-			t.Errorf("notification %s: want progress with the client's token", m)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // What other endpoints of the same transport reuse of this one: the preset endpoint
@@ -21,9 +23,6 @@ type Output = output
 // NewOutput returns the output of one exchange.
 func NewOutput(stream mcpserve.ExchangeStream) *Output { return &output{stream: stream} }
 
-// Send sends one item (nothing once the final item was sent).
-func (o *output) Send(r *mcpgatewayv1.ExchangeResponse) error { return o.send(r) }
-
 // Note sends one notification before the answer (and drops it after).
 func (o *output) Note(msg []byte) { o.note(msg) }
 
@@ -33,8 +32,38 @@ func (o *output) Final(msg []byte) error { return o.final(msg) }
 // Malformed sends the answer to a message that could not be accepted (HTTP 400).
 func (o *output) Malformed(msg []byte) error { return o.malformed(msg) }
 
+// End sends what mcpserve.Batch returned: nothing, the answer, or the answer to a batch that
+// could not be accepted; or it returns Batch's error.
+func (o *output) End(final []byte, malformed bool, err error) error {
+	switch {
+	case err != nil || final == nil:
+		return err
+	case malformed:
+		return o.malformed(final)
+	}
+	return o.final(final)
+}
+
 // Err is the error of a send that failed (the client went away).
 func (o *output) Err() error { return o.err() }
+
+// StartSession answers an initialize request (id) with result: it issues a session id for
+// version bound to binding (the session's Claims.Server), sends it, then the result.
+func (h *Handler) StartSession(out *Output, id json.RawMessage, version, binding string, result any) error {
+	b, err := json.Marshal(result)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	sid, err := h.sessions.IssueFor(version, binding)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
+		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
+		return err
+	}
+	return out.final(mcpserve.Result(id, b))
+}
 
 // Forward sends one request (msg, with params as given) of session sessionID to cfg's server
 // and renders its answer with the client's id (nil when the client cancelled it). It is the

@@ -151,20 +151,13 @@ func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequ
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
 	var c *call
-	final, malformed, err := mcpserve.Batch(payload, func() (string, error) {
+	return out.End(mcpserve.Batch(payload, func() (string, error) {
 		cl, err := h.sessionFor(ctx, req)
 		c = &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
 	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.err()
-	})
-	switch {
-	case err != nil || final == nil:
-		return err
-	case malformed:
-		return out.malformed(final)
-	}
-	return out.final(final)
+	}))
 }
 
 // initialize connects the upstream (on demand), negotiates the client's version as /mcp does,
@@ -183,20 +176,8 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if inf.Instructions != "" {
 		result["instructions"] = inf.Instructions
 	}
-	b, err := json.Marshal(result)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	sid, err := h.sessions.IssueFor(version, cfg.GetId())
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
-		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
-		return err
-	}
 	h.log.DebugContext(ctx, "federated session started", "server", cfg.GetId(), "protocol_version", version)
-	return out.final(mcpserve.Result(id, b))
+	return h.StartSession(out, id, version, cfg.GetId(), result)
 }
 
 func orEmpty(m map[string]any) map[string]any {
