@@ -75,6 +75,8 @@ func TestPresetEndpoint(t *testing.T) {
 	registerPresetProviders(t, s)
 	putPreset(t, s, "mix", "lemonade", "everything", "memory", "grow")
 	putPreset(t, s, "secret", "hidden", "memory")
+	registerServer(t, s, map[string]any{"id": "broken", "command": "node", "args": []string{filepath.Join(t.TempDir(), "missing.mjs")}})
+	putPreset(t, s, "partly", "memory", "broken")
 
 	t.Run("the official SDK", func(t *testing.T) {
 		cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "preset-client.mjs"), presetURL(s, "mix"), fedAPIKey)
@@ -226,6 +228,21 @@ func TestPresetEndpoint(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("a provider that cannot start is left out, and named in _meta", func(t *testing.T) {
+		sess, res := presetInit(t, s, "partly", fedAPIAuth)
+		if instr, _ := res["instructions"].(string); !strings.Contains(instr, `"broken" (unavailable`) {
+			t.Errorf("instructions %q", instr)
+		}
+		r := presetCall(t, s, "partly", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, fedAPIAuth)
+		meta, _ := firstResult(t, r)["_meta"].(map[string]any)
+		if names := toolNames(t, r); !slices.Contains(names, "mcp_memory__read_graph") || fmt.Sprint(meta["io.github.zestmcp/unavailable"]) != "[broken]" {
+			t.Errorf("tools/list with a broken provider: %s", r.Body)
+		}
+		if !strings.Contains(s.Logs("zest-mcpgateway"), "server=broken") {
+			t.Errorf("mcpgateway's log does not name the broken provider")
+		}
 	})
 
 	t.Run("hidden servers, unknown presets, sessions", func(t *testing.T) {
