@@ -63,7 +63,7 @@ try {
   out.filtered = { code: e.code, message: e.message };
 }
 await client.callTool({ name: "mcp_grow__add_tool", arguments: { name: "fresh" } });
-out.listChanged = await Promise.race([listChanged, new Promise((r) => setTimeout(() => r(false), 15000))]);
+out.listChanged = await Promise.race([listChanged, new Promise((r) => setTimeout(() => r(false), 15000).unref())]);
 out.toolsAfter = await allTools();
 await transport.terminateSession();
 await client.close();
