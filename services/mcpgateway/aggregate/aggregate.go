@@ -69,6 +69,9 @@ type Handler struct {
 	log      *slog.Logger
 	hub      *fanout.Hub
 	owners   owners
+	// names of the built-in tools: fixed once the server is built, read once.
+	namesOnce sync.Once
+	names     []string
 	// ListenCheck is how often an open GET stream checks that its session was not ended,
 	// reads its log level again, and reads its preset again (a changed provider set is
 	// announced with list_changed).
@@ -82,6 +85,18 @@ func New(reg Registry, up Upstreams, builtin Builtin, fed *federate.Handler, cod
 	}
 	return &Handler{reg: reg, up: up, builtin: builtin, fed: fed, sessions: codec, store: store, keys: keys, log: log,
 		ListenCheck: 2 * time.Second, hub: fanout.NewHub(), owners: owners{m: map[string]string{}}}
+}
+
+// builtinNames are the names of the built-in tools.
+func (h *Handler) builtinNames(ctx context.Context) []string {
+	h.namesOnce.Do(func() {
+		tools, err := h.builtin.BuiltinTools(ctx)
+		if err != nil {
+			h.log.ErrorContext(ctx, "reading the built-in tools", "err", err)
+		}
+		h.names = itemNames(tools, "name")
+	})
+	return h.names
 }
 
 // endpoint is one way into a preset: /mcp/presets/{id}, or /mcp serving it (own).

@@ -33,7 +33,7 @@ import (
 // upstreamServer is an in-process Streamable HTTP MCP server named name: tools echo and
 // secret, a prompt "greet", a resource <name>://doc, a template <name>://items/{id}, and
 // (when paged) tools listed two per page.
-func upstreamServer(t *testing.T, name string, paged bool) (*server.MCPServer, string) {
+func upstreamServer(t testing.TB, name string, paged bool) (*server.MCPServer, string) {
 	t.Helper()
 	opts := []server.ServerOption{server.WithToolCapabilities(true), server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("the " + name + " server"),
@@ -108,7 +108,7 @@ type fixture struct {
 // hidden (expose false, at alpha's URL), off (disabled) and down (nothing listens), the
 // built-in tool lemonade_echo, and presets: "all" (lemonade, alpha, beta, hidden), "two"
 // (alpha, down), "off" (off). /mcp serves preset ownPreset when it is not "".
-func newFixture(t *testing.T, ownPreset string) fixture {
+func newFixture(t testing.TB, ownPreset string) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)

@@ -131,8 +131,7 @@ func outcome(resp []byte) string {
 func (c *call) isBuiltinTool(ctx context.Context, name string) bool {
 	for _, p := range c.provs {
 		if p.builtin() {
-			tools, err := c.h.builtin.BuiltinTools(ctx)
-			return err == nil && slices.Contains(itemNames(tools, "name"), name)
+			return slices.Contains(c.h.builtinNames(ctx), name)
 		}
 	}
 	return false
