@@ -47,8 +47,9 @@ type Options struct {
 	OnInitialize func()
 	// Tools are more tools listed after echo; each answers "<name>:<text>".
 	Tools []string
-	// Ask lists the tool ask {method}: it sends the client a request of that method on the
-	// call's SSE stream, waits for the answer (AnswerTimeout) and returns it as its text.
+	// Ask lists the tool ask {method, params}: it sends the client a request of that method
+	// on the call's SSE stream (params default to {"asked": method}), waits for the answer
+	// (AnswerTimeout) and returns it as its text.
 	Ask bool
 }
 
@@ -387,7 +388,7 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 	}
 	if u.opts.Ask {
 		tools = append(tools, map[string]any{"name": "ask", "description": "Send the client a request of method; answer its answer.",
-			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"method": map[string]any{"type": "string"}}, "required": []string{"method"}}})
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"method": map[string]any{"type": "string"}, "params": map[string]any{"type": "object"}}, "required": []string{"method"}}})
 	}
 	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"tools": tools}})
 	// The stream stays open after the answer, as lazy servers leave it; the client must
@@ -439,10 +440,15 @@ func (u *Upstream) toolsCall(w http.ResponseWriter, msg message) {
 func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
 	var p struct {
 		Arguments struct {
-			Method string `json:"method"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		} `json:"arguments"`
 	}
 	_ = json.Unmarshal(msg.Params, &p)
+	params := p.Arguments.Params
+	if len(params) == 0 {
+		params, _ = json.Marshal(map[string]string{"asked": p.Arguments.Method})
+	}
 	u.mu.Lock()
 	sid := u.session
 	u.toolCalls = append(u.toolCalls, "ask")
@@ -468,7 +474,7 @@ func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
 			flusher.Flush()
 		}
 	}
-	event(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": p.Arguments.Method, "params": map[string]any{"asked": p.Arguments.Method}})
+	event(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": p.Arguments.Method, "params": params})
 	var got json.RawMessage
 	select {
 	case got = <-answer:
