@@ -59,6 +59,15 @@ func TestRelayConformance(t *testing.T) {
 		}
 	}
 	t.Logf("%d conformance runs (--suite active) through /mcp/servers/conformance took %v", runs, time.Since(began).Round(time.Millisecond))
+
+	// json-schema-2020-12 is pending in 0.1.16 (not in the active suite); it passes too:
+	// $schema, $defs and additionalProperties reach the client as the server wrote them.
+	cmd := exec.Command(node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
+		"--url", fedURL(s, "conformance"), "--scenario", "json-schema-2020-12")
+	cmd.Dir = peers
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Passed: 4/4, 0 failed") {
+		t.Fatalf("json-schema-2020-12: %v\n%s", err, out)
+	}
 }
 
 // samplingClient runs the TS SDK client of testdata/sampling-client.mjs (it answers
