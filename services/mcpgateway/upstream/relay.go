@@ -27,9 +27,6 @@ const (
 	MethodRoots       = "roots/list"
 )
 
-// ErrRelayUnknown means no request of a server waits for the answer a client sent.
-var ErrRelayUnknown = errors.New("no request of the MCP server waits for this answer")
-
 // Relays are the requests of a server a caller's MCP client accepts, from the capabilities
 // it declared.
 type Relays struct{ Sampling, Elicitation, Roots bool }
