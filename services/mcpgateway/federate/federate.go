@@ -43,7 +43,10 @@ type Upstreams interface {
 	State(id string) upstream.State
 	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
-	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
+	// CallWith is Call with the progress and the server requests of the call going to hooks.
+	CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks upstream.Hooks) (json.RawMessage, error)
+	// Answer takes a client's answer to a relayed server request back to the server.
+	Answer(ctx context.Context, ref string, result json.RawMessage, rpcErr *upstream.RPCError) error
 }
 
 // Handler serves /mcp/servers/{id} (mcpserve.Federation).
@@ -243,7 +246,7 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
-	sid, err := h.sessions.IssueFor(version, cfg.GetId())
+	sid, err := h.sessions.IssueWith(version, cfg.GetId(), relaysOf(payload))
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
