@@ -33,7 +33,7 @@ func fixtureTools() []map[string]any {
 			"state": enum("Which items to include.", "open", "closed", "all"),
 			"page":  num("Page, from 1.", 1, 100),
 			"filters": map[string]any{
-				"type":        "object",
+				"type": "object",
 				"properties": map[string]any{
 					"labels": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
 					"author": map[string]any{"type": "object", "properties": map[string]any{
