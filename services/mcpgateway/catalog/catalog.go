@@ -1,6 +1,23 @@
 // Package catalog names external tools for chat without collisions (docs/contracts.md's chat_name
 // algorithm) and builds the catalog entries and OpenAI function definitions of the tools a
 // server exposes (its tools_allow and tools_deny, decided by serverconfig.CheckTool).
+//
+// A Catalog keeps the catalog of the connected servers as one immutable Snapshot that every
+// reader shares:
+//
+//	snap, err := cat.Snapshot(ctx) // the same *Snapshot until something changes
+//	snap.ListTools()               // every entry, by chat_name (AdminService.ListTools)
+//	snap.Server(id)                // one server's entries, in its order (nil: not connected)
+//	snap.Servers(preset.GetMcpServerIds()) // a preset's servers' entries, by chat_name
+//
+// Snapshot checks, on each call, every registered server's config (by pointer, else by
+// value) and the version of the tool list it last kept (upstream.Manager.Listed): a server
+// registered, edited (its filters included), deleted, connected, disconnected or listing
+// other tools (a refresh, a list_changed, a reconnect) makes a new snapshot, in which only the
+// changed servers' entries are built again. So a reader sees every change that came before
+// its call, and nothing is built when nothing changed. A snapshot also keeps the proto
+// encoding of its ListTools answer, which Codec sends as it is. Nothing a snapshot returns may
+// be modified.
 package catalog
 
 import (

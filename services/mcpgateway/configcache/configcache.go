@@ -6,7 +6,8 @@
 // It is write-through: every write of a server goes through it (mcpgateway holds the
 // registry file alone), and it updates memory after the registry under one write lock, so
 // that a write and a delete of one server cannot leave memory behind the registry; a fill
-// that raced with a write is not kept.
+// that raced with a write is not kept. ListServers answers from memory too, with the configs
+// GetServer hands out, so that the tool catalog tells a changed config by its pointer.
 package configcache
 
 import (
