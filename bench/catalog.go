@@ -96,7 +96,7 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 		if err := get(); err != nil { // fail before measuring when the catalog is wrong
 			return err
 		}
-		obs := &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("catalog-%d", n)}
+		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("catalog-%d", n)}
 		e := runObserved(1, warm, dur, get, obs)
 		obs.report(1, e.calls)
 		g := run(1, warm, dur, list)
