@@ -45,6 +45,11 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 		return err
 	}
 	defer lc.close()
+	servers, err := newLoadClientMethod("GET", s.url+"/internal/mcp/servers", http.Header{"Authorization": {"Bearer " + key}}, "")
+	if err != nil {
+		return err
+	}
+	defer servers.close()
 
 	fmt.Println("### catalog: the tool list as connected stdio servers grow")
 	fmt.Println()
@@ -53,8 +58,8 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 	fmt.Println("through the edge and AdminService.ListTools straight to mcpgateway over gRPC (its answer received,")
 	fmt.Println("counted and not decoded: the cost of mcpgateway and the hop, not of a client's decoding).")
 	fmt.Println()
-	fmt.Println("| servers | tools | GET bytes | GET p50 | GET p99 | GETs | gRPC p50 | gRPC p99 | gRPC bytes | RSS edge / mcpgateway / toolhost |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| servers | tools | GET bytes | GET p50 | GET p99 | GETs | gRPC p50 | gRPC p99 | gRPC bytes | GET /servers p50 | its bytes | RSS edge / mcpgateway / toolhost |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	registered := 0
 	for _, n := range catalogSizes {
 		for ; registered < n; registered++ {
@@ -100,14 +105,26 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 		e := runObserved(1, warm, dur, get, obs)
 		obs.report(1, e.calls)
 		g := run(1, warm, dur, list)
-		if e.errors+g.errors > 0 {
-			return fmt.Errorf("%d servers: %d failed GETs, %d failed ListTools", n, e.errors, g.errors)
+		var ssize int
+		l := run(1, warm, dur, func() error {
+			code, b, err := servers.do()
+			if err != nil {
+				return err
+			}
+			if code != 200 || bytes.Count(b, []byte(`"chat_name"`)) != want {
+				return fmt.Errorf("GET /internal/mcp/servers: want %d tools: %w", want, statusError(code, b))
+			}
+			ssize = len(b)
+			return nil
+		})
+		if e.errors+g.errors+l.errors > 0 {
+			return fmt.Errorf("%d servers: %d failed GETs, %d failed ListTools, %d failed GET /internal/mcp/servers", n, e.errors, g.errors, l.errors)
 		}
 		ek, _ := rssKB(s.pids["zest-gateway"])
 		mk, _ := rssKB(s.pids["zest-mcpgateway"])
 		tk, _ := rssKB(s.pids["zest-toolhost"])
-		fmt.Printf("| %d | %d | %d KB | %s | %s | %d | %s | %s | %d KB | %d / %d / %d MB |\n", n, want, size/1024, ms(e.p50), ms(e.p99), e.calls,
-			ms(g.p50), ms(g.p99), gsize/1024, ek/1024, mk/1024, tk/1024)
+		fmt.Printf("| %d | %d | %d KB | %s | %s | %d | %s | %s | %d KB | %s | %d KB | %d / %d / %d MB |\n", n, want, size/1024, ms(e.p50), ms(e.p99), e.calls,
+			ms(g.p50), ms(g.p99), gsize/1024, ms(l.p50), ssize/1024, ek/1024, mk/1024, tk/1024)
 	}
 	fmt.Println()
 	return nil
