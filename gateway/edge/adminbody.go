@@ -23,15 +23,15 @@ func newAdminMarshaler() *adminMarshaler {
 	return &adminMarshaler{runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{EmitUnpopulated: true}}}
 }
 
-// Marshal writes an answer; a ListTools answer kept encoded (lazyAdminClient) is written
-// straight from its encoding (appendJSON), or decoded first when appendJSON declines it.
+// Marshal writes an answer; a ListTools or ListServers answer kept encoded
+// (lazyAdminClient) is written straight from its encoding (appendJSON), or decoded first when
+// appendJSON declines it.
 func (m *adminMarshaler) Marshal(v any) ([]byte, error) {
-	if b, ok := lazyEncoding(v); ok {
-		md := (&mcpgatewayv1.ListToolsResponse{}).ProtoReflect().Descriptor()
-		if out, ok := appendJSON(make([]byte, 0, len(b)+len(b)/4), md, b); ok {
+	if msg, b, ok := lazyEncoding(v); ok {
+		if out, ok := appendJSON(make([]byte, 0, len(b)+len(b)/4), msg.ProtoReflect().Descriptor(), b); ok {
 			return out, nil
 		}
-		full := &mcpgatewayv1.ListToolsResponse{}
+		full := msg.ProtoReflect().New().Interface()
 		if err := proto.Unmarshal(b, full); err != nil {
 			return nil, err
 		}

@@ -21,17 +21,19 @@ import (
 
 // The tool catalog (GET /internal/mcp/tools) is the admin API's one big answer: every tool
 // of every connected server, each with three google.protobuf.Struct (its input schema, the
-// tool as the server sent it, the OpenAI function). Decoding it into Structs and encoding
-// those with protojson cost the edge ~170 ms at 390 tools; writing its JSON straight from the
-// proto encoding costs a few. So the admin routes' client receives ListTools undecoded
-// (lazyListTools), and the admin marshaler writes it with appendJSON, which writes what
+// tool as the server sent it, the OpenAI function); the servers' states
+// (GET /internal/mcp/servers) carry the same entries. Decoding them into Structs and encoding
+// those with protojson cost the edge ~170 ms at 390 tools; writing the JSON straight from the
+// proto encoding costs a few. So the admin routes' client receives ListTools and ListServers
+// undecoded (lazyAdminClient), and the admin marshaler writes them with appendJSON, which writes what
 // protojson with EmitUnpopulated writes (fields in declaration order under their JSON names,
 // Struct keys sorted, the same escapes and number format). An encoding appendJSON does not
 // handle (a field kind the catalog does not use, a repeated singular field, a Value protojson
 // refuses) is decoded and written by protojson instead, so that nothing differs but the cost.
 
-// lazyAdminClient is the AdminService client of the admin routes: ListTools keeps its answer
-// encoded, as the unknown fields of an empty ListToolsResponse, for the admin marshaler.
+// lazyAdminClient is the AdminService client of the admin routes: ListTools and ListServers
+// (every server's state carries its tools) keep their answers encoded, as the unknown fields
+// of an empty answer, for the admin marshaler.
 type lazyAdminClient struct {
 	mcpgatewayv1.AdminServiceClient
 	cc grpc.ClientConnInterface
@@ -39,11 +41,23 @@ type lazyAdminClient struct {
 
 func (c lazyAdminClient) ListTools(ctx context.Context, in *mcpgatewayv1.ListToolsRequest, opts ...grpc.CallOption) (*mcpgatewayv1.ListToolsResponse, error) {
 	out := new(mcpgatewayv1.ListToolsResponse)
-	opts = append(opts[:len(opts):len(opts)], grpc.ForceCodecV2(lazyCodec{encoding.GetCodecV2(grpcproto.Name)}))
-	if err := c.cc.Invoke(ctx, mcpgatewayv1.AdminService_ListTools_FullMethodName, in, out, opts...); err != nil {
+	if err := c.invokeLazy(ctx, mcpgatewayv1.AdminService_ListTools_FullMethodName, in, out, opts); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func (c lazyAdminClient) ListServers(ctx context.Context, in *mcpgatewayv1.ListServersRequest, opts ...grpc.CallOption) (*mcpgatewayv1.ListServersResponse, error) {
+	out := new(mcpgatewayv1.ListServersResponse)
+	if err := c.invokeLazy(ctx, mcpgatewayv1.AdminService_ListServers_FullMethodName, in, out, opts); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c lazyAdminClient) invokeLazy(ctx context.Context, method string, in, out proto.Message, opts []grpc.CallOption) error {
+	opts = append(opts[:len(opts):len(opts)], grpc.ForceCodecV2(lazyCodec{encoding.GetCodecV2(grpcproto.Name)}))
+	return c.cc.Invoke(ctx, method, in, out, opts...)
 }
 
 // lazyCodec encodes requests as gRPC's proto codec does, and keeps an answer undecoded in the
@@ -60,12 +74,18 @@ func (c lazyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (c lazyCodec) Name() string { return c.proto.Name() }
 
 // lazyEncoding is the encoding a lazyAdminClient answer carries, if m is one.
-func lazyEncoding(m any) ([]byte, bool) {
-	r, ok := m.(*mcpgatewayv1.ListToolsResponse)
-	if !ok || len(r.GetTools()) > 0 {
-		return nil, false
+func lazyEncoding(m any) (proto.Message, []byte, bool) {
+	switch r := m.(type) {
+	case *mcpgatewayv1.ListToolsResponse:
+		if len(r.GetTools()) == 0 {
+			return r, r.ProtoReflect().GetUnknown(), true
+		}
+	case *mcpgatewayv1.ListServersResponse:
+		if len(r.GetServers()) == 0 {
+			return r, r.ProtoReflect().GetUnknown(), true
+		}
 	}
-	return r.ProtoReflect().GetUnknown(), true
+	return nil, nil, false
 }
 
 // appendJSON appends the JSON of the message of descriptor md encoded in b; ok is false when
@@ -119,6 +139,12 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 		out, _ = appendString(out, fd.JSONName())
 		out = append(out, ':')
 		var ok bool
+		if fd.IsMap() {
+			if out, ok = appendStringMap(out, vals[i]); !ok {
+				return out, false
+			}
+			continue
+		}
 		if fd.Cardinality() == protoreflect.Repeated {
 			out = append(out, '[')
 			for j, v := range vals[i] {
@@ -143,10 +169,17 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 	return append(out, '}'), true
 }
 
-// consumeValue reads one value of fd (string, bool or message, as the catalog's messages
-// have) from b, which follows a tag of wire type typ: the value's bytes and their length.
+// consumeValue reads one value of fd (a string, bool, int32, message or map<string, string>
+// entry, as the catalog's and the servers' states have) from b, which follows a tag of wire
+// type typ: the value's bytes and their length.
 func consumeValue(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte) ([]byte, int) {
-	if fd.IsMap() || fd.IsPacked() {
+	if fd.IsMap() {
+		if typ != protowire.BytesType || fd.MapKey().Kind() != protoreflect.StringKind || fd.MapValue().Kind() != protoreflect.StringKind {
+			return nil, -1
+		}
+		return protowire.ConsumeBytes(b)
+	}
+	if fd.IsPacked() {
 		return nil, -1
 	}
 	switch fd.Kind() {
@@ -155,7 +188,7 @@ func consumeValue(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte)
 			return nil, -1
 		}
 		return protowire.ConsumeBytes(b)
-	case protoreflect.BoolKind:
+	case protoreflect.BoolKind, protoreflect.Int32Kind:
 		if typ != protowire.VarintType {
 			return nil, -1
 		}
@@ -173,10 +206,67 @@ func appendField(out []byte, fd protoreflect.FieldDescriptor, v []byte) ([]byte,
 	case protoreflect.BoolKind:
 		x, _ := protowire.ConsumeVarint(v)
 		return strconv.AppendBool(out, x != 0), true
+	case protoreflect.Int32Kind:
+		x, _ := protowire.ConsumeVarint(v)
+		return strconv.AppendInt(out, int64(int32(x)), 10), true
 	case protoreflect.MessageKind:
 		return appendJSON(out, fd.Message(), v)
 	}
 	return out, false
+}
+
+// appendStringMap appends a map<string, string> from its encoded entries (key = 1,
+// value = 2) as one object, keys sorted as protojson sorts them.
+func appendStringMap(out []byte, entries [][]byte) ([]byte, bool) {
+	type pair struct{ key, value []byte }
+	pairs := make([]pair, 0, len(entries))
+	for _, e := range entries {
+		var p pair
+		for len(e) > 0 {
+			num, typ, n := protowire.ConsumeTag(e)
+			if n < 0 {
+				return out, false
+			}
+			e = e[n:]
+			if (num == 1 || num == 2) && typ == protowire.BytesType {
+				v, n := protowire.ConsumeBytes(e)
+				if n < 0 {
+					return out, false
+				}
+				if num == 1 {
+					p.key = v
+				} else {
+					p.value = v
+				}
+				e = e[n:]
+				continue
+			}
+			if n = protowire.ConsumeFieldValue(num, typ, e); n < 0 {
+				return out, false
+			}
+			e = e[n:]
+		}
+		pairs = append(pairs, p)
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int { return bytes.Compare(a.key, b.key) })
+	out = append(out, '{')
+	for i, p := range pairs {
+		if i > 0 {
+			if bytes.Equal(p.key, pairs[i-1].key) {
+				return out, false // a key twice: the last wins in proto, decided by protojson
+			}
+			out = append(out, ',')
+		}
+		var ok bool
+		if out, ok = appendString(out, p.key); !ok {
+			return out, false
+		}
+		out = append(out, ':')
+		if out, ok = appendString(out, p.value); !ok {
+			return out, false
+		}
+	}
+	return append(out, '}'), true
 }
 
 // appendZero appends what protojson with EmitUnpopulated writes for an unset singular field.
@@ -186,6 +276,8 @@ func appendZero(out []byte, fd protoreflect.FieldDescriptor) []byte {
 		return append(out, "null"...)
 	case fd.Kind() == protoreflect.BoolKind:
 		return append(out, "false"...)
+	case fd.Kind() == protoreflect.Int32Kind:
+		return append(out, '0')
 	default: // a string: consumeValue refused every other kind
 		return append(out, `""`...)
 	}

@@ -6,11 +6,13 @@ import (
 	"math"
 	"net/http"
 	"testing"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // mustStruct is the Struct of a JSON object.
@@ -96,6 +98,50 @@ func TestToolsJSONIsProtojsons(t *testing.T) {
 			b, _ := proto.Marshal(c.m)
 			if _, ok := appendJSON(nil, c.m.ProtoReflect().Descriptor(), b); !ok {
 				t.Fatal("appendJSON declined an encoding the catalog sends")
+			}
+		})
+	}
+}
+
+// A ListServers answer (every server's state with its tools) is written from its encoding as
+// protojson writes it too: maps with sorted keys, int32, repeated strings, optional fields set
+// and unset; a state with a process start time (a Timestamp, which appendJSON leaves to
+// protojson) is decoded and given to protojson.
+func TestServersJSONIsProtojsons(t *testing.T) {
+	info := mustStruct(t, `{"name":"srv","version":"1.0"}`)
+	tool := &mcpgatewayv1.ToolEntry{ServerId: "a", Name: "t", ChatName: "mcp_a__t", InputSchema: mustStruct(t, `{"type":"object"}`)}
+	full := &mcpgatewayv1.ServerState{Id: "a", Name: "A \"quoted\"", Transport: "stdio", Command: "node", Args: []string{"x", "", "é\n"},
+		WorkingDir: "/tmp", Env: map[string]string{"Z": "${Z}", "A": "${A}", "": "\u0001", "m": "é"}, Enabled: true, TimeoutMs: -5,
+		Status: "connected", Connected: true, ProtocolVersion: "2025-06-18", ServerInfo: info, Capabilities: &structpb.Struct{},
+		Tools: []*mcpgatewayv1.ToolEntry{tool, tool}, TestOnly: proto.Bool(false), ToolsAllow: []string{"a*"}, ToolsDeny: []string{}, Expose: true}
+	cases := []struct {
+		name     string
+		m        *mcpgatewayv1.ListServersResponse
+		declined bool
+	}{
+		{"no servers", &mcpgatewayv1.ListServersResponse{}, false},
+		{"states", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{full, {Id: "b", TimeoutMs: 2147483647}, {}}}, false},
+		{"test_only true", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{{Id: "c", TestOnly: proto.Bool(true)}}}, false},
+		{"a process without a start time", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{
+			{Id: "d", Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 42, RestartCount: 1, StderrTail: "a\tb"}}}}, false},
+		{"a process with a start time", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{
+			{Id: "e", Process: &mcpgatewayv1.ProcessState{State: "ready", StartTime: timestamppb.New(time.Unix(1700000000, 5))}}}}, true},
+	}
+	m := newAdminMarshaler()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, _ := proto.Marshal(c.m)
+			if _, ok := appendJSON(nil, c.m.ProtoReflect().Descriptor(), b); ok == c.declined {
+				t.Fatalf("appendJSON ok = %v, want %v", ok, !c.declined)
+			}
+			lz := &mcpgatewayv1.ListServersResponse{}
+			lz.ProtoReflect().SetUnknown(b)
+			got, err := m.Marshal(lz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := viaProtojson(t, c.m); compact(t, got) != want {
+				t.Fatalf("from the encoding:\n%s\nprotojson:\n%s", got, want)
 			}
 		})
 	}

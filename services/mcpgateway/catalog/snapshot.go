@@ -142,19 +142,15 @@ func (c *Catalog) build(prev *Snapshot, cfgs []*mcpgatewayv1.ServerConfig, state
 	s.list = &mcpgatewayv1.ListToolsResponse{Tools: make([]*mcpgatewayv1.ToolEntry, len(all))}
 	size := 0
 	for _, it := range all {
-		size += protowire.SizeTag(toolsField) + protowire.SizeBytes(len(it.wire))
+		size += protowire.SizeTag(listToolsField.Number()) + protowire.SizeBytes(len(it.wire))
 	}
 	s.wire = make([]byte, 0, size)
 	for i, it := range all {
 		s.list.Tools[i] = it.e
-		s.wire = protowire.AppendTag(s.wire, toolsField, protowire.BytesType)
-		s.wire = protowire.AppendBytes(s.wire, it.wire)
+		s.wire = appendEntry(s.wire, listToolsField, it.wire)
 	}
 	return s
 }
-
-// toolsField is the field number of ListToolsResponse.tools.
-const toolsField = 1
 
 // view builds the view of one server: its entries and their encodings.
 func (c *Catalog) view(cfg *mcpgatewayv1.ServerConfig, l listing) *serverView {

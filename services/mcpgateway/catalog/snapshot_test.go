@@ -12,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // fakeSource is a registry and an upstream in memory: configs by id, and what each connected
@@ -195,7 +196,8 @@ func TestSnapshotViews(t *testing.T) {
 
 // The encoding the snapshot keeps decodes to its ListTools answer, and the codec sends it for
 // that answer only: any other message (an older snapshot's answer included) is encoded as
-// gRPC's proto codec does.
+// gRPC's proto codec does. A ListServers answer made of the snapshot's entries, or of other
+// ones, decodes to itself.
 func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
@@ -205,7 +207,20 @@ func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	f.list("a", "one", "two", "three")
 	s := snapshot(t, c)
 	codec := c.Codec()
-	for _, m := range []proto.Message{s.ListTools(), old.ListTools(), &mcpgatewayv1.ListToolsRequest{}} {
+	info, _ := structpb.NewStruct(map[string]any{"name": "srv", "nested": map[string]any{"list": []any{1, "x", nil}}})
+	state := func(tools []*mcpgatewayv1.ToolEntry) *mcpgatewayv1.ServerState {
+		return &mcpgatewayv1.ServerState{Id: "a", Name: "A", Args: []string{"x", "y"}, Env: map[string]string{"K": "${K}", "J": "${J}"},
+			TimeoutMs: 5000, Connected: true, ServerInfo: info, Tools: tools, TestOnly: proto.Bool(false),
+			Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 7}, ToolsDeny: []string{"z*"}}
+	}
+	servers := []proto.Message{
+		&mcpgatewayv1.ListServersResponse{},
+		// the snapshot's own entries: their kept encodings are appended
+		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(s.Server("a")), {Id: "b"}}},
+		// an older snapshot's entries of the server: encoded here
+		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(old.Server("a")), state(nil)}},
+	}
+	for _, m := range append([]proto.Message{s.ListTools(), old.ListTools(), &mcpgatewayv1.ListToolsRequest{}}, servers...) {
 		data, err := codec.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
