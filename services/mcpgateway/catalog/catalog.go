@@ -100,7 +100,10 @@ func decode(serverID string, raw json.RawMessage) (Tool, error) {
 	return t, nil
 }
 
-// build makes the entry of tool t (decoded from raw).
+// build makes the entry of tool t (decoded from raw). The input schema is one Struct, shared
+// by the entry's input_schema, its tool (when the server sent a schema) and its OpenAI
+// function's parameters: entries are read, never modified, and one Struct instead of three
+// is a third of a catalog's memory.
 func build(serverID, serverName string, raw json.RawMessage, t Tool) (*mcpgatewayv1.ToolEntry, error) {
 	rawStruct := &structpb.Struct{}
 	if err := rawStruct.UnmarshalJSON(raw); err != nil {
@@ -108,7 +111,9 @@ func build(serverID, serverName string, raw json.RawMessage, t Tool) (*mcpgatewa
 	}
 	schema := &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("object")}}
 	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
-		if err := schema.UnmarshalJSON(t.InputSchema); err != nil {
+		if v := rawStruct.GetFields()["inputSchema"].GetStructValue(); v != nil {
+			schema = v // the same JSON, decoded once
+		} else if err := schema.UnmarshalJSON(t.InputSchema); err != nil {
 			return nil, fmt.Errorf("tool %q of %q: inputSchema: %w", t.Name, serverID, err)
 		}
 	}
@@ -118,17 +123,14 @@ func build(serverID, serverName string, raw json.RawMessage, t Tool) (*mcpgatewa
 	}
 	chat := ChatName(serverID, t.Name)
 	desc := t.Description
-	openai, err := structpb.NewStruct(map[string]any{
-		"type": "function",
-		"function": map[string]any{
-			"name":        chat,
-			"description": "[" + serverName + "] " + desc,
-			"parameters":  schema.AsMap(),
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
+	openai := &structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("function"),
+		"function": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+			"name":        structpb.NewStringValue(chat),
+			"description": structpb.NewStringValue("[" + serverName + "] " + desc),
+			"parameters":  structpb.NewStructValue(schema),
+		}}),
+	}}
 	return &mcpgatewayv1.ToolEntry{
 		ServerId: serverID, ServerName: serverName, Name: t.Name, ChatName: chat, Title: title,
 		Description: desc, InputSchema: schema, Tool: rawStruct, OpenaiTool: openai,
