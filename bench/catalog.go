@@ -23,7 +23,8 @@ var catalogSizes = []int{10, 30, 100}
 
 // benchCatalog measures the tool catalog as it grows: 10, 30 and 100 connected stdio servers
 // (the bench binary as catalogFixtureRole, 13 tools each), `GET /internal/mcp/tools` through
-// the edge and AdminService.ListTools straight to mcpgateway over gRPC, one request at a time.
+// the edge, AdminService.ListTools straight to mcpgateway over gRPC, and
+// `GET /internal/mcp/servers` (whose states carry the same entries), one request at a time.
 func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -56,7 +57,8 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 	fmt.Println("Light Go stdio servers (13 tools of ~800 bytes each, nested schemas with enums, as server-everything's),")
 	fmt.Println("registered and connected under distinct ids; then, one request at a time, `GET /internal/mcp/tools`")
 	fmt.Println("through the edge and AdminService.ListTools straight to mcpgateway over gRPC (its answer received,")
-	fmt.Println("counted and not decoded: the cost of mcpgateway and the hop, not of a client's decoding).")
+	fmt.Println("counted and not decoded: the cost of mcpgateway and the hop, not of a client's decoding), and")
+	fmt.Println("`GET /internal/mcp/servers`, whose server states carry the same tools. Every answer's tool count is checked.")
 	fmt.Println()
 	fmt.Println("| servers | tools | GET bytes | GET p50 | GET p99 | GETs | gRPC p50 | gRPC p99 | gRPC bytes | GET /servers p50 | its bytes | RSS edge / mcpgateway / toolhost |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
