@@ -68,7 +68,9 @@ type serverView struct {
 }
 
 // Snapshot returns the catalog as it is now: the same Snapshot as the last call when nothing
-// changed since, else a new one.
+// changed since, else a new one. Every caller gets a snapshot of the configs and lists it read
+// itself, so it sees every change that came before its call; two callers that read across a
+// change may each build one (the later reader's wins at the next call).
 func (c *Catalog) Snapshot(ctx context.Context) (*Snapshot, error) {
 	cfgs, err := c.servers.ListServers(ctx)
 	if err != nil {
