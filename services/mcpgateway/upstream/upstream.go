@@ -322,6 +322,24 @@ func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.Ra
 	return m.tools(ctx, id, s, refresh)
 }
 
+// Listed returns the tools a connected server listed last, without I/O, and their version: a
+// number that changes whenever another list is kept (a refresh, a list_changed, a reconnect).
+// ok is false when the server is not connected (or has not been listed yet). The slice is
+// shared: callers must not modify it.
+func (m *Manager) Listed(id string) (tools []json.RawMessage, version uint64, ok bool) {
+	s, _ := m.connected(id)
+	var c *toolCache
+	switch s := s.(type) {
+	case *stdioSession:
+		c = &s.cache
+	case *httpSession:
+		c = &s.cache
+	default:
+		return nil, 0, false
+	}
+	return c.listing()
+}
+
 // ListTools returns the tools of the server of cfg (refresh lists them again), connecting
 // first when needed, as Call does.
 func (m *Manager) ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error) {
