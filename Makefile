@@ -129,5 +129,5 @@ $(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
 peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile
 
 .PHONY: bench
-bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers); markdown tables
+bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables
 	@cd bench && go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

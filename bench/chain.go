@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,7 +212,7 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println("| concurrency | calls/s | p50 | p99 | errors | RSS edge / mcpgateway / toolhost |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, conc := range []int{1, 8, 64} {
-		obs := &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("chain-c%d", conc)}
+		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("chain-c%d", conc)}
 		r := runObserved(conc, warm, dur, call, obs)
 		obs.report(conc, r.calls)
 		e, _ := rssKB(s.pids["zest-gateway"])
@@ -223,83 +222,6 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	}
 	fmt.Println()
 	return nil
-}
-
-// cpuTimes returns utime+stime in clock ticks of the suite's processes, their children (the
-// shim and the server) and this process.
-func cpuTimes(pids map[string]int) map[string]int64 {
-	out := map[string]int64{"bench (load generator)": ticks(os.Getpid())}
-	for name, pid := range pids {
-		out[name] = ticks(pid)
-	}
-	// children of the tool host (shim, node)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), "server-everything") && !strings.Contains(string(b), "zest-shim") {
-			var pid int
-			fmt.Sscan(e.Name(), &pid)
-			out["node server"] += ticks(pid)
-		}
-	}
-	return out
-}
-
-func ticks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	var u, st int64
-	fmt.Sscan(f[11], &u)
-	fmt.Sscan(f[12], &st)
-	return u + st
-}
-
-// cpuObserver measures the CPU time each process spends in the measured window
-// (ZEST_BENCH_CPU=1) and, with ZEST_BENCH_PROFILE=DIR, takes a CPU profile of every Go
-// process over that window into DIR/<label>-<process>.prof.
-type cpuObserver struct {
-	pids     map[string]int
-	profiles map[string]string // process name → pprof address
-	label    string
-	before   map[string]int64
-	after    map[string]int64
-	stopProf func()
-}
-
-func (o *cpuObserver) begin() {
-	if dir := os.Getenv("ZEST_BENCH_PROFILE"); dir != "" && len(o.profiles) > 0 {
-		o.stopProf = startProfiles(dir, o.label, o.profiles)
-	}
-	o.before = cpuTimes(o.pids)
-}
-
-func (o *cpuObserver) end() {
-	o.after = cpuTimes(o.pids)
-	if o.stopProf != nil {
-		o.stopProf()
-	}
-}
-
-func (o *cpuObserver) report(conc, calls int) {
-	if os.Getenv("ZEST_BENCH_CPU") == "" || calls == 0 || o.after == nil {
-		return
-	}
-	names := make([]string, 0, len(o.after))
-	for name := range o.after {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	total := 0.0
-	for _, name := range names {
-		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
-		total += us
-		fmt.Fprintf(os.Stderr, "  c=%d %s: %.0f µs CPU per call\n", conc, name, us)
-	}
-	fmt.Fprintf(os.Stderr, "  c=%d all: %.0f µs CPU per call\n", conc, total)
 }
 
 // startProfiles starts a CPU profile of this process and asks every service's profiler for one;

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,13 +121,13 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 				return fmt.Errorf("%s: open %d sessions: %w", t.name, conc, err)
 			}
 			trees[i] = treeSummary(t.roots)
-			obs := &treeCPUObserver{roots: t.roots}
+			obs := &cpuObserver{roots: t.roots}
 			if t.zest {
-				obs.also = &cpuObserver{pids: s.pids, profiles: s.profiles, label: fmt.Sprintf("federation-c%d", conc)}
+				obs.profiles, obs.label = s.profiles, fmt.Sprintf("federation-c%d", conc)
 			}
 			results[i] = runEach(warm, dur, fs, obs)
 			closeAll()
-			cpuRows = append(cpuRows, obs.report(t.name, conc, results[i].calls))
+			cpuRows = append(cpuRows, obs.row(t.name, conc, results[i].calls))
 		}
 		for i, t := range targets {
 			r := results[i]
@@ -426,62 +425,4 @@ func treeSummary(roots map[string]int) string {
 		}
 	}
 	return fmt.Sprintf("%d, %d MB", procs, kb/1024)
-}
-
-// treeCPUObserver measures, over the measured window (ZEST_BENCH_CPU=1), the CPU of each root
-// process, of its descendants (a tool host's shim and server, a proxy's servers) apart, and of
-// the load generator. also, when set, is told too (the profiles of Zest's processes).
-type treeCPUObserver struct {
-	roots         map[string]int
-	also          observer
-	before, after map[string]int64
-}
-
-func (o *treeCPUObserver) sample() map[string]int64 {
-	out := map[string]int64{"bench (load generator)": ticks(os.Getpid())}
-	children := procChildren()
-	for name, root := range o.roots {
-		for i, pid := range processTree(children, root) {
-			if i == 0 {
-				out[name] += ticks(pid)
-			} else {
-				out[name+"'s children"] += ticks(pid)
-			}
-		}
-	}
-	return out
-}
-
-func (o *treeCPUObserver) begin() {
-	if o.also != nil {
-		o.also.begin()
-	}
-	o.before = o.sample()
-}
-
-func (o *treeCPUObserver) end() {
-	o.after = o.sample()
-	if o.also != nil {
-		o.also.end()
-	}
-}
-
-// report returns one row of the CPU table: µs of CPU per call of each process, and their sum.
-func (o *treeCPUObserver) report(target string, conc, calls int) string {
-	if calls == 0 || o.after == nil {
-		return ""
-	}
-	names := make([]string, 0, len(o.after))
-	for name := range o.after {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	total := 0.0
-	for _, name := range names {
-		us := float64(o.after[name]-o.before[name]) / float64(calls) * 1e6 / 100
-		total += us
-		parts = append(parts, fmt.Sprintf("%s %.0f", name, us))
-	}
-	return fmt.Sprintf("| %s | %d | %.0f | %s |\n", target, conc, total, strings.Join(parts, " · "))
 }

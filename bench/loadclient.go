@@ -33,12 +33,17 @@ type loadConn struct {
 
 // newLoadClient prepares a POST of body to rawURL with the given headers.
 func newLoadClient(rawURL string, header http.Header, body string) (*loadClient, error) {
+	return newLoadClientMethod("POST", rawURL, header, body)
+}
+
+// newLoadClientMethod prepares a request of method with body to rawURL with the given headers.
+func newLoadClientMethod(method, rawURL string, header http.Header, body string) (*loadClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", u.RequestURI(), u.Host, len(body))
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", method, u.RequestURI(), u.Host, len(body))
 	header.Write(&b)
 	b.WriteString("\r\n")
 	b.WriteString(body)

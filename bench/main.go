@@ -14,6 +14,9 @@
 //	          over Streamable HTTP at concurrency 1, 8 and 64 through Zest's
 //	          /mcp/servers/everything, supergateway, mcp-proxy and a one-process mcp-go proxy,
 //	          beside the direct stdio client; RSS of 1,000 federated sessions on Zest.
+//	catalog:  `GET /internal/mcp/tools` and AdminService.ListTools with 10, 30 and 100
+//	          connected stdio servers of 13 tools each (the bench binary as a light fixture
+//	          server): latency, bytes, RSS.
 package main
 
 import (
@@ -25,6 +28,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == catalogFixtureRole {
+		if err := serveCatalogFixture(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: catalog fixture:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv("ZEST_BENCH_ROLE") == mcpgoProxyRole {
 		if err := serveMCPGoProxy(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: mcp-go proxy:", err)
@@ -36,13 +46,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream or federation")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation or catalog")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}} {
 		if only != "" && only != sc.name {
 			continue
 		}

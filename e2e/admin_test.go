@@ -108,28 +108,12 @@ func startSupergateway(t *testing.T) string {
 		"--stdio", "node node_modules/@modelcontextprotocol/server-everything/dist/index.js",
 		"--outputTransport", "streamableHttp", "--port", port, "--stateful", "--sessionTimeout", "60000")
 	cmd.Dir = peers
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	sock := takeSocket(addr)
 	cmd.ExtraFiles = []*os.File{sock}
 	cmd.Env = append(os.Environ(), "ZEST_LISTEN_FD=3") // scripts/peers/loopback.mjs listens on it
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	err := cmd.Start()
+	p := startProc(t, "supergateway", cmd, true)
 	sock.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
+	t.Cleanup(func() { p.stop(syscall.SIGTERM, 5*time.Second) })
 	url := "http://127.0.0.1:" + port + "/mcp"
 	waitFor(t, 15*time.Second, func() error {
 		resp, err := http.Get(url)

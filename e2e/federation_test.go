@@ -189,7 +189,10 @@ func TestFederationStdioThroughTheSDK(t *testing.T) {
 		if got.Capabilities["tools"] == nil || got.Capabilities["resources"] == nil || got.Capabilities["prompts"] == nil {
 			t.Errorf("capabilities not mirrored: %v", got.Capabilities)
 		}
-		if len(got.Tools) != 12 || !slices.Contains(got.Tools, "echo") || !slices.Contains(got.Tools, "get-sum") || slices.Contains(got.Tools, "get-env") {
+		// 16 tools: the tool host declares sampling, elicitation and roots, for which
+		// server-everything adds trigger-sampling-request, trigger-elicitation-request and
+		// get-roots-list to its 13.
+		if len(got.Tools) != 15 || !slices.Contains(got.Tools, "echo") || !slices.Contains(got.Tools, "trigger-sampling-request") || !slices.Contains(got.Tools, "get-sum") || slices.Contains(got.Tools, "get-env") {
 			t.Errorf("tools %v: want server-everything's names unchanged, get-env filtered out", got.Tools)
 		}
 		if got.Echo != "Echo: hello through zest" {
@@ -243,7 +246,7 @@ func TestFederationStdioThroughTheSDK(t *testing.T) {
 		if res["protocolVersion"] != "2025-06-18" {
 			t.Errorf("hidden with the admin key negotiated %v", res["protocolVersion"])
 		}
-		if r := fedCall(t, s, "hidden", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, adminAuth, "MCP-Protocol-Version: 2025-06-18"); r.Status != 200 || len(asSlice(firstResult(t, r)["tools"])) != 13 { // unfiltered: all of server-everything's 13
+		if r := fedCall(t, s, "hidden", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, adminAuth, "MCP-Protocol-Version: 2025-06-18"); r.Status != 200 || len(asSlice(firstResult(t, r)["tools"])) != 16 { // unfiltered: all of server-everything's 16
 			t.Errorf("hidden tools/list with the admin key: %d %s", r.Status, r.Body)
 		}
 		if r := fedCall(t, s, "hidden", sess, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, fedAPIAuth); r.Status != http.StatusNotFound {

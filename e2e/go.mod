@@ -5,6 +5,7 @@ go 1.26.0
 require go.yaml.in/yaml/v3 v3.0.5
 
 require (
+	github.com/mark3labs/mcp-go v1.2.1
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +15,7 @@ type service struct {
 	t    *testing.T
 	name string
 	env  []string
-	cmd  *exec.Cmd
-	logs *bytes.Buffer
-	done chan struct{}
+	p    *proc
 }
 
 func runService(t *testing.T, name string, env []string) *service {
@@ -30,34 +27,13 @@ func runService(t *testing.T, name string, env []string) *service {
 }
 
 func (s *service) start() {
-	s.cmd = exec.Command(filepath.Join(binDir, s.name))
-	s.cmd.Env = s.env
-	started := handOver(s.cmd, s.name)
-	s.logs = &bytes.Buffer{}
-	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-	err := s.cmd.Start()
-	started()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.done = make(chan struct{})
-	go func() { s.cmd.Wait(); close(s.done) }()
+	cmd := exec.Command(filepath.Join(binDir, s.name))
+	cmd.Env = s.env
+	s.p = startProc(s.t, s.name, cmd, false)
 }
 
-func (s *service) stop(sig syscall.Signal) {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(sig)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
+// stop sends sig and waits for the service to exit (killing it after 15 s).
+func (s *service) stop(sig syscall.Signal) { s.p.stop(sig, 15*time.Second) }
 
 // replicas is the layout of the replica tests: two edges, each in front of its own
 // mcpgateway (separate data dirs, one shared ZEST_SESSION_KEY), one inference node and one

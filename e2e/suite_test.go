@@ -188,9 +188,7 @@ func startSuite(t *testing.T, extra ...string) *Suite {
 	}
 	t.Cleanup(func() {
 		for _, p := range s.procs {
-			if p.running() {
-				p.stop(t)
-			}
+			p.stopChecked(t)
 		}
 	})
 	s.key = envOf(extra, "LEMONADE_API_KEY")
@@ -219,12 +217,74 @@ func (s *Suite) WaitHealthy() {
 	})
 }
 
-// proc is one running service binary.
+// proc is one process a test started: its output, and done, which receives its exit error
+// and is closed once it has exited. Every test starts its processes with startProc.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	logs *logBuffer
-	done chan error
+	name  string
+	cmd   *exec.Cmd
+	logs  *logBuffer
+	done  chan error
+	group bool // cmd leads a process group of its own; signals go to the whole group
+}
+
+// startProc starts cmd, keeping what it writes. A service binary (name in listenVars) is
+// handed the socket reserved for its address; with group, cmd leads a process group of its
+// own (its children are signalled with it).
+func startProc(t *testing.T, name string, cmd *exec.Cmd, group bool) *proc {
+	t.Helper()
+	started := func() {}
+	if _, service := listenVars[name]; service {
+		started = handOver(cmd, name)
+	}
+	if group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	err := cmd.Start()
+	started()
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, logs: logs, done: make(chan error, 1), group: group}
+	go func() { p.done <- cmd.Wait(); close(p.done) }()
+	return p
+}
+
+// signal sends sig to the process (or its group).
+func (p *proc) signal(sig syscall.Signal) error {
+	if p.group {
+		return syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// exited waits up to d for the process to exit.
+func (p *proc) exited(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// stop sends sig and waits up to grace for the process to exit, then kills it (its group)
+// and waits. It returns the exit error and whether the process exited within grace; a
+// process that had exited already is left as it is.
+func (p *proc) stop(sig syscall.Signal, grace time.Duration) (err error, inTime bool) {
+	if !p.running() {
+		return nil, true
+	}
+	_ = p.signal(sig)
+	select {
+	case err := <-p.done:
+		return err, true
+	case <-time.After(grace):
+		_ = p.signal(syscall.SIGKILL)
+		<-p.done
+		return nil, false
+	}
 }
 
 // logBuffer holds what a process writes, read by the test while the process runs.
@@ -259,27 +319,15 @@ func (s *Suite) Start(name string) {
 	s.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name))
 	cmd.Env = s.Env
-	started := handOver(cmd, name)
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	err := cmd.Start()
-	started()
-	if err != nil {
-		s.t.Fatalf("start %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, logs: logs, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); close(p.done) }()
-	s.procs[name] = p
+	s.procs[name] = startProc(s.t, name, cmd, false)
 }
 
 // Kill sends sig to one service and waits for it to exit.
 func (s *Suite) Kill(name string, sig syscall.Signal) {
 	s.t.Helper()
 	p := s.procs[name]
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
+	_ = p.signal(sig)
+	if !p.exited(15 * time.Second) {
 		s.t.Fatalf("%s did not exit after %v", name, sig)
 	}
 }
@@ -287,17 +335,15 @@ func (s *Suite) Kill(name string, sig syscall.Signal) {
 // Logs returns what a service wrote so far.
 func (s *Suite) Logs(name string) string { return s.procs[name].logs.String() }
 
-func (p *proc) stop(t *testing.T) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.name, err, p.logs.String())
-		}
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+// stopChecked stops a service of the suite: SIGTERM, and a test error when it does not exit
+// cleanly within 15 s.
+func (p *proc) stopChecked(t *testing.T) {
+	err, inTime := p.stop(syscall.SIGTERM, 15*time.Second)
+	switch {
+	case !inTime:
 		t.Errorf("%s did not stop within 15s of SIGTERM; killed. logs:\n%s", p.name, p.logs.String())
+	case err != nil:
+		t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.name, err, p.logs.String())
 	}
 }
 

@@ -94,26 +94,14 @@ func waitNotRunning(t *testing.T, what string, pid int) {
 }
 
 // startToolhost runs the zest-toolhost binary alone, with env added to its environment, and
-// returns its client and process.
-func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *exec.Cmd, *logBuffer) {
+// returns its client and process (killed at cleanup).
+func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *proc) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
 	cmd.Env = append(append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey), env...)
-	started := handOver(cmd, "zest-toolhost")
-	logs := &logBuffer{} // read while the tool host still writes
-	cmd.Stdout, cmd.Stderr = logs, logs
-	err := cmd.Start()
-	started()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	p := startProc(t, "zest-toolhost", cmd, false)
+	t.Cleanup(func() { p.stop(syscall.SIGKILL, 15*time.Second) })
 	cc, err := grpcdial.Dial(addr, serviceKey, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +112,7 @@ func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClien
 		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
 		return err
 	})
-	return c, cmd, logs
+	return c, p
 }
 
 func ensure(t *testing.T, c toolhostv1.ToolHostServiceClient, id, command string, args ...string) *toolhostv1.ServerStatus {
@@ -195,7 +183,7 @@ func TestToolhostSignalsLeaveNoChild(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			escaping, pidFile := escapingWrapper(t)
-			c, cmd, logs := startToolhost(t)
+			c, th := startToolhost(t)
 			direct := ensure(t, c, "direct", "node", se)
 			wrapped := ensure(t, c, "wrapped", wrap, se)
 			escaped := ensure(t, c, "escaping", escaping, se)
@@ -207,12 +195,12 @@ func TestToolhostSignalsLeaveNoChild(t *testing.T) {
 			if n := len(inGroups(pgids)); n < 6 { // shim+node, shim+sh+node, shim+node
 				t.Fatalf("expected the process trees to be running, found %d processes: %v", n, inGroups(pgids))
 			}
-			if err := cmd.Process.Signal(sig); err != nil {
+			if err := th.signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("tool host log:\n%s", logs)
+					t.Logf("tool host log:\n%s", th.logs)
 				}
 			})
 			what := fmt.Sprintf("after %v to the tool host", sig)
@@ -226,7 +214,7 @@ func TestToolhostSignalsLeaveNoChild(t *testing.T) {
 // ends with the server, on Stop and when the server exits by itself.
 func TestToolhostStopLeavesNoEscapedHelper(t *testing.T) {
 	se := serverEverything(t)
-	c, _, _ := startToolhost(t)
+	c, _ := startToolhost(t)
 	t.Run("stop", func(t *testing.T) {
 		escaping, pidFile := escapingWrapper(t)
 		st := ensure(t, c, "escaping", escaping, se)
@@ -260,7 +248,7 @@ func TestToolhostStopLeavesNoEscapedHelper(t *testing.T) {
 func TestWrapperStartStopCyclesLeaveNothing(t *testing.T) {
 	se := serverEverything(t)
 	wrap := wrapper(t)
-	c, _, _ := startToolhost(t)
+	c, _ := startToolhost(t)
 	var pgids []int
 	for i := range 50 {
 		st := ensure(t, c, "cycle", wrap, se)
@@ -323,7 +311,7 @@ func callText(t *testing.T, c toolhostv1.ToolHostServiceClient, id, tool string)
 // declared references and the allowed variables of the tool host, and none of the tool host's
 // keys, settings or other variables.
 func TestToolhostChildEnvironment(t *testing.T) {
-	c, _, _ := startToolhost(t, "LEMONADE_ADMIN_API_KEY=admin-key-must-not-leak", "TOOLHOST_E2E_UNDECLARED=must-not-leak",
+	c, _ := startToolhost(t, "LEMONADE_ADMIN_API_KEY=admin-key-must-not-leak", "TOOLHOST_E2E_UNDECLARED=must-not-leak",
 		"TOOLHOST_E2E_SECRET=declared-value", "ZEST_TOOLHOST_ENV_ALLOW=NODE_*,TOOLHOST_E2E_EXTRA", "TOOLHOST_E2E_EXTRA=allowed", "NODE_E2E=allowed")
 	ensureSpec(t, c, &toolhostv1.ServerSpec{Id: "raw", Command: "node", Args: []string{rawServer(t)}, TimeoutMs: 30000,
 		Env: map[string]string{"API_TOKEN": "${TOOLHOST_E2E_SECRET}"}})

@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // adminMarshaler is the admin routes' marshaler: answers are protojson (snake_case, every
@@ -20,6 +21,23 @@ type adminMarshaler struct {
 
 func newAdminMarshaler() *adminMarshaler {
 	return &adminMarshaler{runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{EmitUnpopulated: true}}}
+}
+
+// Marshal writes an answer; a ListTools or ListServers answer kept encoded
+// (lazyAdminClient) is written straight from its encoding (appendJSON), or decoded first when
+// appendJSON declines it.
+func (m *adminMarshaler) Marshal(v any) ([]byte, error) {
+	if msg, b, ok := lazyEncoding(v); ok {
+		if out, ok := appendJSON(make([]byte, 0, len(b)+len(b)/4), msg.ProtoReflect().Descriptor(), b); ok {
+			return out, nil
+		}
+		full := msg.ProtoReflect().New().Interface()
+		if err := proto.Unmarshal(b, full); err != nil {
+			return nil, err
+		}
+		v = full
+	}
+	return m.JSONPb.Marshal(v)
 }
 
 // NewDecoder reads the whole body and decodes it by the request it fills. grpc-gateway calls

@@ -73,8 +73,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithMetadata(adminRoute),
 	)
-	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin,
-		mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])); err != nil {
+	// ListTools answers are kept encoded and written as JSON from their encoding (toolsjson.go).
+	if err := mcpgatewayv1.RegisterAdminServiceHandlerClient(context.Background(), admin, lazyAdminClient{
+		AdminServiceClient: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), cc: e.backend["mcpgateway"]}); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}

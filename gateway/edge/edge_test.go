@@ -39,6 +39,30 @@ type fakeAdmin struct {
 	mu              sync.Mutex
 	md              []metadata.MD
 	unauthenticated bool
+	tools           *mcpgatewayv1.ListToolsResponse
+}
+
+func (f *fakeAdmin) setTools(r *mcpgatewayv1.ListToolsResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tools = r
+}
+
+func (f *fakeAdmin) setUnauthenticated() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unauthenticated = true
+}
+
+// ListTools answers the tools set by setTools (or refuses the key when unauthenticated is set).
+func (f *fakeAdmin) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsRequest) (*mcpgatewayv1.ListToolsResponse, error) {
+	f.record(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unauthenticated {
+		return nil, status.Error(codes.Unauthenticated, "Invalid or missing admin API key")
+	}
+	return f.tools, nil
 }
 
 func (f *fakeAdmin) record(ctx context.Context) {

@@ -6,8 +6,10 @@
 // the tools only once the client has answered ping with {} and every other request with
 // -32601, aborting the stream otherwise; it can forget the session on the next tools/call
 // (HTTP 404), tell a test when initialize arrives and hold it until the test lets it go. It
-// lists echo and any more tools its options name. It counts initializes, records the methods it saw, the tools called, the
-// client's answers, and every rule the client broke.
+// lists echo, any more tools its options name, and ask (Options.Ask), which sends the client
+// a request on the call's SSE stream and answers with the client's answer. It counts
+// initializes, records the methods it saw, the tools called, the client's answers, and every
+// rule the client broke.
 package mcptest
 
 import (
@@ -45,6 +47,10 @@ type Options struct {
 	OnInitialize func()
 	// Tools are more tools listed after echo; each answers "<name>:<text>".
 	Tools []string
+	// Ask lists the tool ask {method, params}: it sends the client a request of that method
+	// on the call's SSE stream (params default to {"asked": method}), waits for the answer
+	// (AnswerTimeout) and returns it as its text.
+	Ask bool
 }
 
 // Upstream is a running server.
@@ -66,6 +72,7 @@ type Upstream struct {
 	pending     map[string]chan json.RawMessage
 	deletes     int
 	toolCalls   []string
+	asks        int
 }
 
 // Start serves a new server until the test ends.
@@ -232,6 +239,10 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	case "tools/list":
 		u.toolsList(w, r, msg)
 	case "tools/call":
+		if u.opts.Ask && strings.Contains(string(msg.Params), `"name":"ask"`) {
+			u.ask(w, r, msg)
+			return
+		}
 		u.toolsCall(w, msg)
 	default:
 		if len(msg.ID) == 0 {
@@ -375,6 +386,10 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 	for _, name := range u.opts.Tools {
 		tools = append(tools, map[string]any{"name": name, "description": "Answer " + name + ":<text>.", "inputSchema": schema})
 	}
+	if u.opts.Ask {
+		tools = append(tools, map[string]any{"name": "ask", "description": "Send the client a request of method; answer its answer.",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"method": map[string]any{"type": "string"}, "params": map[string]any{"type": "object"}}, "required": []string{"method"}}})
+	}
 	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"tools": tools}})
 	// The stream stays open after the answer, as lazy servers leave it; the client must
 	// not wait for its end.
@@ -418,4 +433,56 @@ func (u *Upstream) toolsCall(w http.ResponseWriter, msg message) {
 	writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{
 		"content": []any{map[string]any{"type": "text", "text": prefix + p.Arguments.Text}},
 	}}, "Mcp-Session-Id", sid)
+}
+
+// ask answers a tools/call of ask on an SSE stream: the request to the client first, then,
+// once the client answered it, the answer as the tool's text.
+func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
+	var p struct {
+		Arguments struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"arguments"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	params := p.Arguments.Params
+	if len(params) == 0 {
+		params, _ = json.Marshal(map[string]string{"asked": p.Arguments.Method})
+	}
+	u.mu.Lock()
+	sid := u.session
+	u.toolCalls = append(u.toolCalls, "ask")
+	u.asks++
+	id, _ := json.Marshal(fmt.Sprintf("mcptest-ask-%d", u.asks))
+	answer := make(chan json.RawMessage, 1)
+	u.pending[sessionKey(sid, id)] = answer
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		delete(u.pending, sessionKey(sid, id))
+		u.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Mcp-Session-Id", sid)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	event := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	event(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": p.Arguments.Method, "params": params})
+	var got json.RawMessage
+	select {
+	case got = <-answer:
+	case <-time.After(u.opts.AnswerTimeout):
+		u.violate("no answer to the server's %s (id %s) within %v", p.Arguments.Method, id, u.opts.AnswerTimeout)
+		panic(http.ErrAbortHandler)
+	case <-r.Context().Done():
+		return
+	}
+	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": string(got)}}}})
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -31,6 +30,7 @@ type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
 	reg registry.Registry
 	up  *upstream.Manager
+	cat *catalog.Catalog
 	log *slog.Logger
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
@@ -42,48 +42,39 @@ func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, up: up, log: log}
+	return &Service{reg: reg, up: up, cat: catalog.New(reg, up, log), log: log}
 }
+
+// Catalog is the tool catalog the service answers from: its snapshot is shared by every
+// reader of the catalog (the tool list, the servers' states), and its Codec sends the
+// snapshot's tool list with the encoding kept when it was built.
+func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 
 // ListServers lists every registered server with its state.
 func (s *Service) ListServers(ctx context.Context, _ *mcpgatewayv1.ListServersRequest) (*mcpgatewayv1.ListServersResponse, error) {
+	snap, err := s.cat.Snapshot(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	cfgs, err := s.reg.ListServers(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	out := &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{}}
 	for _, c := range cfgs {
-		out.Servers = append(out.Servers, s.state(ctx, c))
+		out.Servers = append(out.Servers, s.stateIn(snap, c))
 	}
 	return out, nil
 }
 
-// ListTools lists the tools of connected servers, ordered by chat_name.
+// ListTools lists the tools of connected servers, ordered by chat_name: the catalog's
+// snapshot, shared (gRPC sends it with the encoding the snapshot kept).
 func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsRequest) (*mcpgatewayv1.ListToolsResponse, error) {
-	cfgs, err := s.reg.ListServers(ctx)
+	snap, err := s.cat.Snapshot(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &mcpgatewayv1.ListToolsResponse{Tools: []*mcpgatewayv1.ToolEntry{}}
-	for _, c := range cfgs {
-		out.Tools = append(out.Tools, s.entries(ctx, c)...)
-	}
-	sort.Slice(out.Tools, func(i, j int) bool { return out.Tools[i].GetChatName() < out.Tools[j].GetChatName() })
-	return out, nil
-}
-
-// entries builds the catalog entries of the tools a connected server exposes.
-func (s *Service) entries(ctx context.Context, c *mcpgatewayv1.ServerConfig) []*mcpgatewayv1.ToolEntry {
-	if !s.up.State(c.GetId()).Connected {
-		return nil
-	}
-	tools, err := s.up.Tools(ctx, c.GetId(), false)
-	if err != nil {
-		return nil
-	}
-	return catalog.Entries(c, tools, func(err error) {
-		s.log.Warn("skipping a malformed tool", "server", c.GetId(), "err", err)
-	})
+	return snap.ListTools(), nil
 }
 
 // stateOf is the config part of a server's state.
@@ -104,8 +95,17 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	return out
 }
 
-// state is a config plus its connection state and tools.
-func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
+// state is a config plus its connection state and tools, from the catalog as it is now.
+func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) (*mcpgatewayv1.ServerState, error) {
+	snap, err := s.cat.Snapshot(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return s.stateIn(snap, c), nil
+}
+
+// stateIn is a config plus its connection state, and its tools in snap.
+func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	st := s.up.State(c.GetId())
 	out := stateOf(c)
 	out.Connected, out.LastError, out.ProtocolVersion = st.Connected, st.LastError, st.Info.ProtocolVersion
@@ -122,7 +122,7 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) *mcpg
 	if st.Connected {
 		out.ServerInfo, _ = structpb.NewStruct(st.Info.ServerInfo)
 		out.Capabilities, _ = structpb.NewStruct(st.Info.Capabilities)
-		out.Tools = append(out.Tools, s.entries(ctx, c)...)
+		out.Tools = append(out.Tools, snap.Server(c.GetId())...)
 	}
 	return out
 }
@@ -197,7 +197,11 @@ func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectSe
 	if err := s.up.Connect(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
-	return &mcpgatewayv1.ConnectServerResponse{Server: s.state(ctx, cfg)}, nil
+	st, err := s.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.ConnectServerResponse{Server: st}, nil
 }
 
 // DisconnectServer closes a server's connection.
@@ -209,7 +213,11 @@ func (s *Service) DisconnectServer(ctx context.Context, req *mcpgatewayv1.Discon
 	if err := s.up.Disconnect(ctx, cfg.GetId()); err != nil {
 		s.log.Warn("disconnect failed", "id", cfg.GetId(), "err", err)
 	}
-	return &mcpgatewayv1.DisconnectServerResponse{Server: s.state(ctx, cfg)}, nil
+	st, err := s.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.DisconnectServerResponse{Server: st}, nil
 }
 
 // RefreshTools lists a server's tools again, connecting first if needed.
@@ -221,7 +229,11 @@ func (s *Service) RefreshTools(ctx context.Context, req *mcpgatewayv1.RefreshToo
 	if _, err := s.up.ListTools(ctx, cfg, true); err != nil {
 		return nil, toStatus(err)
 	}
-	return &mcpgatewayv1.RefreshToolsResponse{Server: s.state(ctx, cfg)}, nil
+	st, err := s.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.RefreshToolsResponse{Server: st}, nil
 }
 
 // GetServer shows one server: its config, connection state and tools, and for a stdio
@@ -231,7 +243,10 @@ func (s *Service) GetServer(ctx context.Context, req *mcpgatewayv1.GetServerRequ
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	st := s.state(ctx, cfg)
+	st, err := s.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.GetTransport() == serverconfig.TransportStdio {
 		p, err := s.up.Process(ctx, cfg.GetId())
 		if err != nil {

@@ -330,7 +330,7 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 	result := map[string]any{"protocolVersion": version, "capabilities": caps,
 		"serverInfo": map[string]any{"name": ServerName(ep.preset), "version": Version}, "instructions": instr}
 	h.log.DebugContext(ctx, "preset session started", "preset", ep.preset, "endpoint", ep.path(), "protocol_version", version)
-	return h.fed.StartSession(out, id, version, ep.binding(), result)
+	return h.fed.StartSession(out, payload, id, version, ep.binding(), result)
 }
 
 func serverName(p provider, inf *upstream.Info) string {

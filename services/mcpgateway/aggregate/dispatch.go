@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -38,10 +39,13 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
 	if !msg.IsRequest() {
-		if msg.Method == "notifications/cancelled" {
+		switch msg.Method {
+		case "notifications/cancelled":
 			c.h.fed.Cancel(c.sessionID, payload) // forwarded calls and built-in ones alike
+		case "": // the client's answer to a server's request relayed to it
+			return c.h.fed.AnswerRelay(ctx, c.serverConfigs(), c.sessionID, c.claims, payload, msg)
 		}
-		return nil // notifications/initialized, roots/list_changed, answers: accepted
+		return nil // notifications/initialized, roots/list_changed: accepted
 	}
 	params, bad := mcpserve.Params(payload, msg)
 	if bad != nil {
@@ -72,9 +76,21 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+msg.Method)
 }
 
+// serverConfigs are the configs of the preset's servers.
+func (c *call) serverConfigs() []*mcpgatewayv1.ServerConfig {
+	var out []*mcpgatewayv1.ServerConfig
+	for _, p := range c.provs {
+		if !p.builtin() {
+			out = append(out, p.cfg)
+		}
+	}
+	return out
+}
+
 // forward sends one request to one provider's server, as /mcp/servers/{id} does
-// (federate.Handler.Forward: progress, cancellation, timeout, failures hidden from
-// non-admins). Every request that reaches a provider for the client passes here.
+// (federate.Handler.Forward: progress, the server's own requests relayed to the client,
+// cancellation, timeout, failures hidden from non-admins). Every request that reaches a
+// provider for the client passes here.
 func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, params json.RawMessage) []byte {
 	inf, err := c.h.up.Info(ctx, p.cfg)
 	if err != nil {

@@ -6,11 +6,13 @@
 // It is write-through: every write of a server goes through it (mcpgateway holds the
 // registry file alone), and it updates memory after the registry under one write lock, so
 // that a write and a delete of one server cannot leave memory behind the registry; a fill
-// that raced with a write is not kept.
+// that raced with a write is not kept. ListServers answers from memory too, with the configs
+// GetServer hands out, so that the tool catalog tells a changed config by its pointer.
 package configcache
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -27,6 +29,8 @@ type Registry struct {
 
 	mu sync.Mutex
 	m  map[string]*mcpgatewayv1.ServerConfig
+	// all is every config in id order, as ListServers last read them (nil: read again).
+	all []*mcpgatewayv1.ServerConfig
 	// gen counts writes, so that a fill that began before one is dropped.
 	gen uint64
 }
@@ -57,6 +61,36 @@ func (r *Registry) GetServer(ctx context.Context, id string) (*mcpgatewayv1.Serv
 	return cfg, nil
 }
 
+// ListServers returns every config in id order: from memory once read, and the same configs
+// GetServer returns (shared: callers must not modify them), so that a reader can tell a
+// changed config by its pointer.
+func (r *Registry) ListServers(ctx context.Context) ([]*mcpgatewayv1.ServerConfig, error) {
+	r.mu.Lock()
+	all, gen := r.all, r.gen
+	r.mu.Unlock()
+	if all != nil {
+		return slices.Clone(all), nil
+	}
+	cfgs, err := r.Registry.ListServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gen != gen {
+		return cfgs, nil // a write came in between: keep nothing of this read
+	}
+	for i, c := range cfgs {
+		if known := r.m[c.GetId()]; known != nil {
+			cfgs[i] = known
+		} else {
+			r.m[c.GetId()] = c
+		}
+	}
+	r.all = cfgs
+	return slices.Clone(cfgs), nil
+}
+
 // PutServer writes cfg to the registry, then to memory. cfg must not be modified after.
 func (r *Registry) PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
 	r.write.Lock()
@@ -65,6 +99,7 @@ func (r *Registry) PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++
+	r.all = nil
 	if err == nil {
 		r.m[cfg.GetId()] = cfg
 	} else {
@@ -81,6 +116,7 @@ func (r *Registry) DeleteServer(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++
+	r.all = nil
 	delete(r.m, id)
 	return err
 }

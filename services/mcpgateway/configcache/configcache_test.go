@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -109,5 +110,52 @@ func TestAFillThatRacedAWriteIsDropped(t *testing.T) {
 	}
 	if got, _ := c.GetServer(ctx, "e"); !proto.Equal(got, newer) {
 		t.Fatalf("after the write: %v, want %v", got, newer)
+	}
+}
+
+// ListServers answers from memory once read, with the configs GetServer returns, and sees
+// every write and delete at once.
+func TestListServersFromMemory(t *testing.T) {
+	c, r := open(t)
+	ctx := t.Context()
+	if err := c.Registry.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "b"}); err != nil { // before the cache
+		t.Fatal(err)
+	}
+	a := &mcpgatewayv1.ServerConfig{Id: "a", Enabled: true}
+	if err := r.PutServer(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []string {
+		t.Helper()
+		all, err := r.ListServers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, cfg := range all {
+			got, err := r.GetServer(ctx, cfg.GetId())
+			if err != nil || got != cfg {
+				t.Fatalf("ListServers gave %p for %q, GetServer %p (%v)", cfg, cfg.GetId(), got, err)
+			}
+			out = append(out, cfg.GetId())
+		}
+		return out
+	}
+	if got := ids(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("ListServers = %v", got)
+	}
+	first, _ := r.ListServers(ctx)
+	again, _ := r.ListServers(ctx)
+	if first[0] != again[0] || first[1] != again[1] {
+		t.Fatal("a second ListServers gave other configs")
+	}
+	if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteServer(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("ListServers after a write and a delete = %v", got)
 	}
 }

@@ -67,11 +67,13 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
 	if !msg.IsRequest() {
-		if msg.Method == "notifications/cancelled" {
+		switch {
+		case msg.Method == "notifications/cancelled":
 			c.cancelled(payload)
+		case msg.Method == "":
+			return c.clientAnswer(ctx, payload, msg)
 		}
-		// notifications/initialized, roots/list_changed and the client's answers to server
-		// requests (none are relayed yet) are accepted and go no further.
+		// notifications/initialized and roots/list_changed are accepted and go no further.
 		return nil
 	}
 	params, bad := mcpserve.Params(payload, msg)
@@ -123,7 +125,8 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 
 // forward sends the request to the upstream with its params unchanged, bounded by the
 // server's timeout and cancellable by notifications/cancelled. A request that asks for
-// progress gets its notifications relayed before the answer, with the client's own token.
+// progress gets its notifications relayed before the answer, with the client's own token,
+// and the server's requests the client accepts (relay.go) come on the same stream.
 func (c *call) forward(ctx context.Context, msg mcpserve.Message, params json.RawMessage) (json.RawMessage, error) {
 	if string(params) == "null" {
 		params = nil
@@ -133,13 +136,7 @@ func (c *call) forward(ctx context.Context, msg mcpserve.Message, params json.Ra
 	key, entry := c.sessionID+"\n"+string(msg.ID), &inflight{cancel: cancel}
 	c.h.inflight.Store(key, entry)
 	defer c.h.inflight.CompareAndDelete(key, entry)
-	var res json.RawMessage
-	var err error
-	if hasProgressToken(params) {
-		res, err = c.h.up.CallProgress(ctx, c.cfg, msg.Method, params, 0, c.out.note)
-	} else {
-		res, err = c.h.up.Call(ctx, c.cfg, msg.Method, params, 0)
-	}
+	res, err := c.h.up.CallWith(ctx, c.cfg, msg.Method, params, 0, c.hooks(params))
 	if err != nil && errors.Is(context.Cause(ctx), errCancelled) {
 		return nil, errCancelled // whatever the upstream path made of the cancellation
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -47,14 +50,15 @@ func (o *output) End(final []byte, malformed bool, err error) error {
 // Err is the error of a send that failed (the client went away).
 func (o *output) Err() error { return o.err() }
 
-// StartSession answers an initialize request (id) with result: it issues a session id for
-// version bound to binding (the session's Claims.Server), sends it, then the result.
-func (h *Handler) StartSession(out *Output, id json.RawMessage, version, binding string, result any) error {
+// StartSession answers an initialize request (payload, its id) with result: it issues a
+// session id for version bound to binding (the session's Claims.Server), with the server
+// requests the client accepts (its capabilities: Claims.Relays), sends it, then the result.
+func (h *Handler) StartSession(out *Output, payload, id json.RawMessage, version, binding string, result any) error {
 	b, err := json.Marshal(result)
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
-	sid, err := h.sessions.IssueFor(version, binding)
+	sid, err := h.sessions.IssueWith(version, binding, relaysOf(payload))
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
@@ -67,8 +71,8 @@ func (h *Handler) StartSession(out *Output, id json.RawMessage, version, binding
 
 // Forward sends one request (msg, with params as given) of session sessionID to cfg's server
 // and renders its answer with the client's id (nil when the client cancelled it). It is the
-// one way another endpoint reaches a server for a client's request: a per-call hook (the relay
-// of the server's own requests to the client) belongs in forward, which this calls.
+// one way another endpoint reaches a server for a client's request, with forward's per-call
+// hooks: progress, and the server's own requests relayed to the client on out.
 func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, out *Output, msg mcpserve.Message, params json.RawMessage) []byte {
 	c := &call{h: h, cfg: cfg, sessionID: sessionID, claims: cl, out: out}
 	res, err := c.forward(ctx, msg, params)
@@ -92,6 +96,23 @@ func (h *Handler) Track(sessionID string, id json.RawMessage, cancel context.Can
 
 // Cancelled reports whether cause is that of a call the client cancelled.
 func Cancelled(cause error) bool { return errors.Is(cause, errCancelled) }
+
+// AnswerRelay takes a client's response POSTed to a session whose requests go to several
+// servers (a preset's): the answer to a relayed request goes to the server among cfgs whose
+// signed relay id it carries, as on /mcp/servers/{id}; a response to anything else is
+// accepted and dropped (nil, HTTP 202).
+func (h *Handler) AnswerRelay(ctx context.Context, cfgs []*mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, payload []byte, msg mcpserve.Message) []byte {
+	var id string
+	if json.Unmarshal(msg.ID, &id) != nil || !strings.HasPrefix(id, session.RelayPrefix) {
+		return nil
+	}
+	for _, cfg := range cfgs {
+		if _, err := h.sessions.OpenRelay(id, sessionID, cfg.GetId()); err == nil {
+			return (&call{h: h, cfg: cfg, sessionID: sessionID, claims: cl}).clientAnswer(ctx, payload, msg)
+		}
+	}
+	return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: this response answers no request sent to this session (its id was not issued for it)")
+}
 
 // SetLevel answers logging/setLevel of session sessionID (the level is kept in the registry).
 func (h *Handler) SetLevel(ctx context.Context, sessionID string, cl session.Claims, id, params json.RawMessage) []byte {

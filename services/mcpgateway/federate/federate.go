@@ -44,7 +44,10 @@ type Upstreams interface {
 	State(id string) upstream.State
 	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
-	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
+	// CallWith is Call with the progress and the server requests of the call going to hooks.
+	CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks upstream.Hooks) (json.RawMessage, error)
+	// Answer takes a client's answer to a relayed server request back to the server.
+	Answer(ctx context.Context, ref string, result json.RawMessage, rpcErr *upstream.RPCError) error
 }
 
 // Handler serves /mcp/servers/{id} (mcpserve.Federation).
@@ -177,7 +180,7 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		result["instructions"] = inf.Instructions
 	}
 	h.log.DebugContext(ctx, "federated session started", "server", cfg.GetId(), "protocol_version", version)
-	return h.StartSession(out, id, version, cfg.GetId(), result)
+	return h.StartSession(out, payload, id, version, cfg.GetId(), result)
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -206,11 +206,14 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		}
 		return keyauth.LevelAPI
 	}}
-	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
 	// Every server config is read through one write-through cache: the admin service writes
 	// through it, the federation and the chat loop read it on every request and tool call.
 	servers := configcache.New(reg)
+	adminService := admin.New(servers, up, log)
+	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
+	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
+		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(adminService.Catalog().Codec())}})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
 	mcpHandler.Federation = fed
@@ -231,7 +234,6 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		fed.Notify(server, msg)
 		agg.Notify(server, msg)
 	})
-	adminService := admin.New(servers, up, log)
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},

@@ -39,6 +39,10 @@ type Claims struct {
 	// Server is the registered server a session of /mcp/servers/{id} is bound to; empty for
 	// Zest's own /mcp. A session is served only on the endpoint it was issued for.
 	Server string `json:"s,omitempty"`
+	// Relays are the requests of the server the session's MCP client accepts, from the
+	// capabilities it declared in initialize: "s" sampling, "e" elicitation, "r" roots (empty
+	// for ids issued before relays existed: nothing is relayed to them).
+	Relays string `json:"c,omitempty"`
 }
 
 // Codec signs and checks session ids.
@@ -74,11 +78,17 @@ func (c *Codec) Issue(protocolVersion string) (string, error) { return c.IssueFo
 // IssueFor returns a new session id for protocolVersion bound to server (empty: Zest's own
 // /mcp).
 func (c *Codec) IssueFor(protocolVersion, server string) (string, error) {
+	return c.IssueWith(protocolVersion, server, "")
+}
+
+// IssueWith is IssueFor for a client that accepts the server's requests named in relays
+// (see Claims.Relays).
+func (c *Codec) IssueWith(protocolVersion, server, relays string) (string, error) {
 	nonce := make([]byte, 12)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce), Server: server})
+	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce), Server: server, Relays: relays})
 }
 
 // encode signs cl into an id.

@@ -405,6 +405,8 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name), true
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
+	// The chat loop has no MCP client to relay the server's sampling, elicitation or roots
+	// requests to: CallTool relays none (see its doc).
 	raw, err := l.up.CallTool(ctx, cur, t.name, params, 0)
 	var rpcErr *upstream.RPCError
 	switch {

@@ -23,7 +23,9 @@ const (
 
 // CallTool calls tool on the server of cfg (tools/call with params, connecting first when
 // needed) and logs one line at info with the call's context: server, tool, duration_ms and
-// outcome — never the arguments or the result.
+// outcome — never the arguments or the result. Its callers (the admin API, the chat loop)
+// have no MCP client: the server's sampling, elicitation and roots requests during the call
+// are relayed to nobody (a stdio server gets no roots, or an error; an HTTP server -32601).
 func (m *Manager) CallTool(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	began := time.Now()
 	raw, err := m.Call(ctx, cfg, "tools/call", params, timeout)

@@ -15,6 +15,8 @@ var (
 	ErrNotConnected = errors.New("server is not connected")
 	// ErrUpstream means the upstream failed: it could not be started, reached, or answered badly.
 	ErrUpstream = errors.New("MCP server failed")
+	// ErrRelayUnknown means no request of a server waits for the answer a client sent.
+	ErrRelayUnknown = errors.New("no request of the MCP server waits for this answer")
 )
 
 // RPCError is a JSON-RPC error answered by the upstream.

@@ -24,7 +24,8 @@ const ProtocolVersion = "2025-11-25"
 const methodToolsListChanged = "notifications/tools/list_changed"
 
 // httpSession is a Streamable HTTP server reached directly with mcp-go's transport. It
-// answers the server's own requests (ping; anything else is -32601), follows
+// answers the server's own requests (ping; sampling, elicitation and roots/list relayed to the
+// client of the call whose response stream carried them, see answerServerRequest), follows
 // notifications/tools/list_changed (on the GET stream or on a response stream), and starts a
 // new MCP session after the server has forgotten the old one (HTTP 404): the call that met
 // the 404 fails with SessionExpiredError, the next call initializes again.
@@ -40,6 +41,8 @@ type httpSession struct {
 	// progress maps the progress tokens Zest gave the calls in flight to their callers.
 	progress   sync.Map // string → *progressCall
 	progressID atomic.Int64
+	// waiting are the server's requests relayed to clients (shared by the manager's sessions).
+	waiting *waiters
 
 	mu sync.Mutex
 	cl *client.Client
@@ -60,11 +63,14 @@ type renewal struct {
 	err  error
 }
 
-func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), log *slog.Logger) (*httpSession, error) {
+func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, log *slog.Logger) (*httpSession, error) {
 	if emit == nil {
 		emit = func(string, []byte) {}
 	}
-	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit}
+	if waiting == nil {
+		waiting = &waiters{}
+	}
+	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit, waiting: waiting}
 	if ref := cfg.GetBearerToken(); ref != "" {
 		name, err := envref.Variable(ref)
 		if err != nil {
@@ -109,6 +115,7 @@ func (s *httpSession) connect(ctx context.Context) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
 	req.Params.ClientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
+	req.Params.Capabilities = clientCapabilities()
 	res, err := cl.Initialize(ctx, req)
 	if err != nil {
 		cl.Close()
@@ -129,17 +136,6 @@ func (s *httpSession) connect(ctx context.Context) error {
 		_ = old.Close()
 	}
 	return nil
-}
-
-// answerServerRequest answers the requests a server sends its client: ping with an empty
-// result, every other method (roots/list, sampling/createMessage, elicitation/create, …) with
-// the JSON-RPC error -32601, since Zest offers none of them to HTTP upstreams. It returns the
-// error as a response, not as a Go error, which mcp-go would answer with -32603.
-func answerServerRequest(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	if req.Method == string(mcp.MethodPing) {
-		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
-	}
-	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "Method not found", map[string]string{"method": req.Method}), nil
 }
 
 func toMap(v any) map[string]any {
@@ -367,17 +363,25 @@ type progressCall struct {
 	onProgress func([]byte)
 }
 
-// callProgress gives the call a progress token of Zest's own (callers of one connection may
-// use the same tokens), and hands the server's progress notifications carrying it to
-// onProgress with the caller's token. mcp-go reads a response stream in order, so every
-// notification the server sent before its answer is handed over before this returns.
-func (s *httpSession) callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
+// callWith gives the call a progress token of Zest's own (callers of one connection may use
+// the same tokens), and hands the server's progress notifications carrying it to
+// hooks.OnProgress with the caller's token. mcp-go reads a response stream in order, so every
+// notification the server sent before its answer is handed over before this returns. The
+// server's requests on the call's response stream belong to this call: those its client
+// accepts go to hooks.OnRequest (see answerServerRequest).
+func (s *httpSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if hooks.OnRequest != nil {
+		ctx = context.WithValue(ctx, httpRelayKey{}, &httpRelay{hooks: hooks, waiting: s.waiting})
+	}
+	if hooks.OnProgress == nil {
+		return s.call(ctx, method, params, timeout)
+	}
 	token := fmt.Sprintf("zest-progress-%d", s.progressID.Add(1))
 	rewritten, original, err := rewriteProgressToken(params, token)
 	if err != nil || original == nil {
 		return s.call(ctx, method, params, timeout)
 	}
-	s.progress.Store(token, &progressCall{token: original, onProgress: onProgress})
+	s.progress.Store(token, &progressCall{token: original, onProgress: hooks.OnProgress})
 	defer s.progress.Delete(token)
 	return s.call(ctx, method, rewritten, timeout)
 }

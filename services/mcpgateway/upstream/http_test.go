@@ -107,8 +107,8 @@ func TestHTTPAnswersServerRequests(t *testing.T) {
 	}
 }
 
-// answerServerRequest answers ping {} and everything else -32601 "Method not found" as a
-// response, not as a Go error (which mcp-go answers -32603).
+// answerServerRequest answers ping {} and, outside a call made for an MCP client, everything
+// else -32601 "Method not found" as a response, not as a Go error (which mcp-go answers -32603).
 func TestAnswerServerRequest(t *testing.T) {
 	for _, method := range []string{"ping", "roots/list", "sampling/createMessage", "elicitation/create", "x/unknown"} {
 		t.Run(method, func(t *testing.T) {
@@ -119,7 +119,11 @@ func TestAnswerServerRequest(t *testing.T) {
 				t.Fatalf("answer: %v, %v", resp, err)
 			}
 			b, _ := json.Marshal(resp)
-			want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found","data":{"method":"` + method + `"}}}`
+			message := "Method not found"
+			if method != "x/unknown" {
+				message += ": Zest relays " + method + " only to the MCP client of the call that caused it, on that call's response stream; this one came on the GET stream or during a request of Zest's own"
+			}
+			want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"` + message + `","data":{"method":"` + method + `"}}}`
 			if method == "ping" {
 				want = `{"jsonrpc":"2.0","id":7,"result":{}}`
 			}

@@ -136,13 +136,22 @@ func (s *stdioSession) call(ctx context.Context, method string, params json.RawM
 	return r.GetResult(), nil
 }
 
-// callProgress calls through the tool host's CallStream, which rewrites the progress token
-// for the child and restores the caller's on each notification it streams back.
-func (s *stdioSession) callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
+// callWith calls through the tool host's CallStream, which rewrites the progress token for
+// the child and restores the caller's on each notification it streams back, and streams the
+// child's requests it attributes to this call when the caller's client accepts them (their
+// answers go back with Manager.Answer). A caller that wants neither makes a unary Call.
+func (s *stdioSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if hooks.OnProgress == nil && (!hooks.Relays.Any() || hooks.OnRequest == nil) {
+		return s.call(ctx, method, params, timeout)
+	}
+	var relays *toolhostv1.Relays
+	if hooks.OnRequest != nil && hooks.Relays.Any() {
+		relays = &toolhostv1.Relays{Sampling: hooks.Relays.Sampling, Elicitation: hooks.Relays.Elicitation, Roots: hooks.Relays.Roots}
+	}
 	var r *toolhostv1.CallResponse
 	err := s.retryOnLost(ctx, func() error {
 		stream, err := s.th.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
-			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}}, grpc.WaitForReady(true))
+			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds()), Relays: relays}}, grpc.WaitForReady(true))
 		if err != nil {
 			return err
 		}
@@ -155,7 +164,13 @@ func (s *stdioSession) callProgress(ctx context.Context, method string, params j
 				return err
 			}
 			if n := item.GetNotification(); n != nil {
-				onProgress(n)
+				if hooks.OnProgress != nil {
+					hooks.OnProgress(n)
+				}
+				continue
+			}
+			if q := item.GetRequest(); q != nil {
+				hooks.OnRequest(ServerRequest{Ref: "t:" + q.GetRelayId(), Method: q.GetMethod(), Params: q.GetParams()})
 				continue
 			}
 			r = item.GetAnswer()

@@ -3,7 +3,11 @@ package upstream
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 )
+
+// listings numbers the tool lists kept by every session, so that a version names one list.
+var listings atomic.Uint64
 
 // toolCache is the last tools/list answer of one session. Listings may overlap (a refresh
 // from the admin API, one after notifications/tools/list_changed): each takes a ticket when
@@ -15,6 +19,8 @@ type toolCache struct {
 	listed bool
 	issued uint64
 	stored uint64
+	// version is the process-wide number of the list kept (see Manager.Listed).
+	version uint64
 }
 
 // get returns the cached tools and whether the server was listed at all.
@@ -22,6 +28,13 @@ func (c *toolCache) get() ([]json.RawMessage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tools, c.listed
+}
+
+// listing returns the cached tools, their version and whether the server was listed at all.
+func (c *toolCache) listing() ([]json.RawMessage, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools, c.version, c.listed
 }
 
 // begin returns the ticket of a listing that starts now.
@@ -41,7 +54,7 @@ func (c *toolCache) put(ticket uint64, tools []json.RawMessage) []json.RawMessag
 		tools = []json.RawMessage{}
 	}
 	if ticket > c.stored {
-		c.tools, c.listed, c.stored = tools, true, ticket
+		c.tools, c.listed, c.stored, c.version = tools, true, ticket, listings.Add(1)
 	}
 	return c.tools
 }

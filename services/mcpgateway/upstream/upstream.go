@@ -37,9 +37,11 @@ type session interface {
 	info() Info
 	tools(ctx context.Context, refresh bool) ([]json.RawMessage, error)
 	call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
-	// callProgress is call for a request whose params carry _meta.progressToken: the
-	// server's progress notifications of this call reach onProgress, with the caller's token.
-	callProgress(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
+	// callWith is call with a caller's hooks: the server's progress notifications of this
+	// call reach hooks.OnProgress with the caller's token (when params carry
+	// _meta.progressToken), and its requests that the caller's client accepts reach
+	// hooks.OnRequest.
+	callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error)
 	close(ctx context.Context) error
 }
 
@@ -55,6 +57,8 @@ type Manager struct {
 	// notify receives the notifications servers send outside a call's progress (see
 	// OnNotification).
 	notify atomic.Pointer[func(serverID string, msg []byte)]
+	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
+	waiting waiters
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
@@ -150,7 +154,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		var h *httpSession
-		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.log); err == nil {
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, &m.waiting, m.log); err == nil {
 			s = h
 		}
 	} else {
@@ -318,6 +322,24 @@ func (m *Manager) Tools(ctx context.Context, id string, refresh bool) ([]json.Ra
 	return m.tools(ctx, id, s, refresh)
 }
 
+// Listed returns the tools a connected server listed last, without I/O, and their version: a
+// number that changes whenever another list is kept (a refresh, a list_changed, a reconnect).
+// ok is false when the server is not connected (or has not been listed yet). The slice is
+// shared: callers must not modify it.
+func (m *Manager) Listed(id string) (tools []json.RawMessage, version uint64, ok bool) {
+	s, _ := m.connected(id)
+	var c *toolCache
+	switch s := s.(type) {
+	case *stdioSession:
+		c = &s.cache
+	case *httpSession:
+		c = &s.cache
+	default:
+		return nil, 0, false
+	}
+	return c.listing()
+}
+
 // ListTools returns the tools of the server of cfg (refresh lists them again), connecting
 // first when needed, as Call does.
 func (m *Manager) ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error) {
@@ -393,7 +415,7 @@ func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 	if err != nil {
 		return nil, err
 	}
-	return s.callProgress(ctx, method, params, timeout, onProgress)
+	return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
 }
 
 // OnNotification sets f to receive every notification a server sends that is not the

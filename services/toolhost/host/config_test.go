@@ -27,6 +27,7 @@ func TestValidate(t *testing.T) {
 		{"line limit too small", func(c *Config) { c.MaxLineBytes = 100 }, "toolhost-max-line-bytes 100"},
 		{"negative line limit", func(c *Config) { c.MaxLineBytes = -1 }, "toolhost-max-line-bytes -1"},
 		{"stdin queue too small", func(c *Config) { c.MaxStdinQueueBytes = 1000 }, "toolhost-max-stdin-queue-bytes 1000: want at least 65536"},
+		{"no relays", func(c *Config) { c.MaxRelays = 0 }, "toolhost-max-relays 0: want at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,11 +4,13 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -39,6 +41,9 @@ type Config struct {
 	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read its
 	// stdin (ZEST_TOOLHOST_MAX_STDIN_QUEUE_BYTES).
 	MaxStdinQueueBytes int
+	// MaxRelays bounds the requests of one child waiting for callers' MCP clients
+	// (ZEST_TOOLHOST_MAX_RELAYS); more are answered with an error.
+	MaxRelays int
 	// StopGrace is each step of the stop sequence (ZEST_TOOLHOST_STOP_GRACE).
 	StopGrace time.Duration
 	// IdleTimeout stops unused children (ZEST_TOOLHOST_IDLE_TIMEOUT, 0 = never).
@@ -70,7 +75,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312",
 		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
-		StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
+		MaxRelays: d.MaxRelays, StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil),
 	}
 }
@@ -83,6 +88,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
 	fs.IntVar(&c.MaxStdinQueueBytes, "toolhost-max-stdin-queue-bytes", c.MaxStdinQueueBytes, "request bytes that may wait for a server that does not read its stdin; a call that does not fit waits for room until its deadline")
+	fs.IntVar(&c.MaxRelays, "toolhost-max-relays", c.MaxRelays, "requests of one server (sampling, elicitation, roots) that may wait for their caller's MCP client; more are answered with an error")
 	fs.DurationVar(&c.StopGrace, "toolhost-stop-grace", c.StopGrace, "wait after closing a server's stdin, and again after the SIGTERM its shim passes on, before the next stop step")
 	fs.DurationVar(&c.IdleTimeout, "toolhost-idle-timeout", c.IdleTimeout, "stop a server unused this long (0: never)")
 	fs.BoolVar(&c.LazyStart, "toolhost-lazy-start", c.LazyStart, "launch a server on its first call instead of when it is registered")
@@ -110,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStdinQueueBytes < 64<<10 {
 		errs = append(errs, fmt.Errorf("toolhost-max-stdin-queue-bytes %d: want at least 65536 (64 KiB)", c.MaxStdinQueueBytes))
+	}
+	if c.MaxRelays < 1 {
+		errs = append(errs, fmt.Errorf("toolhost-max-relays %d: want at least 1", c.MaxRelays))
 	}
 	if c.StderrTailBytes < 0 || c.MaxInFlight < 1 {
 		errs = append(errs, errors.New("toolhost-stderr-tail-bytes must be ≥ 0 and toolhost-max-in-flight ≥ 1"))
@@ -139,6 +148,8 @@ type Host struct {
 	sup *supervisor.Supervisor
 	srv *grpcserve.Server
 	log *slog.Logger
+	// relays are the children's requests waiting for a caller's client, by relay id.
+	relays relayTable
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -152,12 +163,12 @@ func New(cfg Config, log *slog.Logger) *Host {
 	}
 	sup := supervisor.New(supervisor.Config{
 		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
-		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes,
-		StopGrace:          cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
+		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes, MaxRelays: cfg.MaxRelays,
+		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow,
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log}
+	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
@@ -242,27 +253,51 @@ func (h *Host) ListTools(ctx context.Context, req *toolhostv1.ListToolsRequest) 
 	return out, nil
 }
 
-// Call implements ToolHostService.
+// Call implements ToolHostService. A unary call cannot carry the child's requests back: they
+// are answered by the tool host (its relays are ignored).
 func (h *Host) Call(ctx context.Context, req *toolhostv1.CallRequest) (*toolhostv1.CallResponse, error) {
-	return h.call(ctx, req, nil)
+	return h.call(ctx, req, stdio.Hooks{})
 }
 
-// CallStream implements ToolHostService: progress notifications of the call, then its answer.
+// CallStream implements ToolHostService: progress notifications of the call and the child's
+// requests its relays accept, then its answer.
 func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.ToolHostService_CallStreamServer) error {
-	onProgress := func(n []byte) {
+	var mu sync.Mutex // progress and requests come from the read loop, the answer from here
+	send := func(item *toolhostv1.CallStreamResponse) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stream.Send(item)
+	}
+	hooks := stdio.Hooks{OnProgress: func(n []byte) {
 		// Sent from the child's read loop: a slow caller delays the other callers of that
 		// server, which is why progress is only streamed to callers who ask for it.
-		_ = stream.Send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Notification{Notification: n}})
+		_ = send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Notification{Notification: n}})
+	}}
+	if rl := req.GetCall().GetRelays(); rl.GetSampling() || rl.GetElicitation() || rl.GetRoots() {
+		ids := h.relays.forCall()
+		defer ids.end()
+		hooks.Accepts = func(method string) bool {
+			return method == stdio.MethodSampling && rl.GetSampling() || method == stdio.MethodElicitation && rl.GetElicitation() ||
+				method == stdio.MethodRoots && rl.GetRoots()
+		}
+		hooks.OnRequest = func(method string, params json.RawMessage, reply stdio.Reply) {
+			id := ids.add(reply)
+			item := &toolhostv1.ServerRequest{RelayId: id, Method: method, Params: params}
+			if err := send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Request{Request: item}}); err != nil {
+				h.relays.take(id)
+				reply(nil, &stdio.RPCError{Code: -32603, Message: "Internal error: the request could not be passed on to the client: " + err.Error()})
+			}
+		}
 	}
-	answer, err := h.call(stream.Context(), req.GetCall(), onProgress)
+	answer, err := h.call(stream.Context(), req.GetCall(), hooks)
 	if err != nil {
 		return err
 	}
-	return stream.Send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Answer{Answer: answer}})
+	return send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Answer{Answer: answer}})
 }
 
-func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, onProgress func([]byte)) (*toolhostv1.CallResponse, error) {
-	res, err := h.sup.Call(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), onProgress)
+func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, hooks stdio.Hooks) (*toolhostv1.CallResponse, error) {
+	res, err := h.sup.CallWith(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), hooks)
 	var rpcErr *stdio.RPCError
 	switch {
 	case errors.As(err, &rpcErr):

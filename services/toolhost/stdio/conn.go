@@ -76,9 +76,16 @@ type Options struct {
 	StopGrace time.Duration
 	// OnNotification receives notifications not tied to a call (e.g. tools/list_changed).
 	OnNotification func(method string, msg []byte)
-	// OnRequest answers requests from the child other than ping; nil answers -32601. This is
-	// the seam for relaying roots/list, sampling and elicitation to a subscribed caller.
+	// OnRequest answers requests from the child other than ping and the relayable ones
+	// (sampling/createMessage, elicitation/create, roots/list: see CallWith); nil answers
+	// -32601.
 	OnRequest func(method string, params json.RawMessage) (json.RawMessage, *RPCError)
+	// MaxRelays bounds the child's requests waiting for callers' clients; more are answered
+	// with an error.
+	MaxRelays int
+	// OrphanWindow is how long a call its caller gave up on still counts as in flight when a
+	// request of the child is attributed.
+	OrphanWindow time.Duration
 	// OnExit is called once when the child has exited, with the reason.
 	OnExit func(err error)
 	Logger *slog.Logger
@@ -102,20 +109,25 @@ type Conn struct {
 	mu       sync.Mutex
 	pending  map[int64]*call
 	progress map[string]*call
-	exitErr  error       // set once the child is gone
-	exited   atomic.Bool // exitErr is set: Err takes the lock only then
-	done     chan struct{}
-	stopping atomic.Bool
-	readDone chan struct{}
-	errDone  chan struct{}
+	// orphans are calls given up on (cancelled, timed out) that the child has not answered,
+	// with when they stop counting as in flight for attribution.
+	orphans    map[int64]time.Time
+	relayCount int         // requests of the child waiting for callers' clients
+	exitErr    error       // set once the child is gone
+	exited     atomic.Bool // exitErr is set: Err takes the lock only then
+	done       chan struct{}
+	stopping   atomic.Bool
+	readDone   chan struct{}
+	errDone    chan struct{}
 }
 
 type call struct {
 	id          int64
 	resp        chan response
-	onProgress  func([]byte)
+	hooks       Hooks
 	token       string
 	callerToken json.RawMessage
+	relays      map[*relay]struct{} // requests of the child waiting for this caller's client (under Conn.mu)
 }
 
 type response struct {
@@ -138,6 +150,12 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.MaxRelays <= 0 {
+		opts.MaxRelays = DefaultMaxRelays
+	}
+	if opts.OrphanWindow <= 0 {
+		opts.OrphanWindow = DefaultOrphanWindow
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -192,7 +210,7 @@ func newConn(opts Options, stdin *os.File) *Conn {
 	return &Conn{
 		opts: opts, stdin: stdin, in: newStdinQueue(stdin, opts.MaxStdinQueueBytes),
 		sem:    make(chan struct{}, opts.MaxInFlight),
-		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{},
+		stderr: newTail(opts.StderrTailBytes), pending: map[int64]*call{}, progress: map[string]*call{}, orphans: map[int64]time.Time{},
 		done: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
 	}
 }
@@ -228,8 +246,18 @@ func (c *Conn) InFlight() int { return len(c.sem) }
 // Call sends one request and waits for its answer. params must be a JSON object or array
 // (or empty); pretty-printed params are compacted onto one line, and params that are not JSON
 // fail with ErrBadRequest before anything is written. onProgress (may be nil) receives the
-// call's progress notifications with the caller's own progress token.
+// call's progress notifications with the caller's own progress token. The child's requests
+// during the call are answered by the tool host (see CallWith).
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, onProgress func([]byte)) (json.RawMessage, error) {
+	return c.CallWith(ctx, method, params, Hooks{OnProgress: onProgress})
+}
+
+// CallWith is Call with the hooks of a caller that may relay the child's requests to its
+// MCP client: a sampling/createMessage, elicitation/create or roots/list of the child goes to
+// hooks.OnRequest when this call is the only one in flight on the child and hooks.Accepts
+// its method (see attribute). Requests still waiting when the call ends are answered with an
+// error.
+func (c *Conn) CallWith(ctx context.Context, method string, params json.RawMessage, hooks Hooks) (json.RawMessage, error) {
 	if err := checkMethod(method); err != nil {
 		return nil, err
 	}
@@ -244,7 +272,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	defer func() { <-c.sem }()
 
-	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), onProgress: onProgress}
+	cl := &call{id: c.nextID.Add(1), resp: make(chan response, 1), hooks: hooks}
 	if bytes.Contains(params, []byte(`"progressToken"`)) {
 		token := "zest-" + strconv.FormatInt(cl.id, 10)
 		p, tok := rewriteProgressToken(params, token)
@@ -264,6 +292,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 		c.progress[cl.token] = cl
 	}
 	c.mu.Unlock()
+	defer c.endRelays(cl)
 
 	msg := appendRequest(make([]byte, 0, 64+len(method)+len(params)), cl.id, method, params)
 
@@ -286,6 +315,11 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 		return r.result, nil
 	case <-ctx.Done():
 		c.forget(cl)
+		c.mu.Lock()
+		if c.exitErr == nil {
+			c.orphans[cl.id] = time.Now().Add(c.opts.OrphanWindow)
+		}
+		c.mu.Unlock()
 		reason := "request cancelled by the caller"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			reason = "request timed out"
@@ -405,6 +439,7 @@ func (c *Conn) handleMessage(raw []byte) error {
 		c.mu.Lock()
 		cl := c.pending[id]
 		delete(c.pending, id)
+		delete(c.orphans, id)
 		if cl != nil && cl.token != "" {
 			delete(c.progress, cl.token)
 		}
@@ -431,11 +466,11 @@ func (c *Conn) deliverProgress(params json.RawMessage) bool {
 	if cl == nil {
 		return false
 	}
-	if cl.onProgress != nil {
+	if cl.hooks.OnProgress != nil {
 		p["progressToken"] = cl.callerToken
 		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
 		if err == nil {
-			cl.onProgress(b)
+			cl.hooks.OnProgress(b)
 		}
 	}
 	return true
@@ -445,6 +480,8 @@ func (c *Conn) answerRequest(id json.RawMessage, method string, params json.RawM
 	switch {
 	case method == "ping":
 		c.answer(id, json.RawMessage(`{}`), nil)
+	case relayable(method):
+		c.attribute(id, method, params)
 	case c.opts.OnRequest != nil:
 		result, rpcErr := c.opts.OnRequest(method, params)
 		c.answer(id, result, rpcErr)
@@ -535,6 +572,7 @@ func (c *Conn) waitLoop() {
 	err := c.exitErr
 	c.pending = map[int64]*call{} // waiters select on c.done and return c.Err()
 	c.progress = map[string]*call{}
+	clear(c.orphans)
 	c.mu.Unlock()
 	close(c.done)
 	if c.opts.OnExit != nil {

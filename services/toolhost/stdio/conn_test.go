@@ -212,9 +212,18 @@ func TestRequestsFromTheChild(t *testing.T) {
 	if err != nil || !strings.Contains(got, `"result":{}`) {
 		t.Fatalf("ping: %s %v", got, err)
 	}
+	// A call that relays nothing: roots/list gets no roots, the rest an error saying why.
 	got, err = callTool(t, c, t.Context(), "roots", nil)
-	if err != nil || !strings.Contains(got, "-32601") {
+	if err != nil || got != `{"error":null,"result":{"roots":[]}}` {
 		t.Fatalf("roots/list: %s %v", got, err)
+	}
+	got, err = callTool(t, c, t.Context(), "ask", map[string]any{"method": MethodSampling})
+	if err != nil || !strings.Contains(got, "no client of the call in flight accepts sampling/createMessage") {
+		t.Fatalf("sampling: %s %v", got, err)
+	}
+	got, err = callTool(t, c, t.Context(), "ask", map[string]any{"method": "other/method"})
+	if err != nil || !strings.Contains(got, "-32601") {
+		t.Fatalf("other/method: %s %v", got, err)
 	}
 }
 

@@ -44,7 +44,9 @@ type Config struct {
 	MaxInFlight     int
 	// MaxStdinQueueBytes bounds the request bytes waiting for a child that does not read.
 	MaxStdinQueueBytes int
-	StopGrace          time.Duration
+	// MaxRelays bounds the requests of one child waiting for callers' clients.
+	MaxRelays int
+	StopGrace time.Duration
 	// IdleTimeout stops a child unused for this long (0: never); the next call starts it.
 	IdleTimeout time.Duration
 	// LazyStart makes EnsureStarted only check and register; the first call launches.
@@ -70,6 +72,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxLineBytes: stdio.DefaultMaxLineBytes, StderrTailBytes: stdio.DefaultStderrTailBytes,
 		MaxInFlight: stdio.DefaultMaxInFlight, MaxStdinQueueBytes: stdio.DefaultMaxStdinQueueBytes, StopGrace: stdio.DefaultStopGrace,
+		MaxRelays:   stdio.DefaultMaxRelays,
 		BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, DefaultTimeout: 30 * time.Second,
 	}
 }
@@ -371,8 +374,8 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
-		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes,
-		StopGrace:          s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
+		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
+		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
 		OnExit:         func(err error) { srv.onExit(conn, err) },
 	})
@@ -417,8 +420,10 @@ func (srv *server) timeout(spec *toolhostv1.ServerSpec) time.Duration {
 func (srv *server) handshake(ctx context.Context, conn *stdio.Conn) error {
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": OfferedVersion,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "zest-toolhost", "version": Version},
+		// The tool host's callers may relay these to their MCP clients (stdio.Conn.CallWith);
+		// a request no caller can take is answered by the tool host.
+		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}},
+		"clientInfo":   map[string]any{"name": "zest-toolhost", "version": Version},
 	})
 	raw, err := conn.Call(ctx, "initialize", params, nil)
 	if err != nil {
@@ -540,6 +545,12 @@ func (srv *server) onExit(conn *stdio.Conn, err error) {
 
 // Call sends one request to a server, starting its child first when needed.
 func (s *Supervisor) Call(ctx context.Context, id, method string, params json.RawMessage, timeoutMs int32, onProgress func([]byte)) (json.RawMessage, error) {
+	return s.CallWith(ctx, id, method, params, timeoutMs, stdio.Hooks{OnProgress: onProgress})
+}
+
+// CallWith is Call with the hooks of a caller that relays the child's requests (see
+// stdio.Conn.CallWith).
+func (s *Supervisor) CallWith(ctx context.Context, id, method string, params json.RawMessage, timeoutMs int32, hooks stdio.Hooks) (json.RawMessage, error) {
 	srv, err := s.get(id)
 	if err != nil {
 		return nil, err
@@ -557,7 +568,7 @@ func (s *Supervisor) Call(ctx context.Context, id, method string, params json.Ra
 	}
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	res, err := conn.Call(cctx, method, params, onProgress)
+	res, err := conn.CallWith(cctx, method, params, hooks)
 	srv.mu.Lock()
 	srv.lastUse = time.Now()
 	srv.mu.Unlock()

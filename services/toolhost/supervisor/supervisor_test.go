@@ -25,7 +25,7 @@ import (
 var fixture string
 
 // fixtureTools is the number of tools mcpfixture lists.
-const fixtureTools = 16
+const fixtureTools = 17
 
 func TestMain(m *testing.M) {
 	bin, cleanup, err := fixturebin.Build()

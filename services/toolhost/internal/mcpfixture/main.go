@@ -35,6 +35,7 @@ var (
 	extraTool atomic.Bool
 	clientMu  sync.Mutex
 	clientRes = map[string]chan msg{}
+	clientSeq atomic.Int64
 	seenMu    sync.Mutex
 	seen      = map[string]bool{} // messages of the echo calls received
 )
@@ -136,7 +137,7 @@ func toolName(m msg) string {
 	return p.Name
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "ask", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -200,20 +201,26 @@ func callTool(m msg) {
 				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i + 1, "total": n}})
 		}
 		text(m.ID, fmt.Sprintf("progress %d", n))
-	case "roots", "ping_client":
+	case "roots", "ping_client", "ask":
 		method := "roots/list"
-		if p.Name == "ping_client" {
+		switch p.Name {
+		case "ping_client":
 			method = "ping"
+		case "ask": // ask sends arguments.method to the client, arguments.n times at once
+			method, _ = p.Arguments["method"].(string)
 		}
-		id := fmt.Sprintf(`"srv-%d"`, time.Now().UnixNano())
-		ch := make(chan msg, 1)
-		clientMu.Lock()
-		clientRes[id] = ch
-		clientMu.Unlock()
-		write(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method})
-		r := <-ch
-		b, _ := json.Marshal(map[string]any{"result": r.Result, "error": r.Error})
-		text(m.ID, string(b))
+		n := int(num("n", 1))
+		answers := make([]string, n)
+		var wg sync.WaitGroup
+		for k := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[k] = askClient(method)
+			}()
+		}
+		wg.Wait()
+		text(m.ID, strings.Join(answers, "\n"))
 	case "list_changed":
 		extraTool.Store(true)
 		write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -243,4 +250,17 @@ func callTool(m msg) {
 	default:
 		result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "unknown tool " + p.Name}}})
 	}
+}
+
+// askClient sends one request to the client and returns its answer as {"result":…,"error":…}.
+func askClient(method string) string {
+	id := fmt.Sprintf(`"srv-%d"`, clientSeq.Add(1))
+	ch := make(chan msg, 1)
+	clientMu.Lock()
+	clientRes[id] = ch
+	clientMu.Unlock()
+	write(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": map[string]any{"asked": method}})
+	r := <-ch
+	b, _ := json.Marshal(map[string]any{"result": r.Result, "error": r.Error})
+	return string(b)
 }

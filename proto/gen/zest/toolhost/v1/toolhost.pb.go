@@ -781,7 +781,9 @@ type CallRequest struct {
 	// params is the JSON text of the JSON-RPC params (an object), passed through unchanged.
 	Params []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
 	// timeout_ms bounds the call; 0 uses the server's timeout. A cancelled or timed-out call sends notifications/cancelled.
-	TimeoutMs     int32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// relays are the kinds of requests from the child that the caller's MCP client accepts (its declared capabilities); only a CallStream can carry them back. Unset: the child's requests are answered by the tool host (roots/list with no roots, sampling and elicitation with an error).
+	Relays        *Relays `protobuf:"bytes,5,opt,name=relays,proto3" json:"relays,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -844,6 +846,77 @@ func (x *CallRequest) GetTimeoutMs() int32 {
 	return 0
 }
 
+func (x *CallRequest) GetRelays() *Relays {
+	if x != nil {
+		return x.Relays
+	}
+	return nil
+}
+
+// Relays names the requests from a server that a caller's MCP client accepts, as its MCP capabilities declare them.
+type Relays struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sampling relays sampling/createMessage.
+	Sampling bool `protobuf:"varint,1,opt,name=sampling,proto3" json:"sampling,omitempty"`
+	// elicitation relays elicitation/create.
+	Elicitation bool `protobuf:"varint,2,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	// roots relays roots/list.
+	Roots         bool `protobuf:"varint,3,opt,name=roots,proto3" json:"roots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Relays) Reset() {
+	*x = Relays{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Relays) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Relays) ProtoMessage() {}
+
+func (x *Relays) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Relays.ProtoReflect.Descriptor instead.
+func (*Relays) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Relays) GetSampling() bool {
+	if x != nil {
+		return x.Sampling
+	}
+	return false
+}
+
+func (x *Relays) GetElicitation() bool {
+	if x != nil {
+		return x.Elicitation
+	}
+	return false
+}
+
+func (x *Relays) GetRoots() bool {
+	if x != nil {
+		return x.Roots
+	}
+	return false
+}
+
 // CallResponse is the server's answer to one request.
 type CallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -860,7 +933,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +945,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +958,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CallResponse) GetAnswer() isCallResponse_Answer {
@@ -942,7 +1015,7 @@ type CallStreamRequest struct {
 
 func (x *CallStreamRequest) Reset() {
 	*x = CallStreamRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1027,7 @@ func (x *CallStreamRequest) String() string {
 func (*CallStreamRequest) ProtoMessage() {}
 
 func (x *CallStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1040,7 @@ func (x *CallStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStreamRequest.ProtoReflect.Descriptor instead.
 func (*CallStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CallStreamRequest) GetCall() *CallRequest {
@@ -986,6 +1059,7 @@ type CallStreamResponse struct {
 	//
 	//	*CallStreamResponse_Notification
 	//	*CallStreamResponse_Answer
+	//	*CallStreamResponse_Request
 	Kind          isCallStreamResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -993,7 +1067,7 @@ type CallStreamResponse struct {
 
 func (x *CallStreamResponse) Reset() {
 	*x = CallStreamResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1079,7 @@ func (x *CallStreamResponse) String() string {
 func (*CallStreamResponse) ProtoMessage() {}
 
 func (x *CallStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1092,7 @@ func (x *CallStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStreamResponse.ProtoReflect.Descriptor instead.
 func (*CallStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallStreamResponse) GetKind() isCallStreamResponse_Kind {
@@ -1046,6 +1120,15 @@ func (x *CallStreamResponse) GetAnswer() *CallResponse {
 	return nil
 }
 
+func (x *CallStreamResponse) GetRequest() *ServerRequest {
+	if x != nil {
+		if x, ok := x.Kind.(*CallStreamResponse_Request); ok {
+			return x.Request
+		}
+	}
+	return nil
+}
+
 type isCallStreamResponse_Kind interface {
 	isCallStreamResponse_Kind()
 }
@@ -1060,9 +1143,213 @@ type CallStreamResponse_Answer struct {
 	Answer *CallResponse `protobuf:"bytes,2,opt,name=answer,proto3,oneof"`
 }
 
+type CallStreamResponse_Request struct {
+	// request is a request the child sent while this call was the only one in flight on it, of a kind the call's relays accept: the caller relays it to its MCP client and calls Answer.
+	Request *ServerRequest `protobuf:"bytes,3,opt,name=request,proto3,oneof"`
+}
+
 func (*CallStreamResponse_Notification) isCallStreamResponse_Kind() {}
 
 func (*CallStreamResponse_Answer) isCallStreamResponse_Kind() {}
+
+func (*CallStreamResponse_Request) isCallStreamResponse_Kind() {}
+
+// ServerRequest is a request from a child (sampling/createMessage, elicitation/create, roots/list) relayed to the caller whose call caused it.
+type ServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// relay_id names the request in the tool host until it is answered or its call ends; the child's own id stays in the tool host.
+	RelayId string `protobuf:"bytes,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	// method is the JSON-RPC method, such as "sampling/createMessage".
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// params is the JSON text of the request's params, unchanged.
+	Params        []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerRequest) Reset() {
+	*x = ServerRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerRequest) ProtoMessage() {}
+
+func (x *ServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerRequest.ProtoReflect.Descriptor instead.
+func (*ServerRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ServerRequest) GetRelayId() string {
+	if x != nil {
+		return x.RelayId
+	}
+	return ""
+}
+
+func (x *ServerRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *ServerRequest) GetParams() []byte {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+// AnswerRequest carries the MCP client's answer to one relayed request.
+type AnswerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// relay_id is the ServerRequest's relay_id.
+	RelayId string `protobuf:"bytes,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	// answer is the client's result or JSON-RPC error.
+	//
+	// Types that are valid to be assigned to Answer:
+	//
+	//	*AnswerRequest_Result
+	//	*AnswerRequest_Error
+	Answer        isAnswerRequest_Answer `protobuf_oneof:"answer"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerRequest) Reset() {
+	*x = AnswerRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerRequest) ProtoMessage() {}
+
+func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
+func (*AnswerRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AnswerRequest) GetRelayId() string {
+	if x != nil {
+		return x.RelayId
+	}
+	return ""
+}
+
+func (x *AnswerRequest) GetAnswer() isAnswerRequest_Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *AnswerRequest) GetResult() []byte {
+	if x != nil {
+		if x, ok := x.Answer.(*AnswerRequest_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+func (x *AnswerRequest) GetError() *JsonRpcError {
+	if x != nil {
+		if x, ok := x.Answer.(*AnswerRequest_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isAnswerRequest_Answer interface {
+	isAnswerRequest_Answer()
+}
+
+type AnswerRequest_Result struct {
+	// result is the JSON text of the client's result.
+	Result []byte `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+type AnswerRequest_Error struct {
+	// error is the JSON-RPC error the client answered with.
+	Error *JsonRpcError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*AnswerRequest_Result) isAnswerRequest_Answer() {}
+
+func (*AnswerRequest_Error) isAnswerRequest_Answer() {}
+
+// AnswerResponse acknowledges an answer written to the child.
+type AnswerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerResponse) Reset() {
+	*x = AnswerResponse{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerResponse) ProtoMessage() {}
+
+func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
+func (*AnswerResponse) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{19}
+}
 
 // WatchRequest selects what to follow.
 type WatchRequest struct {
@@ -1075,7 +1362,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1374,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1387,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WatchRequest) GetId() string {
@@ -1128,7 +1415,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1427,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1440,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{17}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1221,7 +1508,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1520,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1533,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{18}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1324,23 +1611,39 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x10ListToolsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\")\n" +
 	"\x11ListToolsResponse\x12\x14\n" +
-	"\x05tools\x18\x01 \x03(\fR\x05tools\"l\n" +
+	"\x05tools\x18\x01 \x03(\fR\x05tools\"\x9e\x01\n" +
 	"\vCallRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
 	"\x06params\x18\x03 \x01(\fR\x06params\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\"j\n" +
+	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\x120\n" +
+	"\x06relays\x18\x05 \x01(\v2\x18.zest.toolhost.v1.RelaysR\x06relays\"\\\n" +
+	"\x06Relays\x12\x1a\n" +
+	"\bsampling\x18\x01 \x01(\bR\bsampling\x12 \n" +
+	"\velicitation\x18\x02 \x01(\bR\velicitation\x12\x14\n" +
+	"\x05roots\x18\x03 \x01(\bR\x05roots\"j\n" +
 	"\fCallResponse\x12\x18\n" +
 	"\x06result\x18\x01 \x01(\fH\x00R\x06result\x126\n" +
 	"\x05error\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\b\n" +
 	"\x06answer\"F\n" +
 	"\x11CallStreamRequest\x121\n" +
-	"\x04call\x18\x01 \x01(\v2\x1d.zest.toolhost.v1.CallRequestR\x04call\"|\n" +
+	"\x04call\x18\x01 \x01(\v2\x1d.zest.toolhost.v1.CallRequestR\x04call\"\xb9\x01\n" +
 	"\x12CallStreamResponse\x12$\n" +
 	"\fnotification\x18\x01 \x01(\fH\x00R\fnotification\x128\n" +
-	"\x06answer\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.CallResponseH\x00R\x06answerB\x06\n" +
-	"\x04kind\"\x1e\n" +
+	"\x06answer\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.CallResponseH\x00R\x06answer\x12;\n" +
+	"\arequest\x18\x03 \x01(\v2\x1f.zest.toolhost.v1.ServerRequestH\x00R\arequestB\x06\n" +
+	"\x04kind\"Z\n" +
+	"\rServerRequest\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\tR\arelayId\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
+	"\x06params\x18\x03 \x01(\fR\x06params\"\x86\x01\n" +
+	"\rAnswerRequest\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\tR\arelayId\x12\x18\n" +
+	"\x06result\x18\x02 \x01(\fH\x00R\x06result\x126\n" +
+	"\x05error\x18\x03 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\b\n" +
+	"\x06answer\"\x10\n" +
+	"\x0eAnswerResponse\"\x1e\n" +
 	"\fWatchRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
 	"\rWatchResponse\x12\x0e\n" +
@@ -1357,7 +1660,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xb0\x05\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xfd\x05\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
@@ -1367,7 +1670,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x04Call\x12\x1d.zest.toolhost.v1.CallRequest\x1a\x1e.zest.toolhost.v1.CallResponse\x12Y\n" +
 	"\n" +
 	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
-	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01B\xc6\x01\n" +
+	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01\x12K\n" +
+	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponseB\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
 var (
@@ -1383,7 +1687,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1399,52 +1703,61 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*ListToolsRequest)(nil),      // 11: zest.toolhost.v1.ListToolsRequest
 	(*ListToolsResponse)(nil),     // 12: zest.toolhost.v1.ListToolsResponse
 	(*CallRequest)(nil),           // 13: zest.toolhost.v1.CallRequest
-	(*CallResponse)(nil),          // 14: zest.toolhost.v1.CallResponse
-	(*CallStreamRequest)(nil),     // 15: zest.toolhost.v1.CallStreamRequest
-	(*CallStreamResponse)(nil),    // 16: zest.toolhost.v1.CallStreamResponse
-	(*WatchRequest)(nil),          // 17: zest.toolhost.v1.WatchRequest
-	(*WatchResponse)(nil),         // 18: zest.toolhost.v1.WatchResponse
-	(*JsonRpcError)(nil),          // 19: zest.toolhost.v1.JsonRpcError
-	nil,                           // 20: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*Relays)(nil),                // 14: zest.toolhost.v1.Relays
+	(*CallResponse)(nil),          // 15: zest.toolhost.v1.CallResponse
+	(*CallStreamRequest)(nil),     // 16: zest.toolhost.v1.CallStreamRequest
+	(*CallStreamResponse)(nil),    // 17: zest.toolhost.v1.CallStreamResponse
+	(*ServerRequest)(nil),         // 18: zest.toolhost.v1.ServerRequest
+	(*AnswerRequest)(nil),         // 19: zest.toolhost.v1.AnswerRequest
+	(*AnswerResponse)(nil),        // 20: zest.toolhost.v1.AnswerResponse
+	(*WatchRequest)(nil),          // 21: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 22: zest.toolhost.v1.WatchResponse
+	(*JsonRpcError)(nil),          // 23: zest.toolhost.v1.JsonRpcError
+	nil,                           // 24: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	20, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	24, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	21, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	22, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	22, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	25, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	26, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	26, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
-	19, // 10: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
-	13, // 11: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
-	14, // 12: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
-	2,  // 13: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	3,  // 14: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 15: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 16: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 17: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 18: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 19: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	15, // 20: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	17, // 21: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	4,  // 22: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 23: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 24: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 25: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 26: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	14, // 27: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	16, // 28: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	18, // 29: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	22, // [22:30] is the sub-list for method output_type
-	14, // [14:22] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 10: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
+	23, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	13, // 12: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
+	15, // 13: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
+	18, // 14: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
+	23, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
+	2,  // 16: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	3,  // 17: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 18: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 19: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 20: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 21: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 22: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	16, // 23: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	21, // 24: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	19, // 25: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
+	4,  // 26: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 27: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 28: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 29: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 30: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	15, // 31: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	17, // 32: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	22, // 33: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	20, // 34: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
+	26, // [26:35] is the sub-list for method output_type
+	17, // [17:26] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1452,15 +1765,20 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 	if File_zest_toolhost_v1_toolhost_proto != nil {
 		return
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[13].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[14].OneofWrappers = []any{
 		(*CallResponse_Result)(nil),
 		(*CallResponse_Error)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[15].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[16].OneofWrappers = []any{
 		(*CallStreamResponse_Notification)(nil),
 		(*CallStreamResponse_Answer)(nil),
+		(*CallStreamResponse_Request)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[17].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[18].OneofWrappers = []any{
+		(*AnswerRequest_Result)(nil),
+		(*AnswerRequest_Error)(nil),
+	}
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[21].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
@@ -1470,7 +1788,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	ToolHostService_Call_FullMethodName          = "/zest.toolhost.v1.ToolHostService/Call"
 	ToolHostService_CallStream_FullMethodName    = "/zest.toolhost.v1.ToolHostService/CallStream"
 	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
+	ToolHostService_Answer_FullMethodName        = "/zest.toolhost.v1.ToolHostService/Answer"
 )
 
 // ToolHostServiceClient is the client API for ToolHostService service.
@@ -52,6 +53,8 @@ type ToolHostServiceClient interface {
 	CallStream(ctx context.Context, in *CallStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error)
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
+	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
+	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
 }
 
 type toolHostServiceClient struct {
@@ -160,6 +163,16 @@ func (c *toolHostServiceClient) Watch(ctx context.Context, in *WatchRequest, opt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_WatchClient = grpc.ServerStreamingClient[WatchResponse]
 
+func (c *toolHostServiceClient) Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerResponse)
+	err := c.cc.Invoke(ctx, ToolHostService_Answer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolHostServiceServer is the server API for ToolHostService service.
 // All implementations must embed UnimplementedToolHostServiceServer
 // for forward compatibility.
@@ -183,6 +196,8 @@ type ToolHostServiceServer interface {
 	CallStream(*CallStreamRequest, grpc.ServerStreamingServer[CallStreamResponse]) error
 	// Watch is called by mcpgateway to follow servers' state changes and notifications (tools/list_changed, log messages).
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
+	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
+	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
 	mustEmbedUnimplementedToolHostServiceServer()
 }
 
@@ -216,6 +231,9 @@ func (UnimplementedToolHostServiceServer) CallStream(*CallStreamRequest, grpc.Se
 }
 func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedToolHostServiceServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
 }
 func (UnimplementedToolHostServiceServer) mustEmbedUnimplementedToolHostServiceServer() {}
 func (UnimplementedToolHostServiceServer) testEmbeddedByValue()                         {}
@@ -368,6 +386,24 @@ func _ToolHostService_Watch_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_WatchServer = grpc.ServerStreamingServer[WatchResponse]
 
+func _ToolHostService_Answer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolHostServiceServer).Answer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolHostService_Answer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolHostServiceServer).Answer(ctx, req.(*AnswerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolHostService_ServiceDesc is the grpc.ServiceDesc for ToolHostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -398,6 +434,10 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Call",
 			Handler:    _ToolHostService_Call_Handler,
+		},
+		{
+			MethodName: "Answer",
+			Handler:    _ToolHostService_Answer_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
