@@ -326,3 +326,17 @@ func TestPresetConformance(t *testing.T) {
 	putPreset(t, s, "conf", "everything")
 	runConformance(t, presetURL(s, "conf"), "active", "conformance-preset-baseline.yml")
 }
+
+// TestPresetRelaysSampling: a provider's sampling/createMessage, during a call made through a
+// preset with two servers, reaches the TS SDK client that made the call, and its answer goes
+// back to that provider (the relay id names it).
+func TestPresetRelaysSampling(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "E2E_MEMORY_FILE="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	registerPresetProviders(t, s)
+	registerServer(t, s, map[string]any{"id": "fixture", "command": conformanceFixture(t)})
+	putPreset(t, s, "ask", "memory", "fixture")
+	got := samplingClientAt(t, presetURL(s, "ask"), "mcp_fixture__test_sampling", `{"prompt":"what is a preset?"}`)
+	if got.IsError || got.Text != "LLM response: sampled by the e2e client" || len(got.Sampled) != 1 || got.Sampled[0] != "what is a preset?" {
+		t.Fatalf("sampling through /mcp/presets/ask: %+v", got)
+	}
+}

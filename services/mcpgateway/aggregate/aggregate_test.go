@@ -637,3 +637,18 @@ func TestProgressKeepsTheClientsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientResponses: a response to nothing Zest sent is accepted and dropped; one that
+// carries a relay id this session was not given is refused, saying so.
+func TestClientResponses(t *testing.T) {
+	f := newFixture(t, "")
+	api := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, api, "all")
+	if _, msgs, err := f.exchange(api, "all", sess, `{"jsonrpc":"2.0","id":5,"result":{}}`); err != nil || len(msgs) != 0 {
+		t.Errorf("a plain response: %q %v", msgs, err)
+	}
+	forged := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{}}`, session.RelayPrefix+"forged")
+	if _, msgs, err := f.exchange(api, "all", sess, forged); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "answers no request sent to this session") {
+		t.Errorf("a forged relay answer: %q %v", msgs, err)
+	}
+}
