@@ -545,7 +545,9 @@ func TestServerIDFromThePath(t *testing.T) {
 func TestModernRequests(t *testing.T) {
 	var reply *mcpgatewayv1.ExchangeResponse
 	f := &fakeMCP{
-		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error { return s.Send(reply) },
+		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+			return s.Send(reply)
+		},
 		listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
 			t.Error("a modern GET reached mcpgateway")
 			return nil
@@ -561,7 +563,9 @@ func TestModernRequests(t *testing.T) {
 		reply  func() *mcpgatewayv1.ExchangeResponse
 		status int
 	}{
-		{"result", func() *mcpgatewayv1.ExchangeResponse { return final(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`) }, 200},
+		{"result", func() *mcpgatewayv1.ExchangeResponse {
+			return final(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`)
+		}, 200},
 		{"unknown method", func() *mcpgatewayv1.ExchangeResponse {
 			r := final(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}`)
 			r.MethodNotFound = true
