@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mcpGoConformance builds mark3labs/mcp-go's conformance example server (the fixture tools,
+// resources and prompts of the conformance suite, served in both eras over Streamable HTTP) and
+// starts it on loopback; it returns its endpoint. The example binds its address itself
+// (CONFORMANCE_ADDR) and cannot take a handed-over socket, so the port is looked up and a
+// start that lost it to another process is retried.
+func mcpGoConformance(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mcpgo-conformance")
+	build := exec.Command("go", "build", "-o", bin, "github.com/mark3labs/mcp-go/examples/conformance")
+	build.Dir = filepath.Join(repoRoot(), "services", "mcpgateway") // a module that requires mcp-go
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building mcp-go's conformance example: %v\n%s", err, out)
+	}
+	for attempt := 0; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cmd := exec.Command(bin)
+		cmd.Env = []string{"CONFORMANCE_ADDR=" + addr}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		stop := func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		url := "http://" + addr
+		up := false
+		deadline := time.Now().Add(15 * time.Second)
+		for !up && time.Now().Before(deadline) {
+			select {
+			case <-exited:
+				deadline = time.Time{}
+				continue
+			default:
+			}
+			if resp, err := http.Get(url + "/health"); err == nil {
+				resp.Body.Close()
+				up = resp.StatusCode == http.StatusOK
+			}
+			if !up {
+				time.Sleep(20 * time.Millisecond) // polling a process we do not control, with a deadline
+			}
+		}
+		if up {
+			t.Cleanup(stop)
+			return url + "/mcp"
+		}
+		stop()
+		if attempt == 2 || !strings.Contains(logs.String(), "address already in use") {
+			t.Fatalf("mcp-go's conformance example did not start on %s:\n%s", addr, logs.String())
+		}
+	}
+}
+
+// TestFederationConformance2026 runs conformance 0.2.0-alpha.12 with --spec-version
+// 2026-07-28 through /mcp/servers/conformance to mcp-go's conformance example, registered as a
+// Streamable HTTP upstream: the conformance client is modern, the upstream is driven by Zest.
+// Every scenario whose fixtures the example has must pass; the baseline lists the ones it has
+// not (their tool, prompt or annotation is missing from it), and server-stateless fails only
+// on the checks of its diagnostic tools.
+func TestFederationConformance2026(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "conformance", "transport": "streamable-http", "url": mcpGoConformance(t)})
+	dir := t.TempDir()
+	out := conformanceNext(t, fedURL(s, "conformance"), "2026-07-28", "conformance-2026-federation-baseline.yml", dir)
+	for _, sc := range []string{"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+		"tools-call-mixed-content", "tools-call-error", "tools-call-with-progress", "completion-complete", "resources-list", "resources-read-text",
+		"resources-read-binary", "resources-templates-read", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+		"prompts-get-embedded-resource", "prompts-get-with-image", "caching", "http-header-validation", "dns-rebinding-protection",
+		"server-sse-multiple-streams", "input-required-result-unsupported-methods", "input-required-result-validate-input"} {
+		if !strings.Contains(out, "✓ "+sc+":") {
+			t.Fatalf("%s did not pass:\n%s", sc, out)
+		}
+	}
+	got := conformanceFailures(t, dir)["server-stateless"]
+	want := []string{"sep-2575-http-server-no-independent-requests-on-stream", "sep-2575-missing-capability-http-400",
+		"sep-2575-server-no-log-without-loglevel", "sep-2575-server-rejects-undeclared-capability"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("server-stateless: failing checks %v, want only the diagnostic-tool checks %v", got, want)
+	}
+}
