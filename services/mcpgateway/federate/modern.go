@@ -63,9 +63,14 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
-	// The request as the upstream's era wants it (the revision's _meta members would make a
-	// server that knows 2026-07-28 read it as one).
-	fwd, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method, "params": stateless.StripMeta(r.Params)})
+	// The request as the upstream's era wants it: a server of 2026-07-28 gets the client's
+	// _meta (its capabilities decide what the server may ask of it); a session-era server
+	// gets none of the revision's members, which would make it read the request as modern.
+	params := r.Params
+	if !mcp.IsModernProtocol(inf.ProtocolVersion) {
+		params = stateless.StripMeta(params)
+	}
+	fwd, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method, "params": params})
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
