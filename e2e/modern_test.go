@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // mcpGoConformance builds mark3labs/mcp-go's conformance example server (the fixture tools,
@@ -110,5 +114,63 @@ func TestFederationConformance2026(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("server-stateless: failing checks %v, want only the diagnostic-tool checks %v", got, want)
+	}
+}
+
+// TestMcpGoClientModernFirst: mark3labs/mcp-go's client with its defaults (server/discover
+// first, then 2026-07-28 without a session) through /mcp and through /mcp/servers/{id} to
+// mcp-go's conformance example: it negotiates 2026-07-28, lists the tools and calls one.
+func TestMcpGoClientModernFirst(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "conformance", "transport": "streamable-http", "url": mcpGoConformance(t)})
+	for _, c := range []struct {
+		url, server, tool, want string
+	}{
+		{s.URL + "/mcp", "lemonade-mcp", "lemonade_list_models", "builtin-llm"},
+		{fedURL(s, "conformance"), "mcp-go-conformance", "test_simple_text", "This is a simple text response for testing."},
+	} {
+		t.Run(c.url, func(t *testing.T) {
+			tr, err := transport.NewStreamableHTTP(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := mcpclient.NewClient(tr)
+			if err := cl.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cl.Close() })
+			req := mcp.InitializeRequest{}
+			req.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
+			res, err := cl.Initialize(t.Context(), req)
+			if err != nil {
+				t.Fatalf("initialize: %v", err)
+			}
+			if res.ProtocolVersion != "2026-07-28" || res.ServerInfo.Name != c.server || tr.GetSessionId() != "" {
+				t.Fatalf("negotiated %q with %q (session %q): want 2026-07-28 with %s, no session", res.ProtocolVersion, res.ServerInfo.Name, tr.GetSessionId(), c.server)
+			}
+			tools, err := cl.ListTools(t.Context(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatalf("tools/list: %v", err)
+			}
+			if !slices.ContainsFunc(tools.Tools, func(tl mcp.Tool) bool { return tl.Name == c.tool }) {
+				t.Fatalf("tools/list lacks %s: %v", c.tool, tools.Tools)
+			}
+			call := mcp.CallToolRequest{}
+			call.Params.Name = c.tool
+			call.Params.Arguments = map[string]any{}
+			out, err := cl.CallTool(t.Context(), call)
+			if err != nil {
+				t.Fatalf("tools/call: %v", err)
+			}
+			text := ""
+			if len(out.Content) > 0 {
+				if tc, ok := mcp.AsTextContent(out.Content[0]); ok {
+					text = tc.Text
+				}
+			}
+			if out.IsError || !strings.Contains(text, c.want) || out.ResultType != "complete" {
+				t.Fatalf("tools/call %s: isError %v, resultType %q, text %q", c.tool, out.IsError, out.ResultType, text)
+			}
+		})
 	}
 }
