@@ -2,6 +2,8 @@
 // body through the McpService Exchange stream; this package owns the meaning: protocol
 // negotiation, session ids, and the methods, dispatched to mark3labs/mcp-go's MCPServer.
 // Notifications a handler sends are streamed in order and all flushed before the result.
+// Requests of MCP 2026-07-28 (classified per request by package stateless) are served beside
+// the session era without a session (modern.go).
 package mcpserve
 
 import (
