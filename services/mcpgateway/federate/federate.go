@@ -44,6 +44,7 @@ type Upstreams interface {
 	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	State(id string) upstream.State
 	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
+	ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
 	CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error)
 }

@@ -63,6 +63,19 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
+	if msg.Method == "tools/call" {
+		// The Mcp-Param-* headers mirror the arguments the upstream's tool annotates
+		// (x-mcp-header), checked against its listed tools (cached).
+		if tools, err := h.up.ListTools(ctx, cfg, false); err == nil {
+			var p struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(r.Params, &p)
+			if bad := r.CheckParamHeaders(req, msg.ID, stateless.Tool(tools, p.Name)); bad != nil {
+				return out.send(stateless.Final(bad))
+			}
+		}
+	}
 	// The request as the upstream's era wants it: a server of 2026-07-28 gets the client's
 	// _meta (its capabilities decide what the server may ask of it); a session-era server
 	// gets none of the revision's members, which would make it read the request as modern.

@@ -1,11 +1,16 @@
 package federate
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
@@ -74,6 +79,54 @@ func TestModernRequests(t *testing.T) {
 				if strings.Contains(msg, w) {
 					t.Errorf("answer %s holds %s", msg, w)
 				}
+			}
+		})
+	}
+}
+
+// TestModernParamHeaders: a tool whose input schema annotates an argument with x-mcp-header
+// needs the client's Mcp-Param-* header to mirror it (checked by Zest, -32020 otherwise), and
+// the upstream of 2026-07-28 gets the header from Zest (mcp-go's server checks it too).
+func TestModernParamHeaders(t *testing.T) {
+	srv := server.NewMCPServer("headers-up", "1.0.0", server.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewToolWithRawSchema("regional", "answers with its region",
+		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("region " + req.GetString("region", "")), nil
+		})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(hs.Close)
+	f := newFixture(t, hs.URL)
+	ctx := withKey(t.Context(), testKeys.API)
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"regional","arguments":{"region":"eu-west"},"_meta":` + modernMeta + `}}`
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		want    string
+	}{
+		{"mirrored", map[string]string{"mcp-param-region": "eu-west"}, "region eu-west"},
+		{"missing", nil, `"code":-32020`},
+		{"different", map[string]string{"mcp-param-region": "us-east"}, `"code":-32020`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", ProtocolVersion: "2026-07-28",
+				McpMethod: "tools/call", McpName: "regional", ParamHeaders: c.headers, Payload: []byte(body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last []byte
+			for {
+				item, err := stream.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = item.GetMessage()
+			}
+			if !strings.Contains(string(last), c.want) || !strings.Contains(string(last), `"id":9`) {
+				t.Fatalf("answer %s, want %s", last, c.want)
 			}
 		})
 	}

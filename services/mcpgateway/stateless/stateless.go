@@ -238,3 +238,38 @@ func StripMeta(params json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// Tool finds the tool called name among the tools of a tools/list result, with its input
+// schema as sent (nil when it is not there): what the x-mcp-header rules read.
+func Tool(tools []json.RawMessage, name string) *mcp.Tool {
+	for _, t := range tools {
+		var tl struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(t, &tl) == nil && tl.Name == name && name != "" {
+			return &mcp.Tool{Name: tl.Name, RawInputSchema: tl.InputSchema}
+		}
+	}
+	return nil
+}
+
+// CheckParamHeaders checks the Mcp-Param-* headers of a tools/call against the x-mcp-header
+// annotations of tool's input schema (each annotated argument sent is mirrored in its header,
+// Base64-wrapped when it must be, and no header names an argument that was not sent). It
+// returns the -32020 response to send, or nil (also when tool is nil: unknown tools are the
+// server's to refuse).
+func (r Request) CheckParamHeaders(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, tool *mcp.Tool) []byte {
+	if tool == nil {
+		return nil
+	}
+	headers := req.GetParamHeaders()
+	err := mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
+		v, ok := headers[strings.ToLower(name)]
+		return strings.TrimSpace(v), ok
+	}, tool, r.Params)
+	if err != nil {
+		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+	}
+	return nil
+}

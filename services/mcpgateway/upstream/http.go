@@ -342,6 +342,9 @@ func (s *httpSession) send(ctx context.Context, tr *transport.StreamableHTTP, me
 	}
 	if s.isModern() {
 		req.Params, req.Header = modernRequest(method, params)
+		if method == string(mcp.MethodToolsCall) {
+			s.paramHeaders(req.Header, params)
+		}
 	}
 	resp, err := tr.SendRequest(ctx, req)
 	if err != nil && ctx.Err() != nil && method != string(mcp.MethodInitialize) {

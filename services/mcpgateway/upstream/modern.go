@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 )
 
 // discoverTimeout bounds the server/discover probe of an HTTP upstream (and the server's own
@@ -163,4 +164,26 @@ func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, 
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// paramHeaders adds to a tools/call of a server of 2026-07-28 the Mcp-Param-* headers its
+// tool's x-mcp-header annotations ask for, from the tools listed (cached) and the arguments.
+func (s *httpSession) paramHeaders(header http.Header, params json.RawMessage) {
+	tools, ok := s.cache.get()
+	if !ok {
+		return
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	tool := stateless.Tool(tools, p.Name)
+	if tool == nil {
+		return
+	}
+	for k, v := range mcp.GenerateParamHeaders(tool, params) {
+		header.Set(k, v)
+	}
 }
