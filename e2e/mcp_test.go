@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -267,6 +268,9 @@ func TestConformanceSuite2025Next(t *testing.T) {
 
 // conformanceFailures reads the checks.json files a conformance run wrote under dir: the ids
 // of the checks that failed, by scenario.
+// conformanceDirStamp is the timestamp the conformance CLI appends to a scenario's directory.
+var conformanceDirStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
 func conformanceFailures(t *testing.T, dir string) map[string][]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "server-*", "checks.json"))
@@ -283,10 +287,10 @@ func conformanceFailures(t *testing.T, dir string) map[string][]string {
 		if err := json.Unmarshal(b, &checks); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		// server-<scenario>-<timestamp>
+		// server-<scenario>-<timestamp> (2026-12-01T17-50-42-500Z: "-20" may also occur inside it)
 		name := strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "server-")
-		if i := strings.LastIndex(name, "-20"); i > 0 {
-			name = name[:i]
+		if m := conformanceDirStamp.FindStringIndex(name); m != nil {
+			name = name[:m[0]]
 		}
 		failing[name] = nil
 		for _, c := range checks {
