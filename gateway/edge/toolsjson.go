@@ -105,7 +105,7 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 	fields := md.Fields()
 	vals := make([][][]byte, fields.Len()) // the encoded values of each field, by index
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return out, false
 		}
@@ -223,14 +223,14 @@ func appendStringMap(out []byte, entries [][]byte) ([]byte, bool) {
 	for _, e := range entries {
 		var p pair
 		for len(e) > 0 {
-			num, typ, n := protowire.ConsumeTag(e)
+			num, typ, n := consumeTag(e)
 			if n < 0 {
 				return out, false
 			}
 			e = e[n:]
 			if (num == 1 || num == 2) && typ == protowire.BytesType {
 				v, n := protowire.ConsumeBytes(e)
-				if n < 0 {
+				if n < 0 || !utf8.Valid(v) { // proto checks every string it reads, even one a later one replaces
 					return out, false
 				}
 				if num == 1 {
@@ -293,7 +293,7 @@ func appendStruct(out []byte, b []byte) ([]byte, bool) {
 	var scratch [16]entry // a schema's object rarely has more keys
 	entries := scratch[:0]
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return out, false
 		}
@@ -313,7 +313,7 @@ func appendStruct(out []byte, b []byte) ([]byte, bool) {
 		var en entry
 		var haveValue bool
 		for len(e) > 0 {
-			num, typ, n := protowire.ConsumeTag(e)
+			num, typ, n := consumeTag(e)
 			if n < 0 {
 				return out, false
 			}
@@ -321,7 +321,7 @@ func appendStruct(out []byte, b []byte) ([]byte, bool) {
 			switch {
 			case num == 1 && typ == protowire.BytesType:
 				k, n := protowire.ConsumeBytes(e)
-				if n < 0 {
+				if n < 0 || !utf8.Valid(k) { // proto checks every key it reads, even one a later key replaces
 					return out, false
 				}
 				en.key, e = k, e[n:]
@@ -369,7 +369,7 @@ func appendList(out []byte, b []byte) ([]byte, bool) {
 	out = append(out, '[')
 	first := true
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return out, false
 		}
@@ -406,7 +406,7 @@ func appendValue(out []byte, b []byte) ([]byte, bool) {
 	var num64 uint64
 	var varint uint64
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return out, false
 		}
@@ -427,7 +427,7 @@ func appendValue(out []byte, b []byte) ([]byte, bool) {
 			varint, n = protowire.ConsumeVarint(b)
 		case num == 2 && typ == protowire.Fixed64Type:
 			num64, n = protowire.ConsumeFixed64(b)
-		case num >= 3 && typ == protowire.BytesType:
+		case (num == 3 || num == 5 || num == 6) && typ == protowire.BytesType:
 			raw, n = protowire.ConsumeBytes(b)
 		default:
 			return out, false
@@ -518,4 +518,15 @@ func appendFloat(out []byte, f float64) []byte {
 		}
 	}
 	return out
+}
+
+// consumeTag is protowire.ConsumeTag refusing the field numbers proto refuses (0, the
+// reserved 19000-19999 are accepted as proto accepts them, above 2^29-1), so that an encoding
+// proto.Unmarshal rejects is declined here too.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n >= 0 && (num < protowire.MinValidNumber || num > protowire.MaxValidNumber) {
+		return 0, 0, -1
+	}
+	return num, typ, n
 }

@@ -279,3 +279,54 @@ func BenchmarkToolsJSON(b *testing.B) {
 		}
 	})
 }
+
+// FuzzToolsJSON feeds appendJSON any bytes as a ListToolsResponse (or, with servers, a
+// ListServersResponse) encoding: whatever it accepts, proto must accept too, and the JSON it
+// writes must be protojson's for the decoded message (byte for byte, whitespace aside);
+// whatever it cannot write it must decline, so that the marshaler falls back to protojson.
+func FuzzToolsJSON(f *testing.F) {
+	schema := &structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("object"), "n": structpb.NewNumberValue(-1.5e-7),
+		"l": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewBoolValue(true), structpb.NewNullValue()}}),
+		"s": structpb.NewStringValue("é \u2028 \" \\ \x01"),
+	}}
+	entry := &mcpgatewayv1.ToolEntry{Name: "a", ChatName: "mcp_s__a", InputSchema: schema, Tool: schema, OpenaiTool: schema}
+	for _, m := range []proto.Message{
+		&mcpgatewayv1.ListToolsResponse{},
+		&mcpgatewayv1.ListToolsResponse{Tools: []*mcpgatewayv1.ToolEntry{entry}},
+		&mcpgatewayv1.ListToolsResponse{Tools: []*mcpgatewayv1.ToolEntry{{}, {ServerId: "x", Description: "d\n"}}},
+	} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(false, b)
+	}
+	servers := &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{{Tools: []*mcpgatewayv1.ToolEntry{entry}}}}
+	b, err := proto.Marshal(servers)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(true, b)
+	jsonpb := newAdminMarshaler().JSONPb
+	f.Fuzz(func(t *testing.T, servers bool, b []byte) {
+		var m proto.Message = &mcpgatewayv1.ListToolsResponse{}
+		if servers {
+			m = &mcpgatewayv1.ListServersResponse{}
+		}
+		got, ok := appendJSON(nil, m.ProtoReflect().Descriptor(), b)
+		if !ok {
+			return
+		}
+		if err := proto.Unmarshal(b, m); err != nil {
+			t.Fatalf("appendJSON wrote %s for an encoding proto refuses: %v", got, err)
+		}
+		want, err := jsonpb.Marshal(m)
+		if err != nil {
+			t.Fatalf("appendJSON wrote %s for a message protojson refuses: %v", got, err)
+		}
+		if g, w := compact(t, got), compact(t, want); g != w {
+			t.Fatalf("from the encoding:\n%s\nprotojson:\n%s", g, w)
+		}
+	})
+}

@@ -33,6 +33,10 @@ import (
 const (
 	HeaderSession  = "Mcp-Session-Id"
 	HeaderProtocol = "MCP-Protocol-Version"
+	// The headers of protocol 2026-07-28 that mirror the body (SEP-2243).
+	HeaderMethod      = "Mcp-Method"
+	HeaderName        = "Mcp-Name"
+	HeaderParamPrefix = "Mcp-Param-"
 )
 
 // Handler serves /mcp.
@@ -45,6 +49,14 @@ type Handler struct {
 
 // ServeHTTP dispatches on the method.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost && modern(r) {
+		// Protocol 2026-07-28 has no sessions: no stream to open, no session to end
+		// (server-to-client messages come on a subscriptions/listen POST).
+		w.Header().Set("Allow", "POST")
+		WriteError(w, http.StatusMethodNotAllowed, -32600, "Method Not Allowed: protocol "+r.Header.Get(HeaderProtocol)+
+			" has no sessions; POST requests, and POST subscriptions/listen for server-to-client notifications")
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r)
@@ -169,11 +181,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
 		return
 	}
-	stream, err := h.MCP.Exchange(outgoing(r), &mcpgatewayv1.ExchangeRequest{
-		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
-		ServerId: r.PathValue("id"),     // /mcp/servers/{id}; empty on /mcp
-		PresetId: r.PathValue("preset"), // /mcp/presets/{preset}
-	})
+	stream, err := h.MCP.Exchange(outgoing(r), exchangeRequest(r, body))
 	if err != nil {
 		h.writeStatus(w, r, err)
 		return
@@ -202,8 +210,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		if item.GetFinal() && !sse {
 			w.Header().Set("Content-Type", "application/json")
 			status := http.StatusOK
-			if item.GetMalformed() {
+			switch {
+			case item.GetMalformed():
 				status = http.StatusBadRequest
+			case item.GetMethodNotFound():
+				status = http.StatusNotFound
 			}
 			w.WriteHeader(status)
 			_, _ = w.Write(msg)
@@ -226,6 +237,33 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if !wrote { // only notifications or responses were posted
 		w.WriteHeader(http.StatusAccepted)
 	}
+}
+
+// exchangeRequest carries a POST to mcpgateway: the body and the headers MCP reads. The
+// headers of protocol 2026-07-28 (Mcp-Method, Mcp-Name, Mcp-Param-*) are passed as sent;
+// mcpgateway checks them against the body.
+func exchangeRequest(r *http.Request, body []byte) *mcpgatewayv1.ExchangeRequest {
+	req := &mcpgatewayv1.ExchangeRequest{
+		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
+		ServerId:  r.PathValue("id"),     // /mcp/servers/{id}; empty on /mcp
+		PresetId:  r.PathValue("preset"), // /mcp/presets/{preset}
+		McpMethod: r.Header.Get(HeaderMethod), McpName: r.Header.Get(HeaderName),
+	}
+	for name, values := range r.Header {
+		if len(name) > len(HeaderParamPrefix) && strings.EqualFold(name[:len(HeaderParamPrefix)], HeaderParamPrefix) && len(values) > 0 {
+			if req.ParamHeaders == nil {
+				req.ParamHeaders = map[string]string{}
+			}
+			req.ParamHeaders[strings.ToLower(name)] = values[0]
+		}
+	}
+	return req
+}
+
+// modern reports a request of protocol 2026-07-28 or later by its header (versions are dates:
+// they compare as strings).
+func modern(r *http.Request) bool {
+	return r.Header.Get(HeaderProtocol) >= "2026-07-28"
 }
 
 func (h *Handler) log() *slog.Logger {

@@ -538,3 +538,66 @@ func TestServerIDFromThePath(t *testing.T) {
 		}
 	}
 }
+
+// TestModernRequests: protocol 2026-07-28 at the edge. Its headers reach mcpgateway as sent
+// (Mcp-Param-* by lower-case name), an unknown method's answer is 404, a malformed one's 400,
+// no session header is sent back, and GET and DELETE are 405 with Allow: POST.
+func TestModernRequests(t *testing.T) {
+	var reply *mcpgatewayv1.ExchangeResponse
+	f := &fakeMCP{
+		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+			return s.Send(reply)
+		},
+		listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
+			t.Error("a modern GET reached mcpgateway")
+			return nil
+		},
+		end: func(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+			t.Error("a modern DELETE reached mcpgateway")
+			return &mcpgatewayv1.EndSessionResponse{}, nil
+		},
+	}
+	url := serve(t, f, 1<<20).URL
+	cases := []struct {
+		name   string
+		reply  func() *mcpgatewayv1.ExchangeResponse
+		status int
+	}{
+		{"result", func() *mcpgatewayv1.ExchangeResponse {
+			return final(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`)
+		}, 200},
+		{"unknown method", func() *mcpgatewayv1.ExchangeResponse {
+			r := final(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}`)
+			r.MethodNotFound = true
+			return r
+		}, 404},
+		{"header mismatch", func() *mcpgatewayv1.ExchangeResponse {
+			r := final(`{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"Header mismatch"}}`)
+			r.Malformed = true
+			return r
+		}, 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reply = c.reply()
+			a := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}`,
+				HeaderProtocol, "2026-07-28", "mcp-method", "tools/call", "MCP-NAME", "x", "Mcp-Param-Region", "eu", HeaderSession, "ignored")
+			if a.status != c.status || !strings.Contains(a.body, `"id":3`) || a.header.Get(HeaderSession) != "" {
+				t.Fatalf("answer %+v, want HTTP %d with the request's id and no session header", a, c.status)
+			}
+			ex, _, _ := f.seen()
+			if ex.GetMcpMethod() != "tools/call" || ex.GetMcpName() != "x" || ex.GetParamHeaders()["mcp-param-region"] != "eu" || ex.GetProtocolVersion() != "2026-07-28" {
+				t.Fatalf("mcpgateway was sent %+v", ex)
+			}
+		})
+	}
+	for _, method := range []string{"GET", "DELETE"} {
+		req := must(http.NewRequestWithContext(t.Context(), method, url, nil))
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(HeaderProtocol, "2026-07-28")
+		a := do(t, req)
+		if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != "POST" || code != -32600 {
+			t.Fatalf("%s in 2026-07-28: %+v", method, a)
+		}
+	}
+}

@@ -4,7 +4,8 @@
 // requests included); while answering tools/list it sends the client a ping with the same
 // id as that tools/list, and other requests of its own (roots/list by default), and sends
 // the tools only once the client has answered ping with {} and every other request with
-// -32601, aborting the stream otherwise; it can forget the session on the next tools/call
+// -32601, aborting the stream otherwise; it answers the server/discover probe of a client of
+// MCP 2026-07-28 with 400, as a session-era server does; it can forget the session on the next tools/call
 // (HTTP 404), tell a test when initialize arrives and hold it until the test lets it go. It
 // lists echo, any more tools its options name, and ask (Options.Ask), which sends the client
 // a request on the call's SSE stream and answers with the client's answer. It counts
@@ -64,6 +65,7 @@ type Upstream struct {
 
 	mu          sync.Mutex
 	initializes int
+	discovers   int // server/discover probes (answered 400, as a session-era server does)
 	session     string
 	expireNext  bool
 	methods     []string
@@ -97,6 +99,13 @@ func Start(t testing.TB, opts Options) *Upstream {
 		u.srv.Close()
 	})
 	return u
+}
+
+// Discovers is how many server/discover probes arrived (without a session).
+func (u *Upstream) Discovers() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.discovers
 }
 
 // Initializes is how many initialize requests arrived.
@@ -203,6 +212,17 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		u.violate("a POST body that is not one JSON-RPC message: %v", err)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "Parse error"}})
+		return
+	}
+	if msg.Method == "server/discover" && r.Header.Get("Mcp-Session-Id") == "" {
+		// The probe of a client of MCP 2026-07-28: answered as a strict session-era server
+		// answers any request without its session (the TypeScript SDK's words), which the
+		// client must take as "initialize instead".
+		u.mu.Lock()
+		u.discovers++
+		u.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, map[string]any{"jsonrpc": "2.0", "id": nil,
+			"error": map[string]any{"code": -32000, "message": "Bad Request: No valid session ID provided"}})
 		return
 	}
 	label := msg.Method

@@ -32,6 +32,9 @@ type Listener struct {
 // NewListener returns a listener that follows no server yet.
 func NewListener() *Listener { return &Listener{ch: make(chan []byte, Buffer)} }
 
+// C is l's queue, for a stream served by other means than Serve.
+func (l *Listener) C() <-chan []byte { return l.ch }
+
 // Follow makes l receive the notifications of servers, and no others (none: l leaves).
 func (h *Hub) Follow(l *Listener, servers []string) {
 	h.mu.Lock()

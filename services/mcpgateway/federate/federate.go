@@ -1,5 +1,6 @@
 // Package federate serves one registered MCP server through Zest's MCP endpoint:
-// /mcp/servers/{id}, with session-era MCP (protocols 2025-11-25 to 2024-11-05). The edge owns
+// /mcp/servers/{id}, with session-era MCP (protocols 2025-11-25 to 2024-11-05) and, request by
+// request beside it, MCP 2026-07-28 without sessions (modern.go). The edge owns
 // HTTP as for /mcp and passes the server id with each exchange; this package answers
 // initialize itself, with a session id bound to the server and the upstream's serverInfo,
 // capabilities and instructions, answers ping and logging/setLevel, and forwards every other
@@ -28,6 +29,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -43,6 +45,7 @@ type Upstreams interface {
 	Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	State(id string) upstream.State
 	Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (upstream.Info, error)
+	ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error)
 	Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
 	// CallWith is Call with the progress and the server requests of the call going to hooks.
 	CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks upstream.Hooks) (json.RawMessage, error)
@@ -111,7 +114,8 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 // Exchange answers one POST body of /mcp/servers/{id}.
 func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
 	ctx := stream.Context()
-	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(mcpserve.Versions, v) {
+	r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload())
+	if v := req.GetProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
 	}
 	cfg, err := h.server(ctx, req.GetServerId())
@@ -119,6 +123,9 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.Ex
 		return err
 	}
 	out := &output{stream: stream}
+	if r.Modern {
+		return h.modern(ctx, req, r, cfg, out)
+	}
 	payload := bytes.TrimSpace(req.GetPayload())
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(ctx, req, cfg, payload, out)

@@ -2,6 +2,8 @@
 // body through the McpService Exchange stream; this package owns the meaning: protocol
 // negotiation, session ids, and the methods, dispatched to mark3labs/mcp-go's MCPServer.
 // Notifications a handler sends are streamed in order and all flushed before the result.
+// Requests of MCP 2026-07-28 (classified per request by package stateless) are served beside
+// the session era without a session (modern.go).
 package mcpserve
 
 import (
@@ -19,6 +21,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -26,8 +29,14 @@ import (
 // ServerName is the serverInfo.name clients see, as Lemonade answers.
 const ServerName = "lemonade-mcp"
 
-// Versions are the protocol versions served, preferred first.
+// Versions are the session-era protocol versions served (negotiated by initialize),
+// preferred first.
 var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Supported are every protocol version served, newest first: 2026-07-28 (no sessions, each
+// request stands alone; package stateless) and the session era's Versions. server/discover
+// lists them, and a modern request naming another is refused with them.
+var Supported = append([]string{stateless.Version}, Versions...)
 
 // Ended is the session state kept in the registry: sessions ended by DELETE, and the level a
 // session chose with logging/setLevel. Both live until the session id expires.
@@ -162,6 +171,9 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStr
 			return err
 		}
 		return f.Exchange(req, stream)
+	}
+	if r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload()); r.Modern {
+		return h.modern(req, r, stream)
 	}
 	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
@@ -302,14 +314,14 @@ func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, bi
 // handler runs and flushing every one of them before it returns the response (nil for a
 // notification or a client response).
 func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte, env envelope, send func([]byte) error) ([]byte, error) {
-	if env.JSONRPC == "2.0" && env.Method == "server/discover" && env.isRequest() {
-		// Protocol 2026-07-28 is not implemented in full: answer its probe as unknown.
-		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover"), nil
+	if env.JSONRPC == "2.0" && env.Method == "server/discover" && env.isRequest() && !sess.modern {
+		// A session-era request: server/discover belongs to 2026-07-28 (see modern).
+		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover belongs to protocol 2026-07-28; send it with MCP-Protocol-Version: 2026-07-28 and params._meta"), nil
 	}
 	if env.JSONRPC != mcp.JSONRPC_VERSION {
 		return errorResponse(env.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`), nil
 	}
-	if env.isRequest() {
+	if env.isRequest() && !sess.modern { // a modern result carries more (resultType, cache hints)
 		switch env.Method {
 		case "ping":
 			return result(env.ID, json.RawMessage(`{}`)), nil
@@ -319,8 +331,9 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 			}
 		}
 	}
-	if env.Method != "tools/call" {
-		// Only tool handlers send notifications: everything else is answered in place.
+	if env.Method != "tools/call" && env.Method != "subscriptions/listen" {
+		// Only tool handlers and subscriptions/listen send notifications: everything else is
+		// answered in place.
 		resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
 		if err := sess.storeError(); err != nil { // logging/setLevel that could not be kept
 			h.log.Error("storing a session's log level", "err", err)
@@ -482,6 +495,7 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 // level is read from the registry the first time a log message asks for it, and
 // logging/setLevel writes it there, so the level holds for the session's later requests.
 type clientSession struct {
+	modern  bool // a request of 2026-07-28: no session, its log level is in its _meta
 	id      string
 	version string
 	notes   chan mcp.JSONRPCNotification

@@ -234,6 +234,7 @@ type exchange struct {
 	messages  []map[string]any
 	finals    []bool
 	malformed []bool // answered with an HTTP error status at the edge
+	notFound  []bool // answered with HTTP 404 at the edge (2026-07-28)
 }
 
 func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string) (exchange, error) {
@@ -244,7 +245,12 @@ func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string)
 // sendWith is send with an MCP-Protocol-Version header.
 func sendWith(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, protocolVersion, body string) (exchange, error) {
 	t.Helper()
-	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, ProtocolVersion: protocolVersion, Payload: []byte(body)})
+	return sendReq(t, c, &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, ProtocolVersion: protocolVersion, Payload: []byte(body)})
+}
+
+func sendReq(t *testing.T, c mcpgatewayv1.McpServiceClient, req *mcpgatewayv1.ExchangeRequest) (exchange, error) {
+	t.Helper()
+	stream, err := c.Exchange(t.Context(), req)
 	if err != nil {
 		return exchange{}, err
 	}
@@ -273,6 +279,7 @@ func sendWith(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, protocol
 		ex.messages = append(ex.messages, m)
 		ex.finals = append(ex.finals, item.GetFinal())
 		ex.malformed = append(ex.malformed, item.GetMalformed())
+		ex.notFound = append(ex.notFound, item.GetMethodNotFound())
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
@@ -67,53 +69,145 @@ func TestTranscripts(t *testing.T) {
 			if tr.version != "" {
 				sid = initialize(t, c, tr.version)
 			}
-			var b strings.Builder
-			for _, rq := range tr.requests {
-				b.WriteString("→ " + rq + "\n")
-				ex, err := sendWith(t, c, sid, tr.header, rq)
-				if err != nil {
-					b.WriteString("← gRPC error: " + err.Error() + "\n")
-					continue
-				}
-				if ex.session != "" {
-					b.WriteString("← session started\n")
-				}
-				for i, m := range ex.messages {
-					if batch, ok := m["batch"]; ok {
-						m = map[string]any{"batch": batch}
-					}
-					js, _ := json.Marshal(m) // keys sorted: stable across runs
-					kind := "message"
-					if ex.finals[i] {
-						kind = "final"
-					}
-					if ex.malformed[i] {
-						kind += " (HTTP 400)"
-					}
-					b.WriteString("← " + kind + " " + string(js) + "\n")
-				}
-				if len(ex.messages) == 0 {
-					b.WriteString("← (nothing: HTTP 202)\n")
-				}
+			reqs := make([]*mcpgatewayv1.ExchangeRequest, len(tr.requests))
+			for i, rq := range tr.requests {
+				reqs[i] = &mcpgatewayv1.ExchangeRequest{SessionId: sid, ProtocolVersion: tr.header, Payload: []byte(rq)}
 			}
-			path := filepath.Join("testdata", "transcripts", tr.name+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if b.String() != string(want) {
-				t.Fatalf("transcript changed:\n--- got\n%s--- want\n%s", b.String(), want)
-			}
+			checkTranscript(t, c, tr.name, reqs)
 		})
+	}
+}
+
+// modernTranscripts are requests of protocol 2026-07-28 (no session): the checks of its
+// transport and the answers of its methods. Each request is sent with the MCP-Protocol-Version
+// header, Mcp-Method and Mcp-Name of the test case (headers), the _meta of meta.
+var modernTranscripts = []struct {
+	name     string
+	requests []*mcpgatewayv1.ExchangeRequest
+}{
+	{"2026-server-discover", []*mcpgatewayv1.ExchangeRequest{modernReq(`"method":"server/discover","params":{"_meta":`+modernMeta+`}`, "server/discover", "")}},
+	{"2026-tools-list", []*mcpgatewayv1.ExchangeRequest{modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", "")}},
+	{"2026-tools-call", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "failing"),
+	}},
+	{"2026-log-level-from-meta", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"tools/call","params":{"name":"chatty","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "chatty"),
+		modernReq(`"method":"tools/call","params":{"name":"chatty","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}`, "tools/call", "chatty"),
+	}},
+	{"2026-subscriptions-listen", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+modernMeta+`}`, "subscriptions/listen", ""),
+	}},
+	{"2026-error-removed-methods", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"initialize","params":{"_meta":`+modernMeta+`}`, "initialize", ""),
+		modernReq(`"method":"ping","params":{"_meta":`+modernMeta+`}`, "ping", ""),
+		modernReq(`"method":"logging/setLevel","params":{"level":"debug","_meta":`+modernMeta+`}`, "logging/setLevel", ""),
+		modernReq(`"method":"nope/nothing","params":{"_meta":`+modernMeta+`}`, "nope/nothing", ""),
+	}},
+	{"2026-error-headers", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "prompts/list", ""),
+		modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "", ""),
+		modernReq(`"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "other"),
+		modernReq(`"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", ""),
+		withVersion(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), ""),
+		withVersion(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), "2025-11-25"),
+	}},
+	{"2026-error-meta", []*mcpgatewayv1.ExchangeRequest{
+		modernReq(`"method":"server/discover","params":{}`, "server/discover", ""),
+		modernReq(`"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "server/discover", ""),
+		withVersion(modernReq(`"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, "server/discover", ""), "2099-01-01"),
+	}},
+	{"2026-error-client-response", []*mcpgatewayv1.ExchangeRequest{
+		{ProtocolVersion: "2026-07-28", Payload: []byte(`{"jsonrpc":"2.0","id":4,"result":{}}`)},
+	}},
+	{"2026-notification-accepted", []*mcpgatewayv1.ExchangeRequest{
+		{ProtocolVersion: "2026-07-28", McpMethod: "notifications/cancelled",
+			Payload: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"_meta":` + modernMeta + `}}`)},
+	}},
+	{"2026-session-header-ignored", []*mcpgatewayv1.ExchangeRequest{
+		withSession(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), "not-a-session"),
+	}},
+}
+
+const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"golden","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernReq is a request of 2026-07-28 with id 7, the given method and params (members), and
+// the Mcp-Method and Mcp-Name headers as given (name is sent as is: plain text).
+func modernReq(members, method, name string) *mcpgatewayv1.ExchangeRequest {
+	return &mcpgatewayv1.ExchangeRequest{ProtocolVersion: "2026-07-28", McpMethod: method, McpName: name,
+		Payload: []byte(`{"jsonrpc":"2.0","id":7,` + members + `}`)}
+}
+
+func withVersion(r *mcpgatewayv1.ExchangeRequest, v string) *mcpgatewayv1.ExchangeRequest {
+	r.ProtocolVersion = v
+	return r
+}
+
+func withSession(r *mcpgatewayv1.ExchangeRequest, id string) *mcpgatewayv1.ExchangeRequest {
+	r.SessionId = id
+	return r
+}
+
+func TestModernTranscripts(t *testing.T) {
+	c := client(t)
+	for _, tr := range modernTranscripts {
+		t.Run(tr.name, func(t *testing.T) { checkTranscript(t, c, tr.name, tr.requests) })
+	}
+}
+
+// checkTranscript sends reqs in order and compares what came back with the golden file of name.
+func checkTranscript(t *testing.T, c mcpgatewayv1.McpServiceClient, name string, reqs []*mcpgatewayv1.ExchangeRequest) {
+	t.Helper()
+	var b strings.Builder
+	for _, rq := range reqs {
+		b.WriteString("→ " + string(rq.GetPayload()) + "\n")
+		if rq.GetMcpMethod() != "" || rq.GetMcpName() != "" {
+			b.WriteString("  headers: MCP-Protocol-Version=" + rq.GetProtocolVersion() + " Mcp-Method=" + rq.GetMcpMethod() + " Mcp-Name=" + rq.GetMcpName() + "\n")
+		}
+		ex, err := sendReq(t, c, rq)
+		if err != nil {
+			b.WriteString("← gRPC error: " + err.Error() + "\n")
+			continue
+		}
+		if ex.session != "" {
+			b.WriteString("← session started\n")
+		}
+		for i, m := range ex.messages {
+			if batch, ok := m["batch"]; ok {
+				m = map[string]any{"batch": batch}
+			}
+			js, _ := json.Marshal(m) // keys sorted: stable across runs
+			kind := "message"
+			if ex.finals[i] {
+				kind = "final"
+			}
+			if ex.malformed[i] {
+				kind += " (HTTP 400)"
+			}
+			if ex.notFound[i] {
+				kind += " (HTTP 404)"
+			}
+			b.WriteString("← " + kind + " " + string(js) + "\n")
+		}
+		if len(ex.messages) == 0 {
+			b.WriteString("← (nothing: HTTP 202)\n")
+		}
+	}
+	path := filepath.Join("testdata", "transcripts", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("transcript changed:\n--- got\n%s--- want\n%s", b.String(), want)
 	}
 }
 
@@ -121,7 +215,7 @@ func TestTranscripts(t *testing.T) {
 // a Go type (mcp-go's own messages for malformed params do both).
 func TestAnswersQuoteNoDecoder(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "transcripts", "*.golden"))
-	if err != nil || len(files) < len(transcripts) {
+	if err != nil || len(files) < len(transcripts)+len(modernTranscripts) {
 		t.Fatalf("transcripts: %v %v", files, err)
 	}
 	for _, f := range files {

@@ -17,8 +17,15 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// ProtocolVersion is the version offered to HTTP upstreams.
+// ProtocolVersion is the session-era version offered to HTTP upstreams in initialize.
 const ProtocolVersion = "2025-11-25"
+
+// ModernVersion is the version without sessions an HTTP upstream is first probed for
+// (server/discover); an upstream that serves it is driven without a session.
+const ModernVersion = mcp.ProtocolVersion20260728
+
+// clientInfo is how Zest names itself to upstreams.
+var clientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
 
 // methodToolsListChanged is the notification a server sends when its tools change.
 const methodToolsListChanged = "notifications/tools/list_changed"
@@ -55,6 +62,11 @@ type httpSession struct {
 	renewing *renewal
 	closed   bool
 	inf      Info
+	// modern is set when the server answered server/discover with 2026-07-28: requests go
+	// without a session, each with its _meta and headers (tr has no client then: cl is nil).
+	modern bool
+	// stopListen ends the subscriptions/listen stream of a server driven without a session.
+	stopListen context.CancelFunc
 }
 
 // renewal is one initialize after an expired session; done closes once err is set.
@@ -92,9 +104,13 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 	return s, nil
 }
 
-// connect opens a new MCP session (initialize, then notifications/initialized) on a new
-// transport and makes it the session's current one.
+// connect probes the server with server/discover (2026-07-28) and drives it without a
+// session if it serves that revision; otherwise it opens a new MCP session (initialize, then
+// notifications/initialized) on a new transport. Either becomes the session's current one.
 func (s *httpSession) connect(ctx context.Context) error {
+	if s.discover(ctx) {
+		return nil
+	}
 	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
 		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())),
 		// The GET stream carries what the server sends outside a request, such as
@@ -114,7 +130,7 @@ func (s *httpSession) connect(ctx context.Context) error {
 	cl.OnNotification(s.onNotification)
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
-	req.Params.ClientInfo = mcp.Implementation{Name: "zest-mcpgateway", Version: "0.1.0"}
+	req.Params.ClientInfo = clientInfo
 	req.Params.Capabilities = clientCapabilities()
 	res, err := cl.Initialize(ctx, req)
 	if err != nil {
@@ -129,13 +145,27 @@ func (s *httpSession) connect(ctx context.Context) error {
 		cl.Close()
 		return fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
 	}
-	old := s.cl
-	s.cl, s.tr, s.sid, s.expired, s.inf = cl, tr, tr.GetSessionId(), false, inf
+	oldCl, oldTr := s.cl, s.tr
+	s.cl, s.tr, s.sid, s.expired, s.inf, s.modern = cl, tr, tr.GetSessionId(), false, inf, false
+	stop := s.stopListen
+	s.stopListen = nil
 	s.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
+	if stop != nil {
+		stop()
 	}
+	closeOld(oldCl, oldTr)
 	return nil
+}
+
+// closeOld closes a connection that was replaced: its client (which closes its transport), or
+// the transport alone for a server driven without a session.
+func closeOld(cl *client.Client, tr *transport.StreamableHTTP) {
+	switch {
+	case cl != nil:
+		_ = cl.Close()
+	case tr != nil:
+		_ = tr.Close()
+	}
 }
 
 func toMap(v any) map[string]any {
@@ -221,6 +251,11 @@ func (s *httpSession) call(ctx context.Context, method string, params json.RawMe
 
 // answer turns the transport's answer to one request into a result or an error.
 func (s *httpSession) answer(ctx context.Context, tr *transport.StreamableHTTP, method string, resp *transport.JSONRPCResponse, err error) (json.RawMessage, error) {
+	if errors.Is(err, transport.ErrSessionTerminated) && s.isModern() {
+		// Without sessions a 404 means an unknown method (mcp-go's transport reads every 404
+		// as a forgotten session and drops the body).
+		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Message: "Method not found: " + method}
+	}
 	if errors.Is(err, transport.ErrSessionTerminated) {
 		s.expire(tr)
 		s.log.InfoContext(ctx, "upstream forgot the session; the next call initializes again", "server", s.cfg.GetId())
@@ -301,6 +336,12 @@ func (s *httpSession) send(ctx context.Context, tr *transport.StreamableHTTP, me
 	if len(params) > 0 {
 		req.Params = params
 	}
+	if s.isModern() {
+		req.Params, req.Header = modernRequest(method, params)
+		if method == string(mcp.MethodToolsCall) {
+			s.paramHeaders(req.Header, params)
+		}
+	}
 	resp, err := tr.SendRequest(ctx, req)
 	if err != nil && ctx.Err() != nil && method != string(mcp.MethodInitialize) {
 		// The caller gave up (cancelled, or out of time): tell the server, as the tool host
@@ -325,16 +366,18 @@ func (s *httpSession) cancelUpstream(ctx context.Context, tr *transport.Streamab
 	}
 }
 
-// close ends the session (mcp-go sends DELETE with the session id, and ends the GET stream).
+// close ends the session (mcp-go sends DELETE with the session id, and ends the GET stream);
+// a server driven without a session has only its transport closed.
 func (s *httpSession) close(context.Context) error {
 	s.mu.Lock()
-	cl := s.cl
-	s.cl, s.closed = nil, true
+	cl, tr, stop := s.cl, s.tr, s.stopListen
+	s.cl, s.tr, s.closed, s.stopListen = nil, nil, true, nil
 	s.mu.Unlock()
-	if cl == nil {
-		return nil
+	if stop != nil {
+		stop()
 	}
-	return cl.Close()
+	closeOld(cl, tr)
+	return nil
 }
 
 // transportLog is the slog handler given to mcp-go's transport. Everything it logs is
@@ -394,8 +437,11 @@ func (s *httpSession) onNotification(n mcp.JSONRPCNotification) {
 		s.deliverProgress(n)
 		return
 	}
-	if n.Method == methodToolsListChanged {
+	if n.Method == methodToolsListChanged || n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		s.listChanged()
+	}
+	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
+		return // Zest's own subscription (listen), not the server's news
 	}
 	b, err := json.Marshal(n)
 	if err != nil {

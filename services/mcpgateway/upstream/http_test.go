@@ -79,6 +79,9 @@ func TestHTTPAnswersServerRequests(t *testing.T) {
 	if len(tools) != 1 || !strings.Contains(string(tools[0]), `"name":"echo"`) || info.ProtocolVersion != mcptest.ProtocolVersion {
 		t.Fatalf("tools %s, info %+v", tools, info)
 	}
+	if u.Discovers() != 1 || u.Initializes() != 1 {
+		t.Fatalf("%d server/discover probes and %d initializes: want the probe first, answered 400, then initialize", u.Discovers(), u.Initializes())
+	}
 	empty, codes := answersOf(t, u)
 	if empty != 1 || len(codes) != len(methods) {
 		t.Fatalf("answers %s: want one {} and %d errors", u.Answers(), len(methods))

@@ -100,27 +100,42 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	waitUntil(t, 5*time.Second, "tool d after a restart", func() bool { return hasTool(m, "fx", "d") && !hasTool(m, "fx", "a") })
 }
 
-// An HTTP server's list_changed (here mcp-go's own server adding a tool, sent on the GET
-// stream) makes mcpgateway list its tools again.
+// An HTTP server's list_changed (here mcp-go's own server adding a tool) makes mcpgateway
+// list its tools again: sent on the GET stream by a session-era server, on the
+// subscriptions/listen stream Zest keeps open by a server of 2026-07-28.
 func TestHTTPToolsFollowListChanged(t *testing.T) {
-	srv := server.NewMCPServer("listchanging", "1.0.0", server.WithToolCapabilities(true))
-	echo := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("ok"), nil
-	}
-	srv.AddTool(mcp.NewTool("first"), echo)
-	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
-	t.Cleanup(hs.Close)
+	for _, era := range []struct {
+		name    string
+		opts    []server.StreamableHTTPOption
+		version string
+	}{
+		{"2026-07-28", nil, ModernVersion},
+		{"session era", []server.StreamableHTTPOption{server.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...)}, ProtocolVersion},
+	} {
+		t.Run(era.name, func(t *testing.T) {
+			srv := server.NewMCPServer("listchanging", "1.0.0", server.WithToolCapabilities(true))
+			echo := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ok"), nil
+			}
+			srv.AddTool(mcp.NewTool("first"), echo)
+			hs := httptest.NewServer(server.NewStreamableHTTPServer(srv, era.opts...))
+			t.Cleanup(hs.Close)
 
-	m := New(nil, nil, nil)
-	cfg := httpConfig("lc", hs.URL+"/mcp")
-	if err := m.Connect(t.Context(), cfg); err != nil {
-		t.Fatal(err)
+			m := New(nil, nil, nil)
+			cfg := httpConfig("lc", hs.URL+"/mcp")
+			if err := m.Connect(t.Context(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Disconnect(context.Background(), "lc") })
+			if inf, err := m.Info(t.Context(), cfg); err != nil || inf.ProtocolVersion != era.version {
+				t.Fatalf("driven at %q (%v), want %s", inf.ProtocolVersion, err, era.version)
+			}
+			if !hasTool(m, "lc", "first") || hasTool(m, "lc", "second") {
+				t.Fatal("tools after connect")
+			}
+			srv.AddTool(mcp.NewTool("second"), echo)
+			d := waitUntil(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
+			t.Logf("new HTTP tool seen %v after AddTool", d)
+		})
 	}
-	t.Cleanup(func() { m.Disconnect(context.Background(), "lc") })
-	if !hasTool(m, "lc", "first") || hasTool(m, "lc", "second") {
-		t.Fatal("tools after connect")
-	}
-	srv.AddTool(mcp.NewTool("second"), echo)
-	d := waitUntil(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
-	t.Logf("new HTTP tool seen %v after AddTool", d)
 }

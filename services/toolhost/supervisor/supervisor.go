@@ -370,15 +370,19 @@ func (s *Supervisor) backoff(crashes int) time.Duration {
 // started after a stop of the server (gen changed) is stopped at once.
 func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerSpec, path string, env []string) (*stdio.Conn, error) {
 	s := srv.sup
+	// The callbacks run on the conn's goroutines, which may start before Start has returned
+	// conn: they wait for it (Start starts them only on success, right before returning).
 	var conn *stdio.Conn
+	ready := make(chan struct{})
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
 		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
 		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
-		OnNotification: func(method string, msg []byte) { srv.onNotification(conn, method, msg) },
-		OnExit:         func(err error) { srv.onExit(conn, err) },
+		OnNotification: func(method string, msg []byte) { <-ready; srv.onNotification(conn, method, msg) },
+		OnExit:         func(err error) { <-ready; srv.onExit(conn, err) },
 	})
+	close(ready)
 	if err != nil {
 		return nil, err
 	}

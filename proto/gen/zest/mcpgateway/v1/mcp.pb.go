@@ -32,8 +32,14 @@ type ExchangeRequest struct {
 	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id} this exchange is for; empty is Zest's own /mcp.
 	ServerId string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// mcp_method is the Mcp-Method header (protocol 2026-07-28 and later), if any.
+	McpMethod string `protobuf:"bytes,5,opt,name=mcp_method,json=mcpMethod,proto3" json:"mcp_method,omitempty"`
+	// mcp_name is the Mcp-Name header (protocol 2026-07-28 and later) as sent, if any.
+	McpName string `protobuf:"bytes,6,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
+	// param_headers are the Mcp-Param-* headers (protocol 2026-07-28 and later), by lower-case name.
+	ParamHeaders map[string]string `protobuf:"bytes,7,rep,name=param_headers,json=paramHeaders,proto3" json:"param_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// preset_id names the preset of /mcp/presets/{id} this exchange is for (its providers on one endpoint); empty otherwise.
-	PresetId      string `protobuf:"bytes,5,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
+	PresetId      string `protobuf:"bytes,8,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -94,6 +100,27 @@ func (x *ExchangeRequest) GetServerId() string {
 		return x.ServerId
 	}
 	return ""
+}
+
+func (x *ExchangeRequest) GetMcpMethod() string {
+	if x != nil {
+		return x.McpMethod
+	}
+	return ""
+}
+
+func (x *ExchangeRequest) GetMcpName() string {
+	if x != nil {
+		return x.McpName
+	}
+	return ""
+}
+
+func (x *ExchangeRequest) GetParamHeaders() map[string]string {
+	if x != nil {
+		return x.ParamHeaders
+	}
+	return nil
 }
 
 func (x *ExchangeRequest) GetPresetId() string {
@@ -171,9 +198,13 @@ type ExchangeResponse struct {
 	// final marks the last message: the response (or batch of responses) that completes the POST.
 	Final bool `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
 	// malformed is set on a final message that answers an unparsable or invalid request: the edge answers HTTP 400.
-	Malformed     bool `protobuf:"varint,4,opt,name=malformed,proto3" json:"malformed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Malformed bool `protobuf:"varint,4,opt,name=malformed,proto3" json:"malformed,omitempty"`
+	// method_not_found is set on a final message that answers, in protocol 2026-07-28 or later,
+	// a request for a method the server does not have (or that the revision removed): the edge
+	// answers HTTP 404.
+	MethodNotFound bool `protobuf:"varint,5,opt,name=method_not_found,json=methodNotFound,proto3" json:"method_not_found,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExchangeResponse) Reset() {
@@ -241,6 +272,13 @@ func (x *ExchangeResponse) GetFinal() bool {
 func (x *ExchangeResponse) GetMalformed() bool {
 	if x != nil {
 		return x.Malformed
+	}
+	return false
+}
+
+func (x *ExchangeResponse) GetMethodNotFound() bool {
+	if x != nil {
+		return x.MethodNotFound
 	}
 	return false
 }
@@ -488,23 +526,31 @@ var File_zest_mcpgateway_v1_mcp_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
-	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\xaf\x01\n" +
+	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\x86\x03\n" +
 	"\x0fExchangeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1b\n" +
-	"\tserver_id\x18\x04 \x01(\tR\bserverId\x12\x1b\n" +
-	"\tpreset_id\x18\x05 \x01(\tR\bpresetId\"Z\n" +
+	"\tserver_id\x18\x04 \x01(\tR\bserverId\x12\x1d\n" +
+	"\n" +
+	"mcp_method\x18\x05 \x01(\tR\tmcpMethod\x12\x19\n" +
+	"\bmcp_name\x18\x06 \x01(\tR\amcpName\x12Z\n" +
+	"\rparam_headers\x18\a \x03(\v25.zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntryR\fparamHeaders\x12\x1b\n" +
+	"\tpreset_id\x18\b \x01(\tR\bpresetId\x1a?\n" +
+	"\x11ParamHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +
 	"\x0eSessionStarted\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
-	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\"\xaa\x01\n" +
+	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\"\xd4\x01\n" +
 	"\x10ExchangeResponse\x12>\n" +
 	"\asession\x18\x01 \x01(\v2\".zest.mcpgateway.v1.SessionStartedH\x00R\asession\x12\x1a\n" +
 	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
-	"\tmalformed\x18\x04 \x01(\bR\tmalformedB\x06\n" +
+	"\tmalformed\x18\x04 \x01(\bR\tmalformed\x12(\n" +
+	"\x10method_not_found\x18\x05 \x01(\bR\x0emethodNotFoundB\x06\n" +
 	"\x04kind\"}\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +
@@ -540,7 +586,7 @@ func file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_mcp_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_mcp_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_zest_mcpgateway_v1_mcp_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_zest_mcpgateway_v1_mcp_proto_goTypes = []any{
 	(*ExchangeRequest)(nil),    // 0: zest.mcpgateway.v1.ExchangeRequest
 	(*SessionStarted)(nil),     // 1: zest.mcpgateway.v1.SessionStarted
@@ -549,20 +595,22 @@ var file_zest_mcpgateway_v1_mcp_proto_goTypes = []any{
 	(*ListenResponse)(nil),     // 4: zest.mcpgateway.v1.ListenResponse
 	(*EndSessionRequest)(nil),  // 5: zest.mcpgateway.v1.EndSessionRequest
 	(*EndSessionResponse)(nil), // 6: zest.mcpgateway.v1.EndSessionResponse
+	nil,                        // 7: zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntry
 }
 var file_zest_mcpgateway_v1_mcp_proto_depIdxs = []int32{
-	1, // 0: zest.mcpgateway.v1.ExchangeResponse.session:type_name -> zest.mcpgateway.v1.SessionStarted
-	0, // 1: zest.mcpgateway.v1.McpService.Exchange:input_type -> zest.mcpgateway.v1.ExchangeRequest
-	3, // 2: zest.mcpgateway.v1.McpService.Listen:input_type -> zest.mcpgateway.v1.ListenRequest
-	5, // 3: zest.mcpgateway.v1.McpService.EndSession:input_type -> zest.mcpgateway.v1.EndSessionRequest
-	2, // 4: zest.mcpgateway.v1.McpService.Exchange:output_type -> zest.mcpgateway.v1.ExchangeResponse
-	4, // 5: zest.mcpgateway.v1.McpService.Listen:output_type -> zest.mcpgateway.v1.ListenResponse
-	6, // 6: zest.mcpgateway.v1.McpService.EndSession:output_type -> zest.mcpgateway.v1.EndSessionResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	7, // 0: zest.mcpgateway.v1.ExchangeRequest.param_headers:type_name -> zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntry
+	1, // 1: zest.mcpgateway.v1.ExchangeResponse.session:type_name -> zest.mcpgateway.v1.SessionStarted
+	0, // 2: zest.mcpgateway.v1.McpService.Exchange:input_type -> zest.mcpgateway.v1.ExchangeRequest
+	3, // 3: zest.mcpgateway.v1.McpService.Listen:input_type -> zest.mcpgateway.v1.ListenRequest
+	5, // 4: zest.mcpgateway.v1.McpService.EndSession:input_type -> zest.mcpgateway.v1.EndSessionRequest
+	2, // 5: zest.mcpgateway.v1.McpService.Exchange:output_type -> zest.mcpgateway.v1.ExchangeResponse
+	4, // 6: zest.mcpgateway.v1.McpService.Listen:output_type -> zest.mcpgateway.v1.ListenResponse
+	6, // 7: zest.mcpgateway.v1.McpService.EndSession:output_type -> zest.mcpgateway.v1.EndSessionResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_mcp_proto_init() }
@@ -580,7 +628,7 @@ func file_zest_mcpgateway_v1_mcp_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_mcp_proto_rawDesc), len(file_zest_mcpgateway_v1_mcp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,275 @@
+// Package stateless holds the rules of MCP 2026-07-28, the revision without sessions, that
+// every endpoint of mcpgateway applies the same way (/mcp, /mcp/servers/{id}, and any other
+// that serves MCP): which era a request belongs to, the transport checks a request of that
+// era must pass, the HTTP class of an answer, and what a result must carry. The endpoints
+// serve both eras side by side: the era is decided per request, never per connection.
+//
+// Per the specification's versioning section, a request belongs to 2026-07-28 (or a later
+// revision) when its MCP-Protocol-Version header or its params._meta
+// "io.modelcontextprotocol/protocolVersion" names that version or a later one; anything else
+// (no header, an older version, no _meta) is a request of the session era.
+package stateless
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// Version is the revision this package implements.
+const Version = mcp.ProtocolVersion20260728
+
+// metaVersionKey is quoted as it appears in a body, for the cheap test that keeps the
+// classification off the session era's hot path.
+var metaVersionKey = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)
+
+// Request is what classification read of one exchange.
+type Request struct {
+	// Modern reports a request of 2026-07-28 or later.
+	Modern bool
+	// HeaderVersion is the MCP-Protocol-Version header; MetaVersion the version in _meta.
+	HeaderVersion, MetaVersion string
+	// Meta is params._meta as sent (nil when absent or not an object).
+	Meta map[string]json.RawMessage
+	// Params is the request's params as sent.
+	Params json.RawMessage
+}
+
+// Classify decides the era of one POST body from its header and its _meta. A batch (a JSON
+// array) belongs to the session era: 2026-07-28 has none.
+func Classify(headerVersion string, payload []byte) Request {
+	r := Request{HeaderVersion: headerVersion}
+	if !mcp.IsModernProtocol(headerVersion) && !bytes.Contains(payload, metaVersionKey) {
+		return r // the session era's requests pay one byte scan, no decoding
+	}
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 || p[0] != '{' {
+		r.Modern = mcp.IsModernProtocol(headerVersion) && len(p) > 0 && p[0] != '['
+		return r
+	}
+	var env struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(p, &env) == nil {
+		r.Params = env.Params
+		var params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if json.Unmarshal(env.Params, &params) == nil {
+			r.Meta = params.Meta
+			_ = json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &r.MetaVersion)
+		}
+	}
+	r.Modern = mcp.IsModernProtocol(headerVersion) || mcp.IsModernProtocol(r.MetaVersion)
+	return r
+}
+
+// Removed are the requests of the session era that 2026-07-28 removed: a modern request for
+// one of them is answered as an unknown method (HTTP 404, -32601).
+var Removed = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+
+// Check applies the transport rules of 2026-07-28 to a modern request with id and method:
+// the protocol version stated in the header and in _meta, equal, and served (supported);
+// the client's capabilities in _meta; the Mcp-Method and Mcp-Name headers mirroring the body.
+// It returns the error response to send, with the request's id, or nil.
+func (r Request) Check(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, method string, supported []string) []byte {
+	switch {
+	case r.HeaderVersion == "":
+		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
+			mcp.HeaderProtocolVersion, r.MetaVersion), nil)
+	case r.MetaVersion == "":
+		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (the header says %s)",
+			mcp.MetaKeyProtocolVersion, r.HeaderVersion, r.HeaderVersion), nil)
+	case r.HeaderVersion != r.MetaVersion:
+		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header says %q, params._meta[%q] says %q; send the same version in both",
+			mcp.HeaderProtocolVersion, r.HeaderVersion, mcp.MetaKeyProtocolVersion, r.MetaVersion), nil)
+	case !slices.Contains(supported, r.MetaVersion):
+		return ErrorResponse(id, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("Unsupported protocol version %q: send one of %v", r.MetaVersion, supported),
+			mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: r.MetaVersion})
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(r.Meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
+		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
+			mcp.MetaKeyClientCapabilities, r.MetaVersion), nil)
+	}
+	headers := map[string]string{mcp.HeaderMethod: req.GetMcpMethod(), mcp.HeaderName: req.GetMcpName()}
+	if err := mcp.ValidateStandardHeaders(func(name string) string { return strings.TrimSpace(headers[name]) },
+		r.MetaVersion, mcp.MCPMethod(method), r.Params); err != nil {
+		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+	}
+	return nil
+}
+
+// LogLevel is the least level of notifications/message the request asked for in _meta
+// ("" asks for none: 2026-07-28 sends no log messages to a request that did not ask).
+func (r Request) LogLevel() string {
+	var l string
+	_ = json.Unmarshal(r.Meta[mcp.MetaKeyLogLevel], &l)
+	return l
+}
+
+// ClientCapabilities is the client's capabilities the request declared in _meta.
+func (r Request) ClientCapabilities() map[string]json.RawMessage {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(r.Meta[mcp.MetaKeyClientCapabilities], &caps)
+	return caps
+}
+
+// ErrorResponse is a JSON-RPC error response with the request's id (null when it has none).
+func ErrorResponse(id json.RawMessage, code int, message string, data any) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	e := map[string]any{"code": code, "message": message}
+	if data != nil {
+		e["data"] = data
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+	return b
+}
+
+// Final is the last item of a modern exchange: the answer with its HTTP class, which
+// 2026-07-28 ties to the error code (-32601 is 404; a malformed request, a header mismatch,
+// a missing client capability or an unsupported version are 400; everything else is 200).
+func Final(msg []byte) *mcpgatewayv1.ExchangeResponse {
+	out := &mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true}
+	switch errorCode(msg) {
+	case mcp.METHOD_NOT_FOUND:
+		out.MethodNotFound = true
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		out.Malformed = true
+	}
+	return out
+}
+
+// errorCode is the code of a JSON-RPC error response, 0 for anything else.
+func errorCode(msg []byte) int {
+	if !bytes.Contains(msg, []byte(`"error"`)) {
+		return 0
+	}
+	var e struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(msg, &e) != nil || e.Error == nil {
+		return 0
+	}
+	return e.Error.Code
+}
+
+// cacheable are the results 2026-07-28 gives caching hints (ttlMs, cacheScope).
+var cacheable = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+
+// Decorate adds to a result what 2026-07-28 asks of every result and that a session-era
+// server does not send: resultType "complete", the server's identity in
+// _meta["io.modelcontextprotocol/serverInfo"], and on lists and reads ttlMs 0 with
+// cacheScope "private" (reuse needs revalidation, and only by this caller). Members already
+// there are kept; a result that is not an object is returned as it is.
+func Decorate(method string, result json.RawMessage, serverInfo any) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil || obj == nil {
+		return result
+	}
+	if _, ok := obj["resultType"]; !ok {
+		obj["resultType"] = json.RawMessage(`"` + mcp.ResultTypeComplete + `"`)
+	}
+	if slices.Contains(cacheable, method) {
+		if _, ok := obj["ttlMs"]; !ok {
+			obj["ttlMs"] = json.RawMessage(`0`)
+		}
+		if _, ok := obj["cacheScope"]; !ok {
+			obj["cacheScope"] = json.RawMessage(`"private"`)
+		}
+	}
+	if serverInfo != nil {
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(obj["_meta"], &meta)
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
+			if b, err := json.Marshal(serverInfo); err == nil {
+				meta[mcp.MetaKeyServerInfo] = b
+				obj["_meta"], _ = json.Marshal(meta)
+			}
+		}
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// StripMeta removes from params the _meta members of 2026-07-28
+// (io.modelcontextprotocol/protocolVersion, clientInfo, clientCapabilities, logLevel), for a
+// request forwarded to a server of the session era, which would read them as a modern
+// request. Every other member (a progressToken, a trace context) stays.
+func StripMeta(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) {
+		return params
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(params, &obj) != nil || obj == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(obj["_meta"], &meta) != nil || meta == nil {
+		return params
+	}
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
+		delete(meta, k)
+	}
+	if len(meta) == 0 {
+		delete(obj, "_meta")
+	} else {
+		obj["_meta"], _ = json.Marshal(meta)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// Tool finds the tool called name among the tools of a tools/list result, with its input
+// schema as sent (nil when it is not there): what the x-mcp-header rules read.
+func Tool(tools []json.RawMessage, name string) *mcp.Tool {
+	for _, t := range tools {
+		var tl struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(t, &tl) == nil && tl.Name == name && name != "" {
+			return &mcp.Tool{Name: tl.Name, RawInputSchema: tl.InputSchema}
+		}
+	}
+	return nil
+}
+
+// CheckParamHeaders checks the Mcp-Param-* headers of a tools/call against the x-mcp-header
+// annotations of tool's input schema (each annotated argument sent is mirrored in its header,
+// Base64-wrapped when it must be, and no header names an argument that was not sent). It
+// returns the -32020 response to send, or nil (also when tool is nil: unknown tools are the
+// server's to refuse).
+func (r Request) CheckParamHeaders(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, tool *mcp.Tool) []byte {
+	if tool == nil {
+		return nil
+	}
+	headers := req.GetParamHeaders()
+	err := mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
+		v, ok := headers[strings.ToLower(name)]
+		return strings.TrimSpace(v), ok
+	}, tool, r.Params)
+	if err != nil {
+		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+	}
+	return nil
+}

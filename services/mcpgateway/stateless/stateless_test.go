@@ -1,0 +1,82 @@
+package stateless
+
+import (
+	"encoding/json"
+	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+func TestClassify(t *testing.T) {
+	const meta26 = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	for _, c := range []struct {
+		name, header, body string
+		modern             bool
+		meta               string
+	}{
+		{"session era, no header", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, ""},
+		{"session era header", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, ""},
+		{"modern by header alone", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, true, ""},
+		{"modern by _meta alone", "", meta26, true, "2026-07-28"},
+		{"modern by both", "2026-07-28", meta26, true, "2026-07-28"},
+		{"a later revision is modern", "2027-01-01", `{"jsonrpc":"2.0","id":1,"method":"x"}`, true, ""},
+		{"an older _meta version is the session era", "", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, false, "2025-11-25"},
+		{"a batch is the session era", "", `[` + meta26 + `]`, false, ""},
+		{"the key outside _meta is not a version", "", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Classify(c.header, []byte(c.body))
+			if r.Modern != c.modern || r.MetaVersion != c.meta {
+				t.Fatalf("Classify = modern %v meta %q, want %v %q", r.Modern, r.MetaVersion, c.modern, c.meta)
+			}
+		})
+	}
+}
+
+func TestCheckKeepsTheID(t *testing.T) {
+	r := Classify("2026-07-28", []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/list","params":{}}`))
+	got := r.Check(&mcpgatewayv1.ExchangeRequest{McpMethod: "tools/list"}, json.RawMessage(`"abc"`), "tools/list", []string{Version})
+	var e struct {
+		ID    string
+		Error struct{ Code int }
+	}
+	if json.Unmarshal(got, &e) != nil || e.ID != "abc" || e.Error.Code != -32602 {
+		t.Fatalf("Check = %s", got)
+	}
+	if f := Final(got); !f.GetMalformed() || f.GetMethodNotFound() || !f.GetFinal() {
+		t.Fatalf("Final = %+v", f)
+	}
+	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`)); !f.GetMethodNotFound() || f.GetMalformed() {
+		t.Fatalf("Final of -32601 = %+v", f)
+	}
+	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`)); f.GetMethodNotFound() || f.GetMalformed() {
+		t.Fatalf("Final of -32603 = %+v (an internal error is HTTP 200)", f)
+	}
+}
+
+func TestDecorate(t *testing.T) {
+	info := map[string]any{"name": "up", "version": "1"}
+	for _, c := range []struct{ method, in, want string }{
+		{"tools/list", `{"tools":[]}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":0}`},
+		{"tools/call", `{"content":[],"_meta":{"x":1}}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"},"x":1},"content":[],"resultType":"complete"}`},
+		{"tools/call", `{"resultType":"input_required","ttlMs":5}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"resultType":"input_required","ttlMs":5}`},
+		{"resources/read", `{"contents":[],"ttlMs":60000,"cacheScope":"public"}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"cacheScope":"public","contents":[],"resultType":"complete","ttlMs":60000}`},
+		{"tools/call", `[1]`, `[1]`},
+	} {
+		if got := Decorate(c.method, json.RawMessage(c.in), info); string(got) != c.want {
+			t.Errorf("Decorate(%s, %s) = %s, want %s", c.method, c.in, got, c.want)
+		}
+	}
+}
+
+func TestStripMeta(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}}`: `{"_meta":{"progressToken":"p"},"name":"x"}`,
+		`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"info"}}`:                           `{"name":"x"}`,
+		`{"name":"x"}`: `{"name":"x"}`,
+	} {
+		if got := StripMeta(json.RawMessage(in)); string(got) != want {
+			t.Errorf("StripMeta(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
