@@ -230,6 +230,27 @@ func TestPresetEndpoint(t *testing.T) {
 		})
 	})
 
+	t.Run("mcp-go's client with its defaults falls back to the session era", func(t *testing.T) {
+		// It probes with server/discover (2026-07-28) first; presets serve the session era only.
+		c, err := mcpclient.NewStreamableHttpClient(presetURL(s, "mix"), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go-defaults", Version: "1"}
+		res, err := c.Initialize(t.Context(), init)
+		if err != nil || res.ProtocolVersion != "2025-11-25" || res.ServerInfo.Name != "zest-preset-mix" {
+			t.Fatalf("initialize with mcp-go's defaults: %+v %v", res, err)
+		}
+		if tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil || len(tools.Tools) == 0 {
+			t.Fatalf("tools/list: %+v %v", tools, err)
+		}
+	})
+
 	t.Run("a provider that cannot start is left out, and named in _meta", func(t *testing.T) {
 		sess, res := presetInit(t, s, "partly", fedAPIAuth)
 		if instr, _ := res["instructions"].(string); !strings.Contains(instr, `"broken" (unavailable`) {
