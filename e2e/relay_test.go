@@ -72,13 +72,22 @@ func TestRelayConformance(t *testing.T) {
 
 // samplingClient runs the TS SDK client of testdata/sampling-client.mjs (it answers
 // sampling/createMessage) against server id, calling tool with args.
-func samplingClient(t *testing.T, s *Suite, id, tool, args string) (out struct {
+func samplingClient(t *testing.T, s *Suite, id, tool, args string) samplingResult {
+	t.Helper()
+	return samplingClientAt(t, fedURL(s, id), tool, args)
+}
+
+// samplingResult is what sampling-client.mjs saw.
+type samplingResult struct {
 	IsError bool
 	Text    string
 	Sampled []string
-}) {
+}
+
+// samplingClientAt is samplingClient against any MCP endpoint of Zest.
+func samplingClientAt(t *testing.T, url, tool, args string) (out samplingResult) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "sampling-client.mjs"), fedURL(s, id), fedAPIKey, tool, args)
+	cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "sampling-client.mjs"), url, fedAPIKey, tool, args)
 	b, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

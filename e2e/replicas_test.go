@@ -35,34 +35,59 @@ func (s *service) start() {
 // stop sends sig and waits for the service to exit (killing it after 15 s).
 func (s *service) stop(sig syscall.Signal) { s.p.stop(sig, 15*time.Second) }
 
-// TestOneSessionAcrossReplicas: two edges, each in front of its own mcpgateway (separate
-// data dirs, one shared ZEST_SESSION_KEY), one inference node and one tool host. A session
-// opened on one edge is served by both, and still after both front ends restart.
-func TestOneSessionAcrossReplicas(t *testing.T) {
-	base := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=",
+// replicas is the layout of the replica tests: two edges, each in front of its own
+// mcpgateway (separate data dirs, one shared ZEST_SESSION_KEY), one inference node and one
+// tool host.
+type replicas struct {
+	urls            []string
+	edges, gateways []*service
+}
+
+func startReplicas(t *testing.T, extra ...string) replicas {
+	t.Helper()
+	base := append(append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=",
 		"ZEST_SESSION_KEY=qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw",
-		"ZEST_INFERENCE_ADDR="+freeAddr(t), "ZEST_TOOLHOST_ADDR="+freeAddr(t))
+		"ZEST_INFERENCE_ADDR="+freeAddr(t), "ZEST_TOOLHOST_ADDR="+freeAddr(t)), extra...)
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runService(t, "zest-inference", base)
 	runService(t, "zest-toolhost", base)
-	var edges []*service
-	var urls []string
-	var gateways []*service
-	for i := range 2 {
+	var r replicas
+	for range 2 {
 		mg := freeAddr(t)
 		edge := freeAddr(t)
-		gateways = append(gateways, runService(t, "zest-mcpgateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_DATA_DIR="+filepath.Join(t.TempDir(), "data"))))
-		edges = append(edges, runService(t, "zest-gateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_EDGE_ADDR="+edge)))
-		urls = append(urls, "http://"+edge)
-		_ = i
+		r.gateways = append(r.gateways, runService(t, "zest-mcpgateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_DATA_DIR="+filepath.Join(t.TempDir(), "data"))))
+		r.edges = append(r.edges, runService(t, "zest-gateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_EDGE_ADDR="+edge)))
+		r.urls = append(r.urls, "http://"+edge)
 	}
-	for _, u := range urls {
+	r.waitHealthy(t)
+	return r
+}
+
+func (r replicas) waitHealthy(t *testing.T) {
+	t.Helper()
+	for _, u := range r.urls {
 		waitFor(t, 15*time.Second, func() error {
 			_, err := getOK(u + "/api/v1/health")
 			return err
 		})
 	}
-	s0 := &Suite{URL: urls[0], t: t}
+}
+
+// restart restarts the second edge and the first mcpgateway.
+func (r replicas) restart(t *testing.T) {
+	t.Helper()
+	r.edges[1].stop(syscall.SIGTERM)
+	r.gateways[0].stop(syscall.SIGKILL)
+	r.edges[1].start()
+	r.gateways[0].start()
+	r.waitHealthy(t)
+}
+
+// TestOneSessionAcrossReplicas: a session opened on one edge is served by both, and still
+// after both front ends restart.
+func TestOneSessionAcrossReplicas(t *testing.T) {
+	r := startReplicas(t)
+	s0 := &Suite{URL: r.urls[0], t: t}
 	session, _ := mcpInit(t, s0, "2025-11-25")
 	callVia := func(u string) {
 		t.Helper()
@@ -73,20 +98,43 @@ func TestOneSessionAcrossReplicas(t *testing.T) {
 		}
 	}
 	for i := range 6 {
-		callVia(urls[i%2])
+		callVia(r.urls[i%2])
 	}
-	// Restart both the second edge and the first mcpgateway.
-	edges[1].stop(syscall.SIGTERM)
-	gateways[0].stop(syscall.SIGKILL)
-	edges[1].start()
-	gateways[0].start()
-	for _, u := range urls {
-		waitFor(t, 15*time.Second, func() error {
-			_, err := getOK(u + "/api/v1/health")
-			return err
-		})
-	}
+	r.restart(t)
 	for i := range 6 {
-		callVia(urls[i%2])
+		callVia(r.urls[i%2])
+	}
+}
+
+// TestPresetSessionAcrossReplicas: a session of /mcp/presets/{id} is served by both replicas
+// (each has the preset in its registry), and still after both front ends restart; /mcp with
+// ZEST_MCP_PRESET likewise.
+func TestPresetSessionAcrossReplicas(t *testing.T) {
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_MCP_PRESET=both")
+	for _, u := range r.urls {
+		if resp := admin(t, &Suite{URL: u, t: t}, "POST", "/presets", `{"id":"both","mcp_server_ids":["lemonade"]}`); resp.Status != 200 {
+			t.Fatalf("preset via %s: %d %s", u, resp.Status, resp.Body)
+		}
+	}
+	s0 := &Suite{URL: r.urls[0], t: t}
+	preset, _ := presetInit(t, s0, "both")
+	own, _ := mcpInit(t, s0, "2025-11-25")
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_list_models","arguments":{}}}`
+	callVia := func(u string) {
+		t.Helper()
+		s := &Suite{URL: u, t: t}
+		if resp := presetCall(t, s, "both", preset, call); resp.Status != 200 || !strings.Contains(string(resp.Body), "builtin-llm") {
+			t.Fatalf("preset via %s: %d %s", u, resp.Status, resp.Body)
+		}
+		if resp := mcpCall(t, s, own, call); resp.Status != 200 || !strings.Contains(string(resp.Body), "builtin-llm") {
+			t.Fatalf("/mcp via %s: %d %s", u, resp.Status, resp.Body)
+		}
+	}
+	for i := range 4 {
+		callVia(r.urls[i%2])
+	}
+	r.restart(t)
+	for i := range 4 {
+		callVia(r.urls[i%2])
 	}
 }

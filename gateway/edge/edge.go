@@ -103,6 +103,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
+	// A preset's providers aggregated on one endpoint (the path value "preset" tells it apart).
+	mux.Handle("/mcp/presets/{preset}", mcpAPI(mcp))
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect

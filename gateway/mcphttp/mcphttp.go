@@ -1,5 +1,6 @@
 // Package mcphttp is the Streamable HTTP transport of /mcp (and of /mcp/servers/{id}, whose
-// id it passes on as server_id) at the edge. It owns HTTP only:
+// id it passes on as server_id, and of /mcp/presets/{preset}, passed on as preset_id) at the
+// edge. It owns HTTP only:
 // each POST body goes to mcpgateway's McpService.Exchange, and what comes back is written as
 // one JSON response, or as an SSE stream when notifications accompany the result (every one
 // flushed before the result). Notifications-only POSTs get 202. The errors this package
@@ -87,7 +88,7 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
 	// stream.
-	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id")})
+	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")})
 	if err != nil {
 		h.writeStatus(w, r, err)
 		return
@@ -151,7 +152,7 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 
 // end serves DELETE: the session ends; its id gets 404 from then on.
 func (h *Handler) end(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.MCP.EndSession(outgoing(r), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id")}); err != nil {
+	if _, err := h.MCP.EndSession(outgoing(r), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil {
 		h.writeStatus(w, r, err)
 		return
 	}
@@ -244,7 +245,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 func exchangeRequest(r *http.Request, body []byte) *mcpgatewayv1.ExchangeRequest {
 	req := &mcpgatewayv1.ExchangeRequest{
 		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
-		ServerId:  r.PathValue("id"), // /mcp/servers/{id}; empty on /mcp
+		ServerId:  r.PathValue("id"),     // /mcp/servers/{id}; empty on /mcp
+		PresetId:  r.PathValue("preset"), // /mcp/presets/{preset}
 		McpMethod: r.Header.Get(HeaderMethod), McpName: r.Header.Get(HeaderName),
 	}
 	for name, values := range r.Header {

@@ -76,15 +76,9 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		// notifications/initialized and roots/list_changed are accepted and go no further.
 		return nil
 	}
-	var env struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(payload, &env); err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
-	}
-	params := env.Params
-	if len(params) > 0 && params[0] != '{' && string(params) != "null" {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: the params of "+msg.Method+" must be an object")
+	params, bad := mcpserve.Params(payload, msg)
+	if bad != nil {
+		return bad
 	}
 	switch msg.Method {
 	case "ping":

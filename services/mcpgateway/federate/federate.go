@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -60,7 +61,7 @@ type Handler struct {
 	store    mcpserve.Ended
 	keys     keyauth.Keys
 	log      *slog.Logger
-	hub      hub
+	hub      *fanout.Hub
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere, and reads its log level again.
 	ListenCheck time.Duration
@@ -77,7 +78,7 @@ func New(servers Servers, up Upstreams, codec *session.Codec, store mcpserve.End
 		log = slog.Default()
 	}
 	return &Handler{servers: servers, up: up, sessions: codec, store: store, keys: keys, log: log,
-		ListenCheck: 2 * time.Second, hub: hub{subs: map[string]map[*listener]struct{}{}}}
+		ListenCheck: 2 * time.Second, hub: fanout.NewHub()}
 }
 
 var _ mcpserve.Federation = (*Handler)(nil)
@@ -100,21 +101,7 @@ func (h *Handler) server(ctx context.Context, id string) (*mcpgatewayv1.ServerCo
 // session checks a session id for server: signed by this deployment, issued for this server,
 // not expired, not ended.
 func (h *Handler) session(ctx context.Context, id, server string) (session.Claims, error) {
-	if id == "" {
-		return session.Claims{}, status.Error(codes.InvalidArgument, mcpserve.ErrSessionRequired.Error())
-	}
-	cl, err := h.sessions.Parse(id)
-	if err != nil || cl.Server != server {
-		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
-	}
-	ended, err := h.store.SessionEnded(ctx, id)
-	if err != nil {
-		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
-	}
-	if ended {
-		return session.Claims{}, status.Error(codes.NotFound, mcpserve.ErrSessionUnknown.Error())
-	}
-	return cl, nil
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, id, server, "")
 }
 
 func (h *Handler) expires(cl session.Claims) time.Time {
@@ -168,60 +155,19 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.Ex
 // sessionFor checks the session and its MCP-Protocol-Version header as /mcp does (2025-03-26
 // counts as no header).
 func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
-	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
-	if err != nil {
-		return cl, err
-	}
-	if v := req.GetProtocolVersion(); v != "" && v != "2025-03-26" && v != cl.ProtocolVersion {
-		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
-			mcpserve.ErrProtocolMismatch, v, cl.ProtocolVersion)
-	}
-	return cl, nil
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, req.GetSessionId(), req.GetServerId(), req.GetProtocolVersion())
 }
 
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(payload, &items); err != nil {
-		return out.malformed(mcpserve.ErrorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
-	}
-	cl, err := h.sessionFor(ctx, req)
-	if err != nil {
-		return err
-	}
-	if cl.ProtocolVersion != "2025-03-26" || len(items) == 0 {
-		return out.malformed(mcpserve.ErrorResponse(nil, mcp.INVALID_REQUEST,
-			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
-	}
-	c := &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
-	var answers []json.RawMessage
-	for _, item := range items {
-		msg, code, problem := mcpserve.CheckMessage(item)
-		switch {
-		case problem != "":
-			if code == mcp.PARSE_ERROR {
-				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
-			}
-			answers = append(answers, mcpserve.ErrorResponse(msg.ID, code, problem))
-		case msg.Method == string(mcp.MethodInitialize):
-			answers = append(answers, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
-		default:
-			if resp := c.dispatch(ctx, item, msg); resp != nil {
-				answers = append(answers, resp)
-			}
-		}
-		if err := out.err(); err != nil {
-			return err
-		}
-	}
-	if len(answers) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(answers)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	return out.final(b)
+	var c *call
+	return out.End(mcpserve.Batch(payload, func() (string, error) {
+		cl, err := h.sessionFor(ctx, req)
+		c = &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
+		return cl.ProtocolVersion, err
+	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
+		return c.dispatch(ctx, item, msg), out.err()
+	}))
 }
 
 // initialize connects the upstream (on demand), negotiates the client's version as /mcp does,
@@ -231,16 +177,7 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
 		return out.final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
-	var p struct {
-		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(payload, &p)
-	version := p.Params.ProtocolVersion
-	if !slices.Contains(mcpserve.Versions, version) {
-		version = mcpserve.Versions[0]
-	}
+	version := mcpserve.Negotiate(payload)
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
 		return out.final(mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
@@ -249,20 +186,8 @@ func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if inf.Instructions != "" {
 		result["instructions"] = inf.Instructions
 	}
-	b, err := json.Marshal(result)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	sid, err := h.sessions.IssueWith(version, cfg.GetId(), relaysOf(payload))
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
-		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
-		return err
-	}
 	h.log.DebugContext(ctx, "federated session started", "server", cfg.GetId(), "protocol_version", version)
-	return out.final(mcpserve.Result(id, b))
+	return h.StartSession(out, payload, id, version, cfg.GetId(), result)
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -3,9 +3,6 @@ package federate
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -18,12 +15,12 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -99,49 +96,22 @@ func newFixture(t *testing.T, url string) fixture {
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), codec: codec, fed: fed}
 }
 
-func withKey(ctx context.Context, key string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
-}
+var withKey = mcpservetest.WithKey
 
 // exchange posts one body and returns the session id it started (if any) and the messages.
 func (f fixture) exchange(ctx context.Context, server, sess, body string) (string, [][]byte, error) {
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: server, SessionId: sess, Payload: []byte(body)})
-	if err != nil {
-		return "", nil, err
-	}
-	started := ""
-	var msgs [][]byte
-	for {
-		item, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return started, msgs, nil
-		}
-		if err != nil {
-			return started, msgs, err
-		}
-		if s := item.GetSession(); s != nil {
-			started = s.GetSessionId()
-			continue
-		}
-		msgs = append(msgs, item.GetMessage())
-	}
+	return mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: server, SessionId: sess, Payload: []byte(body)})
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func (f fixture) open(t *testing.T, ctx context.Context, server string) (string, map[string]any) {
 	t.Helper()
-	sess, msgs, err := f.exchange(ctx, server, "", initialize)
-	if err != nil || sess == "" || len(msgs) != 1 {
-		t.Fatalf("initialize %s: %q %q %v", server, sess, msgs, err)
+	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: server, Payload: []byte(initialize)})
+	if err != nil {
+		t.Fatalf("initialize %s: %v", server, err)
 	}
-	var resp struct {
-		Result map[string]any `json:"result"`
-	}
-	if err := json.Unmarshal(msgs[0], &resp); err != nil || resp.Result == nil {
-		t.Fatalf("initialize answered %s", msgs[0])
-	}
-	return sess, resp.Result
+	return sess, res
 }
 
 func TestInitializeMirrorsTheUpstream(t *testing.T) {
@@ -215,22 +185,11 @@ func TestProgressThroughAnHTTPUpstreamKeepsTheClientsToken(t *testing.T) {
 	ctx := withKey(t.Context(), testKeys.API)
 	sess, _ := f.open(t, ctx, "up")
 	_, msgs, err := f.exchange(ctx, "up", sess, `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"client-token"}}}`)
-	if err != nil || len(msgs) < 2 {
-		t.Fatalf("%q, %v: want progress, then the result", msgs, err)
+	if err == nil {
+		err = mcpservetest.ProgressThenResult(msgs, "client-token", `"id":11`, "slow done")
 	}
-	if last := string(msgs[len(msgs)-1]); !strings.Contains(last, `"id":11`) || !strings.Contains(last, "slow done") {
-		t.Fatalf("last message %s", last)
-	}
-	for _, m := range msgs[:len(msgs)-1] {
-		var n struct {
-			Method string
-			Params struct {
-				ProgressToken any `json:"progressToken"`
-			}
-		}
-		if json.Unmarshal(m, &n) != nil || n.Method != "notifications/progress" || n.Params.ProgressToken != "client-token" {
-			t.Errorf("notification %s: want progress with the client's token", m)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -289,25 +248,11 @@ func TestNotificationsReachTheGETStreamsOfTheirServer(t *testing.T) {
 	f := newFixture(t, url)
 	ctx := withKey(t.Context(), testKeys.Admin)
 	listen := func(server, sess string) <-chan string {
-		stream, err := f.mcp.Listen(ctx, &mcpgatewayv1.ListenRequest{ServerId: server, SessionId: sess})
+		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{ServerId: server, SessionId: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := stream.Recv(); err != nil { // the stream is registered
-			t.Fatal(err)
-		}
-		out := make(chan string, 16)
-		go func() {
-			defer close(out)
-			for {
-				it, err := stream.Recv()
-				if err != nil {
-					return
-				}
-				out <- string(it.GetMessage())
-			}
-		}()
-		return out
+		return ch
 	}
 	a, _ := f.open(t, ctx, "up")
 	b, _ := f.open(t, ctx, "up")

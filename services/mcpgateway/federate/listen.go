@@ -3,46 +3,10 @@ package federate
 import (
 	"context"
 	"encoding/json"
-	"sync"
-	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 )
-
-// listenerBuffer is how many notifications wait for one slow GET stream; beyond it the
-// newest are dropped for that stream alone (MCP notifications are hints: a client that missed
-// a list_changed lists again when it next looks).
-const listenerBuffer = 256
-
-// hub fans the notifications of each server out to the GET streams of its sessions.
-type hub struct {
-	mu   sync.Mutex
-	subs map[string]map[*listener]struct{}
-}
-
-type listener struct {
-	ch chan []byte
-}
-
-func (b *hub) add(server string) *listener {
-	l := &listener{ch: make(chan []byte, listenerBuffer)}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subs[server] == nil {
-		b.subs[server] = map[*listener]struct{}{}
-	}
-	b.subs[server][l] = struct{}{}
-	return l
-}
-
-func (b *hub) remove(server string, l *listener) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.subs[server], l)
-	if len(b.subs[server]) == 0 {
-		delete(b.subs, server)
-	}
-}
 
 // relayed are the notifications a server's sessions get on their GET streams; progress goes
 // to the call that asked for it, and a server's notifications/cancelled is about requests
@@ -64,14 +28,8 @@ func (h *Handler) Notify(server string, msg []byte) {
 	if json.Unmarshal(msg, &n) != nil || !relayed[n.Method] {
 		return
 	}
-	h.hub.mu.Lock()
-	defer h.hub.mu.Unlock()
-	for l := range h.hub.subs[server] {
-		select {
-		case l.ch <- msg:
-		default:
-			h.log.Debug("a GET stream is behind: a notification was dropped for it", "server", server, "method", n.Method)
-		}
+	if h.hub.Publish(server, msg) > 0 {
+		h.log.Debug("a GET stream is behind: a notification was dropped for it", "server", server, "method", n.Method)
 	}
 }
 
@@ -98,40 +56,26 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 			}
 		}()
 	}
-	l := h.hub.add(req.GetServerId())
-	defer h.hub.remove(req.GetServerId(), l)
+	l := fanout.NewListener()
+	h.hub.Follow(l, []string{req.GetServerId()})
+	defer h.hub.Follow(l, nil)
 	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
 		return err
 	}
-	var expired <-chan time.Time
-	if exp := h.sessions.Expires(cl); !exp.IsZero() {
-		t := time.NewTimer(time.Until(exp))
-		defer t.Stop()
-		expired = t.C
-	}
 	level := h.level(ctx, req.GetSessionId())
-	tick := time.NewTicker(h.ListenCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-expired:
-			return nil
-		case <-tick.C:
+	return l.Serve(ctx, fanout.Stream{
+		Send:    func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) },
+		Expires: h.sessions.Expires(cl),
+		Every:   h.ListenCheck,
+		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
-				return nil
+				return false, nil
 			}
 			level = h.level(ctx, req.GetSessionId())
-		case msg := <-l.ch:
-			if below(msg, level) {
-				continue
-			}
-			if err := stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}); err != nil {
-				return err
-			}
-		}
-	}
+			return true, nil
+		},
+		Pass: func(msg []byte) bool { return !below(msg, level) },
+	})
 }
 
 // level is the rank of the level the session set (-1: none set, everything passes).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
@@ -156,10 +157,11 @@ func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
-	var l *listener
+	var l *fanout.Listener
 	if len(allowed) > 0 {
-		l = h.hub.add(cfg.GetId())
-		defer h.hub.remove(cfg.GetId(), l)
+		l = fanout.NewListener()
+		h.hub.Follow(l, []string{cfg.GetId()})
+		defer h.hub.Follow(l, nil)
 	}
 	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: ack}}); err != nil {
 		return err
@@ -168,7 +170,7 @@ func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 		select {
 		case <-ctx.Done():
 			l = nil
-		case msg := <-l.ch:
+		case msg := <-l.C():
 			var n map[string]json.RawMessage
 			var method string
 			if json.Unmarshal(msg, &n) != nil || json.Unmarshal(n["method"], &method) != nil || !allowed[method] {

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
@@ -62,6 +63,27 @@ type Federation interface {
 // errNoFederation answers a request for a server when no Federation is configured.
 var errNoFederation = status.Error(codes.NotFound, "this mcpgateway serves no registered servers at /mcp/servers/{id}")
 
+// errNoPresets answers a request for a preset when no Presets is configured.
+var errNoPresets = status.Error(codes.NotFound, "this mcpgateway serves no presets at /mcp/presets/{id}")
+
+// route is who serves a request: a Federation (of a server, a preset, or /mcp's own
+// replacement), or nil for the built-in tools; err when the route is not served.
+func (h *Handler) route(serverID, presetID string) (Federation, error) {
+	switch {
+	case serverID != "":
+		if h.Federation == nil {
+			return nil, errNoFederation
+		}
+		return h.Federation, nil
+	case presetID != "":
+		if h.Presets == nil {
+			return nil, errNoPresets
+		}
+		return h.Presets, nil
+	}
+	return h.Own, nil
+}
+
 // Handler implements McpService.
 type Handler struct {
 	mcpgatewayv1.UnimplementedMcpServiceServer
@@ -76,6 +98,11 @@ type Handler struct {
 	// Federation serves the exchanges, streams and ends of /mcp/servers/{id} (requests with a
 	// server_id); nil answers them NotFound.
 	Federation Federation
+	// Presets serves those of /mcp/presets/{id} (requests with a preset_id); nil answers them
+	// NotFound.
+	Presets Federation
+	// Own, when set, serves /mcp itself in place of the built-in tools (ZEST_MCP_PRESET).
+	Own Federation
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -139,11 +166,11 @@ func (f funcStream) Context() context.Context                    { return f.ctx 
 
 // exchange answers one POST body.
 func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return err
 		}
-		return h.Federation.Exchange(req, stream)
+		return f.Exchange(req, stream)
 	}
 	if r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload()); r.Modern {
 		return h.modern(req, r, stream)
@@ -181,72 +208,34 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStr
 	return sendFinal(stream, resp)
 }
 
-// sessionFor checks the request's session and that its MCP-Protocol-Version header, when
-// sent, names the version the session negotiated.
-//
-// One exception: a header of 2025-03-26 is taken as no header. That revision predates the
-// header, and the specification tells servers to assume it when the header is missing, so
-// a client that sends it claims nothing about the session (the official conformance suite
-// sends it on sessions of every version, on concurrent POSTs that must be served).
+// sessionFor checks the request's session and its MCP-Protocol-Version header.
 func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
-	claims, err := h.session(ctx, req.GetSessionId())
-	if err != nil {
-		return claims, err
-	}
-	if v := req.GetProtocolVersion(); v != "" && v != "2025-03-26" && v != claims.ProtocolVersion {
-		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
-			ErrProtocolMismatch, v, claims.ProtocolVersion)
-	}
-	return claims, nil
+	return CheckSession(ctx, h.sessions, h.ended, req.GetSessionId(), "", req.GetProtocolVersion())
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
 func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream ExchangeStream) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(payload, &items); err != nil {
-		return sendMalformed(stream, errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"))
-	}
-	claims, err := h.sessionFor(stream.Context(), req)
-	if err != nil {
-		return err
-	}
-	if claims.ProtocolVersion != "2025-03-26" || len(items) == 0 {
-		return sendMalformed(stream, errorResponse(nil, mcp.INVALID_REQUEST,
-			"Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"))
-	}
-	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
-	var out []json.RawMessage
-	for _, item := range items {
-		env, code, problem := checkEnvelope(item)
-		if problem != "" {
-			if code == mcp.PARSE_ERROR { // valid JSON as a whole: the item is just not an object
-				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
-			}
-			out = append(out, errorResponse(env.ID, code, problem))
-			continue
+	ctx := stream.Context()
+	var sess *clientSession
+	final, malformed, err := Batch(payload, func() (string, error) {
+		claims, err := h.sessionFor(ctx, req)
+		if err != nil {
+			return "", err
 		}
-		if env.Method == string(mcp.MethodInitialize) {
-			out = append(out, errorResponse(env.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"))
-			continue
-		}
-		resp, err := h.dispatch(stream.Context(), sess, item, env, func(m []byte) error {
+		sess = h.newSession(ctx, req.GetSessionId(), claims)
+		return claims.ProtocolVersion, nil
+	}, func(item []byte, msg Message) ([]byte, error) {
+		return h.dispatch(ctx, sess, item, envelope(msg), func(m []byte) error {
 			return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
 		})
-		if err != nil {
-			return err
-		}
-		if resp != nil {
-			out = append(out, resp)
-		}
+	})
+	switch {
+	case err != nil || final == nil:
+		return err
+	case malformed:
+		return sendMalformed(stream, final)
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	return sendFinal(stream, b)
+	return sendFinal(stream, final)
 }
 
 // initialize negotiates a version, issues the session id, and answers.
@@ -286,19 +275,37 @@ func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawM
 
 // session checks a session id: signed by this deployment, not expired, not ended.
 func (h *Handler) session(ctx context.Context, id string) (session.Claims, error) {
+	return CheckSession(ctx, h.sessions, h.ended, id, "", "") // a session of /mcp/servers/{id} is not one of /mcp
+}
+
+// CheckSession checks a session id for the endpoint it must be bound to (binding: the
+// session's Claims.Server, "" for /mcp): signed by this deployment, issued for that endpoint,
+// not expired, not ended; and that header, the request's MCP-Protocol-Version when it sent
+// one, names the version the session negotiated. Every refusal is a gRPC status the edge
+// maps (400, 404).
+//
+// One exception: a header of 2025-03-26 is taken as no header. That revision predates the
+// header, and the specification tells servers to assume it when the header is missing, so
+// a client that sends it claims nothing about the session (the official conformance suite
+// sends it on sessions of every version, on concurrent POSTs that must be served).
+func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, binding, header string) (session.Claims, error) {
 	if id == "" {
 		return session.Claims{}, status.Error(codes.InvalidArgument, ErrSessionRequired.Error())
 	}
-	cl, err := h.sessions.Parse(id)
-	if err != nil || cl.Server != "" { // a session of /mcp/servers/{id} is not one of /mcp
+	cl, err := codec.Parse(id)
+	if err != nil || cl.Server != binding {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
 	}
-	ended, err := h.ended.SessionEnded(ctx, id)
+	done, err := ended.SessionEnded(ctx, id)
 	if err != nil {
 		return session.Claims{}, status.Errorf(codes.Internal, "session store: %v", err)
 	}
-	if ended {
+	if done {
 		return session.Claims{}, status.Error(codes.NotFound, ErrSessionUnknown.Error())
+	}
+	if header != "" && header != "2025-03-26" && header != cl.ProtocolVersion {
+		return session.Claims{}, status.Errorf(codes.InvalidArgument, "%v: the header says %q, the session negotiated %q; send the version initialize returned",
+			ErrProtocolMismatch, header, cl.ProtocolVersion)
 	}
 	return cl, nil
 }
@@ -438,11 +445,11 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 // leaves, the session is ended or expires. The built-in tool set sends no server-initiated
 // messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
 func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return err
 		}
-		return h.Federation.Listen(req, stream)
+		return f.Listen(req, stream)
 	}
 	ctx := stream.Context()
 	cl, err := h.session(ctx, req.GetSessionId())
@@ -452,35 +459,23 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
 		return err
 	}
-	var expired <-chan time.Time
-	if exp := h.sessions.Expires(cl); !exp.IsZero() {
-		t := time.NewTimer(time.Until(exp))
-		defer t.Stop()
-		expired = t.C
-	}
-	tick := time.NewTicker(h.ListenCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-expired:
-			return nil
-		case <-tick.C:
-			if ended, err := h.ended.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
-				return nil
-			}
-		}
-	}
+	return fanout.NewListener().Serve(ctx, fanout.Stream{ // no server: nothing is queued
+		Expires: h.sessions.Expires(cl),
+		Every:   h.ListenCheck,
+		Check: func() (bool, error) {
+			ended, err := h.ended.SessionEnded(ctx, req.GetSessionId())
+			return err != nil || !ended, nil
+		},
+	})
 }
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
 func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	if req.GetServerId() != "" {
-		if h.Federation == nil {
-			return nil, errNoFederation
+	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
+		if err != nil {
+			return nil, err
 		}
-		return h.Federation.EndSession(ctx, req)
+		return f.EndSession(ctx, req)
 	}
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
@@ -640,3 +635,27 @@ var (
 	_ server.SessionWithLogging              = (*clientSession)(nil)
 	_ server.SessionWithStreamableHTTPConfig = (*clientSession)(nil)
 )
+
+// Builtin answers one message of another endpoint's session (sessionID, with claims cl)
+// with the built-in tools, exactly as /mcp would (the preset endpoint's "lemonade" provider):
+// the notifications a tool sends while it runs go to send, the answer is returned (nil for a
+// notification).
+func (h *Handler) Builtin(ctx context.Context, sessionID string, cl session.Claims, msg []byte, send func([]byte) error) ([]byte, error) {
+	env, code, problem := checkEnvelope(msg)
+	if problem != "" {
+		return errorResponse(env.ID, code, problem), nil
+	}
+	return h.dispatch(ctx, h.newSession(ctx, sessionID, cl), msg, env, send)
+}
+
+// BuiltinTools are the built-in tools as tools/list of /mcp lists them.
+func (h *Handler) BuiltinTools(ctx context.Context) ([]json.RawMessage, error) {
+	res := h.toolsList(ctx, &clientSession{notes: make(chan mcp.JSONRPCNotification, 1), level: DefaultLogLevel, loaded: true})
+	var page struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &page); err != nil {
+		return nil, fmt.Errorf("the built-in tools/list: %w", err)
+	}
+	return page.Tools, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -195,3 +196,37 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 
 // Result renders a JSON-RPC result answer to id.
 func Result(id, res json.RawMessage) []byte { return result(id, res) }
+
+// Negotiate is the version an initialize request gets, as /mcp answers it: the client's when
+// it is served, else the newest served.
+func Negotiate(initialize []byte) string {
+	var p struct {
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(initialize, &p)
+	if slices.Contains(Versions, p.Params.ProtocolVersion) {
+		return p.Params.ProtocolVersion
+	}
+	return Versions[0]
+}
+
+// Params returns the params of a request (nil when absent or null), or the error response
+// for params that are not an object.
+func Params(msg []byte, m Message) (json.RawMessage, []byte) {
+	var env struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
+	}
+	params := env.Params
+	if len(params) > 0 && params[0] != '{' && string(params) != "null" {
+		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: the params of "+m.Method+" must be an object")
+	}
+	if string(params) == "null" {
+		params = nil
+	}
+	return params, nil
+}

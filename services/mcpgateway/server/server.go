@@ -24,11 +24,13 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
+	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -71,6 +73,9 @@ type Config struct {
 	Keys keyauth.Keys
 	// SessionKey, when set, signs session ids (from ZEST_SESSION_KEY); else a key file in DataDir.
 	SessionKey string
+	// MCPPreset, when set, makes /mcp serve that preset's providers aggregated, as
+	// /mcp/presets/{id} does, instead of the built-in tools (ZEST_MCP_PRESET).
+	MCPPreset string
 }
 
 // DefaultConfig binds loopback only.
@@ -94,6 +99,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
+	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 }
 
 // Validate checks the configuration.
@@ -109,6 +115,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
 		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
+	}
+	if c.MCPPreset != "" && !serverconfig.IDPattern.MatchString(c.MCPPreset) {
+		errs = append(errs, fmt.Errorf("mcp-preset %q: want a preset id ([A-Za-z0-9_.-]{1,96})", c.MCPPreset))
 	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
@@ -207,8 +216,24 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(adminService.Catalog().Codec())}})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
-	up.OnNotification(fed.Notify)
 	mcpHandler.Federation = fed
+	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
+	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
+	aggregate.Version = Version
+	mcpHandler.Presets = agg
+	if cfg.MCPPreset != "" {
+		mcpHandler.Own = agg.ForMCP(cfg.MCPPreset)
+		if _, err := reg.GetPreset(context.Background(), cfg.MCPPreset); err != nil {
+			log.Error("ZEST_MCP_PRESET names a preset that is not in the registry: /mcp answers every request with this error until it is created",
+				"preset", cfg.MCPPreset, "err", err)
+		} else {
+			log.Info("/mcp serves a preset's providers (ZEST_MCP_PRESET)", "preset", cfg.MCPPreset)
+		}
+	}
+	up.OnNotification(func(server string, msg []byte) {
+		fed.Notify(server, msg)
+		agg.Notify(server, msg)
+	})
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},

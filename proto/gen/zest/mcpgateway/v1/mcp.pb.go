@@ -37,7 +37,9 @@ type ExchangeRequest struct {
 	// mcp_name is the Mcp-Name header (protocol 2026-07-28 and later) as sent, if any.
 	McpName string `protobuf:"bytes,6,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
 	// param_headers are the Mcp-Param-* headers (protocol 2026-07-28 and later), by lower-case name.
-	ParamHeaders  map[string]string `protobuf:"bytes,7,rep,name=param_headers,json=paramHeaders,proto3" json:"param_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ParamHeaders map[string]string `protobuf:"bytes,7,rep,name=param_headers,json=paramHeaders,proto3" json:"param_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// preset_id names the preset of /mcp/presets/{id} this exchange is for (its providers on one endpoint); empty otherwise.
+	PresetId      string `protobuf:"bytes,8,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -119,6 +121,13 @@ func (x *ExchangeRequest) GetParamHeaders() map[string]string {
 		return x.ParamHeaders
 	}
 	return nil
+}
+
+func (x *ExchangeRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
 }
 
 // SessionStarted tells the edge which Mcp-Session-Id header to send back after initialize.
@@ -299,7 +308,9 @@ type ListenRequest struct {
 	// session_id is the Mcp-Session-Id header.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
-	ServerId      string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// preset_id names the preset of /mcp/presets/{id}; empty otherwise.
+	PresetId      string `protobuf:"bytes,4,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -344,6 +355,13 @@ func (x *ListenRequest) GetSessionId() string {
 func (x *ListenRequest) GetServerId() string {
 	if x != nil {
 		return x.ServerId
+	}
+	return ""
+}
+
+func (x *ListenRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
 	}
 	return ""
 }
@@ -409,7 +427,9 @@ type EndSessionRequest struct {
 	// session_id is the Mcp-Session-Id header.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
-	ServerId      string `protobuf:"bytes,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ServerId string `protobuf:"bytes,2,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// preset_id names the preset of /mcp/presets/{id}; empty otherwise.
+	PresetId      string `protobuf:"bytes,3,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +478,13 @@ func (x *EndSessionRequest) GetServerId() string {
 	return ""
 }
 
+func (x *EndSessionRequest) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
+}
+
 // EndSessionResponse confirms the session ended.
 type EndSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -499,7 +526,7 @@ var File_zest_mcpgateway_v1_mcp_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
-	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\xe9\x02\n" +
+	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\x86\x03\n" +
 	"\x0fExchangeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -509,7 +536,8 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
 	"mcp_method\x18\x05 \x01(\tR\tmcpMethod\x12\x19\n" +
 	"\bmcp_name\x18\x06 \x01(\tR\amcpName\x12Z\n" +
-	"\rparam_headers\x18\a \x03(\v25.zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntryR\fparamHeaders\x1a?\n" +
+	"\rparam_headers\x18\a \x03(\v25.zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntryR\fparamHeaders\x12\x1b\n" +
+	"\tpreset_id\x18\b \x01(\tR\bpresetId\x1a?\n" +
 	"\x11ParamHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +
@@ -523,18 +551,20 @@ const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
 	"\tmalformed\x18\x04 \x01(\bR\tmalformed\x12(\n" +
 	"\x10method_not_found\x18\x05 \x01(\bR\x0emethodNotFoundB\x06\n" +
-	"\x04kind\"`\n" +
+	"\x04kind\"}\n" +
 	"\rListenRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tserver_id\x18\x03 \x01(\tR\bserverIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
+	"\tserver_id\x18\x03 \x01(\tR\bserverId\x12\x1b\n" +
+	"\tpreset_id\x18\x04 \x01(\tR\bpresetIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
 	"\x0eListenResponse\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessage\"O\n" +
+	"\amessage\x18\x02 \x01(\fR\amessage\"l\n" +
 	"\x11EndSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tserver_id\x18\x02 \x01(\tR\bserverId\"\x14\n" +
+	"\tserver_id\x18\x02 \x01(\tR\bserverId\x12\x1b\n" +
+	"\tpreset_id\x18\x03 \x01(\tR\bpresetId\"\x14\n" +
 	"\x12EndSessionResponse2\x95\x02\n" +
 	"\n" +
 	"McpService\x12W\n" +

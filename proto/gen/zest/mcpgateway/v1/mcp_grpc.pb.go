@@ -28,8 +28,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// McpService is called by the edge's Streamable HTTP transport of /mcp and of
-// /mcp/servers/{id} (the request's server_id): the edge owns HTTP, mcpgateway owns MCP meaning
+// McpService is called by the edge's Streamable HTTP transport of /mcp, of
+// /mcp/servers/{id} (the request's server_id) and of /mcp/presets/{id} (its preset_id): the edge owns HTTP, mcpgateway owns MCP meaning
 // (sessions, methods, tools).
 type McpServiceClient interface {
 	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.
@@ -100,8 +100,8 @@ func (c *mcpServiceClient) EndSession(ctx context.Context, in *EndSessionRequest
 // All implementations must embed UnimplementedMcpServiceServer
 // for forward compatibility.
 //
-// McpService is called by the edge's Streamable HTTP transport of /mcp and of
-// /mcp/servers/{id} (the request's server_id): the edge owns HTTP, mcpgateway owns MCP meaning
+// McpService is called by the edge's Streamable HTTP transport of /mcp, of
+// /mcp/servers/{id} (the request's server_id) and of /mcp/presets/{id} (its preset_id): the edge owns HTTP, mcpgateway owns MCP meaning
 // (sessions, methods, tools).
 type McpServiceServer interface {
 	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.

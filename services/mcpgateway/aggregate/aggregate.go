@@ -1,0 +1,406 @@
+// Package aggregate serves a preset's providers together on one MCP endpoint:
+// /mcp/presets/{id}, and /mcp itself when the operator names a preset for it
+// (ZEST_MCP_PRESET). Session-era MCP, as /mcp/servers/{id}.
+//
+// Tools and prompts of a registered server are served under their chat_name (catalog.ChatName,
+// the name the chat loop gives them); the built-in "lemonade" provider's tools keep their own
+// names and are served by /mcp's own implementation. Resources keep their URIs, and a request
+// about a URI goes to the provider that listed it (or whose template matches it). Each request
+// reaches its provider through federate.Handler.Forward, as on /mcp/servers/{id}: progress with
+// the client's token, cancellation, the server's timeout, failures hidden from non-admins behind
+// an incident id. A server that is down is left out of the lists (logged, and named in the
+// list result's _meta); the others keep serving. A server with "expose": false is a provider
+// for administrators only; a disabled server is no provider.
+package aggregate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/keyauth"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Registry is where presets and server configs are read.
+type Registry interface {
+	GetPreset(ctx context.Context, id string) (*mcpgatewayv1.Preset, error)
+	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
+}
+
+// Upstreams are the connections to the servers (upstream.Manager).
+type Upstreams interface {
+	federate.Upstreams
+	ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error)
+}
+
+// Builtin serves the "lemonade" provider: /mcp's own tools (mcpserve.Handler).
+type Builtin interface {
+	Builtin(ctx context.Context, sessionID string, cl session.Claims, msg []byte, send func([]byte) error) ([]byte, error)
+	BuiltinTools(ctx context.Context) ([]json.RawMessage, error)
+}
+
+// Handler serves the preset endpoints.
+type Handler struct {
+	reg      Registry
+	up       Upstreams
+	builtin  Builtin
+	fed      *federate.Handler
+	sessions *session.Codec
+	store    mcpserve.Ended
+	keys     keyauth.Keys
+	log      *slog.Logger
+	hub      *fanout.Hub
+	owners   owners
+	// names of the built-in tools: fixed once the server is built, read once.
+	namesOnce sync.Once
+	names     []string
+	// ListenCheck is how often an open GET stream checks that its session was not ended,
+	// reads its log level again, and reads its preset again (a changed provider set is
+	// announced with list_changed).
+	ListenCheck time.Duration
+}
+
+// New returns the handler. Call Notify with every upstream notification.
+func New(reg Registry, up Upstreams, builtin Builtin, fed *federate.Handler, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{reg: reg, up: up, builtin: builtin, fed: fed, sessions: codec, store: store, keys: keys, log: log,
+		ListenCheck: 2 * time.Second, hub: fanout.NewHub(), owners: owners{m: map[string]string{}}}
+}
+
+// builtinNames are the names of the built-in tools.
+func (h *Handler) builtinNames(ctx context.Context) []string {
+	h.namesOnce.Do(func() {
+		tools, err := h.builtin.BuiltinTools(ctx)
+		if err != nil {
+			h.log.ErrorContext(ctx, "reading the built-in tools", "err", err)
+		}
+		h.names = itemNames(tools, "name")
+	})
+	return h.names
+}
+
+// endpoint is one way into a preset: /mcp/presets/{id}, or /mcp serving it (own).
+type endpoint struct {
+	preset string
+	own    bool
+}
+
+// binding is the Claims.Server of the endpoint's sessions. Server ids cannot hold ':', so a
+// preset's session is never one of a server, and a session of /mcp/presets/{id} is not one of
+// /mcp (and the other way round).
+func (e endpoint) binding() string {
+	if e.own {
+		return "mcp+preset:" + e.preset
+	}
+	return "preset:" + e.preset
+}
+
+func (e endpoint) path() string {
+	if e.own {
+		return "/mcp"
+	}
+	return "/mcp/presets/" + e.preset
+}
+
+var _ mcpserve.Federation = (*Handler)(nil)
+
+// Exchange answers one POST body of /mcp/presets/{id}.
+func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+	return h.exchange(endpoint{preset: req.GetPresetId()}, req, stream)
+}
+
+// Listen serves GET /mcp/presets/{id}.
+func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+	return h.listen(endpoint{preset: req.GetPresetId()}, req.GetSessionId(), stream)
+}
+
+// EndSession serves DELETE /mcp/presets/{id}.
+func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	return h.end(ctx, endpoint{preset: req.GetPresetId()}, req.GetSessionId())
+}
+
+// ForMCP serves /mcp with preset id's providers in place of the built-in tools
+// (ZEST_MCP_PRESET): mcpserve.Handler.Own.
+func (h *Handler) ForMCP(id string) mcpserve.Federation {
+	return own{h: h, ep: endpoint{preset: id, own: true}}
+}
+
+type own struct {
+	h  *Handler
+	ep endpoint
+}
+
+func (o own) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+	return o.h.exchange(o.ep, req, stream)
+}
+
+func (o own) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+	return o.h.listen(o.ep, req.GetSessionId(), stream)
+}
+
+func (o own) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	return o.h.end(ctx, o.ep, req.GetSessionId())
+}
+
+// provider is one provider of a preset as this caller may use it: a registered server
+// (cfg), or the built-in tools (cfg nil).
+type provider struct {
+	id  string
+	cfg *mcpgatewayv1.ServerConfig
+}
+
+func (p provider) builtin() bool { return p.cfg == nil }
+
+// providers reads the preset and returns the providers the caller may use, in the preset's
+// order. A server that is not registered or not enabled is no provider (logged); one with
+// "expose": false is one for administrators only, and invisible to everyone else.
+func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error) {
+	p, err := h.reg.GetPreset(ctx, ep.preset)
+	switch {
+	case errors.Is(err, registry.ErrNotFound) || ep.preset == "":
+		if ep.own {
+			return nil, ownPresetError(ep.preset)
+		}
+		return nil, status.Errorf(codes.NotFound, "%v: %q", ErrUnknownPreset, ep.preset)
+	case err != nil:
+		return nil, status.Errorf(codes.Internal, "registry: %v", err)
+	}
+	admin := h.keys.CallerIsAdmin(ctx)
+	var out []provider
+	for _, id := range p.GetMcpServerIds() {
+		if id == serverconfig.LemonadeProvider {
+			out = append(out, provider{id: id})
+			continue
+		}
+		cfg, err := h.reg.GetServer(ctx, id)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			h.log.DebugContext(ctx, "a preset names a server that is not registered: left out", "preset", ep.preset, "server", id)
+		case err != nil:
+			return nil, status.Errorf(codes.Internal, "registry: %v", err)
+		case !cfg.GetEnabled():
+			h.log.DebugContext(ctx, "a preset names a disabled server: left out", "preset", ep.preset, "server", id)
+		case cfg.GetExpose() || admin:
+			out = append(out, provider{id: id, cfg: cfg})
+		}
+	}
+	return out, nil
+}
+
+// rpcError is err as a gRPC status: a missing preset of /mcp (ZEST_MCP_PRESET) is the
+// operator's to fix (HTTP 500 with the message).
+func rpcError(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.FailedPrecondition, err.Error())
+}
+
+// session checks a session id for the endpoint, and its MCP-Protocol-Version header.
+func (h *Handler) session(ctx context.Context, ep endpoint, id, header string) (session.Claims, error) {
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, id, ep.binding(), header)
+}
+
+func (h *Handler) expires(cl session.Claims) time.Time {
+	if exp := h.sessions.Expires(cl); !exp.IsZero() {
+		return exp
+	}
+	return time.Now().Add(365 * 24 * time.Hour)
+}
+
+// exchange answers one POST body of the endpoint.
+func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+	ctx := stream.Context()
+	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(mcpserve.Versions, v) {
+		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	}
+	out := federate.NewOutput(stream)
+	payload := bytes.TrimSpace(req.GetPayload())
+	provs, err := h.providers(ctx, ep)
+	if errors.Is(err, ErrUnknownPreset) { // /mcp's preset is missing: every request is told why
+		h.log.ErrorContext(ctx, "ZEST_MCP_PRESET names a preset that is not in the registry", "preset", ep.preset)
+		msg, _, _ := mcpserve.CheckMessage(payload)
+		if !msg.IsRequest() {
+			return out.Malformed(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
+		}
+		return out.Final(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
+	}
+	if err != nil {
+		return err
+	}
+	if len(payload) > 0 && payload[0] == '[' {
+		return h.batch(ctx, ep, req, provs, payload, out)
+	}
+	msg, code, problem := mcpserve.CheckMessage(payload)
+	if problem != "" {
+		return out.Malformed(mcpserve.ErrorResponse(msg.ID, code, problem))
+	}
+	if msg.Method == string(mcp.MethodInitialize) && msg.IsRequest() {
+		return h.initialize(ctx, ep, provs, payload, msg.ID, out)
+	}
+	cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
+	if err != nil {
+		return err
+	}
+	c := &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
+	resp := c.dispatch(ctx, payload, msg)
+	if resp == nil {
+		return out.Err()
+	}
+	if !msg.IsRequest() {
+		return out.Malformed(resp)
+	}
+	return out.Final(resp)
+}
+
+// batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
+func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, provs []provider, payload []byte, out *federate.Output) error {
+	var c *call
+	return out.End(mcpserve.Batch(payload, func() (string, error) {
+		cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
+		c = &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
+		return cl.ProtocolVersion, err
+	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
+		return c.dispatch(ctx, item, msg), out.Err()
+	}))
+}
+
+// ServerName is the serverInfo.name of a preset's endpoint.
+func ServerName(preset string) string { return "zest-preset-" + preset }
+
+// Version is reported as serverInfo.version (set by the server wiring).
+var Version = "0.1.0"
+
+// initialize negotiates the client's version as /mcp does, issues a session id bound to the
+// endpoint and answers with Zest's serverInfo, the union of the providers' capabilities and
+// instructions that name the providers. A provider that cannot be reached is left out (and
+// logged): the others are served.
+func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider, payload, id json.RawMessage, out *federate.Output) error {
+	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
+		return out.Final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
+	}
+	version := mcpserve.Negotiate(payload)
+	infos := h.infos(ctx, provs)
+	caps := map[string]any{"logging": map[string]any{}}
+	var names []string
+	for i, pr := range provs {
+		if pr.builtin() {
+			caps["tools"] = map[string]any{"listChanged": true}
+			names = append(names, fmt.Sprintf("%q (Zest's built-in lemonade_* tools, under their own names)", pr.id))
+			continue
+		}
+		inf := infos[i]
+		if inf == nil {
+			names = append(names, fmt.Sprintf("%q (unavailable when this session began)", pr.id))
+			continue
+		}
+		line := fmt.Sprintf("%q (%s)", pr.id, serverName(pr, inf))
+		if inf.Instructions != "" {
+			line += ": " + strings.Join(strings.Fields(inf.Instructions), " ")
+		}
+		names = append(names, line)
+		union(caps, inf.Capabilities)
+	}
+	instr := fmt.Sprintf("Zest preset %q: the tools and prompts of its MCP servers, named mcp_<server>__<name> (the names Zest's chat loop gives them), and their resources with their own URIs.", ep.preset)
+	if len(names) > 0 {
+		instr += " Providers: " + strings.Join(names, "; ") + "."
+	} else {
+		instr += " It has no provider you may use."
+	}
+	result := map[string]any{"protocolVersion": version, "capabilities": caps,
+		"serverInfo": map[string]any{"name": ServerName(ep.preset), "version": Version}, "instructions": instr}
+	h.log.DebugContext(ctx, "preset session started", "preset", ep.preset, "endpoint", ep.path(), "protocol_version", version)
+	return h.fed.StartSession(out, payload, id, version, ep.binding(), result)
+}
+
+func serverName(p provider, inf *upstream.Info) string {
+	if n, _ := inf.ServerInfo["name"].(string); n != "" {
+		return n
+	}
+	if n := p.cfg.GetName(); n != "" {
+		return n
+	}
+	return p.id
+}
+
+// infos connects the servers among provs (concurrently, on demand) and returns their
+// handshakes, nil for the built-in provider and for a server that cannot be reached (logged).
+func (h *Handler) infos(ctx context.Context, provs []provider) []*upstream.Info {
+	out := make([]*upstream.Info, len(provs))
+	var wg sync.WaitGroup
+	for i, p := range provs {
+		if p.builtin() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf, err := h.up.Info(ctx, p.cfg)
+			if err != nil {
+				h.log.WarnContext(ctx, "a provider of a preset cannot be reached: left out", "server", p.id, "err", err)
+				return
+			}
+			out[i] = &inf
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// union adds what a provider's capabilities declare to caps: tools, prompts and resources
+// (always with listChanged: any provider's change is announced), resources.subscribe when
+// one provider offers it, and completions.
+func union(caps, provider map[string]any) {
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if c, ok := provider[k]; ok && c != nil {
+			m, _ := caps[k].(map[string]any)
+			if m == nil {
+				m = map[string]any{"listChanged": true}
+				caps[k] = m
+			}
+			if k == "resources" {
+				if pm, _ := c.(map[string]any); pm != nil && pm["subscribe"] == true {
+					m["subscribe"] = true
+				}
+			}
+		}
+	}
+	if c, ok := provider["completions"]; ok && c != nil {
+		caps["completions"] = map[string]any{}
+	}
+}
+
+// end serves DELETE: the session id is refused from then on, by every replica.
+func (h *Handler) end(ctx context.Context, ep endpoint, id string) (*mcpgatewayv1.EndSessionResponse, error) {
+	if _, err := h.providers(ctx, ep); err != nil && !ep.own {
+		return nil, err
+	}
+	cl, err := h.session(ctx, ep, id, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.store.EndSession(ctx, id, h.expires(cl)); err != nil {
+		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+	}
+	return &mcpgatewayv1.EndSessionResponse{}, nil
+}

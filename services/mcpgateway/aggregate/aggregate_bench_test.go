@@ -1,0 +1,53 @@
+package aggregate
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
+)
+
+// BenchmarkPreset is one POST to /mcp/presets/all over loopback gRPC, upstreams in process
+// (go test -bench Preset ./aggregate/): a server's tool by chat_name (and, to compare, the
+// same tool at /mcp/servers/alpha), a built-in tool, and the tools/list of four providers.
+func BenchmarkPreset(b *testing.B) {
+	quiet := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler)) // a log line per tool call is not measured here
+	b.Cleanup(func() { slog.SetDefault(quiet) })
+	f := newFixture(b, "")
+	ctx := withKey(b.Context(), testKeys.API)
+	sess, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: "all", Payload: []byte(initialize)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fed, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", Payload: []byte(initialize)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("the same tool at /mcp/servers/alpha", func(b *testing.B) {
+		req := &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", SessionId: fed, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)}
+		for b.Loop() {
+			if _, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "alpha echo: x") {
+				b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+			}
+		}
+	})
+	for _, c := range []struct{ name, body, want string }{
+		{"server tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"}}}`, "alpha echo: x"},
+		{"built-in tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`, "builtin echo: x"},
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "mcp_beta__echo"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := &mcpgatewayv1.ExchangeRequest{PresetId: "all", SessionId: sess, Payload: []byte(c.body)}
+			for b.Loop() {
+				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
+				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) {
+					b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/federate"
+)
+
+// Notify hands one notification of server to the GET streams of the preset sessions that
+// use it on this replica (upstream.Manager.OnNotification, beside federate's). It never
+// blocks.
+func (h *Handler) Notify(server string, msg []byte) {
+	var n struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(msg, &n) != nil || !federate.Relayed(n.Method) {
+		return
+	}
+	if h.hub.Publish(server, msg) > 0 {
+		h.log.Debug("a GET stream is behind: a notification was dropped for it", "server", server, "method", n.Method)
+	}
+}
+
+// listChanged are the notifications a session gets when its preset's providers change.
+var listChanged = [][]byte{
+	[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`),
+	[]byte(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`),
+	[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`),
+}
+
+// servers are the ids of the registered servers among provs.
+func servers(provs []provider) []string {
+	var out []string
+	for _, p := range provs {
+		if !p.builtin() {
+			out = append(out, p.id)
+		}
+	}
+	return out
+}
+
+// listen serves GET: the session's server-to-client stream. Its first item (no message)
+// tells the edge the session is valid; then the notifications of the preset's servers follow
+// (list_changed, resources/updated, notifications/message at the session's level or worse)
+// until the client leaves, or the session is ended or expires. When the preset's providers
+// change, the session is told its lists changed.
+func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpService_ListenServer) error {
+	ctx := stream.Context()
+	provs, err := h.providers(ctx, ep)
+	if err != nil {
+		return rpcError(err)
+	}
+	cl, err := h.session(ctx, ep, sessionID, "")
+	if err != nil {
+		return err
+	}
+	h.connect(ctx, provs)
+	l := fanout.NewListener()
+	ids := servers(provs)
+	h.hub.Follow(l, ids)
+	defer h.hub.Follow(l, nil)
+	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+		return err
+	}
+	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
+	level := h.fed.Level(ctx, sessionID)
+	return l.Serve(ctx, fanout.Stream{
+		Send:    send,
+		Expires: h.sessions.Expires(cl),
+		Every:   h.ListenCheck,
+		Check: func() (bool, error) {
+			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
+				return false, nil
+			}
+			level = h.fed.Level(ctx, sessionID)
+			now, err := h.providers(ctx, ep)
+			if err != nil {
+				return true, nil // the preset is gone: its next request says so
+			}
+			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
+				ids, provs = next, now
+				h.hub.Follow(l, ids)
+				h.connect(ctx, provs)
+				for _, m := range listChanged {
+					if err := send(m); err != nil {
+						return false, err
+					}
+				}
+			}
+			return true, nil
+		},
+		Pass: func(msg []byte) bool { return !federate.Below(msg, level) },
+	})
+}
+
+// connect connects the servers among provs that are not connected on this replica (after a
+// restart, an HTTP server's notifications flow only once it is connected again).
+func (h *Handler) connect(ctx context.Context, provs []provider) {
+	for _, p := range provs {
+		if p.builtin() || h.up.State(p.id).Connected {
+			continue
+		}
+		go func() {
+			if err := h.up.Connect(context.WithoutCancel(ctx), p.cfg); err != nil {
+				h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", p.id, "err", err)
+			}
+		}()
+	}
+}
