@@ -112,11 +112,8 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)
-	many := server.NewMCPServer("many", "1", server.WithToolCapabilities(false), server.WithPromptCapabilities(false), server.WithPaginationLimit(1))
-	// upstream.Manager lists a server's tools when it connects: a server needs a tool.
-	many.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText(""), nil
-	})
+	// many declares prompts only: a server without tools is a provider too.
+	many := server.NewMCPServer("many", "1", server.WithPromptCapabilities(false), server.WithPaginationLimit(1))
 	for i := range maxPages + 1 {
 		many.AddPrompt(mcp.NewPrompt(fmt.Sprintf("p %03d", i)), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("found", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("found"))}), nil
