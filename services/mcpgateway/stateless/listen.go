@@ -95,8 +95,13 @@ func DecorateResponse(method string, resp []byte, serverInfo any) []byte {
 	return resultMessage(r.ID, Decorate(method, r.Result, serverInfo))
 }
 
-// resultMessage renders a JSON-RPC result answer to id.
+// resultMessage renders a JSON-RPC result answer to id (both valid JSON already: appended,
+// not encoded again, as a list result can be large).
 func resultMessage(id, res json.RawMessage) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": res})
-	return b
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out := make([]byte, 0, len(id)+len(res)+32)
+	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	return append(append(out, res...), '}')
 }

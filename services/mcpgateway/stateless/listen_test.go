@@ -42,7 +42,7 @@ func TestSubscription(t *testing.T) {
 func TestDecorateResponse(t *testing.T) {
 	var noInfo map[string]any
 	for _, c := range []struct{ name, resp, want string }{
-		{"a list gets cache hints", `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}`, `{"id":3,"jsonrpc":"2.0","result":{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":0}}`},
+		{"a list gets cache hints", `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}`, `{"jsonrpc":"2.0","id":3,"result":{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":0}}`},
 		{"an error is kept", `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"x"}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"x"}}`},
 	} {
 		if got := string(DecorateResponse("tools/list", []byte(c.resp), noInfo)); got != c.want {
