@@ -68,8 +68,9 @@ func toolNames(t *testing.T, r Response) []string {
 }
 
 // TestPresetEndpoint drives /mcp/presets/mix (lemonade, everything, memory, grow) with the
-// official TypeScript SDK and with mark3labs/mcp-go's client (protocol 2025-11-25), then
-// checks hidden servers, unknown presets and ended sessions at the wire.
+// official TypeScript SDK and with mark3labs/mcp-go's client (protocol 2025-11-25, and with
+// its defaults 2026-07-28), then checks hidden servers, unknown presets and ended sessions at
+// the wire.
 func TestPresetEndpoint(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "E2E_MEMORY_FILE="+filepath.Join(t.TempDir(), "memory.jsonl"))
 	registerPresetProviders(t, s)
