@@ -68,8 +68,9 @@ func toolNames(t *testing.T, r Response) []string {
 }
 
 // TestPresetEndpoint drives /mcp/presets/mix (lemonade, everything, memory, grow) with the
-// official TypeScript SDK and with mark3labs/mcp-go's client (protocol 2025-11-25), then
-// checks hidden servers, unknown presets and ended sessions at the wire.
+// official TypeScript SDK and with mark3labs/mcp-go's client (protocol 2025-11-25, and with
+// its defaults 2026-07-28), then checks hidden servers, unknown presets and ended sessions at
+// the wire.
 func TestPresetEndpoint(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "E2E_MEMORY_FILE="+filepath.Join(t.TempDir(), "memory.jsonl"))
 	registerPresetProviders(t, s)
@@ -230,24 +231,44 @@ func TestPresetEndpoint(t *testing.T) {
 		})
 	})
 
-	t.Run("mcp-go's client with its defaults falls back to the session era", func(t *testing.T) {
-		// It probes with server/discover (2026-07-28) first; presets serve the session era only.
-		c, err := mcpclient.NewStreamableHttpClient(presetURL(s, "mix"), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
+	t.Run("mcp-go's client with its defaults, in 2026-07-28", func(t *testing.T) {
+		// It probes with server/discover first, and drives the preset without a session.
+		c := modernClient(t, presetURL(s, "mix"), "zest-preset-mix")
+		tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		if err := c.Start(t.Context()); err != nil {
-			t.Fatal(err)
+		for _, want := range []string{"lemonade_list_models", "mcp_everything__echo", "mcp_memory__read_graph", "mcp_grow__echo"} {
+			if !slices.ContainsFunc(tools.Tools, func(tl mcp.Tool) bool { return tl.Name == want }) {
+				t.Errorf("tools/list lacks %s", want)
+			}
 		}
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go-defaults", Version: "1"}
-		res, err := c.Initialize(t.Context(), init)
-		if err != nil || res.ProtocolVersion != "2025-11-25" || res.ServerInfo.Name != "zest-preset-mix" {
-			t.Fatalf("initialize with mcp-go's defaults: %+v %v", res, err)
+		// One tool of each provider: the built-in tools, and three stdio servers of the
+		// session era (the tool host's), which get the request without the revision's _meta.
+		for _, c2 := range []struct {
+			tool string
+			args map[string]any
+			want string
+		}{
+			{"lemonade_list_models", map[string]any{}, "builtin-llm"},
+			{"mcp_everything__echo", map[string]any{"message": "modern preset"}, "modern preset"},
+			{"mcp_memory__read_graph", map[string]any{}, "entities"},
+			{"mcp_grow__echo", map[string]any{"text": "grown"}, "grown"},
+		} {
+			if text := modernCall(t, c, c2.tool, c2.args); !strings.Contains(text, c2.want) {
+				t.Errorf("%s answered %q, want %q in it", c2.tool, text, c2.want)
+			}
 		}
-		if tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil || len(tools.Tools) == 0 {
-			t.Fatalf("tools/list: %+v %v", tools, err)
+		// A prompt by its chat_name, and a resource by its URI.
+		gp := mcp.GetPromptRequest{}
+		gp.Params.Name, gp.Params.Arguments = "mcp_everything__args-prompt", map[string]string{"city": "Paris"}
+		if r, err := c.GetPrompt(t.Context(), gp); err != nil || len(r.Messages) == 0 {
+			t.Errorf("args-prompt: %+v %v", r, err)
+		}
+		rr := mcp.ReadResourceRequest{}
+		rr.Params.URI = "demo://resource/static/document/architecture.md"
+		if r, err := c.ReadResource(t.Context(), rr); err != nil || len(r.Contents) == 0 {
+			t.Errorf("read a resource by its URI: %+v %v", r, err)
 		}
 	})
 
@@ -334,6 +355,55 @@ func TestMCPPreset(t *testing.T) {
 	if r := presetCall(t, s, "front", sess, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, fedAPIAuth); r.Status != http.StatusNotFound {
 		t.Errorf("a session of /mcp on /mcp/presets/front: %d %s", r.Status, r.Body)
 	}
+	// mcp-go's client with its defaults drives /mcp in 2026-07-28: the preset's tools, one of
+	// each provider called.
+	c := modernClient(t, s.URL+"/mcp", "zest-preset-front")
+	tools, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil || !slices.ContainsFunc(tools.Tools, func(tl mcp.Tool) bool { return tl.Name == "mcp_memory__read_graph" }) {
+		t.Fatalf("tools/list of /mcp in 2026-07-28: %v %v", tools, err)
+	}
+	if text := modernCall(t, c, "mcp_memory__read_graph", map[string]any{}); !strings.Contains(text, "entities") {
+		t.Errorf("read_graph through /mcp: %q", text)
+	}
+	if text := modernCall(t, c, "lemonade_list_models", map[string]any{}); !strings.Contains(text, "builtin-llm") {
+		t.Errorf("lemonade_list_models through /mcp: %q", text)
+	}
+}
+
+// modernClient starts mark3labs/mcp-go's client with its defaults (server/discover first)
+// against url with the API key, and checks that it negotiated 2026-07-28 without a session
+// with server.
+func modernClient(t *testing.T, url, server string) *mcpclient.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go-defaults", Version: "1"}
+	res, err := c.Initialize(t.Context(), init)
+	if err != nil || res.ProtocolVersion != "2026-07-28" || res.ServerInfo.Name != server || tr.GetSessionId() != "" {
+		t.Fatalf("initialize with mcp-go's defaults at %s: %+v %v (session %q): want 2026-07-28 with %s, no session", url, res, err, tr.GetSessionId(), server)
+	}
+	return c
+}
+
+// modernCall calls tool and returns its first text, failing the test on an error or a result
+// that is not "complete".
+func modernCall(t *testing.T, c *mcpclient.Client, tool string, args map[string]any) string {
+	t.Helper()
+	call := mcp.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = tool, args
+	r, err := c.CallTool(t.Context(), call)
+	if err != nil || r.IsError || len(r.Content) == 0 || r.ResultType != "complete" {
+		t.Fatalf("%s: %+v %v", tool, r, err)
+	}
+	return mcp.GetTextFromContent(r.Content[0])
 }
 
 // TestPresetConformance runs the official conformance suite (0.1.16, active scenarios)
@@ -359,5 +429,49 @@ func TestPresetRelaysSampling(t *testing.T) {
 	got := samplingClientAt(t, presetURL(s, "ask"), "mcp_fixture__test_sampling", `{"prompt":"what is a preset?"}`)
 	if got.IsError || got.Text != "LLM response: sampled by the e2e client" || len(got.Sampled) != 1 || got.Sampled[0] != "what is a preset?" {
 		t.Fatalf("sampling through /mcp/presets/ask: %+v", got)
+	}
+}
+
+// TestPresetConformance2026 runs conformance 0.2.0-alpha.12 with --spec-version 2026-07-28
+// against /mcp/presets/conf26, whose providers are our stdio conformance fixture (through
+// the tool host, a session-era upstream) and the built-in tools. Every protocol-level
+// scenario must pass, and so must those the fixture's resources answer (their URIs are kept);
+// the baseline lists the scenarios that cannot apply, each with its reason (the fixture's
+// tools and prompts are served under their chat_name), and server-stateless and caching are
+// checked check by check.
+func TestPresetConformance2026(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "fixture", "command": conformanceFixture(t)})
+	putPreset(t, s, "conf26", "fixture", "lemonade")
+	dir := t.TempDir()
+	out := conformanceNext(t, presetURL(s, "conf26"), "2026-07-28", "conformance-2026-preset-baseline.yml", dir)
+	for _, sc := range []string{"tools-list", "server-sse-multiple-streams", "resources-list", "resources-read-text", "resources-read-binary",
+		"resources-templates-read", "prompts-list", "dns-rebinding-protection", "caching", "http-header-validation",
+		"input-required-result-unsupported-methods", "input-required-result-validate-input"} {
+		if !strings.Contains(out, "✓ "+sc+":") {
+			t.Fatalf("%s did not pass:\n%s", sc, out)
+		}
+	}
+	failing := conformanceFailures(t, dir)
+	got, want := failing["server-stateless"], []string{"sep-2575-http-server-no-independent-requests-on-stream", "sep-2575-missing-capability-http-400",
+		"sep-2575-server-no-log-without-loglevel", "sep-2575-server-rejects-undeclared-capability"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("server-stateless: failing checks %v, want only the diagnostic-tool checks %v", got, want)
+	}
+	if f, ran := failing["caching"]; !ran || len(f) > 0 {
+		t.Errorf("caching: ran %v, failing checks %v", ran, f)
+	}
+
+	// A provider's server requests are relayed to session-era clients only: during a modern
+	// client's call, the fixture's sampling request gets the answer a session whose client
+	// declared no sampling gets, and the client sees no request.
+	r := do(t, "POST", presetURL(s, "conf26"),
+		`{"jsonrpc":"2.0","id":"s1","method":"tools/call","params":{"name":"mcp_fixture__test_sampling","arguments":{"prompt":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
+		"Content-Type: application/json", "Accept: application/json, text/event-stream", "MCP-Protocol-Version: 2026-07-28",
+		"Mcp-Method: tools/call", "Mcp-Name: mcp_fixture__test_sampling")
+	if body := string(r.Body); r.Status != http.StatusOK || strings.Contains(body, `"method":"sampling/createMessage"`) || !strings.Contains(body, `"id":"s1"`) ||
+		!strings.Contains(body, "no client of the call in flight accepts sampling/createMessage") || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Errorf("test_sampling from a modern client: %d %s", r.Status, r.Body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,17 +31,27 @@ const (
 )
 
 func main() {
-	s := server.NewMCPServer("zest-conformance-fixture", "1.0.0",
+	// -prompts-only serves the prompts alone, and declares no other capability: a server
+	// without tools (see e2e's TestServerWithoutTools).
+	promptsOnly := flag.Bool("prompts-only", false, "serve the fixture prompts only, with no tools, resources, logging or completions")
+	flag.Parse()
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithPromptCapabilities(false),
 		server.WithLogging(),
 		server.WithCompletions(),
 		server.WithPromptCompletionProvider(completer{}),
-	)
+	}
+	if *promptsOnly {
+		opts = []server.ServerOption{server.WithPromptCapabilities(false)}
+	}
+	s := server.NewMCPServer("zest-conformance-fixture", "1.0.0", opts...)
 	f := fixture{s: s}
-	f.tools()
-	f.resources()
+	if !*promptsOnly {
+		f.tools()
+		f.resources()
+	}
 	f.prompts()
 	// server.ServeStdio with a stdout of our own (see written).
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

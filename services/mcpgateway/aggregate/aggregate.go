@@ -1,6 +1,7 @@
 // Package aggregate serves a preset's providers together on one MCP endpoint:
 // /mcp/presets/{id}, and /mcp itself when the operator names a preset for it
-// (ZEST_MCP_PRESET). Session-era MCP, as /mcp/servers/{id}.
+// (ZEST_MCP_PRESET). Session-era MCP, as /mcp/servers/{id}, and request by request beside it
+// MCP 2026-07-28 without sessions (modern.go).
 //
 // Tools and prompts of a registered server are served under their chat_name (catalog.ChatName,
 // the name the chat loop gives them); the built-in "lemonade" provider's tools keep their own
@@ -34,6 +35,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -231,7 +233,8 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 // exchange answers one POST body of the endpoint.
 func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
 	ctx := stream.Context()
-	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(mcpserve.Versions, v) {
+	r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload())
+	if v := req.GetProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
 		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
 	}
 	out := federate.NewOutput(stream)
@@ -247,6 +250,9 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 	}
 	if err != nil {
 		return err
+	}
+	if r.Modern {
+		return h.modern(ctx, ep, req, r, provs, out)
 	}
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(ctx, ep, req, provs, payload, out)
@@ -293,13 +299,29 @@ var Version = "0.1.0"
 
 // initialize negotiates the client's version as /mcp does, issues a session id bound to the
 // endpoint and answers with Zest's serverInfo, the union of the providers' capabilities and
-// instructions that name the providers. A provider that cannot be reached is left out (and
-// logged): the others are served.
+// instructions that name the providers (describe).
 func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider, payload, id json.RawMessage, out *federate.Output) error {
 	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
 		return out.Final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
 	version := mcpserve.Negotiate(payload)
+	caps, instr := h.describe(ctx, ep, provs)
+	result := map[string]any{"protocolVersion": version, "capabilities": caps,
+		"serverInfo": serverInfo(ep), "instructions": instr}
+	h.log.DebugContext(ctx, "preset session started", "preset", ep.preset, "endpoint", ep.path(), "protocol_version", version)
+	return h.fed.StartSession(out, payload, id, version, ep.binding(), result)
+}
+
+// serverInfo is Zest's identity on the endpoint.
+func serverInfo(ep endpoint) map[string]any {
+	return map[string]any{"name": ServerName(ep.preset), "version": Version}
+}
+
+// describe is what the endpoint says of itself (initialize, and server/discover of
+// 2026-07-28): the union of the providers' capabilities, and instructions that name the
+// providers. A provider that cannot be reached is left out (and logged, and named as
+// unavailable): the others are served.
+func (h *Handler) describe(ctx context.Context, ep endpoint, provs []provider) (map[string]any, string) {
 	infos := h.infos(ctx, provs)
 	caps := map[string]any{"logging": map[string]any{}}
 	var names []string
@@ -311,7 +333,7 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 		}
 		inf := infos[i]
 		if inf == nil {
-			names = append(names, fmt.Sprintf("%q (unavailable when this session began)", pr.id))
+			names = append(names, fmt.Sprintf("%q (unavailable when this was answered)", pr.id))
 			continue
 		}
 		line := fmt.Sprintf("%q (%s)", pr.id, serverName(pr, inf))
@@ -327,10 +349,7 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 	} else {
 		instr += " It has no provider you may use."
 	}
-	result := map[string]any{"protocolVersion": version, "capabilities": caps,
-		"serverInfo": map[string]any{"name": ServerName(ep.preset), "version": Version}, "instructions": instr}
-	h.log.DebugContext(ctx, "preset session started", "preset", ep.preset, "endpoint", ep.path(), "protocol_version", version)
-	return h.fed.StartSession(out, payload, id, version, ep.binding(), result)
+	return caps, instr
 }
 
 func serverName(p provider, inf *upstream.Info) string {

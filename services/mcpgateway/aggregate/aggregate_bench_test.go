@@ -12,7 +12,8 @@ import (
 
 // BenchmarkPreset is one POST to /mcp/presets/all over loopback gRPC, upstreams in process
 // (go test -bench Preset ./aggregate/): a server's tool by chat_name (and, to compare, the
-// same tool at /mcp/servers/alpha), a built-in tool, and the tools/list of four providers.
+// same tool at /mcp/servers/alpha), a built-in tool, and the tools/list of four providers, in
+// a session and in 2026-07-28.
 func BenchmarkPreset(b *testing.B) {
 	quiet := slog.Default()
 	slog.SetDefault(slog.New(slog.DiscardHandler)) // a log line per tool call is not measured here
@@ -35,6 +36,24 @@ func BenchmarkPreset(b *testing.B) {
 			}
 		}
 	})
+	// The same in 2026-07-28: no session, the checks of every modern request, a decorated
+	// result.
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c := range []struct{ name, method, mcpName, body, want string }{
+		{"2026-07-28 server tool", "tools/call", "mcp_alpha__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"},` + meta + `}}`, "alpha echo: x"},
+		{"2026-07-28 built-in tool", "tools/call", "lemonade_echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"},` + meta + `}}`, "builtin echo: x"},
+		{"2026-07-28 tools/list", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, "mcp_beta__echo"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := &mcpgatewayv1.ExchangeRequest{PresetId: "all", ProtocolVersion: "2026-07-28", McpMethod: c.method, McpName: c.mcpName, Payload: []byte(c.body)}
+			for b.Loop() {
+				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
+				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) || !strings.Contains(string(msgs[0]), `"resultType":"complete"`) {
+					b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+				}
+			}
+		})
+	}
 	for _, c := range []struct{ name, body, want string }{
 		{"server tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"}}}`, "alpha echo: x"},
 		{"built-in tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`, "builtin echo: x"},

@@ -112,11 +112,8 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)
-	many := server.NewMCPServer("many", "1", server.WithToolCapabilities(false), server.WithPromptCapabilities(false), server.WithPaginationLimit(1))
-	// upstream.Manager lists a server's tools when it connects: a server needs a tool.
-	many.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText(""), nil
-	})
+	// many declares prompts only: a server without tools is a provider too.
+	many := server.NewMCPServer("many", "1", server.WithPromptCapabilities(false), server.WithPaginationLimit(1))
 	for i := range maxPages + 1 {
 		many.AddPrompt(mcp.NewPrompt(fmt.Sprintf("p %03d", i)), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("found", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("found"))}), nil
@@ -167,6 +164,13 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	srv := mcpserve.NewMCPServer("test")
 	srv.AddTool(mcp.NewTool("lemonade_echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("builtin echo: " + req.GetString("message", "")), nil
+	})
+	srv.AddTool(mcp.NewTool("lemonade_log"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "lemonade", "an info line")
+		if err := server.ServerFromContext(ctx).SendLogMessageToClient(ctx, n); err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText("logged"), nil
 	})
 	waiting := make(chan struct{}, 1)
 	srv.AddTool(mcp.NewTool("lemonade_wait"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -288,7 +292,7 @@ func TestListsNameAndFilter(t *testing.T) {
 	api, adm := withKey(t.Context(), testKeys.API), withKey(t.Context(), testKeys.Admin)
 	sess, _ := f.open(t, api, "all")
 	tools, pages := f.listAll(t, api, "all", sess, "tools/list", "tools", "name")
-	want := []string{"lemonade_echo", "lemonade_wait", "mcp_alpha__echo", "mcp_alpha__slow", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret", "mcp_beta__slow"}
+	want := []string{"lemonade_echo", "lemonade_log", "lemonade_wait", "mcp_alpha__echo", "mcp_alpha__slow", "mcp_beta__echo", "mcp_beta__extra0", "mcp_beta__extra1", "mcp_beta__extra2", "mcp_beta__secret", "mcp_beta__slow"}
 	if !slices.Equal(tools, want) {
 		t.Errorf("tools %v, want %v", tools, want)
 	}

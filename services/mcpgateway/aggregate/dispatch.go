@@ -16,6 +16,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
@@ -27,6 +28,10 @@ type call struct {
 	sessionID string
 	claims    session.Claims
 	out       *federate.Output
+	// modern is the request of 2026-07-28 this call answers (nil in a session), and req its
+	// exchange (its Mcp-Param-* headers).
+	modern *stateless.Request
+	req    *mcpgatewayv1.ExchangeRequest
 }
 
 // resourceNotFound is MCP's error code for a resource no provider has.
@@ -99,7 +104,7 @@ func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, pa
 	if !federate.Declares(inf.Capabilities, msg.Method) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, p.id))
 	}
-	return c.h.fed.Forward(ctx, p.cfg, c.sessionID, c.claims, c.out, msg, params)
+	return c.h.fed.Forward(ctx, p.cfg, c.sessionID, c.claims, c.out, msg, c.modernParams(inf.ProtocolVersion, params))
 }
 
 // callTool runs a tool by the name tools/list gave it: a built-in tool in process, a
@@ -119,6 +124,9 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	pr, orig, ok := c.resolveTool(ctx, name)
 	if !ok || !serverconfig.Exposed(pr.cfg, orig) {
 		return unknown
+	}
+	if bad := c.checkParamHeaders(ctx, pr, orig, msg.ID); bad != nil {
+		return bad
 	}
 	params, err := rename(params, "name", orig)
 	if err != nil {

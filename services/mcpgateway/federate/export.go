@@ -47,6 +47,10 @@ func (o *output) End(final []byte, malformed bool, err error) error {
 	return o.final(final)
 }
 
+// Send sends one item of the exchange as it is (a stateless.Final answer, or a message
+// before it).
+func (o *output) Send(r *mcpgatewayv1.ExchangeResponse) error { return o.send(r) }
+
 // Err is the error of a send that failed (the client went away).
 func (o *output) Err() error { return o.err() }
 

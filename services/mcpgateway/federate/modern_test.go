@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -129,5 +131,53 @@ func TestModernParamHeaders(t *testing.T) {
 				t.Fatalf("answer %s, want %s", last, c.want)
 			}
 		})
+	}
+}
+
+// TestModernListenStreams: subscriptions/listen grants the tools list_changed the upstream
+// declares, and the upstream's notification reaches the stream tagged with the subscription
+// id (its own params replaced); a prompts list_changed (not declared) is not granted.
+func TestModernListenStreams(t *testing.T) {
+	srv, url := upstreamServer(t)
+	f := newFixture(t, url)
+	ctx, cancel := context.WithCancel(withKey(t.Context(), testKeys.API))
+	defer cancel()
+	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
+		Payload: []byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},"_meta":` + modernMeta + `}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := string(ack.GetMessage()); ack.GetFinal() || !strings.Contains(a, `"notifications":{"toolsListChanged":true}`) {
+		t.Fatalf("acknowledgement %s: want tools only", a)
+	}
+	got := make(chan string, 1)
+	go func() {
+		item, err := stream.Recv()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(item.GetMessage())
+	}()
+	// The upstream gets tools until a list_changed arrives: Zest's own listen to it (a server
+	// of 2026-07-28) opens in the background after it connected.
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; len(got) == 0 && time.Now().Before(deadline); i++ {
+		srv.AddTool(mcp.NewTool(fmt.Sprintf("late%d", i)), nil)
+		<-tick.C
+	}
+	select {
+	case n := <-got:
+		if n != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {
+			t.Fatalf("notification %s", n)
+		}
+	default:
+		t.Fatal("no tools/list_changed within 10 s")
 	}
 }

@@ -17,31 +17,49 @@ import (
 // class of the answer.
 func (h *Handler) modern(req *mcpgatewayv1.ExchangeRequest, r stateless.Request, stream ExchangeStream) error {
 	payload := req.GetPayload()
-	env, code, problem := checkEnvelope(payload)
-	if problem != "" {
-		return stream.Send(stateless.Final(errorResponse(env.ID, code, problem)))
-	}
-	if env.Method == "" {
-		return stream.Send(stateless.Final(errorResponse(env.ID, mcp.INVALID_REQUEST,
-			"Invalid Request: in protocol 2026-07-28 a server sends no requests, so a client posts no responses; answer an input_required result by sending the request again with its inputResponses")))
-	}
-	if bad := r.Check(req, env.ID, env.Method, Supported); bad != nil {
+	msg, bad := AdmitModern(req, r)
+	if bad != nil {
 		return stream.Send(stateless.Final(bad))
 	}
-	if !env.isRequest() {
+	if !msg.IsRequest() {
 		return nil // a notification (notifications/cancelled): accepted, 202
-	}
-	if slices.Contains(stateless.Removed, env.Method) {
-		return stream.Send(stateless.Final(errorResponse(env.ID, mcp.METHOD_NOT_FOUND,
-			"Method not found: "+env.Method+" was removed in protocol 2026-07-28")))
 	}
 	ctx := server.WithSupportedProtocolVersions(stream.Context(), Supported)
 	sess := &clientSession{modern: true, notes: make(chan mcp.JSONRPCNotification, 64), level: DefaultLogLevel, loaded: true}
-	resp, err := h.dispatch(ctx, sess, payload, env, func(m []byte) error {
+	resp, err := h.dispatch(ctx, sess, payload, envelope(msg), func(m []byte) error {
 		return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
 	})
 	if err != nil || resp == nil {
 		return err
 	}
 	return stream.Send(stateless.Final(resp))
+}
+
+// AdmitModern is what every endpoint checks first of a request of 2026-07-28 (r, classified
+// from req): the JSON-RPC envelope, that it is not a response (the revision has no server
+// requests, so a client posts none), the transport rules of stateless.Request.Check, and that
+// its method was not removed by the revision. It returns the message, and the answer that
+// ends the exchange when the request cannot go further (send it with stateless.Final). With
+// no answer, a message that is not a request is a notification, accepted (HTTP 202);
+// notifications/cancelled does nothing: a modern request has no session to name it by, so
+// closing its connection is how it is cancelled.
+func AdmitModern(req *mcpgatewayv1.ExchangeRequest, r stateless.Request) (Message, []byte) {
+	env, code, problem := checkEnvelope(req.GetPayload())
+	msg := Message(env)
+	switch {
+	case problem != "":
+		return msg, errorResponse(env.ID, code, problem)
+	case env.Method == "":
+		return msg, errorResponse(env.ID, mcp.INVALID_REQUEST,
+			"Invalid Request: in protocol 2026-07-28 a server sends no requests, so a client posts no responses; answer an input_required result by sending the request again with its inputResponses")
+	case env.JSONRPC != mcp.JSONRPC_VERSION:
+		return msg, errorResponse(env.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
+	}
+	if bad := r.Check(req, env.ID, env.Method, Supported); bad != nil {
+		return msg, bad
+	}
+	if env.isRequest() && slices.Contains(stateless.Removed, env.Method) {
+		return msg, errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+env.Method+" was removed in protocol 2026-07-28")
+	}
+	return msg, nil
 }

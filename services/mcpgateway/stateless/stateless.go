@@ -188,6 +188,9 @@ func Decorate(method string, result json.RawMessage, serverInfo any) json.RawMes
 			obj["cacheScope"] = json.RawMessage(`"private"`)
 		}
 	}
+	if m, ok := serverInfo.(map[string]any); ok && m == nil {
+		serverInfo = nil // a server that gave no serverInfo: nothing to add
+	}
 	if serverInfo != nil {
 		var meta map[string]json.RawMessage
 		_ = json.Unmarshal(obj["_meta"], &meta)

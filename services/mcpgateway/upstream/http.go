@@ -188,6 +188,9 @@ func (s *httpSession) tools(ctx context.Context, refresh bool) ([]json.RawMessag
 		return cached, nil
 	}
 	ticket := s.cache.begin()
+	if !declaresTools(s.info()) {
+		return s.cache.put(ticket, nil), nil
+	}
 	var all []json.RawMessage
 	cursor := ""
 	for range maxToolPages {

@@ -6,6 +6,15 @@ import (
 	"sync/atomic"
 )
 
+// declaresTools reports whether a server's handshake (or discovery) declared the tools
+// capability. A server that did not has no tools and is not asked for them: it answers
+// tools/list with an error (-32601, or mcp-go's "tools not supported"), which must not fail
+// the connection of a prompts-only or resources-only server.
+func declaresTools(inf Info) bool {
+	c, ok := inf.Capabilities["tools"]
+	return ok && c != nil
+}
+
 // listings numbers the tool lists kept by every session, so that a version names one list.
 var listings atomic.Uint64
 

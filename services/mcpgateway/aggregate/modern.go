@@ -1,0 +1,137 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// modern answers one request of protocol 2026-07-28 to a preset's endpoint: no session, the
+// request stands alone, with the checks every endpoint applies (mcpserve.AdmitModern).
+// server/discover describes the preset as initialize does (the union of the providers'
+// capabilities, Zest's serverInfo); subscriptions/listen streams the providers' list_changed
+// notifications; every other request goes through the session era's dispatch (names,
+// routing, pages), each provider in its own era (call.forward), and its result gets what the
+// revision asks of a result (stateless.Decorate).
+//
+// The client's capabilities do not reach a provider's requests yet: a provider that asks for
+// sampling, elicitation or roots during a modern client's call gets the answer it gets for a
+// session whose client declared none of them (the call's claims relay nothing).
+func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, r stateless.Request, provs []provider, out *federate.Output) error {
+	msg, bad := mcpserve.AdmitModern(req, r)
+	if bad != nil {
+		return out.Send(stateless.Final(bad))
+	}
+	if !msg.IsRequest() {
+		return nil // a notification (notifications/cancelled): accepted
+	}
+	info := serverInfo(ep)
+	switch msg.Method {
+	case "server/discover":
+		caps, instr := h.describe(ctx, ep, provs)
+		if r, ok := caps["resources"].(map[string]any); ok {
+			// In 2026-07-28 subscribe means resource subscriptions through
+			// subscriptions/listen, which no endpoint of mcpgateway grants.
+			delete(r, "subscribe")
+		}
+		b, err := json.Marshal(map[string]any{"supportedVersions": mcpserve.Supported, "capabilities": caps, "instructions": instr})
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		return out.Send(stateless.Final(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, info))))
+	case "subscriptions/listen":
+		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
+	}
+	c := &call{h: h, ep: ep, provs: provs, out: out, modern: &r, req: req}
+	resp := c.dispatch(ctx, req.GetPayload(), msg)
+	if resp == nil {
+		return out.Err()
+	}
+	return out.Send(stateless.Final(stateless.DecorateResponse(msg.Method, resp, info)))
+}
+
+// listenModern serves subscriptions/listen: it acknowledges the list_changed notifications
+// the client asked for that the preset declares (the union of its providers', as
+// server/discover gives it), then streams those of every provider, tagged with the
+// subscription id, until the client goes away; when the preset's providers change, the
+// granted list_changed notifications follow too (the lists changed). Nothing granted: the
+// acknowledgement and the result come at once.
+func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r stateless.Request, out *federate.Output) error {
+	caps, _ := h.describe(ctx, ep, provs)
+	sub := r.Subscribe(id, caps)
+	send := func(msg []byte) error {
+		return out.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
+	}
+	var l *fanout.Listener
+	ids := servers(provs)
+	if sub.Granted() {
+		l = fanout.NewListener()
+		h.hub.Follow(l, ids)
+		defer h.hub.Follow(l, nil)
+	}
+	if err := send(sub.Ack()); err != nil {
+		return err
+	}
+	if l != nil {
+		err := l.Serve(ctx, fanout.Stream{
+			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
+			Every: h.ListenCheck,
+			Check: func() (bool, error) {
+				now, err := h.providers(ctx, ep)
+				if err != nil {
+					return true, nil // the preset is gone: the client's next request says so
+				}
+				if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
+					ids, provs = next, now
+					h.hub.Follow(l, ids)
+					for _, m := range listChanged {
+						if sub.Pass(m) {
+							if err := send(sub.Tag(m)); err != nil {
+								return false, err
+							}
+						}
+					}
+				}
+				return true, nil
+			},
+			Pass: sub.Pass,
+		})
+		if err != nil || ctx.Err() != nil {
+			return err // the client went away: nobody reads the result
+		}
+	}
+	return out.Send(stateless.Final(sub.Result(serverInfo(ep))))
+}
+
+// modernParams are the params a provider gets of a modern client's request: a provider of
+// 2026-07-28 gets the client's _meta as it came, a session-era one none of the revision's
+// members (it would read the request as modern).
+func (c *call) modernParams(protocolVersion string, params json.RawMessage) json.RawMessage {
+	if c.modern == nil || mcp.IsModernProtocol(protocolVersion) {
+		return params
+	}
+	return stateless.StripMeta(params)
+}
+
+// checkParamHeaders checks the Mcp-Param-* headers of a modern tools/call against the
+// x-mcp-header annotations of the provider's tool (orig, its own name; listed, cached): the
+// answer to send when they do not mirror the arguments, else nil.
+func (c *call) checkParamHeaders(ctx context.Context, pr provider, orig string, id json.RawMessage) []byte {
+	if c.modern == nil {
+		return nil
+	}
+	tools, err := c.h.up.ListTools(ctx, pr.cfg, false)
+	if err != nil {
+		return nil // the call itself will say what is wrong with the provider
+	}
+	return c.modern.CheckParamHeaders(c.req, id, stateless.Tool(tools, orig))
+}

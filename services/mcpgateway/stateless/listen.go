@@ -1,0 +1,107 @@
+package stateless
+
+import (
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Subscription is one subscriptions/listen request as an endpoint grants it: the list_changed
+// notifications (tools, prompts, resources) that the client asked for and the server
+// declares. Resource subscriptions are not offered by any endpoint of mcpgateway (an
+// upstream's subscriptions are shared by every client), so none is ever granted.
+type Subscription struct {
+	id      json.RawMessage
+	granted map[string]bool // notification methods
+	filter  map[string]any  // the acknowledged notifications member
+}
+
+// listChangedKinds are the lists whose changes subscriptions/listen can carry, with the flag
+// that asks for each in params.notifications.
+var listChangedKinds = []struct{ kind, flag string }{
+	{"tools", "toolsListChanged"}, {"prompts", "promptsListChanged"}, {"resources", "resourcesListChanged"},
+}
+
+// Subscribe reads what the subscriptions/listen request r (with id) asks for and grants what
+// caps (the server's capabilities) declares with listChanged.
+func (r Request) Subscribe(id json.RawMessage, caps map[string]any) *Subscription {
+	var p struct {
+		Notifications map[string]bool `json:"notifications"`
+	}
+	_ = json.Unmarshal(r.Params, &p)
+	s := &Subscription{id: id, granted: map[string]bool{}, filter: map[string]any{}}
+	for _, k := range listChangedKinds {
+		m, _ := caps[k.kind].(map[string]any)
+		if lc, _ := m["listChanged"].(bool); lc && p.Notifications[k.flag] {
+			s.granted["notifications/"+k.kind+"/list_changed"] = true
+			s.filter[k.flag] = true
+		}
+	}
+	return s
+}
+
+// Granted reports whether anything was granted: the stream stays open only then.
+func (s *Subscription) Granted() bool { return len(s.granted) > 0 }
+
+func (s *Subscription) tag() map[string]any { return map[string]any{mcp.MetaKeySubscriptionID: s.id} }
+
+// Ack is notifications/subscriptions/acknowledged: the types granted, tagged with the
+// subscription id.
+func (s *Subscription) Ack() []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationSubscriptionsAcknowledged,
+		"params": map[string]any{"_meta": s.tag(), "notifications": s.filter}})
+	return b
+}
+
+// Pass reports whether a server's notification is one the subscription carries.
+func (s *Subscription) Pass(msg []byte) bool {
+	var n struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(msg, &n) == nil && s.granted[n.Method]
+}
+
+// Tag returns a notification the subscription carries as it goes to the client: its params
+// are the subscription id alone (a list_changed has nothing else to say).
+func (s *Subscription) Tag(msg []byte) []byte {
+	var n map[string]json.RawMessage
+	if json.Unmarshal(msg, &n) != nil {
+		return msg
+	}
+	n["params"], _ = json.Marshal(map[string]any{"_meta": s.tag()})
+	b, err := json.Marshal(n)
+	if err != nil {
+		return msg
+	}
+	return b
+}
+
+// Result is the answer that ends the subscription (decorated as every result: see Decorate).
+func (s *Subscription) Result(serverInfo any) []byte {
+	res, _ := json.Marshal(map[string]any{"_meta": s.tag()})
+	return resultMessage(s.id, Decorate("subscriptions/listen", res, serverInfo))
+}
+
+// DecorateResponse applies Decorate to the result of a rendered JSON-RPC response; an error
+// response is returned as it is.
+func DecorateResponse(method string, resp []byte, serverInfo any) []byte {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(resp, &r) != nil || len(r.Result) == 0 {
+		return resp
+	}
+	return resultMessage(r.ID, Decorate(method, r.Result, serverInfo))
+}
+
+// resultMessage renders a JSON-RPC result answer to id (both valid JSON already: appended,
+// not encoded again, as a list result can be large).
+func resultMessage(id, res json.RawMessage) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out := make([]byte, 0, len(id)+len(res)+32)
+	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	return append(append(out, res...), '}')
+}
