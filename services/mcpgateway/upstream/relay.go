@@ -49,6 +49,11 @@ type Hooks struct {
 	// OnRequest receives a request of the server attributed to this call, for the caller's
 	// client; it must not block. The client's answer goes back with Manager.Answer(req.Ref).
 	OnRequest func(req ServerRequest)
+	// Bridge is set by a caller whose MCP client is of the session era: a server of
+	// 2026-07-28 is told the client's capabilities (Relays), and its input_required results
+	// are fulfilled through OnRequest and the request retried (modern.go, callInputRounds).
+	// Unset, such a result is returned as it is (a modern client answers it itself).
+	Bridge bool
 }
 
 // ServerRequest is a request of a server for the client of one call.
