@@ -2,13 +2,20 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Bridging the MCP eras: a session-era client of an upstream of 2026-07-28, whose tools ask for
@@ -109,5 +116,166 @@ func TestBridgeSessionClientOfModernUpstream(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "0 failed") || strings.Contains(string(out), "✗") {
 			t.Fatalf("conformance %s through the bridge: %v\n%s", sc, err, out)
 		}
+	}
+}
+
+// samplerFunc and elicitorFunc are mcp-go client handlers.
+type samplerFunc func(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+
+func (f samplerFunc) CreateMessage(ctx context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return f(ctx, r)
+}
+
+type elicitorFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+
+func (f elicitorFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return f(ctx, r)
+}
+
+// TestBridgeModernClientOfStdioUpstream: mark3labs/mcp-go's client (2026-07-28, with
+// sampling and elicitation handlers) calls the stdio fixture's test_sampling and
+// test_elicitation through /mcp/servers/{id}: the fixture's requests (session era) reach it as
+// input_required results, and its retries resume the call parked in the tool host.
+func TestBridgeModernClientOfStdioUpstream(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "fixture", "command": conformanceFixture(t)})
+	var mu sync.Mutex
+	var asked []string
+	tr, err := transport.NewStreamableHTTP(fedURL(s, "fixture"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := mcpclient.NewClient(tr,
+		mcpclient.WithSamplingHandler(samplerFunc(func(_ context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			var c struct {
+				Text string `json:"text"`
+			}
+			b, _ := json.Marshal(r.Messages[0].Content)
+			_ = json.Unmarshal(b, &c)
+			text := c.Text
+			mu.Lock()
+			asked = append(asked, "sampling: "+text)
+			mu.Unlock()
+			return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled by mcp-go")}, Model: "e2e"}, nil
+		})),
+		mcpclient.WithElicitationHandler(elicitorFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			mu.Lock()
+			asked = append(asked, "elicitation: "+r.Params.Message)
+			mu.Unlock()
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+				Content: map[string]any{"username": "ada", "email": "ada@example.com"}}}, nil
+		})))
+	if err := cl.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
+	if res, err := cl.Initialize(t.Context(), init); err != nil || res.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("initialize: %+v, %v", res, err)
+	}
+	callText := func(tool string, args map[string]any) string {
+		t.Helper()
+		call := mcp.CallToolRequest{}
+		call.Params.Name, call.Params.Arguments = tool, args
+		out, err := cl.CallTool(t.Context(), call)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		text := ""
+		if len(out.Content) > 0 {
+			if tc, ok := mcp.AsTextContent(out.Content[0]); ok {
+				text = tc.Text
+			}
+		}
+		if out.IsError || out.ResultType != "complete" {
+			t.Fatalf("%s: isError %v, resultType %q, text %q", tool, out.IsError, out.ResultType, text)
+		}
+		return text
+	}
+	if got := callText("test_sampling", map[string]any{"prompt": "what is zest?"}); got != "LLM response: sampled by mcp-go" {
+		t.Fatalf("test_sampling: %q", got)
+	}
+	if got := callText("test_elicitation", map[string]any{"message": "who are you?"}); !strings.Contains(got, "action=accept") || !strings.Contains(got, "ada@example.com") {
+		t.Fatalf("test_elicitation: %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, "|") != "sampling: what is zest?|elicitation: who are you?" {
+		t.Fatalf("the client was asked %v", asked)
+	}
+}
+
+// modernPost sends one request of 2026-07-28 (no session) to url, its client declaring
+// capabilities, and returns the JSON-RPC response (the last message of an SSE stream).
+func modernPost(t *testing.T, url, method, name, params, capabilities string) map[string]any {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal([]byte(params), &p); err != nil {
+		t.Fatal(err)
+	}
+	p["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": json.RawMessage(capabilities)}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
+	r := do(t, "POST", url, string(body), append(mcpHeaders, "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: "+method, "Mcp-Name: "+name)...)
+	msg := r.Body
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(r.Body), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
+				msg = []byte(data)
+			}
+		}
+	}
+	var out map[string]any
+	if json.Unmarshal(msg, &out) != nil || (r.Status != http.StatusOK && out["error"] == nil) {
+		t.Fatalf("%s %s: %d %s", method, name, r.Status, r.Body)
+	}
+	return out
+}
+
+// TestBridgeParkedCallAcrossReplicas: a modern client's call to a stdio server, asked for
+// sampling on one replica (input_required, the call parked in the shared tool host), is
+// resumed by its retry on the other replica; a retry with a requestState that was altered, or
+// that names a call no longer waiting, is -32602, and a client without the capability gets
+// the tool host's answer (the server is told nobody accepts it).
+func TestBridgeParkedCallAcrossReplicas(t *testing.T) {
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_SERVICE_KEY="+serviceKey)
+	fixture := conformanceFixture(t)
+	for _, u := range r.urls {
+		registerServer(t, &Suite{URL: u, t: t}, map[string]any{"id": "fixture", "command": fixture})
+	}
+	first := modernPost(t, r.urls[0]+"/mcp/servers/fixture", "tools/call", "test_sampling", `{"name":"test_sampling","arguments":{"prompt":"across"}}`, `{"sampling":{}}`)
+	res, _ := first["result"].(map[string]any)
+	reqs, _ := res["inputRequests"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || len(reqs) != 1 || !strings.HasPrefix(state, "zs.") {
+		t.Fatalf("first round: %v (%s)", first, admin(t, &Suite{URL: r.urls[0], t: t}, "GET", "/servers/fixture", "").Body)
+	}
+	var key string
+	for k, v := range reqs {
+		key = k
+		if b, _ := json.Marshal(v); !strings.Contains(string(b), `"method":"sampling/createMessage"`) || !strings.Contains(string(b), "across") {
+			t.Fatalf("input request %s", b)
+		}
+	}
+	answer := `{"role":"assistant","content":{"type":"text","text":"answered on the other replica"},"model":"e2e"}`
+	retry := func(u, state string) map[string]any {
+		return modernPost(t, u+"/mcp/servers/fixture", "tools/call", "test_sampling",
+			`{"name":"test_sampling","arguments":{"prompt":"across"},"requestState":"`+state+`","inputResponses":{"`+key+`":`+answer+`}}`, `{"sampling":{}}`)
+	}
+	if bad := retry(r.urls[1], state[:len(state)-3]+"AAA"); !strings.Contains(fmt.Sprint(bad["error"]), "-32602") {
+		t.Fatalf("altered requestState: %v", bad)
+	}
+	done := retry(r.urls[1], state)
+	if b, _ := json.Marshal(done); !strings.Contains(string(b), "LLM response: answered on the other replica") || !strings.Contains(string(b), `"resultType":"complete"`) {
+		t.Fatalf("retry on the other replica: %s", b)
+	}
+	if again := retry(r.urls[0], state); !strings.Contains(fmt.Sprint(again["error"]), "no longer waits") {
+		t.Fatalf("a spent requestState: %v", again)
+	}
+	none := modernPost(t, r.urls[1]+"/mcp/servers/fixture", "tools/call", "test_sampling", `{"name":"test_sampling","arguments":{"prompt":"x"}}`, `{}`)
+	if b, _ := json.Marshal(none); !strings.Contains(string(b), "no client of the call in flight accepts sampling/createMessage") {
+		t.Fatalf("a client without sampling: %s", b)
 	}
 }
