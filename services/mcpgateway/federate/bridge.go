@@ -72,10 +72,25 @@ func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredErr
 // false: it carries none, and the request goes its ordinary way).
 func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
 	var p struct {
-		RequestState   *string                    `json:"requestState"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   *string         `json:"requestState"`
+		InputResponses json.RawMessage `json:"inputResponses"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.RequestState == nil || !strings.HasPrefix(*p.RequestState, session.StatePrefix) {
+	if json.Unmarshal(params, &p) != nil {
+		return nil, false
+	}
+	// inputResponses, when present, is an object of results: anything else is a protocol
+	// error, whatever the state (a session-era server would never see it).
+	var responses map[string]json.RawMessage
+	if len(p.InputResponses) > 0 {
+		bad := json.Unmarshal(p.InputResponses, &responses) != nil || responses == nil
+		for _, v := range responses {
+			bad = bad || len(v) == 0 || v[0] != '{'
+		}
+		if bad {
+			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: inputResponses must be an object whose members are the client's results (objects), by the keys of inputRequests"), true
+		}
+	}
+	if p.RequestState == nil || !strings.HasPrefix(*p.RequestState, session.StatePrefix) {
 		return nil, false
 	}
 	st, err := c.h.sessions.OpenState(*p.RequestState, c.cfg.GetId(), msg.Method, time.Now())
@@ -84,8 +99,8 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 	}
 	var answers []upstream.ClientAnswer
 	for key, ref := range st.Refs {
-		a, ok := p.InputResponses[key]
-		if !ok || len(a) == 0 || string(a) == "null" {
+		a, ok := responses[key]
+		if !ok {
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", key)), true
 		}
 		answers = append(answers, upstream.ClientAnswer{Ref: ref, Result: a})

@@ -92,7 +92,11 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 		fwd, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method})
 	}
 	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(r.Params)}
-	resp, resumed := c.resumeParked(ctx, msg, r.Params)
+	var resp []byte
+	resumed := false
+	if !mcp.IsModernProtocol(inf.ProtocolVersion) { // a modern upstream's rounds are its client's
+		resp, resumed = c.resumeParked(ctx, msg, r.Params)
+	}
 	if !resumed {
 		resp = c.dispatch(ctx, fwd, msg)
 	}
