@@ -17,6 +17,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/mcptest"
 )
 
 // Bridging the MCP eras: a session-era client of an upstream of 2026-07-28, whose tools ask for
@@ -348,4 +349,28 @@ func TestBridgeConformance2026(t *testing.T) {
 		}
 	}
 	t.Logf("%d checks of the input-required-result scenarios passed through the bridge", passed)
+}
+
+// TestBridgeModernClientOfHTTPUpstream: a session-era HTTP server's request during a modern
+// client's call becomes an input_required round, the call parked in the replica that runs
+// it; the retry there resumes it.
+func TestBridgeModernClientOfHTTPUpstream(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	u := mcptest.Start(t, mcptest.Options{Ask: true})
+	registerServer(t, s, map[string]any{"id": "remote", "transport": "streamable-http", "url": u.URL})
+	args := `"arguments":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`
+	first := modernPost(t, fedURL(s, "remote"), "tools/call", "ask", `{"name":"ask",`+args+`}`, `{"elicitation":{}}`)
+	res, _ := first["result"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if b, _ := json.Marshal(res["inputRequests"]); res["resultType"] != "input_required" || !strings.Contains(string(b), `"zest-1":{"method":"elicitation/create"`) || state == "" {
+		t.Fatalf("first round: %v", first)
+	}
+	done := modernPost(t, fedURL(s, "remote"), "tools/call", "ask",
+		`{"name":"ask",`+args+`,"requestState":"`+state+`","inputResponses":{"zest-1":{"action":"accept","content":{"name":"ada"}}}}`, `{"elicitation":{}}`)
+	if b, _ := json.Marshal(done); !strings.Contains(string(b), "ada") || !strings.Contains(string(b), `"resultType":"complete"`) {
+		t.Fatalf("retry: %s (upstream violations: %v)", b, u.Violations())
+	}
+	if v := u.Violations(); len(v) > 0 {
+		t.Fatalf("the upstream saw violations: %v", v)
+	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -39,13 +38,11 @@ func relaysOfMeta(params json.RawMessage) upstream.Relays {
 	return upstream.Relays{Sampling: has("sampling"), Elicitation: has("elicitation"), Roots: has("roots")}
 }
 
-// parks reports whether a modern client's call to this server parks on a request of the
-// server: only a stdio server's calls can (the tool host holds them); a session-era HTTP
-// server's request waits inside this replica's transport, which a retry elsewhere cannot
-// reach, so such a server is told the client accepts nothing.
-func (c *call) parks() bool {
-	return c.modern && (c.cfg.GetTransport() == "" || c.cfg.GetTransport() == serverconfig.TransportStdio)
-}
+// parks reports whether the call parks on a request of the server: a modern client's does
+// (a stdio server's call in the tool host, where any replica resumes it; a session-era HTTP
+// server's in this replica, whose transport holds the request: a retry elsewhere gets an
+// error; a modern HTTP server sends no requests).
+func (c *call) parks() bool { return c.modern }
 
 // inputRequired renders a parked call's requests as an input_required result.
 func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredError) []byte {

@@ -413,6 +413,9 @@ type progressCall struct {
 // server's requests on the call's response stream belong to this call: those its client
 // accepts go to hooks.OnRequest (see answerServerRequest).
 func (s *httpSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if hooks.Park > 0 && hooks.Relays.Any() && !s.isModern() {
+		return s.callParked(ctx, method, params, timeout, hooks)
+	}
 	if hooks.OnRequest != nil {
 		ctx = context.WithValue(ctx, httpRelayKey{}, &httpRelay{hooks: hooks, waiting: s.waiting})
 	}

@@ -86,9 +86,12 @@ type ClientAnswer struct {
 // again). ErrRelayUnknown: the call no longer waits (answered, its park time passed, or the
 // tool host restarted).
 func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
-	kind, id, _ := strings.Cut(call, ":")
+	kind, id, _ := splitRef(call)
+	if kind == "h" {
+		return m.waiting.resumeParked(ctx, id, answers, hooks)
+	}
 	if kind != "t" {
-		return nil, fmt.Errorf("%w: %q is not a parked call of the tool host", ErrRelayUnknown, call)
+		return nil, fmt.Errorf("%w: %q is not a parked call", ErrRelayUnknown, call)
 	}
 	s, _, err := m.ready(ctx, cfg, 0)
 	if err != nil {
@@ -159,6 +162,8 @@ type relayAnswer struct {
 type waiters struct {
 	mu sync.Mutex
 	m  map[string]chan relayAnswer
+	// parked are the HTTP servers' calls parked for modern clients (park.go).
+	parked map[string]*parkedCall
 }
 
 func (w *waiters) add() (string, chan relayAnswer) {
@@ -276,3 +281,6 @@ func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, 
 	}
 	return s.callWith(ctx, method, params, timeout, hooks)
 }
+
+// splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.
+func splitRef(ref string) (kind, id string, ok bool) { return strings.Cut(ref, ":") }
