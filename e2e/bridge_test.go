@@ -239,7 +239,8 @@ func modernPost(t *testing.T, url, method, name, params, capabilities string) ma
 // TestBridgeParkedCallAcrossReplicas: a modern client's call to a stdio server, asked for
 // sampling on one replica (input_required, the call parked in the shared tool host), is
 // resumed by its retry on the other replica; a retry with a requestState that was altered, or
-// that names a call no longer waiting, is -32602, and a client without the capability gets
+// that names a call no longer waiting, or without an answer (an object) for each request, is
+// -32602 (the call still waits), and a client without the capability gets
 // the tool host's answer (the server is told nobody accepts it).
 func TestBridgeParkedCallAcrossReplicas(t *testing.T) {
 	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_SERVICE_KEY="+serviceKey)
@@ -268,6 +269,13 @@ func TestBridgeParkedCallAcrossReplicas(t *testing.T) {
 	}
 	if bad := retry(r.urls[1], state[:len(state)-3]+"AAA"); !strings.Contains(fmt.Sprint(bad["error"]), "-32602") {
 		t.Fatalf("altered requestState: %v", bad)
+	}
+	for _, responses := range []string{`{}`, `5`, `{"` + key + `":"text"}`} {
+		bad := modernPost(t, r.urls[1]+"/mcp/servers/fixture", "tools/call", "test_sampling",
+			`{"name":"test_sampling","arguments":{"prompt":"across"},"requestState":"`+state+`","inputResponses":`+responses+`}`, `{"sampling":{}}`)
+		if !strings.Contains(fmt.Sprint(bad["error"]), "-32602") || !strings.Contains(fmt.Sprint(bad["error"]), "inputResponses") {
+			t.Fatalf("inputResponses %s: %v", responses, bad)
+		}
 	}
 	done := retry(r.urls[1], state)
 	if b, _ := json.Marshal(done); !strings.Contains(string(b), "LLM response: answered on the other replica") || !strings.Contains(string(b), `"resultType":"complete"`) {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -98,4 +99,33 @@ func TestParkedCallExpires(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("answer to an expired parked call: %v, want NotFound", err)
 	}
+}
+
+// TestParkableCallEndsWithItsCaller: a call with park_ms whose caller goes away before the
+// child asked anything is cancelled at once, as any call whose caller left: nothing is
+// parked, and the child is told (notifications/cancelled).
+func TestParkableCallEndsWithItsCaller(t *testing.T) {
+	h, c := startHostAnd(t)
+	startFixture(t, c)
+	before, err := call(t.Context(), c, "fx", "cancelled_count", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := c.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
+		Id: "fx", Method: "tools/call", Params: json.RawMessage(`{"name":"hang","arguments":{}}`),
+		Relays: &toolhostv1.Relays{Sampling: true}, ParkMs: 60000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return h.Parked() == 1 })
+	cancel()
+	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
+		t.Fatalf("the cancelled stream: %v", err)
+	}
+	waitUntil(t, func() bool { return h.Parked() == 0 })
+	waitUntil(t, func() bool {
+		after, err := call(t.Context(), c, "fx", "cancelled_count", nil)
+		return err == nil && text(after) != text(before)
+	})
 }
