@@ -159,16 +159,18 @@ func (h *Host) serveParkable(ctx context.Context, send func(*toolhostv1.CallStre
 			}
 			continue
 		}
+		if item.GetRequest() != nil {
+			// Parked before the caller can see the request: its retry may come at once. A
+			// send that fails leaves the call parked until its park passes.
+			h.leave(c, true)
+			return send(item)
+		}
 		if err := send(item); err != nil {
 			h.leave(c, false)
 			return err
 		}
-		switch {
-		case item.GetAnswer() != nil:
+		if item.GetAnswer() != nil {
 			h.parked.remove(c)
-			return nil
-		case item.GetRequest() != nil:
-			h.leave(c, true)
 			return nil
 		}
 	}
