@@ -219,6 +219,7 @@ func (f fixture) tools() {
 			"titledMulti":    map[string]any{"type": "array", "items": map[string]any{"anyOf": titled("value")}},
 		}}
 	})
+	f.inputRequired()
 	// Not a conformance fixture: a call that stays in flight (its first progress notification
 	// tells the caller it has begun), for the e2e test of attribution on a shared child.
 	f.s.AddTool(mcp.NewTool("zest_wait", mcp.WithDescription("Reports progress 0, then waits ms milliseconds."),
@@ -328,4 +329,115 @@ func (completer) CompletePromptArgument(_ context.Context, prompt string, arg mc
 		}
 	}
 	return &mcp.Completion{Values: values, Total: len(values)}, nil
+}
+
+// inputRequired registers the fixtures of conformance 0.2.0-alpha.12's input-required-result-*
+// scenarios (protocol 2026-07-28) the session-era way: each asks its client with ordinary
+// requests (elicitation/create, sampling/createMessage, roots/list), one at a time, which
+// Zest turns into input_required rounds for a client of 2026-07-28.
+func (f fixture) inputRequired() {
+	elicit := func(ctx context.Context, message, field string) (string, error) {
+		e := mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}}
+		e.Params.Message = message
+		e.Params.RequestedSchema = map[string]any{"type": "object", "required": []string{field},
+			"properties": map[string]any{field: map[string]any{"type": "string"}}}
+		res, err := f.s.RequestElicitation(ctx, e)
+		if err != nil {
+			return "", err
+		}
+		content, _ := res.Content.(map[string]any)
+		return fmt.Sprint(content[field]), nil
+	}
+	sample := func(ctx context.Context, prompt string, maxTokens int) (string, error) {
+		ask := mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}}
+		ask.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}}
+		ask.MaxTokens = maxTokens
+		res, err := f.s.RequestSampling(ctx, ask)
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(res.Content)
+		var c struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(b, &c)
+		return c.Text, nil
+	}
+	roots := func(ctx context.Context) (string, error) {
+		res, err := f.s.RequestRoots(ctx, mcp.ListRootsRequest{Request: mcp.Request{Method: string(mcp.MethodListRoots)}})
+		if err != nil {
+			return "", err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return strings.Join(uris, ", "), nil
+	}
+	tool := func(name, description string, run func(ctx context.Context) (string, error)) {
+		f.s.AddTool(mcp.NewTool(name, mcp.WithDescription(description)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out, err := run(ctx)
+			if err != nil {
+				return mcp.NewToolResultError("asking the client failed: " + err.Error()), nil
+			}
+			return text(out), nil
+		})
+	}
+	hello := func(ctx context.Context) (string, error) {
+		name, err := elicit(ctx, "What is your name?", "name")
+		return "Hello, " + name + "!", err
+	}
+	tool("test_input_required_result_elicitation", "Asks the user's name.", hello)
+	tool("test_input_required_result_tampered_state", "Asks the user's name.", hello)
+	tool("test_input_required_result_sampling", "Asks the client's LLM a question.", func(ctx context.Context) (string, error) {
+		answer, err := sample(ctx, "What is the capital of France?", 100)
+		return "LLM response: " + answer, err
+	})
+	tool("test_input_required_result_capabilities", "Asks the client's LLM a question (sampling only).", func(ctx context.Context) (string, error) {
+		answer, err := sample(ctx, "What is the capital of France?", 100)
+		return "LLM response: " + answer, err
+	})
+	tool("test_input_required_result_list_roots", "Asks the client's roots.", func(ctx context.Context) (string, error) {
+		r, err := roots(ctx)
+		return "Roots: " + r, err
+	})
+	tool("test_input_required_result_request_state", "Asks for a confirmation.", func(ctx context.Context) (string, error) {
+		e := mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}}
+		e.Params.Message = "Please confirm"
+		e.Params.RequestedSchema = map[string]any{"type": "object", "required": []string{"ok"}, "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
+		res, err := f.s.RequestElicitation(ctx, e)
+		if err != nil {
+			return "", err
+		}
+		// The call resumed where it waited: Zest checked the requestState that named it.
+		return fmt.Sprintf("state-ok: action=%s", res.Action), nil
+	})
+	tool("test_input_required_result_multi_round", "Asks two questions, one after the other.", func(ctx context.Context) (string, error) {
+		name, err := elicit(ctx, "Step 1: What is your name?", "name")
+		if err != nil {
+			return "", err
+		}
+		color, err := elicit(ctx, "Step 2: What is your favorite color?", "color")
+		return fmt.Sprintf("%s likes %s", name, color), err
+	})
+	tool("test_input_required_result_multiple_inputs", "Asks a name, a greeting and the roots.", func(ctx context.Context) (string, error) {
+		name, err := elicit(ctx, "What is your name?", "name")
+		if err != nil {
+			return "", err
+		}
+		greeting, err := sample(ctx, "Generate a greeting", 50)
+		if err != nil {
+			return "", err
+		}
+		r, err := roots(ctx)
+		return fmt.Sprintf("%s, %s (roots: %s)", greeting, name, r), err
+	})
+	f.s.AddPrompt(mcp.NewPrompt("test_input_required_result_prompt", mcp.WithPromptDescription("Asks the user for context first.")),
+		func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			c, err := elicit(ctx, "What context should the prompt use?", "context")
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("Context: " + c)}}}, nil
+		})
 }

@@ -24,6 +24,10 @@ type call struct {
 	sessionID string
 	claims    session.Claims
 	out       *output
+	// modern is set for a request of MCP 2026-07-28 (no session), whose client accepts
+	// modernRelays (its _meta clientCapabilities).
+	modern       bool
+	modernRelays upstream.Relays
 }
 
 // capability names the capability a method needs of the upstream (and, for subscriptions,
@@ -173,7 +177,10 @@ type inflight struct{ cancel context.CancelCauseFunc }
 // as it was, or an error of Zest's own when no answer came.
 func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMessage, err error) []byte {
 	var rpcErr *upstream.RPCError
+	var asked *upstream.InputRequiredError
 	switch {
+	case errors.As(err, &asked):
+		return c.inputRequired(msg, asked)
 	case err == nil:
 		if len(res) == 0 {
 			res = json.RawMessage(`{}`)

@@ -73,8 +73,15 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	if len(r.Params) == 0 {
 		fwd, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method})
 	}
-	c := &call{h: h, cfg: cfg, out: out}
-	resp := c.dispatch(ctx, fwd, msg)
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(r.Params)}
+	var resp []byte
+	resumed := false
+	if !mcp.IsModernProtocol(inf.ProtocolVersion) { // a modern upstream's rounds are its client's
+		resp, resumed = c.resumeParked(ctx, msg, r.Params)
+	}
+	if !resumed {
+		resp = c.dispatch(ctx, fwd, msg)
+	}
 	if resp == nil {
 		return out.err()
 	}

@@ -47,9 +47,16 @@ func relays(cl session.Claims) upstream.Relays {
 
 // hooks are what a forwarded request takes from the server during the call: its progress,
 // when it asked for it, and the server's requests its client accepts. OnRequest is always
-// set: the call is made for an MCP client (see upstream's answerServerRequest).
+// set: the call is made for an MCP client (see upstream's answerServerRequest). A session's
+// call bridges the eras (Bridge): an upstream of 2026-07-28 asks for input with
+// input_required results, whose requests reach the client as a session-era server's would.
+// A modern client's call (no session) gets such a result as it is and answers it itself.
+// A modern client's call to a stdio server parks instead (bridge.go).
 func (c *call) hooks(params json.RawMessage) upstream.Hooks {
-	h := upstream.Hooks{Relays: relays(c.claims), OnRequest: c.relay}
+	h := upstream.Hooks{Relays: relays(c.claims), OnRequest: c.relay, Bridge: c.sessionID != ""}
+	if c.parks() {
+		h.Relays, h.Park = c.modernRelays, ParkWindow
+	}
 	if hasProgressToken(params) {
 		h.OnProgress = c.out.note
 	}

@@ -19,6 +19,10 @@ const (
 	OutcomeFailed   = "failed"    // no answer: the server could not be reached, started or understood
 	OutcomeTimeout  = "timeout"   // no answer in time
 	OutcomeCanceled = "canceled"  // the caller gave up before the answer
+	// OutcomeInputRequired: the server asked the client something; the call waits, parked, for
+	// the client's retry (a round of a client of MCP 2026-07-28), or the server's result was
+	// input_required.
+	OutcomeInputRequired = "input_required"
 )
 
 // CallTool calls tool on the server of cfg (tools/call with params, connecting first when
@@ -42,7 +46,12 @@ func LogToolCall(ctx context.Context, log *slog.Logger, server, tool string, d t
 // Outcome classifies the answer of a tools/call.
 func Outcome(result json.RawMessage, err error) string {
 	var rpcErr *RPCError
+	var asked *InputRequiredError
 	switch {
+	case errors.As(err, &asked):
+		return OutcomeInputRequired
+	case err == nil && inputRequired(result):
+		return OutcomeInputRequired
 	case err == nil:
 		// Most results say nothing of isError; only those that do are decoded.
 		if bytes.Contains(result, []byte(`"isError"`)) {
@@ -62,4 +71,15 @@ func Outcome(result json.RawMessage, err error) string {
 		return OutcomeCanceled
 	}
 	return OutcomeFailed
+}
+
+// inputRequired reports whether a result is input_required (MCP 2026-07-28).
+func inputRequired(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"input_required"`)) {
+		return false
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ResultType == "input_required"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -125,10 +126,15 @@ func TestOutcome(t *testing.T) {
 		{`{"content":[],"isError":false}`, OutcomeOK},
 		{`{"content":[{"type":"text","text":"\"isError\":true"}]}`, OutcomeOK},
 		{`{"content":[],"isError":true}`, OutcomeIsError},
+		{`{"content":[{"type":"text","text":"input_required"}],"isError":true}`, OutcomeIsError},
+		{`{"resultType":"input_required","inputRequests":{}}`, OutcomeInputRequired},
 	} {
 		if got := Outcome([]byte(c.result), nil); got != c.want {
 			t.Errorf("Outcome(%s) = %s, want %s", c.result, got, c.want)
 		}
+	}
+	if got := Outcome(nil, fmt.Errorf("wrapped: %w", &InputRequiredError{Call: "t:1"})); got != OutcomeInputRequired {
+		t.Errorf("Outcome(InputRequiredError) = %s", got)
 	}
 }
 

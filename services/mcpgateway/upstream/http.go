@@ -416,20 +416,24 @@ type progressCall struct {
 // server's requests on the call's response stream belong to this call: those its client
 // accepts go to hooks.OnRequest (see answerServerRequest).
 func (s *httpSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if hooks.Park > 0 && hooks.Relays.Any() && !s.isModern() {
+		return s.callParked(ctx, method, params, timeout, hooks)
+	}
 	if hooks.OnRequest != nil {
 		ctx = context.WithValue(ctx, httpRelayKey{}, &httpRelay{hooks: hooks, waiting: s.waiting})
 	}
-	if hooks.OnProgress == nil {
-		return s.call(ctx, method, params, timeout)
+	if hooks.OnProgress != nil {
+		token := fmt.Sprintf("zest-progress-%d", s.progressID.Add(1))
+		if rewritten, original, err := rewriteProgressToken(params, token); err == nil && original != nil {
+			s.progress.Store(token, &progressCall{token: original, onProgress: hooks.OnProgress})
+			defer s.progress.Delete(token)
+			params = rewritten
+		}
 	}
-	token := fmt.Sprintf("zest-progress-%d", s.progressID.Add(1))
-	rewritten, original, err := rewriteProgressToken(params, token)
-	if err != nil || original == nil {
-		return s.call(ctx, method, params, timeout)
+	if hooks.Bridge && hooks.OnRequest != nil && s.isModern() {
+		return s.callInputRounds(ctx, method, params, timeout, hooks)
 	}
-	s.progress.Store(token, &progressCall{token: original, onProgress: hooks.OnProgress})
-	defer s.progress.Delete(token)
-	return s.call(ctx, method, rewritten, timeout)
+	return s.call(ctx, method, params, timeout)
 }
 
 // onNotification takes every notification of the server: progress goes to the call that

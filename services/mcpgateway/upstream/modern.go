@@ -1,12 +1,15 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -186,4 +189,176 @@ func (s *httpSession) paramHeaders(header http.Header, params json.RawMessage) {
 	for k, v := range mcp.GenerateParamHeaders(tool, params) {
 		header.Set(k, v)
 	}
+}
+
+// MaxInputRounds bounds the input_required rounds of one request bridged for a session-era
+// client (callInputRounds): a server that still asks for input after this many answered
+// rounds fails the request.
+const MaxInputRounds = 10
+
+// callInputRounds sends a session-era client's request to a server of 2026-07-28, which has
+// no server requests: it asks for input by answering input_required (SEP-2322). The request
+// declares the client's capabilities (hooks.Relays) in _meta, so that the server asks only
+// for what the client can give. Each inputRequests member is relayed to the client through
+// hooks.OnRequest as an ordinary request (waiting in this replica for its answer, as an HTTP
+// server's request on a call's stream does), and once every one is answered the request is
+// sent again with the answers as inputResponses and the server's requestState as it was.
+// timeout bounds the whole exchange, the client's answers included. A request the client did
+// not declare the capability for fails with -32021 (MISSING_REQUIRED_CLIENT_CAPABILITY), as
+// the revision has a server answer such a client; a client's error answer fails the request
+// with that error (an input response cannot carry one).
+func (s *httpSession) callInputRounds(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	params = withClientCapabilities(params, hooks.Relays)
+	sent := params
+	for round := 0; ; round++ {
+		res, err := s.call(ctx, method, sent, 0)
+		if err != nil {
+			return nil, err
+		}
+		var ir struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  *string                    `json:"requestState"`
+		}
+		if !bytes.Contains(res, []byte(`"input_required"`)) || json.Unmarshal(res, &ir) != nil || ir.ResultType != string(mcp.ResultTypeInputRequired) {
+			return res, nil
+		}
+		if round == MaxInputRounds {
+			return nil, &RPCError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
+				"Internal error: MCP server %q still asked for input (input_required) after %d rounds answered by the client; Zest gives up a request after that many", s.cfg.GetId(), MaxInputRounds)}
+		}
+		responses, err := s.fulfil(ctx, method, ir.InputRequests, hooks)
+		if err != nil {
+			return nil, err
+		}
+		if sent, err = withInputResponses(params, responses, ir.RequestState); err != nil {
+			return nil, fmt.Errorf("%w: %q: %s: %v", ErrUpstream, s.cfg.GetId(), method, err)
+		}
+	}
+}
+
+// fulfil relays the input requests of one input_required result to the client and returns
+// its answers by key.
+func (s *httpSession) fulfil(ctx context.Context, method string, requests map[string]json.RawMessage, hooks Hooks) (map[string]json.RawMessage, error) {
+	type pending struct {
+		key, method, waiter string
+		ch                  chan relayAnswer
+	}
+	var asked []pending
+	defer func() {
+		for _, p := range asked {
+			s.waiting.remove(p.waiter)
+		}
+	}()
+	keys := slices.Sorted(maps.Keys(requests))
+	var reqs []ServerRequest
+	for _, key := range keys {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(requests[key], &r); err != nil || r.Method == "" {
+			return nil, fmt.Errorf("%w: %q: %s: input request %q of its input_required result has no method", ErrUpstream, s.cfg.GetId(), method, key)
+		}
+		if r.Method != MethodSampling && r.Method != MethodElicitation && r.Method != MethodRoots {
+			return nil, fmt.Errorf("%w: %q: %s: input request %q asks for %s, which is not one a client answers (sampling/createMessage, elicitation/create, roots/list)", ErrUpstream, s.cfg.GetId(), method, key, r.Method)
+		}
+		if !hooks.Relays.Accepts(r.Method) {
+			capability := strings.SplitN(r.Method, "/", 2)[0]
+			data, _ := json.Marshal(map[string]string{"capability": capability})
+			return nil, &RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, Data: data, Message: fmt.Sprintf(
+				"Missing required client capability: MCP server %q asks the client for %s, and the client did not declare the %q capability in initialize", s.cfg.GetId(), r.Method, capability)}
+		}
+		id, ch := s.waiting.add()
+		asked = append(asked, pending{key: key, method: r.Method, waiter: id, ch: ch})
+		reqs = append(reqs, ServerRequest{Ref: "h:" + id, Method: r.Method, Params: r.Params})
+	}
+	for _, r := range reqs {
+		hooks.OnRequest(r)
+	}
+	out := make(map[string]json.RawMessage, len(asked))
+	for _, p := range asked {
+		select {
+		case a := <-p.ch:
+			if a.err != nil {
+				return nil, &RPCError{Code: a.err.Code, Data: a.err.Data,
+					Message: fmt.Sprintf("the client answered %s (asked by MCP server %q) with an error: %s", p.method, s.cfg.GetId(), a.err.Message)}
+			}
+			out[p.key] = a.result
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %q: %s: waiting for the client's answer to %s: %w", ErrUpstream, s.cfg.GetId(), method, p.method, ctx.Err())
+		}
+	}
+	return out, nil
+}
+
+// withClientCapabilities declares in params' _meta the capabilities of a session-era client
+// (what it accepts of the server's requests), which modernRequest keeps.
+func withClientCapabilities(params json.RawMessage, r Relays) json.RawMessage {
+	caps := map[string]any{}
+	if r.Sampling {
+		caps["sampling"] = map[string]any{}
+	}
+	if r.Elicitation {
+		caps["elicitation"] = map[string]any{}
+	}
+	if r.Roots {
+		caps["roots"] = map[string]any{}
+	}
+	out, err := setMembers(params, map[string]any{}, map[string]any{mcp.MetaKeyClientCapabilities: caps})
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// withInputResponses is the retry of a request: its params with inputResponses and the
+// server's requestState (absent when the server gave none).
+func withInputResponses(params json.RawMessage, responses map[string]json.RawMessage, state *string) (json.RawMessage, error) {
+	members := map[string]any{"inputResponses": responses}
+	if state != nil {
+		members["requestState"] = *state
+	}
+	return setMembers(params, members, nil)
+}
+
+// setMembers sets members of a params object, and members of its _meta.
+func setMembers(params json.RawMessage, members, meta map[string]any) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if len(params) > 0 && string(params) != "null" {
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return nil, err
+		}
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	for k, v := range members {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		obj[k] = b
+	}
+	if len(meta) > 0 {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(obj["_meta"], &m)
+		if m == nil {
+			m = map[string]json.RawMessage{}
+		}
+		for k, v := range meta {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = b
+		}
+		obj["_meta"], _ = json.Marshal(m)
+	}
+	return json.Marshal(obj)
 }

@@ -49,6 +49,73 @@ type Hooks struct {
 	// OnRequest receives a request of the server attributed to this call, for the caller's
 	// client; it must not block. The client's answer goes back with Manager.Answer(req.Ref).
 	OnRequest func(req ServerRequest)
+	// Bridge is set by a caller whose MCP client is of the session era: a server of
+	// 2026-07-28 is told the client's capabilities (Relays), and its input_required results
+	// are fulfilled through OnRequest and the request retried (modern.go, callInputRounds).
+	// Unset, such a result is returned as it is (a modern client answers it itself).
+	Bridge bool
+	// Park is set by a caller whose MCP client is of 2026-07-28, which cannot be sent a
+	// request: a stdio server's request attributed to the call ends the call with an
+	// *InputRequiredError, and the call waits in the tool host (parked) up to Park for
+	// Manager.Resume with the client's answers. Zero: requests go to OnRequest.
+	Park time.Duration
+}
+
+// InputRequiredError ends a call made with Hooks.Park when the server asked the client
+// something: the call waits (parked) for Manager.Resume with the answers.
+type InputRequiredError struct {
+	// Call names the parked call for Manager.Resume ("t:<call id>" in the tool host).
+	Call string
+	// Requests are the server's requests, each answered by its Ref.
+	Requests []ServerRequest
+}
+
+func (e *InputRequiredError) Error() string {
+	return fmt.Sprintf("the MCP server asked the client %d request(s); the call waits for the answers", len(e.Requests))
+}
+
+// ClientAnswer is a client's answer to one server request (ServerRequest.Ref).
+type ClientAnswer struct {
+	Ref    string
+	Result json.RawMessage
+	Err    *RPCError
+}
+
+// Resume goes on with a call that ended with *InputRequiredError: the client's answers reach
+// the server, then the call is read as CallWith reads it (it may end with *InputRequiredError
+// again). ErrRelayUnknown: the call no longer waits (answered, its park time passed, or the
+// tool host restarted).
+func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
+	kind, id, _ := splitRef(call)
+	if kind == "h" {
+		return m.waiting.resumeParked(ctx, id, answers, hooks)
+	}
+	if kind != "t" {
+		return nil, fmt.Errorf("%w: %q is not a parked call", ErrRelayUnknown, call)
+	}
+	s, _, err := m.ready(ctx, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := s.(*stdioSession)
+	if !ok {
+		return nil, fmt.Errorf("%w: MCP server %q is not a stdio server now", ErrRelayUnknown, cfg.GetId())
+	}
+	req := &toolhostv1.ResumeRequest{CallId: id}
+	for _, a := range answers {
+		k, relayID, _ := strings.Cut(a.Ref, ":")
+		if k != "t" {
+			return nil, fmt.Errorf("%w: %q is not a request of the tool host", ErrRelayUnknown, a.Ref)
+		}
+		ar := &toolhostv1.AnswerRequest{RelayId: relayID}
+		if a.Err != nil {
+			ar.Answer = &toolhostv1.AnswerRequest_Error{Error: &toolhostv1.JsonRpcError{Code: int32(a.Err.Code), Message: a.Err.Message, Data: a.Err.Data}}
+		} else {
+			ar.Answer = &toolhostv1.AnswerRequest_Result{Result: a.Result}
+		}
+		req.Answers = append(req.Answers, ar)
+	}
+	return st.resume(ctx, req, hooks)
 }
 
 // ServerRequest is a request of a server for the client of one call.
@@ -95,6 +162,8 @@ type relayAnswer struct {
 type waiters struct {
 	mu sync.Mutex
 	m  map[string]chan relayAnswer
+	// parked are the HTTP servers' calls parked for modern clients (park.go).
+	parked map[string]*parkedCall
 }
 
 func (w *waiters) add() (string, chan relayAnswer) {
@@ -212,3 +281,6 @@ func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, 
 	}
 	return s.callWith(ctx, method, params, timeout, hooks)
 }
+
+// splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.
+func splitRef(ref string) (kind, id string, ok bool) { return strings.Cut(ref, ":") }

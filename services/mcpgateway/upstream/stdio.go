@@ -149,41 +149,85 @@ func (s *stdioSession) callWith(ctx context.Context, method string, params json.
 		relays = &toolhostv1.Relays{Sampling: hooks.Relays.Sampling, Elicitation: hooks.Relays.Elicitation, Roots: hooks.Relays.Roots}
 	}
 	var r *toolhostv1.CallResponse
+	var asked *InputRequiredError
 	err := s.retryOnLost(ctx, func() error {
 		stream, err := s.th.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
-			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds()), Relays: relays}}, grpc.WaitForReady(true))
+			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds()), Relays: relays,
+			ParkMs: int32(hooks.Park.Milliseconds())}}, grpc.WaitForReady(true))
 		if err != nil {
 			return err
 		}
-		for {
-			item, err := stream.Recv()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					return status.Error(codes.Internal, "the tool host ended the call without an answer")
-				}
-				return err
-			}
-			if n := item.GetNotification(); n != nil {
-				if hooks.OnProgress != nil {
-					hooks.OnProgress(n)
-				}
-				continue
-			}
-			if q := item.GetRequest(); q != nil {
-				hooks.OnRequest(ServerRequest{Ref: "t:" + q.GetRelayId(), Method: q.GetMethod(), Params: q.GetParams()})
-				continue
-			}
-			r = item.GetAnswer()
-			return nil
-		}
+		r, asked, err = readCallStream(stream, hooks)
+		return err
 	})
+	return s.answerOf(r, asked, err)
+}
+
+// resume goes on with a parked call (Manager.Resume).
+func (s *stdioSession) resume(ctx context.Context, req *toolhostv1.ResumeRequest, hooks Hooks) (json.RawMessage, error) {
+	stream, err := s.th.Resume(ctx, req)
+	var r *toolhostv1.CallResponse
+	var asked *InputRequiredError
+	if err == nil {
+		r, asked, err = readCallStream(stream, hooks)
+	}
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%w: the call of MCP server %q no longer waits for these answers (it ended, or it waited longer than it may)", ErrRelayUnknown, s.spec.GetId())
+	}
+	return s.answerOf(r, asked, err)
+}
+
+func (s *stdioSession) answerOf(r *toolhostv1.CallResponse, asked *InputRequiredError, err error) (json.RawMessage, error) {
 	if err != nil {
 		return nil, upstreamErr(s.spec.GetId(), err)
+	}
+	if asked != nil {
+		return nil, asked
 	}
 	if e := r.GetError(); e != nil {
 		return nil, &RPCError{Code: int(e.GetCode()), Message: e.GetMessage(), Data: e.GetData()}
 	}
 	return r.GetResult(), nil
+}
+
+// readCallStream reads a CallStream or a Resume: progress to hooks.OnProgress, the child's
+// requests to hooks.OnRequest, until the answer; a parked call's requests (they carry its
+// call id) are gathered instead, and the stream's end after them is an InputRequiredError.
+func readCallStream(stream interface {
+	Recv() (*toolhostv1.CallStreamResponse, error)
+}, hooks Hooks) (*toolhostv1.CallResponse, *InputRequiredError, error) {
+	var asked *InputRequiredError
+	for {
+		item, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if asked != nil {
+					return nil, asked, nil
+				}
+				return nil, nil, status.Error(codes.Internal, "the tool host ended the call without an answer")
+			}
+			return nil, nil, err
+		}
+		if n := item.GetNotification(); n != nil {
+			if hooks.OnProgress != nil {
+				hooks.OnProgress(n)
+			}
+			continue
+		}
+		if q := item.GetRequest(); q != nil {
+			req := ServerRequest{Ref: "t:" + q.GetRelayId(), Method: q.GetMethod(), Params: q.GetParams()}
+			if q.GetCallId() != "" {
+				if asked == nil {
+					asked = &InputRequiredError{Call: "t:" + q.GetCallId()}
+				}
+				asked.Requests = append(asked.Requests, req)
+				continue
+			}
+			hooks.OnRequest(req)
+			continue
+		}
+		return item.GetAnswer(), nil, nil
+	}
 }
 
 // retryOnLost runs f, and once more after starting the server again when the tool host no

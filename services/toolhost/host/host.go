@@ -150,6 +150,8 @@ type Host struct {
 	log *slog.Logger
 	// relays are the children's requests waiting for a caller's client, by relay id.
 	relays relayTable
+	// parked are the CallStreams run apart from their streams (park_ms), by call id.
+	parked parkTable
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -262,6 +264,9 @@ func (h *Host) Call(ctx context.Context, req *toolhostv1.CallRequest) (*toolhost
 // CallStream implements ToolHostService: progress notifications of the call and the child's
 // requests its relays accept, then its answer.
 func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.ToolHostService_CallStreamServer) error {
+	if req.GetCall().GetParkMs() > 0 && req.GetCall().GetRelays() != nil {
+		return h.callParkable(req, stream)
+	}
 	var mu sync.Mutex // progress and requests come from the read loop, the answer from here
 	send := func(item *toolhostv1.CallStreamResponse) error {
 		mu.Lock()

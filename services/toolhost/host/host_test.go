@@ -52,6 +52,13 @@ const testServiceKey = "host-test-service-key-0123456789"
 
 func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	t.Helper()
+	_, c := startHostAnd(t)
+	return c
+}
+
+// startHostAnd is startHost that also returns the tool host.
+func startHostAnd(t testing.TB) (*Host, toolhostv1.ToolHostServiceClient) {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.StopGrace = time.Second
 	cfg.Keys.Service = testServiceKey
@@ -61,14 +68,15 @@ func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { New(cfg, nil).Serve(ctx, lis); close(done) }()
+	h := New(cfg, nil)
+	go func() { h.Serve(ctx, lis); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	cc, err := grpcdial.Dial(lis.Addr().String(), testServiceKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return toolhostv1.NewToolHostServiceClient(cc)
+	return h, toolhostv1.NewToolHostServiceClient(cc)
 }
 
 func call(ctx context.Context, c toolhostv1.ToolHostServiceClient, id, tool string, args any) (map[string]any, error) {

@@ -783,7 +783,9 @@ type CallRequest struct {
 	// timeout_ms bounds the call; 0 uses the server's timeout. A cancelled or timed-out call sends notifications/cancelled.
 	TimeoutMs int32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// relays are the kinds of requests from the child that the caller's MCP client accepts (its declared capabilities); only a CallStream can carry them back. Unset: the child's requests are answered by the tool host (roots/list with no roots, sampling and elicitation with an error).
-	Relays        *Relays `protobuf:"bytes,5,opt,name=relays,proto3" json:"relays,omitempty"`
+	Relays *Relays `protobuf:"bytes,5,opt,name=relays,proto3" json:"relays,omitempty"`
+	// park_ms (CallStream only, with relays) parks the call instead of cancelling it when the child asks its client something: the stream then ends after that ServerRequest item (which carries call_id), and the call waits up to park_ms (at most the tool host's limit) for Resume; a call whose park passes is cancelled. 0: the call ends with its stream, as without parking.
+	ParkMs        int32 `protobuf:"varint,6,opt,name=park_ms,json=parkMs,proto3" json:"park_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -851,6 +853,13 @@ func (x *CallRequest) GetRelays() *Relays {
 		return x.Relays
 	}
 	return nil
+}
+
+func (x *CallRequest) GetParkMs() int32 {
+	if x != nil {
+		return x.ParkMs
+	}
+	return 0
 }
 
 // Relays names the requests from a server that a caller's MCP client accepts, as its MCP capabilities declare them.
@@ -1162,7 +1171,9 @@ type ServerRequest struct {
 	// method is the JSON-RPC method, such as "sampling/createMessage".
 	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
 	// params is the JSON text of the request's params, unchanged.
-	Params        []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	Params []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	// call_id names the parked call (CallRequest.park_ms) for Resume; empty for a call that is not parked.
+	CallId        string `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1216,6 +1227,13 @@ func (x *ServerRequest) GetParams() []byte {
 		return x.Params
 	}
 	return nil
+}
+
+func (x *ServerRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
 }
 
 // AnswerRequest carries the MCP client's answer to one relayed request.
@@ -1351,6 +1369,61 @@ func (*AnswerResponse) Descriptor() ([]byte, []int) {
 	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{19}
 }
 
+// ResumeRequest goes on with a parked call.
+type ResumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_id is the ServerRequest's call_id.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// answers are the client's answers to the call's requests, by their relay_id.
+	Answers       []*AnswerRequest `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRequest) Reset() {
+	*x = ResumeRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRequest) ProtoMessage() {}
+
+func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ResumeRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ResumeRequest) GetAnswers() []*AnswerRequest {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
 // WatchRequest selects what to follow.
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1362,7 +1435,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1447,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1460,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchRequest) GetId() string {
@@ -1415,7 +1488,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1500,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1513,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1508,7 +1581,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1593,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1606,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1611,14 +1684,15 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x10ListToolsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\")\n" +
 	"\x11ListToolsResponse\x12\x14\n" +
-	"\x05tools\x18\x01 \x03(\fR\x05tools\"\x9e\x01\n" +
+	"\x05tools\x18\x01 \x03(\fR\x05tools\"\xb7\x01\n" +
 	"\vCallRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
 	"\x06params\x18\x03 \x01(\fR\x06params\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\x05R\ttimeoutMs\x120\n" +
-	"\x06relays\x18\x05 \x01(\v2\x18.zest.toolhost.v1.RelaysR\x06relays\"\\\n" +
+	"\x06relays\x18\x05 \x01(\v2\x18.zest.toolhost.v1.RelaysR\x06relays\x12\x17\n" +
+	"\apark_ms\x18\x06 \x01(\x05R\x06parkMs\"\\\n" +
 	"\x06Relays\x12\x1a\n" +
 	"\bsampling\x18\x01 \x01(\bR\bsampling\x12 \n" +
 	"\velicitation\x18\x02 \x01(\bR\velicitation\x12\x14\n" +
@@ -1633,17 +1707,21 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\fnotification\x18\x01 \x01(\fH\x00R\fnotification\x128\n" +
 	"\x06answer\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.CallResponseH\x00R\x06answer\x12;\n" +
 	"\arequest\x18\x03 \x01(\v2\x1f.zest.toolhost.v1.ServerRequestH\x00R\arequestB\x06\n" +
-	"\x04kind\"Z\n" +
+	"\x04kind\"s\n" +
 	"\rServerRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\tR\arelayId\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x16\n" +
-	"\x06params\x18\x03 \x01(\fR\x06params\"\x86\x01\n" +
+	"\x06params\x18\x03 \x01(\fR\x06params\x12\x17\n" +
+	"\acall_id\x18\x04 \x01(\tR\x06callId\"\x86\x01\n" +
 	"\rAnswerRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\tR\arelayId\x12\x18\n" +
 	"\x06result\x18\x02 \x01(\fH\x00R\x06result\x126\n" +
 	"\x05error\x18\x03 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\b\n" +
 	"\x06answer\"\x10\n" +
-	"\x0eAnswerResponse\"\x1e\n" +
+	"\x0eAnswerResponse\"c\n" +
+	"\rResumeRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x129\n" +
+	"\aanswers\x18\x02 \x03(\v2\x1f.zest.toolhost.v1.AnswerRequestR\aanswers\"\x1e\n" +
 	"\fWatchRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
 	"\rWatchResponse\x12\x0e\n" +
@@ -1660,7 +1738,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xfd\x05\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xd0\x06\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
@@ -1671,7 +1749,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\n" +
 	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
 	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01\x12K\n" +
-	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponseB\xc6\x01\n" +
+	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponse\x12Q\n" +
+	"\x06Resume\x12\x1f.zest.toolhost.v1.ResumeRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01B\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
 var (
@@ -1687,7 +1766,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1710,54 +1789,58 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*ServerRequest)(nil),         // 18: zest.toolhost.v1.ServerRequest
 	(*AnswerRequest)(nil),         // 19: zest.toolhost.v1.AnswerRequest
 	(*AnswerResponse)(nil),        // 20: zest.toolhost.v1.AnswerResponse
-	(*WatchRequest)(nil),          // 21: zest.toolhost.v1.WatchRequest
-	(*WatchResponse)(nil),         // 22: zest.toolhost.v1.WatchResponse
-	(*JsonRpcError)(nil),          // 23: zest.toolhost.v1.JsonRpcError
-	nil,                           // 24: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
+	(*ResumeRequest)(nil),         // 21: zest.toolhost.v1.ResumeRequest
+	(*WatchRequest)(nil),          // 22: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 23: zest.toolhost.v1.WatchResponse
+	(*JsonRpcError)(nil),          // 24: zest.toolhost.v1.JsonRpcError
+	nil,                           // 25: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 27: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	24, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	25, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	25, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	26, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	26, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	26, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	27, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	27, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
 	14, // 10: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
-	23, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	24, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
 	13, // 12: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
 	15, // 13: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
 	18, // 14: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
-	23, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
-	2,  // 16: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	3,  // 17: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 18: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 19: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 20: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 21: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 22: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	16, // 23: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	21, // 24: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	19, // 25: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
-	4,  // 26: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 27: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 28: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 29: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 30: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	15, // 31: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	17, // 32: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	22, // 33: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	20, // 34: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	24, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
+	19, // 16: zest.toolhost.v1.ResumeRequest.answers:type_name -> zest.toolhost.v1.AnswerRequest
+	2,  // 17: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	3,  // 18: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 19: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 20: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 21: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 22: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 23: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	16, // 24: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	22, // 25: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	19, // 26: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
+	21, // 27: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
+	4,  // 28: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 29: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 30: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 31: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 32: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	15, // 33: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	17, // 34: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	23, // 35: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	20, // 36: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
+	17, // 37: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.CallStreamResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1778,7 +1861,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 		(*AnswerRequest_Result)(nil),
 		(*AnswerRequest_Error)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[21].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[22].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
@@ -1788,7 +1871,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

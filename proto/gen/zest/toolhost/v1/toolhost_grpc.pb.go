@@ -28,6 +28,7 @@ const (
 	ToolHostService_CallStream_FullMethodName    = "/zest.toolhost.v1.ToolHostService/CallStream"
 	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
 	ToolHostService_Answer_FullMethodName        = "/zest.toolhost.v1.ToolHostService/Answer"
+	ToolHostService_Resume_FullMethodName        = "/zest.toolhost.v1.ToolHostService/Resume"
 )
 
 // ToolHostServiceClient is the client API for ToolHostService service.
@@ -55,6 +56,8 @@ type ToolHostServiceClient interface {
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
+	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
+	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error)
 }
 
 type toolHostServiceClient struct {
@@ -173,6 +176,25 @@ func (c *toolHostServiceClient) Answer(ctx context.Context, in *AnswerRequest, o
 	return out, nil
 }
 
+func (c *toolHostServiceClient) Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[2], ToolHostService_Resume_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ResumeRequest, CallStreamResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_ResumeClient = grpc.ServerStreamingClient[CallStreamResponse]
+
 // ToolHostServiceServer is the server API for ToolHostService service.
 // All implementations must embed UnimplementedToolHostServiceServer
 // for forward compatibility.
@@ -198,6 +220,8 @@ type ToolHostServiceServer interface {
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
+	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
+	Resume(*ResumeRequest, grpc.ServerStreamingServer[CallStreamResponse]) error
 	mustEmbedUnimplementedToolHostServiceServer()
 }
 
@@ -234,6 +258,9 @@ func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStream
 }
 func (UnimplementedToolHostServiceServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
+}
+func (UnimplementedToolHostServiceServer) Resume(*ResumeRequest, grpc.ServerStreamingServer[CallStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method Resume not implemented")
 }
 func (UnimplementedToolHostServiceServer) mustEmbedUnimplementedToolHostServiceServer() {}
 func (UnimplementedToolHostServiceServer) testEmbeddedByValue()                         {}
@@ -404,6 +431,17 @@ func _ToolHostService_Answer_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolHostService_Resume_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ResumeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolHostServiceServer).Resume(m, &grpc.GenericServerStream[ResumeRequest, CallStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolHostService_ResumeServer = grpc.ServerStreamingServer[CallStreamResponse]
+
 // ToolHostService_ServiceDesc is the grpc.ServiceDesc for ToolHostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -449,6 +487,11 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _ToolHostService_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Resume",
+			Handler:       _ToolHostService_Resume_Handler,
 			ServerStreams: true,
 		},
 	},
