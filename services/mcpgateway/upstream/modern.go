@@ -71,17 +71,9 @@ func (s *httpSession) discover(ctx context.Context) bool {
 	}
 	oldCl, oldTr := s.cl, s.tr
 	s.cl, s.tr, s.sid, s.expired, s.inf, s.modern = nil, tr, "", false, inf, true
-	lctx, stop := context.WithCancel(context.Background())
-	oldStop := s.stopListen
-	s.stopListen = stop
-	s.mu.Unlock()
-	if oldStop != nil {
-		oldStop()
-	}
+	s.listening = listenFilter(res.Capabilities)
+	s.relisten() // unlocks s.mu
 	closeOld(oldCl, oldTr)
-	if filter := listenFilter(res.Capabilities); len(filter) > 0 {
-		go s.listen(lctx, tr, filter)
-	}
 	s.log.DebugContext(ctx, "upstream serves MCP 2026-07-28: driven without a session", "server", s.cfg.GetId(), "took", time.Since(began))
 	return true
 }
@@ -142,16 +134,64 @@ func listenFilter(caps map[string]any) map[string]bool {
 	return filter
 }
 
+// relisten replaces the subscriptions/listen stream of a server driven without a session by
+// one that asks for what s.listening and s.resources name (none when both are empty). It is
+// called with s.mu held and unlocks it. The first request of the new stream is returned:
+// acked closes when the server acknowledges it, failed receives its error if it ends first.
+func (s *httpSession) relisten() (acked chan struct{}, failed chan error) {
+	oldStop := s.stopListen
+	s.stopListen = nil
+	filter := map[string]any{}
+	for k, v := range s.listening {
+		filter[k] = v
+	}
+	if len(s.resources) > 0 {
+		filter["resourceSubscriptions"] = slices.Sorted(maps.Keys(s.resources))
+	}
+	tr := s.tr
+	acked, failed = make(chan struct{}), make(chan error, 1)
+	if len(filter) > 0 && tr != nil && !s.closed {
+		lctx, stop := context.WithCancel(context.Background())
+		s.stopListen = stop
+		go s.listen(lctx, tr, filter, acked, failed)
+	} else {
+		close(acked)
+	}
+	s.mu.Unlock()
+	if oldStop != nil {
+		oldStop()
+	}
+	return acked, failed
+}
+
 // listen keeps a subscriptions/listen request open on tr, the 2026-07-28 replacement of the
 // GET stream: its notifications reach onNotification as a session's do (list_changed lists
 // the tools again and goes to the manager's OnNotification). Each acknowledgement lists the
-// tools again too, for what changed while no stream was open. It ends with ctx (the
-// connection was replaced or closed).
-func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]bool) {
+// tools again too, for what changed while no stream was open. The first request's
+// acknowledgement closes acked, or its error goes to failed. It ends with ctx (the
+// connection was replaced or closed, or the filter changed).
+func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]any, acked chan struct{}, failed chan error) {
 	for n := 0; ctx.Err() == nil; n++ {
+		id := fmt.Sprintf("zest-listen-%d", s.listenSeq.Add(1))
+		ack := acked
+		if n > 0 {
+			ack = make(chan struct{})
+		}
+		s.acks.Store(id, ack)
 		params, header := modernRequest(string(mcp.MethodSubscriptionsListen), mustJSON(map[string]any{"notifications": filter}))
-		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
-			ID: mcp.NewRequestId(fmt.Sprintf("zest-listen-%d", n)), Method: string(mcp.MethodSubscriptionsListen), Params: params, Header: header})
+		resp, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+			ID: mcp.NewRequestId(id), Method: string(mcp.MethodSubscriptionsListen), Params: params, Header: header})
+		s.acks.Delete(id)
+		if n == 0 {
+			if err == nil && resp != nil && resp.Error != nil {
+				data, _ := json.Marshal(resp.Error.Data)
+				err = &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
+			}
+			if err == nil {
+				err = fmt.Errorf("%w: %q: subscriptions/listen ended before it was acknowledged", ErrUpstream, s.cfg.GetId())
+			}
+			failed <- err
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -161,6 +201,66 @@ func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, 
 			return
 		case <-time.After(listenRetry):
 		}
+	}
+}
+
+// subscription reports whether method is one of the session era's resource subscription
+// requests, which 2026-07-28 replaced by subscriptions/listen.
+func subscription(method string) bool {
+	return method == string(mcp.MethodResourcesSubscribe) || method == string(mcp.MethodResourcesUnsubscribe)
+}
+
+// subscribe bridges a session-era client's resources/subscribe or resources/unsubscribe to a
+// server of 2026-07-28, which has neither: the resource is added to (or removed from) the
+// resourceSubscriptions of Zest's subscriptions/listen stream, which is opened again with it,
+// and the request is answered once the server acknowledges that stream; the server's
+// notifications/resources/updated then come on it, as on a session's GET stream. A server
+// that refuses the resource fails the request with its error, and the stream goes on without
+// it. The connection is shared, as a session-era server's session is: an unsubscribe ends the
+// resource's updates for every client of the server.
+func (s *httpSession) subscribe(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+		return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "Invalid params: " + method + " requires params.uri, the URI of a resource"}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	add := method == string(mcp.MethodResourcesSubscribe)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+	}
+	if s.resources == nil {
+		s.resources = map[string]bool{}
+	}
+	if add == s.resources[p.URI] { // nothing changes
+		s.mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	}
+	if add {
+		s.resources[p.URI] = true
+	} else {
+		delete(s.resources, p.URI)
+	}
+	acked, failed := s.relisten()
+	select {
+	case <-acked:
+		return json.RawMessage(`{}`), nil
+	case err := <-failed:
+		s.mu.Lock()
+		if add {
+			delete(s.resources, p.URI)
+		}
+		s.relisten()
+		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %q: %s: the server did not acknowledge the subscription: %w", ErrUpstream, s.cfg.GetId(), method, ctx.Err())
 	}
 }
 
