@@ -72,10 +72,14 @@ type httpSession struct {
 	// to (resources/subscribe, bridged to the stream's resourceSubscriptions; see subscribe).
 	listening map[string]bool
 	resources map[string]bool
-	// listenSeq numbers the listen requests; acks maps the id of one not yet acknowledged to
-	// the channel its notifications/subscriptions/acknowledged closes.
+	// started is the first request of the current listen stream; listenSeq numbers the
+	// listen requests; acks maps the id of one not yet acknowledged to its listenStart, which
+	// its notifications/subscriptions/acknowledged finishes.
+	started   *listenStart
 	listenSeq atomic.Int64
-	acks      sync.Map // string → chan struct{}
+	acks      sync.Map // string → *listenStart
+	// subscribing serializes subscribe: one change of the listen stream at a time.
+	subscribing sync.Mutex
 }
 
 // renewal is one initialize after an expired session; done closes once err is set.
@@ -464,7 +468,7 @@ func (s *httpSession) onNotification(n mcp.JSONRPCNotification) {
 	}
 	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		if ack, ok := s.acks.LoadAndDelete(fmt.Sprint(n.Params.Meta[mcp.MetaKeySubscriptionID])); ok {
-			close(ack.(chan struct{}))
+			ack.(*listenStart).finish(nil)
 		}
 		return // Zest's own subscription (listen), not the server's news
 	}

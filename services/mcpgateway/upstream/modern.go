@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -134,11 +136,28 @@ func listenFilter(caps map[string]any) map[string]bool {
 	return filter
 }
 
+// listenStart is the first request of a subscriptions/listen stream: done closes when the
+// server acknowledged it (err nil) or it ended first (err says why; errSuperseded when Zest
+// replaced the stream).
+type listenStart struct {
+	done chan struct{}
+	once sync.Once
+	err  error
+}
+
+func newListenStart() *listenStart { return &listenStart{done: make(chan struct{})} }
+
+func (l *listenStart) finish(err error) {
+	l.once.Do(func() { l.err = err; close(l.done) })
+}
+
+// errSuperseded ends the first request of a listen stream that Zest replaced by another.
+var errSuperseded = errors.New("subscriptions/listen stream replaced")
+
 // relisten replaces the subscriptions/listen stream of a server driven without a session by
 // one that asks for what s.listening and s.resources name (none when both are empty). It is
-// called with s.mu held and unlocks it. The first request of the new stream is returned:
-// acked closes when the server acknowledges it, failed receives its error if it ends first.
-func (s *httpSession) relisten() (acked chan struct{}, failed chan error) {
+// called with s.mu held and unlocks it. It returns the new stream's first request.
+func (s *httpSession) relisten() *listenStart {
 	oldStop := s.stopListen
 	s.stopListen = nil
 	filter := map[string]any{}
@@ -149,33 +168,33 @@ func (s *httpSession) relisten() (acked chan struct{}, failed chan error) {
 		filter["resourceSubscriptions"] = slices.Sorted(maps.Keys(s.resources))
 	}
 	tr := s.tr
-	acked, failed = make(chan struct{}), make(chan error, 1)
+	start := newListenStart()
+	s.started = start
 	if len(filter) > 0 && tr != nil && !s.closed {
 		lctx, stop := context.WithCancel(context.Background())
 		s.stopListen = stop
-		go s.listen(lctx, tr, filter, acked, failed)
+		go s.listen(lctx, tr, filter, start)
 	} else {
-		close(acked)
+		start.finish(nil)
 	}
 	s.mu.Unlock()
 	if oldStop != nil {
 		oldStop()
 	}
-	return acked, failed
+	return start
 }
 
 // listen keeps a subscriptions/listen request open on tr, the 2026-07-28 replacement of the
 // GET stream: its notifications reach onNotification as a session's do (list_changed lists
 // the tools again and goes to the manager's OnNotification). Each acknowledgement lists the
-// tools again too, for what changed while no stream was open. The first request's
-// acknowledgement closes acked, or its error goes to failed. It ends with ctx (the
-// connection was replaced or closed, or the filter changed).
-func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]any, acked chan struct{}, failed chan error) {
+// tools again too, for what changed while no stream was open. The first request finishes
+// start. It ends with ctx (the connection was replaced or closed, or the filter changed).
+func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]any, start *listenStart) {
 	for n := 0; ctx.Err() == nil; n++ {
 		id := fmt.Sprintf("zest-listen-%d", s.listenSeq.Add(1))
-		ack := acked
+		ack := start
 		if n > 0 {
-			ack = make(chan struct{})
+			ack = newListenStart()
 		}
 		s.acks.Store(id, ack)
 		params, header := modernRequest(string(mcp.MethodSubscriptionsListen), mustJSON(map[string]any{"notifications": filter}))
@@ -183,14 +202,16 @@ func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, 
 			ID: mcp.NewRequestId(id), Method: string(mcp.MethodSubscriptionsListen), Params: params, Header: header})
 		s.acks.Delete(id)
 		if n == 0 {
-			if err == nil && resp != nil && resp.Error != nil {
+			switch {
+			case ctx.Err() != nil:
+				err = errSuperseded
+			case err == nil && resp != nil && resp.Error != nil:
 				data, _ := json.Marshal(resp.Error.Data)
 				err = &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
-			}
-			if err == nil {
+			case err == nil:
 				err = fmt.Errorf("%w: %q: subscriptions/listen ended before it was acknowledged", ErrUpstream, s.cfg.GetId())
 			}
-			failed <- err
+			start.finish(err) // no news if it was acknowledged
 		}
 		if ctx.Err() != nil {
 			return
@@ -231,6 +252,8 @@ func (s *httpSession) subscribe(ctx context.Context, method string, params json.
 		defer cancel()
 	}
 	add := method == string(mcp.MethodResourcesSubscribe)
+	s.subscribing.Lock()
+	defer s.subscribing.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -248,19 +271,32 @@ func (s *httpSession) subscribe(ctx context.Context, method string, params json.
 	} else {
 		delete(s.resources, p.URI)
 	}
-	acked, failed := s.relisten()
-	select {
-	case <-acked:
-		return json.RawMessage(`{}`), nil
-	case err := <-failed:
+	start := s.relisten()
+	for {
+		select {
+		case <-start.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %q: %s: the server did not acknowledge the subscription: %w", ErrUpstream, s.cfg.GetId(), method, ctx.Err())
+		}
+		if errors.Is(start.err, errSuperseded) { // reconnected meanwhile: the new stream has it too
+			s.mu.Lock()
+			next, closed := s.started, s.closed
+			s.mu.Unlock()
+			if closed || next == start {
+				return nil, fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+			}
+			start = next
+			continue
+		}
+		if start.err == nil {
+			return json.RawMessage(`{}`), nil
+		}
 		s.mu.Lock()
 		if add {
 			delete(s.resources, p.URI)
 		}
 		s.relisten()
-		return nil, err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %q: %s: the server did not acknowledge the subscription: %w", ErrUpstream, s.cfg.GetId(), method, ctx.Err())
+		return nil, start.err
 	}
 }
 

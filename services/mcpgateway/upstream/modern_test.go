@@ -144,7 +144,10 @@ func TestModernUpstreamResourceSubscriptions(t *testing.T) {
 			Params struct{ URI string }
 		}
 		if json.Unmarshal(msg, &n) == nil && n.Method == "notifications/resources/updated" {
-			updated <- n.Params.URI
+			select {
+			case updated <- n.Params.URI:
+			default: // the first is the one looked at
+			}
 		}
 	})
 	cfg := httpConfig("modern", hs.URL+"/mcp")
@@ -183,6 +186,32 @@ func TestModernUpstreamResourceSubscriptions(t *testing.T) {
 		t.Fatalf("a refused subscription: %v, want the server's -32602", err)
 	}
 	waitUntil(t, 5*time.Second, "the stream without the refused resource", func() bool { return slices.Equal(lastListen(), []string{"test://watched"}) })
+
+	// Concurrent subscriptions each wait for a stream that has theirs.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.Call(t.Context(), cfg, "resources/subscribe", json.RawMessage(fmt.Sprintf(`{"uri":"test://r%d"}`, i)), 0); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a concurrent subscribe: %v", err)
+	}
+	if got := lastListen(); len(got) != 9 {
+		t.Fatalf("after 8 more subscriptions the listen stream asks for %v", got)
+	}
+	for i := range 8 {
+		if _, err := m.Call(t.Context(), cfg, "resources/unsubscribe", json.RawMessage(fmt.Sprintf(`{"uri":"test://r%d"}`, i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if res, err := m.Call(t.Context(), cfg, "resources/unsubscribe", json.RawMessage(`{"uri":"test://watched"}`), 0); err != nil || string(res) != "{}" {
 		t.Fatalf("unsubscribe: %s, %v", res, err)
