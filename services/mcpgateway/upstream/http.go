@@ -67,6 +67,19 @@ type httpSession struct {
 	modern bool
 	// stopListen ends the subscriptions/listen stream of a server driven without a session.
 	stopListen context.CancelFunc
+	// listening is what that stream asks for: the list_changed notifications the server
+	// declares (listenFilter), and resources is the resources session-era clients subscribed
+	// to (resources/subscribe, bridged to the stream's resourceSubscriptions; see subscribe).
+	listening map[string]bool
+	resources map[string]bool
+	// started is the first request of the current listen stream; listenSeq numbers the
+	// listen requests; acks maps the id of one not yet acknowledged to its listenStart, which
+	// its notifications/subscriptions/acknowledged finishes.
+	started   *listenStart
+	listenSeq atomic.Int64
+	acks      sync.Map // string → *listenStart
+	// subscribing serializes subscribe: one change of the listen stream at a time.
+	subscribing sync.Mutex
 }
 
 // renewal is one initialize after an expired session; done closes once err is set.
@@ -239,6 +252,9 @@ func (s *httpSession) listChanged() {
 // forgotten (HTTP 404) fails this call with SessionExpiredError; the next call initializes a
 // new session first.
 func (s *httpSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	if subscription(method) && s.isModern() {
+		return s.subscribe(ctx, method, params, timeout)
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -416,6 +432,9 @@ type progressCall struct {
 // server's requests on the call's response stream belong to this call: those its client
 // accepts go to hooks.OnRequest (see answerServerRequest).
 func (s *httpSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	if subscription(method) && s.isModern() {
+		return s.subscribe(ctx, method, params, timeout)
+	}
 	if hooks.Park > 0 && hooks.Relays.Any() && !s.isModern() {
 		return s.callParked(ctx, method, params, timeout, hooks)
 	}
@@ -448,6 +467,9 @@ func (s *httpSession) onNotification(n mcp.JSONRPCNotification) {
 		s.listChanged()
 	}
 	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
+		if ack, ok := s.acks.LoadAndDelete(fmt.Sprint(n.Params.Meta[mcp.MetaKeySubscriptionID])); ok {
+			ack.(*listenStart).finish(nil)
+		}
 		return // Zest's own subscription (listen), not the server's news
 	}
 	b, err := json.Marshal(n)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -71,17 +73,9 @@ func (s *httpSession) discover(ctx context.Context) bool {
 	}
 	oldCl, oldTr := s.cl, s.tr
 	s.cl, s.tr, s.sid, s.expired, s.inf, s.modern = nil, tr, "", false, inf, true
-	lctx, stop := context.WithCancel(context.Background())
-	oldStop := s.stopListen
-	s.stopListen = stop
-	s.mu.Unlock()
-	if oldStop != nil {
-		oldStop()
-	}
+	s.listening = listenFilter(res.Capabilities)
+	s.relisten() // unlocks s.mu
 	closeOld(oldCl, oldTr)
-	if filter := listenFilter(res.Capabilities); len(filter) > 0 {
-		go s.listen(lctx, tr, filter)
-	}
 	s.log.DebugContext(ctx, "upstream serves MCP 2026-07-28: driven without a session", "server", s.cfg.GetId(), "took", time.Since(began))
 	return true
 }
@@ -142,16 +136,83 @@ func listenFilter(caps map[string]any) map[string]bool {
 	return filter
 }
 
+// listenStart is the first request of a subscriptions/listen stream: done closes when the
+// server acknowledged it (err nil) or it ended first (err says why; errSuperseded when Zest
+// replaced the stream).
+type listenStart struct {
+	done chan struct{}
+	once sync.Once
+	err  error
+}
+
+func newListenStart() *listenStart { return &listenStart{done: make(chan struct{})} }
+
+func (l *listenStart) finish(err error) {
+	l.once.Do(func() { l.err = err; close(l.done) })
+}
+
+// errSuperseded ends the first request of a listen stream that Zest replaced by another.
+var errSuperseded = errors.New("subscriptions/listen stream replaced")
+
+// relisten replaces the subscriptions/listen stream of a server driven without a session by
+// one that asks for what s.listening and s.resources name (none when both are empty). It is
+// called with s.mu held and unlocks it. It returns the new stream's first request.
+func (s *httpSession) relisten() *listenStart {
+	oldStop := s.stopListen
+	s.stopListen = nil
+	filter := map[string]any{}
+	for k, v := range s.listening {
+		filter[k] = v
+	}
+	if len(s.resources) > 0 {
+		filter["resourceSubscriptions"] = slices.Sorted(maps.Keys(s.resources))
+	}
+	tr := s.tr
+	start := newListenStart()
+	s.started = start
+	if len(filter) > 0 && tr != nil && !s.closed {
+		lctx, stop := context.WithCancel(context.Background())
+		s.stopListen = stop
+		go s.listen(lctx, tr, filter, start)
+	} else {
+		start.finish(nil)
+	}
+	s.mu.Unlock()
+	if oldStop != nil {
+		oldStop()
+	}
+	return start
+}
+
 // listen keeps a subscriptions/listen request open on tr, the 2026-07-28 replacement of the
 // GET stream: its notifications reach onNotification as a session's do (list_changed lists
 // the tools again and goes to the manager's OnNotification). Each acknowledgement lists the
-// tools again too, for what changed while no stream was open. It ends with ctx (the
-// connection was replaced or closed).
-func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]bool) {
+// tools again too, for what changed while no stream was open. The first request finishes
+// start. It ends with ctx (the connection was replaced or closed, or the filter changed).
+func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, filter map[string]any, start *listenStart) {
 	for n := 0; ctx.Err() == nil; n++ {
+		id := fmt.Sprintf("zest-listen-%d", s.listenSeq.Add(1))
+		ack := start
+		if n > 0 {
+			ack = newListenStart()
+		}
+		s.acks.Store(id, ack)
 		params, header := modernRequest(string(mcp.MethodSubscriptionsListen), mustJSON(map[string]any{"notifications": filter}))
-		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
-			ID: mcp.NewRequestId(fmt.Sprintf("zest-listen-%d", n)), Method: string(mcp.MethodSubscriptionsListen), Params: params, Header: header})
+		resp, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+			ID: mcp.NewRequestId(id), Method: string(mcp.MethodSubscriptionsListen), Params: params, Header: header})
+		s.acks.Delete(id)
+		if n == 0 {
+			switch {
+			case ctx.Err() != nil:
+				err = errSuperseded
+			case err == nil && resp != nil && resp.Error != nil:
+				data, _ := json.Marshal(resp.Error.Data)
+				err = &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
+			case err == nil:
+				err = fmt.Errorf("%w: %q: subscriptions/listen ended before it was acknowledged", ErrUpstream, s.cfg.GetId())
+			}
+			start.finish(err) // no news if it was acknowledged
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -161,6 +222,81 @@ func (s *httpSession) listen(ctx context.Context, tr *transport.StreamableHTTP, 
 			return
 		case <-time.After(listenRetry):
 		}
+	}
+}
+
+// subscription reports whether method is one of the session era's resource subscription
+// requests, which 2026-07-28 replaced by subscriptions/listen.
+func subscription(method string) bool {
+	return method == string(mcp.MethodResourcesSubscribe) || method == string(mcp.MethodResourcesUnsubscribe)
+}
+
+// subscribe bridges a session-era client's resources/subscribe or resources/unsubscribe to a
+// server of 2026-07-28, which has neither: the resource is added to (or removed from) the
+// resourceSubscriptions of Zest's subscriptions/listen stream, which is opened again with it,
+// and the request is answered once the server acknowledges that stream; the server's
+// notifications/resources/updated then come on it, as on a session's GET stream. A server
+// that refuses the resource fails the request with its error, and the stream goes on without
+// it. The connection is shared, as a session-era server's session is: an unsubscribe ends the
+// resource's updates for every client of the server.
+func (s *httpSession) subscribe(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+		return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "Invalid params: " + method + " requires params.uri, the URI of a resource"}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	add := method == string(mcp.MethodResourcesSubscribe)
+	s.subscribing.Lock()
+	defer s.subscribing.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+	}
+	if s.resources == nil {
+		s.resources = map[string]bool{}
+	}
+	if add == s.resources[p.URI] { // nothing changes
+		s.mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	}
+	if add {
+		s.resources[p.URI] = true
+	} else {
+		delete(s.resources, p.URI)
+	}
+	start := s.relisten()
+	for {
+		select {
+		case <-start.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %q: %s: the server did not acknowledge the subscription: %w", ErrUpstream, s.cfg.GetId(), method, ctx.Err())
+		}
+		if errors.Is(start.err, errSuperseded) { // reconnected meanwhile: the new stream has it too
+			s.mu.Lock()
+			next, closed := s.started, s.closed
+			s.mu.Unlock()
+			if closed || next == start {
+				return nil, fmt.Errorf("%w: %q", ErrNotConnected, s.cfg.GetId())
+			}
+			start = next
+			continue
+		}
+		if start.err == nil {
+			return json.RawMessage(`{}`), nil
+		}
+		s.mu.Lock()
+		if add {
+			delete(s.resources, p.URI)
+		}
+		s.relisten()
+		return nil, start.err
 	}
 }
 

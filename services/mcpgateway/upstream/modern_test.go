@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -73,5 +76,150 @@ func TestModernUpstreamWithoutSession(t *testing.T) {
 	}
 	if len(seen) == 0 || !strings.HasPrefix(seen[0], "POST server/discover") {
 		t.Errorf("first request %v, want the server/discover probe", seen)
+	}
+}
+
+// TestModernUpstreamResourceSubscriptions: a session-era client's resources/subscribe of a
+// server of 2026-07-28 (which has no such method) becomes a resourceSubscriptions entry of
+// Zest's subscriptions/listen stream: the request is answered once the server acknowledged
+// the stream that carries it, the server's notifications/resources/updated on that stream
+// reach OnNotification, unsubscribe opens the stream again without it, and a resource the
+// server refuses fails the request with the server's error and is left out.
+func TestModernUpstreamResourceSubscriptions(t *testing.T) {
+	srv := server.NewMCPServer("modern-sub", "1.0.0", server.WithToolCapabilities(false), server.WithResourceCapabilities(true, true))
+	srv.AddResource(mcp.NewResource("test://watched", "watched"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://watched", Text: "x"}}, nil
+	})
+	inner := server.NewStreamableHTTPServer(srv)
+	var mu sync.Mutex
+	var listens [][]string // the resourceSubscriptions of each listen request
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") != "subscriptions/listen" {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		// The listen stream, played by hand: refuse test://refused, else acknowledge, then
+		// tell of an update of every resource subscribed, and hold the stream open.
+		var req struct {
+			ID     any `json:"id"`
+			Params struct {
+				Notifications struct {
+					ResourceSubscriptions []string `json:"resourceSubscriptions"`
+				} `json:"notifications"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		uris := req.Params.Notifications.ResourceSubscriptions
+		mu.Lock()
+		listens = append(listens, uris)
+		mu.Unlock()
+		if slices.Contains(uris, "test://refused") {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32602, "message": `subscribing to "test://refused": no such resource`}})
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(m map[string]any) {
+			b, _ := json.Marshal(m)
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+			w.(http.Flusher).Flush()
+		}
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+			"params": map[string]any{"_meta": map[string]any{mcp.MetaKeySubscriptionID: req.ID}, "notifications": req.Params.Notifications}})
+		for _, uri := range uris {
+			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": uri}})
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hs.Close)
+
+	m := New(nil, nil, nil)
+	updated := make(chan string, 16)
+	m.OnNotification(func(_ string, msg []byte) {
+		var n struct {
+			Method string
+			Params struct{ URI string }
+		}
+		if json.Unmarshal(msg, &n) == nil && n.Method == "notifications/resources/updated" {
+			select {
+			case updated <- n.Params.URI:
+			default: // the first is the one looked at
+			}
+		}
+	})
+	cfg := httpConfig("modern", hs.URL+"/mcp")
+	if err := m.Connect(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Disconnect(context.Background(), "modern") })
+	lastListen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(listens) == 0 {
+			return nil
+		}
+		return listens[len(listens)-1]
+	}
+
+	if res, err := m.Call(t.Context(), cfg, "resources/subscribe", json.RawMessage(`{"uri":"test://watched"}`), 0); err != nil || string(res) != "{}" {
+		t.Fatalf("subscribe: %s, %v", res, err)
+	}
+	// Answered after the acknowledgement: the stream asking for it is the latest.
+	if got := lastListen(); !slices.Equal(got, []string{"test://watched"}) {
+		t.Fatalf("the listen stream asks for %v, want test://watched", got)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "test://watched" {
+			t.Fatalf("updated %q", uri)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no notifications/resources/updated")
+	}
+
+	_, err := m.Call(t.Context(), cfg, "resources/subscribe", json.RawMessage(`{"uri":"test://refused"}`), 0)
+	var rpc *RPCError
+	if !errors.As(err, &rpc) || rpc.Code != mcp.INVALID_PARAMS || !strings.Contains(rpc.Message, "no such resource") {
+		t.Fatalf("a refused subscription: %v, want the server's -32602", err)
+	}
+	waitUntil(t, 5*time.Second, "the stream without the refused resource", func() bool { return slices.Equal(lastListen(), []string{"test://watched"}) })
+
+	// Concurrent subscriptions each wait for a stream that has theirs.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.Call(t.Context(), cfg, "resources/subscribe", json.RawMessage(fmt.Sprintf(`{"uri":"test://r%d"}`, i)), 0); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a concurrent subscribe: %v", err)
+	}
+	if got := lastListen(); len(got) != 9 {
+		t.Fatalf("after 8 more subscriptions the listen stream asks for %v", got)
+	}
+	for i := range 8 {
+		if _, err := m.Call(t.Context(), cfg, "resources/unsubscribe", json.RawMessage(fmt.Sprintf(`{"uri":"test://r%d"}`, i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if res, err := m.Call(t.Context(), cfg, "resources/unsubscribe", json.RawMessage(`{"uri":"test://watched"}`), 0); err != nil || string(res) != "{}" {
+		t.Fatalf("unsubscribe: %s, %v", res, err)
+	}
+	if got := lastListen(); len(got) != 0 {
+		t.Fatalf("after unsubscribe the listen stream asks for %v", got)
+	}
+	if _, err := m.Call(t.Context(), cfg, "resources/subscribe", json.RawMessage(`{}`), 0); !errors.As(err, &rpc) || rpc.Code != mcp.INVALID_PARAMS || !strings.Contains(rpc.Message, "params.uri") {
+		t.Fatalf("subscribe without a uri: %v", err)
 	}
 }
