@@ -99,7 +99,8 @@ func outgoing(ctx context.Context) context.Context {
 	if id == "" {
 		return ctx
 	}
-	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(MetadataKey)) > 0 {
+	// ValueFromOutgoingContext looks the one key up without copying the outgoing metadata.
+	if len(metadata.ValueFromOutgoingContext(ctx, MetadataKey)) > 0 {
 		return ctx
 	}
 	return metadata.AppendToOutgoingContext(ctx, MetadataKey, id)

@@ -18,3 +18,14 @@ func BenchmarkFromIncoming(b *testing.B) {
 		_ = fromIncoming(ctx)
 	}
 }
+
+// BenchmarkOutgoing is what the edge pays to pass the id on to mcpgateway, its outgoing
+// metadata holding the client's authorization as mcphttp sets it (go test -bench Outgoing
+// ./requestid/).
+func BenchmarkOutgoing(b *testing.B) {
+	ctx := With(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer 0123456789abcdef0123456789abcdef"), "0123456789abcdef")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = outgoing(ctx)
+	}
+}
