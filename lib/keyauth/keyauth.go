@@ -77,8 +77,7 @@ func (k Keys) CallerIsAdmin(ctx context.Context) bool {
 	if k.AdminKey() == "" {
 		return false
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	auth := md.Get("authorization")
+	auth := metadata.ValueFromIncomingContext(ctx, "authorization")
 	return len(auth) > 0 && k.CheckAdmin(BearerToken(auth[0])) == nil
 }
 
@@ -163,10 +162,9 @@ func (g Guard) check(ctx context.Context, fullMethod string) error {
 		return nil
 	}
 	authorization := ""
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get("authorization"); len(v) > 0 {
-			authorization = v[0]
-		}
+	// ValueFromIncomingContext reads the one key without copying the call's whole metadata.
+	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
+		authorization = v[0]
 	}
 	level := LevelAPI
 	if g.Level != nil {

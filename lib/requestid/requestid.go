@@ -69,10 +69,9 @@ func From(ctx context.Context) string {
 // fromIncoming takes the id of an incoming gRPC call, or makes one.
 func fromIncoming(ctx context.Context) context.Context {
 	id := ""
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(MetadataKey); len(v) > 0 {
-			id = v[0]
-		}
+	// ValueFromIncomingContext reads the one key without copying the call's whole metadata.
+	if v := metadata.ValueFromIncomingContext(ctx, MetadataKey); len(v) > 0 {
+		id = v[0]
 	}
 	return With(ctx, Ensure(id))
 }
@@ -100,7 +99,8 @@ func outgoing(ctx context.Context) context.Context {
 	if id == "" {
 		return ctx
 	}
-	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(MetadataKey)) > 0 {
+	// ValueFromOutgoingContext looks the one key up without copying the outgoing metadata.
+	if len(metadata.ValueFromOutgoingContext(ctx, MetadataKey)) > 0 {
 		return ctx
 	}
 	return metadata.AppendToOutgoingContext(ctx, MetadataKey, id)
