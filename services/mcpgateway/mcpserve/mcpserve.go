@@ -135,10 +135,6 @@ type envelope struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	// params is the message's params as checkEnvelope decoded them with the rest, from src
-	// (nil when the decoding failed), so that Params need not decode the same bytes again.
-	params json.RawMessage
-	src    []byte
 }
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }

@@ -21,17 +21,7 @@ import (
 // error message of a -32600 (or -32700 when the bytes are not JSON at all). env.ID is kept
 // only when it is a valid id, so that an error answer can name the request it answers.
 func checkEnvelope(msg []byte) (env envelope, code int, problem string) {
-	var dec struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	err := json.Unmarshal(msg, &dec)
-	env = envelope{JSONRPC: dec.JSONRPC, ID: dec.ID, Method: dec.Method}
-	if err == nil {
-		env.params, env.src = dec.Params, msg
-	}
+	err := json.Unmarshal(msg, &env)
 	switch {
 	case err != nil && !json.Valid(msg):
 		return envelope{}, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"
@@ -182,8 +172,6 @@ type Message struct {
 	JSONRPC string
 	ID      json.RawMessage
 	Method  string
-	params  json.RawMessage // as checkEnvelope decoded them from src
-	src     []byte
 }
 
 // IsRequest reports whether the message is a request (a method and an id).
@@ -209,12 +197,6 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 // Result renders a JSON-RPC result answer to id.
 func Result(id, res json.RawMessage) []byte { return result(id, res) }
 
-// sameBytes reports whether a and b are the same slice of the same memory: the message a
-// Message was decoded from, not merely equal bytes.
-func sameBytes(a, b []byte) bool {
-	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
-}
-
 // Negotiate is the version an initialize request gets, as /mcp answers it: the client's when
 // it is served, else the newest served.
 func Negotiate(initialize []byte) string {
@@ -233,16 +215,13 @@ func Negotiate(initialize []byte) string {
 // Params returns the params of a request (nil when absent or null), or the error response
 // for params that are not an object.
 func Params(msg []byte, m Message) (json.RawMessage, []byte) {
-	params := m.params
-	if !sameBytes(msg, m.src) { // msg is not what m was decoded from (e.g. a rewritten request)
-		var env struct {
-			Params json.RawMessage `json:"params"`
-		}
-		if err := json.Unmarshal(msg, &env); err != nil {
-			return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
-		}
-		params = env.Params
+	var env struct {
+		Params json.RawMessage `json:"params"`
 	}
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
+	}
+	params := env.Params
 	if len(params) > 0 && params[0] != '{' && string(params) != "null" {
 		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: the params of "+m.Method+" must be an object")
 	}
