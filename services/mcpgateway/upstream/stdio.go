@@ -169,12 +169,25 @@ func (s *stdioSession) resume(ctx context.Context, req *toolhostv1.ResumeRequest
 	var r *toolhostv1.CallResponse
 	var asked *InputRequiredError
 	if err == nil {
-		r, asked, err = readCallStream(stream, hooks)
+		r, asked, err = readCallStream(resumeItems{stream}, hooks)
 	}
 	if status.Code(err) == codes.NotFound {
 		return nil, fmt.Errorf("%w: the call of MCP server %q no longer waits for these answers (it ended, or it waited longer than it may)", ErrRelayUnknown, s.spec.GetId())
 	}
 	return s.answerOf(r, asked, err)
+}
+
+// resumeItems reads a Resume stream as the CallStream items it carries.
+type resumeItems struct {
+	stream toolhostv1.ToolHostService_ResumeClient
+}
+
+func (r resumeItems) Recv() (*toolhostv1.CallStreamResponse, error) {
+	m, err := r.stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return m.GetItem(), nil
 }
 
 func (s *stdioSession) answerOf(r *toolhostv1.CallResponse, asked *InputRequiredError, err error) (json.RawMessage, error) {

@@ -221,5 +221,7 @@ func (h *Host) Resume(req *toolhostv1.ResumeRequest, stream toolhostv1.ToolHostS
 			return err
 		}
 	}
-	return h.serveParkable(stream.Context(), stream.Send, c)
+	return h.serveParkable(stream.Context(), func(r *toolhostv1.CallStreamResponse) error {
+		return stream.Send(&toolhostv1.ResumeResponse{Item: r})
+	}, c)
 }

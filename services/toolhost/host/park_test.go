@@ -15,6 +15,16 @@ import (
 
 // recvRequestThenEnd reads a parked call's stream: one ServerRequest with a call id, then the
 // end of the stream.
+// resumeItems reads a Resume stream as the CallStream items it carries.
+type resumeItems struct {
+	stream toolhostv1.ToolHostService_ResumeClient
+}
+
+func (r resumeItems) Recv() (*toolhostv1.CallStreamResponse, error) {
+	m, err := r.stream.Recv()
+	return m.GetItem(), err
+}
+
 func recvRequestThenEnd(t *testing.T, stream interface {
 	Recv() (*toolhostv1.CallStreamResponse, error)
 }) *toolhostv1.ServerRequest {
@@ -51,7 +61,7 @@ func TestParkedCallResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := recvRequestThenEnd(t, resumed)
+	second := recvRequestThenEnd(t, resumeItems{resumed})
 	if second.GetCallId() != first.GetCallId() || second.GetRelayId() == first.GetRelayId() {
 		t.Fatalf("second request %v after %v", second, first)
 	}
@@ -60,7 +70,7 @@ func TestParkedCallResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	item, err := resumed.Recv()
-	if res := string(item.GetAnswer().GetResult()); err != nil || !strings.Contains(res, "one") || !strings.Contains(res, "two") {
+	if res := string(item.GetItem().GetAnswer().GetResult()); err != nil || !strings.Contains(res, "one") || !strings.Contains(res, "two") {
 		t.Fatalf("the call's answer: %v, %v", item, err)
 	}
 	if _, err := resumed.Recv(); !errors.Is(err, io.EOF) {

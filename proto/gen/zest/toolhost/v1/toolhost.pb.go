@@ -1424,6 +1424,52 @@ func (x *ResumeRequest) GetAnswers() []*AnswerRequest {
 	return nil
 }
 
+// ResumeResponse is one item of the rest of a parked call, as CallStream sends it.
+type ResumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// item is a progress notification, a request for the client, or the answer (which ends the stream).
+	Item          *CallStreamResponse `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeResponse) Reset() {
+	*x = ResumeResponse{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeResponse) ProtoMessage() {}
+
+func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
+func (*ResumeResponse) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResumeResponse) GetItem() *CallStreamResponse {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
 // WatchRequest selects what to follow.
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1435,7 +1481,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1493,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1506,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchRequest) GetId() string {
@@ -1488,7 +1534,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1546,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1559,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1581,7 +1627,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1639,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1652,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{23}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1721,7 +1767,9 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x0eAnswerResponse\"c\n" +
 	"\rResumeRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x129\n" +
-	"\aanswers\x18\x02 \x03(\v2\x1f.zest.toolhost.v1.AnswerRequestR\aanswers\"\x1e\n" +
+	"\aanswers\x18\x02 \x03(\v2\x1f.zest.toolhost.v1.AnswerRequestR\aanswers\"J\n" +
+	"\x0eResumeResponse\x128\n" +
+	"\x04item\x18\x01 \x01(\v2$.zest.toolhost.v1.CallStreamResponseR\x04item\"\x1e\n" +
 	"\fWatchRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
 	"\rWatchResponse\x12\x0e\n" +
@@ -1738,7 +1786,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xd0\x06\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\xcc\x06\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
@@ -1749,8 +1797,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\n" +
 	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
 	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01\x12K\n" +
-	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponse\x12Q\n" +
-	"\x06Resume\x12\x1f.zest.toolhost.v1.ResumeRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01B\xc6\x01\n" +
+	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponse\x12M\n" +
+	"\x06Resume\x12\x1f.zest.toolhost.v1.ResumeRequest\x1a .zest.toolhost.v1.ResumeResponse0\x01B\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
 var (
@@ -1766,7 +1814,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1790,57 +1838,59 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*AnswerRequest)(nil),         // 19: zest.toolhost.v1.AnswerRequest
 	(*AnswerResponse)(nil),        // 20: zest.toolhost.v1.AnswerResponse
 	(*ResumeRequest)(nil),         // 21: zest.toolhost.v1.ResumeRequest
-	(*WatchRequest)(nil),          // 22: zest.toolhost.v1.WatchRequest
-	(*WatchResponse)(nil),         // 23: zest.toolhost.v1.WatchResponse
-	(*JsonRpcError)(nil),          // 24: zest.toolhost.v1.JsonRpcError
-	nil,                           // 25: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 27: google.protobuf.Struct
+	(*ResumeResponse)(nil),        // 22: zest.toolhost.v1.ResumeResponse
+	(*WatchRequest)(nil),          // 23: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 24: zest.toolhost.v1.WatchResponse
+	(*JsonRpcError)(nil),          // 25: zest.toolhost.v1.JsonRpcError
+	nil,                           // 26: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 28: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	25, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	26, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	26, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	27, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	27, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	27, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	28, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	28, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
 	14, // 10: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
-	24, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	25, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
 	13, // 12: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
 	15, // 13: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
 	18, // 14: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
-	24, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
+	25, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
 	19, // 16: zest.toolhost.v1.ResumeRequest.answers:type_name -> zest.toolhost.v1.AnswerRequest
-	2,  // 17: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	3,  // 18: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 19: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 20: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 21: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 22: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 23: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	16, // 24: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	22, // 25: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	19, // 26: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
-	21, // 27: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
-	4,  // 28: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 29: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 30: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 31: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 32: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	15, // 33: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	17, // 34: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	23, // 35: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	20, // 36: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
-	17, // 37: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.CallStreamResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	17, // 17: zest.toolhost.v1.ResumeResponse.item:type_name -> zest.toolhost.v1.CallStreamResponse
+	2,  // 18: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	3,  // 19: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 20: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 21: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 22: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 23: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 24: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	16, // 25: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	23, // 26: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	19, // 27: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
+	21, // 28: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
+	4,  // 29: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 30: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 31: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 32: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 33: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	15, // 34: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	17, // 35: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	24, // 36: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	20, // 37: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
+	22, // 38: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.ResumeResponse
+	29, // [29:39] is the sub-list for method output_type
+	19, // [19:29] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1861,7 +1911,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 		(*AnswerRequest_Result)(nil),
 		(*AnswerRequest_Error)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[22].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[23].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
@@ -1871,7 +1921,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -57,7 +57,7 @@ type ToolHostServiceClient interface {
 	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
 	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
-	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error)
+	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResumeResponse], error)
 }
 
 type toolHostServiceClient struct {
@@ -176,13 +176,13 @@ func (c *toolHostServiceClient) Answer(ctx context.Context, in *AnswerRequest, o
 	return out, nil
 }
 
-func (c *toolHostServiceClient) Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallStreamResponse], error) {
+func (c *toolHostServiceClient) Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResumeResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &ToolHostService_ServiceDesc.Streams[2], ToolHostService_Resume_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[ResumeRequest, CallStreamResponse]{ClientStream: stream}
+	x := &grpc.GenericClientStream[ResumeRequest, ResumeResponse]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (c *toolHostServiceClient) Resume(ctx context.Context, in *ResumeRequest, o
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_ResumeClient = grpc.ServerStreamingClient[CallStreamResponse]
+type ToolHostService_ResumeClient = grpc.ServerStreamingClient[ResumeResponse]
 
 // ToolHostServiceServer is the server API for ToolHostService service.
 // All implementations must embed UnimplementedToolHostServiceServer
@@ -221,7 +221,7 @@ type ToolHostServiceServer interface {
 	// Answer is called by mcpgateway (any replica) with the MCP client's answer to a request a child sent during a CallStream (a ServerRequest item): the tool host writes it to the child with the child's own id.
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
 	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
-	Resume(*ResumeRequest, grpc.ServerStreamingServer[CallStreamResponse]) error
+	Resume(*ResumeRequest, grpc.ServerStreamingServer[ResumeResponse]) error
 	mustEmbedUnimplementedToolHostServiceServer()
 }
 
@@ -259,7 +259,7 @@ func (UnimplementedToolHostServiceServer) Watch(*WatchRequest, grpc.ServerStream
 func (UnimplementedToolHostServiceServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
 }
-func (UnimplementedToolHostServiceServer) Resume(*ResumeRequest, grpc.ServerStreamingServer[CallStreamResponse]) error {
+func (UnimplementedToolHostServiceServer) Resume(*ResumeRequest, grpc.ServerStreamingServer[ResumeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Resume not implemented")
 }
 func (UnimplementedToolHostServiceServer) mustEmbedUnimplementedToolHostServiceServer() {}
@@ -436,11 +436,11 @@ func _ToolHostService_Resume_Handler(srv interface{}, stream grpc.ServerStream) 
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(ToolHostServiceServer).Resume(m, &grpc.GenericServerStream[ResumeRequest, CallStreamResponse]{ServerStream: stream})
+	return srv.(ToolHostServiceServer).Resume(m, &grpc.GenericServerStream[ResumeRequest, ResumeResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ToolHostService_ResumeServer = grpc.ServerStreamingServer[CallStreamResponse]
+type ToolHostService_ResumeServer = grpc.ServerStreamingServer[ResumeResponse]
 
 // ToolHostService_ServiceDesc is the grpc.ServiceDesc for ToolHostService service.
 // It's only intended for direct use with grpc.RegisterService,
