@@ -463,15 +463,15 @@ func TestPresetConformance2026(t *testing.T) {
 		t.Errorf("caching: ran %v, failing checks %v", ran, f)
 	}
 
-	// A provider's server requests are relayed to session-era clients only: during a modern
-	// client's call, the fixture's sampling request gets the answer a session whose client
-	// declared no sampling gets, and the client sees no request.
+	// A provider's server request during a modern client's call comes back as an
+	// input_required result (TestPresetBridgeModernClientOfStdioProvider follows it through):
+	// the client sees no request of the server, and the fixture's call waits parked.
 	r := do(t, "POST", presetURL(s, "conf26"),
 		`{"jsonrpc":"2.0","id":"s1","method":"tools/call","params":{"name":"mcp_fixture__test_sampling","arguments":{"prompt":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
 		"Content-Type: application/json", "Accept: application/json, text/event-stream", "MCP-Protocol-Version: 2026-07-28",
 		"Mcp-Method: tools/call", "Mcp-Name: mcp_fixture__test_sampling")
-	if body := string(r.Body); r.Status != http.StatusOK || strings.Contains(body, `"method":"sampling/createMessage"`) || !strings.Contains(body, `"id":"s1"`) ||
-		!strings.Contains(body, "no client of the call in flight accepts sampling/createMessage") || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"resultType":"complete"`) {
+	if body := string(r.Body); r.Status != http.StatusOK || strings.Contains(body, `"jsonrpc":"2.0","id":"zr.`) || !strings.Contains(body, `"id":"s1"`) ||
+		!strings.Contains(body, `"resultType":"input_required"`) || !strings.Contains(body, `"method":"sampling/createMessage"`) || !strings.Contains(body, `"requestState":"zs.`) {
 		t.Errorf("test_sampling from a modern client: %d %s", r.Status, r.Body)
 	}
 }

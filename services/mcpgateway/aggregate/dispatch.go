@@ -94,8 +94,9 @@ func (c *call) serverConfigs() []*mcpgatewayv1.ServerConfig {
 
 // forward sends one request to one provider's server, as /mcp/servers/{id} does
 // (federate.Handler.Forward: progress, the server's own requests relayed to the client,
-// cancellation, timeout, failures hidden from non-admins). Every request that reaches a
-// provider for the client passes here.
+// cancellation, timeout, failures hidden from non-admins; for a modern client,
+// federate.Handler.ForwardModern: a session-era provider's requests become input_required
+// results). Every request that reaches a provider for the client passes here.
 func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, params json.RawMessage) []byte {
 	inf, err := c.h.up.Info(ctx, p.cfg)
 	if err != nil {
@@ -104,7 +105,19 @@ func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, pa
 	if !federate.Declares(inf.Capabilities, msg.Method) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, p.id))
 	}
-	return c.h.fed.Forward(ctx, p.cfg, c.sessionID, c.claims, c.out, msg, c.modernParams(inf.ProtocolVersion, params))
+	if c.modern != nil && !mcp.IsModernProtocol(inf.ProtocolVersion) {
+		// A retry with the requestState of a call parked on this provider resumes it (a
+		// state of another provider or method is refused); a modern provider's rounds are
+		// its client's, the state its own.
+		if resp, ok := c.h.fed.ResumeModern(ctx, p.cfg, c.out, msg, c.modern.Params); ok {
+			return resp
+		}
+	}
+	params = c.modernParams(inf.ProtocolVersion, params)
+	if c.modern != nil {
+		return c.h.fed.ForwardModern(ctx, p.cfg, c.out, msg, params, c.modern.Params)
+	}
+	return c.h.fed.Forward(ctx, p.cfg, c.sessionID, c.claims, c.out, msg, params)
 }
 
 // callTool runs a tool by the name tools/list gave it: a built-in tool in process, a

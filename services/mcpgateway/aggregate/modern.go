@@ -23,9 +23,10 @@ import (
 // routing, pages), each provider in its own era (call.forward), and its result gets what the
 // revision asks of a result (stateless.Decorate).
 //
-// The client's capabilities do not reach a provider's requests yet: a provider that asks for
-// sampling, elicitation or roots during a modern client's call gets the answer it gets for a
-// session whose client declared none of them (the call's claims relay nothing).
+// A session-era provider's requests for the client (sampling, elicitation, roots, as its _meta
+// clientCapabilities accept them) end the request with an input_required result, as on
+// /mcp/servers/{id}; the retry, routed as any request, resumes the parked call when the
+// requestState Zest signed names the provider it reaches (call.forward).
 func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, r stateless.Request, provs []provider, out *federate.Output) error {
 	msg, bad := mcpserve.AdmitModern(req, r)
 	if bad != nil {

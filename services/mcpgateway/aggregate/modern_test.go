@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
@@ -228,5 +229,98 @@ func TestModernListen(t *testing.T) {
 		}
 	default:
 		t.Fatal("no tools/list_changed within 10 s")
+	}
+}
+
+// TestModernBridgesProviderRequests: a session-era provider's request during a modern
+// client's call through a preset ends the request with an input_required result (the call
+// parks, as on /mcp/servers/{id}), whose signed requestState names the provider; the retry
+// with the client's answer resumes the call there. The state is refused for another
+// provider, and a client that did not declare the capability is asked nothing.
+func TestModernBridgesProviderRequests(t *testing.T) {
+	f := newFixture(t, "")
+	// asker and other are session-era servers (alpha is of 2026-07-28: its rounds are its
+	// client's).
+	for _, id := range []string{"asker", "other"} {
+		u := mcptest.Start(t, mcptest.Options{Ask: true})
+		if err := f.reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: id, Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 5000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "asks", McpServerIds: []string{"lemonade", "alpha", "asker", "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := withKey(t.Context(), testKeys.API)
+	meta := func(caps string) string {
+		return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	ask := `"name":"mcp_asker__ask","arguments":{"method":"sampling/createMessage","params":{"maxTokens":3}}`
+	final := func(items []*mcpgatewayv1.ExchangeResponse) map[string]any {
+		t.Helper()
+		last := items[len(items)-1]
+		var r struct {
+			Result map[string]any `json:"result"`
+		}
+		if !last.GetFinal() || json.Unmarshal(last.GetMessage(), &r) != nil || r.Result == nil {
+			t.Fatalf("final item %+v", last)
+		}
+		return r.Result
+	}
+
+	first := final(f.modernItems(t, ctx, "asks", "tools/call", "mcp_asker__ask",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+ask+`,"_meta":`+meta(`{"sampling":{}}`)+`}}`))
+	state, _ := first["requestState"].(string)
+	reqs, _ := first["inputRequests"].(map[string]any)
+	asked, _ := reqs["zest-1"].(map[string]any)
+	if first["resultType"] != "input_required" || !strings.HasPrefix(state, "zs.") || len(reqs) != 1 || asked["method"] != "sampling/createMessage" {
+		t.Fatalf("first round: %v", first)
+	}
+	st, err := f.codec.OpenState(state, "asker", "tools/call", time.Now())
+	if err != nil {
+		t.Fatalf("the requestState does not name the provider: %v", err)
+	}
+	if st.Call == "" {
+		t.Fatalf("the requestState names no call: %+v", st)
+	}
+
+	retry := func(id, name, args string) map[string]any {
+		return final(f.modernItems(t, ctx, "asks", "tools/call", name,
+			`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+name+`",`+args+`"requestState":"`+state+
+				`","inputResponses":{"zest-1":{"role":"assistant","content":{"type":"text","text":"preset answer"},"model":"m"}},"_meta":`+meta(`{"sampling":{}}`)+`}}`))
+	}
+	// Routed to another provider, the state is refused, and the parked call still waits.
+	var bad struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	items := f.modernItems(t, ctx, "asks", "tools/call", "mcp_other__echo",
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_other__echo","arguments":{"text":"x"},"requestState":"`+state+`","inputResponses":{"zest-1":{}},"_meta":`+meta(`{"sampling":{}}`)+`}}`)
+	if json.Unmarshal(items[len(items)-1].GetMessage(), &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, `MCP server "asker"`) {
+		t.Fatalf("the state routed to another provider: %s", items[len(items)-1].GetMessage())
+	}
+	done := retry("3", "mcp_asker__ask", `"arguments":{"method":"sampling/createMessage","params":{"maxTokens":3}},`)
+	content, _ := done["content"].([]any)
+	text := ""
+	if len(content) == 1 {
+		text, _ = content[0].(map[string]any)["text"].(string)
+	}
+	if done["resultType"] != "complete" || !strings.Contains(text, "preset answer") {
+		t.Fatalf("the retry: %v", done)
+	}
+	// The call is spent: the same state again names no waiting call.
+	items = f.modernItems(t, ctx, "asks", "tools/call", "mcp_asker__ask",
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{`+ask+`,"requestState":"`+state+`","inputResponses":{"zest-1":{}},"_meta":`+meta(`{"sampling":{}}`)+`}}`)
+	if json.Unmarshal(items[len(items)-1].GetMessage(), &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, "no longer waits") {
+		t.Fatalf("a spent state: %s", items[len(items)-1].GetMessage())
+	}
+
+	// Without the capability the provider's request is answered for the client, which is
+	// asked nothing.
+	none := final(f.modernItems(t, ctx, "asks", "tools/call", "mcp_asker__ask",
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{`+ask+`,"_meta":`+meta(`{}`)+`}}`))
+	if none["resultType"] != "complete" || none["inputRequests"] != nil {
+		t.Fatalf("a client without sampling: %v", none)
 	}
 }

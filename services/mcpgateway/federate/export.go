@@ -83,6 +83,27 @@ func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 	return c.answer(ctx, msg, res, err)
 }
 
+// ForwardModern is Forward for a request of MCP 2026-07-28 (no session), whose params as the
+// client sent them (clientParams) carry the client's capabilities in _meta: a session-era
+// server's requests the client accepts park the call and end the request with an
+// input_required result whose requestState names cfg's server, as on /mcp/servers/{id}
+// (bridge.go); a modern server's input_required result reaches the client as it is.
+func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params, clientParams json.RawMessage) []byte {
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(clientParams)}
+	res, err := c.forward(ctx, msg, params)
+	return c.answer(ctx, msg, res, err)
+}
+
+// ResumeModern answers a modern client's retry (params as the client sent them) that carries
+// a requestState Zest issued for a call of cfg's server (a session-era one) parked on it: the
+// call resumes, from any replica, as on /mcp/servers/{id}. A state issued for another server
+// or method is refused. ok is false when the request carries no requestState of Zest's: it
+// goes its ordinary way.
+func (h *Handler) ResumeModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params)}
+	return c.resumeParked(ctx, msg, params)
+}
+
 // Cancel acts on a notifications/cancelled of session sessionID: the forwarded request it
 // names is cancelled.
 func (h *Handler) Cancel(sessionID string, payload []byte) {
