@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,65 @@ func FuzzSessionID(f *testing.F) {
 		}
 		if cl.IssuedAt != issuedAt.Unix() {
 			t.Fatalf("claims of %q: %+v", id, cl)
+		}
+	})
+}
+
+// FuzzRelayAndState: OpenRelay and OpenState never panic and accept only the exact relay ids
+// and requestStates this codec signed, for the session, server and method they were signed
+// for; an altered, forged (another key) or hand-made one is refused with ErrInvalid.
+func FuzzRelayAndState(f *testing.F) {
+	c, err := NewCodec(bytes.Repeat([]byte{7}, 32), time.Hour)
+	if err != nil {
+		f.Fatal(err)
+	}
+	other, _ := NewCodec(bytes.Repeat([]byte{8}, 32), time.Hour)
+	now := time.Unix(1_800_000_000, 0)
+	const sess, server, method = "session-a", "everything", "tools/call"
+	relays := map[string]string{} // id → ref
+	states := map[string]bool{}
+	for _, ref := range []string{"t:0123456789abcdef", "h:7", "", "é\n."} {
+		id := c.SignRelay(sess, server, ref)
+		relays[id] = ref
+		f.Add(id)
+		f.Add(other.SignRelay(sess, server, ref))
+		f.Add(c.SignRelay("session-b", server, ref))
+		f.Add(id[:len(id)-1] + "A")
+		f.Add(id + "=")
+	}
+	for _, st := range []InputState{
+		{Server: server, Method: method, Call: "c1", Refs: map[string]string{"zest-1": "t:1"}, Expires: now.Unix() + 60},
+		{Server: server, Method: method, Call: "c2", Expires: now.Unix() + 1},
+		{Server: "other", Method: method, Call: "c3", Expires: now.Unix() + 60},
+		{Server: server, Method: method, Call: "c4", Expires: now.Unix() - 1},
+	} {
+		s := c.SignState(st)
+		if st.Server == server && st.Method == method && st.Expires >= now.Unix() {
+			states[s] = true
+		}
+		f.Add(s)
+		f.Add(other.SignState(st))
+		f.Add("x" + s)
+	}
+	for _, s := range []string{"", "zr.", "zs.", "zr..", "zs..", "zr.e30.", "zs.e30.e30", "zs.bnVsbA." + strings.Repeat("A", 43)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ref, err := c.OpenRelay(s, sess, server)
+		if want, ok := relays[s]; ok {
+			if err != nil || ref != want {
+				t.Fatalf("OpenRelay(%q) = %q, %v; want %q", s, ref, err, want)
+			}
+		} else if err == nil || !errors.Is(err, ErrInvalid) || ref != "" {
+			t.Fatalf("OpenRelay accepted %q (ref %q, err %v), an id this codec never signed for this session", s, ref, err)
+		}
+		st, err := c.OpenState(s, server, method, now)
+		if states[s] {
+			if err != nil {
+				t.Fatalf("OpenState(%q): %v", s, err)
+			}
+		} else if err == nil || !errors.Is(err, ErrInvalid) || st.Call != "" {
+			t.Fatalf("OpenState accepted %q (%+v, err %v), a state this codec never signed for this server and method", s, st, err)
 		}
 	})
 }
