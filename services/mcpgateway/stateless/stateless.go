@@ -44,8 +44,11 @@ type Request struct {
 // array) belongs to the session era: 2026-07-28 has none.
 func Classify(headerVersion string, payload []byte) Request {
 	r := Request{HeaderVersion: headerVersion}
-	if !mcp.IsModernProtocol(headerVersion) && !bytes.Contains(payload, metaVersionKey) {
-		return r // the session era's requests pay one byte scan, no decoding
+	if !mcp.IsModernProtocol(headerVersion) && !bytes.Contains(payload, metaVersionKey) && bytes.IndexByte(payload, '\\') < 0 {
+		// The session era's requests pay a byte scan, no decoding. A body with a backslash
+		// may spell the key with JSON escapes ("io.modelcontextprotocol\/protocolVersion"):
+		// it is decoded, since the key is the same once decoded.
+		return r
 	}
 	p := bytes.TrimSpace(payload)
 	if len(p) == 0 || p[0] != '{' {
