@@ -218,42 +218,68 @@ func appendField(out []byte, fd protoreflect.FieldDescriptor, v []byte) ([]byte,
 // appendStringMap appends a map<string, string> from its encoded entries (key = 1,
 // value = 2) as one object, keys sorted as protojson sorts them.
 func appendStringMap(out []byte, entries [][]byte) ([]byte, bool) {
-	type pair struct{ key, value []byte }
-	pairs := make([]pair, 0, len(entries))
+	pairs := make([]mapPair, 0, len(entries))
 	for _, e := range entries {
-		var p pair
-		for len(e) > 0 {
-			num, typ, n := consumeTag(e)
-			if n < 0 {
-				return out, false
-			}
-			e = e[n:]
-			if (num == 1 || num == 2) && typ == protowire.BytesType {
-				v, n := protowire.ConsumeBytes(e)
-				if n < 0 || !utf8.Valid(v) { // proto checks every string it reads, even one a later one replaces
-					return out, false
-				}
-				if num == 1 {
-					p.key = v
-				} else {
-					p.value = v
-				}
-				e = e[n:]
-				continue
-			}
-			if n = protowire.ConsumeFieldValue(num, typ, e); n < 0 {
-				return out, false
-			}
-			e = e[n:]
+		p, _, ok := readMapEntry(e)
+		if !ok || !utf8.Valid(p.value) { // an unset value is "", as in proto
+			return out, false
 		}
 		pairs = append(pairs, p)
 	}
-	slices.SortStableFunc(pairs, func(a, b pair) int { return bytes.Compare(a.key, b.key) })
+	return appendSortedObject(out, pairs, appendString[[]byte])
+}
+
+// mapPair is one map entry's key and encoded value.
+type mapPair struct{ key, value []byte }
+
+// readMapEntry reads a map entry whose key (1) and value (2) are length-delimited; hasValue
+// reports whether the value was set. ok is false for an encoding proto refuses or that
+// protojson must decide: a key that is not UTF-8 (proto checks every key it reads, even one a
+// later key replaces), a value given twice.
+func readMapEntry(e []byte) (p mapPair, hasValue, ok bool) {
+	for len(e) > 0 {
+		num, typ, n := consumeTag(e)
+		if n < 0 {
+			return p, false, false
+		}
+		e = e[n:]
+		if (num == 1 || num == 2) && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(e)
+			if n < 0 {
+				return p, false, false
+			}
+			if num == 1 {
+				if !utf8.Valid(v) {
+					return p, false, false
+				}
+				p.key = v
+			} else {
+				if hasValue {
+					return p, false, false
+				}
+				p.value, hasValue = v, true
+			}
+			e = e[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, e); n < 0 {
+			return p, false, false
+		}
+		e = e[n:]
+	}
+	return p, hasValue, true
+}
+
+// appendSortedObject appends pairs as one JSON object, keys sorted as protojson sorts them,
+// each value written by value; a key given twice is declined (the last wins in proto,
+// decided by protojson).
+func appendSortedObject(out []byte, pairs []mapPair, value func([]byte, []byte) ([]byte, bool)) ([]byte, bool) {
+	slices.SortFunc(pairs, func(a, b mapPair) int { return bytes.Compare(a.key, b.key) })
 	out = append(out, '{')
 	for i, p := range pairs {
 		if i > 0 {
 			if bytes.Equal(p.key, pairs[i-1].key) {
-				return out, false // a key twice: the last wins in proto, decided by protojson
+				return out, false
 			}
 			out = append(out, ',')
 		}
@@ -262,7 +288,7 @@ func appendStringMap(out []byte, entries [][]byte) ([]byte, bool) {
 			return out, false
 		}
 		out = append(out, ':')
-		if out, ok = appendString(out, p.value); !ok {
+		if out, ok = value(out, p.value); !ok {
 			return out, false
 		}
 	}
@@ -286,12 +312,8 @@ func appendZero(out []byte, fd protoreflect.FieldDescriptor) []byte {
 // appendStruct appends a google.protobuf.Struct: its fields (map<string, Value>, field 1)
 // as one object, keys sorted as protojson sorts them.
 func appendStruct(out []byte, b []byte) ([]byte, bool) {
-	type entry struct {
-		key   []byte
-		value []byte
-	}
-	var scratch [16]entry // a schema's object rarely has more keys
-	entries := scratch[:0]
+	var scratch [16]mapPair // a schema's object rarely has more keys
+	pairs := scratch[:0]
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
@@ -310,58 +332,13 @@ func appendStruct(out []byte, b []byte) ([]byte, bool) {
 			return out, false
 		}
 		b = b[n:]
-		var en entry
-		var haveValue bool
-		for len(e) > 0 {
-			num, typ, n := consumeTag(e)
-			if n < 0 {
-				return out, false
-			}
-			e = e[n:]
-			switch {
-			case num == 1 && typ == protowire.BytesType:
-				k, n := protowire.ConsumeBytes(e)
-				if n < 0 || !utf8.Valid(k) { // proto checks every key it reads, even one a later key replaces
-					return out, false
-				}
-				en.key, e = k, e[n:]
-			case num == 2 && typ == protowire.BytesType:
-				v, n := protowire.ConsumeBytes(e)
-				if n < 0 || haveValue {
-					return out, false
-				}
-				en.value, haveValue, e = v, true, e[n:]
-			default:
-				if n = protowire.ConsumeFieldValue(num, typ, e); n < 0 {
-					return out, false
-				}
-				e = e[n:]
-			}
-		}
-		if !haveValue {
-			return out, false // an unset Value: protojson refuses it
-		}
-		entries = append(entries, en)
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
-	out = append(out, '{')
-	for i, en := range entries {
-		if i > 0 {
-			if bytes.Equal(en.key, entries[i-1].key) {
-				return out, false // a key twice: the last wins in proto, decided by protojson
-			}
-			out = append(out, ',')
-		}
-		var ok bool
-		if out, ok = appendString(out, en.key); !ok {
+		p, hasValue, ok := readMapEntry(e)
+		if !ok || !hasValue { // an unset Value: protojson refuses it
 			return out, false
 		}
-		out = append(out, ':')
-		if out, ok = appendValue(out, en.value); !ok {
-			return out, false
-		}
+		pairs = append(pairs, p)
 	}
-	return append(out, '}'), true
+	return appendSortedObject(out, pairs, appendValue)
 }
 
 // appendList appends a google.protobuf.ListValue (repeated Value values = 1).
