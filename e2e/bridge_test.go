@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,41 +142,7 @@ func (f elicitorFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mc
 func TestBridgeModernClientOfStdioUpstream(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "fixture", "command": conformanceFixture(t)})
-	var mu sync.Mutex
-	var asked []string
-	tr, err := transport.NewStreamableHTTP(fedURL(s, "fixture"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := mcpclient.NewClient(tr,
-		mcpclient.WithSamplingHandler(samplerFunc(func(_ context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var c struct {
-				Text string `json:"text"`
-			}
-			b, _ := json.Marshal(r.Messages[0].Content)
-			_ = json.Unmarshal(b, &c)
-			text := c.Text
-			mu.Lock()
-			asked = append(asked, "sampling: "+text)
-			mu.Unlock()
-			return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled by mcp-go")}, Model: "e2e"}, nil
-		})),
-		mcpclient.WithElicitationHandler(elicitorFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-			mu.Lock()
-			asked = append(asked, "elicitation: "+r.Params.Message)
-			mu.Unlock()
-			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
-				Content: map[string]any{"username": "ada", "email": "ada@example.com"}}}, nil
-		})))
-	if err := cl.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
-	if res, err := cl.Initialize(t.Context(), init); err != nil || res.ProtocolVersion != "2026-07-28" {
-		t.Fatalf("initialize: %+v, %v", res, err)
-	}
+	cl, asked := modernAskedClient(t, fedURL(s, "fixture"), "sampled by mcp-go")
 	callText := func(tool string, args map[string]any) string {
 		t.Helper()
 		call := mcp.CallToolRequest{}
@@ -201,10 +168,8 @@ func TestBridgeModernClientOfStdioUpstream(t *testing.T) {
 	if got := callText("test_elicitation", map[string]any{"message": "who are you?"}); !strings.Contains(got, "action=accept") || !strings.Contains(got, "ada@example.com") {
 		t.Fatalf("test_elicitation: %q", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if strings.Join(asked, "|") != "sampling: what is zest?|elicitation: who are you?" {
-		t.Fatalf("the client was asked %v", asked)
+	if got := asked(); strings.Join(got, "|") != "sampling: what is zest?|elicitation: who are you?" {
+		t.Fatalf("the client was asked %v", got)
 	}
 }
 
@@ -380,5 +345,53 @@ func TestBridgeModernClientOfHTTPUpstream(t *testing.T) {
 	}
 	if v := u.Violations(); len(v) > 0 {
 		t.Fatalf("the upstream saw violations: %v", v)
+	}
+}
+
+// modernAskedClient is mcp-go's client with its defaults (2026-07-28) at url, initialized,
+// with a sampling handler that answers sampled and an elicitation handler that accepts
+// {"username":"ada","email":"ada@example.com"}; asked returns what the client was asked, in order
+// ("sampling: <text>", "elicitation: <message>").
+func modernAskedClient(t *testing.T, url, sampled string) (cl *mcpclient.Client, asked func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	note := func(s string) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	}
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl = mcpclient.NewClient(tr,
+		mcpclient.WithSamplingHandler(samplerFunc(func(_ context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			var c struct {
+				Text string `json:"text"`
+			}
+			b, _ := json.Marshal(r.Messages[0].Content)
+			_ = json.Unmarshal(b, &c)
+			note("sampling: " + c.Text)
+			return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(sampled)}, Model: "e2e"}, nil
+		})),
+		mcpclient.WithElicitationHandler(elicitorFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			note("elicitation: " + r.Params.Message)
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+				Content: map[string]any{"username": "ada", "email": "ada@example.com"}}}, nil
+		})))
+	if err := cl.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
+	if res, err := cl.Initialize(t.Context(), init); err != nil || res.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("initialize: %+v, %v", res, err)
+	}
+	return cl, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }

@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -23,33 +18,7 @@ func TestPresetBridgeModernClientOfStdioProvider(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "fixture", "command": conformanceFixture(t)})
 	putPreset(t, s, "bridged", "fixture", "lemonade")
-	var mu sync.Mutex
-	var asked []string
-	tr, err := transport.NewStreamableHTTP(presetURL(s, "bridged"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := mcpclient.NewClient(tr,
-		mcpclient.WithSamplingHandler(samplerFunc(func(_ context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var c struct {
-				Text string `json:"text"`
-			}
-			b, _ := json.Marshal(r.Messages[0].Content)
-			_ = json.Unmarshal(b, &c)
-			mu.Lock()
-			asked = append(asked, "sampling: "+c.Text)
-			mu.Unlock()
-			return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled through the preset")}, Model: "e2e"}, nil
-		})))
-	if err := cl.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
-	if res, err := cl.Initialize(t.Context(), init); err != nil || res.ProtocolVersion != "2026-07-28" {
-		t.Fatalf("initialize: %+v, %v", res, err)
-	}
+	cl, asked := modernAskedClient(t, presetURL(s, "bridged"), "sampled through the preset")
 	call := mcp.CallToolRequest{}
 	call.Params.Name, call.Params.Arguments = "mcp_fixture__test_sampling", map[string]any{"prompt": "what is a preset?"}
 	out, err := cl.CallTool(t.Context(), call)
@@ -65,10 +34,8 @@ func TestPresetBridgeModernClientOfStdioProvider(t *testing.T) {
 	if out.IsError || out.ResultType != "complete" || text != "LLM response: sampled through the preset" {
 		t.Fatalf("test_sampling: isError %v, resultType %q, text %q", out.IsError, out.ResultType, text)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if strings.Join(asked, "|") != "sampling: what is a preset?" {
-		t.Fatalf("the client was asked %v", asked)
+	if got := asked(); strings.Join(got, "|") != "sampling: what is a preset?" {
+		t.Fatalf("the client was asked %v", got)
 	}
 }
 
