@@ -359,18 +359,7 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 		u.mu.Unlock()
 	}()
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Mcp-Session-Id", sid)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	event := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	event := openSSE(w, sid)
 	for _, a := range asks {
 		req := map[string]any{"jsonrpc": "2.0", "id": a.id, "method": a.method}
 		if a.method != "ping" {
@@ -482,18 +471,7 @@ func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
 		delete(u.pending, sessionKey(sid, id))
 		u.mu.Unlock()
 	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Mcp-Session-Id", sid)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	event := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	event := openSSE(w, sid)
 	event(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": p.Arguments.Method, "params": params})
 	var got json.RawMessage
 	select {
@@ -505,4 +483,21 @@ func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
 		return
 	}
 	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": string(got)}}}})
+}
+
+// openSSE answers a POST of session sid with an SSE stream, and returns the function that
+// sends one JSON-RPC message on it as an event.
+func openSSE(w http.ResponseWriter, sid string) func(v any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Mcp-Session-Id", sid)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 }
