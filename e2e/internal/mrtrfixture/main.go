@@ -1,4 +1,4 @@
-// Command mrtrfixture is a Streamable HTTP MCP server of protocol 2026-07-28 (mark3labs/mcp-go)
+// Command mrtrfixture is a Streamable HTTP MCP server of protocol 2026-07-28 alone (mark3labs/mcp-go; initialize refused)
 // whose tools ask the client for input the revision's way: an input_required result, answered
 // by a retry that carries inputResponses and the requestState (SEP-2322). The e2e tests
 // register it as an HTTP upstream and call its tools through /mcp/servers/{id} with
@@ -21,6 +21,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/mcptest"
 )
 
 func main() {
@@ -34,7 +35,9 @@ func main() {
 	}
 	fmt.Printf("http://%s/mcp\n", l.Addr())
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
+	// 2026-07-28 alone: a server that also served the session era would get session-era
+	// clients' calls in a session of their own, not bridged (Zest follows the client's era).
+	mux.Handle("/mcp", mcptest.ModernOnly(server.NewStreamableHTTPServer(s, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728))))
 	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -13,14 +16,26 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// mrtrUpstream is a server of 2026-07-28 (mcp-go over Streamable HTTP) whose tools ask for
-// input with input_required results: sample (one sampling round; it reports the client
-// capabilities it was told), two (an elicitation, then a sampling, then the answer), and
-// forever (roots/list in every round; forevers counts its invocations).
+// mrtrUpstream is a server of 2026-07-28 alone (mcp-go over Streamable HTTP, initialize
+// refused) whose tools ask for input with input_required results (mrtrServer).
 func mrtrUpstream(t *testing.T) (*Manager, *mcpgatewayv1.ServerConfig, *atomic.Int64) {
+	t.Helper()
+	return mrtrServer(t, func(srv *server.MCPServer) http.Handler {
+		return mcptest.ModernOnly(server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728)))
+	})
+}
+
+// mrtrServer serves, through the handler serve makes of it, an mcp-go server whose tools ask
+// for input with input_required results: sample (one sampling round; it reports the client
+// capabilities it was told), two (an elicitation, then a sampling, then the answer), and
+// forever (roots/list in every round; forevers counts its invocations); and legacy_sample,
+// which asks the session era's way (a sampling/createMessage request, which mcp-go sends
+// only in a session). Zest must drive it as 2026-07-28.
+func mrtrServer(t *testing.T, serve func(*server.MCPServer) http.Handler) (*Manager, *mcpgatewayv1.ServerConfig, *atomic.Int64) {
 	t.Helper()
 	srv := server.NewMCPServer("mrtr-up", "1.0.0", server.WithToolCapabilities(false), server.WithElicitation())
 	srv.EnableSampling()
@@ -54,12 +69,19 @@ func mrtrUpstream(t *testing.T) (*Manager, *mcpgatewayv1.ServerConfig, *atomic.I
 			return mcp.NewToolResultText(st + " " + sampledText(r)), nil
 		}
 	})
+	srv.AddTool(mcp.NewTool("legacy_sample"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r, err := srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: ask})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText("legacy sampled " + sampledText(r)), nil
+	})
 	forevers := &atomic.Int64{}
 	srv.AddTool(mcp.NewTool("forever"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		n := forevers.Add(1)
 		return server.NewInputRequestBuilder(fmt.Sprint(n)).Roots("r").ToolResult(), nil
 	})
-	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	hs := httptest.NewServer(serve(srv))
 	t.Cleanup(hs.Close)
 	m := New(nil, nil, nil)
 	cfg := httpConfig("mrtr", hs.URL+"/mcp")
@@ -160,6 +182,98 @@ func TestBridgeInputRequiredErrors(t *testing.T) {
 	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"forever","arguments":{}}`), 0, h)
 	if err != nil || !strings.Contains(string(res), `"resultType":"input_required"`) || !strings.Contains(string(res), `"roots/list"`) {
 		t.Fatalf("without Bridge the result is the client's to answer: %s, %v", res, err)
+	}
+}
+
+// countInitialize counts the initialize requests h receives.
+func countInitialize(h http.Handler, n *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"method":"initialize"`) {
+			n.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestFollowClientEra: a server that serves both eras is driven as 2026-07-28, but the calls
+// of session-era clients that may be asked something go through one session of Zest's own,
+// so that the server asks in the client's era: a tool that sends sampling/createMessage as a
+// request (refused by mcp-go in 2026-07-28; sent on the GET stream in a session, so attributed
+// only while one call is in flight) reaches the client, as does one that answers
+// input_required (turned into requests by the server's SDK in a session). A modern client's
+// call stays in 2026-07-28 and gets the server's own answer for that era.
+func TestFollowClientEra(t *testing.T) {
+	var inits atomic.Int64
+	held, release := make(chan struct{}), make(chan struct{})
+	m, cfg, _ := mrtrServer(t, func(srv *server.MCPServer) http.Handler {
+		srv.AddTool(mcp.NewTool("hold"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(held)
+			<-release
+			return mcp.NewToolResultText("released"), nil
+		})
+		return countInitialize(server.NewStreamableHTTPServer(srv), &inits)
+	})
+	c := &fakeClient{m: m, answer: answers}
+	// mcp-go sends sampling/createMessage on the GET stream, not on the call's: with another
+	// call in flight on the session, Zest cannot tell whose it is and refuses it.
+	holding := make(chan error, 1)
+	go func() {
+		_, err := m.CallWith(context.Background(), cfg, "tools/call", json.RawMessage(`{"name":"hold","arguments":{}}`), 0, c.hooks(allRelays))
+		holding <- err
+	}()
+	<-held
+	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
+	if err != nil || !strings.Contains(string(res), "2 calls are in flight") || len(c.asked) != 0 {
+		t.Fatalf("a request outside a call's stream with 2 calls in flight: %s, %v, asked %v", res, err, c.asked)
+	}
+	close(release)
+	if err := <-holding; err != nil {
+		t.Fatal(err)
+	}
+	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
+	if err != nil || !strings.Contains(string(res), "legacy sampled hi") {
+		t.Fatalf("a session-era request of the server: %s, %v", res, err)
+	}
+	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(allRelays))
+	if err != nil || !strings.Contains(string(res), "r2:ada hi") {
+		t.Fatalf("input_required in a session: %s, %v", res, err)
+	}
+	if got := strings.Join(c.asked, ","); got != "sampling/createMessage,elicitation/create,sampling/createMessage" {
+		t.Errorf("the client was asked %s", got)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d initialize requests, want 1 (one session for every session-era call)", n)
+	}
+	h := c.hooks(allRelays)
+	h.Bridge = false
+	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, h)
+	if err != nil || !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), "2026-07-28") {
+		t.Fatalf("a modern client's call stays in 2026-07-28: %s, %v", res, err)
+	}
+	if inf, err := m.Info(t.Context(), cfg); err != nil || inf.ProtocolVersion != ModernVersion {
+		t.Fatalf("the server's own connection stays 2026-07-28: %+v, %v", inf, err)
+	}
+}
+
+// TestFollowClientEraRefused: a server whose server/discover lists a session-era version but
+// that refuses initialize gets the session-era clients' calls bridged (input_required rounds),
+// and is asked for a session once only.
+func TestFollowClientEraRefused(t *testing.T) {
+	var inits atomic.Int64
+	m, cfg, _ := mrtrServer(t, func(srv *server.MCPServer) http.Handler {
+		return countInitialize(mcptest.ModernOnly(server.NewStreamableHTTPServer(srv)), &inits)
+	})
+	c := &fakeClient{m: m, answer: answers}
+	for range 2 {
+		res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(allRelays))
+		if err != nil || !strings.Contains(string(res), "sampled hi state st-1") {
+			t.Fatalf("bridged: %s, %v", res, err)
+		}
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d initialize requests, want 1 (refused once, not asked again)", n)
 	}
 }
 

@@ -80,6 +80,21 @@ type httpSession struct {
 	acks      sync.Map // string → *listenStart
 	// subscribing serializes subscribe: one change of the listen stream at a time.
 	subscribing sync.Mutex
+	// dualEra is set when the server, driven without a session, also listed a session-era
+	// version in server/discover: the calls of session-era clients that it may ask something
+	// then go through a session of their own (sessionSide), so that the server asks in the
+	// client's era.
+	dualEra bool
+	// sessionOnly marks that session (it never probes server/discover, and leaves the lists to
+	// the server's own connection); flight are its calls in flight (answerSideRequest).
+	sessionOnly bool
+	flightMu    sync.Mutex
+	flight      map[*httpRelay]context.Context
+	// side is that session, opened by the first call that needs it; sideFailed is set when
+	// the server refused it (initialize failed): such calls are bridged instead (modern.go).
+	sideMu     sync.Mutex
+	side       *httpSession
+	sideFailed bool
 }
 
 // renewal is one initialize after an expired session; done closes once err is set.
@@ -121,13 +136,14 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 // session if it serves that revision; otherwise it opens a new MCP session (initialize, then
 // notifications/initialized) on a new transport. Either becomes the session's current one.
 func (s *httpSession) connect(ctx context.Context) error {
-	if s.discover(ctx) {
+	if !s.sessionOnly && s.discover(ctx) {
 		return nil
 	}
 	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
 		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())),
 		// The GET stream carries what the server sends outside a request, such as
-		// notifications/tools/list_changed; a server without one answers 405 and is not asked again.
+		// notifications/tools/list_changed (and, from mcp-go, sampling/createMessage); a
+		// server without one answers 405 and is not asked again.
 		transport.WithContinuousListening())
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
@@ -140,6 +156,9 @@ func (s *httpSession) connect(ctx context.Context) error {
 	// Start installed the client's own handler, which answers roots/list, sampling and
 	// elicitation with -32603 when no handler of theirs is configured; ours replaces it.
 	tr.SetRequestHandler(answerServerRequest)
+	if s.sessionOnly {
+		tr.SetRequestHandler(s.answerSideRequest)
+	}
 	cl.OnNotification(s.onNotification)
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = ProtocolVersion
@@ -396,6 +415,13 @@ func (s *httpSession) close(context.Context) error {
 		stop()
 	}
 	closeOld(cl, tr)
+	s.sideMu.Lock()
+	side := s.side
+	s.side, s.sideFailed = nil, true
+	s.sideMu.Unlock()
+	if side != nil {
+		_ = side.close(context.Background())
+	}
 	return nil
 }
 
@@ -438,8 +464,17 @@ func (s *httpSession) callWith(ctx context.Context, method string, params json.R
 	if hooks.Park > 0 && hooks.Relays.Any() && !s.isModern() {
 		return s.callParked(ctx, method, params, timeout, hooks)
 	}
+	if hooks.Bridge && hooks.OnRequest != nil && hooks.Relays.Any() && mayAsk(method) {
+		if side := s.sessionSide(ctx); side != nil {
+			return side.callWith(ctx, method, params, timeout, hooks)
+		}
+	}
 	if hooks.OnRequest != nil {
-		ctx = context.WithValue(ctx, httpRelayKey{}, &httpRelay{hooks: hooks, waiting: s.waiting})
+		rl := &httpRelay{hooks: hooks, waiting: s.waiting}
+		ctx = context.WithValue(ctx, httpRelayKey{}, rl)
+		if s.sessionOnly {
+			defer s.fly(ctx, rl)()
+		}
 	}
 	if hooks.OnProgress != nil {
 		token := fmt.Sprintf("zest-progress-%d", s.progressID.Add(1))
@@ -461,6 +496,10 @@ func (s *httpSession) callWith(ctx context.Context, method string, params json.R
 func (s *httpSession) onNotification(n mcp.JSONRPCNotification) {
 	if n.Method == "notifications/progress" {
 		s.deliverProgress(n)
+		return
+	}
+	if s.sessionOnly && n.Method != "notifications/message" {
+		// The lists and their news belong to the server's own connection, which follows them.
 		return
 	}
 	if n.Method == methodToolsListChanged || n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {

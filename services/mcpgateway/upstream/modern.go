@@ -73,11 +73,90 @@ func (s *httpSession) discover(ctx context.Context) bool {
 	}
 	oldCl, oldTr := s.cl, s.tr
 	s.cl, s.tr, s.sid, s.expired, s.inf, s.modern = nil, tr, "", false, inf, true
+	s.dualEra = slices.ContainsFunc(res.SupportedVersions, func(v string) bool { return v < ModernVersion && mcp.IsValidProtocolVersion(v) })
 	s.listening = listenFilter(res.Capabilities)
 	s.relisten() // unlocks s.mu
 	closeOld(oldCl, oldTr)
 	s.log.DebugContext(ctx, "upstream serves MCP 2026-07-28: driven without a session", "server", s.cfg.GetId(), "took", time.Since(began))
 	return true
+}
+
+// mayAsk reports whether a server may ask the client something while it answers method.
+func mayAsk(method string) bool {
+	return method == string(mcp.MethodToolsCall) || method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)
+}
+
+// sessionSide returns the session through which a session-era client's call of a server that
+// serves both eras goes (nil for a server of one era, or when the server refused a session):
+// Zest follows the client's era, so a tool that asks the client the session era's way
+// (sampling/createMessage sent as a request, which mcp-go refuses to send in 2026-07-28)
+// reaches the client, as does one that answers input_required (the server's SDK turns it into
+// requests in a session). The session is opened by the first such call, and is the server's
+// own apart from that: its notifications but logging are dropped (the server's own connection
+// follows the lists), progress reaches the call.
+func (s *httpSession) sessionSide(ctx context.Context) *httpSession {
+	s.mu.Lock()
+	dual := s.modern && s.dualEra && !s.closed
+	s.mu.Unlock()
+	if !dual {
+		return nil
+	}
+	s.sideMu.Lock()
+	defer s.sideMu.Unlock()
+	if s.side != nil || s.sideFailed {
+		return s.side
+	}
+	side := &httpSession{cfg: s.cfg, log: s.log, headers: s.headers, emit: s.emit, waiting: s.waiting, sessionOnly: true}
+	if err := side.connect(ctx); err != nil {
+		if ctx.Err() == nil {
+			s.sideFailed = true
+			s.log.WarnContext(ctx, "the upstream lists a session-era version but refused a session: the calls of session-era clients are bridged (input_required)",
+				"server", s.cfg.GetId(), "err", err)
+		}
+		return nil
+	}
+	s.log.InfoContext(ctx, "upstream serves both eras: session-era clients' calls go through a session", "server", s.cfg.GetId(), "version", side.info().ProtocolVersion)
+	s.side = side
+	return side
+}
+
+// fly records a call in flight on the session of sessionSide until the returned func runs.
+func (s *httpSession) fly(ctx context.Context, rl *httpRelay) func() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if s.flight == nil {
+		s.flight = map[*httpRelay]context.Context{}
+	}
+	s.flight[rl] = ctx
+	return func() {
+		s.flightMu.Lock()
+		defer s.flightMu.Unlock()
+		delete(s.flight, rl)
+	}
+}
+
+// answerSideRequest answers a request of the server on the session of sessionSide. One on a
+// call's response stream is that call's (answerServerRequest). mcp-go sends
+// sampling/createMessage on the GET stream instead; such a request is attributed to the call
+// in flight on the session when there is exactly one, as the tool host does for a shared stdio
+// child, and otherwise refused with the reason: Zest never guesses.
+func (s *httpSession) answerSideRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if rl, _ := ctx.Value(httpRelayKey{}).(*httpRelay); rl != nil || req.Method != MethodSampling && req.Method != MethodElicitation && req.Method != MethodRoots {
+		return answerServerRequest(ctx, req)
+	}
+	s.flightMu.Lock()
+	n := len(s.flight)
+	var callCtx context.Context
+	var only *httpRelay
+	for rl, c := range s.flight {
+		only, callCtx = rl, c
+	}
+	s.flightMu.Unlock()
+	if n != 1 {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf(
+			"Internal error: %s came outside a call's response stream while %d calls are in flight on Zest's session with this server; Zest cannot tell which client it is for", req.Method, n), nil), nil
+	}
+	return answerServerRequest(context.WithValue(callCtx, httpRelayKey{}, only), req)
 }
 
 func (s *httpSession) isModern() bool {
