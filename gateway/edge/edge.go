@@ -198,7 +198,17 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway
 	}
-	writeAdminError(w, code, msg)
+	writeAdminErrorParam(w, code, msg, badField(st))
+}
+
+// badField is the request field an InvalidArgument names (BadRequest details), or "".
+func badField(st *status.Status) string {
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	return ""
 }
 
 // toolFiltered reports whether st refuses a call of a tool its server's filters do not
@@ -214,10 +224,17 @@ func toolFiltered(st *status.Status) bool {
 	return false
 }
 
-// writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}. (A
-// 401 gets its WWW-Authenticate header from the root handler's response.)
-func writeAdminError(w http.ResponseWriter, code int, msg string) {
-	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}})
+// writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}, and
+// "param" (OpenAI's name) when the error names a field of the request. (A 401 gets its
+// WWW-Authenticate header from the root handler's response.)
+func writeAdminError(w http.ResponseWriter, code int, msg string) { writeAdminErrorParam(w, code, msg, "") }
+
+func writeAdminErrorParam(w http.ResponseWriter, code int, msg, param string) {
+	e := map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}
+	if param != "" {
+		e["param"] = param
+	}
+	httpguard.WriteJSON(w, code, map[string]any{"error": e})
 }
 
 func reachesUpstream(path string) bool {

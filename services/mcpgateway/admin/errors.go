@@ -31,7 +31,16 @@ func toStatus(err error) error {
 		code = codes.DeadlineExceeded
 	case errors.As(err, &filtered):
 		return toolFiltered(filtered)
-	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset), errors.Is(err, errBadRequest):
+	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset):
+		// The field the error names goes with it (BadRequest), for a form to show it there.
+		st := status.New(codes.InvalidArgument, err.Error())
+		if f := serverconfig.Field(err); f != "" {
+			if withField, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: f, Description: err.Error()}}}); derr == nil {
+				st = withField
+			}
+		}
+		return st.Err()
+	case errors.Is(err, errBadRequest):
 		code = codes.InvalidArgument
 	case errors.Is(err, registry.ErrNotFound):
 		code = codes.NotFound

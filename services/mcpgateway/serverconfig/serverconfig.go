@@ -18,6 +18,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/envref"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Transports.
@@ -231,4 +232,31 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Field is the config field a validation error of this package names first (its message
+// starts with it: "command is required…", "env A must be…", "tools_deny[2] is empty…"): a
+// field of ServerConfig for ErrInvalid, of Preset for ErrInvalidPreset; "" when the error
+// names none (a missing body). The admin API returns it as the error's param, so that a form
+// shows the error next to that field.
+func Field(err error) string {
+	var msg string
+	var fields protoreflect.FieldDescriptors
+	switch {
+	case errors.Is(err, ErrInvalid):
+		msg, fields = err.Error(), (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
+	case errors.Is(err, ErrInvalidPreset):
+		msg, fields = err.Error(), (&mcpgatewayv1.Preset{}).ProtoReflect().Descriptor().Fields()
+	default:
+		return ""
+	}
+	_, rest, ok := strings.Cut(msg, ": ")
+	if !ok {
+		return ""
+	}
+	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == '[' || r == ':' })]
+	if fields.ByName(protoreflect.Name(name)) == nil {
+		return ""
+	}
+	return name
 }

@@ -174,3 +174,33 @@ func TestParseExpose(t *testing.T) {
 		t.Fatal("a change of expose alone must not reconnect")
 	}
 }
+
+// TestField: a validation error names its field first, and Field finds it, for a form to
+// show the error next to that field.
+func TestField(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"id":"a b","command":"x"}`:                                "id",
+		`{"id":"a","command":"x","env":{"GITHUB_TOKEN":"ghp_123"}}`: "env",
+		`{"id":"a"}`:                                                              "command",
+		`{"id":"a","transport":"http"}`:                                           "url",
+		`{"id":"a","command":"x","timeout_ms":999}`:                               "timeout_ms",
+		`{"id":"a","transport":"sse","command":"x"}`:                              "transport",
+		`{"id":"a","command":"x","tools_deny":[""]}`:                              "tools_deny",
+		`{"id":"a","transport":"http","url":"https://h/mcp","bearer_token":"sk"}`: "bearer_token",
+		`{"id":"a","transport":"http","url":"https://h/mcp","command":"x"}`:       "command",
+	} {
+		_, err := parse(body, nil)
+		if got := Field(err); got != want {
+			t.Errorf("%s: Field(%v) = %q, want %q", body, err, got, want)
+		}
+	}
+	if got := Field(invalid(`the server is missing: send a server`)); got != "" {
+		t.Errorf("an error naming no field: %q", got)
+	}
+	if got := Field(invalidPreset("mcp_server_ids selects 5 providers")); got != "mcp_server_ids" {
+		t.Errorf("preset: %q", got)
+	}
+	if got := Field(errors.New("id is wrong")); got != "" {
+		t.Errorf("not a validation error: %q", got)
+	}
+}
