@@ -227,7 +227,9 @@ func toolFiltered(st *status.Status) bool {
 // writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}, and
 // "param" (OpenAI's name) when the error names a field of the request. (A 401 gets its
 // WWW-Authenticate header from the root handler's response.)
-func writeAdminError(w http.ResponseWriter, code int, msg string) { writeAdminErrorParam(w, code, msg, "") }
+func writeAdminError(w http.ResponseWriter, code int, msg string) {
+	writeAdminErrorParam(w, code, msg, "")
+}
 
 func writeAdminErrorParam(w http.ResponseWriter, code int, msg, param string) {
 	e := map[string]any{"message": msg, "type": "mcp_client_error", "status_code": code}
