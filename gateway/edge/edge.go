@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/zestmcp/zest/gateway/console"
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
@@ -96,6 +97,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
+	// The console (gateway/console): GET / and its files under /ui/, same origin as the API.
+	ui := console.New()
+	mux.Handle("/{$}", ui)
+	mux.Handle("/ui/", ui)
 	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))

@@ -355,7 +355,7 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 		shape        string
 	}{
 		{"GET", "/nope", 404, "lemonade"},
-		{"GET", "/", 404, "lemonade"},
+		{"GET", "/index.html", 404, "lemonade"}, // the console is / and /ui/…
 		{"POST", "/live", 405, "lemonade"},
 		{"GET", "/api/v1/nope", 404, "openai"},
 		{"GET", "/api/v1", 404, "openai"},
@@ -384,6 +384,10 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 	}
 	if a := do(t, "GET", te.url+"/live", ""); a.status != 200 || a.json(t)["status"] != "ok" {
 		t.Fatalf("/live: %+v", a)
+	}
+	// The console: served without a key (it asks for one), with its CSP.
+	if a := do(t, "GET", te.url+"/", ""); a.status != 200 || a.header.Get("Content-Security-Policy") == "" || !strings.Contains(a.body, "Zest console") {
+		t.Fatalf("GET /: %d %v", a.status, a.header)
 	}
 }
 
