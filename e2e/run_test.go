@@ -72,6 +72,20 @@ func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
 	if r := do(t, "GET", "http://"+edge+"/live", ""); r.Status != 200 {
 		t.Fatalf("/live: %d", r.Status)
 	}
+	// With no key set, the run makes an admin key and prints the console's link with it.
+	link := regexp.MustCompile(`Console: (http://\S+/)#key=([0-9a-f]{32})`).FindStringSubmatch(waitLine("Console: "))
+	if link == nil || link[1] != "http://"+edge+"/" {
+		t.Fatalf("no console link with a key: %q", seen.String())
+	}
+	if r := do(t, "GET", link[1], ""); r.Status != 200 || !strings.Contains(string(r.Body), "Zest console") {
+		t.Fatalf("the console: %d", r.Status)
+	}
+	if r := do(t, "GET", "http://"+edge+"/internal/mcp/servers", "", "Authorization: Bearer "+link[2]); r.Status != 200 {
+		t.Fatalf("the printed key is not the admin key: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "GET", "http://"+edge+"/internal/mcp/servers", ""); r.Status != 401 {
+		t.Fatalf("administration without the key: %d", r.Status)
+	}
 	if !strings.Contains(seen.String(), dataDir) {
 		t.Errorf("run.sh did not report the data dir %s", dataDir)
 	}

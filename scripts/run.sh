@@ -14,6 +14,16 @@ if [ -z "${ZEST_SERVICE_KEY:-}" ]; then
   export ZEST_SERVICE_KEY
 fi
 
+# The console needs the admin key to register servers. With none set, this run makes one
+# (administration stays closed to anyone without it) and prints the console's link with it in
+# the URL's fragment, which the browser keeps for the tab and never sends to a server.
+generated_admin_key=""
+if [ -z "${LEMONADE_ADMIN_API_KEY:-}" ] && [ -z "${LEMONADE_API_KEY:-}" ]; then
+  LEMONADE_ADMIN_API_KEY="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+  export LEMONADE_ADMIN_API_KEY
+  generated_admin_key="$LEMONADE_ADMIN_API_KEY"
+fi
+
 bin="${ZEST_BIN_DIR:-bin}"
 pids=()
 signalled=0
@@ -77,9 +87,16 @@ for _ in $(seq 1 100); do
 done
 auth=""
 [ -n "${LEMONADE_API_KEY:-}" ] && auth=" -H 'authorization: Bearer \$LEMONADE_API_KEY'"
+if [ -n "$generated_admin_key" ]; then
+  console="Console: http://$edge/#key=$generated_admin_key
+  (an admin key made for this run, since LEMONADE_ADMIN_API_KEY was not set; it ends with Ctrl-C)"
+else
+  console="Console: http://$edge/  (it asks for the admin key: LEMONADE_ADMIN_API_KEY, or LEMONADE_API_KEY)"
+fi
 cat <<MSG
 
 Zest is up at http://$edge  (data in $ZEST_DATA_DIR; Ctrl-C stops everything)
+$console
 Try:
   curl -s http://$edge/api/v1/health$auth
   curl -si http://$edge/mcp$auth -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\

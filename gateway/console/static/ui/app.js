@@ -229,10 +229,11 @@ async function route() {
 function init() {
   // A key handed in the URL's fragment (make run prints such a link; a fragment never
   // reaches a server) is kept for the tab and removed from the address bar.
-  const m = /[#&]key=([^&]+)/.exec(location.hash);
+  // (#key=K, or #key=K&/servers to open a view.)
+  const m = /^#key=([^&]+)(?:&(#?\/.*))?$/.exec(location.hash);
   if (m) {
     sessionStorage.setItem(ADMIN_KEY, decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + '#/');
+    history.replaceState(null, '', `${location.pathname}#${(m[2] || '/').replace(/^#/, '')}`);
   }
   document.getElementById('key-button').addEventListener('click', () => askKey('admin'));
   document.getElementById('key-cancel').addEventListener('click', () => document.getElementById('key-dialog').close('cancel'));

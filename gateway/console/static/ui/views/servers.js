@@ -1,1 +1,261 @@
-export default { title: 'External MCP servers', async render(main, app) { main.append(app.el('p', {}, 'Loading…')); } };
+// External MCP servers, in Lemonade's words: the list of registered servers with their status
+// (colour + icon + text, changes announced in the live region), last error, stderr tail and
+// tools; the form to add or edit one (HTTP endpoint or Local process), with Test connection
+// and Save and connect; API errors shown next to the field they name.
+const STATUS = {
+  connected: { icon: '●', text: 'Connected' },
+  connecting: { icon: '◌', text: 'Connecting' },
+  error: { icon: '✖', text: 'Error' },
+  disconnected: { icon: '○', text: 'Disconnected' },
+  disabled: { icon: '⊘', text: 'Disabled' },
+};
+
+let timer = null;
+let lastStatus = new Map();
+// busy holds the ids being connected, shown as Connecting until the call returns.
+const busy = new Set();
+
+function badge(app, status) {
+  const s = STATUS[status] || { icon: '?', text: status };
+  return app.el('span', { class: `status ${status}` }, app.el('span', { 'aria-hidden': 'true' }, s.icon), s.text);
+}
+
+function lines(text) { return text.split('\n').map((l) => l.trim()).filter(Boolean); }
+
+// formBody reads the form into the admin API's server config.
+function formBody(form, editingId) {
+  const v = (n) => (form.elements[n] ? form.elements[n].value.trim() : '');
+  const http = form.elements.transport.value === 'streamable-http';
+  const body = { name: v('name'), transport: http ? 'streamable-http' : 'stdio' };
+  if (editingId) body.id = editingId;
+  if (v('timeout_ms')) body.timeout_ms = Number(v('timeout_ms'));
+  if (http) {
+    body.url = v('url');
+    if (v('bearer_token')) body.bearer_token = v('bearer_token');
+    body.allow_insecure_http = form.elements.allow_insecure_http.checked;
+  } else {
+    body.command = v('command');
+    body.args = form.elements.args.value.split('\n').map((a) => a.replace(/\r$/, '')).filter((a) => a !== '');
+    if (v('working_dir')) body.working_dir = v('working_dir');
+    const env = {};
+    for (const l of lines(form.elements.env.value)) {
+      const i = l.indexOf('=');
+      if (i <= 0) throw Object.assign(new Error(`Environment line "${l}": write KEY=\${KEY}`), { param: 'env' });
+      env[l.slice(0, i).trim()] = l.slice(i + 1).trim();
+    }
+    body.env = env;
+  }
+  body.tools_allow = lines(form.elements.tools_allow.value);
+  body.tools_deny = lines(form.elements.tools_deny.value);
+  return body;
+}
+
+function serverForm(app, existing, onSaved) {
+  const { el, field } = app;
+  const s = existing || {};
+  const isHTTP = s.transport === 'streamable-http';
+  const radio = (value, label) => el('div', { class: 'check' },
+    el('input', { type: 'radio', name: 'transport', id: `transport-${value}`, value, checked: (value === 'streamable-http') === isHTTP }),
+    el('label', { for: `transport-${value}` }, label));
+  const httpPart = el('div', { id: 'http-fields' },
+    field('URL', el('input', { type: 'url', name: 'url', value: s.url || '', placeholder: 'https://host/mcp', autocomplete: 'off' })),
+    field('Bearer token', el('input', { type: 'text', name: 'bearer_token', value: s.bearer_token || '', placeholder: '${MY_TOKEN}', autocomplete: 'off' }),
+      'An environment variable reference such as ${GITHUB_TOKEN}, resolved where Zest runs. Raw tokens are refused.'),
+    el('div', { class: 'check field' }, el('input', { type: 'checkbox', name: 'allow_insecure_http', id: 'allow-insecure', checked: !!s.allow_insecure_http }),
+      el('label', { for: 'allow-insecure' }, 'Allow insecure HTTP (plain http to a host other than this machine)')));
+  const stdioPart = el('div', { id: 'stdio-fields' },
+    field('Command', el('input', { type: 'text', name: 'command', value: s.command || '', placeholder: 'npx', autocomplete: 'off' })),
+    field('Working directory', el('input', { type: 'text', name: 'working_dir', value: s.working_dir || '', autocomplete: 'off' })),
+    field('Arguments (one per line)', el('textarea', { name: 'args', rows: '3' }, (s.args || []).join('\n'))),
+    field('Environment (one KEY=${KEY} per line)', el('textarea', { name: 'env', rows: '2' }, Object.entries(s.env || {}).map(([k, v]) => `${k}=${v}`).join('\n')),
+      'Each value must be a ${VARIABLE} reference, resolved on the tool host; raw values are refused so that no secret is stored.'));
+  const result = el('div', { id: 'form-result', 'aria-live': 'polite' });
+  // Examples fill the form with a well-known server (npx fetches it on first start).
+  const example = (label, name, args) => el('button', { type: 'button', class: 'secondary small', onclick: () => {
+    form.querySelector('#transport-stdio').checked = true;
+    sync();
+    form.elements.name.value = name;
+    form.elements.command.value = 'npx';
+    form.elements.args.value = args.join('\n');
+    form.elements.name.focus();
+    app.announce(`Filled in ${label}: press Save and connect.`);
+  } }, label);
+  const examples = existing ? null : el('div', { class: 'row' }, el('span', { class: 'muted' }, 'Examples:'),
+    example('Everything (test server)', 'everything', ['-y', '@modelcontextprotocol/server-everything']),
+    example('Memory', 'memory', ['-y', '@modelcontextprotocol/server-memory']),
+    example('Filesystem (/tmp)', 'filesystem', ['-y', '@modelcontextprotocol/server-filesystem', '/tmp']));
+  const form = el('form', { id: 'server-form', novalidate: true, 'aria-labelledby': 'form-h' },
+    el('h2', { id: 'form-h' }, existing ? `Edit ${s.name || s.id}` : 'Add a server'),
+    examples,
+    el('fieldset', {}, el('legend', {}, 'Connection type'), radio('streamable-http', 'HTTP endpoint'), radio('stdio', 'Local process')),
+    field('Name', el('input', { type: 'text', name: 'name', value: s.name || '', required: true, autocomplete: 'off' }),
+      existing ? null : 'The id is derived from it (letters, digits, . _ -).'),
+    field('Timeout (ms)', el('input', { type: 'number', name: 'timeout_ms', min: '1000', max: '300000', step: '1', value: s.timeout_ms || '' }), 'From 1000 to 300000; 30000 when empty.'),
+    httpPart, stdioPart,
+    el('details', { open: (s.tools_allow || []).length + (s.tools_deny || []).length > 0 }, el('summary', {}, 'Tool filters'),
+      field('Allow only these tools (glob patterns, one per line)', el('textarea', { name: 'tools_allow', rows: '2' }, (s.tools_allow || []).join('\n'))),
+      field('Hide these tools (glob patterns, one per line)', el('textarea', { name: 'tools_deny', rows: '2' }, (s.tools_deny || []).join('\n')))),
+    el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'secondary', id: 'test-button' }, 'Test connection'),
+      el('button', { type: 'submit', id: 'save-button' }, 'Save and connect'),
+      existing ? el('button', { type: 'button', class: 'secondary', onclick: () => onSaved(null) }, 'Cancel') : null),
+    result);
+  const sync = () => {
+    const http = form.elements.transport.value === 'streamable-http';
+    httpPart.hidden = !http;
+    stdioPart.hidden = http;
+  };
+  for (const r of form.querySelectorAll('input[name="transport"]')) r.addEventListener('change', sync);
+  sync();
+
+  const showError = (e) => {
+    const param = e.param || '';
+    if (param && app.fieldError(form, param, e.message)) {
+      result.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not saved: see ${param}.`));
+    } else result.replaceChildren(app.errorBox(e));
+  };
+  form.querySelector('#test-button').addEventListener('click', async () => {
+    app.clearFieldErrors(form);
+    result.replaceChildren(el('p', {}, 'Testing…'));
+    try {
+      const body = formBody(form, s.id);
+      if (!body.name && !body.id) body.name = 'test';
+      const r = await app.api('POST', '/internal/mcp/servers/test', body);
+      const n = ((r.server && r.server.tools) || []).length;
+      result.replaceChildren(el('p', { class: 'okbox' }, `Connection works: ${r.server.server_info ? r.server.server_info.name : 'the server'} answered with ${n} tool${n === 1 ? '' : 's'} (protocol ${r.server.protocol_version}). Nothing was saved.`));
+      app.announce(`Test connection succeeded: ${n} tools.`);
+    } catch (e) {
+      showError(e);
+      app.announce('Test connection failed.');
+    }
+  });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    app.clearFieldErrors(form);
+    let saved;
+    try {
+      saved = (await app.api('POST', '/internal/mcp/servers', formBody(form, s.id))).server;
+    } catch (e) {
+      showError(e);
+      return;
+    }
+    result.replaceChildren();
+    onSaved(saved);
+  });
+  return form;
+}
+
+function serverItem(app, s, actions) {
+  const { el } = app;
+  const status = busy.has(s.id) ? 'connecting' : s.status;
+  const tools = s.tools || [];
+  const proc = s.process || null;
+  const where = s.transport === 'streamable-http' ? s.url : [s.command, ...(s.args || [])].join(' ');
+  const btn = (label, f, cls = 'secondary small') => el('button', { type: 'button', class: cls, onclick: f, 'aria-label': `${label} ${s.name || s.id}` }, label);
+  return el('li', { id: `server-${s.id}`, tabindex: '-1', 'data-status': status, 'aria-labelledby': `server-${s.id}-name` },
+    el('div', { class: 'row' },
+      el('h3', { id: `server-${s.id}-name`, class: 'grow' }, s.name || s.id, ' ', el('span', { class: 'muted mono' }, `(${s.id})`)),
+      badge(app, status)),
+    el('p', { class: 'muted mono' }, `${s.transport === 'streamable-http' ? 'HTTP' : 'Local process'}: ${where}`),
+    s.server_info ? el('p', { class: 'muted' }, `${s.server_info.title || s.server_info.name} ${s.server_info.version || ''} · protocol ${s.protocol_version}`) : null,
+    s.last_error ? el('p', { class: 'error' }, el('strong', {}, 'Last error: '), s.last_error) : null,
+    (s.tools_allow || []).length || (s.tools_deny || []).length
+      ? el('p', { class: 'muted' }, `Filters: allow ${(s.tools_allow || []).join(', ') || 'all'}; hide ${(s.tools_deny || []).join(', ') || 'none'}`) : null,
+    el('details', {}, el('summary', {}, `Tools (${tools.length})`),
+      tools.length ? el('ul', {}, tools.map((t) => el('li', {}, el('code', {}, t.name), t.description ? ` — ${t.description}` : '', ' ',
+        el('a', { href: `#/tools?server=${encodeURIComponent(s.id)}&tool=${encodeURIComponent(t.name)}`, 'aria-label': `Try ${t.name} of ${s.id}` }, 'Try'))))
+        : el('p', { class: 'muted' }, s.connected ? 'No tools.' : 'Connect to discover its tools.')),
+    proc && proc.stderr_tail ? el('details', {}, el('summary', {}, 'Standard error (last lines)'), el('pre', {}, proc.stderr_tail)) : null,
+    proc ? el('p', { class: 'muted' }, `Process ${proc.state}${proc.pid ? `, pid ${proc.pid}` : ''}, restarts ${proc.restart_count || 0}`) : null,
+    el('div', { class: 'actions' },
+      btn('Edit', () => actions.edit(s)),
+      btn('Refresh tools', () => actions.run(s, 'refresh-tools', 'Tools refreshed')),
+      s.connected ? btn('Disconnect', () => actions.run(s, 'disconnect', 'Disconnected')) : btn('Connect', () => actions.connect(s)),
+      btn('Remove', () => actions.remove(s), 'danger small')));
+}
+
+export default {
+  title: 'External MCP servers',
+  async render(main, app) {
+    const { el } = app;
+    const summary = el('p', { id: 'servers-summary' });
+    const list = el('ul', { class: 'plain servers', 'aria-label': 'Registered MCP servers', id: 'server-list' });
+    const msg = el('div', { id: 'servers-msg' });
+    const formSlot = el('div', { id: 'form-slot' });
+    main.append(summary, msg, list, formSlot);
+    let servers = [];
+
+    const draw = () => {
+      const connected = servers.filter((s) => s.status === 'connected').length;
+      summary.textContent = `${connected}/${servers.length} connected`;
+      list.replaceChildren(...servers.map((s) => serverItem(app, s, actions)));
+      if (!servers.length) list.replaceChildren(el('li', {}, el('p', { class: 'muted' }, 'No server registered yet: add one below.')));
+    };
+    const load = async (announceChanges) => {
+      const r = await app.api('GET', '/internal/mcp/servers');
+      servers = r.servers || [];
+      if (announceChanges) {
+        for (const s of servers) {
+          const before = lastStatus.get(s.id);
+          if (before && before !== s.status && !busy.has(s.id)) app.announce(`${s.name || s.id}: ${(STATUS[s.status] || { text: s.status }).text}`);
+        }
+      }
+      lastStatus = new Map(servers.map((s) => [s.id, s.status]));
+      draw();
+    };
+    const showForm = (existing) => {
+      formSlot.replaceChildren(serverForm(app, existing, async (saved) => {
+        if (!saved) { showForm(null); return; }
+        showForm(null);
+        await actions.connect(saved, true);
+      }));
+    };
+    const actions = {
+      edit: (s) => { showForm(s); formSlot.querySelector('input[name="name"]').focus(); },
+      connect: async (s, focus) => {
+        busy.add(s.id);
+        await load(false).catch(() => {});
+        app.announce(`${s.name || s.id}: Connecting`);
+        let err = null;
+        try { await app.api('POST', `/internal/mcp/servers/${encodeURIComponent(s.id)}/connect`); } catch (e) { err = e; }
+        busy.delete(s.id);
+        await load(false).catch(() => {});
+        const now = servers.find((x) => x.id === s.id);
+        app.announce(`${s.name || s.id}: ${err ? `Error: ${err.message}` : (STATUS[now && now.status] || { text: 'Connected' }).text}`);
+        if (focus) {
+          const item = document.getElementById(`server-${s.id}`);
+          if (item) item.focus();
+        }
+      },
+      run: async (s, what, done) => {
+        try {
+          await app.api('POST', `/internal/mcp/servers/${encodeURIComponent(s.id)}/${what}`);
+          app.announce(`${s.name || s.id}: ${done}`);
+          msg.replaceChildren();
+        } catch (e) { msg.replaceChildren(app.errorBox(e)); }
+        await load(false).catch(() => {});
+      },
+      remove: async (s) => {
+        if (!window.confirm(`Remove ${s.name || s.id}? Its configuration is deleted and its process stopped.`)) return;
+        try {
+          await app.api('DELETE', `/internal/mcp/servers/${encodeURIComponent(s.id)}`);
+          app.announce(`${s.name || s.id} removed`);
+        } catch (e) { msg.replaceChildren(app.errorBox(e)); }
+        await load(false).catch(() => {});
+        summary.focus();
+      },
+    };
+    summary.setAttribute('tabindex', '-1');
+    try {
+      await load(false);
+    } catch (e) {
+      msg.append(app.errorBox(e));
+    }
+    showForm(null);
+    timer = setInterval(() => { load(true).catch(() => {}); }, 3000);
+  },
+  leave() {
+    clearInterval(timer);
+    timer = null;
+  },
+};
