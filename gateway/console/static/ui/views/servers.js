@@ -161,11 +161,11 @@ function serverItem(app, s, actions) {
     s.last_error ? el('p', { class: 'error' }, el('strong', {}, 'Last error: '), s.last_error) : null,
     (s.tools_allow || []).length || (s.tools_deny || []).length
       ? el('p', { class: 'muted' }, `Filters: allow ${(s.tools_allow || []).join(', ') || 'all'}; hide ${(s.tools_deny || []).join(', ') || 'none'}`) : null,
-    el('details', {}, el('summary', {}, `Tools (${tools.length})`),
+    el('details', { 'data-part': 'tools' }, el('summary', {}, `Tools (${tools.length})`),
       tools.length ? el('ul', {}, tools.map((t) => el('li', {}, el('code', {}, t.name), t.description ? ` — ${t.description}` : '', ' ',
         el('a', { href: `#/tools?server=${encodeURIComponent(s.id)}&tool=${encodeURIComponent(t.name)}`, 'aria-label': `Try ${t.name} of ${s.id}` }, 'Try'))))
         : el('p', { class: 'muted' }, s.connected ? 'No tools.' : 'Connect to discover its tools.')),
-    proc && proc.stderr_tail ? el('details', {}, el('summary', {}, 'Standard error (last lines)'), el('pre', {}, proc.stderr_tail)) : null,
+    proc && proc.stderr_tail ? el('details', { 'data-part': 'stderr' }, el('summary', {}, 'Standard error (last lines)'), el('pre', {}, proc.stderr_tail)) : null,
     proc ? el('p', { class: 'muted' }, `Process ${proc.state}${proc.pid ? `, pid ${proc.pid}` : ''}, restarts ${proc.restart_count || 0}`) : null,
     el('div', { class: 'actions' },
       btn('Edit', () => actions.edit(s)),
@@ -185,11 +185,25 @@ export default {
     main.append(summary, msg, list, formSlot);
     let servers = [];
 
+    let drawn = '';
     const draw = () => {
       const connected = servers.filter((s) => s.status === 'connected').length;
       summary.textContent = `${connected}/${servers.length} connected`;
+      // Redraw only what changed, and keep the focus and the open <details> where they were:
+      // the list is polled, and a keyboard user must not lose their place.
+      const sig = JSON.stringify([servers, [...busy]]);
+      if (sig === drawn) return;
+      drawn = sig;
+      const active = document.activeElement;
+      const focusKey = active && list.contains(active) ? (active.id ? `#${CSS.escape(active.id)}` : active.getAttribute('aria-label') ? `[aria-label="${CSS.escape(active.getAttribute('aria-label'))}"]` : null) : null;
+      const open = [...list.querySelectorAll('details[open]')].map((d) => `${d.closest('li').id}/${d.dataset.part}`);
       list.replaceChildren(...servers.map((s) => serverItem(app, s, actions)));
       if (!servers.length) list.replaceChildren(el('li', {}, el('p', { class: 'muted' }, 'No server registered yet: add one below.')));
+      for (const d of list.querySelectorAll('details')) if (open.includes(`${d.closest('li').id}/${d.dataset.part}`)) d.open = true;
+      if (focusKey) {
+        const again = list.querySelector(focusKey);
+        if (again) again.focus();
+      }
     };
     const load = async (announceChanges) => {
       const r = await app.api('GET', '/internal/mcp/servers');

@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// The console in a real browser (Debian's Chromium through chromedp) against the suite: each
+// view loads and passes axe-core's WCAG 2.1 A/AA rules, and the flows a newcomer goes
+// through work — add a local-process server through the form (by mouse, and by keyboard
+// alone), see a wrong field reported next to that field, call a tool from its generated
+// form, save a preset, chat with a preset and see the tool call inline, and find the calls
+// in Activity. Each view's screenshot is written to ZEST_SCREENSHOT_DIR.
+
+const uiWait = 20 * time.Second
+
+// openView navigates to a view of the console and waits until the router has rendered it.
+func openView(t *testing.T, ctx context.Context, url, hash string) {
+	t.Helper()
+	navigate(t, ctx, url+"/"+hash)
+	waitReady(t, ctx, hash)
+}
+
+// waitReady waits until the router has rendered the view of hash (main[data-ready]).
+func waitReady(t *testing.T, ctx context.Context, hash string) {
+	t.Helper()
+	sel := `main[data-ready="` + strings.SplitN(hash, "?", 2)[0] + `"]`
+	wctx, cancel := context.WithTimeout(ctx, uiWait)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(sel, chromedp.ByQuery)); err != nil {
+		t.Fatalf("view %s did not render: %v", hash, err)
+	}
+}
+
+func do1(t *testing.T, ctx context.Context, what string, a chromedp.Action) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, uiWait)
+	defer cancel()
+	if err := chromedp.Do(wctx, a); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func evalJS[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func TestConsole(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	ctx := newBrowser(t)
+	// window.confirm (Remove) is answered yes.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go func() { _ = chromedp.Do(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	everything := filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+
+	// The key arrives in the URL's fragment, as make run prints it, and leaves the address bar.
+	navigate(t, ctx, s.URL+"/#key="+adminKey)
+	waitReady(t, ctx, "#/")
+	if got := evalJS[string](t, ctx, `location.hash + ' ' + sessionStorage.getItem('zest.adminKey')`); got != "#/ "+adminKey {
+		t.Fatalf("the key from the fragment: %q", got)
+	}
+
+	t.Run("dashboard", func(t *testing.T) {
+		mustWaitText(t, ctx, "#mcp-url", s.URL+"/mcp", uiWait)
+		mustWaitText(t, ctx, "#mcp-versions", "2026-07-28", uiWait)
+		mustWaitText(t, ctx, "#health", "mcpgateway", uiWait)
+		mustWaitText(t, ctx, "pre.config", "mcp-remote", uiWait)
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('.tool-card').length`); n != 5 {
+			t.Fatalf("%d tool cards of /mcp, want Lemonade's 5", n)
+		}
+		// Each client's configuration, by keyboard on the tab list.
+		do1(t, ctx, "focus the Claude tab", chromedp.Focus("#tab-claude", chromedp.ByQuery))
+		press(t, ctx, kb.ArrowRight)
+		mustWaitText(t, ctx, `pre.config[data-client="cursor"]`, `"url": "`+s.URL+`/mcp"`, uiWait)
+		axeCheck(t, ctx, "dashboard")
+		screenshot(t, ctx, "dashboard")
+	})
+
+	t.Run("add a server", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/servers")
+		mustWaitText(t, ctx, "#servers-summary", "0/0 connected", uiWait)
+		axeCheck(t, ctx, "servers, empty")
+		// A wrong field is reported next to that field: a local process without a command.
+		do1(t, ctx, "name", chromedp.SendKeys(`#server-form input[name="name"]`, "broken", chromedp.ByQuery))
+		do1(t, ctx, "save", chromedp.Click("#save-button", chromedp.ByQuery))
+		mustWaitText(t, ctx, `#server-form .field-error`, "command is required", uiWait)
+		if got := evalJS[string](t, ctx, `(() => { const i = document.querySelector('#server-form [name="command"]'); const e = document.getElementById(i.getAttribute('aria-errormessage')); return i.getAttribute('aria-invalid') + ' ' + (e && i.closest('.field').contains(e)) + ' ' + (document.activeElement === i); })()`); got != "true true true" {
+			t.Fatalf("the error is not at the command field (aria-invalid, aria-errormessage in its field, focus): %s", got)
+		}
+		axeCheck(t, ctx, "servers, field error")
+		// Fixed and saved: connected, listed, focused, announced.
+		do1(t, ctx, "command", chromedp.SendKeys(`#server-form input[name="command"]`, "node", chromedp.ByQuery))
+		do1(t, ctx, "args", chromedp.SendKeys(`#server-form textarea[name="args"]`, everything, chromedp.ByQuery))
+		do1(t, ctx, "clear name", chromedp.SetValue(`#server-form input[name="name"]`, "", chromedp.ByQuery))
+		do1(t, ctx, "name", chromedp.SendKeys(`#server-form input[name="name"]`, "everything", chromedp.ByQuery))
+		do1(t, ctx, "test", chromedp.Click("#test-button", chromedp.ByQuery))
+		mustWaitText(t, ctx, "#form-result", "Connection works", uiWait)
+		do1(t, ctx, "save", chromedp.Click("#save-button", chromedp.ByQuery))
+		mustWaitText(t, ctx, "#server-everything .status", "Connected", uiWait)
+		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
+		mustWaitText(t, ctx, "#live", "everything: Connected", uiWait)
+		if f := evalJS[string](t, ctx, `document.activeElement.id`); f != "server-everything" {
+			t.Fatalf("focus after adding is on %q, want the new entry", f)
+		}
+		mustWaitText(t, ctx, "#server-everything details summary", "Tools (", uiWait)
+		axeCheck(t, ctx, "servers, one connected")
+		screenshot(t, ctx, "servers")
+	})
+
+	t.Run("keyboard only", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/servers")
+		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
+		do1(t, ctx, "start at the top", chromedp.Focus("#main", chromedp.ByQuery))
+		tabTo(t, ctx, `#server-form input[name="name"]`, 60)
+		typeText(t, ctx, "kbd")
+		tabTo(t, ctx, `#server-form input[name="command"]`, 5)
+		typeText(t, ctx, "node")
+		tabTo(t, ctx, `#server-form textarea[name="args"]`, 5)
+		typeText(t, ctx, everything)
+		tabTo(t, ctx, "#save-button", 10)
+		pressEnter(t, ctx)
+		mustWaitText(t, ctx, "#server-kbd .status", "Connected", uiWait)
+		mustWaitText(t, ctx, "#servers-summary", "2/2 connected", uiWait)
+		// Disconnect it by keyboard: its buttons are reachable in order.
+		tabTo(t, ctx, `#server-kbd button[aria-label="Disconnect kbd"]`, 15)
+		pressEnter(t, ctx)
+		mustWaitText(t, ctx, "#server-kbd .status", "Disconnected", uiWait)
+		mustWaitText(t, ctx, "#live", "kbd: Disconnected", uiWait)
+		do1(t, ctx, "remove", chromedp.Click(`#server-kbd button[aria-label="Remove kbd"]`, chromedp.ByQuery))
+		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
+	})
+}
