@@ -31,7 +31,7 @@ run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; 
 	@scripts/run.sh
 
 .PHONY: test
-test: check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end)
+test: chromium check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end with a real browser)
 
 .PHONY: unit
 unit: peers ## Unit tests of every module (and the tool host's module alone, without go.work)
@@ -39,8 +39,8 @@ unit: peers ## Unit tests of every module (and the tool host's module alone, wit
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: e2e
-e2e: build peers ## End-to-end test: the four built binaries as separate processes
-	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin go test -count=1 -v ./...
+e2e: chromium build peers browser-deps ## End-to-end test: the four built binaries as separate processes, and the web console in headless Chromium
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 go test -count=1 -v ./...
 
 # Fuzzing: `make fuzz` runs every fuzz target for FUZZTIME each; FUZZFLAGS adds go test flags
 # (e.g. FUZZFLAGS=-parallel=1 on a shared machine). Minimizing a new input may take 10 s at
@@ -127,6 +127,22 @@ $(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
 
 .PHONY: peers
 peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile
+
+# The browser tests' npm side: axe-core only, pinned, never run by node (its axe.min.js is
+# injected into the page under test), hence --ignore-scripts.
+BROWSER_DEPS := scripts/browser/node_modules/.package-lock.json
+$(BROWSER_DEPS): scripts/browser/package.json scripts/browser/package-lock.json
+	@cd scripts/browser && npm ci --no-audit --no-fund --ignore-scripts --silent
+	@touch $@
+
+.PHONY: browser-deps
+browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core from the lockfile
+
+# The e2e tests drive Debian's chromium (apt-get install when missing; a no-op when present).
+# e2e sets ZEST_REQUIRE_BROWSER=1, so a missing browser fails the browser tests, never skips them.
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the browser tests when it is missing
+	@scripts/ensure-chromium.sh
 
 .PHONY: bench
 bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables
