@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -34,12 +33,12 @@ func waitReady(t *testing.T, ctx context.Context, hash string) {
 	sel := `main[data-ready="` + strings.SplitN(hash, "?", 2)[0] + `"]`
 	wctx, cancel := context.WithTimeout(ctx, uiWait)
 	defer cancel()
-	if err := chromedp.Do(wctx, chromedp.WaitVisible(sel, chromedp.ByQuery)); err != nil {
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		t.Fatalf("view %s did not render: %v", hash, err)
 	}
 }
 
-func do1(t *testing.T, ctx context.Context, what string, a chromedp.Action) {
+func do1(t *testing.T, ctx context.Context, what string, a chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, uiWait)
 	defer cancel()
@@ -60,12 +59,6 @@ func evalJS[T any](t *testing.T, ctx context.Context, js string) T {
 func TestConsole(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	ctx := newBrowser(t)
-	// window.confirm (Remove) is answered yes.
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			go func() { _ = chromedp.Do(ctx, page.HandleJavaScriptDialog(true)) }()
-		}
-	})
 	everything := filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 
 	// The key arrives in the URL's fragment, as make run prints it, and leaves the address bar.
@@ -84,7 +77,7 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("%d tool cards of /mcp, want Lemonade's 5", n)
 		}
 		// Each client's configuration, by keyboard on the tab list.
-		do1(t, ctx, "focus the Claude tab", chromedp.Focus("#tab-claude", chromedp.ByQuery))
+		do1(t, ctx, "focus the Claude tab", chromedp.Focus(chromedp.CSS("#tab-claude")))
 		press(t, ctx, kb.ArrowRight)
 		mustWaitText(t, ctx, `pre.config[data-client="cursor"]`, `"url": "`+s.URL+`/mcp"`, uiWait)
 		axeCheck(t, ctx, "dashboard")
@@ -96,21 +89,21 @@ func TestConsole(t *testing.T) {
 		mustWaitText(t, ctx, "#servers-summary", "0/0 connected", uiWait)
 		axeCheck(t, ctx, "servers, empty")
 		// A wrong field is reported next to that field: a local process without a command.
-		do1(t, ctx, "name", chromedp.SendKeys(`#server-form input[name="name"]`, "broken", chromedp.ByQuery))
-		do1(t, ctx, "save", chromedp.Click("#save-button", chromedp.ByQuery))
+		do1(t, ctx, "name", chromedp.SendKeys(chromedp.CSS(`#server-form input[name="name"]`), "broken"))
+		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
 		mustWaitText(t, ctx, `#server-form .field-error`, "command is required", uiWait)
 		if got := evalJS[string](t, ctx, `(() => { const i = document.querySelector('#server-form [name="command"]'); const e = document.getElementById(i.getAttribute('aria-errormessage')); return i.getAttribute('aria-invalid') + ' ' + (e && i.closest('.field').contains(e)) + ' ' + (document.activeElement === i); })()`); got != "true true true" {
 			t.Fatalf("the error is not at the command field (aria-invalid, aria-errormessage in its field, focus): %s", got)
 		}
 		axeCheck(t, ctx, "servers, field error")
 		// Fixed and saved: connected, listed, focused, announced.
-		do1(t, ctx, "command", chromedp.SendKeys(`#server-form input[name="command"]`, "node", chromedp.ByQuery))
-		do1(t, ctx, "args", chromedp.SendKeys(`#server-form textarea[name="args"]`, everything, chromedp.ByQuery))
-		do1(t, ctx, "clear name", chromedp.SetValue(`#server-form input[name="name"]`, "", chromedp.ByQuery))
-		do1(t, ctx, "name", chromedp.SendKeys(`#server-form input[name="name"]`, "everything", chromedp.ByQuery))
-		do1(t, ctx, "test", chromedp.Click("#test-button", chromedp.ByQuery))
+		do1(t, ctx, "command", chromedp.SendKeys(chromedp.CSS(`#server-form input[name="command"]`), "node"))
+		do1(t, ctx, "args", chromedp.SendKeys(chromedp.CSS(`#server-form textarea[name="args"]`), everything))
+		evalJS[bool](t, ctx, `(document.querySelector('#server-form input[name="name"]').value = '') === ''`)
+		do1(t, ctx, "name", chromedp.SendKeys(chromedp.CSS(`#server-form input[name="name"]`), "everything"))
+		do1(t, ctx, "test", chromedp.Click(chromedp.CSS("#test-button")))
 		mustWaitText(t, ctx, "#form-result", "Connection works", uiWait)
-		do1(t, ctx, "save", chromedp.Click("#save-button", chromedp.ByQuery))
+		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
 		mustWaitText(t, ctx, "#server-everything .status", "Connected", uiWait)
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
 		mustWaitText(t, ctx, "#live", "everything: Connected", uiWait)
@@ -125,7 +118,7 @@ func TestConsole(t *testing.T) {
 	t.Run("keyboard only", func(t *testing.T) {
 		openView(t, ctx, s.URL, "#/servers")
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
-		do1(t, ctx, "start at the top", chromedp.Focus("#main", chromedp.ByQuery))
+		do1(t, ctx, "start at the top", chromedp.Focus(chromedp.CSS("#main")))
 		tabTo(t, ctx, `#server-form input[name="name"]`, 60)
 		typeText(t, ctx, "kbd")
 		tabTo(t, ctx, `#server-form input[name="command"]`, 5)
@@ -141,7 +134,8 @@ func TestConsole(t *testing.T) {
 		pressEnter(t, ctx)
 		mustWaitText(t, ctx, "#server-kbd .status", "Disconnected", uiWait)
 		mustWaitText(t, ctx, "#live", "kbd: Disconnected", uiWait)
-		do1(t, ctx, "remove", chromedp.Click(`#server-kbd button[aria-label="Remove kbd"]`, chromedp.ByQuery))
+		evalJS[bool](t, ctx, `(window.confirm = () => true, true)`) // Remove asks first
+		do1(t, ctx, "remove", chromedp.Click(chromedp.CSS(`#server-kbd button[aria-label="Remove kbd"]`)))
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
 	})
 }

@@ -178,6 +178,9 @@ export function fieldError(form, name, msg) {
   box.textContent = msg;
   input.setAttribute('aria-invalid', 'true');
   input.setAttribute('aria-errormessage', id);
+  // Also described by it: screen readers that ignore aria-errormessage read it this way.
+  const described = (input.getAttribute('aria-describedby') || '').split(' ').filter((x) => x && x !== id);
+  input.setAttribute('aria-describedby', [id, ...described].join(' '));
   input.focus();
   return true;
 }
@@ -185,6 +188,10 @@ export function fieldError(form, name, msg) {
 export function clearFieldErrors(form) {
   for (const box of form.querySelectorAll('.field-error')) box.remove();
   for (const i of form.querySelectorAll('[aria-invalid]')) {
+    const id = i.getAttribute('aria-errormessage');
+    const rest = (i.getAttribute('aria-describedby') || '').split(' ').filter((x) => x && x !== id);
+    if (rest.length) i.setAttribute('aria-describedby', rest.join(' '));
+    else i.removeAttribute('aria-describedby');
     i.removeAttribute('aria-invalid');
     i.removeAttribute('aria-errormessage');
   }
