@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -138,4 +139,29 @@ func TestConsole(t *testing.T) {
 		do1(t, ctx, "remove", chromedp.Click(chromedp.CSS(`#server-kbd button[aria-label="Remove kbd"]`)))
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
 	})
+
+	// Every view again, dark and 375 px wide: still no violation (contrast included), and
+	// nothing wider than the screen.
+	t.Run("dark and narrow", func(t *testing.T) {
+		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+			t.Fatal(err)
+		}
+		do1(t, ctx, "narrow", chromedp.EmulateViewport(375, 800))
+		for _, hash := range consoleViews {
+			openView(t, ctx, s.URL, hash)
+			time.Sleep(300 * time.Millisecond) // the view's requests
+			if bg := evalJS[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(20, 20, 20)" {
+				t.Fatalf("%s: body background %s in dark mode", hash, bg)
+			}
+			if w := evalJS[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+				t.Errorf("%s: the page is %d px wide on a 375 px screen", hash, w)
+			}
+			axeCheck(t, ctx, "dark, narrow "+hash)
+			screenshot(t, ctx, "dark-narrow-"+strings.Trim(hash, "#/"))
+		}
+	})
 }
+
+// consoleViews are the console's views.
+var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity"}
