@@ -88,7 +88,7 @@ export default {
         limitHelp,
         check(noMcp, 'No MCP', 'no tools'),
         provBox,
-        servers ? (servers.length === 0 ? el('p', { class: 'help' }, 'No server is registered yet: ', el('a', { href: '#/servers' }, 'register one'), ' to offer its tools.')) : null
+        servers ? (servers.length === 0 ? el('p', { class: 'help' }, 'No server is registered yet: ', el('a', { href: '#/servers' }, 'register one'), ' to offer its tools.') : null)
           : [el('p', { class: 'help' }, 'The registered servers could not be listed; "No MCP" and "lemonade" remain available.'), app.errorBox(serversR.reason)]));
 
     let editing = null;

@@ -144,7 +144,7 @@ export default {
     });
     const picker = el('select', { name: 'tool' },
       [...groups.values()].map((g) => el('optgroup', { label: g.label },
-        g.items.map(([t, i]) => el('option', { value: String(i) }, `${t.title && t.title !== t.name ? `${t.name} — ${t.title}` : t.name} (${summary(t.inputSchema)})`))));
+        g.items.map(([t, i]) => el('option', { value: String(i) }, `${t.title && t.title !== t.name ? `${t.name} — ${t.title}` : t.name} (${summary(t.inputSchema)})`)))));
     const wanted = tools.findIndex((t) => t.server_id === q.get('server') && t.name === q.get('tool'));
     const missing = q.get('tool') && wanted < 0
       ? el('div', { class: 'notice' }, el('p', {}, `The tool ${q.get('tool')} of ${q.get('server') || 'that server'} is not among the connected servers' tools; pick another.`))
