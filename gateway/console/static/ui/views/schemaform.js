@@ -97,9 +97,10 @@ function control(path, name, s, required, value, prefix) {
     }
     case 'enum': {
       const sel = el('select', common,
-        required ? null : el('option', { value: '' }, '— not set —'),
+        // An optional enum may stay unset; a required one without a default is chosen on purpose.
+        !required ? el('option', { value: '' }, '— not set —') : value === undefined ? el('option', { value: '' }, '— choose one —') : null,
         s.enum.map((v, i) => el('option', { value: String(i), selected: value !== undefined && JSON.stringify(v) === JSON.stringify(value) }, v === null ? 'null' : String(v))));
-      if (value === undefined && !required) sel.value = '';
+      if (value === undefined) sel.value = '';
       return field(label, sel, helpText(s));
     }
     case 'number': case 'integer': {
