@@ -136,7 +136,8 @@ export default {
         }
         errBox.replaceChildren(app.errorBox(err));
         if (err.status === 401 || err.status === 403) {
-          state.textContent = 'Not polling: the admin key is needed. Set it with the Admin key button, then come back to this page.';
+          state.textContent = err.body && err.body.notConfigured ? 'Not polling.'
+            : 'Not polling: the admin key is needed. Set it with the Admin key button, then come back to this page.';
           return;
         }
         state.textContent = 'The last check failed; trying again.';

@@ -67,15 +67,24 @@ export default {
     const { el } = app;
     const q = hashQuery();
     const setupStatus = el('div', {});
+    // Presets and the tools list are admin routes: asked only with an admin key, so that a chat
+    // needs none (and no key dialog opens unasked).
+    const admin = !!app.adminKey();
     const [modelsR, presetsR, toolsR] = await Promise.allSettled([
       app.api('GET', '/api/v1/models'),
-      app.api('GET', '/internal/mcp/presets'),
-      app.api('GET', '/internal/mcp/tools'),
+      admin ? app.api('GET', '/internal/mcp/presets') : Promise.resolve({ presets: [] }),
+      admin ? app.api('GET', '/internal/mcp/tools') : Promise.resolve(null),
     ]);
     const models = modelsR.status === 'fulfilled' ? ((modelsR.value && modelsR.value.data) || []).map((m) => m.id) : [];
     const presets = presetsR.status === 'fulfilled' ? (presetsR.value && presetsR.value.presets) || [] : [];
-    const adminTools = toolsR.status === 'fulfilled' ? (toolsR.value && toolsR.value.tools) || [] : null;
+    const adminTools = toolsR.status === 'fulfilled' && toolsR.value ? toolsR.value.tools || [] : null;
     if (modelsR.status === 'rejected') setupStatus.append(app.errorBox(modelsR.reason));
+    if (!admin) {
+      setupStatus.append(el('p', { class: 'help' }, 'Presets need the admin key: without it, chats run without MCP tools. ',
+        el('button', { type: 'button', class: 'secondary small', onclick: async () => {
+          if (await app.askKey('admin')) window.dispatchEvent(new HashChangeEvent('hashchange'));
+        } }, 'Give the admin key')));
+    }
     if (presetsR.status === 'rejected') {
       setupStatus.append(el('p', { class: 'help' }, 'The presets could not be listed, so chats run without MCP tools:'), app.errorBox(presetsR.reason));
     }
@@ -112,7 +121,7 @@ export default {
       setupStatus);
 
     // The conversation.
-    const log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Conversation', tabindex: '0' });
+    const log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Messages', tabindex: '0' });
     const empty = () => el('p', { class: 'help' }, 'No messages yet.');
     log.append(empty());
     const input = el('textarea', { name: 'message', rows: 4 });
@@ -209,6 +218,7 @@ export default {
             : el('p', { class: 'status ok' }, el('span', { 'aria-hidden': 'true' }, '✓'), `Done · took ${ev.duration_ms || 0} ms`);
           if (c.state) c.state.replaceWith(st);
           else c.block.append(st);
+          c.state = null;
           c.block.append(el('p', { class: 'small' }, `Output (${ev.output_bytes || 0} bytes${ev.truncated ? ', truncated for the model' : ''}):`), el('pre', {}, ev.output || ''));
           app.announce(`${ev.name} ${ev.is_error ? 'reported an error' : 'answered'} in ${ev.duration_ms || 0} ms.`);
         } else {
@@ -275,6 +285,9 @@ export default {
         if (!failed) app.announce(answer ? `Answer: ${answer.slice(0, 300)}` : 'The answer is complete.');
       } catch (err) {
         if (err.name === 'AbortError') {
+          for (const c of calls.values()) {
+            if (c.state && c.state.isConnected) c.state.replaceWith(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped before its result'));
+          }
           out.append(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped'));
           status.textContent = 'Stopped.';
           app.announce('Stopped.');

@@ -15,8 +15,9 @@ export default {
     main.append(listSection, formSection);
     listBox.append(el('p', {}, 'Loading…'));
 
-    const [presetsR, modelsR, serversR] = await Promise.allSettled([
-      app.api('GET', '/internal/mcp/presets'),
+    // The presets first: a missing admin key is asked for once, then the rest go together.
+    const [presetsR] = await Promise.allSettled([app.api('GET', '/internal/mcp/presets')]);
+    const [modelsR, serversR] = presetsR.status === 'rejected' ? [null, null] : await Promise.allSettled([
       app.api('GET', '/api/v1/models'),
       app.api('GET', '/internal/mcp/servers'),
     ]);
