@@ -1,2 +1,205 @@
-// Placeholder while the view is being written.
-export default { title: 'presets', async render(main, app) { main.append(app.el('p', {}, 'Not built yet.')); } };
+// Presets: saved chat setups (a model, a system prompt, 0-4 MCP providers). The list is a table
+// with Edit and Delete; the form creates or replaces one (POST /internal/mcp/presets upserts).
+// Validation errors that name a field (err.param) are shown next to it.
+
+// MAX_PROVIDERS is the most providers a preset may name (mcpgateway refuses more).
+const MAX_PROVIDERS = 4;
+
+export default {
+  title: 'Presets',
+  async render(main, app) {
+    const { el } = app;
+    const listBox = el('div', {});
+    const listSection = el('section', { 'aria-labelledby': 'presets-h' }, el('h2', { id: 'presets-h' }, 'Saved presets'), listBox);
+    const formSection = el('section', { 'aria-labelledby': 'preset-form-h' });
+    main.append(listSection, formSection);
+    listBox.append(el('p', {}, 'Loading…'));
+
+    // The presets first: a missing admin key is asked for once, then the rest go together.
+    const [presetsR] = await Promise.allSettled([app.api('GET', '/internal/mcp/presets')]);
+    const [modelsR, serversR] = presetsR.status === 'rejected' ? [null, null] : await Promise.allSettled([
+      app.api('GET', '/api/v1/models'),
+      app.api('GET', '/internal/mcp/servers'),
+    ]);
+    if (presetsR.status === 'rejected') {
+      listBox.replaceChildren(app.errorBox(presetsR.reason));
+      formSection.remove();
+      return;
+    }
+    let presets = (presetsR.value && presetsR.value.presets) || [];
+    const models = modelsR.status === 'fulfilled' ? ((modelsR.value && modelsR.value.data) || []).map((m) => m.id) : null;
+    const servers = serversR.status === 'fulfilled' ? (serversR.value && serversR.value.servers) || [] : null;
+
+    // The form.
+    const heading = el('h2', { id: 'preset-form-h', tabindex: '-1' }, 'New preset');
+    const idInput = el('input', { type: 'text', name: 'id', required: true, pattern: '[A-Za-z0-9_.\\-]{1,96}', maxlength: '96', autocomplete: 'off', spellcheck: 'false' });
+    const idHelp = 'Letters, digits, _ . and - (at most 96). Chats name the preset by it.';
+    const nameInput = el('input', { type: 'text', name: 'name', autocomplete: 'off' });
+    const modelControl = models
+      ? el('select', { name: 'model' }, el('option', { value: '' }, '— none: each chat names its model —'), models.map((m) => el('option', { value: m }, m)))
+      : el('input', { type: 'text', name: 'model', autocomplete: 'off', spellcheck: 'false' });
+    const promptInput = el('textarea', { name: 'system_prompt', rows: 4 });
+    const status = el('div', {});
+
+    // Providers.
+    const limitHelp = el('p', { id: 'providers-help', class: 'help' });
+    const noMcp = el('input', { type: 'checkbox', id: 'prov-none', name: 'no_mcp', value: '' });
+    const provBox = el('div', {});
+    let provInputs = [];
+    const check = (input, label, extra) => el('div', { class: 'check' }, input, el('label', { for: input.id }, label, extra ? el('span', { class: 'muted' }, ` — ${extra}`) : null));
+    const buildProviders = (chosen) => {
+      const known = new Set(['lemonade']);
+      const rows = [];
+      const mk = (id, label, extra) => {
+        const input = el('input', { type: 'checkbox', id: `prov-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`, name: 'mcp_server_ids', value: id, checked: chosen.includes(id) });
+        provInputs.push(input);
+        rows.push(check(input, label, extra));
+      };
+      provInputs = [];
+      mk('lemonade', 'lemonade', 'the built-in tools');
+      for (const s of servers || []) {
+        known.add(s.id);
+        mk(s.id, s.name && s.name !== s.id ? `${s.name} (${s.id})` : s.id, s.status ? `server, ${s.status}` : 'server');
+      }
+      // A provider the preset names that is not listed (the list failed, or it was removed).
+      for (const id of chosen) if (!known.has(id)) mk(id, id, servers ? 'not registered' : 'server');
+      provBox.replaceChildren(...rows);
+      noMcp.checked = chosen.length === 0;
+      for (const i of provInputs) i.addEventListener('change', () => {
+        if (i.checked) noMcp.checked = false;
+        else if (!provInputs.some((x) => x.checked)) noMcp.checked = true;
+        limits();
+      });
+      limits();
+    };
+    const limits = () => {
+      const n = provInputs.filter((x) => x.checked).length;
+      for (const i of provInputs) i.disabled = !i.checked && n >= MAX_PROVIDERS;
+      limitHelp.textContent = n >= MAX_PROVIDERS
+        ? `${n} providers chosen, the most a preset may have: uncheck one to choose another.`
+        : `Choose up to ${MAX_PROVIDERS} providers (${n} chosen). "No MCP" means the chat gets no tools.`;
+    };
+    noMcp.addEventListener('change', () => {
+      if (noMcp.checked) for (const i of provInputs) i.checked = false;
+      limits();
+    });
+    const providers = el('div', { class: 'field' },
+      el('fieldset', { 'aria-describedby': 'providers-help' },
+        el('legend', {}, 'Providers (whose tools the chat may use)'),
+        limitHelp,
+        check(noMcp, 'No MCP', 'no tools'),
+        provBox,
+        servers ? (servers.length === 0 ? el('p', { class: 'help' }, 'No server is registered yet: ', el('a', { href: '#/servers' }, 'register one'), ' to offer its tools.') : null)
+          : [el('p', { class: 'help' }, 'The registered servers could not be listed; "No MCP" and "lemonade" remain available.'), app.errorBox(serversR.reason)]));
+
+    let editing = null;
+    const saveButton = el('button', { type: 'submit' }, 'Save the preset');
+    const newButton = el('button', { type: 'button', class: 'secondary', onclick: () => { fill(null); heading.focus(); } }, 'Start a new preset');
+    const form = el('form', { novalidate: true, 'aria-labelledby': 'preset-form-h' },
+      app.field('ID (required)', idInput, idHelp),
+      app.field('Name', nameInput, 'Shown to people; the ID when empty.'),
+      app.field('Model', modelControl, models ? 'The model the chat uses unless the request names one.' : 'The models could not be listed: type a model id, or leave it empty.'),
+      app.field('System prompt', promptInput, 'Put first in every conversation that uses this preset.'),
+      providers,
+      el('div', { class: 'actions' }, saveButton, newButton),
+      status);
+    formSection.append(heading, form);
+    if (!models) formSection.insertBefore(app.errorBox(modelsR.reason), form);
+
+    const fill = (p) => {
+      editing = p ? p.id : null;
+      app.clearFieldErrors(form);
+      status.replaceChildren();
+      heading.textContent = p ? `Edit preset ${p.id}` : 'New preset';
+      idInput.value = p ? p.id : '';
+      idInput.readOnly = !!p;
+      const idHelpNode = document.getElementById(`${idInput.id}-help`);
+      if (idHelpNode) idHelpNode.textContent = p ? 'The ID of a saved preset stays: to rename, save a new preset and delete this one.' : idHelp;
+      nameInput.value = p && p.name !== p.id ? p.name || '' : '';
+      if (models && p && p.model && !models.includes(p.model)) {
+        modelControl.append(el('option', { value: p.model }, `${p.model} (not listed)`));
+      }
+      modelControl.value = p ? p.model || '' : '';
+      promptInput.value = p ? p.system_prompt || '' : '';
+      buildProviders(p ? p.mcp_server_ids || [] : []);
+      newButton.hidden = !p;
+    };
+
+    const renderList = () => {
+      if (presets.length === 0) {
+        listBox.replaceChildren(el('p', {}, 'No presets yet: create one with the form below.'));
+        return;
+      }
+      const rows = presets.map((p) => el('tr', {},
+        el('th', { scope: 'row' }, p.name && p.name !== p.id ? [p.name, el('br'), el('code', {}, p.id)] : el('code', {}, p.id)),
+        el('td', {}, p.model || el('span', { class: 'muted' }, 'none')),
+        el('td', {}, (p.mcp_server_ids || []).length ? (p.mcp_server_ids || []).join(', ') : el('span', { class: 'muted' }, 'No MCP')),
+        el('td', {}, el('div', { class: 'row' },
+          el('button', { type: 'button', class: 'secondary small', 'aria-label': `Edit preset ${p.id}`, onclick: () => { fill(p); heading.focus(); } }, 'Edit'),
+          el('a', { class: 'small', href: `#/chat?preset=${encodeURIComponent(p.id)}`, 'aria-label': `Chat with preset ${p.id}` }, 'Chat'),
+          el('button', { type: 'button', class: 'danger small', 'aria-label': `Delete preset ${p.id}`, onclick: () => remove(p) }, 'Delete')))));
+      listBox.replaceChildren(el('div', { class: 'table-wrap' }, el('table', {},
+        el('caption', { class: 'visually-hidden' }, `${presets.length} saved preset${presets.length === 1 ? '' : 's'}`),
+        el('thead', {}, el('tr', {}, ['Preset', 'Model', 'Providers', 'Actions'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, rows))));
+    };
+
+    const reload = async () => {
+      const got = await app.api('GET', '/internal/mcp/presets');
+      presets = (got && got.presets) || [];
+      renderList();
+    };
+
+    const remove = async (p) => {
+      if (!window.confirm(`Delete the preset ${p.id}? Chats that name it will fail.`)) return;
+      try {
+        await app.api('DELETE', `/internal/mcp/presets/${encodeURIComponent(p.id)}`);
+        if (editing === p.id) fill(null);
+        await reload();
+        app.announce(`Preset ${p.id} deleted.`);
+        heading.focus();
+      } catch (e) {
+        listBox.prepend(app.errorBox(e));
+      }
+    };
+
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      app.clearFieldErrors(form);
+      status.replaceChildren();
+      const id = idInput.value.trim();
+      if (!id) {
+        app.fieldError(form, 'id', 'The ID is required: letters, digits, _ . and - (at most 96).');
+        return;
+      }
+      if (!/^[A-Za-z0-9_.-]{1,96}$/.test(id)) {
+        app.fieldError(form, 'id', `"${id}" is not a valid ID: use letters, digits, _ . and - (at most 96).`);
+        return;
+      }
+      const body = {
+        id,
+        name: nameInput.value.trim() || id,
+        model: modelControl.value.trim(),
+        system_prompt: promptInput.value,
+        mcp_server_ids: provInputs.filter((x) => x.checked).map((x) => x.value),
+      };
+      saveButton.disabled = true;
+      try {
+        const got = await app.api('POST', '/internal/mcp/presets', body);
+        const saved = (got && got.preset) || body;
+        await reload();
+        fill(saved);
+        status.replaceChildren(el('p', { class: 'okbox' }, el('span', { 'aria-hidden': 'true' }, '✓ '), `Preset ${saved.id} saved.`));
+        app.announce(`Preset ${saved.id} saved. The list is updated.`);
+      } catch (err) {
+        if (!(err.param && app.fieldError(form, err.param, err.message))) status.replaceChildren(app.errorBox(err));
+      } finally {
+        saveButton.disabled = false;
+      }
+    });
+
+    renderList();
+    fill(null);
+  },
+  leave() {},
+};
