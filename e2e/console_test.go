@@ -140,6 +140,49 @@ func TestConsole(t *testing.T) {
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
 	})
 
+	t.Run("try a tool", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/tools?server=everything&tool=echo")
+		mustWaitText(t, ctx, `section[aria-labelledby="pick-h"]`, "echo", uiWait)
+		do1(t, ctx, "message", chromedp.SendKeys(chromedp.CSS(`section[aria-labelledby="args-h"] [name="message"]`), "hello console"))
+		do1(t, ctx, "call", chromedp.Click(chromedp.CSS(`section[aria-labelledby="args-h"] button[type="submit"]`)))
+		mustWaitText(t, ctx, "#tool-result", "Echo: hello console", uiWait)
+		mustWaitText(t, ctx, "#tool-result", "took", uiWait)
+		// A required field left empty is reported at the field, and nothing is called.
+		evalJS[bool](t, ctx, `(document.querySelector('section[aria-labelledby="args-h"] [name="message"]').value = '') === ''`)
+		do1(t, ctx, "call", chromedp.Click(chromedp.CSS(`section[aria-labelledby="args-h"] button[type="submit"]`)))
+		mustWaitText(t, ctx, `section[aria-labelledby="args-h"] .field-error`, "", uiWait)
+		axeCheck(t, ctx, "try a tool")
+		screenshot(t, ctx, "tools")
+	})
+
+	t.Run("preset", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/presets")
+		do1(t, ctx, "id", chromedp.SendKeys(chromedp.CSS(`input[name="id"]`), "helper"))
+		evalJS[bool](t, ctx, `(() => { const m = document.querySelector('select[name="model"]'); m.value = 'builtin-llm'; m.dispatchEvent(new Event('change')); return true; })()`)
+		do1(t, ctx, "everything", chromedp.Click(chromedp.CSS("#prov-everything")))
+		do1(t, ctx, "save", chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
+		mustWaitText(t, ctx, `section[aria-labelledby="presets-h"]`, "helper", uiWait)
+		if r := admin(t, s, "GET", "/presets/helper", ""); r.Status != 200 || !strings.Contains(string(r.Body), `"mcp_server_ids":["everything"]`) || !strings.Contains(string(r.Body), `"model":"builtin-llm"`) {
+			t.Fatalf("the saved preset: %d %s", r.Status, r.Body)
+		}
+		axeCheck(t, ctx, "presets")
+		screenshot(t, ctx, "presets")
+	})
+
+	t.Run("chat with a tool call", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/chat")
+		evalJS[bool](t, ctx, `(() => { const p = document.querySelector('select[name="preset"]'); p.value = 'helper'; p.dispatchEvent(new Event('change')); return true; })()`)
+		mustWaitText(t, ctx, `select[name="tool"]`, "echo", uiWait)
+		evalJS[bool](t, ctx, `(() => { const t = document.querySelector('select[name="tool"]'); t.value = 'mcp_everything__echo'; t.dispatchEvent(new Event('change')); return t.value === 'mcp_everything__echo'; })()`)
+		do1(t, ctx, "message", chromedp.SendKeys(chromedp.CSS(`textarea[name="message"]`), `please echo {"message":"from the chat"}`))
+		do1(t, ctx, "send", chromedp.Click(chromedp.CSS(`section[aria-labelledby="conv-h"] button[type="submit"]`)))
+		mustWaitText(t, ctx, ".chat-log .toolcall", "mcp_everything__echo", uiWait)
+		mustWaitText(t, ctx, ".chat-log", "Echo: from the chat", uiWait)
+		mustWaitText(t, ctx, ".chat-log", "The tool returned", uiWait)
+		axeCheck(t, ctx, "chat")
+		screenshot(t, ctx, "chat")
+	})
+
 	// Every view again, dark and 375 px wide: still no violation (contrast included), and
 	// nothing wider than the screen.
 	t.Run("dark and narrow", func(t *testing.T) {
