@@ -199,9 +199,9 @@ export default {
       const onEvent = (ev) => {
         textNode = null;
         if (ev.type === 'tool_call') {
-          const state = el('p', { class: 'status connecting' }, el('span', { 'aria-hidden': 'true' }, '⏳'), 'Running');
+          const state = el('p', { class: 'status connecting' }, el('span', { 'aria-hidden': 'true' }, '◌'), 'Running');
           const block = el('div', { class: 'toolcall' },
-            el('p', {}, el('span', { 'aria-hidden': 'true' }, '🔧 '), 'Tool call ', el('code', {}, ev.name), ev.server_id ? ` on ${ev.server_id}` : '', ev.round ? ` (round ${ev.round})` : ''),
+            el('p', {}, el('span', { 'aria-hidden': 'true' }, '⚙ '), 'Tool call ', el('code', {}, ev.name), ev.server_id ? ` on ${ev.server_id}` : '', ev.round ? ` (round ${ev.round})` : ''),
             el('p', { class: 'small' }, 'Arguments:'), el('pre', {}, ev.arguments || '{}'), state);
           calls.set(ev.id, { block, state });
           out.append(block);
@@ -209,7 +209,7 @@ export default {
         } else if (ev.type === 'tool_result') {
           let c = calls.get(ev.id);
           if (!c) {
-            const block = el('div', { class: 'toolcall' }, el('p', {}, el('span', { 'aria-hidden': 'true' }, '🔧 '), 'Tool result of ', el('code', {}, ev.name)));
+            const block = el('div', { class: 'toolcall' }, el('p', {}, el('span', { 'aria-hidden': 'true' }, '⚙ '), 'Tool result of ', el('code', {}, ev.name)));
             out.append(block);
             c = { block, state: null };
           }
