@@ -208,3 +208,31 @@ func TestConsole(t *testing.T) {
 
 // consoleViews are the console's views.
 var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity"}
+
+// TestConsoleKeys: the admin key is asked for when the API answers 401, kept for the tab
+// (sessionStorage, never localStorage) and sent only to the admin API; a server without an
+// admin key gets the panel that says so with the lines that fix it, and chat still works.
+func TestConsoleKeys(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	ctx := newBrowser(t)
+	navigate(t, ctx, s.URL+"/#/servers") // the view waits for the key
+	do1(t, ctx, "the key dialog", chromedp.WaitVisible(chromedp.CSS("#key-dialog[open] #key-input")))
+	axeCheck(t, ctx, "key dialog")
+	typeText(t, ctx, adminKey)
+	pressEnter(t, ctx)
+	mustWaitText(t, ctx, "#servers-summary", "0/0 connected", uiWait)
+	if got := evalJS[string](t, ctx, `sessionStorage.getItem('zest.adminKey') + '|' + localStorage.length`); got != adminKey+"|0" {
+		t.Fatalf("the key is kept in sessionStorage only: %q", got)
+	}
+
+	bare := startSuite(t) // no admin key at all
+	openView(t, ctx, bare.URL, "#/servers")
+	mustWaitText(t, ctx, "#main .notice", "no admin key configured", uiWait)
+	mustWaitText(t, ctx, "#main .notice pre", "LEMONADE_ADMIN_API_KEY", uiWait)
+	axeCheck(t, ctx, "servers without an admin key")
+	openView(t, ctx, bare.URL, "#/chat")
+	do1(t, ctx, "message", chromedp.SendKeys(chromedp.CSS(`textarea[name="message"]`), "hello without MCP"))
+	do1(t, ctx, "send", chromedp.Click(chromedp.CSS(`section[aria-labelledby="conv-h"] button[type="submit"]`)))
+	mustWaitText(t, ctx, ".chat-log", "builtin-llm heard: hello without MCP", uiWait)
+	axeCheck(t, ctx, "chat without an admin key")
+}
