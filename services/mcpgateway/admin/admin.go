@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -32,6 +34,9 @@ type Service struct {
 	up  *upstream.Manager
 	cat *catalog.Catalog
 	log *slog.Logger
+	// Activity records the tool calls of CallTool and is what ListActivity lists (every
+	// path's calls: mcpgateway gives every path the same one); nil records nothing.
+	Activity *activity.Log
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
@@ -291,13 +296,55 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 	params := make([]byte, 0, len(args)+len(quoted)+24)
 	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
 	params = append(params, '}')
+	began := time.Now()
 	raw, err := s.up.CallTool(ctx, cfg, req.GetName(), params, timeout)
+	result := &structpb.Struct{}
+	if err == nil {
+		if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || protojson.Unmarshal(raw, result) != nil {
+			err = fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, cfg.GetId())
+		}
+	}
+	outcome := activity.Error
+	if err == nil {
+		outcome = activity.FromUpstream(upstream.Outcome(raw, nil))
+	}
+	s.Activity.Add(ctx, activity.Call{Path: activity.PathAdmin, Server: cfg.GetId(), Tool: req.GetName(), Began: began,
+		Outcome: outcome, Err: err, Args: args, Result: raw})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	result := &structpb.Struct{}
-	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || protojson.Unmarshal(raw, result) != nil {
-		return nil, toStatus(fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, cfg.GetId()))
-	}
 	return &mcpgatewayv1.CallToolResponse{ServerId: cfg.GetId(), Tool: req.GetName(), Result: result}, nil
 }
+
+// Limits of ListActivity.
+const (
+	// DefaultActivityLimit is how many calls ListActivity answers when the request says 0.
+	DefaultActivityLimit = 100
+)
+
+// ListActivity lists the latest tool calls of this replica, newest first: at most limit
+// (DefaultActivityLimit when 0), only those with an id above after.
+func (s *Service) ListActivity(_ context.Context, req *mcpgatewayv1.ListActivityRequest) (*mcpgatewayv1.ListActivityResponse, error) {
+	limit := int(req.GetLimit())
+	switch {
+	case limit < 0 || limit > activity.MaxSize:
+		return nil, toStatus(fmt.Errorf("%w: limit %d is out of range: use a whole number from 1 to %d (0: %d)", errBadRequest, limit, activity.MaxSize, DefaultActivityLimit))
+	case limit == 0:
+		limit = DefaultActivityLimit
+	}
+	calls, latest := s.Activity.List(req.GetAfter(), limit)
+	out := &mcpgatewayv1.ListActivityResponse{Calls: make([]*mcpgatewayv1.ActivityCall, 0, len(calls)), Latest: latest,
+		Details: s.Activity.Details(), Size: int32(s.Activity.Size())}
+	for _, c := range calls {
+		out.Calls = append(out.Calls, &mcpgatewayv1.ActivityCall{
+			Id: c.ID, Time: c.Time.UTC().Format(activityTime), Path: c.Path, Who: c.Who, ServerId: c.Server, Tool: c.Tool,
+			ChatName: c.ChatName, PresetId: c.Preset, DurationMs: int32(min(c.Duration.Milliseconds(), math.MaxInt32)),
+			Outcome: c.Outcome, Error: c.Error, Arguments: c.Arguments, ArgumentsTruncated: c.ArgumentsTruncated,
+			Result: c.Result, ResultTruncated: c.ResultTruncated,
+		})
+	}
+	return out, nil
+}
+
+// activityTime is RFC 3339 with milliseconds, always three digits.
+const activityTime = "2006-01-02T15:04:05.000Z07:00"

@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -78,6 +79,9 @@ type Handler struct {
 	// reads its log level again, and reads its preset again (a changed provider set is
 	// announced with list_changed).
 	ListenCheck time.Duration
+	// Activity records each tools/call of a preset's endpoint (its built-in tools too); nil
+	// records nothing.
+	Activity *activity.Log
 }
 
 // New returns the handler. Call Notify with every upstream notification.

@@ -18,6 +18,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -102,6 +103,8 @@ type fixture struct {
 	alpha *server.MCPServer
 	// waiting receives when the built-in tool lemonade_wait begins; it runs until cancelled.
 	waiting chan struct{}
+	// activity is the ring every path records its tool calls in, as in mcpgateway.
+	activity *activity.Log
 }
 
 // newFixture serves McpService with servers alpha (secret denied), beta (tools paged),
@@ -181,13 +184,15 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	h := mcpserve.New(srv, codec, reg, nil)
 	agg := New(reg, up, h, fed, codec, reg, testKeys, nil)
 	agg.ListenCheck = 50 * time.Millisecond
+	calls, _ := activity.New(activity.DefaultSize, false)
+	h.Activity, fed.Activity, agg.Activity = calls, calls, calls
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
 	h.Federation, h.Presets = fed, agg
 	if ownPreset != "" {
 		h.Own = agg.ForMCP(ownPreset)
 	}
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting}
+	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
 }
 
 var withKey = mcpservetest.WithKey

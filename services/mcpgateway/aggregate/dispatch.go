@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -132,7 +133,10 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	name := *p.Name
 	unknown := mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", name))
 	if c.isBuiltinTool(ctx, name) {
-		return c.runBuiltin(ctx, payload, msg)
+		began := time.Now()
+		resp := c.runBuiltin(ctx, payload, msg)
+		c.recordCall(ctx, serverconfig.LemonadeProvider, name, name, began, params, resp)
+		return resp
 	}
 	pr, orig, ok := c.resolveTool(ctx, name)
 	if !ok || !serverconfig.Exposed(pr.cfg, orig) {
@@ -147,20 +151,40 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	}
 	began := time.Now()
 	resp := c.forward(ctx, pr, msg, params)
-	upstream.LogToolCall(ctx, c.h.log, pr.id, orig, time.Since(began), outcome(resp))
+	upstream.LogToolCall(ctx, c.h.log, pr.id, orig, time.Since(began), c.recordCall(ctx, pr.id, orig, name, began, params, resp))
 	return resp
 }
 
-// outcome classifies a rendered tools/call answer for its log line.
-func outcome(resp []byte) string {
+// recordCall adds the activity record of one tools/call of tool on server (called as chat)
+// answered with resp (nil: the client cancelled it), and returns its outcome as a log line
+// names it.
+func (c *call) recordCall(ctx context.Context, server, tool, chat string, began time.Time, params json.RawMessage, resp []byte) string {
+	outcome, message, result := answerOf(resp)
+	c.h.Activity.Add(ctx, activity.Call{Path: activity.PathMCP, Server: server, Tool: tool, ChatName: chat, Preset: c.ep.preset,
+		Began: began, Outcome: activity.FromUpstream(outcome), Message: message, Params: params, Result: result})
+	return outcome
+}
+
+// answerOf classifies a rendered tools/call answer: its outcome (upstream.Outcome's), the
+// message of its error, and its result.
+func answerOf(resp []byte) (outcome, message string, result json.RawMessage) {
 	var r struct {
 		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Result) == 0 {
-		return upstream.Outcome(nil, errors.New("no result"))
+	switch {
+	case resp == nil:
+		return upstream.OutcomeCanceled, "cancelled by the client (notifications/cancelled)", nil
+	case json.Unmarshal(resp, &r) != nil:
+		return upstream.OutcomeFailed, "the answer is not a JSON-RPC response", nil
+	case r.Error != nil:
+		return upstream.OutcomeRPCError, r.Error.Message, nil
+	case len(r.Result) == 0:
+		return upstream.OutcomeFailed, "the answer has no result", nil
 	}
-	return upstream.Outcome(r.Result, nil)
+	return upstream.Outcome(r.Result, nil), "", r.Result
 }
 
 // isBuiltinTool reports whether name is a built-in tool and the preset has the built-in

@@ -69,6 +69,7 @@ func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredErr
 // false: it carries none, and the request goes its ordinary way).
 func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
 	var p struct {
+		Name           string          `json:"name"`
 		RequestState   *string         `json:"requestState"`
 		InputResponses json.RawMessage `json:"inputResponses"`
 	}
@@ -102,7 +103,11 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 		}
 		answers = append(answers, upstream.ClientAnswer{Ref: ref, Result: a})
 	}
+	began := time.Now()
 	res, err := c.h.up.Resume(ctx, c.cfg, st.Call, answers, c.hooks(params))
+	if msg.Method == "tools/call" && !c.forwarded { // the call's retry: a call of its own
+		c.record(ctx, p.Name, began, params, res, err)
+	}
 	if errors.Is(err, upstream.ErrRelayUnknown) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it"), true
 	}

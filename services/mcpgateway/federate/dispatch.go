@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -28,6 +29,9 @@ type call struct {
 	// modernRelays (its _meta clientCapabilities).
 	modern       bool
 	modernRelays upstream.Relays
+	// forwarded is set when another endpoint (a preset's) sends the request here: that
+	// endpoint writes the tool call's log line and activity record.
+	forwarded bool
 }
 
 // capability names the capability a method needs of the upstream (and, for subscriptions,
@@ -114,7 +118,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		}
 		began := time.Now()
 		res, err := c.forward(ctx, msg, params)
-		upstream.LogToolCall(ctx, c.h.log, c.cfg.GetId(), *p.Name, time.Since(began), upstream.Outcome(res, err))
+		c.record(ctx, *p.Name, began, params, res, err)
 		return c.answer(ctx, msg, res, err)
 	case "tools/list":
 		res, err := c.forward(ctx, msg, params)
@@ -125,6 +129,14 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	}
 	res, err := c.forward(ctx, msg, params)
 	return c.answer(ctx, msg, res, err)
+}
+
+// record writes the log line and the activity record of one tools/call of tool.
+func (c *call) record(ctx context.Context, tool string, began time.Time, params, res json.RawMessage, err error) {
+	outcome := upstream.Outcome(res, err)
+	upstream.LogToolCall(ctx, c.h.log, c.cfg.GetId(), tool, time.Since(began), outcome)
+	c.h.Activity.Add(ctx, activity.Call{Path: activity.PathMCP, Server: c.cfg.GetId(), Tool: tool, Began: began,
+		Outcome: activity.FromUpstream(outcome), Err: err, Params: params, Result: res})
 }
 
 // forward sends the request to the upstream with its params unchanged, bounded by the

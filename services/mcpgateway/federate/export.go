@@ -100,7 +100,7 @@ func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerCon
 // or method is refused. ok is false when the request carries no requestState of Zest's: it
 // goes its ordinary way.
 func (h *Handler) ResumeModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
-	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params)}
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params), forwarded: true}
 	return c.resumeParked(ctx, msg, params)
 }
 

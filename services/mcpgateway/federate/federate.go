@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -67,6 +68,8 @@ type Handler struct {
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere, and reads its log level again.
 	ListenCheck time.Duration
+	// Activity records each tools/call of /mcp/servers/{id}; nil records nothing.
+	Activity *activity.Log
 
 	// inflight holds the cancel functions of forwarded requests, by session and request id,
 	// for notifications/cancelled (which reaches the replica that runs the request only).

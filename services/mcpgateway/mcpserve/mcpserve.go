@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
@@ -103,6 +104,9 @@ type Handler struct {
 	Presets Federation
 	// Own, when set, serves /mcp itself in place of the built-in tools (ZEST_MCP_PRESET).
 	Own Federation
+	// Activity records each tools/call of the built-in tools on /mcp (those another endpoint
+	// runs through Builtin are recorded by it); nil records nothing.
+	Activity *activity.Log
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -346,12 +350,69 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 	// ~15% of a small call); what is still queued when the tool returns is flushed here.
 	r := &relay{notes: sess.notes, send: send, stop: make(chan struct{})}
 	sess.setRelay(r)
+	began := time.Now()
 	resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
 	sess.setRelay(nil)
+	if env.Method == "tools/call" && !sess.forwarded {
+		h.record(ctx, msg, began, resp)
+	}
 	if err := r.end(); err != nil {
 		return nil, err
 	}
 	return encodeFor(env.ID, resp)
+}
+
+// record adds the activity record of a tools/call (msg) of a built-in tool answered with resp.
+func (h *Handler) record(ctx context.Context, msg []byte, began time.Time, resp mcp.JSONRPCMessage) {
+	if h.Activity == nil {
+		return
+	}
+	var p struct {
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &p)
+	c := activity.Call{Path: activity.PathMCP, Server: activity.BuiltinServer, Tool: p.Params.Name, Began: began, Outcome: activity.OK}
+	if h.Activity.Details() {
+		c.Params = paramsOf(msg)
+	}
+	switch r := resp.(type) {
+	case mcp.JSONRPCError:
+		c.Outcome, c.Message = activity.Error, r.Error.Message
+	case mcp.JSONRPCResponse:
+		var res *mcp.CallToolResult
+		switch v := r.Result.(type) {
+		case *mcp.CallToolResult:
+			res = v
+		case mcp.CallToolResult:
+			res = &v
+		}
+		if res != nil && res.IsError {
+			c.Outcome, c.Message = activity.ToolError, "the tool reported an error (isError) with no text"
+			for _, content := range res.Content {
+				if t, ok := mcp.AsTextContent(content); ok && t.Text != "" {
+					c.Message = t.Text
+					break
+				}
+			}
+		}
+		if res != nil && h.Activity.Details() {
+			c.Result, _ = res.MarshalJSON()
+		}
+	default:
+		c.Outcome, c.Message = activity.Error, "no answer"
+	}
+	h.Activity.Add(ctx, c)
+}
+
+// paramsOf is the params member of a JSON-RPC request.
+func paramsOf(msg []byte) []byte {
+	var m struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.Params
 }
 
 // encodeFor renders mcp-go's answer to the request with id. A tool's CallToolResult is
@@ -502,6 +563,8 @@ type clientSession struct {
 	ctx     context.Context
 	store   Ended
 	expires time.Time
+	// forwarded: a message of another endpoint's session (Builtin), which records its calls
+	forwarded bool
 
 	mu        sync.Mutex
 	level     mcp.LoggingLevel
@@ -645,7 +708,9 @@ func (h *Handler) Builtin(ctx context.Context, sessionID string, cl session.Clai
 	if problem != "" {
 		return errorResponse(env.ID, code, problem), nil
 	}
-	return h.dispatch(ctx, h.newSession(ctx, sessionID, cl), msg, env, send)
+	sess := h.newSession(ctx, sessionID, cl)
+	sess.forwarded = true
+	return h.dispatch(ctx, sess, msg, env, send)
 }
 
 // BuiltinTools are the built-in tools as tools/list of /mcp lists them.

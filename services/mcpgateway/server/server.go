@@ -23,6 +23,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
@@ -76,6 +77,12 @@ type Config struct {
 	// MCPPreset, when set, makes /mcp serve that preset's providers aggregated, as
 	// /mcp/presets/{id} does, instead of the built-in tools (ZEST_MCP_PRESET).
 	MCPPreset string
+	// ActivitySize is how many of the latest tool calls GET /internal/mcp/activity can show
+	// (ZEST_ACTIVITY_SIZE, 1 to activity.MaxSize); each replica keeps its own.
+	ActivitySize int
+	// ActivityDetails keeps each recorded call's arguments and result, cut at
+	// activity.DetailBytes (ZEST_ACTIVITY_DETAILS); off, only who, what, how long and how it ended.
+	ActivityDetails bool
 }
 
 // DefaultConfig binds loopback only.
@@ -83,7 +90,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
-		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
+		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 	}
 }
@@ -100,6 +107,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
+	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
+	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
 // Validate checks the configuration.
@@ -118,6 +127,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MCPPreset != "" && !serverconfig.IDPattern.MatchString(c.MCPPreset) {
 		errs = append(errs, fmt.Errorf("mcp-preset %q: want a preset id ([A-Za-z0-9_.-]{1,96})", c.MCPPreset))
+	}
+	if c.ActivitySize < 1 || c.ActivitySize > activity.MaxSize {
+		errs = append(errs, fmt.Errorf("activity-size (ZEST_ACTIVITY_SIZE) %d: want a whole number from 1 to %d", c.ActivitySize, activity.MaxSize))
 	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
@@ -196,6 +208,14 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if dirs.Audio, err = filepath.Abs(dirs.Audio); err != nil {
 		return nil, err
 	}
+	// The latest tool calls of every path, for GET /internal/mcp/activity.
+	calls, err := activity.New(cfg.ActivitySize, cfg.ActivityDetails)
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, err
+	}
 	mcpSrv := mcpserve.NewMCPServer(Version)
 	infer := inferencev1.NewInferenceServiceClient(cc)
 	lemonade.New(infer, dirs).Register(mcpSrv)
@@ -207,18 +227,22 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return keyauth.LevelAPI
 	}}
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
+	mcpHandler.Activity = calls
 	// Every server config is read through one write-through cache: the admin service writes
 	// through it, the federation and the chat loop read it on every request and tool call.
 	servers := configcache.New(reg)
 	adminService := admin.New(servers, up, log)
+	adminService.Activity = calls
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(adminService.Catalog().Codec())}})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
+	fed.Activity = calls
 	mcpHandler.Federation = fed
 	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
 	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
+	agg.Activity = calls
 	aggregate.Version = Version
 	mcpHandler.Presets = agg
 	if cfg.MCPPreset != "" {
@@ -236,8 +260,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	})
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
-	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, servers, up, mcpSrv, cfg.Keys, log))
+	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
+		infer, servers, up, mcpSrv, cfg.Keys, log)
+	chat.Activity = calls
+	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/zestmcp/zest/lib/requestid"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -66,6 +67,8 @@ type Loop struct {
 	builtin   *server.MCPServer
 	keys      keyauth.Keys
 	log       *slog.Logger
+	// Activity records each tool call the loop runs; nil records nothing.
+	Activity *activity.Log
 }
 
 // New returns the loop; builtin serves the lemonade_* tools; keys tell administrators (who may
@@ -128,7 +131,7 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	for _, w := range warnings {
 		out.event(&mcpgatewayv1.ToolEvent{Type: "warning", Message: w})
 	}
-	return l.run(ctx, chat, tools, warnings, out, admin)
+	return l.run(ctx, chat, tools, warnings, out, admin, preset.GetId())
 }
 
 // hide turns an upstream failure into what the caller may see (incident.Describe).
@@ -222,7 +225,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 }
 
 // run is the loop itself.
-func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string, out *emitter, admin bool) error {
+func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string, out *emitter, admin bool, preset string) error {
 	var defs []any
 	for _, t := range tools {
 		defs = append(defs, t.openai)
@@ -279,7 +282,7 @@ func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map
 		if round >= l.cfg.MaxRounds {
 			return out.finish(&last, FinishMaxToolRounds, &usage, records, warnings)
 		}
-		results := l.runCalls(ctx, round, calls, tools, out, admin)
+		results := l.runCalls(ctx, round, calls, tools, out, admin, preset)
 		chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "assistant", Content: done.Text(), ToolCalls: calls})
 		for i, c := range calls {
 			chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "tool", ToolCallId: c.GetId(), Content: results[i].output})
@@ -297,8 +300,8 @@ type result struct {
 // previewBytes is how much of a tool's output a tool_result event shows.
 const previewBytes = 512
 
-// runCalls runs one round's tool calls in parallel.
-func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter, admin bool) []result {
+// runCalls runs one round's tool calls in parallel (of a chat with preset, if any).
+func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter, admin bool, preset string) []result {
 	results := make([]result, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
@@ -313,8 +316,15 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 		go func() {
 			defer wg.Done()
 			began := time.Now()
-			text, isErr := l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
+			r := l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
+			text, isErr := r.text, r.isErr
 			rec.DurationMs = time.Since(began).Milliseconds()
+			call := activity.Call{Path: activity.PathChat, Server: rec.GetServerId(), Tool: t.name, ChatName: t.chatName,
+				Preset: preset, Began: began, Outcome: r.outcome, Message: r.failure, Result: r.result}
+			if l.Activity.Details() { // a copy of the arguments only when they are kept
+				call.Args = []byte(c.GetFunction().GetArguments())
+			}
+			l.Activity.Add(ctx, call)
 			rec.IsError, rec.OutputBytes = isErr, int64(len(text))
 			if len(text) > l.cfg.MaxToolOutput {
 				text = CutUTF8(text, l.cfg.MaxToolOutput) + fmt.Sprintf("\n[… Zest truncated this tool output: %d of %d bytes shown; tool output is untrusted input]", l.cfg.MaxToolOutput, rec.OutputBytes)
@@ -350,30 +360,54 @@ func CutUTF8(s string, n int) string {
 // safeCall is call on its own goroutine: a tool whose handler panics fails alone, with an
 // incident id the log line carries, instead of taking mcpgateway down (gRPC's recovery does
 // not reach goroutines a handler starts).
-func (l *Loop) safeCall(ctx context.Context, t *tool, args string, admin bool) (text string, isErr bool) {
+func (l *Loop) safeCall(ctx context.Context, t *tool, args string, admin bool) (r ran) {
 	defer func() {
 		if p := recover(); p != nil {
 			incident := requestid.New()
 			l.log.ErrorContext(ctx, "tool call panicked", "tool", t.chatName, "incident", incident, "panic", p, "stack", string(debug.Stack()))
-			text, isErr = fmt.Sprintf("The tool failed: internal error (incident %s)", incident), true
+			text := fmt.Sprintf("The tool failed: internal error (incident %s)", incident)
+			r = ran{text: text, isErr: true, outcome: activity.Error, failure: text}
 		}
 	}()
 	return l.call(ctx, t, args, admin)
 }
 
+// ran is what one tool call gave: the text fed back to the model, and for the activity
+// record its outcome, why it failed (for administrators: not hidden behind an incident id)
+// and its CallToolResult.
+type ran struct {
+	text    string
+	isErr   bool
+	outcome string
+	failure string
+	result  []byte
+}
+
+// failed is a call that gave no result: text for the model, failure for the activity.
+func failed(text, failure string) ran {
+	return ran{text: text, isErr: true, outcome: activity.Error, failure: failure}
+}
+
+// answered is a call that gave a CallToolResult (raw) with upstream outcome outcome.
+func answered(raw []byte, outcome string) ran {
+	text, isErr := resultText(raw)
+	return ran{text: text, isErr: isErr, outcome: activity.FromUpstream(outcome), result: raw}
+}
+
 // call runs one tool and returns the text fed back to the model.
-func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (string, bool) {
+func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) ran {
 	var argMap map[string]any
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
 	if err := json.Unmarshal([]byte(args), &argMap); err != nil || argMap == nil {
-		return "The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters", true
+		text := "The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters"
+		return failed(text, text)
 	}
 	if t.server == nil {
 		st := l.builtin.GetTool(t.name)
 		if st == nil {
-			return "unknown tool " + t.name, true
+			return failed("unknown tool "+t.name, "unknown tool "+t.name)
 		}
 		r := mcp.CallToolRequest{}
 		r.Params.Name, r.Params.Arguments = t.name, argMap
@@ -381,11 +415,12 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 		res, err := st.Handler(ctx, r)
 		if err != nil {
 			upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(nil, err))
-			return err.Error(), true
+			return failed(err.Error(), err.Error())
 		}
 		b, _ := json.Marshal(res)
-		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(b, nil))
-		return resultText(b)
+		outcome := upstream.Outcome(b, nil)
+		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), outcome)
+		return answered(b, outcome)
 	}
 	// The tools were gathered when the chat began; an administrator may have changed the
 	// server since (moved, disabled, deleted it, or filtered this tool out): the call goes to
@@ -394,15 +429,18 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 	cur, err := l.reg.GetServer(ctx, id)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		return fmt.Sprintf("The tool is not available: MCP server %q is no longer registered", id), true
+		text := fmt.Sprintf("The tool is not available: MCP server %q is no longer registered", id)
+		return failed(text, text)
 	case err != nil:
-		return l.hide(ctx, admin, id, "The tool failed", err), true
+		return failed(l.hide(ctx, admin, id, "The tool failed", err), err.Error())
 	case !cur.GetEnabled():
 		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "disabled")
-		return fmt.Sprintf("The tool is not available: MCP server %q is disabled", id), true
+		text := fmt.Sprintf("The tool is not available: MCP server %q is disabled", id)
+		return failed(text, text)
 	case !serverconfig.Exposed(cur, t.name):
 		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "filtered out")
-		return fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name), true
+		text := fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name)
+		return failed(text, text)
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
 	// The chat loop has no MCP client to relay the server's sampling, elicitation or roots
@@ -411,11 +449,12 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) (stri
 	var rpcErr *upstream.RPCError
 	switch {
 	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
-		return fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), true
+		text := fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message)
+		return failed(text, text)
 	case err != nil:
-		return l.hide(ctx, admin, id, "The tool failed", err), true
+		return failed(l.hide(ctx, admin, id, "The tool failed", err), err.Error())
 	}
-	return resultText(raw)
+	return answered(raw, upstream.Outcome(raw, nil))
 }
 
 // resultText flattens an MCP CallToolResult into text for the model.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 )
 
 func TestCutUTF8NeverSplitsACharacter(t *testing.T) {
@@ -33,8 +34,8 @@ func TestAPanickingToolFailsAlone(t *testing.T) {
 		panic("boom")
 	})
 	l := &Loop{builtin: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	text, isErr := l.safeCall(t.Context(), &tool{chatName: "boom", name: "boom"}, `{}`, false)
-	if !isErr || !strings.Contains(text, "incident ") {
-		t.Fatalf("%q %v", text, isErr)
+	r := l.safeCall(t.Context(), &tool{chatName: "boom", name: "boom"}, `{}`, false)
+	if !r.isErr || !strings.Contains(r.text, "incident ") || r.outcome != activity.Error || r.failure != r.text {
+		t.Fatalf("%+v", r)
 	}
 }

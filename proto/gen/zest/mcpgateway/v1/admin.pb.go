@@ -2377,6 +2377,310 @@ func (x *DeletePresetResponse) GetRemoved() string {
 	return ""
 }
 
+// ListActivityRequest selects recorded tool calls (over HTTP: ?limit=&after=).
+type ListActivityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// limit is how many calls to answer at most, the newest when more match (1-10000; 0: 100).
+	Limit int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// after answers only the calls with a greater id: pass the latest of the previous answer to
+	// get only what came since (0: every call the ring holds).
+	After         uint64 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActivityRequest) Reset() {
+	*x = ListActivityRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActivityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActivityRequest) ProtoMessage() {}
+
+func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActivityRequest.ProtoReflect.Descriptor instead.
+func (*ListActivityRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListActivityRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListActivityRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+// ListActivityResponse carries recorded tool calls, newest first.
+type ListActivityResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// calls are ordered by id, newest first.
+	Calls []*ActivityCall `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	// latest is the id of the newest call recorded (0 when none): the next request's after.
+	Latest uint64 `protobuf:"varint,2,opt,name=latest,proto3" json:"latest,omitempty"`
+	// details is set when calls keep their arguments and results (ZEST_ACTIVITY_DETAILS).
+	Details bool `protobuf:"varint,3,opt,name=details,proto3" json:"details,omitempty"`
+	// size is how many calls the ring keeps (ZEST_ACTIVITY_SIZE); older ones are dropped.
+	Size          int32 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActivityResponse) Reset() {
+	*x = ListActivityResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActivityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActivityResponse) ProtoMessage() {}
+
+func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActivityResponse.ProtoReflect.Descriptor instead.
+func (*ListActivityResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListActivityResponse) GetCalls() []*ActivityCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *ListActivityResponse) GetLatest() uint64 {
+	if x != nil {
+		return x.Latest
+	}
+	return 0
+}
+
+func (x *ListActivityResponse) GetDetails() bool {
+	if x != nil {
+		return x.Details
+	}
+	return false
+}
+
+func (x *ListActivityResponse) GetSize() int32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// ActivityCall is one recorded tool call.
+type ActivityCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id numbers the calls of this replica in the order they ended, from 1.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// time is when the call began, RFC 3339 in UTC with milliseconds.
+	Time string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// path is how the call came: "admin" (POST /internal/mcp/servers/{id}/tools/call), "mcp"
+	// (tools/call on /mcp, /mcp/servers/{id} or /mcp/presets/{id}) or "chat" (the chat loop).
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// who is the first 12 hex digits of the SHA-256 of the caller's key, or "anonymous".
+	Who string `protobuf:"bytes,4,opt,name=who,proto3" json:"who,omitempty"`
+	// server_id is the server's id ("lemonade" for the built-in tools).
+	ServerId string `protobuf:"bytes,5,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	// tool is the tool's own name on its server.
+	Tool string `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	// chat_name is the name the call used when it is not the tool's own (a preset's, the chat's).
+	ChatName string `protobuf:"bytes,7,opt,name=chat_name,proto3" json:"chat_name,omitempty"`
+	// preset_id is the preset the call came through, if any.
+	PresetId string `protobuf:"bytes,8,opt,name=preset_id,proto3" json:"preset_id,omitempty"`
+	// duration_ms is how long the call took.
+	DurationMs int32 `protobuf:"varint,9,opt,name=duration_ms,proto3" json:"duration_ms,omitempty"`
+	// outcome is "ok", "tool_error" (a result with isError), "error" (no result: a JSON-RPC
+	// error, a transport failure, a timeout, a cancellation) or "input_required" (the call
+	// asked its MCP 2026-07-28 client for input; the retry is a call of its own).
+	Outcome string `protobuf:"bytes,10,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// error is a short message (at most 240 bytes) for "error" and "tool_error".
+	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// arguments are the call's arguments as JSON text, only with details on (cut at 4 KiB).
+	Arguments string `protobuf:"bytes,12,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// arguments_truncated is set when arguments were cut.
+	ArgumentsTruncated bool `protobuf:"varint,13,opt,name=arguments_truncated,proto3" json:"arguments_truncated,omitempty"`
+	// result is the tool's CallToolResult as JSON text, only with details on (cut at 4 KiB).
+	Result string `protobuf:"bytes,14,opt,name=result,proto3" json:"result,omitempty"`
+	// result_truncated is set when result was cut.
+	ResultTruncated bool `protobuf:"varint,15,opt,name=result_truncated,proto3" json:"result_truncated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ActivityCall) Reset() {
+	*x = ActivityCall{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActivityCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActivityCall) ProtoMessage() {}
+
+func (x *ActivityCall) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActivityCall.ProtoReflect.Descriptor instead.
+func (*ActivityCall) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ActivityCall) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ActivityCall) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetChatName() string {
+	if x != nil {
+		return x.ChatName
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetDurationMs() int32 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *ActivityCall) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetArgumentsTruncated() bool {
+	if x != nil {
+		return x.ArgumentsTruncated
+	}
+	return false
+}
+
+func (x *ActivityCall) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *ActivityCall) GetResultTruncated() bool {
+	if x != nil {
+		return x.ResultTruncated
+	}
+	return false
+}
+
 var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
@@ -2582,10 +2886,35 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13DeletePresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"0\n" +
 	"\x14DeletePresetResponse\x12\x18\n" +
-	"\aremoved\x18\x01 \x01(\tR\aremoved*\\\n" +
+	"\aremoved\x18\x01 \x01(\tR\aremoved\"A\n" +
+	"\x13ListActivityRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\x04R\x05after\"\x94\x01\n" +
+	"\x14ListActivityResponse\x126\n" +
+	"\x05calls\x18\x01 \x03(\v2 .zest.mcpgateway.v1.ActivityCallR\x05calls\x12\x16\n" +
+	"\x06latest\x18\x02 \x01(\x04R\x06latest\x12\x18\n" +
+	"\adetails\x18\x03 \x01(\bR\adetails\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x05R\x04size\"\xac\x03\n" +
+	"\fActivityCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\tR\x04time\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x10\n" +
+	"\x03who\x18\x04 \x01(\tR\x03who\x12\x1c\n" +
+	"\tserver_id\x18\x05 \x01(\tR\tserver_id\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n" +
+	"\tchat_name\x18\a \x01(\tR\tchat_name\x12\x1c\n" +
+	"\tpreset_id\x18\b \x01(\tR\tpreset_id\x12 \n" +
+	"\vduration_ms\x18\t \x01(\x05R\vduration_ms\x12\x18\n" +
+	"\aoutcome\x18\n" +
+	" \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12\x1c\n" +
+	"\targuments\x18\f \x01(\tR\targuments\x120\n" +
+	"\x13arguments_truncated\x18\r \x01(\bR\x13arguments_truncated\x12\x16\n" +
+	"\x06result\x18\x0e \x01(\tR\x06result\x12*\n" +
+	"\x10result_truncated\x18\x0f \x01(\bR\x10result_truncated*\\\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
-	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xf2\x0e\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xf6\x0f\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
@@ -2601,7 +2930,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\tGetPreset\x12$.zest.mcpgateway.v1.GetPresetRequest\x1a%.zest.mcpgateway.v1.GetPresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/presets/{id}\x12\x83\x01\n" +
 	"\fUpsertPreset\x12'.zest.mcpgateway.v1.UpsertPresetRequest\x1a(.zest.mcpgateway.v1.UpsertPresetResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/presets\x12\x85\x01\n" +
 	"\fDeletePreset\x12'.zest.mcpgateway.v1.DeletePresetRequest\x1a(.zest.mcpgateway.v1.DeletePresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/presets/{id}\x12\x87\x01\n" +
-	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/callB\xd1\x01\n" +
+	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/call\x12\x81\x01\n" +
+	"\fListActivity\x12'.zest.mcpgateway.v1.ListActivityRequest\x1a(.zest.mcpgateway.v1.ListActivityResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/internal/mcp/activityB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -2618,7 +2948,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
@@ -2656,24 +2986,27 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*UpsertPresetResponse)(nil),     // 33: zest.mcpgateway.v1.UpsertPresetResponse
 	(*DeletePresetRequest)(nil),      // 34: zest.mcpgateway.v1.DeletePresetRequest
 	(*DeletePresetResponse)(nil),     // 35: zest.mcpgateway.v1.DeletePresetResponse
-	nil,                              // 36: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 37: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 38: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
+	(*ListActivityRequest)(nil),      // 36: zest.mcpgateway.v1.ListActivityRequest
+	(*ListActivityResponse)(nil),     // 37: zest.mcpgateway.v1.ListActivityResponse
+	(*ActivityCall)(nil),             // 38: zest.mcpgateway.v1.ActivityCall
+	nil,                              // 39: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 40: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 41: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 42: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 43: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	36, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
-	37, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	39, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	39, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	39, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	38, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	39, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	39, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	39, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	40, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	42, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	42, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	42, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	41, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	42, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	42, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	40, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	43, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
 	4,  // 11: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	3,  // 12: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	4,  // 13: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
@@ -2684,45 +3017,48 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	4,  // 19: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	4,  // 20: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	39, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	39, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	42, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	42, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
 	26, // 23: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
 	26, // 24: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
 	31, // 25: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
 	26, // 26: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	6,  // 27: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	8,  // 28: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	10, // 29: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	12, // 30: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	14, // 31: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	16, // 32: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	18, // 33: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	20, // 34: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	22, // 35: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	27, // 36: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	29, // 37: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	32, // 38: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	34, // 39: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	24, // 40: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	7,  // 41: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	9,  // 42: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	11, // 43: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	13, // 44: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	15, // 45: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	17, // 46: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	19, // 47: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	21, // 48: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	23, // 49: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	28, // 50: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	30, // 51: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	33, // 52: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	35, // 53: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	25, // 54: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	41, // [41:55] is the sub-list for method output_type
-	27, // [27:41] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	38, // 27: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	6,  // 28: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	8,  // 29: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	10, // 30: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	12, // 31: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	14, // 32: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	16, // 33: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	18, // 34: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	20, // 35: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	22, // 36: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	27, // 37: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	29, // 38: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	32, // 39: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	34, // 40: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	24, // 41: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	36, // 42: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	7,  // 43: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	9,  // 44: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	11, // 45: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	13, // 46: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	15, // 47: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	17, // 48: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	19, // 49: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	21, // 50: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	23, // 51: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	28, // 52: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	30, // 53: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	33, // 54: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	35, // 55: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	25, // 56: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	37, // 57: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	43, // [43:58] is the sub-list for method output_type
+	28, // [28:43] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -2740,7 +3076,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	AdminService_UpsertPreset_FullMethodName     = "/zest.mcpgateway.v1.AdminService/UpsertPreset"
 	AdminService_DeletePreset_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DeletePreset"
 	AdminService_CallTool_FullMethodName         = "/zest.mcpgateway.v1.AdminService/CallTool"
+	AdminService_ListActivity_FullMethodName     = "/zest.mcpgateway.v1.AdminService/ListActivity"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -74,6 +75,10 @@ type AdminServiceClient interface {
 	// A tool the server's tools_allow/tools_deny filter out is refused with FAILED_PRECONDITION
 	// and an ErrorInfo whose reason is ADMIN_ERROR_REASON_TOOL_FILTERED.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
+	// ListActivity is called by GET /internal/mcp/activity to show the latest tool calls on every
+	// path (the admin API, /mcp and its federated endpoints, the chat loop) of this mcpgateway
+	// replica: each replica keeps its own bounded ring (ZEST_ACTIVITY_SIZE).
+	ListActivity(ctx context.Context, in *ListActivityRequest, opts ...grpc.CallOption) (*ListActivityResponse, error)
 }
 
 type adminServiceClient struct {
@@ -224,6 +229,16 @@ func (c *adminServiceClient) CallTool(ctx context.Context, in *CallToolRequest, 
 	return out, nil
 }
 
+func (c *adminServiceClient) ListActivity(ctx context.Context, in *ListActivityRequest, opts ...grpc.CallOption) (*ListActivityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListActivityResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListActivity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -263,6 +278,10 @@ type AdminServiceServer interface {
 	// A tool the server's tools_allow/tools_deny filter out is refused with FAILED_PRECONDITION
 	// and an ErrorInfo whose reason is ADMIN_ERROR_REASON_TOOL_FILTERED.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
+	// ListActivity is called by GET /internal/mcp/activity to show the latest tool calls on every
+	// path (the admin API, /mcp and its federated endpoints, the chat loop) of this mcpgateway
+	// replica: each replica keeps its own bounded ring (ZEST_ACTIVITY_SIZE).
+	ListActivity(context.Context, *ListActivityRequest) (*ListActivityResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -314,6 +333,9 @@ func (UnimplementedAdminServiceServer) DeletePreset(context.Context, *DeletePres
 }
 func (UnimplementedAdminServiceServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedAdminServiceServer) ListActivity(context.Context, *ListActivityRequest) (*ListActivityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListActivity not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -588,6 +610,24 @@ func _AdminService_CallTool_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListActivity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListActivityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListActivity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListActivity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListActivity(ctx, req.(*ListActivityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -650,6 +690,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CallTool",
 			Handler:    _AdminService_CallTool_Handler,
+		},
+		{
+			MethodName: "ListActivity",
+			Handler:    _AdminService_ListActivity_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
