@@ -183,6 +183,20 @@ func TestConsole(t *testing.T) {
 		screenshot(t, ctx, "chat")
 	})
 
+	t.Run("activity", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/activity")
+		mustWaitText(t, ctx, "#main table", "admin", uiWait) // the call of "try a tool"
+		mustWaitText(t, ctx, "#main table", "chat", uiWait)  // the chat loop's call
+		mustWaitText(t, ctx, "#main table", "echo", uiWait)
+		// A new call appears while the view is open (polled), and is announced.
+		if r := admin(t, s, "POST", "/servers/everything/tools/call", `{"name":"get-sum","arguments":{"a":1,"b":2}}`); r.Status != 200 {
+			t.Fatalf("call: %d %s", r.Status, r.Body)
+		}
+		mustWaitText(t, ctx, "#main table", "get-sum", uiWait)
+		axeCheck(t, ctx, "activity")
+		screenshot(t, ctx, "activity")
+	})
+
 	// Every view again, dark and 375 px wide: still no violation (contrast included), and
 	// nothing wider than the screen.
 	t.Run("dark and narrow", func(t *testing.T) {

@@ -54,7 +54,7 @@ export default {
     const errBox = el('div', {});
     const tbody = el('tbody', {});
     const caption = el('caption', {}, 'Latest tool calls, newest first');
-    const table = el('div', { class: 'table-wrap' }, el('table', {}, caption,
+    const table = el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Latest tool calls (scrolls sideways on narrow screens)' }, el('table', {}, caption,
       el('thead', {}, el('tr', {}, ['Time', 'Who', 'Path', 'Server', 'Tool', 'Duration', 'Outcome'].map((h) => el('th', { scope: 'col' }, h)))),
       tbody));
     const emptyRow = () => el('tr', {}, el('td', { colspan: '7', class: 'muted' }, 'No tool calls yet: call one on the Try-a-tool page, in a chat or through /mcp.'));

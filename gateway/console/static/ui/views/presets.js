@@ -138,7 +138,7 @@ export default {
           el('button', { type: 'button', class: 'secondary small', 'aria-label': `Edit preset ${p.id}`, onclick: () => { fill(p); heading.focus(); } }, 'Edit'),
           el('a', { class: 'small', href: `#/chat?preset=${encodeURIComponent(p.id)}`, 'aria-label': `Chat with preset ${p.id}` }, 'Chat'),
           el('button', { type: 'button', class: 'danger small', 'aria-label': `Delete preset ${p.id}`, onclick: () => remove(p) }, 'Delete')))));
-      listBox.replaceChildren(el('div', { class: 'table-wrap' }, el('table', {},
+      listBox.replaceChildren(el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Saved presets (scrolls sideways on narrow screens)' }, el('table', {},
         el('caption', { class: 'visually-hidden' }, `${presets.length} saved preset${presets.length === 1 ? '' : 's'}`),
         el('thead', {}, el('tr', {}, ['Preset', 'Model', 'Providers', 'Actions'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, rows))));
