@@ -248,5 +248,14 @@ func TestConsoleKeys(t *testing.T) {
 	do1(t, ctx, "message", chromedp.SendKeys(chromedp.CSS(`textarea[name="message"]`), "hello without MCP"))
 	do1(t, ctx, "send", chromedp.Click(chromedp.CSS(`section[aria-labelledby="conv-h"] button[type="submit"]`)))
 	mustWaitText(t, ctx, ".chat-log", "builtin-llm heard: hello without MCP", uiWait)
+	// The built-in tools need no preset and no admin key.
+	evalJS[bool](t, ctx, `(() => { const p = document.querySelector('select[name="preset"]'); p.value = '@lemonade'; p.dispatchEvent(new Event('change')); return true; })()`)
+	mustWaitText(t, ctx, `select[name="tool"]`, "lemonade_list_models", uiWait)
+	evalJS[bool](t, ctx, `(() => { const t = document.querySelector('select[name="tool"]'); t.value = 'lemonade_list_models'; t.dispatchEvent(new Event('change')); return t.value === 'lemonade_list_models'; })()`)
+	do1(t, ctx, "message", chromedp.SendKeys(chromedp.CSS(`textarea[name="message"]`), `which models? {}`))
+	do1(t, ctx, "send", chromedp.Click(chromedp.CSS(`section[aria-labelledby="conv-h"] button[type="submit"]`)))
+	mustWaitText(t, ctx, ".chat-log .toolcall", "lemonade_list_models", uiWait)
+	mustWaitText(t, ctx, ".chat-log", "builtin-llm", uiWait)
+	mustWaitText(t, ctx, ".chat-log", "The tool returned", uiWait)
 	axeCheck(t, ctx, "chat without an admin key")
 }

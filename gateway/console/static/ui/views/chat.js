@@ -26,7 +26,9 @@ async function presetTools(app, preset, adminTools) {
   if (!adminTools || ids.includes('lemonade')) {
     const v = '2026-07-28';
     try {
-      const got = await app.api('POST', `/mcp/presets/${encodeURIComponent(preset.id)}`,
+      // The built-in tools alone are /mcp's own (unless ZEST_MCP_PRESET names a preset there).
+      const endpoint = preset.id.startsWith('@') ? '/mcp' : `/mcp/presets/${encodeURIComponent(preset.id)}`;
+      const got = await app.api('POST', endpoint,
         { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': v, 'io.modelcontextprotocol/clientCapabilities': {} } } },
         { headers: { Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': v, 'Mcp-Method': 'tools/list' } });
       const known = new Set(names.map((n) => n.name));
@@ -93,14 +95,19 @@ export default {
       el('option', { value: '' }, '— the preset\'s model —'),
       models.map((m) => el('option', { value: m }, m)));
     modelSel.value = models.includes('builtin-llm') ? 'builtin-llm' : (models[0] || '');
+    // "No MCP" and the built-in lemonade tools need no preset (nor the admin key): the chat
+    // names them with mcp_server_ids.
+    const LEMONADE = '@lemonade';
+    const builtin = { id: LEMONADE, mcp_server_ids: ['lemonade'] };
     const presetSel = el('select', { name: 'preset' },
-      el('option', { value: '' }, 'No preset (no tools)'),
+      el('option', { value: '' }, 'No MCP (no tools)'),
+      el('option', { value: LEMONADE }, 'lemonade — the built-in tools, no preset'),
       presets.map((p) => el('option', { value: p.id }, p.name && p.name !== p.id ? `${p.name} (${p.id})` : p.id)));
     const toolSel = el('select', { name: 'tool' }, el('option', { value: '' }, '— let the model choose —'));
     const toolHelpText = 'Sets tool_choice: builtin-llm calls a tool only when it is named here, with the last JSON object of your message as its arguments, e.g. {"message":"hi"}.';
 
     const loadTools = async () => {
-      const p = presets.find((x) => x.id === presetSel.value);
+      const p = presetSel.value === LEMONADE ? builtin : presets.find((x) => x.id === presetSel.value);
       toolSel.replaceChildren(el('option', { value: '' }, '— let the model choose —'));
       toolSel.disabled = !p;
       if (!p) return;
@@ -108,7 +115,7 @@ export default {
       const names = await presetTools(app, p, adminTools);
       if (presetSel.value !== p.id) return;
       for (const n of names) toolSel.append(el('option', { value: n.name }, n.label));
-      app.announce(`Preset ${p.id}: ${names.length} tool${names.length === 1 ? '' : 's'} available.`);
+      app.announce(`${p === builtin ? 'The built-in tools' : `Preset ${p.id}`}: ${names.length} tool${names.length === 1 ? '' : 's'} available.`);
     };
     presetSel.addEventListener('change', loadTools);
     if (q.get('preset') && presets.some((p) => p.id === q.get('preset'))) presetSel.value = q.get('preset');
@@ -177,7 +184,8 @@ export default {
       }
       const body = { messages: [...history, { role: 'user', content: text }], stream: true };
       if (modelSel.value) body.model = modelSel.value;
-      if (presetSel.value) body.preset = presetSel.value;
+      if (presetSel.value === LEMONADE) body.mcp_server_ids = ['lemonade'];
+      else if (presetSel.value) body.preset = presetSel.value;
       if (toolSel.value) body.tool_choice = { type: 'function', function: { name: toolSel.value } };
       history.push({ role: 'user', content: text });
       bubble('You', 'user').append(el('p', { class: 'msg-text' }, text));
