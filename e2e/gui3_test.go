@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -172,4 +173,54 @@ func gui3Socket(t *testing.T, s *Suite, c gui3Call, origin string) {
 		}
 	}
 	conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestGUI3ModelOptions: GET models/{id}/options shows a model's entry of the model file
+// (GUI3's model detail and effective-settings views), defaults included; a built-in model
+// has none; an unknown one is 404; saving is 405 naming the model file; every prefix.
+func TestGUI3ModelOptions(t *testing.T) {
+	// An engine that lists the model, so that the suite is healthy.
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"qwen","object":"model"}]}`))
+	}))
+	defer engine.Close()
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - id: far-llm\n    upstream_model: qwen\n    base_urls: [\""+engine.URL+"/v1\"]\n    max_concurrency: 3\n    timeout: 90s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startSuite(t, "ZEST_MODELS_FILE="+models)
+	for _, p := range []string{"/api/v1/", "/api/v0/", "/v1/", "/v0/"} {
+		r := do(t, "GET", s.URL+p+"models/far-llm/options", "")
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", p, r.Status, r.Body)
+		}
+		m := r.JSON(t)
+		eff, _ := m["effective"].(map[string]any)
+		def, _ := m["defaults"].(map[string]any)
+		if m["model_name"] != "far-llm" || m["recipe"] != "openai" || eff["max_concurrency"] != 3.0 || eff["timeout"] != "1m30s" ||
+			eff["upstream_model"] != "qwen" || def["max_concurrency"] != 8.0 || m["resolved_ctx_size"] != -1.0 {
+			t.Errorf("%s: %s", p, r.Body)
+		}
+		if _, ok := eff["api_key"]; ok {
+			t.Errorf("api_key shown: %s", r.Body)
+		}
+	}
+	r := do(t, "GET", s.URL+"/api/v1/models/builtin-llm/options", "")
+	if eff, _ := r.JSON(t)["effective"].(map[string]any); r.Status != 200 || len(eff) != 0 {
+		t.Errorf("built-in: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "GET", s.URL+"/api/v1/models/nope/options", ""); r.Status != 404 {
+		t.Errorf("unknown: %d %s", r.Status, r.Body)
+	}
+	// slots: one per engine replica.
+	r = do(t, "GET", s.URL+"/v1/slots", "")
+	var slots []map[string]any
+	if err := json.Unmarshal(r.Body, &slots); err != nil || r.Status != 200 || len(slots) != 1 || slots[0]["model"] != "far-llm" ||
+		slots[0]["is_processing"] != false || slots[0]["base_url"] != engine.URL+"/v1" {
+		t.Errorf("slots: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "POST", s.URL+"/api/v1/models/far-llm/options", `{"ctx_size":4096}`); r.Status != 405 || !strings.Contains(string(r.Body), "ZEST_MODELS_FILE") {
+		t.Errorf("save: %d %s", r.Status, r.Body)
+	}
 }

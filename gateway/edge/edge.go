@@ -124,7 +124,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, infer: e.infer, logs: logs}).register(mux, api, g.CORS)
+	(&lemond{cfg: cfg, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }

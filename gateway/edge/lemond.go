@@ -35,11 +35,12 @@ const maxSettingsBody = 64 << 10
 
 // lemond serves the routes.
 type lemond struct {
-	cfg   Config
-	infer inferencev1.InferenceServiceClient
-	logs  *logstream.Hub
-	cpu   cpuSampler
-	ws    wsLimits
+	cfg     Config
+	infer   inferencev1.InferenceServiceClient
+	options inferencev1.ModelOptionsServiceClient
+	logs    *logstream.Hub
+	cpu     cpuSampler
+	ws      wsLimits
 }
 
 // registerLemond adds the routes under each prefix and at the root paths GUI3 uses
@@ -120,8 +121,8 @@ var readOnly = map[string]string{
 	"mcpgateway_addr":      "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
 	"inference_addr":       "ZEST_INFERENCE_ADDR (--inference-addr)",
 	"toolhost_addr":        "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
-	"models_dir":           "the inference node's model file (ZEST_MODEL_FILE): Zest keeps no model directory",
-	"extra_models_dir":     "the inference node's model file (ZEST_MODEL_FILE): Zest keeps no model directory",
+	"models_dir":           "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
+	"extra_models_dir":     "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
 }
 
 func (l *lemond) snapshot() map[string]any {
@@ -411,32 +412,34 @@ func (l *lemond) slots(w http.ResponseWriter, r *http.Request) {
 
 // ---- models/{id}/options ----
 
-// modelOptions answers GET {prefix}models/{id}/options in Lemonade's shape. Zest loads no
-// model with recipe options (an engine runs its models as it was started), so saved,
-// effective and defaults are empty, and the context size unknown (-1, Lemonade's "auto");
-// an unknown model is 404 as on GET models/{id}. Saving or resetting options (POST, DELETE)
-// is 405: a Zest model's settings are its entry in the inference node's model file.
+// modelOptions answers GET {prefix}models/{id}/options in Lemonade's shape from the model
+// file: saved and effective are the model's entry (upstream_model, type, max_concurrency,
+// timeout, base_urls; nothing for a built-in model), defaults what the file gives an entry
+// that leaves a setting out. Zest loads no model with recipe options (an engine runs its
+// models as it was started), so the context size is unknown (-1, Lemonade's "auto"); an
+// unknown model is 404 as on GET models/{id}. Saving or resetting options (POST, DELETE) is
+// 405: a Zest model's settings are its entry in the inference node's model file.
 func (l *lemond) modelOptions(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		openai.WriteError(w, http.StatusMethodNotAllowed, "Zest models have no saved load options: a model's settings are its entry in the inference node's model file (ZEST_MODEL_FILE); use GET")
+		openai.WriteError(w, http.StatusMethodNotAllowed, "Zest models have no saved load options: a model's settings are its entry in the inference node's model file (ZEST_MODELS_FILE); use GET")
 		return
 	}
-	resp, err := l.infer.GetModel(forwardAuth(r), &inferencev1.GetModelRequest{Id: r.PathValue("id")})
+	resp, err := l.options.GetModelOptions(forwardAuth(r), &inferencev1.GetModelOptionsRequest{Id: r.PathValue("id")})
 	if err != nil {
 		openai.WriteStatus(w, err)
 		return
 	}
-	m := resp.GetModel()
 	cmd := "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\""
 	if l.cfg.Keys.API != "" {
 		cmd += " -H \"Authorization: Bearer $LEMONADE_API_KEY\""
 	}
-	effective, _ := json.Marshal(map[string]string{"model_name": m.GetId()})
-	cmd += " -d '" + strings.ReplaceAll(string(effective), "'", `'\''`) + "'"
+	body, _ := json.Marshal(map[string]string{"model_name": resp.GetId()})
+	cmd += " -d '" + strings.ReplaceAll(string(body), "'", `'\''`) + "'"
+	opts := resp.GetOptions().AsMap()
 	httpguard.WriteJSON(w, http.StatusOK, map[string]any{
-		"model_name": m.GetId(), "recipe": m.GetEngine(),
-		"saved": map[string]any{}, "effective": map[string]any{}, "defaults": map[string]any{},
+		"model_name": resp.GetId(), "recipe": resp.GetEngine(),
+		"saved": opts, "effective": opts, "defaults": resp.GetDefaults().AsMap(),
 		"resolved_ctx_size": -1, "load_command": cmd,
 	})
 }
