@@ -16,6 +16,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/zestmcp/zest/gateway/console"
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/logstream"
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -47,6 +48,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The edge's log lines are kept for Lemonade's GUI log panel (/logs/stream, lemond.go).
+	logs := logstream.New(levelOf(log), 0)
+	log = slog.New(logs.Wrap(log.Handler(), "zest-gateway"))
 	e := &Edge{cfg: cfg, log: log, backend: map[string]*grpc.ClientConn{}}
 	// The edge forwards each caller's own Authorization header; it adds no key of its own.
 	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
@@ -96,7 +100,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", notFound)
+	mux.Handle("/", g.CORS(http.HandlerFunc(notFound))) // CORS: a browser must read a 404 as one
 	// The console (gateway/console): GET / and its files under /ui/, same origin as the API.
 	ui := console.New()
 	mux.Handle("/{$}", ui)
@@ -120,6 +124,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
+	(&lemond{cfg: cfg, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }

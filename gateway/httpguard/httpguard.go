@@ -99,11 +99,12 @@ func (g Guard) originAllowed(origin string) bool {
 	return IsLoopbackHost(u.Hostname())
 }
 
+// X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.
 // Last-Event-ID stays allowed although streams are not resumable: a browser client that
 // reconnects sends it, and a preflight refusing it would fail the reconnection instead of
 // giving it the new stream it gets.
 const (
-	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-Client-Session-Id"
 	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version"
 	allowMethods  = "GET, POST, DELETE, OPTIONS"
 )

@@ -16,10 +16,13 @@ import (
 // New returns a logger writing to w at level ("debug", "info", "warn", "error") in format
 // ("text" or "json"), tagged with the service name.
 func New(w io.Writer, service, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
 	}
+	// A LevelVar, so that a running service can change its level (LevelOf).
+	lv := new(slog.LevelVar)
+	lv.Set(l)
 	opts := &slog.HandlerOptions{Level: lv}
 	var h slog.Handler
 	switch strings.ToLower(format) {
@@ -30,14 +33,26 @@ func New(w io.Writer, service, level, format string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: use text or json", format)
 	}
-	return slog.New(WithRequestID(h)).With("service", service), nil
+	return slog.New(ridHandler{h, lv}).With("service", service), nil
+}
+
+// LevelOf returns the level of a logger New made, which changing changes what it writes;
+// nil for any other logger.
+func LevelOf(l *slog.Logger) *slog.LevelVar {
+	if r, ok := l.Handler().(ridHandler); ok {
+		return r.level
+	}
+	return nil
 }
 
 // WithRequestID wraps h so that records logged with a context carrying a request id get a
 // request_id attribute.
-func WithRequestID(h slog.Handler) slog.Handler { return ridHandler{h} }
+func WithRequestID(h slog.Handler) slog.Handler { return ridHandler{Handler: h} }
 
-type ridHandler struct{ slog.Handler }
+type ridHandler struct {
+	slog.Handler
+	level *slog.LevelVar // the level New set, or nil
+}
 
 func (r ridHandler) Handle(ctx context.Context, rec slog.Record) error {
 	if ctx != nil {
@@ -49,7 +64,9 @@ func (r ridHandler) Handle(ctx context.Context, rec slog.Record) error {
 }
 
 func (r ridHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return ridHandler{r.Handler.WithAttrs(as)}
+	return ridHandler{r.Handler.WithAttrs(as), r.level}
 }
 
-func (r ridHandler) WithGroup(name string) slog.Handler { return ridHandler{r.Handler.WithGroup(name)} }
+func (r ridHandler) WithGroup(name string) slog.Handler {
+	return ridHandler{r.Handler.WithGroup(name), r.level}
+}
