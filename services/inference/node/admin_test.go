@@ -112,7 +112,10 @@ func TestManagementErrors(t *testing.T) {
 		want string
 	}{
 		{"no name", func() error { _, err := n.models.Load(ctx, &inferencev1.LoadRequest{}); return err }(), codes.InvalidArgument, "model_name is required"},
-		{"unknown", func() error { _, err := n.models.Delete(ctx, &inferencev1.DeleteRequest{ModelName: "nope"}); return err }(), codes.NotFound, `"nope" is not known`},
+		{"unknown", func() error {
+			_, err := n.models.Delete(ctx, &inferencev1.DeleteRequest{ModelName: "nope"})
+			return err
+		}(), codes.NotFound, `"nope" is not known`},
 		{"plain engine", func() error { _, err := n.models.Load(ctx, &inferencev1.LoadRequest{ModelName: "plain"}); return err }(), codes.InvalidArgument, "no model management: load it there"},
 	} {
 		st := status.Convert(c.err)
