@@ -64,9 +64,11 @@ func (t *ModelTools) Register(s *server.MCPServer) {
 	s.AddTool(annotated(UnloadModel, "Unload a model",
 		"Unload a model from its engine's memory (it stays downloaded); without model_name, every loaded model.",
 		unloadModelSchema, false, true), t.unload)
-	s.AddTool(annotated(PullModel, "Download a model",
+	pull := annotated(PullModel, "Download a model",
 		"Download a model to its engine's storage; progress is sent as notifications/progress when the call has a progress token.",
-		pullModelSchema, false, true), t.pull)
+		pullModelSchema, false, true)
+	pull.Annotations.OpenWorldHint = mcp.ToBoolPtr(true) // a Lemonade or Ollama engine downloads from the internet
+	s.AddTool(pull, t.pull)
 	s.AddTool(annotated(DeleteModel, "Delete a model",
 		"Delete a downloaded model from its engine's storage (unloading it first); pull downloads it again.",
 		deleteModelSchema, true, true), t.delete)
