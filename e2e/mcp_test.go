@@ -58,7 +58,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("output %s: %v", out, err)
 	}
-	if got.ServerName != "lemonade-mcp" || got.SessionID == "" || len(got.Tools) != 5 || got.IsError || !strings.Contains(got.Text, "builtin-llm") {
+	if got.ServerName != "lemonade-mcp" || got.SessionID == "" || len(got.Tools) != len(builtinTools) || got.IsError || !strings.Contains(got.Text, "builtin-llm") {
 		t.Fatalf("sdk saw %+v", got)
 	}
 	// terminateSession sent DELETE: the id is refused now.
@@ -138,7 +138,7 @@ func TestEveryProtocolVersionListsAndCalls(t *testing.T) {
 				t.Fatalf("initialized: %d", r.Status)
 			}
 			r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)
-			if n := len(asSlice(r.JSON(t)["result"].(map[string]any)["tools"])); n != 5 {
+			if n := len(asSlice(r.JSON(t)["result"].(map[string]any)["tools"])); n != len(builtinTools) {
 				t.Fatalf("tools/list: %d tools (%s)", n, r.Body)
 			}
 			r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lemonade_chat","arguments":{"messages":[{"role":"user","content":"hi `+v+`"}]}}}`, hdr)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/keyauth"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -58,6 +59,15 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) {
 			ok = ok && u
 		}
 		out["engines"] = engines
+	}
+	// lemond's members: the loaded models, the most recent one and the version (GUI3 lists
+	// loaded models from all_models_loaded); empty when the inference node does not answer.
+	lm, err := inferencev1.NewModelAdminServiceClient(e.backend["inference"]).LoadedModels(forwardAuth(r.WithContext(ctx)), &inferencev1.LoadedModelsRequest{})
+	if err != nil {
+		lm = &inferencev1.LoadedModelsResponse{Version: "unknown"}
+	}
+	for k, v := range openai.LoadedModelsJSON(lm) {
+		out[k] = v
 	}
 	if !ok {
 		out["status"] = "degraded"

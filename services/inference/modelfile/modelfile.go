@@ -20,6 +20,11 @@ type Model struct {
 	ID string `yaml:"id"`
 	// Engine is "openai" (any OpenAI-compatible server: llama.cpp, vLLM, Ollama, Lemonade, a hosted API).
 	Engine string `yaml:"engine"`
+	// EngineKind says which server the OpenAI-compatible engine is, for model management
+	// (load, unload, pull, delete): "lemonade" (lemond: its own /load, /unload, /pull,
+	// /delete next to the OpenAI routes), "ollama" (its /api/pull, /api/delete, and
+	// keep_alive), or "openai" (default: any other server, which has no model management).
+	EngineKind string `yaml:"engine_kind"`
 	// Type is llm, transcription, image or omni.
 	Type string `yaml:"type"`
 	// UpstreamModel is the model's name at the engine (default: ID).
@@ -84,6 +89,13 @@ func Parse(b []byte) (*File, error) {
 		}
 		if m.Engine != "openai" {
 			errs = append(errs, fmt.Errorf("%s: engine %q: use openai (any OpenAI-compatible server)", where, m.Engine))
+		}
+		switch m.EngineKind {
+		case "":
+			m.EngineKind = "openai"
+		case "openai", "lemonade", "ollama":
+		default:
+			errs = append(errs, fmt.Errorf("%s: engine_kind %q: use lemonade, ollama or openai (default: no model management)", where, m.EngineKind))
 		}
 		switch m.Type {
 		case "":

@@ -55,3 +55,14 @@ func TestTheDeployExampleLoads(t *testing.T) {
 		t.Fatalf("example: %+v", f.Models)
 	}
 }
+
+// TestEngineKind: openai by default; lemonade and ollama accepted; anything else refused.
+func TestEngineKind(t *testing.T) {
+	f, err := Parse([]byte("models:\n  - id: a\n    base_urls: [http://h/v1]\n  - id: b\n    engine_kind: ollama\n    base_urls: [http://h/v1]\n"))
+	if err != nil || f.Models[0].EngineKind != "openai" || f.Models[1].EngineKind != "ollama" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	if _, err := Parse([]byte("models:\n  - id: a\n    engine_kind: vllm\n    base_urls: [http://h/v1]\n")); err == nil || !strings.Contains(err.Error(), `engine_kind "vllm": use lemonade, ollama or openai`) {
+		t.Fatalf("vllm: %v", err)
+	}
+}

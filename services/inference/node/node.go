@@ -72,6 +72,7 @@ type Node struct {
 	builtin *builtin.Engine
 	openai  *openaiengine.Engine
 	srv     *grpcserve.Server
+	models  *admin // ModelAdminService and model state (admin.go)
 }
 
 // New builds a node; log nil means slog.Default().
@@ -96,6 +97,8 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	n.srv.RegisterService(&inferencev1.InferenceService_ServiceDesc, n)
 	n.srv.RegisterService(&inferencev1.ModelOptionsService_ServiceDesc, modelOptions{n: n})
+	n.models = newAdmin(n)
+	n.srv.RegisterService(&inferencev1.ModelAdminService_ServiceDesc, n.models)
 	return n, nil
 }
 
@@ -118,7 +121,7 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener) error {
 
 // all is every model: built-in ones, then the engines'.
 func (n *Node) all() []*inferencev1.Model {
-	return append(append([]*inferencev1.Model{}, n.builtin.Models()...), n.openai.Models()...)
+	return n.models.overlay(append(append([]*inferencev1.Model{}, n.builtin.Models()...), n.openai.Models()...))
 }
 
 // ListModels lists every model with its state; available and suggested ones on request.
@@ -156,10 +159,11 @@ func (n *Node) Chat(req *inferencev1.ChatRequest, stream inferencev1.InferenceSe
 	if err := n.checkModel(stream.Context(), req.GetModel()); err != nil {
 		return err
 	}
+	send := n.models.observe(stream.Send) // for GET stats
 	if n.openai.Has(req.GetModel()) {
-		return toStatus(n.openai.Chat(stream.Context(), req, stream.Send))
+		return toStatus(n.openai.Chat(stream.Context(), req, send))
 	}
-	return toStatus(n.builtin.Chat(stream.Context(), req, stream.Send))
+	return toStatus(n.builtin.Chat(stream.Context(), req, send))
 }
 
 // Transcribe turns audio into text with the model's engine.
@@ -202,6 +206,9 @@ func (n *Node) checkModel(ctx context.Context, id string) error {
 		return status.Error(codes.InvalidArgument, "model is required; GET /api/v1/models lists the models")
 	}
 	_, err := n.GetModel(ctx, &inferencev1.GetModelRequest{Id: id})
+	if err == nil {
+		n.models.touch(id) // a request loads the model, as lemond's do
+	}
 	return err
 }
 

@@ -127,6 +127,9 @@ func (e *Engine) probe(ctx context.Context, m *Model, r *Replica) {
 	ctx, cancel := context.WithTimeout(ctx, min(e.interval, 5*time.Second))
 	defer cancel()
 	listed, err := e.listModels(ctx, m, r)
+	if l, ok := e.loadedAt(ctx, m, r); err == nil && ok { // lemond and Ollama say what is loaded (manage.go)
+		listed = l
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	was := r.healthy
