@@ -69,10 +69,53 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) {
 	for k, v := range openai.LoadedModelsJSON(lm) {
 		out[k] = v
 	}
+	// lemond's capacity per type: Zest caps no type (every model it serves can be loaded at
+	// once), so max_models counts the models it serves of each type; pinned_models counts the
+	// loaded ones pinned. GUI3's Monitor shows loaded / max.
+	pinned, capacity := map[string]int{}, map[string]int{}
+	for _, t := range lemonadeTypes {
+		pinned[t], capacity[t] = 0, 0
+	}
+	for _, m := range lm.GetModels() {
+		if m.GetPinned() {
+			pinned[m.GetType()]++
+		}
+	}
+	if all, err := e.infer.ListModels(forwardAuth(r.WithContext(ctx)), &inferencev1.ListModelsRequest{IncludeAvailable: true}); err == nil {
+		for _, m := range all.GetModels() {
+			capacity[lemonadeType(m)]++
+		}
+	}
+	out["pinned_models"], out["max_models"] = pinned, capacity
 	if !ok {
 		out["status"] = "degraded"
 		httpguard.WriteJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}
 	httpguard.WriteJSON(w, http.StatusOK, out)
+}
+
+// lemonadeTypes are the model types lemond's health counts.
+var lemonadeTypes = []string{"llm", "embedding", "reranking", "transcription", "image", "tts"}
+
+// lemonadeType is the lemond type of a model: by its labels first (embeddings, reranking,
+// tts), else by its Zest type.
+func lemonadeType(m *inferencev1.Model) string {
+	for _, l := range m.GetLabels() {
+		switch l {
+		case "embeddings", "embedding":
+			return "embedding"
+		case "reranking":
+			return "reranking"
+		case "tts":
+			return "tts"
+		}
+	}
+	switch m.GetType() {
+	case inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION:
+		return "transcription"
+	case inferencev1.ModelType_MODEL_TYPE_IMAGE:
+		return "image"
+	}
+	return "llm"
 }
