@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"github.com/zestmcp/zest/services/inference/builtin"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// media serves MediaService: each request goes to the model's engine, as InferenceService's do.
+type media struct {
+	inferencev1.UnimplementedMediaServiceServer
+	n *Node
+}
+
+// Speech speaks a text with the model's engine.
+func (s media) Speech(ctx context.Context, req *inferencev1.SpeechRequest) (*inferencev1.SpeechResponse, error) {
+	return route(s.n, ctx, req.GetModel(), req, s.n.openai.Speech, s.n.builtin.Speech)
+}
+
+// GenerateAudio makes music or sound effects with the model's engine.
+func (s media) GenerateAudio(ctx context.Context, req *inferencev1.GenerateAudioRequest) (*inferencev1.GenerateAudioResponse, error) {
+	return route(s.n, ctx, req.GetModel(), req, s.n.openai.GenerateAudio, s.n.builtin.GenerateAudio)
+}
+
+// EditImage edits an image with the model's engine.
+func (s media) EditImage(ctx context.Context, req *inferencev1.EditImageRequest) (*inferencev1.EditImageResponse, error) {
+	return route(s.n, ctx, req.GetModel(), req, s.n.openai.EditImage, s.n.builtin.EditImage)
+}
+
+// Generate3D reconstructs a mesh with the model's engine.
+func (s media) Generate3D(ctx context.Context, req *inferencev1.Generate3DRequest) (*inferencev1.Generate3DResponse, error) {
+	return route(s.n, ctx, req.GetModel(), req, s.n.openai.Generate3D, s.n.builtin.Generate3D)
+}
+
+// route checks the model and calls the engine that serves it.
+func route[Req, Resp any](n *Node, ctx context.Context, model string, req Req,
+	relay, local func(context.Context, Req) (Resp, error)) (Resp, error) {
+	var zero Resp
+	if err := n.checkModel(ctx, model); err != nil {
+		return zero, err
+	}
+	call := local
+	if n.openai.Has(model) {
+		call = relay
+	}
+	resp, err := call(ctx, req)
+	return resp, mediaStatus(err)
+}
+
+// mediaStatus is toStatus, with the field of a *builtin.FieldError carried as a BadRequest
+// detail so that the edge names it (OpenAI's "param").
+func mediaStatus(err error) error {
+	var fe *builtin.FieldError
+	if !errors.As(err, &fe) {
+		return toStatus(err)
+	}
+	st, derr := status.New(codes.InvalidArgument, fe.Error()).WithDetails(&errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Message}},
+	})
+	if derr != nil {
+		return status.Error(codes.InvalidArgument, fe.Error())
+	}
+	return st.Err()
+}
