@@ -77,7 +77,7 @@ func TestInspectorCLI(t *testing.T) {
 	t.Run("/mcp", func(t *testing.T) {
 		tools := names(inspectorCLI(t, s.URL+"/mcp", fedAPIKey, "--method", "tools/list"), "tools")
 		slices.Sort(tools)
-		if !slices.Equal(tools, []string{"lemonade_chat", "lemonade_generate_image", "lemonade_list_models", "lemonade_omni", "lemonade_transcribe_audio"}) {
+		if !slices.Equal(tools, []string{"lemonade_chat", "lemonade_edit_image", "lemonade_generate_3d", "lemonade_generate_audio", "lemonade_generate_image", "lemonade_list_models", "lemonade_omni", "lemonade_text_to_speech", "lemonade_transcribe_audio"}) {
 			t.Fatalf("/mcp tools: %v", tools)
 		}
 		res := inspectorCLI(t, s.URL+"/mcp", fedAPIKey, "--method", "tools/call", "--tool-name", "lemonade_list_models")

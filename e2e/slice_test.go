@@ -77,7 +77,7 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 
 	session, _ := mcpInit(t, s, "2025-11-25")
 
-	t.Run("tools/list gives the five tools with their schemas", func(t *testing.T) {
+	t.Run("tools/list gives the nine tools with their schemas", func(t *testing.T) {
 		r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 		if r.Status != 200 {
 			t.Fatalf("%d %s", r.Status, r.Body)
@@ -109,9 +109,15 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 				"prompt", "response_format", "temperature"},
 			"lemonade_generate_image": {"allow_download", "cfg_scale", "model", "n", "negative_prompt", "output_dir",
 				"output_path", "prompt", "seed", "size", "steps"},
+			"lemonade_text_to_speech": {"allow_download", "input", "model", "output_dir", "output_path", "response_format", "speed", "voice"},
+			"lemonade_generate_audio": {"allow_download", "duration", "lyrics", "model", "output_dir", "output_path", "prompt", "seed", "steps"},
+			"lemonade_edit_image": {"allow_download", "cfg_scale", "image_base64", "image_path", "mask_base64", "mask_path", "model", "n",
+				"output_dir", "output_path", "prompt", "seed", "size", "steps"},
+			"lemonade_generate_3d": {"allow_download", "image_base64", "image_model", "image_path", "model", "output_dir", "output_path",
+				"prompt", "resolution", "seed"},
 		}
-		if len(props) != 5 {
-			t.Fatalf("got tools %v, want 5", props)
+		if len(props) != 9 {
+			t.Fatalf("got tools %v, want 9", props)
 		}
 		for name, w := range want {
 			if !slices.Equal(props[name], w) {
@@ -148,7 +154,8 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 		for _, m := range listed.Models {
 			got[m.ID] = m.Type + "/" + m.State
 		}
-		want := map[string]string{"builtin-llm": "llm/loaded", "builtin-image": "image/loaded", "builtin-transcribe": "transcription/loaded"}
+		want := map[string]string{"builtin-llm": "llm/loaded", "builtin-image": "image/loaded", "builtin-transcribe": "transcription/loaded",
+			"builtin-tts": "tts/loaded", "builtin-audio": "audio_generation/loaded", "builtin-3d": "mesh/loaded"}
 		for id, tw := range want {
 			if got[id] != tw {
 				t.Errorf("model %s = %q, want %q (all: %v)", id, got[id], tw, got)

@@ -6,6 +6,7 @@ import (
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/builtin"
+	"github.com/zestmcp/zest/services/inference/openaiengine"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,15 +56,24 @@ func route[Req, Resp any](n *Node, ctx context.Context, model string, req Req,
 // mediaStatus is toStatus, with the field of a *builtin.FieldError carried as a BadRequest
 // detail so that the edge names it (OpenAI's "param").
 func mediaStatus(err error) error {
-	var fe *builtin.FieldError
-	if !errors.As(err, &fe) {
+	var (
+		fe    *builtin.FieldError
+		pe    *openaiengine.ParamError
+		field string
+	)
+	switch {
+	case errors.As(err, &fe):
+		field = fe.Field
+	case errors.As(err, &pe) && errors.Is(err, openaiengine.ErrUpstreamRequest):
+		field = pe.Param
+	default:
 		return toStatus(err)
 	}
-	st, derr := status.New(codes.InvalidArgument, fe.Error()).WithDetails(&errdetails.BadRequest{
-		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Message}},
+	st, derr := status.New(codes.InvalidArgument, err.Error()).WithDetails(&errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: err.Error()}},
 	})
 	if derr != nil {
-		return status.Error(codes.InvalidArgument, fe.Error())
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	return st.Err()
 }
