@@ -58,7 +58,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("output %s: %v", out, err)
 	}
-	if got.ServerName != "lemonade-mcp" || got.SessionID == "" || len(got.Tools) != 5 || got.IsError || !strings.Contains(got.Text, "builtin-llm") {
+	if got.ServerName != "lemonade-mcp" || got.SessionID == "" || len(got.Tools) != 9 || got.IsError || !strings.Contains(got.Text, "builtin-llm") {
 		t.Fatalf("sdk saw %+v", got)
 	}
 	// terminateSession sent DELETE: the id is refused now.

@@ -441,5 +441,3 @@ func TestChatToolChoiceTextToSpeech(t *testing.T) {
 		t.Errorf("the answer does not mention the file: %s", r.Body)
 	}
 }
-
-
