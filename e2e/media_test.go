@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime/multipart"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -439,5 +440,60 @@ func TestChatToolChoiceTextToSpeech(t *testing.T) {
 	}
 	if !strings.Contains(string(r.Body), "hello.wav") {
 		t.Errorf("the answer does not mention the file: %s", r.Body)
+	}
+}
+
+// TestMediaToolsFromTheTypeScriptSDK: the official TypeScript SDK calls the four media tools
+// with a progress callback; every returned medium is decoded here.
+func TestMediaToolsFromTheTypeScriptSDK(t *testing.T) {
+	s := startSuite(t)
+	src := testPNG(t, 16, 16)
+	cmd := exec.Command("node", filepath.Join(peersDir(t), "media-client.mjs"), s.URL+"/mcp",
+		base64.StdEncoding.EncodeToString(src), base64.StdEncoding.EncodeToString(leftMask(t, 16, 16)))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("media client: %v\n%s", err, out)
+	}
+	type block struct{ Type, MimeType, Data, Text string }
+	var got map[string]struct {
+		IsError  bool
+		Progress []float64
+		Content  []block
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output %.300s: %v", out, err)
+	}
+	find := func(tool, typ, mime string) []byte {
+		t.Helper()
+		r := got[tool]
+		if r.IsError || len(r.Progress) == 0 {
+			t.Fatalf("%s: error %v, progress %v", tool, r.IsError, r.Progress)
+		}
+		for _, c := range r.Content {
+			if c.Type == typ && c.MimeType == mime {
+				b, err := base64.StdEncoding.DecodeString(c.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}
+		t.Fatalf("%s: no %s %s in %+v", tool, typ, mime, r.Content)
+		return nil
+	}
+	if w, err := mediatest.ParseWAV(find("lemonade_text_to_speech", "audio", "audio/wav")); err != nil || len(w.Samples) != len("typescript speaks")*1280 {
+		t.Fatalf("speech: %v", err)
+	}
+	if w, err := mediatest.ParseWAV(find("lemonade_generate_audio", "audio", "audio/wav")); err != nil || w.Seconds() != 1 {
+		t.Fatalf("audio: %v", err)
+	}
+	checkEdited(t, src, find("lemonade_edit_image", "image", "image/png"))
+	ref, err := png.Decode(bytes.NewReader(find("lemonade_generate_3d", "image", "image/png")))
+	if err != nil || ref.Bounds().Dx() != 1024 || ref.Bounds().Dy() != 1024 {
+		t.Fatalf("reference image: %v", err)
+	}
+	checkGLB(t, find("lemonade_generate_3d", "resource", "model/gltf-binary"))
+	if p := got["lemonade_generate_3d"].Progress; len(p) < 3 || p[len(p)-1] != 3 {
+		t.Fatalf("3d progress %v", p)
 	}
 }
