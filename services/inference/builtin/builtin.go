@@ -46,7 +46,7 @@ func New(created time.Time) *Engine {
 			"Deterministic built-in test engine, not a language model: answers from its input and calls tools on request.",
 			"tool-calling"),
 		m(Image, inferencev1.ModelType_MODEL_TYPE_IMAGE,
-			"Deterministic built-in image engine: renders a PNG pattern derived from the prompt."),
+			"Deterministic built-in image engine: renders a PNG pattern derived from the prompt; edits invert and tint where the mask allows."),
 		m(Transcribe, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION,
 			"Deterministic built-in transcription engine: describes PCM WAV input, does not recognise speech."),
 	}}

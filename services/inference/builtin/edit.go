@@ -18,6 +18,10 @@ import (
 // is checked before the pixels are decoded, so a small file cannot claim a huge image.
 const MaxEditSide = 4096
 
+// MaxEditPixels caps n × width × height of one edit (4 Mpx: ten 640×640 images, or one
+// 2048×2048), so that the PNGs fit the 40 MiB gRPC message whatever their content.
+const MaxEditPixels = 4 << 20
+
 // EditImage edits PNGs with builtin-image: every pixel the mask allows (a fully transparent
 // mask pixel, as OpenAI defines masks; no mask: every pixel) is inverted and mixed one part in
 // four with a tint derived from the prompt, seed and image index; other pixels and alpha are
@@ -52,6 +56,10 @@ func (e *Engine) EditImage(ctx context.Context, req *inferencev1.EditImageReques
 	}
 	if n < 1 || n > MaxImages {
 		return nil, fieldErr("n", "n %d: ask for 1 to %d images", n, MaxImages)
+	}
+	// The answer travels in one gRPC message: the pixels of all n images are bounded.
+	if px := n * b.Dx() * b.Dy(); px > MaxEditPixels {
+		return nil, fieldErr("n", "n %d images of %dx%d are %d pixels; the limit is %d: ask for fewer", n, b.Dx(), b.Dy(), px, MaxEditPixels)
 	}
 	base := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
 	draw.Draw(base, base.Bounds(), src, b.Min, draw.Src)

@@ -110,6 +110,11 @@ func TestMediaRefusesBadInputNamingTheField(t *testing.T) {
 	huge[16], huge[17] = 0, 1 // width 65536+4
 	_, err = e.EditImage(ctx, &inferencev1.EditImageRequest{Model: Image, Prompt: "x", Image: huge})
 	wantField(t, err, "image")
+	big := image.NewGray(image.Rect(0, 0, 1024, 1024))
+	var bb bytes.Buffer
+	_ = png.Encode(&bb, big)
+	_, err = e.EditImage(ctx, &inferencev1.EditImageRequest{Model: Image, Prompt: "x", Image: bb.Bytes(), N: 5})
+	wantField(t, err, "n")
 	if _, err = e.Speech(ctx, &inferencev1.SpeechRequest{Model: LLM, Input: "x"}); !errors.Is(err, ErrWrongModel) {
 		t.Errorf("wrong model: %v", err)
 	}
