@@ -74,8 +74,8 @@ func TestConsole(t *testing.T) {
 		mustWaitText(t, ctx, "#mcp-versions", "2026-07-28", uiWait)
 		mustWaitText(t, ctx, "#health", "mcpgateway", uiWait)
 		mustWaitText(t, ctx, "pre.config", "mcp-remote", uiWait)
-		if n := evalJS[int](t, ctx, `document.querySelectorAll('.tool-card').length`); n != 5 {
-			t.Fatalf("%d tool cards of /mcp, want Lemonade's 5", n)
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('.tool-card').length`); n != 9 {
+			t.Fatalf("%d tool cards of /mcp, want the built-in 9", n)
 		}
 		// Each client's configuration, by keyboard on the tab list.
 		do1(t, ctx, "focus the Claude tab", chromedp.Focus(chromedp.CSS("#tab-claude")))

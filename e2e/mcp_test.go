@@ -138,7 +138,7 @@ func TestEveryProtocolVersionListsAndCalls(t *testing.T) {
 				t.Fatalf("initialized: %d", r.Status)
 			}
 			r := mcpCall(t, s, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)
-			if n := len(asSlice(r.JSON(t)["result"].(map[string]any)["tools"])); n != 5 {
+			if n := len(asSlice(r.JSON(t)["result"].(map[string]any)["tools"])); n != 9 {
 				t.Fatalf("tools/list: %d tools (%s)", n, r.Body)
 			}
 			r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lemonade_chat","arguments":{"messages":[{"role":"user","content":"hi `+v+`"}]}}}`, hdr)

@@ -58,8 +58,8 @@ func TestServerWithoutTools(t *testing.T) {
 	}
 	putPreset(t, s, "talk", "lemonade", "remoteprompts", "localprompts")
 	sess, _ := presetInit(t, s, "talk", fedAPIAuth)
-	if names := toolNames(t, presetCall(t, s, "talk", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, fedAPIAuth)); !slices.Contains(names, "lemonade_list_models") || len(names) != 5 {
-		t.Errorf("tools of the preset: %v (the built-in five only)", names)
+	if names := toolNames(t, presetCall(t, s, "talk", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, fedAPIAuth)); !slices.Contains(names, "lemonade_list_models") || len(names) != 9 {
+		t.Errorf("tools of the preset: %v (the built-in nine only)", names)
 	}
 	r := presetCall(t, s, "talk", sess, `{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`, fedAPIAuth)
 	if !strings.Contains(string(r.Body), "mcp_remoteprompts__hello") || !strings.Contains(string(r.Body), "mcp_localprompts__test_simple_prompt") || strings.Contains(string(r.Body), "unavailable") {
