@@ -144,6 +144,13 @@ func TestMediaRoutesUnderEveryPrefix(t *testing.T) {
 				t.Fatalf("speech WAV: %v %+v", err, w)
 			}
 
+			// Streamed (stream_format audio): chunked, the same file.
+			whole := r.Body
+			r = do(t, "POST", s.URL+p+"audio/speech", `{"model":"builtin-tts","input":"Hello Zest","stream_format":"audio"}`, "Content-Type: application/json")
+			if r.Status != 200 || r.Header.Get("Content-Type") != "audio/wav" || r.Header.Get("Content-Length") != "" || !bytes.Equal(r.Body, whole) {
+				t.Fatalf("streamed speech: %d %v %d bytes", r.Status, r.Header, len(r.Body))
+			}
+
 			r = do(t, "POST", s.URL+p+"audio/generations", `{"model":"builtin-audio","prompt":"glass shattering","duration":1.5,"seed":42}`, "Content-Type: application/json")
 			if r.Status != 200 || r.Header.Get("Content-Type") != "audio/wav" {
 				t.Fatalf("audio: %d %.200s", r.Status, r.Body)
@@ -281,6 +288,10 @@ func TestMediaRelayedToAnOpenAICompatibleEngine(t *testing.T) {
 	r := do(t, "POST", u+"audio/speech", `{"model":"remote-tts","input":"relayed"}`, "Content-Type: application/json")
 	if w, err := mediatest.ParseWAV(r.Body); r.Status != 200 || err != nil || r.Header.Get("Content-Type") != "audio/wav" || len(w.Samples) != 7*1280 {
 		t.Fatalf("speech relay: %d %v %.200s", r.Status, err, r.Body)
+	}
+	r = do(t, "POST", u+"audio/speech", `{"model":"remote-tts","input":"relayed","stream_format":"audio"}`, "Content-Type: application/json")
+	if w, err := mediatest.ParseWAV(r.Body); r.Status != 200 || err != nil || len(w.Samples) != 7*1280 || r.Header.Get("Content-Length") != "" {
+		t.Fatalf("streamed speech relay: %d %v %v", r.Status, err, r.Header)
 	}
 	wantParamError(t, "relayed refusal", do(t, "POST", u+"audio/speech", `{"model":"remote-tts","input":"x","response_format":"mp3"}`, "Content-Type: application/json"), 400, "response_format")
 	r = do(t, "POST", u+"audio/generations", `{"model":"remote-audio","prompt":"rain","duration":1}`, "Content-Type: application/json")

@@ -102,12 +102,50 @@ func (a *API) speech(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Speed = *in.Speed
 	}
+	if in.StreamFormat == "audio" {
+		a.streamSpeech(w, r, req)
+		return
+	}
 	resp, err := a.Media.Speech(a.Forward(r), req)
 	if err != nil {
 		writeMediaStatus(w, err)
 		return
 	}
 	writeBytes(w, resp.GetContentType(), resp.GetAudio())
+}
+
+// streamSpeech writes the audio chunk by chunk as the engine makes it (chunked transfer, a
+// flush per chunk). An error before the first chunk is a proper HTTP error; one after it
+// aborts the response, so that the client sees a broken transfer rather than a short file.
+func (a *API) streamSpeech(w http.ResponseWriter, r *http.Request, req *inferencev1.SpeechRequest) {
+	stream, err := a.Media.StreamSpeech(a.Forward(r), &inferencev1.StreamSpeechRequest{Speech: req})
+	if err != nil {
+		writeMediaStatus(w, err)
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		writeMediaStatus(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", first.GetContentType())
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for c := first; ; {
+		if _, err := w.Write(c.GetAudio()); err != nil {
+			return // the client left: r.Context() is cancelled, which ends the engine call
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if c, err = stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			panic(http.ErrAbortHandler)
+		}
+	}
 }
 
 func (a *API) audioGenerations(w http.ResponseWriter, r *http.Request) {

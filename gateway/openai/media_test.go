@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,25 @@ func (f *fakeMedia) Speech(_ context.Context, req *inferencev1.SpeechRequest) (*
 		return nil, st.Err()
 	}
 	return &inferencev1.SpeechResponse{Audio: []byte("RIFF" + req.GetInput()), ContentType: "audio/wav"}, nil
+}
+
+func (f *fakeMedia) StreamSpeech(req *inferencev1.StreamSpeechRequest, stream inferencev1.MediaService_StreamSpeechServer) error {
+	if req.GetSpeech().GetInput() == "fail" {
+		return status.Error(codes.InvalidArgument, "input: refused")
+	}
+	for i, part := range []string{"RIFF", "one", "two"} {
+		c := &inferencev1.StreamSpeechResponse{Audio: []byte(part)}
+		if i == 0 {
+			c.ContentType = "audio/wav"
+		}
+		if err := stream.Send(c); err != nil {
+			return err
+		}
+		if req.GetSpeech().GetInput() == "break" && i == 1 {
+			return status.Error(codes.Unavailable, "engine died")
+		}
+	}
+	return nil
 }
 
 func (f *fakeMedia) GenerateAudio(_ context.Context, req *inferencev1.GenerateAudioRequest) (*inferencev1.GenerateAudioResponse, error) {
@@ -164,4 +184,26 @@ func TestMediaUploadOverTheBodyLimitNamesTheField(t *testing.T) {
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
 	wantParam(t, answer{status: resp.StatusCode, body: buf.Bytes()}, 413, "image")
+}
+
+func TestSpeechStreamsChunkByChunk(t *testing.T) {
+	base, _ := newMediaEdge(t, 1<<20)
+	a := post(t, base+"audio/speech", "application/json", strings.NewReader(`{"model":"m","input":"hi","stream_format":"audio"}`))
+	if a.status != 200 || a.header.Get("Content-Type") != "audio/wav" || string(a.body) != "RIFFonetwo" || a.header.Get("Content-Length") != "" {
+		t.Fatalf("stream: %d %v %q", a.status, a.header, a.body)
+	}
+	wantParam(t, post(t, base+"audio/speech", "application/json", strings.NewReader(`{"model":"m","input":"x","stream_format":"sse"}`)), 400, "stream_format")
+	if a := post(t, base+"audio/speech", "application/json", strings.NewReader(`{"model":"m","input":"fail","stream_format":"audio"}`)); a.status != 400 {
+		t.Fatalf("refused stream: %d %s", a.status, a.body)
+	}
+	// Broken after the first chunks: the transfer is aborted, not ended as if whole.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"audio/speech", strings.NewReader(`{"model":"m","input":"break","stream_format":"audio"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Fatal("a broken stream read as complete")
+	}
 }

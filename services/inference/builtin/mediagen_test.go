@@ -66,6 +66,14 @@ func TestSpeechTonesFollowTheText(t *testing.T) {
 	if wf, _ := mediatest.ParseWAV(fast.GetAudio()); len(wf.Samples) != len(w.Samples)/2 {
 		t.Errorf("speed 2: %d samples, want %d", len(wf.Samples), len(w.Samples)/2)
 	}
+	var pieces [][]byte
+	_ = e.StreamSpeech(context.Background(), &inferencev1.SpeechRequest{Model: TTS, Input: "Hi there"}, func(c *inferencev1.StreamSpeechResponse) error {
+		pieces = append(pieces, c.GetAudio())
+		return nil
+	})
+	if len(pieces) != 1+8 || len(pieces[0]) != 44 || !bytes.Equal(bytes.Join(pieces, nil), resp.GetAudio()) {
+		t.Errorf("stream: %d pieces, header %d bytes", len(pieces), len(pieces[0]))
+	}
 	pcm, _ := e.Speech(context.Background(), &inferencev1.SpeechRequest{Model: TTS, Input: "Hi there", ResponseFormat: "pcm"})
 	if pcm.GetContentType() != "audio/pcm" || len(pcm.GetAudio()) != 2*len(w.Samples) {
 		t.Errorf("pcm: %q %d bytes", pcm.GetContentType(), len(pcm.GetAudio()))

@@ -69,44 +69,67 @@ func mediaModels(created int64) []*inferencev1.Model {
 
 // Speech speaks req.Input with builtin-tts: each character is a tone of ToneSeconds/speed
 // whose pitch follows the character (white space is silence), so equal texts give equal WAVs
-// and a test can read the text's shape back from the audio.
+// and a test can read the text's shape back from the audio. It is StreamSpeech's chunks joined.
 func (e *Engine) Speech(ctx context.Context, req *inferencev1.SpeechRequest) (*inferencev1.SpeechResponse, error) {
+	out := &inferencev1.SpeechResponse{}
+	err := e.StreamSpeech(ctx, req, func(c *inferencev1.StreamSpeechResponse) error {
+		if c.GetContentType() != "" {
+			out.ContentType = c.GetContentType()
+		}
+		out.Audio = append(out.Audio, c.GetAudio()...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StreamSpeech speaks as Speech does, sending the file as it is made: for a WAV the header
+// first (sized for the whole, which is known from the text), then one chunk per character.
+func (e *Engine) StreamSpeech(ctx context.Context, req *inferencev1.SpeechRequest, send func(*inferencev1.StreamSpeechResponse) error) error {
 	if req.GetModel() != TTS {
-		return nil, fmt.Errorf("%w: %q does not speak (use %s)", ErrWrongModel, req.GetModel(), TTS)
+		return fmt.Errorf("%w: %q does not speak (use %s)", ErrWrongModel, req.GetModel(), TTS)
 	}
 	if strings.TrimSpace(req.GetInput()) == "" {
-		return nil, fieldErr("input", "input is required: the text to speak")
+		return fieldErr("input", "input is required: the text to speak")
 	}
-	if n := utf8.RuneCountInString(req.GetInput()); n > MaxSpeechChars {
-		return nil, fieldErr("input", "input has %d characters; the limit is %d", n, MaxSpeechChars)
+	n := utf8.RuneCountInString(req.GetInput())
+	if n > MaxSpeechChars {
+		return fieldErr("input", "input has %d characters; the limit is %d", n, MaxSpeechChars)
 	}
 	speed := req.GetSpeed()
 	if speed == 0 {
 		speed = 1
 	}
 	if speed < MinSpeed || speed > MaxSpeed || math.IsNaN(speed) {
-		return nil, fieldErr("speed", "speed %g: give %g to %g", speed, MinSpeed, MaxSpeed)
+		return fieldErr("speed", "speed %g: give %g to %g", speed, MinSpeed, MaxSpeed)
 	}
 	format := req.GetResponseFormat()
 	if format != "" && format != "wav" && format != "pcm" {
-		return nil, fieldErr("response_format", "response_format %q is not served by %s: use wav or pcm", format, TTS)
+		return fieldErr("response_format", "response_format %q is not served by %s: use wav or pcm", format, TTS)
 	}
 	per := int(ToneSeconds / speed * SampleRate)
-	var pcm []int16
+	first := &inferencev1.StreamSpeechResponse{ContentType: "audio/pcm"}
+	if format != "pcm" {
+		first = &inferencev1.StreamSpeechResponse{ContentType: "audio/wav", Audio: wavHeader(n*per, SampleRate)}
+	}
+	if err := send(first); err != nil {
+		return err
+	}
 	for _, r := range req.GetInput() {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		freq := 0.0
 		if !isSpace(r) {
 			freq = ToneHz(r)
 		}
-		pcm = appendTone(pcm, freq, per, 0.5)
+		if err := send(&inferencev1.StreamSpeechResponse{Audio: pcmBytes(appendTone(nil, freq, per, 0.5))}); err != nil {
+			return err
+		}
 	}
-	if format == "pcm" {
-		return &inferencev1.SpeechResponse{Audio: pcmBytes(pcm), ContentType: "audio/pcm"}, nil
-	}
-	return &inferencev1.SpeechResponse{Audio: WAV(pcm, SampleRate), ContentType: "audio/wav"}, nil
+	return nil
 }
 
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
@@ -185,10 +208,15 @@ func (e *Engine) GenerateAudio(ctx context.Context, req *inferencev1.GenerateAud
 
 // WAV wraps mono 16-bit samples in a RIFF/WAVE file (fmt chunk, PCM format 1, data chunk).
 func WAV(pcm []int16, rate int) []byte {
-	data := pcmBytes(pcm)
-	b := make([]byte, 44, 44+len(data))
+	return append(wavHeader(len(pcm), rate), pcmBytes(pcm)...)
+}
+
+// wavHeader is the 44-byte header of a mono 16-bit WAV of samples samples.
+func wavHeader(samples, rate int) []byte {
+	size := 2 * samples
+	b := make([]byte, 44, 44+size)
 	copy(b[0:], "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+len(data)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+size))
 	copy(b[8:], "WAVEfmt ")
 	binary.LittleEndian.PutUint32(b[16:], 16)
 	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
@@ -198,8 +226,8 @@ func WAV(pcm []int16, rate int) []byte {
 	binary.LittleEndian.PutUint16(b[32:], 2)
 	binary.LittleEndian.PutUint16(b[34:], 16)
 	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(len(data)))
-	return append(b, data...)
+	binary.LittleEndian.PutUint32(b[40:], uint32(size))
+	return b
 }
 
 func pcmBytes(pcm []int16) []byte {

@@ -23,6 +23,18 @@ func (s media) Speech(ctx context.Context, req *inferencev1.SpeechRequest) (*inf
 	return route(s.n, ctx, req.GetModel(), req, s.n.openai.Speech, s.n.builtin.Speech)
 }
 
+// StreamSpeech speaks a text with the model's engine, sending the audio as it is made.
+func (s media) StreamSpeech(req *inferencev1.StreamSpeechRequest, stream inferencev1.MediaService_StreamSpeechServer) error {
+	sr := req.GetSpeech()
+	if err := s.n.checkModel(stream.Context(), sr.GetModel()); err != nil {
+		return err
+	}
+	if s.n.openai.Has(sr.GetModel()) {
+		return mediaStatus(s.n.openai.StreamSpeech(stream.Context(), sr, stream.Send))
+	}
+	return mediaStatus(s.n.builtin.StreamSpeech(stream.Context(), sr, stream.Send))
+}
+
 // GenerateAudio makes music or sound effects with the model's engine.
 func (s media) GenerateAudio(ctx context.Context, req *inferencev1.GenerateAudioRequest) (*inferencev1.GenerateAudioResponse, error) {
 	return route(s.n, ctx, req.GetModel(), req, s.n.openai.GenerateAudio, s.n.builtin.GenerateAudio)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -63,6 +64,14 @@ func (e *Engine) Speech(ctx context.Context, req *inferencev1.SpeechRequest) (*i
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.Cfg.Timeout)
 	defer cancel()
+	b, ct, err := e.postJSON(ctx, m, "/audio/speech", speechBody(m, req))
+	if err != nil {
+		return nil, err
+	}
+	return &inferencev1.SpeechResponse{Audio: b, ContentType: orDefault(ct, "application/octet-stream")}, nil
+}
+
+func speechBody(m *Model, req *inferencev1.SpeechRequest) map[string]any {
 	in := map[string]any{"model": m.Cfg.UpstreamModel, "input": req.GetInput()}
 	if req.GetVoice() != "" {
 		in["voice"] = req.GetVoice()
@@ -73,11 +82,69 @@ func (e *Engine) Speech(ctx context.Context, req *inferencev1.SpeechRequest) (*i
 	if req.GetSpeed() != 0 {
 		in["speed"] = req.GetSpeed()
 	}
-	b, ct, err := e.postJSON(ctx, m, "/audio/speech", in)
+	return in
+}
+
+// streamPiece is the most of a relayed audio stream sent in one message.
+const streamPiece = 32 << 10
+
+// StreamSpeech asks the engine's /audio/speech with stream_format "audio" and relays the
+// audio as it arrives: each read of the engine's answer (at most streamPiece bytes) is sent
+// at once, the first with the answer's Content-Type.
+func (e *Engine) StreamSpeech(ctx context.Context, req *inferencev1.SpeechRequest, send func(*inferencev1.StreamSpeechResponse) error) error {
+	m, err := e.model(req.GetModel())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &inferencev1.SpeechResponse{Audio: b, ContentType: orDefault(ct, "application/octet-stream")}, nil
+	ctx, cancel := context.WithTimeout(ctx, m.Cfg.Timeout)
+	defer cancel()
+	in := speechBody(m, req)
+	in["stream_format"] = "audio"
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	resp, done, err := e.send(ctx, m, func(base string) (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, "POST", base+"/audio/speech", bytes.NewReader(body))
+		if err == nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		return r, err
+	})
+	if err != nil {
+		return err
+	}
+	defer done()
+	defer resp.Body.Close()
+	ct := orDefault(resp.Header.Get("Content-Type"), "application/octet-stream")
+	buf := make([]byte, streamPiece)
+	total := 0
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if total += n; total > maxMediaAnswer {
+				return fmt.Errorf("%w: /audio/speech: the stream is over %d MiB", ErrUpstream, maxMediaAnswer>>20)
+			}
+			c := &inferencev1.StreamSpeechResponse{Audio: bytes.Clone(buf[:n])}
+			if ct != "" {
+				c.ContentType, ct = ct, ""
+			}
+			if err := send(c); err != nil {
+				return err
+			}
+		}
+		switch {
+		case rerr == nil:
+		case errors.Is(rerr, io.EOF) && total == 0:
+			return fmt.Errorf("%w: /audio/speech: the engine answered nothing", ErrUpstream)
+		case errors.Is(rerr, io.EOF):
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			return fmt.Errorf("%w: /audio/speech: the stream broke: %v", ErrUpstream, rerr)
+		}
+	}
 }
 
 // GenerateAudio relays a music or sound request to the engine's /audio/generations (Lemonade's).

@@ -158,6 +158,107 @@ func (x *SpeechResponse) GetContentType() string {
 	return ""
 }
 
+// StreamSpeechRequest asks for speech streamed as it is made.
+type StreamSpeechRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// speech is the request, as for Speech.
+	Speech        *SpeechRequest `protobuf:"bytes,1,opt,name=speech,proto3" json:"speech,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSpeechRequest) Reset() {
+	*x = StreamSpeechRequest{}
+	mi := &file_zest_inference_v1_media_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSpeechRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSpeechRequest) ProtoMessage() {}
+
+func (x *StreamSpeechRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_media_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSpeechRequest.ProtoReflect.Descriptor instead.
+func (*StreamSpeechRequest) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StreamSpeechRequest) GetSpeech() *SpeechRequest {
+	if x != nil {
+		return x.Speech
+	}
+	return nil
+}
+
+// StreamSpeechResponse is the next piece of a streamed speech file.
+type StreamSpeechResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// audio is the next bytes of the file (a WAV's header comes first, sized for the whole).
+	Audio []byte `protobuf:"bytes,1,opt,name=audio,proto3" json:"audio,omitempty"`
+	// content_type is the MIME type of the file; set on the first chunk.
+	ContentType   string `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSpeechResponse) Reset() {
+	*x = StreamSpeechResponse{}
+	mi := &file_zest_inference_v1_media_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSpeechResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSpeechResponse) ProtoMessage() {}
+
+func (x *StreamSpeechResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_media_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSpeechResponse.ProtoReflect.Descriptor instead.
+func (*StreamSpeechResponse) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *StreamSpeechResponse) GetAudio() []byte {
+	if x != nil {
+		return x.Audio
+	}
+	return nil
+}
+
+func (x *StreamSpeechResponse) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
 // GenerateAudioRequest is Lemonade's audio generation request (music or sound effects).
 type GenerateAudioRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -181,7 +282,7 @@ type GenerateAudioRequest struct {
 
 func (x *GenerateAudioRequest) Reset() {
 	*x = GenerateAudioRequest{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[2]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -193,7 +294,7 @@ func (x *GenerateAudioRequest) String() string {
 func (*GenerateAudioRequest) ProtoMessage() {}
 
 func (x *GenerateAudioRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[2]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -206,7 +307,7 @@ func (x *GenerateAudioRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateAudioRequest.ProtoReflect.Descriptor instead.
 func (*GenerateAudioRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{2}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GenerateAudioRequest) GetModel() string {
@@ -271,7 +372,7 @@ type GenerateAudioResponse struct {
 
 func (x *GenerateAudioResponse) Reset() {
 	*x = GenerateAudioResponse{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[3]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +384,7 @@ func (x *GenerateAudioResponse) String() string {
 func (*GenerateAudioResponse) ProtoMessage() {}
 
 func (x *GenerateAudioResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[3]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +397,7 @@ func (x *GenerateAudioResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateAudioResponse.ProtoReflect.Descriptor instead.
 func (*GenerateAudioResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{3}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GenerateAudioResponse) GetAudio() []byte {
@@ -342,7 +443,7 @@ type EditImageRequest struct {
 
 func (x *EditImageRequest) Reset() {
 	*x = EditImageRequest{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[4]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +455,7 @@ func (x *EditImageRequest) String() string {
 func (*EditImageRequest) ProtoMessage() {}
 
 func (x *EditImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[4]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +468,7 @@ func (x *EditImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditImageRequest.ProtoReflect.Descriptor instead.
 func (*EditImageRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{4}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EditImageRequest) GetModel() string {
@@ -453,7 +554,7 @@ type EditImageResponse struct {
 
 func (x *EditImageResponse) Reset() {
 	*x = EditImageResponse{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[5]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -465,7 +566,7 @@ func (x *EditImageResponse) String() string {
 func (*EditImageResponse) ProtoMessage() {}
 
 func (x *EditImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[5]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -478,7 +579,7 @@ func (x *EditImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditImageResponse.ProtoReflect.Descriptor instead.
 func (*EditImageResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{5}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EditImageResponse) GetImages() [][]byte {
@@ -516,7 +617,7 @@ type Generate3DRequest struct {
 
 func (x *Generate3DRequest) Reset() {
 	*x = Generate3DRequest{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[6]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +629,7 @@ func (x *Generate3DRequest) String() string {
 func (*Generate3DRequest) ProtoMessage() {}
 
 func (x *Generate3DRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[6]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +642,7 @@ func (x *Generate3DRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Generate3DRequest.ProtoReflect.Descriptor instead.
 func (*Generate3DRequest) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{6}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Generate3DRequest) GetModel() string {
@@ -599,7 +700,7 @@ type Generate3DResponse struct {
 
 func (x *Generate3DResponse) Reset() {
 	*x = Generate3DResponse{}
-	mi := &file_zest_inference_v1_media_proto_msgTypes[7]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +712,7 @@ func (x *Generate3DResponse) String() string {
 func (*Generate3DResponse) ProtoMessage() {}
 
 func (x *Generate3DResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_inference_v1_media_proto_msgTypes[7]
+	mi := &file_zest_inference_v1_media_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +725,7 @@ func (x *Generate3DResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Generate3DResponse.ProtoReflect.Descriptor instead.
 func (*Generate3DResponse) Descriptor() ([]byte, []int) {
-	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{7}
+	return file_zest_inference_v1_media_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Generate3DResponse) GetGlb() []byte {
@@ -653,6 +754,11 @@ const file_zest_inference_v1_media_proto_rawDesc = "" +
 	"\x0fresponse_format\x18\x04 \x01(\tR\x0eresponseFormat\x12\x14\n" +
 	"\x05speed\x18\x05 \x01(\x01R\x05speed\"I\n" +
 	"\x0eSpeechResponse\x12\x14\n" +
+	"\x05audio\x18\x01 \x01(\fR\x05audio\x12!\n" +
+	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\"O\n" +
+	"\x13StreamSpeechRequest\x128\n" +
+	"\x06speech\x18\x01 \x01(\v2 .zest.inference.v1.SpeechRequestR\x06speech\"O\n" +
+	"\x14StreamSpeechResponse\x12\x14\n" +
 	"\x05audio\x18\x01 \x01(\fR\x05audio\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\"\xe8\x01\n" +
 	"\x14GenerateAudioRequest\x12\x14\n" +
@@ -696,9 +802,10 @@ const file_zest_inference_v1_media_proto_rawDesc = "" +
 	"\x05_seed\"I\n" +
 	"\x12Generate3DResponse\x12\x10\n" +
 	"\x03glb\x18\x01 \x01(\fR\x03glb\x12!\n" +
-	"\fcontent_type\x18\x02 \x01(\tR\vcontentType2\xf4\x02\n" +
+	"\fcontent_type\x18\x02 \x01(\tR\vcontentType2\xd7\x03\n" +
 	"\fMediaService\x12M\n" +
-	"\x06Speech\x12 .zest.inference.v1.SpeechRequest\x1a!.zest.inference.v1.SpeechResponse\x12b\n" +
+	"\x06Speech\x12 .zest.inference.v1.SpeechRequest\x1a!.zest.inference.v1.SpeechResponse\x12a\n" +
+	"\fStreamSpeech\x12&.zest.inference.v1.StreamSpeechRequest\x1a'.zest.inference.v1.StreamSpeechResponse0\x01\x12b\n" +
 	"\rGenerateAudio\x12'.zest.inference.v1.GenerateAudioRequest\x1a(.zest.inference.v1.GenerateAudioResponse\x12V\n" +
 	"\tEditImage\x12#.zest.inference.v1.EditImageRequest\x1a$.zest.inference.v1.EditImageResponse\x12Y\n" +
 	"\n" +
@@ -718,31 +825,36 @@ func file_zest_inference_v1_media_proto_rawDescGZIP() []byte {
 	return file_zest_inference_v1_media_proto_rawDescData
 }
 
-var file_zest_inference_v1_media_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_zest_inference_v1_media_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_zest_inference_v1_media_proto_goTypes = []any{
 	(*SpeechRequest)(nil),         // 0: zest.inference.v1.SpeechRequest
 	(*SpeechResponse)(nil),        // 1: zest.inference.v1.SpeechResponse
-	(*GenerateAudioRequest)(nil),  // 2: zest.inference.v1.GenerateAudioRequest
-	(*GenerateAudioResponse)(nil), // 3: zest.inference.v1.GenerateAudioResponse
-	(*EditImageRequest)(nil),      // 4: zest.inference.v1.EditImageRequest
-	(*EditImageResponse)(nil),     // 5: zest.inference.v1.EditImageResponse
-	(*Generate3DRequest)(nil),     // 6: zest.inference.v1.Generate3DRequest
-	(*Generate3DResponse)(nil),    // 7: zest.inference.v1.Generate3DResponse
+	(*StreamSpeechRequest)(nil),   // 2: zest.inference.v1.StreamSpeechRequest
+	(*StreamSpeechResponse)(nil),  // 3: zest.inference.v1.StreamSpeechResponse
+	(*GenerateAudioRequest)(nil),  // 4: zest.inference.v1.GenerateAudioRequest
+	(*GenerateAudioResponse)(nil), // 5: zest.inference.v1.GenerateAudioResponse
+	(*EditImageRequest)(nil),      // 6: zest.inference.v1.EditImageRequest
+	(*EditImageResponse)(nil),     // 7: zest.inference.v1.EditImageResponse
+	(*Generate3DRequest)(nil),     // 8: zest.inference.v1.Generate3DRequest
+	(*Generate3DResponse)(nil),    // 9: zest.inference.v1.Generate3DResponse
 }
 var file_zest_inference_v1_media_proto_depIdxs = []int32{
-	0, // 0: zest.inference.v1.MediaService.Speech:input_type -> zest.inference.v1.SpeechRequest
-	2, // 1: zest.inference.v1.MediaService.GenerateAudio:input_type -> zest.inference.v1.GenerateAudioRequest
-	4, // 2: zest.inference.v1.MediaService.EditImage:input_type -> zest.inference.v1.EditImageRequest
-	6, // 3: zest.inference.v1.MediaService.Generate3D:input_type -> zest.inference.v1.Generate3DRequest
-	1, // 4: zest.inference.v1.MediaService.Speech:output_type -> zest.inference.v1.SpeechResponse
-	3, // 5: zest.inference.v1.MediaService.GenerateAudio:output_type -> zest.inference.v1.GenerateAudioResponse
-	5, // 6: zest.inference.v1.MediaService.EditImage:output_type -> zest.inference.v1.EditImageResponse
-	7, // 7: zest.inference.v1.MediaService.Generate3D:output_type -> zest.inference.v1.Generate3DResponse
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: zest.inference.v1.StreamSpeechRequest.speech:type_name -> zest.inference.v1.SpeechRequest
+	0, // 1: zest.inference.v1.MediaService.Speech:input_type -> zest.inference.v1.SpeechRequest
+	2, // 2: zest.inference.v1.MediaService.StreamSpeech:input_type -> zest.inference.v1.StreamSpeechRequest
+	4, // 3: zest.inference.v1.MediaService.GenerateAudio:input_type -> zest.inference.v1.GenerateAudioRequest
+	6, // 4: zest.inference.v1.MediaService.EditImage:input_type -> zest.inference.v1.EditImageRequest
+	8, // 5: zest.inference.v1.MediaService.Generate3D:input_type -> zest.inference.v1.Generate3DRequest
+	1, // 6: zest.inference.v1.MediaService.Speech:output_type -> zest.inference.v1.SpeechResponse
+	3, // 7: zest.inference.v1.MediaService.StreamSpeech:output_type -> zest.inference.v1.StreamSpeechResponse
+	5, // 8: zest.inference.v1.MediaService.GenerateAudio:output_type -> zest.inference.v1.GenerateAudioResponse
+	7, // 9: zest.inference.v1.MediaService.EditImage:output_type -> zest.inference.v1.EditImageResponse
+	9, // 10: zest.inference.v1.MediaService.Generate3D:output_type -> zest.inference.v1.Generate3DResponse
+	6, // [6:11] is the sub-list for method output_type
+	1, // [1:6] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_zest_inference_v1_media_proto_init() }
@@ -750,16 +862,16 @@ func file_zest_inference_v1_media_proto_init() {
 	if File_zest_inference_v1_media_proto != nil {
 		return
 	}
-	file_zest_inference_v1_media_proto_msgTypes[2].OneofWrappers = []any{}
 	file_zest_inference_v1_media_proto_msgTypes[4].OneofWrappers = []any{}
 	file_zest_inference_v1_media_proto_msgTypes[6].OneofWrappers = []any{}
+	file_zest_inference_v1_media_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_inference_v1_media_proto_rawDesc), len(file_zest_inference_v1_media_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

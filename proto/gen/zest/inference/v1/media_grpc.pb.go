@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	MediaService_Speech_FullMethodName        = "/zest.inference.v1.MediaService/Speech"
+	MediaService_StreamSpeech_FullMethodName  = "/zest.inference.v1.MediaService/StreamSpeech"
 	MediaService_GenerateAudio_FullMethodName = "/zest.inference.v1.MediaService/GenerateAudio"
 	MediaService_EditImage_FullMethodName     = "/zest.inference.v1.MediaService/EditImage"
 	MediaService_Generate3D_FullMethodName    = "/zest.inference.v1.MediaService/Generate3D"
@@ -36,6 +37,8 @@ const (
 type MediaServiceClient interface {
 	// Speech is called by POST {prefix}audio/speech and lemonade_text_to_speech to speak a text.
 	Speech(ctx context.Context, in *SpeechRequest, opts ...grpc.CallOption) (*SpeechResponse, error)
+	// StreamSpeech is called by POST {prefix}audio/speech with stream_format "audio": the audio arrives chunk by chunk as the engine makes it.
+	StreamSpeech(ctx context.Context, in *StreamSpeechRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamSpeechResponse], error)
 	// GenerateAudio is called by POST {prefix}audio/generations and lemonade_generate_audio to make music or sound effects.
 	GenerateAudio(ctx context.Context, in *GenerateAudioRequest, opts ...grpc.CallOption) (*GenerateAudioResponse, error)
 	// EditImage is called by POST {prefix}images/edits and lemonade_edit_image to change an image as a prompt says.
@@ -61,6 +64,25 @@ func (c *mediaServiceClient) Speech(ctx context.Context, in *SpeechRequest, opts
 	}
 	return out, nil
 }
+
+func (c *mediaServiceClient) StreamSpeech(ctx context.Context, in *StreamSpeechRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamSpeechResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MediaService_ServiceDesc.Streams[0], MediaService_StreamSpeech_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamSpeechRequest, StreamSpeechResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MediaService_StreamSpeechClient = grpc.ServerStreamingClient[StreamSpeechResponse]
 
 func (c *mediaServiceClient) GenerateAudio(ctx context.Context, in *GenerateAudioRequest, opts ...grpc.CallOption) (*GenerateAudioResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -103,6 +125,8 @@ func (c *mediaServiceClient) Generate3D(ctx context.Context, in *Generate3DReque
 type MediaServiceServer interface {
 	// Speech is called by POST {prefix}audio/speech and lemonade_text_to_speech to speak a text.
 	Speech(context.Context, *SpeechRequest) (*SpeechResponse, error)
+	// StreamSpeech is called by POST {prefix}audio/speech with stream_format "audio": the audio arrives chunk by chunk as the engine makes it.
+	StreamSpeech(*StreamSpeechRequest, grpc.ServerStreamingServer[StreamSpeechResponse]) error
 	// GenerateAudio is called by POST {prefix}audio/generations and lemonade_generate_audio to make music or sound effects.
 	GenerateAudio(context.Context, *GenerateAudioRequest) (*GenerateAudioResponse, error)
 	// EditImage is called by POST {prefix}images/edits and lemonade_edit_image to change an image as a prompt says.
@@ -121,6 +145,9 @@ type UnimplementedMediaServiceServer struct{}
 
 func (UnimplementedMediaServiceServer) Speech(context.Context, *SpeechRequest) (*SpeechResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Speech not implemented")
+}
+func (UnimplementedMediaServiceServer) StreamSpeech(*StreamSpeechRequest, grpc.ServerStreamingServer[StreamSpeechResponse]) error {
+	return status.Error(codes.Unimplemented, "method StreamSpeech not implemented")
 }
 func (UnimplementedMediaServiceServer) GenerateAudio(context.Context, *GenerateAudioRequest) (*GenerateAudioResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GenerateAudio not implemented")
@@ -169,6 +196,17 @@ func _MediaService_Speech_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _MediaService_StreamSpeech_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamSpeechRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MediaServiceServer).StreamSpeech(m, &grpc.GenericServerStream[StreamSpeechRequest, StreamSpeechResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MediaService_StreamSpeechServer = grpc.ServerStreamingServer[StreamSpeechResponse]
 
 func _MediaService_GenerateAudio_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GenerateAudioRequest)
@@ -248,6 +286,12 @@ var MediaService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _MediaService_Generate3D_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamSpeech",
+			Handler:       _MediaService_StreamSpeech_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "zest/inference/v1/media.proto",
 }
