@@ -19,10 +19,11 @@ import (
 
 // fakeMediaService answers like an engine with fixed bytes and records what it was given.
 type fakeMediaService struct {
-	mu    sync.Mutex
-	mesh  *inferencev1.Generate3DRequest
-	edit  *inferencev1.EditImageRequest
-	block chan struct{} // Generate3D waits on it (or on ctx) when set
+	inferencev1.MediaServiceClient // methods the tools do not call (StreamSpeech)
+	mu                             sync.Mutex
+	mesh                           *inferencev1.Generate3DRequest
+	edit                           *inferencev1.EditImageRequest
+	block                          chan struct{} // Generate3D waits on it (or on ctx) when set
 }
 
 func (f *fakeMediaService) Speech(_ context.Context, r *inferencev1.SpeechRequest, _ ...grpc.CallOption) (*inferencev1.SpeechResponse, error) {
