@@ -5,11 +5,15 @@ package e2e
 var builtinTools = []string{
 	"lemonade_chat",
 	"lemonade_delete_model",
+	"lemonade_edit_image",
+	"lemonade_generate_3d",
+	"lemonade_generate_audio",
 	"lemonade_generate_image",
 	"lemonade_list_models",
 	"lemonade_load_model",
 	"lemonade_omni",
 	"lemonade_pull_model",
+	"lemonade_text_to_speech",
 	"lemonade_transcribe_audio",
 	"lemonade_unload_model",
 }

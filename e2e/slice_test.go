@@ -109,6 +109,12 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 				"prompt", "response_format", "temperature"},
 			"lemonade_generate_image": {"allow_download", "cfg_scale", "model", "n", "negative_prompt", "output_dir",
 				"output_path", "prompt", "seed", "size", "steps"},
+			"lemonade_text_to_speech": {"allow_download", "input", "model", "output_dir", "output_path", "response_format", "speed", "voice"},
+			"lemonade_generate_audio": {"allow_download", "duration", "lyrics", "model", "output_dir", "output_path", "prompt", "seed", "steps"},
+			"lemonade_edit_image": {"allow_download", "cfg_scale", "image_base64", "image_path", "mask_base64", "mask_path", "model", "n",
+				"output_dir", "output_path", "prompt", "seed", "size", "steps"},
+			"lemonade_generate_3d": {"allow_download", "image_base64", "image_model", "image_path", "model", "output_dir", "output_path",
+				"prompt", "resolution", "seed"},
 		}
 		if len(props) != len(builtinTools) {
 			t.Fatalf("got tools %v, want %d", props, len(builtinTools))
@@ -148,7 +154,8 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 		for _, m := range listed.Models {
 			got[m.ID] = m.Type + "/" + m.State
 		}
-		want := map[string]string{"builtin-llm": "llm/loaded", "builtin-image": "image/loaded", "builtin-transcribe": "transcription/loaded"}
+		want := map[string]string{"builtin-llm": "llm/loaded", "builtin-image": "image/loaded", "builtin-transcribe": "transcription/loaded",
+			"builtin-tts": "tts/loaded", "builtin-audio": "audio_generation/loaded", "builtin-3d": "mesh/loaded"}
 		for id, tw := range want {
 			if got[id] != tw {
 				t.Errorf("model %s = %q, want %q (all: %v)", id, got[id], tw, got)
@@ -251,7 +258,7 @@ func TestKeysAtTheEdgeAndOverGRPC(t *testing.T) {
 		t.Fatalf("models without key: %d", r.Status)
 	}
 	r = do(t, "GET", s.URL+"/api/v1/models", "", "Authorization: Bearer api-key-1")
-	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 3 {
+	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 6 {
 		t.Fatalf("models with key: %d %s", r.Status, r.Body)
 	}
 

@@ -28,6 +28,8 @@ type API struct {
 	Inference inferencev1.InferenceServiceClient
 	// Models serves load, unload, pull, delete, stats and system-info (models.go).
 	Models inferencev1.ModelAdminServiceClient
+	// Media answers the media routes (media.go).
+	Media inferencev1.MediaServiceClient
 	// ToolChat runs chats that select MCP providers (a "preset" or "mcp_server_ids" field).
 	ToolChat mcpgatewayv1.ChatServiceClient
 	Log      *slog.Logger
@@ -43,6 +45,7 @@ func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler
 	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
 	a.registerModels(mux, prefix, wrap)
+	a.registerMedia(mux, prefix, wrap)
 }
 
 func postOnly(h http.HandlerFunc) http.Handler {

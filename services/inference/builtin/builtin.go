@@ -41,15 +41,17 @@ func New(created time.Time) *Engine {
 			Labels: append([]string{"builtin"}, labels...), OwnedBy: "zest", Created: c, Description: desc,
 		}
 	}
-	return &Engine{created: c, models: []*inferencev1.Model{
+	e := &Engine{created: c, models: []*inferencev1.Model{
 		m(LLM, inferencev1.ModelType_MODEL_TYPE_LLM,
 			"Deterministic built-in test engine, not a language model: answers from its input and calls tools on request.",
 			"tool-calling"),
 		m(Image, inferencev1.ModelType_MODEL_TYPE_IMAGE,
-			"Deterministic built-in image engine: renders a PNG pattern derived from the prompt."),
+			"Deterministic built-in image engine: renders a PNG pattern derived from the prompt; edits invert and tint where the mask allows."),
 		m(Transcribe, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION,
 			"Deterministic built-in transcription engine: describes PCM WAV input, does not recognise speech."),
 	}}
+	e.models = append(e.models, mediaModels(c)...) // speech.go
+	return e
 }
 
 // Models returns the engine's models, all loaded.

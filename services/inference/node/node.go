@@ -99,6 +99,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.srv.RegisterService(&inferencev1.ModelOptionsService_ServiceDesc, modelOptions{n: n})
 	n.models = newAdmin(n)
 	n.srv.RegisterService(&inferencev1.ModelAdminService_ServiceDesc, n.models)
+	n.srv.RegisterService(&inferencev1.MediaService_ServiceDesc, media{n: n}) // media.go
 	return n, nil
 }
 

@@ -235,6 +235,12 @@ func modelType(t string) inferencev1.ModelType {
 		return inferencev1.ModelType_MODEL_TYPE_IMAGE
 	case "omni":
 		return inferencev1.ModelType_MODEL_TYPE_OMNI
+	case "tts":
+		return inferencev1.ModelType_MODEL_TYPE_TTS
+	case "audio-generation":
+		return inferencev1.ModelType_MODEL_TYPE_AUDIO_GENERATION
+	case "3d":
+		return inferencev1.ModelType_MODEL_TYPE_MESH
 	}
 	return inferencev1.ModelType_MODEL_TYPE_LLM
 }

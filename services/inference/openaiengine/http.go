@@ -97,6 +97,7 @@ func (e *Engine) attempt(ctx context.Context, m *Model, r *Replica, build func(b
 	var oe struct {
 		Error struct {
 			Message string `json:"message"`
+			Param   string `json:"param"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &oe) == nil && oe.Error.Message != "" {
@@ -106,8 +107,22 @@ func (e *Engine) attempt(ctx context.Context, m *Model, r *Replica, build func(b
 	if resp.StatusCode < 500 {
 		kind = ErrUpstreamRequest
 	}
-	return nil, fmt.Errorf("%w: %s answered %d: %s", kind, r.BaseURL, resp.StatusCode, msg)
+	err = fmt.Errorf("%w: %s answered %d: %s", kind, r.BaseURL, resp.StatusCode, msg)
+	if oe.Error.Param != "" {
+		return nil, &ParamError{Param: oe.Error.Param, Err: err}
+	}
+	return nil, err
 }
+
+// ParamError is an engine's refusal that names the request field at fault (OpenAI's
+// "param"), so that a relay can name it too.
+type ParamError struct {
+	Param string
+	Err   error
+}
+
+func (e *ParamError) Error() string { return e.Err.Error() }
+func (e *ParamError) Unwrap() error { return e.Err }
 
 func (e *Engine) listModels(ctx context.Context, m *Model, r *Replica) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", r.BaseURL+"/models", nil)

@@ -220,6 +220,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	infer := inferencev1.NewInferenceServiceClient(cc)
 	lemonade.New(infer, dirs).Register(mcpSrv)
 	lemonade.NewModelTools(inferencev1.NewModelAdminServiceClient(cc)).Register(mcpSrv)
+	lemonade.NewMedia(infer, inferencev1.NewMediaServiceClient(cc), dirs).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
 		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {

@@ -36,23 +36,35 @@ const (
 	ModelType_MODEL_TYPE_IMAGE ModelType = 3
 	// MODEL_TYPE_OMNI answers chat with text, image and audio parts.
 	ModelType_MODEL_TYPE_OMNI ModelType = 4
+	// MODEL_TYPE_TTS answers text to speech (MediaService.Speech). Numbers 10-12 leave room below.
+	ModelType_MODEL_TYPE_TTS ModelType = 10
+	// MODEL_TYPE_AUDIO_GENERATION answers music and sound effects (MediaService.GenerateAudio).
+	ModelType_MODEL_TYPE_AUDIO_GENERATION ModelType = 11
+	// MODEL_TYPE_MESH answers 3D generation (MediaService.Generate3D).
+	ModelType_MODEL_TYPE_MESH ModelType = 12
 )
 
 // Enum value maps for ModelType.
 var (
 	ModelType_name = map[int32]string{
-		0: "MODEL_TYPE_UNSPECIFIED",
-		1: "MODEL_TYPE_LLM",
-		2: "MODEL_TYPE_TRANSCRIPTION",
-		3: "MODEL_TYPE_IMAGE",
-		4: "MODEL_TYPE_OMNI",
+		0:  "MODEL_TYPE_UNSPECIFIED",
+		1:  "MODEL_TYPE_LLM",
+		2:  "MODEL_TYPE_TRANSCRIPTION",
+		3:  "MODEL_TYPE_IMAGE",
+		4:  "MODEL_TYPE_OMNI",
+		10: "MODEL_TYPE_TTS",
+		11: "MODEL_TYPE_AUDIO_GENERATION",
+		12: "MODEL_TYPE_MESH",
 	}
 	ModelType_value = map[string]int32{
-		"MODEL_TYPE_UNSPECIFIED":   0,
-		"MODEL_TYPE_LLM":           1,
-		"MODEL_TYPE_TRANSCRIPTION": 2,
-		"MODEL_TYPE_IMAGE":         3,
-		"MODEL_TYPE_OMNI":          4,
+		"MODEL_TYPE_UNSPECIFIED":      0,
+		"MODEL_TYPE_LLM":              1,
+		"MODEL_TYPE_TRANSCRIPTION":    2,
+		"MODEL_TYPE_IMAGE":            3,
+		"MODEL_TYPE_OMNI":             4,
+		"MODEL_TYPE_TTS":              10,
+		"MODEL_TYPE_AUDIO_GENERATION": 11,
+		"MODEL_TYPE_MESH":             12,
 	}
 )
 
@@ -1550,13 +1562,17 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x05_seed\"I\n" +
 	"\x15GenerateImageResponse\x12\x16\n" +
 	"\x06images\x18\x01 \x03(\fR\x06images\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\x03R\acreated*\x84\x01\n" +
+	"\acreated\x18\x02 \x01(\x03R\acreated*\xce\x01\n" +
 	"\tModelType\x12\x1a\n" +
 	"\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eMODEL_TYPE_LLM\x10\x01\x12\x1c\n" +
 	"\x18MODEL_TYPE_TRANSCRIPTION\x10\x02\x12\x14\n" +
 	"\x10MODEL_TYPE_IMAGE\x10\x03\x12\x13\n" +
-	"\x0fMODEL_TYPE_OMNI\x10\x04*w\n" +
+	"\x0fMODEL_TYPE_OMNI\x10\x04\x12\x12\n" +
+	"\x0eMODEL_TYPE_TTS\x10\n" +
+	"\x12\x1f\n" +
+	"\x1bMODEL_TYPE_AUDIO_GENERATION\x10\v\x12\x13\n" +
+	"\x0fMODEL_TYPE_MESH\x10\f*w\n" +
 	"\n" +
 	"ModelState\x12\x1b\n" +
 	"\x17MODEL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
