@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -191,10 +192,20 @@ func TestGenerate3DFromPromptReportsProgress(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(progress) < 3 || progress[len(progress)-1] != 3 {
-		t.Fatalf("progress %v", progress)
+	// The client's transport hands notifications to its handler on goroutines of its own, so
+	// the last ones may be handled after the result: wait for them (they were all sent first).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(progress)
+		mu.Unlock()
+		if slices.Contains(got, 3) && len(got) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress %v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
