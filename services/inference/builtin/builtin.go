@@ -41,7 +41,7 @@ func New(created time.Time) *Engine {
 			Labels: append([]string{"builtin"}, labels...), OwnedBy: "zest", Created: c, Description: desc,
 		}
 	}
-	return &Engine{created: c, models: []*inferencev1.Model{
+	e := &Engine{created: c, models: []*inferencev1.Model{
 		m(LLM, inferencev1.ModelType_MODEL_TYPE_LLM,
 			"Deterministic built-in test engine, not a language model: answers from its input and calls tools on request.",
 			"tool-calling"),
@@ -50,6 +50,8 @@ func New(created time.Time) *Engine {
 		m(Transcribe, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION,
 			"Deterministic built-in transcription engine: describes PCM WAV input, does not recognise speech."),
 	}}
+	e.models = append(e.models, e.TextModels()...)
+	return e
 }
 
 // Models returns the engine's models, all loaded.

@@ -95,6 +95,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, builtin: be, openai: oe}
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	n.srv.RegisterService(&inferencev1.InferenceService_ServiceDesc, n)
+	n.srv.RegisterService(&inferencev1.TextService_ServiceDesc, textServer{n: n})
 	return n, nil
 }
 
