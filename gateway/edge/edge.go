@@ -113,7 +113,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
-	oa := &openai.API{Inference: e.infer, ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
+	oa := &openai.API{Inference: e.infer, Text: inferencev1.NewTextServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	for _, p := range Prefixes {
 		mux.Handle(p+"health", api(httpguard.GetOnly(http.HandlerFunc(e.health))))
 		oa.Register(mux, p, api)

@@ -26,6 +26,8 @@ import (
 // API serves the OpenAI routes.
 type API struct {
 	Inference inferencev1.InferenceServiceClient
+	// Text serves embeddings, completions and responses (text.go, responses.go).
+	Text inferencev1.TextServiceClient
 	// ToolChat runs chats that select MCP providers (a "preset" or "mcp_server_ids" field).
 	ToolChat mcpgatewayv1.ChatServiceClient
 	Log      *slog.Logger
@@ -40,6 +42,7 @@ func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler
 	mux.Handle(prefix+"chat/completions", wrap(postOnly(a.chat)))
 	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
+	a.registerText(mux, prefix, wrap)
 }
 
 func postOnly(h http.HandlerFunc) http.Handler {

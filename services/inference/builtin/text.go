@@ -21,6 +21,9 @@ const (
 	DefaultEmbeddingDimensions = 384
 	MaxEmbeddingDimensions     = 4096
 	MaxEmbeddingInputs         = 2048
+	// MaxEmbeddingFloats caps inputs × dimensions of one request (16 MiB of float32s), so that
+	// the answer fits in one gRPC message whatever the edge's body limit lets in.
+	MaxEmbeddingFloats = 1 << 22
 )
 
 // embedModel is builtin-embed's entry of the model list. There is no embedding ModelType: it is
@@ -55,6 +58,10 @@ func (e *Engine) Embeddings(ctx context.Context, req *inferencev1.EmbeddingsRequ
 	}
 	if dims < 1 || dims > MaxEmbeddingDimensions {
 		return nil, fmt.Errorf("%w: dimensions %d: ask for 1 to %d", ErrBadRequest, dims, MaxEmbeddingDimensions)
+	}
+	if len(in)*dims > MaxEmbeddingFloats {
+		return nil, fmt.Errorf("%w: %d inputs of %d dimensions make %d floats, over the %d of one request: send fewer inputs or ask for fewer dimensions",
+			ErrBadRequest, len(in), dims, len(in)*dims, MaxEmbeddingFloats)
 	}
 	out := &inferencev1.EmbeddingsResponse{}
 	tokens := 0

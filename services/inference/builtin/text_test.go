@@ -77,13 +77,14 @@ func TestEmbeddingsRefusals(t *testing.T) {
 		kind error
 		want string
 	}{
-		"chat model":     {&inferencev1.EmbeddingsRequest{Model: LLM, Input: []string{"x"}}, ErrWrongModel, "use builtin-embed"},
-		"no input":       {&inferencev1.EmbeddingsRequest{Model: Embed}, ErrBadRequest, "input holds 0 texts"},
-		"too many":       {&inferencev1.EmbeddingsRequest{Model: Embed, Input: many}, ErrBadRequest, "send 1 to 2048"},
-		"empty text":     {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a", ""}}, ErrBadRequest, "input[1] is empty"},
-		"too many dims":  {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a"}, Dimensions: MaxEmbeddingDimensions + 1}, ErrBadRequest, "dimensions 4097"},
-		"negative dims":  {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a"}, Dimensions: -1}, ErrBadRequest, "dimensions -1"},
-		"embed for chat": {&inferencev1.EmbeddingsRequest{Model: "x", Input: []string{"a"}}, ErrWrongModel, `"x"`},
+		"chat model":      {&inferencev1.EmbeddingsRequest{Model: LLM, Input: []string{"x"}}, ErrWrongModel, "use builtin-embed"},
+		"no input":        {&inferencev1.EmbeddingsRequest{Model: Embed}, ErrBadRequest, "input holds 0 texts"},
+		"too many":        {&inferencev1.EmbeddingsRequest{Model: Embed, Input: many}, ErrBadRequest, "send 1 to 2048"},
+		"empty text":      {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a", ""}}, ErrBadRequest, "input[1] is empty"},
+		"too many dims":   {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a"}, Dimensions: MaxEmbeddingDimensions + 1}, ErrBadRequest, "dimensions 4097"},
+		"negative dims":   {&inferencev1.EmbeddingsRequest{Model: Embed, Input: []string{"a"}, Dimensions: -1}, ErrBadRequest, "dimensions -1"},
+		"too many floats": {&inferencev1.EmbeddingsRequest{Model: Embed, Input: many[:MaxEmbeddingInputs], Dimensions: MaxEmbeddingDimensions}, ErrBadRequest, "over the 4194304"},
+		"embed for chat":  {&inferencev1.EmbeddingsRequest{Model: "x", Input: []string{"a"}}, ErrWrongModel, `"x"`},
 	} {
 		_, err := e.Embeddings(context.Background(), c.req)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.want) {
