@@ -30,7 +30,7 @@ func TestOpenAIGoSDK(t *testing.T) {
 			for _, m := range models.Data {
 				ids = append(ids, m.ID)
 			}
-			if strings.Join(ids, ",") != "builtin-image,builtin-llm,builtin-transcribe" {
+			if strings.Join(ids, ",") != "builtin-embed,builtin-image,builtin-llm,builtin-transcribe" {
 				t.Fatalf("models %v", ids)
 			}
 
