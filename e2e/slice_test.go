@@ -251,7 +251,7 @@ func TestKeysAtTheEdgeAndOverGRPC(t *testing.T) {
 		t.Fatalf("models without key: %d", r.Status)
 	}
 	r = do(t, "GET", s.URL+"/api/v1/models", "", "Authorization: Bearer api-key-1")
-	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 3 {
+	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 4 { // builtin-embed, -image, -llm, -transcribe
 		t.Fatalf("models with key: %d %s", r.Status, r.Body)
 	}
 

@@ -274,7 +274,7 @@ models:
     timeout: 10s
   - id: remote-embed
     engine: openai
-    type: llm
+    type: embedding
     upstream_model: builtin-embed
     base_urls: [http://%[1]s/v1]
     timeout: 10s

@@ -26,11 +26,11 @@ const (
 	MaxEmbeddingFloats = 1 << 22
 )
 
-// embedModel is builtin-embed's entry of the model list. There is no embedding ModelType: it is
-// listed as an LLM labelled "embeddings", as Lemonade labels its embedding models.
+// embedModel is builtin-embed's entry of the model list: of type embedding (so that nothing
+// picks it as a chat model) and labelled "embeddings", as Lemonade labels its embedding models.
 func (e *Engine) embedModel() *inferencev1.Model {
 	return &inferencev1.Model{
-		Id: Embed, Type: inferencev1.ModelType_MODEL_TYPE_LLM, State: inferencev1.ModelState_MODEL_STATE_LOADED, Engine: "builtin",
+		Id: Embed, Type: inferencev1.ModelType_MODEL_TYPE_EMBEDDING, State: inferencev1.ModelState_MODEL_STATE_LOADED, Engine: "builtin",
 		Labels: []string{"builtin", "embeddings"}, OwnedBy: "zest", Created: e.created,
 		Description: "Deterministic built-in embedding engine, not semantic: unit vectors of hashed character trigrams and words (equal texts give equal vectors, texts sharing words are near).",
 	}

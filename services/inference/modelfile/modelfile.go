@@ -20,7 +20,7 @@ type Model struct {
 	ID string `yaml:"id"`
 	// Engine is "openai" (any OpenAI-compatible server: llama.cpp, vLLM, Ollama, Lemonade, a hosted API).
 	Engine string `yaml:"engine"`
-	// Type is llm, transcription, image or omni.
+	// Type is llm, transcription, image, omni or embedding.
 	Type string `yaml:"type"`
 	// UpstreamModel is the model's name at the engine (default: ID).
 	UpstreamModel string `yaml:"upstream_model"`
@@ -88,9 +88,9 @@ func Parse(b []byte) (*File, error) {
 		switch m.Type {
 		case "":
 			m.Type = "llm"
-		case "llm", "transcription", "image", "omni":
+		case "llm", "transcription", "image", "omni", "embedding":
 		default:
-			errs = append(errs, fmt.Errorf("%s: type %q: use llm, transcription, image or omni", where, m.Type))
+			errs = append(errs, fmt.Errorf("%s: type %q: use llm, transcription, image, omni or embedding", where, m.Type))
 		}
 		if m.UpstreamModel == "" {
 			m.UpstreamModel = m.ID

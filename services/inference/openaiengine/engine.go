@@ -232,6 +232,8 @@ func modelType(t string) inferencev1.ModelType {
 		return inferencev1.ModelType_MODEL_TYPE_IMAGE
 	case "omni":
 		return inferencev1.ModelType_MODEL_TYPE_OMNI
+	case "embedding":
+		return inferencev1.ModelType_MODEL_TYPE_EMBEDDING
 	}
 	return inferencev1.ModelType_MODEL_TYPE_LLM
 }

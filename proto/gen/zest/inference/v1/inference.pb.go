@@ -36,6 +36,8 @@ const (
 	ModelType_MODEL_TYPE_IMAGE ModelType = 3
 	// MODEL_TYPE_OMNI answers chat with text, image and audio parts.
 	ModelType_MODEL_TYPE_OMNI ModelType = 4
+	// MODEL_TYPE_EMBEDDING answers embeddings (POST {prefix}embeddings), not chat.
+	ModelType_MODEL_TYPE_EMBEDDING ModelType = 5
 )
 
 // Enum value maps for ModelType.
@@ -46,6 +48,7 @@ var (
 		2: "MODEL_TYPE_TRANSCRIPTION",
 		3: "MODEL_TYPE_IMAGE",
 		4: "MODEL_TYPE_OMNI",
+		5: "MODEL_TYPE_EMBEDDING",
 	}
 	ModelType_value = map[string]int32{
 		"MODEL_TYPE_UNSPECIFIED":   0,
@@ -53,6 +56,7 @@ var (
 		"MODEL_TYPE_TRANSCRIPTION": 2,
 		"MODEL_TYPE_IMAGE":         3,
 		"MODEL_TYPE_OMNI":          4,
+		"MODEL_TYPE_EMBEDDING":     5,
 	}
 )
 
@@ -1550,13 +1554,14 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x05_seed\"I\n" +
 	"\x15GenerateImageResponse\x12\x16\n" +
 	"\x06images\x18\x01 \x03(\fR\x06images\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\x03R\acreated*\x84\x01\n" +
+	"\acreated\x18\x02 \x01(\x03R\acreated*\x9e\x01\n" +
 	"\tModelType\x12\x1a\n" +
 	"\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eMODEL_TYPE_LLM\x10\x01\x12\x1c\n" +
 	"\x18MODEL_TYPE_TRANSCRIPTION\x10\x02\x12\x14\n" +
 	"\x10MODEL_TYPE_IMAGE\x10\x03\x12\x13\n" +
-	"\x0fMODEL_TYPE_OMNI\x10\x04*w\n" +
+	"\x0fMODEL_TYPE_OMNI\x10\x04\x12\x18\n" +
+	"\x14MODEL_TYPE_EMBEDDING\x10\x05*w\n" +
 	"\n" +
 	"ModelState\x12\x1b\n" +
 	"\x17MODEL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
