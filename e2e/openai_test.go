@@ -30,7 +30,7 @@ func TestOpenAIGoSDK(t *testing.T) {
 			for _, m := range models.Data {
 				ids = append(ids, m.ID)
 			}
-			if strings.Join(ids, ",") != "builtin-3d,builtin-audio,builtin-image,builtin-llm,builtin-transcribe,builtin-tts" {
+			if strings.Join(ids, ",") != "builtin-3d,builtin-audio,builtin-embed,builtin-image,builtin-llm,builtin-transcribe,builtin-tts" {
 				t.Fatalf("models %v", ids)
 			}
 

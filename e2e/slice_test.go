@@ -258,7 +258,7 @@ func TestKeysAtTheEdgeAndOverGRPC(t *testing.T) {
 		t.Fatalf("models without key: %d", r.Status)
 	}
 	r = do(t, "GET", s.URL+"/api/v1/models", "", "Authorization: Bearer api-key-1")
-	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 6 {
+	if r.Status != 200 || len(asSlice(r.JSON(t)["data"])) != 7 { // the seven built-in models
 		t.Fatalf("models with key: %d %s", r.Status, r.Body)
 	}
 

@@ -119,6 +119,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, Media: inferencev1.NewMediaServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	oa.Models = inferencev1.NewModelAdminServiceClient(e.backend["inference"])
+	oa.Text = inferencev1.NewTextServiceClient(e.backend["inference"])
 	for _, p := range Prefixes {
 		mux.Handle(p+"health", api(httpguard.GetOnly(http.HandlerFunc(e.health))))
 		oa.Register(mux, p, api)

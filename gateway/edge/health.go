@@ -112,6 +112,10 @@ func lemonadeType(m *inferencev1.Model) string {
 		}
 	}
 	switch m.GetType() {
+	case inferencev1.ModelType_MODEL_TYPE_EMBEDDING:
+		return "embedding"
+	case inferencev1.ModelType_MODEL_TYPE_TTS:
+		return "tts"
 	case inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION:
 		return "transcription"
 	case inferencev1.ModelType_MODEL_TYPE_IMAGE:

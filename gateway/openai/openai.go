@@ -30,6 +30,8 @@ type API struct {
 	Models inferencev1.ModelAdminServiceClient
 	// Media answers the media routes (media.go).
 	Media inferencev1.MediaServiceClient
+	// Text serves embeddings, completions and responses (text.go, responses.go).
+	Text inferencev1.TextServiceClient
 	// ToolChat runs chats that select MCP providers (a "preset" or "mcp_server_ids" field).
 	ToolChat mcpgatewayv1.ChatServiceClient
 	Log      *slog.Logger
@@ -46,6 +48,7 @@ func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
 	a.registerModels(mux, prefix, wrap)
 	a.registerMedia(mux, prefix, wrap)
+	a.registerText(mux, prefix, wrap)
 }
 
 func postOnly(h http.HandlerFunc) http.Handler {

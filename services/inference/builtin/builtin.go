@@ -51,6 +51,7 @@ func New(created time.Time) *Engine {
 			"Deterministic built-in transcription engine: describes PCM WAV input, does not recognise speech."),
 	}}
 	e.models = append(e.models, mediaModels(c)...) // speech.go
+	e.models = append(e.models, e.TextModels()...)
 	return e
 }
 

@@ -25,7 +25,7 @@ type Model struct {
 	// /delete next to the OpenAI routes), "ollama" (its /api/pull, /api/delete, and
 	// keep_alive), or "openai" (default: any other server, which has no model management).
 	EngineKind string `yaml:"engine_kind"`
-	// Type is llm, transcription, image, omni, tts, audio-generation or 3d.
+	// Type is llm, transcription, image, omni, tts, audio-generation, 3d or embedding.
 	Type string `yaml:"type"`
 	// UpstreamModel is the model's name at the engine (default: ID).
 	UpstreamModel string `yaml:"upstream_model"`
@@ -100,9 +100,9 @@ func Parse(b []byte) (*File, error) {
 		switch m.Type {
 		case "":
 			m.Type = "llm"
-		case "llm", "transcription", "image", "omni", "tts", "audio-generation", "3d":
+		case "llm", "transcription", "image", "omni", "tts", "audio-generation", "3d", "embedding":
 		default:
-			errs = append(errs, fmt.Errorf("%s: type %q: use llm, transcription, image, omni, tts, audio-generation or 3d", where, m.Type))
+			errs = append(errs, fmt.Errorf("%s: type %q: use llm, transcription, image, omni, tts, audio-generation, 3d or embedding", where, m.Type))
 		}
 		if m.UpstreamModel == "" {
 			m.UpstreamModel = m.ID

@@ -100,6 +100,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.models = newAdmin(n)
 	n.srv.RegisterService(&inferencev1.ModelAdminService_ServiceDesc, n.models)
 	n.srv.RegisterService(&inferencev1.MediaService_ServiceDesc, media{n: n}) // media.go
+	n.srv.RegisterService(&inferencev1.TextService_ServiceDesc, textServer{n: n})
 	return n, nil
 }
 

@@ -241,6 +241,8 @@ func modelType(t string) inferencev1.ModelType {
 		return inferencev1.ModelType_MODEL_TYPE_AUDIO_GENERATION
 	case "3d":
 		return inferencev1.ModelType_MODEL_TYPE_MESH
+	case "embedding":
+		return inferencev1.ModelType_MODEL_TYPE_EMBEDDING
 	}
 	return inferencev1.ModelType_MODEL_TYPE_LLM
 }

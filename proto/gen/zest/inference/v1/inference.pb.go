@@ -36,6 +36,8 @@ const (
 	ModelType_MODEL_TYPE_IMAGE ModelType = 3
 	// MODEL_TYPE_OMNI answers chat with text, image and audio parts.
 	ModelType_MODEL_TYPE_OMNI ModelType = 4
+	// MODEL_TYPE_EMBEDDING answers embeddings (POST {prefix}embeddings), not chat.
+	ModelType_MODEL_TYPE_EMBEDDING ModelType = 5
 	// MODEL_TYPE_TTS answers text to speech (MediaService.Speech). Numbers 10-12 leave room below.
 	ModelType_MODEL_TYPE_TTS ModelType = 10
 	// MODEL_TYPE_AUDIO_GENERATION answers music and sound effects (MediaService.GenerateAudio).
@@ -52,6 +54,7 @@ var (
 		2:  "MODEL_TYPE_TRANSCRIPTION",
 		3:  "MODEL_TYPE_IMAGE",
 		4:  "MODEL_TYPE_OMNI",
+		5:  "MODEL_TYPE_EMBEDDING",
 		10: "MODEL_TYPE_TTS",
 		11: "MODEL_TYPE_AUDIO_GENERATION",
 		12: "MODEL_TYPE_MESH",
@@ -62,6 +65,7 @@ var (
 		"MODEL_TYPE_TRANSCRIPTION":    2,
 		"MODEL_TYPE_IMAGE":            3,
 		"MODEL_TYPE_OMNI":             4,
+		"MODEL_TYPE_EMBEDDING":        5,
 		"MODEL_TYPE_TTS":              10,
 		"MODEL_TYPE_AUDIO_GENERATION": 11,
 		"MODEL_TYPE_MESH":             12,
@@ -1562,13 +1566,14 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x05_seed\"I\n" +
 	"\x15GenerateImageResponse\x12\x16\n" +
 	"\x06images\x18\x01 \x03(\fR\x06images\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\x03R\acreated*\xce\x01\n" +
+	"\acreated\x18\x02 \x01(\x03R\acreated*\xe8\x01\n" +
 	"\tModelType\x12\x1a\n" +
 	"\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eMODEL_TYPE_LLM\x10\x01\x12\x1c\n" +
 	"\x18MODEL_TYPE_TRANSCRIPTION\x10\x02\x12\x14\n" +
 	"\x10MODEL_TYPE_IMAGE\x10\x03\x12\x13\n" +
-	"\x0fMODEL_TYPE_OMNI\x10\x04\x12\x12\n" +
+	"\x0fMODEL_TYPE_OMNI\x10\x04\x12\x18\n" +
+	"\x14MODEL_TYPE_EMBEDDING\x10\x05\x12\x12\n" +
 	"\x0eMODEL_TYPE_TTS\x10\n" +
 	"\x12\x1f\n" +
 	"\x1bMODEL_TYPE_AUDIO_GENERATION\x10\v\x12\x13\n" +
