@@ -73,7 +73,11 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	}
 	prompt := promptTokens(req)
 
-	if fn := namedFunction(req.GetToolChoice()); fn != "" {
+	fn := namedFunction(req.GetToolChoice())
+	if fn == "" {
+		fn = mentionedFunction(req)
+	}
+	if fn != "" {
 		args := lastJSONObject(lastUserText(req))
 		call := &inferencev1.ToolCall{Index: 0, Id: openaichat.NewToolCallID(), Type: "function",
 			Function: &inferencev1.FunctionCall{Name: fn, Arguments: args}}
@@ -156,6 +160,25 @@ func namedFunction(choice *structpb.Value) string {
 		return ""
 	}
 	return s.GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
+}
+
+// mentionedFunction is the rule of tool_choice "auto" (or none given), as clients that run
+// their own tool loop send it (Lemonade's GUI passes MCP tools as OpenAI tools): when the last
+// message is the user's and names an offered function exactly, that function is called (the
+// longest name named wins). After a tool result the model answers in text, so a loop ends.
+func mentionedFunction(req *inferencev1.ChatRequest) string {
+	msgs := req.GetMessages()
+	if len(msgs) == 0 || msgs[len(msgs)-1].GetRole() != "user" || req.GetToolChoice().GetStringValue() == "none" {
+		return ""
+	}
+	text, best := lastUserText(req), ""
+	for _, t := range req.GetTools().GetValues() {
+		name := t.GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
+		if name != "" && len(name) > len(best) && strings.Contains(text, name) {
+			best = name
+		}
+	}
+	return best
 }
 
 // lastJSONObject returns the last JSON object embedded in text, or "{}".

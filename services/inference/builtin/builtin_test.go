@@ -128,3 +128,42 @@ func TestChatIDsAreFresh(t *testing.T) {
 		calls[id] = true
 	}
 }
+
+// TestChatCallsAMentionedFunction: with tool_choice auto (or none given) and tools offered, a
+// user message that names an offered function calls it (the longest name named), with the
+// last JSON object of the message; a message naming none, tool_choice "none", or a tool result
+// last, is answered in text.
+func TestChatCallsAMentionedFunction(t *testing.T) {
+	tools, err := structpb.NewList([]any{
+		map[string]any{"type": "function", "function": map[string]any{"name": "mcp_e__echo"}},
+		map[string]any{"type": "function", "function": map[string]any{"name": "mcp_e__echo_twice"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := structpb.NewStringValue("none")
+	for _, c := range []struct {
+		name   string
+		choice *structpb.Value
+		msgs   []*inferencev1.ChatMessage
+		call   string
+	}{
+		{"named", nil, []*inferencev1.ChatMessage{user(`use mcp_e__echo {"message":"hi"}`)}, "mcp_e__echo"},
+		{"the longest name", structpb.NewStringValue("auto"), []*inferencev1.ChatMessage{user(`mcp_e__echo_twice {"message":"hi"}`)}, "mcp_e__echo_twice"},
+		{"none named", nil, []*inferencev1.ChatMessage{user(`echo {"message":"hi"}`)}, ""},
+		{"tool_choice none", none, []*inferencev1.ChatMessage{user(`mcp_e__echo {}`)}, ""},
+		{"after a tool result", nil, []*inferencev1.ChatMessage{user(`mcp_e__echo {}`), {Role: "tool", Content: "Echo: hi", ToolCallId: "c1"}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, ToolChoice: c.choice, Tools: tools, Messages: c.msgs})
+			last := chunks[len(chunks)-1]
+			calls := last.GetDelta().GetToolCalls()
+			switch {
+			case c.call == "" && (len(calls) != 0 || last.GetFinishReason() != "stop"):
+				t.Fatalf("want a text answer: %v", last)
+			case c.call != "" && (len(calls) != 1 || calls[0].GetFunction().GetName() != c.call || last.GetFinishReason() != "tool_calls"):
+				t.Fatalf("want a call of %s: %v", c.call, last)
+			}
+		})
+	}
+}
