@@ -106,23 +106,26 @@ var settable = map[string]bool{"log_level": true}
 
 // readOnly says where each read-only key is configured.
 var readOnly = map[string]string{
-	"host":                 "ZEST_EDGE_ADDR (--edge-addr)",
-	"port":                 "ZEST_EDGE_ADDR (--edge-addr)",
-	"log_format":           "ZEST_LOG_FORMAT (--log-format)",
-	"max_body_bytes":       "ZEST_MAX_BODY_BYTES (--max-body-bytes)",
-	"max_admin_body_bytes": "ZEST_MAX_ADMIN_BODY_BYTES (--max-admin-body-bytes)",
-	"sse_keepalive":        "ZEST_SSE_KEEPALIVE (--sse-keepalive)",
-	"body_read_timeout":    "ZEST_BODY_READ_TIMEOUT (--body-read-timeout)",
-	"idle_timeout":         "ZEST_IDLE_TIMEOUT (--idle-timeout)",
-	"drain_timeout":        "ZEST_DRAIN_TIMEOUT (--drain-timeout)",
-	"allowed_origins":      "LEMONADE_ALLOWED_ORIGINS",
-	"api_key_set":          "LEMONADE_API_KEY",
-	"admin_api_key_set":    "LEMONADE_ADMIN_API_KEY",
-	"mcpgateway_addr":      "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
-	"inference_addr":       "ZEST_INFERENCE_ADDR (--inference-addr)",
-	"toolhost_addr":        "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
-	"models_dir":           "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
-	"extra_models_dir":     "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
+	"host":                     "ZEST_EDGE_ADDR (--edge-addr)",
+	"port":                     "ZEST_EDGE_ADDR (--edge-addr)",
+	"log_format":               "ZEST_LOG_FORMAT (--log-format)",
+	"max_body_bytes":           "ZEST_MAX_BODY_BYTES (--max-body-bytes)",
+	"max_admin_body_bytes":     "ZEST_MAX_ADMIN_BODY_BYTES (--max-admin-body-bytes)",
+	"sse_keepalive":            "ZEST_SSE_KEEPALIVE (--sse-keepalive)",
+	"body_read_timeout":        "ZEST_BODY_READ_TIMEOUT (--body-read-timeout)",
+	"idle_timeout":             "ZEST_IDLE_TIMEOUT (--idle-timeout)",
+	"drain_timeout":            "ZEST_DRAIN_TIMEOUT (--drain-timeout)",
+	"allowed_origins":          "LEMONADE_ALLOWED_ORIGINS",
+	"api_key_set":              "LEMONADE_API_KEY",
+	"admin_api_key_set":        "LEMONADE_ADMIN_API_KEY",
+	"mcpgateway_addr":          "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
+	"inference_addr":           "ZEST_INFERENCE_ADDR (--inference-addr)",
+	"toolhost_addr":            "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
+	"models_dir":               "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
+	"extra_models_dir":         "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
+	"max_loaded_models":        "nowhere: Zest loads every model it serves, with no cap per type (-1)",
+	"auto_evict":               "nowhere: Zest never evicts a model (unload one with POST {prefix}unload)",
+	"auto_evict_threshold_pct": "nowhere: Zest never evicts a model (unload one with POST {prefix}unload)",
 }
 
 func (l *lemond) snapshot() map[string]any {
@@ -151,6 +154,11 @@ func (l *lemond) snapshot() map[string]any {
 		"toolhost_addr":        l.cfg.ToolhostAddr,
 		"models_dir":           "",
 		"extra_models_dir":     "",
+		// Zest caps no type and never evicts a model (lemond's memory settings, which GUI3's
+		// Settings → Memory reads: -1 is lemond's "unlimited").
+		"max_loaded_models":        -1,
+		"auto_evict":               false,
+		"auto_evict_threshold_pct": 0.9,
 	}
 }
 

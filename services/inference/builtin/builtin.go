@@ -121,16 +121,31 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 
 // answer is the text builtin-llm replies with.
 func answer(req *inferencev1.ChatRequest) string {
-	msgs := req.GetMessages()
-	last := msgs[len(msgs)-1]
-	if last.GetRole() == "tool" {
-		return "The tool returned: " + last.GetContent()
+	if tool := answeredTool(req); tool != nil {
+		return "The tool returned: " + tool.GetContent()
 	}
 	text := lastUserText(req)
 	if text == "" {
 		return "builtin-llm received no user text."
 	}
 	return "builtin-llm heard: " + text
+}
+
+// answeredTool is the tool result this turn ends with: the last message, or the last one
+// before user messages that follow it (a client may add a prompt of its own after the result,
+// as Lemonade's GUI does); nil when the turn has none.
+func answeredTool(req *inferencev1.ChatRequest) *inferencev1.ChatMessage {
+	msgs := req.GetMessages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i].GetRole() {
+		case "tool":
+			return msgs[i]
+		case "user":
+			continue
+		}
+		return nil
+	}
+	return nil
 }
 
 func lastUserText(req *inferencev1.ChatRequest) string {
@@ -168,7 +183,7 @@ func namedFunction(choice *structpb.Value) string {
 // longest name named wins). After a tool result the model answers in text, so a loop ends.
 func mentionedFunction(req *inferencev1.ChatRequest) string {
 	msgs := req.GetMessages()
-	if len(msgs) == 0 || msgs[len(msgs)-1].GetRole() != "user" || req.GetToolChoice().GetStringValue() == "none" {
+	if len(msgs) == 0 || msgs[len(msgs)-1].GetRole() != "user" || req.GetToolChoice().GetStringValue() == "none" || answeredTool(req) != nil {
 		return ""
 	}
 	text, best := lastUserText(req), ""

@@ -153,6 +153,8 @@ func TestChatCallsAMentionedFunction(t *testing.T) {
 		{"none named", nil, []*inferencev1.ChatMessage{user(`echo {"message":"hi"}`)}, ""},
 		{"tool_choice none", none, []*inferencev1.ChatMessage{user(`mcp_e__echo {}`)}, ""},
 		{"after a tool result", nil, []*inferencev1.ChatMessage{user(`mcp_e__echo {}`), {Role: "tool", Content: "Echo: hi", ToolCallId: "c1"}}, ""},
+		{"after a tool result and a prompt of the client's", nil, []*inferencev1.ChatMessage{user(`mcp_e__echo {}`),
+			{Role: "assistant"}, {Role: "tool", Content: "Echo: hi", ToolCallId: "c1"}, user("Use the tool result to answer")}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, ToolChoice: c.choice, Tools: tools, Messages: c.msgs})
@@ -161,6 +163,10 @@ func TestChatCallsAMentionedFunction(t *testing.T) {
 			switch {
 			case c.call == "" && (len(calls) != 0 || last.GetFinishReason() != "stop"):
 				t.Fatalf("want a text answer: %v", last)
+			case c.call == "" && c.msgs[len(c.msgs)-1].GetRole() != "user" || strings.Contains(c.name, "prompt of the client"):
+				if text, _ := collect(t, &inferencev1.ChatRequest{Model: LLM, Tools: tools, Messages: c.msgs}); text != "The tool returned: Echo: hi" {
+					t.Fatalf("answer %q", text)
+				}
 			case c.call != "" && (len(calls) != 1 || calls[0].GetFunction().GetName() != c.call || last.GetFinishReason() != "tool_calls"):
 				t.Fatalf("want a call of %s: %v", c.call, last)
 			}
