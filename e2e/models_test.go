@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -608,4 +609,47 @@ func sseEvents(t *testing.T, body string) []sseEvent {
 		}
 	}
 	return out
+}
+
+// TestModelToolsFromTheTypeScriptSDK: the four model-management tools of /mcp called by the
+// official TypeScript SDK, their effect seen in GET models: builtin-image unloaded, loaded
+// again, deleted (not downloaded), pulled back (downloaded), and a refusal as isError.
+func TestModelToolsFromTheTypeScriptSDK(t *testing.T) {
+	s := startSuite(t)
+	calls := `[["lemonade_unload_model", {"model_name": "builtin-image"}],
+		["lemonade_load_model", {"model_name": "builtin-image"}],
+		["lemonade_delete_model", {"model_name": "builtin-image"}],
+		["lemonade_pull_model", {"model_name": "builtin-image"}],
+		["lemonade_load_model", {"model_name": "no-such-model"}]]`
+	cmd := exec.Command("node", filepath.Join(peersDir(t), "tools-client.mjs"), s.URL+"/mcp", calls)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("tools-client.mjs: %v\n%s", err, stderr)
+	}
+	var got []struct {
+		Tool    string
+		IsError bool
+		Text    string
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 5 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for i, want := range []string{"Model unloaded successfully", "Loaded model: builtin-image", "Deleted model: builtin-image", "Installed model: builtin-image"} {
+		if got[i].IsError || got[i].Text != want {
+			t.Errorf("%s: %+v, want %q", got[i].Tool, got[i], want)
+		}
+	}
+	if !got[4].IsError || !strings.Contains(got[4].Text, "no-such-model") {
+		t.Errorf("an unknown model: %+v", got[4])
+	}
+	r := do(t, "GET", s.URL+"/api/v1/models?show_all=true", "")
+	for _, m := range asSlice(r.JSON(t)["data"]) {
+		if mm := m.(map[string]any); mm["id"] == "builtin-image" && mm["downloaded"] != true {
+			t.Errorf("builtin-image after pull: %v", mm)
+		}
+	}
 }
