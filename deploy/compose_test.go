@@ -145,6 +145,12 @@ func TestComposeServicesAndHealthChecks(t *testing.T) {
 			t.Errorf("%s: LEMONADE_API_KEY present = %v", name, hasAPI)
 		}
 	}
+	// The tool host's children write under HOME and /tmp and run what npx fetched there.
+	for _, want := range []string{"/tmp:exec,", "/home/node:exec,"} {
+		if !slices.ContainsFunc(p.Services["toolhost"].Tmpfs, func(m string) bool { return strings.HasPrefix(m, want) }) {
+			t.Errorf("toolhost tmpfs %v: want %s… (writable and executable on a read-only root)", p.Services["toolhost"].Tmpfs, want)
+		}
+	}
 	// Start order: the edge and mcpgateway wait for what they call to be healthy.
 	for name, deps := range map[string][]string{"gateway": {"inference", "mcpgateway"}, "mcpgateway": {"inference", "toolhost"}} {
 		for _, d := range deps {
