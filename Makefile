@@ -12,9 +12,14 @@ BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
 # Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway bench e2e
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway bench deploy e2e
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
 	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost
+
+# The version stamped into every binary (-version prints it) and image tag: git's description
+# of the checkout, "dev" outside git.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO_LDFLAGS := -X github.com/zestmcp/zest/lib/service.Version=$(VERSION)
 
 .PHONY: help
 help: ## List the targets
@@ -23,8 +28,24 @@ help: ## List the targets
 .PHONY: build
 build: ## Build the four service binaries into bin/
 	@mkdir -p bin
-	@for s in $(SERVICES); do go build -o bin/ ./$$s; done
+	@for s in $(SERVICES); do go build -ldflags "$(GO_LDFLAGS)" -o bin/ ./$$s; done
 	@ls bin
+
+# Images: one per service from deploy/Dockerfile's targets, tagged $(IMAGE_PREFIX)<target>:$(VERSION)
+# (the names deploy/compose.yaml uses with ZEST_VERSION=$(VERSION), and deploy/k8s/base's images).
+# IMAGES_FLAGS go to docker buildx build (default --load; e.g. --push --platform linux/amd64,linux/arm64).
+IMAGE_PREFIX ?= zest-
+IMAGE_TARGETS := gateway mcpgateway inference toolhost
+IMAGES_FLAGS ?= --load
+
+.PHONY: images
+images: ## Build the four container images with docker buildx, versions stamped from git (VERSION, IMAGE_PREFIX, IMAGES_FLAGS)
+	@if ! command -v docker >/dev/null 2>&1 || ! docker buildx version >/dev/null 2>&1; then \
+	  echo "make images: needs docker with the buildx plugin ('docker buildx version' failed): install Docker Engine and its buildx plugin (Debian: apt-get install docker-buildx), then run make images again" >&2; exit 1; fi
+	@for t in $(IMAGE_TARGETS); do \
+	  echo "== $(IMAGE_PREFIX)$$t:$(VERSION)"; \
+	  docker buildx build $(IMAGES_FLAGS) -f deploy/Dockerfile --target $$t --build-arg VERSION=$(VERSION) -t $(IMAGE_PREFIX)$$t:$(VERSION) . ; \
+	done
 
 .PHONY: run
 run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; peers for the README's examples)

@@ -19,6 +19,7 @@ import (
 	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/healthcheck"
 	"github.com/zestmcp/zest/lib/logging"
 )
 
@@ -102,18 +103,37 @@ type Config interface {
 }
 
 // Main parses cfg from os.Args and the environment, then runs run until SIGINT or SIGTERM.
-// It exits the process with status 2 on bad configuration and 1 when run fails.
-func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logger) error) {
+// It exits the process with status 2 on bad configuration and 1 when run fails. With
+// -version it prints the version; with -healthcheck (given an Option such as GRPCHealth) it
+// probes the service this configuration would start and exits 0 when healthy, 1 when not.
+func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logger) error, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	args, health, version := modes(os.Args[1:])
+	if version {
+		fmt.Println(name, VersionString())
+		os.Exit(0)
+	}
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	cfg.RegisterFlags(fs)
-	fs.Usage = envflag.Usage(fs)
-	if err := envflag.Parse(fs, os.Args[1:], nil); err != nil {
+	usage := envflag.Usage(fs)
+	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), modesUsage) }
+	if err := envflag.Parse(fs, args, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: invalid configuration: %v\n", name, err)
 		os.Exit(2)
+	}
+	if health {
+		if o.health == nil {
+			fmt.Fprintf(os.Stderr, "%s: -healthcheck: this binary has no health check\n", name)
+			os.Exit(2)
+		}
+		os.Exit(healthcheck.Run(name, os.Stdout, healthcheck.Timeout, o.health))
 	}
 	c := cfg.Shared()
 	log, err := logging.New(os.Stderr, name, c.LogLevel, c.LogFormat)

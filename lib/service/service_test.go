@@ -3,6 +3,7 @@ package service
 import (
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,23 @@ func TestTuneGCZeroKeepsDefault(t *testing.T) {
 	tuneGC(0)
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("tuneGC(0): GC percent %d, want 100", got)
+	}
+}
+
+func TestModes(t *testing.T) {
+	rest, health, version := modes([]string{"-log-level", "debug", "--healthcheck", "-edge-addr=:1", "--", "-version"})
+	if !health || version || strings.Join(rest, " ") != "-log-level debug -edge-addr=:1 -- -version" {
+		t.Fatalf("modes = %q %v %v", rest, health, version)
+	}
+	if _, h, v := modes([]string{"-version"}); h || !v {
+		t.Fatalf("-version: %v %v", h, v)
+	}
+	if got := VersionString(); got == "" {
+		t.Fatal("empty version")
+	}
+	Version = "v9.9.9"
+	defer func() { Version = "" }()
+	if got := VersionString(); got != "v9.9.9" {
+		t.Fatalf("stamped version %q", got)
 	}
 }

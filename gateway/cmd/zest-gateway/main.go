@@ -17,5 +17,5 @@ func main() {
 			return err
 		}
 		return e.Run(ctx)
-	})
+	}, service.HTTPHealth(&cfg.Addr, "/live")) // -healthcheck (deploy/compose.yaml)
 }

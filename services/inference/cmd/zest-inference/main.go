@@ -17,5 +17,5 @@ func main() {
 			return err
 		}
 		return n.Run(ctx)
-	})
+	}, service.GRPCHealth(&cfg.Addr)) // -healthcheck (deploy/compose.yaml)
 }

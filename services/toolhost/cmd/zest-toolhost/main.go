@@ -28,5 +28,5 @@ func main() {
 			runtime.GOMAXPROCS(cfg.Procs)
 		}
 		return host.New(cfg, log).Run(ctx)
-	})
+	}, service.GRPCHealth(&cfg.Addr)) // -healthcheck (deploy/compose.yaml)
 }
