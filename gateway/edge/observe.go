@@ -7,9 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/lib/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // root wraps the edge's routes with what every request gets, whatever answers it:
@@ -29,12 +34,55 @@ func (e *Edge) root(next http.Handler) http.Handler {
 		w.Header().Set(requestid.Header, id)
 		rt := &route{}
 		ctx := requestid.With(context.WithValue(r.Context(), routeKey{}, rt), id)
+		ctx, span := startSpan(ctx, r, id)
 		r = r.WithContext(ctx)
 		resp := &response{ResponseWriter: w}
 		e.bodyDeadline(w, resp, r)
 		next.ServeHTTP(resp, r)
+		endSpan(span, r, rt, resp)
 		e.accessLine(ctx, r, rt, resp, time.Since(start))
 	})
+}
+
+// startSpan starts the request's server span when tracing is on (lib/tracing): a child of the
+// client's traceparent when it sent one, else a trace's root. Its name is the method until the
+// route is known (endSpan). The gRPC calls the request makes are its children, and every line
+// logged with the request's context carries its trace id.
+func startSpan(ctx context.Context, r *http.Request, id string) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return ctx, nil
+	}
+	ctx = tracing.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	ctx, span := tracing.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+		attribute.String("zest.request_id", id))
+	return ctx, span
+}
+
+// endSpan names the span after the route template that answered ("POST /mcp/servers/{id}",
+// "POST /internal/mcp/servers/{id}/tools/call"): the path's ids stay out of the name, as
+// OpenTelemetry's HTTP conventions ask. A 5xx marks it failed.
+func endSpan(span trace.Span, r *http.Request, rt *route, resp *response) {
+	if span == nil {
+		return
+	}
+	status := resp.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if route := rt.name(); route != "" {
+		name := r.Method + " " + route
+		if strings.Contains(route, " ") { // a pattern with its method ("GET /x")
+			name = route
+		}
+		span.SetName(name)
+		span.SetAttributes(attribute.String("http.route", route))
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= 500 {
+		tracing.Fail(span, http.StatusText(status))
+	}
+	span.End()
 }
 
 func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp *response, d time.Duration) {
@@ -47,13 +95,10 @@ func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp 
 	}
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String("method", r.Method))
-	switch {
-	case rt.none || (rt.pattern == "" && rt.mux == ""):
+	if route := rt.name(); route == "" {
 		attrs = append(attrs, slog.String("route", ""), slog.String("path", r.URL.Path))
-	case rt.pattern != "":
-		attrs = append(attrs, slog.String("route", rt.pattern))
-	default:
-		attrs = append(attrs, slog.String("route", rt.mux))
+	} else {
+		attrs = append(attrs, slog.String("route", route))
 	}
 	attrs = append(attrs, slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", resp.bytes))
@@ -79,6 +124,17 @@ func routed(mux *http.ServeMux) http.Handler {
 			rt.mux = r.Pattern
 		}
 	})
+}
+
+// name is the route that answered: a handler's own pattern, else the mux's; "" when none did.
+func (rt *route) name() string {
+	switch {
+	case rt.none:
+		return ""
+	case rt.pattern != "":
+		return rt.pattern
+	}
+	return rt.mux
 }
 
 type routeKey struct{}

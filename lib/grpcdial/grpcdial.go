@@ -7,6 +7,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/lib/tracing"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
@@ -59,6 +60,8 @@ func Dial(addr, key string, maxMsg int, opts ...grpc.DialOption) (*grpc.ClientCo
 			MinConnectTimeout: 2 * time.Second,
 		}),
 	}, opts...)
+	// A client span per call, its trace context sent as traceparent, when tracing is on.
+	all = append(all, tracing.DialOptions()...)
 	cc, err := grpc.NewClient("passthrough:///"+addr, all...)
 	if err != nil {
 		return nil, fmt.Errorf("grpc client for %s: %w", addr, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/lib/tracing"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -86,6 +87,10 @@ func New(o Options) *Server {
 		// is busy, so this bounds nothing; an idle worker is a parked goroutine of a few KiB.
 		grpc.NumStreamWorkers(uint32(max(StreamWorkers, 8*runtime.NumCPU()))),
 	}, o.ServerOptions...)
+	// A span per call, child of the caller's (W3C traceparent), when tracing is on: a stats
+	// handler, so the span is in the context before the interceptors above run and every line
+	// they log carries its trace id.
+	sopts = append(sopts, tracing.ServerOptions()...)
 	g := grpc.NewServer(sopts...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(g, h)

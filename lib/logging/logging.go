@@ -1,6 +1,7 @@
 // Package logging builds the slog logger every Zest service uses. A line logged with a
 // context (InfoContext and the like) carries the request id that context holds
-// (lib/requestid), so one request can be followed across the services.
+// (lib/requestid), so one request can be followed across the services, and, when a span is
+// active (lib/tracing), its trace_id and span_id, so a log line leads to its trace.
 package logging
 
 import (
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/lib/requestid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // New returns a logger writing to w at level ("debug", "info", "warn", "error") in format
@@ -46,7 +48,7 @@ func LevelOf(l *slog.Logger) *slog.LevelVar {
 }
 
 // WithRequestID wraps h so that records logged with a context carrying a request id get a
-// request_id attribute.
+// request_id attribute, and those logged under an active span trace_id and span_id.
 func WithRequestID(h slog.Handler) slog.Handler { return ridHandler{Handler: h} }
 
 type ridHandler struct {
@@ -58,6 +60,11 @@ func (r ridHandler) Handle(ctx context.Context, rec slog.Record) error {
 	if ctx != nil {
 		if id := requestid.From(ctx); id != "" {
 			rec.AddAttrs(slog.String("request_id", id))
+		}
+		// A span context is valid only while tracing is on (lib/tracing): off, this is one
+		// context lookup.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			rec.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 		}
 	}
 	return r.Handler.Handle(ctx, rec)

@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/healthcheck"
 	"github.com/zestmcp/zest/lib/logging"
+	"github.com/zestmcp/zest/lib/tracing"
 )
 
 // GCPercent is the Go garbage collector's target that a Zest service runs with unless GOGC
@@ -141,6 +142,14 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
+	// Tracing (OTEL_* variables, off unless asked for) before run builds its gRPC servers and
+	// clients, which trace only when it is on; stopTracing flushes within a bounded time.
+	stopTracing, err := tracing.Setup(name, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: invalid configuration: %v\n", name, err)
+		os.Exit(2)
+	}
+	defer stopTracing()
 	tuneGC(c.GCPercent)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -150,6 +159,7 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 	if err := run(ctx, log); err != nil {
 		log.Error("service failed", "err", err)
 		stop()
+		stopTracing()
 		os.Exit(1)
 	}
 	log.Info("service stopped")

@@ -297,7 +297,9 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
 	params = append(params, '}')
 	began := time.Now()
-	raw, err := s.up.CallTool(ctx, cfg, req.GetName(), params, timeout)
+	sctx, span := upstream.StartToolCall(ctx, "tools/call "+req.GetName(), cfg.GetId(), req.GetName())
+	raw, err := s.up.CallTool(sctx, cfg, req.GetName(), params, timeout)
+	upstream.EndToolCall(span, upstream.Outcome(raw, err))
 	result := &structpb.Struct{}
 	if err == nil {
 		if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || protojson.Unmarshal(raw, result) != nil {

@@ -117,8 +117,9 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", *p.Name))
 		}
 		began := time.Now()
-		res, err := c.forward(ctx, msg, params)
-		c.record(ctx, *p.Name, began, params, res, err)
+		sctx, span := upstream.StartToolCall(ctx, "tools/call "+*p.Name, c.cfg.GetId(), *p.Name)
+		res, err := c.forward(sctx, msg, params)
+		upstream.EndToolCall(span, c.record(sctx, *p.Name, began, params, res, err))
 		return c.answer(ctx, msg, res, err)
 	case "tools/list":
 		res, err := c.forward(ctx, msg, params)
@@ -131,12 +132,14 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	return c.answer(ctx, msg, res, err)
 }
 
-// record writes the log line and the activity record of one tools/call of tool.
-func (c *call) record(ctx context.Context, tool string, began time.Time, params, res json.RawMessage, err error) {
+// record writes the log line and the activity record of one tools/call of tool, and returns
+// its outcome.
+func (c *call) record(ctx context.Context, tool string, began time.Time, params, res json.RawMessage, err error) string {
 	outcome := upstream.Outcome(res, err)
 	upstream.LogToolCall(ctx, c.h.log, c.cfg.GetId(), tool, time.Since(began), outcome)
 	c.h.Activity.Add(ctx, activity.Call{Path: activity.PathMCP, Server: c.cfg.GetId(), Tool: tool, Began: began,
 		Outcome: activity.FromUpstream(outcome), Err: err, Params: params, Result: res})
+	return outcome
 }
 
 // forward sends the request to the upstream with its params unchanged, bounded by the

@@ -26,6 +26,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/openaichat"
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/lib/tracing"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
@@ -34,6 +35,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -248,10 +250,16 @@ func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map
 		if round > 1 {
 			chat.ToolChoice = nil // the client's tool_choice applies to the first round only
 		}
+		// A span per round (when tracing is on): the model's answer, then the tool calls it
+		// asked for; every return below ends it.
+		ctx, span := tracing.Start(ctx, "chat round")
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("zest.chat.round", round), attribute.String("gen_ai.request.model", chat.GetModel()))
+		}
 		var done openaichat.Completion
 		st, err := l.inference.Chat(ctx, chat)
 		if err != nil {
-			return err
+			return tracing.End(span, err)
 		}
 		for {
 			ch, err := st.Recv()
@@ -259,7 +267,7 @@ func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map
 				break
 			}
 			if err != nil {
-				return err
+				return tracing.End(span, err)
 			}
 			done.Add(ch)
 			if u := ch.GetUsage(); u != nil {
@@ -271,18 +279,22 @@ func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map
 		}
 		last = done
 		calls := done.ToolCalls()
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("gen_ai.response.finish_reason", done.FinishReason()), attribute.Int("zest.chat.tool_calls", len(calls)))
+		}
 		if done.FinishReason() != "tool_calls" || len(calls) == 0 {
-			return out.finish(&last, last.FinishReason(), &usage, records, warnings)
+			return tracing.End(span, out.finish(&last, last.FinishReason(), &usage, records, warnings))
 		}
 		for _, c := range calls {
 			if tools[c.GetFunction().GetName()] == nil { // a tool of the client's own: its turn
-				return out.finish(&last, "tool_calls", &usage, records, warnings)
+				return tracing.End(span, out.finish(&last, "tool_calls", &usage, records, warnings))
 			}
 		}
 		if round >= l.cfg.MaxRounds {
-			return out.finish(&last, FinishMaxToolRounds, &usage, records, warnings)
+			return tracing.End(span, out.finish(&last, FinishMaxToolRounds, &usage, records, warnings))
 		}
 		results := l.runCalls(ctx, round, calls, tools, out, admin, preset)
+		span.End()
 		chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "assistant", Content: done.Text(), ToolCalls: calls})
 		for i, c := range calls {
 			chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "tool", ToolCallId: c.GetId(), Content: results[i].output})
@@ -316,7 +328,12 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 		go func() {
 			defer wg.Done()
 			began := time.Now()
+			ctx, span := upstream.StartToolCall(ctx, "execute_tool "+t.chatName, rec.GetServerId(), t.name)
+			if span.IsRecording() {
+				span.SetAttributes(attribute.String("gen_ai.tool.call.id", c.GetId()), attribute.Int("zest.chat.round", round))
+			}
 			r := l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
+			upstream.EndToolCall(span, r.outcome)
 			text, isErr := r.text, r.isErr
 			rec.DurationMs = time.Since(began).Milliseconds()
 			call := activity.Call{Path: activity.PathChat, Server: rec.GetServerId(), Tool: t.name, ChatName: t.chatName,

@@ -31,7 +31,10 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/tracing"
 	"github.com/zestmcp/zest/services/toolhost/shim"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -265,6 +268,27 @@ func (c *Conn) CallWith(ctx context.Context, method string, params json.RawMessa
 	if err != nil {
 		return nil, err
 	}
+	// The child's part of a call as a span (when tracing is on): from writing the request to
+	// its stdin to reading the answer from its stdout. The span name carries the method alone;
+	// the tool, when there is one, is an attribute.
+	ctx, span := tracing.Start(ctx, "stdio "+method, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("mcp.method.name", method), attribute.Int("process.pid", c.Pid()))
+		if method == "tools/call" {
+			var p struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(params, &p) == nil && p.Name != "" {
+				span.SetAttributes(attribute.String("gen_ai.tool.name", p.Name))
+			}
+		}
+	}
+	res, err := c.callWith(ctx, method, params, hooks)
+	return res, tracing.End(span, err)
+}
+
+// callWith is CallWith once the method and params are checked.
+func (c *Conn) callWith(ctx context.Context, method string, params json.RawMessage, hooks Hooks) (json.RawMessage, error) {
 	select {
 	case c.sem <- struct{}{}:
 	default:
