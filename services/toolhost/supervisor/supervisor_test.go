@@ -213,13 +213,21 @@ func TestListChangedRefreshesTools(t *testing.T) {
 	if _, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"list_changed"}`), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-events:
-		if !strings.Contains(string(ev.Notification), "list_changed") {
-			t.Fatalf("event %+v", ev)
+	// A watcher may first get the server's status (its ready state can be published after
+	// EnsureStarted returns): wait for the notification itself.
+	timeout := time.After(5 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case ev := <-events:
+			switch {
+			case strings.Contains(string(ev.Notification), "list_changed"):
+				seen = true
+			case len(ev.Notification) > 0:
+				t.Fatalf("event %+v", ev)
+			}
+		case <-timeout:
+			t.Fatal("no list_changed event")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no list_changed event")
 	}
 	tools, _ := s.ListTools(t.Context(), "fx")
 	if len(tools) != fixtureTools+1 || !strings.Contains(string(tools[fixtureTools]), "added_later") {
