@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 )
 
@@ -32,28 +33,47 @@ func (e *Edge) root(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		resp := &response{ResponseWriter: w}
 		e.bodyDeadline(w, resp, r)
+		metrics.HTTPInFlight.Inc()
+		defer metrics.HTTPInFlight.Dec() // deferred: net/http recovers a handler's panic
 		next.ServeHTTP(resp, r)
-		e.accessLine(ctx, r, rt, resp, time.Since(start))
+		d := time.Since(start)
+		// The same route template as the access line: bounded by the routes, never the path.
+		metrics.ObserveHTTP(r.Method, rt.template(), resp.statusOrOK(), d)
+		e.accessLine(ctx, r, rt, resp, d)
 	})
+}
+
+// template is the route template that answered, "" when none did.
+func (rt *route) template() string {
+	switch {
+	case rt.none:
+		return ""
+	case rt.pattern != "":
+		return rt.pattern
+	default:
+		return rt.mux
+	}
+}
+
+// statusOrOK is the status sent: what net/http sends for a handler that wrote nothing is 200.
+func (r *response) statusOrOK() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
 }
 
 func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp *response, d time.Duration) {
 	if !e.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	status := resp.status
-	if status == 0 {
-		status = http.StatusOK // what net/http sends for a handler that wrote nothing
-	}
+	status := resp.statusOrOK()
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String("method", r.Method))
-	switch {
-	case rt.none || (rt.pattern == "" && rt.mux == ""):
+	if tpl := rt.template(); tpl == "" {
 		attrs = append(attrs, slog.String("route", ""), slog.String("path", r.URL.Path))
-	case rt.pattern != "":
-		attrs = append(attrs, slog.String("route", rt.pattern))
-	default:
-		attrs = append(attrs, slog.String("route", rt.mux))
+	} else {
+		attrs = append(attrs, slog.String("route", tpl))
 	}
 	attrs = append(attrs, slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", resp.bytes))
