@@ -46,7 +46,10 @@ func replicaLabel(base string) string {
 
 type replicaCollector struct{}
 
-func (replicaCollector) Describe(ch chan<- *prometheus.Desc) { ch <- replicaUpDesc; ch <- replicaInFlightDesc }
+func (replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaUpDesc
+	ch <- replicaInFlightDesc
+}
 
 func (replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	runningMu.Lock()
