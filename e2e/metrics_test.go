@@ -207,6 +207,80 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 			t.Errorf("%s: %d series, %v; want one per service", q, len(res), err)
 		}
 	}
+	checkDashboardAndReadme(t, query)
+}
+
+var metricName = regexp.MustCompile(`\b(?:zest|grpc)_[a-z_]+`)
+
+// checkDashboardAndReadme holds deploy/grafana/zest.json and the README's Metrics table to
+// what the services serve: every dashboard query is valid PromQL to this Prometheus, every
+// metric it names is in the README, and every zest_ metric Prometheus scraped is in the README.
+func checkDashboardAndReadme(t *testing.T, query func(string) ([]promSample, error)) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	if i := strings.Index(section, "\n### Metrics\n"); i >= 0 {
+		section = section[i:]
+		if j := strings.Index(section[1:], "\n### "); j >= 0 {
+			section = section[:j+1]
+		}
+	} else {
+		t.Fatal(`README.md has no "### Metrics" section`)
+	}
+	documented := func(name string) bool {
+		for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && strings.Contains(section, "`"+base+"`") {
+				return true
+			}
+		}
+		return strings.Contains(section, "`"+name+"`")
+	}
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "grafana", "zest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("deploy/grafana/zest.json: %v", err)
+	}
+	exprs := 0
+	grafana := strings.NewReplacer("$__rate_interval", "1m", "$__range", "5m", "$job", "zest-.*")
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs++
+			if _, err := query(grafana.Replace(tg.Expr)); err != nil {
+				t.Errorf("dashboard panel %q: %v", p.Title, err)
+			}
+			for _, name := range metricName.FindAllString(tg.Expr, -1) {
+				if !documented(name) {
+					t.Errorf("dashboard panel %q uses %s, which the README's Metrics table does not list", p.Title, name)
+				}
+			}
+		}
+	}
+	if exprs < 20 {
+		t.Errorf("the dashboard has %d queries", exprs)
+	}
+	names, err := query(`count by (__name__) ({__name__=~"zest_.+"})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 10 {
+		t.Errorf("Prometheus has %d zest_ metrics: %v", len(names), names)
+	}
+	for _, n := range names {
+		if name := n.Metric["__name__"]; !documented(name) {
+			t.Errorf("%s is served but not in the README's Metrics table", name)
+		}
+	}
 }
 
 // promSample is one series of an instant query's answer.
