@@ -25,6 +25,7 @@ var (
 	restartCap = metrics.NewCap(metrics.DefaultMaxLabelSets, true)
 
 	childrenDesc = prometheus.NewDesc(metrics.Namespace+"_toolhost_children", "Child processes running now.", nil, nil)
+	inFlightDesc = prometheus.NewDesc(metrics.Namespace+"_toolhost_calls_in_flight", "Requests sent to the children and not yet answered (each child takes ZEST_TOOLHOST_MAX_IN_FLIGHT at most).", nil, nil)
 	serversDesc  = prometheus.NewDesc(metrics.Namespace+"_toolhost_servers", "Registered servers by state (stopped, starting, ready, failed).", []string{"state"}, nil)
 
 	liveMu sync.Mutex
@@ -64,7 +65,11 @@ func countRestart(id string) { childRestarts.WithLabelValues(restartCap.Values(i
 // supervisor (a process runs one; tests may run several).
 type stateCollector struct{}
 
-func (stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- childrenDesc; ch <- serversDesc }
+func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- childrenDesc
+	ch <- inFlightDesc
+	ch <- serversDesc
+}
 
 func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 	liveMu.Lock()
@@ -73,7 +78,7 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 		sups = append(sups, s)
 	}
 	liveMu.Unlock()
-	children := 0
+	children, inFlight := 0, 0
 	states := map[string]int{}
 	for _, st := range toolhostv1.ServerState_name {
 		if st != "SERVER_STATE_UNSPECIFIED" {
@@ -91,12 +96,14 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 			srv.mu.Lock()
 			if srv.conn != nil {
 				children++
+				inFlight += srv.conn.InFlight()
 			}
 			states[stateLabel(srv.state.String())]++
 			srv.mu.Unlock()
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(childrenDesc, prometheus.GaugeValue, float64(children))
+	ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(inFlight))
 	for st, n := range states {
 		ch <- prometheus.MustNewConstMetric(serversDesc, prometheus.GaugeValue, float64(n), st)
 	}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -35,7 +36,7 @@ func TestChildMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
-			if name := mf.GetName(); name == "zest_toolhost_children" || name == "zest_toolhost_servers" {
+			if name := mf.GetName(); name == "zest_toolhost_children" || name == "zest_toolhost_servers" || name == "zest_toolhost_calls_in_flight" {
 				for _, m := range mf.GetMetric() {
 					b.WriteString(name)
 					for _, l := range m.GetLabel() {
@@ -50,7 +51,17 @@ func TestChildMetrics(t *testing.T) {
 	if g := gauge(); !strings.Contains(g, "zest_toolhost_children 1\n") || !strings.Contains(g, "state=ready 1\n") {
 		t.Fatalf("gauges while running:\n%s", g)
 	}
+	// A call the child never answers is in flight until the child dies.
+	hung := make(chan error, 1)
+	go func() {
+		_, err := s.Call(t.Context(), "fx-metrics", "tools/call", json.RawMessage(`{"name":"hang"}`), 0, nil)
+		hung <- err
+	}()
+	waitFor(t, func() bool { return strings.Contains(gauge(), "zest_toolhost_calls_in_flight 1\n") })
 	syscall.Kill(int(st.GetPid()), syscall.SIGKILL)
+	if err := <-hung; err == nil {
+		t.Fatal("the hung call succeeded")
+	}
 	// The counters are the process's: an earlier test's child may still be ending (its OnExit
 	// runs after its Stop returned), so they are compared with at least.
 	waitFor(t, func() bool { return testutil.ToFloat64(childExits.WithLabelValues("crash")) >= crashes+1 })
@@ -67,7 +78,7 @@ func TestChildMetrics(t *testing.T) {
 	}
 	// OnExit runs after Stop has returned.
 	waitFor(t, func() bool { return testutil.ToFloat64(childExits.WithLabelValues("stop")) >= stops+1 })
-	if g := gauge(); !strings.Contains(g, "zest_toolhost_children 0\n") {
+	if g := gauge(); !strings.Contains(g, "zest_toolhost_children 0\n") || !strings.Contains(g, "zest_toolhost_calls_in_flight 0\n") {
 		t.Fatalf("gauges after Close:\n%s", g)
 	}
 }
