@@ -59,7 +59,16 @@ func ValidateAddr(flag, addr string) error {
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("%s %q: want host:port (127.0.0.1:13320), or %q to serve no metrics", flag, addr, Off)
+		return fmt.Errorf("%s %q: want host:port, or %q to serve no metrics", flag, addr, Off)
+	}
+	return nil
+}
+
+// ValidateApart checks that the metrics address (flag) is not the service's own API address
+// (apiFlag): the metrics server starts first and would take the API's port.
+func ValidateApart(flag, addr, apiFlag, apiAddr string) error {
+	if !Disabled(addr) && addr == apiAddr {
+		return fmt.Errorf("%s %q is %s too: give metrics a port of their own, or %q", flag, addr, apiFlag, Off)
 	}
 	return nil
 }

@@ -81,6 +81,13 @@ func TestDisabledAndValidate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "inference-metrics-addr") || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("ValidateAddr(13320) = %v, want an error naming the flag and the form", err)
 	}
+	if err := metrics.ValidateApart("edge-metrics-addr", "127.0.0.1:13305", "edge-addr", "127.0.0.1:13305"); err == nil ||
+		!strings.Contains(err.Error(), "edge-metrics-addr") || !strings.Contains(err.Error(), "edge-addr") {
+		t.Errorf("ValidateApart on the API's address = %v, want an error naming both", err)
+	}
+	if err := metrics.ValidateApart("edge-metrics-addr", "off", "edge-addr", "off"); err != nil {
+		t.Errorf("ValidateApart(off) = %v", err)
+	}
 	// A taken port fails at once, naming the address.
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

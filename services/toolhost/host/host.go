@@ -119,7 +119,8 @@ func (c *Config) Validate() error {
 	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
 	}
-	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr))
+	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr),
+		metrics.ValidateApart("toolhost-metrics-addr", c.MetricsAddr, "toolhost-addr", c.Addr))
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
 	}
