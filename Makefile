@@ -60,7 +60,7 @@ unit: peers ## Unit tests of every module (and the tool host's module alone, wit
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: e2e
-e2e: chromium build peers browser-deps ## End-to-end test: the four built binaries as separate processes, and the web console in headless Chromium
+e2e: chromium prometheus build peers browser-deps ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 go test -count=1 -v ./...
 
 # Fuzzing: `make fuzz` runs every fuzz target for FUZZTIME each; FUZZFLAGS adds go test flags
@@ -164,6 +164,12 @@ browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core from the lo
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the browser tests when it is missing
 	@scripts/ensure-chromium.sh
+
+# The metrics e2e test runs Debian's prometheus (apt-get install when missing; a no-op when
+# present). The test starts its own on 127.0.0.1 and stops it; the package's service is unused.
+.PHONY: prometheus
+prometheus: ## Install Debian's prometheus for the metrics e2e test when it is missing
+	@scripts/ensure-prometheus.sh
 
 .PHONY: bench
 bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables

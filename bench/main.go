@@ -42,6 +42,13 @@ func main() {
 		}
 		return
 	}
+	// The services' metrics servers have fixed default ports (127.0.0.1:13319–13322): off in
+	// the suites the benchmarks start, unless the environment asks for them.
+	for _, v := range []string{"ZEST_EDGE_METRICS_ADDR", "ZEST_INFERENCE_METRICS_ADDR", "ZEST_MCPGATEWAY_METRICS_ADDR", "ZEST_TOOLHOST_METRICS_ADDR"} {
+		if _, set := os.LookupEnv(v); !set {
+			os.Setenv(v, "off")
+		}
+	}
 	binDir := flag.String("bin", "bin", "directory with the built Zest binaries")
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 		}
 		binDir = dir
 	}
+	metricsOff() // metrics_test.go
 	os.Exit(m.Run())
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 )
 
@@ -41,7 +42,13 @@ type Config struct {
 	Keys keyauth.Keys
 	// AllowedOrigins come from LEMONADE_ALLOWED_ORIGINS.
 	AllowedOrigins []string
+	// MetricsAddr serves GET /metrics on its own port (ZEST_EDGE_METRICS_ADDR; "off": none).
+	MetricsAddr string
 }
+
+// DefaultMetricsAddr is where the edge serves GET /metrics unless ZEST_EDGE_METRICS_ADDR says
+// otherwise: its own port, never the API's (as Lemonade does).
+const DefaultMetricsAddr = "127.0.0.1:13319"
 
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
@@ -49,7 +56,7 @@ func DefaultConfig() Config {
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13305",
 		McpgatewayAddr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310", ToolhostAddr: "127.0.0.1:13312",
 		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20, SSEKeepAlive: 15 * time.Second,
-		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MetricsAddr: DefaultMetricsAddr,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 	}
 }
@@ -76,6 +83,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
+	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
 // Validate checks the configuration.
@@ -104,6 +112,7 @@ func (c *Config) Validate() error {
 	if c.BodyReadTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))
 	}
+	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))
 	}

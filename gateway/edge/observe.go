@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 	"github.com/zestmcp/zest/lib/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,9 +39,14 @@ func (e *Edge) root(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		resp := &response{ResponseWriter: w}
 		e.bodyDeadline(w, resp, r)
+		metrics.HTTPInFlight.Inc()
+		defer metrics.HTTPInFlight.Dec() // deferred: net/http recovers a handler's panic
 		next.ServeHTTP(resp, r)
+		d := time.Since(start)
 		endSpan(span, r, rt, resp)
-		e.accessLine(ctx, r, rt, resp, time.Since(start))
+		// The same route template as the access line: bounded by the routes, never the path.
+		metrics.ObserveHTTP(r.Method, rt.name(), resp.statusOrOK(), d)
+		e.accessLine(ctx, r, rt, resp, d)
 	})
 }
 
@@ -85,14 +91,19 @@ func endSpan(span trace.Span, r *http.Request, rt *route, resp *response) {
 	span.End()
 }
 
+// statusOrOK is the status sent: what net/http sends for a handler that wrote nothing is 200.
+func (r *response) statusOrOK() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
 func (e *Edge) accessLine(ctx context.Context, r *http.Request, rt *route, resp *response, d time.Duration) {
 	if !e.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	status := resp.status
-	if status == 0 {
-		status = http.StatusOK // what net/http sends for a handler that wrote nothing
-	}
+	status := resp.statusOrOK()
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String("method", r.Method))
 	if route := rt.name(); route == "" {

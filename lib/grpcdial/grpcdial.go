@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 	"github.com/zestmcp/zest/lib/tracing"
 	"google.golang.org/grpc"
@@ -51,8 +52,8 @@ func Dial(addr, key string, maxMsg int, opts ...grpc.DialOption) (*grpc.ClientCo
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(keyauth.Bearer(key)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
-		grpc.WithChainUnaryInterceptor(requestid.UnaryClient),
-		grpc.WithChainStreamInterceptor(requestid.StreamClient),
+		grpc.WithChainUnaryInterceptor(requestid.UnaryClient, metrics.UnaryClient),
+		grpc.WithChainStreamInterceptor(requestid.StreamClient, metrics.StreamClient),
 		// Services restart in about a second: reconnect within that, not after gRPC's
 		// default 1 s → 120 s backoff has grown.
 		grpc.WithConnectParams(grpc.ConnectParams{

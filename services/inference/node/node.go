@@ -15,6 +15,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/builtin"
@@ -35,11 +36,17 @@ type Config struct {
 	ModelsFile string
 	// Keys guard the gRPC API (LEMONADE_API_KEY, LEMONADE_ADMIN_API_KEY).
 	Keys keyauth.Keys
+	// MetricsAddr serves GET /metrics (ZEST_INFERENCE_METRICS_ADDR; "off": none).
+	MetricsAddr string
 }
+
+// DefaultMetricsAddr is where the node serves GET /metrics unless ZEST_INFERENCE_METRICS_ADDR
+// says otherwise.
+const DefaultMetricsAddr = "127.0.0.1:13320"
 
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
-	return Config{Common: service.DefaultCommon(), Addr: "127.0.0.1:13310", Keys: keyauth.FromEnv(nil)}
+	return Config{Common: service.DefaultCommon(), Addr: "127.0.0.1:13310", Keys: keyauth.FromEnv(nil), MetricsAddr: DefaultMetricsAddr}
 }
 
 // RegisterFlags adds the node's flags.
@@ -47,6 +54,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "inference-addr", c.Addr, "gRPC listen address of the inference node")
 	fs.DurationVar(&c.BuiltinTokenInterval, "builtin-token-interval", c.BuiltinTokenInterval, "pause between builtin-llm's streamed tokens, to behave like a real model in benchmarks (0: none)")
+	fs.StringVar(&c.MetricsAddr, "inference-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.ModelsFile, "models-file", c.ModelsFile, "YAML/JSON file mapping model ids to OpenAI-compatible engines (see deploy/models.example.yaml)")
 }
 
@@ -58,7 +66,8 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("inference-addr %q: want host:port, e.g. 127.0.0.1:13310", c.Addr)
 	}
-	return nil
+	return errors.Join(metrics.ValidateAddr("inference-metrics-addr", c.MetricsAddr),
+		metrics.ValidateApart("inference-metrics-addr", c.MetricsAddr, "inference-addr", c.Addr))
 }
 
 // Shared returns the common settings.

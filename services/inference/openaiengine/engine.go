@@ -98,6 +98,7 @@ func (e *Engine) Run(ctx context.Context) {
 	if len(e.models) == 0 {
 		return
 	}
+	defer trackRunning(e)() // metrics.go: replica health while probing
 	t := time.NewTicker(e.interval)
 	defer t.Stop()
 	for {

@@ -141,11 +141,13 @@ func (l *Log) Size() int {
 // Add records c as the newest call; who made it is read from ctx (the caller's key in the
 // incoming gRPC metadata, as the edge forwards it).
 func (l *Log) Add(ctx context.Context, c Call) {
+	d := time.Since(c.Began)
+	countCall(c, d) // metrics.go: counted with or without a ring
 	if l == nil {
 		return
 	}
 	r := Record{Time: c.Began, Path: c.Path, Who: l.whoOf(ctx), Server: c.Server, Tool: c.Tool, Preset: c.Preset,
-		Duration: time.Since(c.Began), Outcome: c.Outcome}
+		Duration: d, Outcome: c.Outcome}
 	if c.ChatName != c.Tool {
 		r.ChatName = c.ChatName
 	}

@@ -425,5 +425,6 @@ func (h *Handler) end(ctx context.Context, ep endpoint, id string) (*mcpgatewayv
 	if err := h.store.EndSession(ctx, id, h.expires(cl)); err != nil {
 		return nil, status.Errorf(codes.Internal, "session store: %v", err)
 	}
+	session.Ended(cl)
 	return &mcpgatewayv1.EndSessionResponse{}, nil
 }

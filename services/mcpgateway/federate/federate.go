@@ -221,6 +221,7 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 	if err := h.store.EndSession(ctx, req.GetSessionId(), h.expires(cl)); err != nil {
 		return nil, status.Errorf(codes.Internal, "session store: %v", err)
 	}
+	session.Ended(cl)
 	return &mcpgatewayv1.EndSessionResponse{}, nil
 }
 

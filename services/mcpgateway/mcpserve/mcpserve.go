@@ -549,6 +549,7 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 	if err := h.ended.EndSession(ctx, req.GetSessionId(), exp); err != nil {
 		return nil, status.Errorf(codes.Internal, "session store: %v", err)
 	}
+	session.Ended(cl)
 	return &mcpgatewayv1.EndSessionResponse{}, nil
 }
 

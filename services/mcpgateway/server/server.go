@@ -19,6 +19,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -83,7 +84,13 @@ type Config struct {
 	// ActivityDetails keeps each recorded call's arguments and result, cut at
 	// activity.DetailBytes (ZEST_ACTIVITY_DETAILS); off, only who, what, how long and how it ended.
 	ActivityDetails bool
+	// MetricsAddr serves GET /metrics (ZEST_MCPGATEWAY_METRICS_ADDR; "off": none).
+	MetricsAddr string
 }
+
+// DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
+// ZEST_MCPGATEWAY_METRICS_ADDR says otherwise.
+const DefaultMetricsAddr = "127.0.0.1:13321"
 
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
@@ -92,6 +99,7 @@ func DefaultConfig() Config {
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
 		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
+		MetricsAddr: DefaultMetricsAddr,
 	}
 }
 
@@ -101,6 +109,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
+	fs.StringVar(&c.MetricsAddr, "mcpgateway-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
 	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
 	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
@@ -119,6 +128,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
 	}
+	errs = append(errs, metrics.ValidateAddr("mcpgateway-metrics-addr", c.MetricsAddr),
+		metrics.ValidateApart("mcpgateway-metrics-addr", c.MetricsAddr, "mcpgateway-addr", c.Addr))
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
 	}

@@ -88,7 +88,11 @@ func (c *Codec) IssueWith(protocolVersion, server, relays string) (string, error
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	return c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce), Server: server, Relays: relays})
+	id, err := c.encode(Claims{ProtocolVersion: protocolVersion, IssuedAt: c.now().Unix(), Nonce: enc.EncodeToString(nonce), Server: server, Relays: relays})
+	if err == nil {
+		started.WithLabelValues(endpointOf(server)).Inc() // metrics.go
+	}
+	return id, err
 }
 
 // encode signs cl into an id.

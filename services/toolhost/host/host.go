@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -62,10 +63,16 @@ type Config struct {
 	EnvAllow string
 	// Keys guard the gRPC API.
 	Keys keyauth.Keys
+	// MetricsAddr serves GET /metrics (ZEST_TOOLHOST_METRICS_ADDR; "off": none).
+	MetricsAddr string
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
 	// each server (set by main; empty runs servers directly).
 	ShimPath string
 }
+
+// DefaultMetricsAddr is where the tool host serves GET /metrics unless
+// ZEST_TOOLHOST_METRICS_ADDR says otherwise.
+const DefaultMetricsAddr = "127.0.0.1:13322"
 
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
@@ -76,7 +83,7 @@ func DefaultConfig() Config {
 		Common: common, Addr: "127.0.0.1:13312",
 		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		MaxRelays: d.MaxRelays, StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
-		Procs: 1, Keys: keyauth.FromEnv(nil),
+		Procs: 1, Keys: keyauth.FromEnv(nil), MetricsAddr: DefaultMetricsAddr,
 	}
 }
 
@@ -84,6 +91,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
+	fs.StringVar(&c.MetricsAddr, "toolhost-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − "+grpcdial.OverheadText+", the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
 	fs.IntVar(&c.MaxInFlight, "toolhost-max-in-flight", c.MaxInFlight, "concurrent calls per server; more are refused")
@@ -111,6 +119,8 @@ func (c *Config) Validate() error {
 	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
 	}
+	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr),
+		metrics.ValidateApart("toolhost-metrics-addr", c.MetricsAddr, "toolhost-addr", c.Addr))
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
 	}

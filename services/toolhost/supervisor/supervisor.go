@@ -120,6 +120,7 @@ func New(cfg Config) *Supervisor {
 	if cfg.IdleTimeout > 0 {
 		go s.idleLoop()
 	}
+	track(s) // metrics.go
 	return s
 }
 
@@ -282,6 +283,7 @@ func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 			srv.starting = l
 			if srv.state == toolhostv1.ServerState_SERVER_STATE_FAILED {
 				srv.restarts++
+				countRestart(srv.id)
 			}
 			srv.state = toolhostv1.ServerState_SERVER_STATE_STARTING
 			spec, path, env := srv.spec, srv.path, srv.env
@@ -380,12 +382,13 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
 		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { <-ready; srv.onNotification(conn, method, msg) },
-		OnExit:         func(err error) { <-ready; srv.onExit(conn, err) },
+		OnExit:         func(err error) { <-ready; countExit(err); srv.onExit(conn, err) },
 	})
 	close(ready)
 	if err != nil {
 		return nil, err
 	}
+	childStarts.Inc()
 	srv.mu.Lock()
 	if srv.gen != gen {
 		srv.mu.Unlock()
@@ -755,6 +758,7 @@ func (s *Supervisor) Close() {
 	}
 	s.closed.Store(true)
 	close(s.stopIdle)
+	defer untrack(s) // after the children stopped: metrics.go
 	servers := make([]*server, 0, len(s.servers))
 	for _, srv := range s.servers {
 		servers = append(servers, srv)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	"github.com/zestmcp/zest/services/mcpgateway/server"
 )
@@ -12,6 +13,10 @@ import (
 func main() {
 	cfg := server.DefaultConfig()
 	service.Main("zest-mcpgateway", &cfg, func(ctx context.Context, log *slog.Logger) error {
+		// Metrics on their own port, stopped with ctx (lib/metrics).
+		if _, err := metrics.Start(ctx, cfg.MetricsAddr, log); err != nil {
+			return err
+		}
 		s, err := server.New(cfg, log)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	"github.com/zestmcp/zest/services/toolhost/host"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -24,6 +25,10 @@ func main() {
 			return err
 		}
 		cfg.ShimPath = exe
+		// Metrics on their own port, stopped with ctx (lib/metrics).
+		if _, err := metrics.Start(ctx, cfg.MetricsAddr, log); err != nil {
+			return err
+		}
 		if cfg.Procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(cfg.Procs)
 		}
