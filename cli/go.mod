@@ -1,0 +1,28 @@
+module github.com/zestmcp/zest/cli
+
+go 1.26.0
+
+replace (
+	github.com/zestmcp/zest/lib => ../lib
+	github.com/zestmcp/zest/proto => ../proto
+)
+
+require (
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
+	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
+	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	go.yaml.in/yaml/v3 v3.0.5
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.33.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
+)
