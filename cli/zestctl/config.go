@@ -85,8 +85,8 @@ func (a *app) configCmd() *cobra.Command {
 		Long: `config prints the configuration of an MCP client for Zest's endpoint: /mcp, or
 /mcp/servers/{id} with --server, or /mcp/presets/{id} with --preset, under --url (default
 http:// + ZEST_EDGE_ADDR). With --key-required auto (the default) the endpoint is probed
-once: when it answers 401 the configuration carries a placeholder for the key, never the key
-itself; a 404 (an unknown server or preset) exits 3. The output is the file's content (json
+once without a key: when it answers 401 the configuration carries a placeholder for the key,
+never the key itself; a 404 (an unknown server or preset, also probed with zestctl's key) exits 3. The output is the file's content (json
 and yaml output do not apply); where it goes is printed on stderr.`,
 		Args: args(1, "claude|cursor|vscode|inspector"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -116,7 +116,7 @@ and yaml output do not apply); where it goes is printed on stderr.`,
 				required = true
 			case "false":
 			case "auto":
-				required, err = probeKeyRequired(endpoint, a.timeout)
+				required, err = probeKeyRequired(endpoint, a.key, a.timeout)
 				if err != nil {
 					return err
 				}
@@ -140,26 +140,43 @@ and yaml output do not apply); where it goes is printed on stderr.`,
 	return c
 }
 
-// probeKeyRequired asks the endpoint a ping without a key: 401 means clients need one. An
-// endpoint that cannot be reached is an error (exit 5): the configuration would be a guess.
-func probeKeyRequired(endpoint string, timeout time.Duration) (bool, error) {
+// probeKeyRequired asks the endpoint a ping without a key: 401 means clients need one. When
+// it does and zestctl holds a key, a second ping with the key tells an unknown server or
+// preset (404, exit 3). An endpoint that cannot be reached is an error (exit 5): the
+// configuration would be a guess.
+func probeKeyRequired(endpoint, key string, timeout time.Duration) (bool, error) {
+	code, err := ping(endpoint, "", timeout)
+	if err != nil {
+		return false, err
+	}
+	required := code == http.StatusUnauthorized || code == http.StatusForbidden
+	if required && key != "" {
+		if code, err = ping(endpoint, key, timeout); err != nil {
+			return false, err
+		}
+	}
+	if code == http.StatusNotFound {
+		return false, exitError{code: ExitNotFound, msg: fmt.Sprintf("%s answered 404: no such server or preset (or it is not exposed)", endpoint)}
+	}
+	return required, nil
+}
+
+// ping posts a JSON-RPC ping to endpoint and returns the HTTP status.
+func ping(endpoint, key string, timeout time.Duration) (int, error) {
 	req, err := http.NewRequest("POST", endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
-		return false, usagef("--url: %v", err)
+		return 0, usagef("--url: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	cl := &http.Client{Timeout: min(timeout, 30*time.Second)}
 	resp, err := cl.Do(req)
 	if err != nil {
-		return false, exitError{code: ExitUnavailable, msg: fmt.Sprintf("probing %s: %v (give --key-required true or false to skip the probe)", endpoint, err)}
+		return 0, exitError{code: ExitUnavailable, msg: fmt.Sprintf("probing %s: %v (give --key-required true or false to skip the probe)", endpoint, err)}
 	}
 	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return true, nil
-	case http.StatusNotFound:
-		return false, exitError{code: ExitNotFound, msg: fmt.Sprintf("%s answered 404: no such server or preset (or it is not exposed)", endpoint)}
-	}
-	return false, nil
+	return resp.StatusCode, nil
 }

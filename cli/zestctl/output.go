@@ -16,9 +16,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// pj marshals messages with the contracts' JSON names (as the HTTP API answers), every field
-// present so that scripts find the same keys every time.
-var pj = protojson.MarshalOptions{EmitUnpopulated: true}
+// pj marshals messages with the contracts' field names (snake_case, the same rule for every
+// service: the chat contract has no JSON names of its own), every field present so that
+// scripts find the same keys every time.
+var pj = protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}
 
 // plain turns a message into plain JSON values (for yaml, and to embed in a larger document).
 func plain(m proto.Message) any {
