@@ -149,10 +149,7 @@ func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
 		for _, t := range s.GetTools() {
 			names = append(names, t.GetName())
 		}
-		row(w, "tools", fmt.Sprintf("%d", len(names)))
-		for _, n := range names {
-			row(w, "", n)
-		}
+		row(w, "tools", fmt.Sprintf("%d %s", len(names), strings.Join(names, ", ")))
 	})
 }
 

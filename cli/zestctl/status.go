@@ -3,6 +3,7 @@ package zestctl
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
@@ -75,7 +76,7 @@ func (a *app) statusCmd() *cobra.Command {
 				if models != nil {
 					fmt.Fprintln(w, "\nMODEL\tTYPE\tSTATE\tENGINE")
 					for _, m := range models.GetModels() {
-						row(w, m.GetId(), m.GetType(), m.GetState(), m.GetEngine())
+						row(w, m.GetId(), enumWord(m.GetType().String(), "MODEL_TYPE_"), enumWord(m.GetState().String(), "MODEL_STATE_"), m.GetEngine())
 					}
 				}
 				if len(replicas.GetReplicas()) > 0 {
@@ -104,3 +105,6 @@ func (a *app) statusCmd() *cobra.Command {
 		},
 	}
 }
+
+// enumWord shows an enum value as a short word: MODEL_STATE_LOADED → loaded.
+func enumWord(v, prefix string) string { return strings.ToLower(strings.TrimPrefix(v, prefix)) }
