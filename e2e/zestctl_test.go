@@ -260,6 +260,13 @@ func TestZestctl(t *testing.T) {
 		if r := mustCtl(t, s, 0, "completion", "bash"); !strings.Contains(r.Stdout, "__start_zestctl") {
 			t.Fatalf("bash completion:\n%.300s", r.Stdout)
 		}
+		// Server and preset ids complete from mcpgateway (cobra's __complete, as the shells call it).
+		if r := mustCtl(t, s, 0, "__complete", "servers", "get", ""); !strings.HasPrefix(r.Stdout, "echo\necho2\n:4\n") {
+			t.Fatalf("server ids: %q", r.Stdout)
+		}
+		if r := mustCtl(t, s, 0, "__complete", "presets", "rm", ""); !strings.HasPrefix(r.Stdout, "helper\n:4\n") {
+			t.Fatalf("preset ids: %q", r.Stdout)
+		}
 	})
 
 	t.Run("config", func(t *testing.T) {

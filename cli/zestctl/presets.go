@@ -42,7 +42,7 @@ func (a *app) presetsCmd() *cobra.Command {
 			})
 		},
 	}, &cobra.Command{
-		Use: "get ID", Short: "Show one preset", Args: args(1, "ID"),
+		Use: "get ID", Short: "Show one preset", Args: args(1, "ID"), ValidArgsFunction: a.completeIDs(a.presetIDs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			adm, err := a.admin()
 			if err != nil {
@@ -58,6 +58,7 @@ func (a *app) presetsCmd() *cobra.Command {
 		},
 	}, &cobra.Command{
 		Use: "rm ID", Short: "Forget a preset", Aliases: []string{"delete"}, Args: args(1, "ID"),
+		ValidArgsFunction: a.completeIDs(a.presetIDs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			adm, err := a.admin()
 			if err != nil {

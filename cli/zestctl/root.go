@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -242,4 +243,51 @@ func args(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// completeIDs completes the first argument with the ids list returns (server or preset ids),
+// asked of mcpgateway with a short deadline; a failure completes nothing.
+func (a *app) completeIDs(list func(cmd *cobra.Command) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, argv []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(argv) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		// Completion skips PersistentPreRunE: read the key here.
+		a.key = envOr(a.getenv, keyauth.EnvAdminKey, a.getenv(keyauth.EnvAPIKey))
+		ids, err := list(cmd)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func (a *app) serverIDs(cmd *cobra.Command) ([]string, error) {
+	adm, err := a.admin()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+	defer cancel()
+	r, err := adm.ListServers(ctx, &mcpgatewayv1.ListServersRequest{})
+	var ids []string
+	for _, s := range r.GetServers() {
+		ids = append(ids, s.GetId())
+	}
+	return ids, err
+}
+
+func (a *app) presetIDs(cmd *cobra.Command) ([]string, error) {
+	adm, err := a.admin()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+	defer cancel()
+	r, err := adm.ListPresets(ctx, &mcpgatewayv1.ListPresetsRequest{})
+	var ids []string
+	for _, p := range r.GetPresets() {
+		ids = append(ids, p.GetId())
+	}
+	return ids, err
 }

@@ -75,6 +75,7 @@ func (a *app) serversCmd() *cobra.Command {
 		}),
 		&cobra.Command{
 			Use: "rm ID", Short: "Disconnect and forget a server", Aliases: []string{"delete"}, Args: args(1, "ID"),
+			ValidArgsFunction: a.completeIDs(a.serverIDs),
 			RunE: func(cmd *cobra.Command, argv []string) error {
 				adm, err := a.admin()
 				if err != nil {
@@ -104,7 +105,7 @@ func target(s *mcpgatewayv1.ServerState) string {
 
 func (a *app) serverIDCmd(use, short, spin string, call func(*cobra.Command, mcpgatewayv1.AdminServiceClient, string) (*mcpgatewayv1.ServerState, error)) *cobra.Command {
 	return &cobra.Command{
-		Use: use + " ID", Short: short, Args: args(1, "ID"),
+		Use: use + " ID", Short: short, Args: args(1, "ID"), ValidArgsFunction: a.completeIDs(a.serverIDs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			adm, err := a.admin()
 			if err != nil {
@@ -320,7 +321,7 @@ func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 	}[use]
 	c := &cobra.Command{Use: use, Short: short}
 	if edit {
-		c.Use, c.Args = "edit ID", args(1, "ID")
+		c.Use, c.Args, c.ValidArgsFunction = "edit ID", args(1, "ID"), a.completeIDs(a.serverIDs)
 	} else {
 		c.Use, c.Args = use+" [ID]", cobra.RangeArgs(0, 1)
 	}

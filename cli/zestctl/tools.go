@@ -95,7 +95,8 @@ Arguments come from --json '{...}' and then --arg NAME=VALUE (repeatable; VALUE 
 parses as JSON, e.g. 5, true or {"a":1}, else the string as given). The table output prints the
 result's text content; json and yaml print the whole CallToolResponse. A result with
 isError: true exits 6.`,
-		Args: args(2, "SERVER TOOL"),
+		Args:              args(2, "SERVER TOOL"),
+		ValidArgsFunction: a.completeIDs(a.serverIDs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			arguments, err := parseArgs(jsonText, kvs)
 			if err != nil {
