@@ -1,3 +1,5 @@
+// zestctl has a module of its own so that its dependencies (cobra, yaml) stay out of the
+// services' module graphs, and its go.mod out of the way of changes to theirs.
 module github.com/zestmcp/zest/cli
 
 go 1.26.0
