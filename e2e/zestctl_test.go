@@ -257,6 +257,9 @@ func TestZestctl(t *testing.T) {
 	})
 
 	t.Run("completion", func(t *testing.T) {
+		if r := mustCtl(t, s, 0, "--version"); !strings.HasPrefix(r.Stdout, "zestctl version ") {
+			t.Fatalf("--version = %q", r.Stdout)
+		}
 		if r := mustCtl(t, s, 0, "completion", "bash"); !strings.Contains(r.Stdout, "__start_zestctl") {
 			t.Fatalf("bash completion:\n%.300s", r.Stdout)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/service"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -186,6 +187,8 @@ Exit codes: 0 ok, 1 server error, 2 usage error, 3 not found, 4 unauthenticated 
 permission denied, 5 unavailable, 6 a tool answered isError.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the version make build stamps into every binary.
+		Version: service.VersionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch a.output {
 			case "table", "json", "yaml":
