@@ -12,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // maxInputBytes bounds a --json value or --file: the edge's admin bodies are 1 MiB at most.
@@ -222,9 +223,17 @@ func unmarshalInput(b []byte, wrap string, m proto.Message) error {
 			b = inner
 		}
 	}
-	if err := protojson.Unmarshal(b, m); err != nil {
+	// protojson resets what it reads into: read into a fresh message, then set on m only the
+	// fields the JSON holds, so that edit --json keeps the stored ones it leaves out.
+	fresh := m.ProtoReflect().New()
+	if err := protojson.Unmarshal(b, fresh.Interface()); err != nil {
 		return usagef("input JSON: %v", err)
 	}
+	dst := m.ProtoReflect()
+	fresh.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
 	return nil
 }
 

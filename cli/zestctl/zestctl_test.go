@@ -131,3 +131,17 @@ func TestEditKeepsOtherFields(t *testing.T) {
 		t.Fatalf("switched input = %v", in)
 	}
 }
+
+// TestEditJSONKeepsOtherFields: edit --json sets the fields the JSON holds and keeps the rest.
+func TestEditJSONKeepsOtherFields(t *testing.T) {
+	in := inputOf(&mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"}, Enabled: true, TimeoutMs: 30000})
+	if err := unmarshalInput([]byte(`{"server":{"timeout_ms":5000,"args":["b.mjs"]}}`), "server", in); err != nil {
+		t.Fatal(err)
+	}
+	if in.GetCommand() != "node" || in.GetName() != "E" || in.GetTimeoutMs() != 5000 || strings.Join(in.GetArgs(), ",") != "b.mjs" {
+		t.Fatalf("edit --json = %v", in)
+	}
+	if err := unmarshalInput([]byte(`{"comand":"x"}`), "server", in); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "comand") {
+		t.Fatalf("a misspelt field: %v", err)
+	}
+}
