@@ -12,9 +12,10 @@ BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
 # Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway bench deploy e2e
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy e2e
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
-	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost
+	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost \
+	cli/cmd/zestctl
 
 # The version stamped into every binary (-version prints it) and image tag: git's description
 # of the checkout, "dev" outside git.
@@ -26,7 +27,7 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  \033[36m%-16s\033[0m %s\n",$$1,$$2}'
 
 .PHONY: build
-build: ## Build the four service binaries into bin/
+build: ## Build the four service binaries and zestctl into bin/
 	@mkdir -p bin
 	@for s in $(SERVICES); do go build -ldflags "$(GO_LDFLAGS)" -o bin/ ./$$s; done
 	@ls bin

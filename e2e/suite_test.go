@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		root := repoRoot()
 		for _, pkg := range []string{"./gateway/cmd/zest-gateway", "./services/inference/cmd/zest-inference",
-			"./services/mcpgateway/cmd/zest-mcpgateway", "./services/toolhost/cmd/zest-toolhost"} {
+			"./services/mcpgateway/cmd/zest-mcpgateway", "./services/toolhost/cmd/zest-toolhost", "./cli/cmd/zestctl"} {
 			cmd := exec.Command("go", "build", "-o", dir+"/", pkg)
 			cmd.Dir = root
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -1,0 +1,139 @@
+package zestctl
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+func (a *app) presetsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "presets", Short: "Chat presets: a model, a system prompt and MCP providers (AdminService)", Aliases: []string{"preset"}}
+	showPreset := func(p *mcpgatewayv1.Preset) error {
+		return a.emit(p, func(w io.Writer) {
+			row(w, "id", p.GetId())
+			row(w, "name", p.GetName())
+			row(w, "model", p.GetModel())
+			row(w, "providers", strings.Join(p.GetMcpServerIds(), ", "))
+			row(w, "system_prompt", p.GetSystemPrompt())
+		})
+	}
+	c.AddCommand(&cobra.Command{
+		Use: "list", Short: "List every preset", Args: args(0, "none"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := adm.ListPresets(ctx, &mcpgatewayv1.ListPresetsRequest{})
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"presets": plainList(r.GetPresets())}, func(w io.Writer) {
+				fmt.Fprintln(w, "ID\tNAME\tMODEL\tPROVIDERS")
+				for _, p := range r.GetPresets() {
+					row(w, p.GetId(), p.GetName(), p.GetModel(), strings.Join(p.GetMcpServerIds(), ","))
+				}
+			})
+		},
+	}, &cobra.Command{
+		Use: "get ID", Short: "Show one preset", Args: args(1, "ID"), ValidArgsFunction: a.completeIDs(a.presetIDs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := adm.GetPreset(ctx, &mcpgatewayv1.GetPresetRequest{Id: argv[0]})
+			if err != nil {
+				return err
+			}
+			return showPreset(r.GetPreset())
+		},
+	}, &cobra.Command{
+		Use: "rm ID", Short: "Forget a preset", Aliases: []string{"delete"}, Args: args(1, "ID"),
+		ValidArgsFunction: a.completeIDs(a.presetIDs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := adm.DeletePreset(ctx, &mcpgatewayv1.DeletePresetRequest{Id: argv[0]})
+			if err != nil {
+				return err
+			}
+			return a.emit(r, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", r.GetRemoved()) })
+		},
+	})
+
+	var id, name, model, system, jsonText, file string
+	var servers []string
+	var toolsEnabled bool
+	add := &cobra.Command{
+		Use: "add [ID]", Short: "Add (or replace) a preset", Args: wrapArgs(cobra.RangeArgs(0, 1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			in := &mcpgatewayv1.PresetInput{}
+			b, err := a.readInput(jsonText, file)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				if err := unmarshalInput(b, "preset", in); err != nil {
+					return err
+				}
+			}
+			set := cmd.Flags().Changed
+			if len(argv) == 1 {
+				if set("id") && id != argv[0] {
+					return usagef("the ID argument %q and --id %q differ: give one", argv[0], id)
+				}
+				id = argv[0]
+				in.Id = proto.String(id)
+			}
+			for _, s := range []struct {
+				flag, v string
+				dst     **string
+			}{{"id", id, &in.Id}, {"name", name, &in.Name}, {"model", model, &in.Model}, {"system-prompt", system, &in.SystemPrompt}} {
+				if set(s.flag) {
+					*s.dst = proto.String(s.v)
+				}
+			}
+			if set("server") {
+				in.McpServerIds = servers
+			}
+			if set("tools-enabled") {
+				in.ToolsEnabled = proto.Bool(toolsEnabled)
+			}
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := adm.UpsertPreset(ctx, &mcpgatewayv1.UpsertPresetRequest{Preset: in})
+			if err != nil {
+				return err
+			}
+			return showPreset(r.GetPreset())
+		},
+	}
+	fs := add.Flags()
+	fs.StringVar(&id, "id", "", "preset id, [A-Za-z0-9_.-]{1,96} (default: derived from name)")
+	fs.StringVar(&name, "name", "", "name shown to people (default: id)")
+	fs.StringVar(&model, "model", "", "model the chat uses unless the request names one")
+	fs.StringVar(&system, "system-prompt", "", "system prompt put first in the conversation")
+	fs.StringArrayVar(&servers, "server", nil, `provider: a registered server id, or "lemonade" for the built-in tools (repeatable, 0-4)`)
+	fs.BoolVar(&toolsEnabled, "tools-enabled", false, `Lemonade's legacy flag: with no --server, true selects "lemonade"`)
+	fs.StringVar(&jsonText, "json", "", "the whole preset as JSON (PresetInput; flags given beside it win)")
+	fs.StringVarP(&file, "file", "f", "", "read the preset as JSON from this file (- for stdin)")
+	c.AddCommand(add)
+	return c
+}
