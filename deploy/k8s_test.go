@@ -75,15 +75,16 @@ func build(t *testing.T, dir string) manifests {
 	return m
 }
 
-// zestPods names each Deployment with its container port and probe kind.
+// zestPods names each Deployment with its container port, probe kind and metrics port.
 var zestPods = map[string]struct {
-	port int32
-	grpc bool
+	port    int32
+	grpc    bool
+	metrics int32
 }{
-	"zest-gateway":    {13305, false},
-	"zest-mcpgateway": {13311, true},
-	"zest-inference":  {13310, true},
-	"zest-toolhost":   {13312, true},
+	"zest-gateway":    {13305, false, 13319},
+	"zest-mcpgateway": {13311, true, 13321},
+	"zest-inference":  {13310, true, 13320},
+	"zest-toolhost":   {13312, true, 13322},
 }
 
 // checkPolicies checks what every deployment of Zest must hold, base or overlay.
@@ -140,8 +141,9 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 		if !hasMount(c, "/tmp") {
 			t.Errorf("%s: no writable /tmp (the root file system is read-only)", where)
 		}
-		if len(c.Ports) != 1 || c.Ports[0].ContainerPort != want.port {
-			t.Errorf("%s: ports %v, want %d", where, c.Ports, want.port)
+		// The service's port first, then its metrics port (scraped in the pod, not a Service's).
+		if len(c.Ports) != 2 || c.Ports[0].ContainerPort != want.port || c.Ports[1].Name != "metrics" || c.Ports[1].ContainerPort != want.metrics {
+			t.Errorf("%s: ports %v, want %d and metrics %d", where, c.Ports, want.port, want.metrics)
 		}
 		listen := map[bool]string{true: "", false: "ZEST_EDGE_ADDR"}[want.grpc]
 		if listen == "" {
@@ -206,6 +208,12 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 		// Every address a pod dials names a Service and its port.
 		for _, e := range c.Env {
 			if !strings.HasSuffix(e.Name, "_ADDR") || e.Name == listen {
+				continue
+			}
+			if strings.HasSuffix(e.Name, "_METRICS_ADDR") { // its own listener, the pod's metrics port
+				if e.Value != fmt.Sprintf("0.0.0.0:%d", want.metrics) || d.Spec.Template.Annotations["prometheus.io/port"] != fmt.Sprint(want.metrics) {
+					t.Errorf("%s: %s = %q, want 0.0.0.0:%d with the prometheus.io annotations", where, e.Name, e.Value, want.metrics)
+				}
 				continue
 			}
 			host, port, _ := strings.Cut(e.Value, ":")
