@@ -164,13 +164,13 @@ browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core from the lo
 # e2e sets ZEST_REQUIRE_BROWSER=1, so a missing browser fails the browser tests, never skips them.
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the browser tests when it is missing
-	@scripts/ensure-chromium.sh
+	@scripts/ensure-apt.sh chromium
 
 # The metrics e2e test runs Debian's prometheus (apt-get install when missing; a no-op when
 # present). The test starts its own on 127.0.0.1 and stops it; the package's service is unused.
 .PHONY: prometheus
 prometheus: ## Install Debian's prometheus for the metrics e2e test when it is missing
-	@scripts/ensure-prometheus.sh
+	@scripts/ensure-apt.sh prometheus
 
 .PHONY: bench
 bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables

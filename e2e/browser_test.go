@@ -1,7 +1,7 @@
 package e2e
 
 // The real-browser harness: headless Chromium (Debian's chromium, installed by
-// scripts/ensure-chromium.sh) driven through chromedp, axe-core (pinned in
+// scripts/ensure-apt.sh chromium) driven through chromedp, axe-core (pinned in
 // scripts/browser/) for accessibility, full-page screenshots, and keyboard helpers. The web
 // console's tests use these helpers; TestBrowserHarness checks the harness itself against
 // pages of its own, so a broken harness is told apart from a broken console.
@@ -76,7 +76,7 @@ func findChromium() (string, error) {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("no Chromium at %s nor on PATH: run scripts/ensure-chromium.sh (apt-get install chromium)", chromiumPath)
+	return "", fmt.Errorf("no Chromium at %s nor on PATH: run scripts/ensure-apt.sh chromium (apt-get install chromium)", chromiumPath)
 }
 
 // browserKey holds a browser's *browserState in its context.

@@ -33,17 +33,17 @@ func metricsOff() {
 	}
 }
 
-// prometheusBin is Debian's prometheus, installed by scripts/ensure-prometheus.sh when missing
+// prometheusBin is Debian's prometheus, installed by scripts/ensure-apt.sh prometheus when missing
 // (make e2e runs it first; the test runs it too when run on its own).
 func prometheusBin(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("prometheus"); err == nil {
 		return p
 	}
-	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "ensure-prometheus.sh"))
+	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "ensure-apt.sh"), "prometheus")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("prometheus is missing and scripts/ensure-prometheus.sh failed: %v", err)
+		t.Fatalf("prometheus is missing and scripts/ensure-apt.sh prometheus failed: %v", err)
 	}
 	p, err := exec.LookPath("prometheus")
 	if err != nil {
