@@ -198,14 +198,7 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	if err != nil {
 		return err
 	}
-	resp, done, err := e.send(ctx, m, func(base string) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, "POST", base+"/chat/completions", bytes.NewReader(body))
-		if err == nil {
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "text/event-stream")
-		}
-		return r, err
-	})
+	resp, done, err := e.postRaw(ctx, m, "/chat/completions", body, true)
 	if err != nil {
 		return err
 	}

@@ -104,13 +104,7 @@ func (e *Engine) StreamSpeech(ctx context.Context, req *inferencev1.SpeechReques
 	if err != nil {
 		return err
 	}
-	resp, done, err := e.send(ctx, m, func(base string) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, "POST", base+"/audio/speech", bytes.NewReader(body))
-		if err == nil {
-			r.Header.Set("Content-Type", "application/json")
-		}
-		return r, err
-	})
+	resp, done, err := e.postRaw(ctx, m, "/audio/speech", body, false)
 	if err != nil {
 		return err
 	}
