@@ -130,28 +130,12 @@ func (t *Tools) generateImage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if strings.TrimSpace(args.Prompt) == "" {
 		return mcp.NewToolResultError("prompt is required: what to draw"), nil
 	}
-	n := 1
-	if args.N != nil {
-		n = *args.N
-	}
-	if n < 1 || n > maxImages {
-		return mcp.NewToolResultError(fmt.Sprintf("n %d: ask for 1 to %d images", n, maxImages)), nil
-	}
 	if args.OutputPath != "" && args.OutputDir != "" {
 		return mcp.NewToolResultError("give output_path or output_dir, not both"), nil
 	}
-	if args.OutputPath != "" && n != 1 {
-		return mcp.NewToolResultError("output_path names one file: use output_dir for n > 1"), nil
-	}
-	var w, h int32
-	if args.Size != "" {
-		m := sizeArg.FindStringSubmatch(args.Size)
-		if m == nil {
-			return mcp.NewToolResultError("size must be WIDTHxHEIGHT, e.g. 512x512"), nil
-		}
-		wi, _ := strconv.Atoi(m[1])
-		hi, _ := strconv.Atoi(m[2])
-		w, h = int32(wi), int32(hi)
+	n, w, h, bad := imageCountAndSize(args.N, args.Size, args.OutputPath)
+	if bad != nil {
+		return bad, nil
 	}
 	// Where the files go, checked before any work is done.
 	const env = "LEMONADE_MCP_IMAGE_DIR"
@@ -220,4 +204,30 @@ func (t *Tools) generateImage(ctx context.Context, req mcp.CallToolRequest) (*mc
 // sandboxError explains a write os.Root refused (a symlink out of the directory, mostly).
 func sandboxError(p, env string, err error) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf("cannot write %q inside %s: %v (symlinks may not lead out of it)", p, env, err))
+}
+
+// imageCountAndSize checks the n, size and output_path arguments shared by the image tools:
+// n from 1 to maxImages (1 when absent), output_path only for one image, size as WIDTHxHEIGHT
+// (0×0 when absent: the engine's default). A refusal comes back as the tool's error result.
+func imageCountAndSize(nArg *int, size, outputPath string) (n int, w, h int32, bad *mcp.CallToolResult) {
+	n = 1
+	if nArg != nil {
+		n = *nArg
+	}
+	if n < 1 || n > maxImages {
+		return 0, 0, 0, mcp.NewToolResultError(fmt.Sprintf("n %d: ask for 1 to %d images", n, maxImages))
+	}
+	if outputPath != "" && n != 1 {
+		return 0, 0, 0, mcp.NewToolResultError("output_path names one file: use output_dir for n > 1")
+	}
+	if size != "" {
+		m := sizeArg.FindStringSubmatch(size)
+		if m == nil {
+			return 0, 0, 0, mcp.NewToolResultError("size must be WIDTHxHEIGHT, e.g. 512x512")
+		}
+		wi, _ := strconv.Atoi(m[1])
+		hi, _ := strconv.Atoi(m[2])
+		w, h = int32(wi), int32(hi)
+	}
+	return n, w, h, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -347,25 +346,9 @@ func (m *MediaTools) editImage(ctx context.Context, req mcp.CallToolRequest) (*m
 	if strings.TrimSpace(args.Prompt) == "" {
 		return mcp.NewToolResultError("prompt is required: the edit to make"), nil
 	}
-	n := 1
-	if args.N != nil {
-		n = *args.N
-	}
-	if n < 1 || n > maxImages {
-		return mcp.NewToolResultError(fmt.Sprintf("n %d: ask for 1 to %d images", n, maxImages)), nil
-	}
-	if args.OutputPath != "" && n != 1 {
-		return mcp.NewToolResultError("output_path names one file: use output_dir for n > 1"), nil
-	}
-	var w, h int32
-	if args.Size != "" {
-		sm := sizeArg.FindStringSubmatch(args.Size)
-		if sm == nil {
-			return mcp.NewToolResultError("size must be WIDTHxHEIGHT, e.g. 512x512"), nil
-		}
-		wi, _ := strconv.Atoi(sm[1])
-		hi, _ := strconv.Atoi(sm[2])
-		w, h = int32(wi), int32(hi)
+	n, w, h, bad := imageCountAndSize(args.N, args.Size, args.OutputPath)
+	if bad != nil {
+		return bad, nil
 	}
 	image, err := m.t.inputImage(ctx, "image", args.ImagePath, imageB64, true)
 	if err != nil {
