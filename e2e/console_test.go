@@ -140,6 +140,24 @@ func TestConsole(t *testing.T) {
 		mustWaitText(t, ctx, "#servers-summary", "1/1 connected", uiWait)
 	})
 
+	t.Run("edit and refresh", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/servers")
+		mustWaitText(t, ctx, "#server-everything .status", "Connected", uiWait)
+		do1(t, ctx, "edit", chromedp.Click(chromedp.CSS(`#server-everything button[aria-label="Edit everything"]`)))
+		mustWaitText(t, ctx, "#form-h", "Edit everything", uiWait)
+		if got := evalJS[string](t, ctx, `document.querySelector('#server-form [name="args"]').value`); got != everything {
+			t.Fatalf("the form holds the stored arguments: %q", got)
+		}
+		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="timeout_ms"]').value = '45000') === '45000'`)
+		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
+		mustWaitText(t, ctx, "#live", "everything: Connected", uiWait)
+		if r := admin(t, s, "GET", "/servers/everything", ""); r.Status != 200 || !strings.Contains(string(r.Body), `"timeout_ms":45000`) {
+			t.Fatalf("the edit was not saved: %d %s", r.Status, r.Body)
+		}
+		do1(t, ctx, "refresh", chromedp.Click(chromedp.CSS(`#server-everything button[aria-label="Refresh tools everything"]`)))
+		mustWaitText(t, ctx, "#live", "everything: Tools refreshed", uiWait)
+	})
+
 	t.Run("try a tool", func(t *testing.T) {
 		openView(t, ctx, s.URL, "#/tools?server=everything&tool=echo")
 		mustWaitText(t, ctx, `section[aria-labelledby="pick-h"]`, "echo", uiWait)
