@@ -1,6 +1,7 @@
 package zestctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -23,13 +24,7 @@ func (a *app) presetsCmd() *cobra.Command {
 	}
 	c.AddCommand(&cobra.Command{
 		Use: "list", Short: "List every preset", Args: args(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, _ []string) error {
 			r, err := adm.ListPresets(ctx, &mcpgatewayv1.ListPresetsRequest{})
 			if err != nil {
 				return err
@@ -40,38 +35,26 @@ func (a *app) presetsCmd() *cobra.Command {
 					row(w, p.GetId(), p.GetName(), p.GetModel(), strings.Join(p.GetMcpServerIds(), ","))
 				}
 			})
-		},
+		}),
 	}, &cobra.Command{
 		Use: "get ID", Short: "Show one preset", Args: args(1, "ID"), ValidArgsFunction: a.completeIDs(a.presetIDs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, argv []string) error {
 			r, err := adm.GetPreset(ctx, &mcpgatewayv1.GetPresetRequest{Id: argv[0]})
 			if err != nil {
 				return err
 			}
 			return showPreset(r.GetPreset())
-		},
+		}),
 	}, &cobra.Command{
 		Use: "rm ID", Short: "Forget a preset", Aliases: []string{"delete"}, Args: args(1, "ID"),
 		ValidArgsFunction: a.completeIDs(a.presetIDs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, argv []string) error {
 			r, err := adm.DeletePreset(ctx, &mcpgatewayv1.DeletePresetRequest{Id: argv[0]})
 			if err != nil {
 				return err
 			}
 			return a.emit(r, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", r.GetRemoved()) })
-		},
+		}),
 	})
 
 	var id, name, model, system, jsonText, file string

@@ -1,6 +1,7 @@
 package zestctl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,13 +32,7 @@ func (a *app) serversCmd() *cobra.Command {
 	c.AddCommand(
 		&cobra.Command{
 			Use: "list", Short: "List every registered server and its state", Args: args(0, "none"),
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				adm, err := a.admin()
-				if err != nil {
-					return err
-				}
-				ctx, cancel := a.ctx(cmd)
-				defer cancel()
+			RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, _ []string) error {
 				r, err := adm.ListServers(ctx, &mcpgatewayv1.ListServersRequest{})
 				if err != nil {
 					return err
@@ -48,7 +43,7 @@ func (a *app) serversCmd() *cobra.Command {
 						row(w, s.GetId(), s.GetTransport(), s.GetStatus(), len(s.GetTools()), s.GetEnabled(), s.GetExpose(), target(s), s.GetLastError())
 					}
 				})
-			},
+			}),
 		},
 		a.serverIDCmd("get", "Show one server, with its tool host process state", "", func(cmd *cobra.Command, adm mcpgatewayv1.AdminServiceClient, id string) (*mcpgatewayv1.ServerState, error) {
 			ctx, cancel := a.ctx(cmd)
@@ -77,19 +72,13 @@ func (a *app) serversCmd() *cobra.Command {
 		&cobra.Command{
 			Use: "rm ID", Short: "Disconnect and forget a server", Aliases: []string{"delete"}, Args: args(1, "ID"),
 			ValidArgsFunction: a.completeIDs(a.serverIDs),
-			RunE: func(cmd *cobra.Command, argv []string) error {
-				adm, err := a.admin()
-				if err != nil {
-					return err
-				}
-				ctx, cancel := a.ctx(cmd)
-				defer cancel()
+			RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, argv []string) error {
 				r, err := adm.DeleteServer(ctx, &mcpgatewayv1.DeleteServerRequest{Id: argv[0]})
 				if err != nil {
 					return err
 				}
 				return a.emit(r, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", r.GetRemoved()) })
-			},
+			}),
 		},
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
 	)
@@ -397,5 +386,18 @@ func wrapArgs(p cobra.PositionalArgs) cobra.PositionalArgs {
 			return usageError{err}
 		}
 		return nil
+	}
+}
+
+// withAdmin runs a command with the AdminService client and a context bounded by --timeout.
+func (a *app) withAdmin(run func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, argv []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, argv []string) error {
+		adm, err := a.admin()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := a.ctx(cmd)
+		defer cancel()
+		return run(ctx, adm, cmd, argv)
 	}
 }

@@ -2,6 +2,7 @@ package zestctl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,13 +18,7 @@ func (a *app) toolsCmd() *cobra.Command {
 	var server string
 	list := &cobra.Command{
 		Use: "list", Short: "List the tools of connected servers", Args: args(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, cmd *cobra.Command, _ []string) error {
 			r, err := adm.ListTools(ctx, &mcpgatewayv1.ListToolsRequest{})
 			if err != nil {
 				return err
@@ -40,7 +35,7 @@ func (a *app) toolsCmd() *cobra.Command {
 					row(w, t.GetServerId(), t.GetName(), t.GetChatName(), t.GetDescription())
 				}
 			})
-		},
+		}),
 	}
 	list.Flags().StringVar(&server, "server", "", "only the tools of this server id")
 	c := &cobra.Command{Use: "tools", Short: "Tools of connected servers (AdminService)"}
