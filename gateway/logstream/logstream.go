@@ -6,7 +6,6 @@
 package logstream
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -43,6 +42,22 @@ type Hub struct {
 	entries []Entry // ring in order, at most keep
 	next    uint64
 	subs    map[chan Entry]struct{}
+
+	// format writes a line as the panel shows it (message then attributes, as slog's text
+	// handler writes them; time and level go in their own fields) into line. Every handler's
+	// formatter derives from it (WithAttrs, WithGroup: their attributes are encoded once, not
+	// per line); formatting holds fmtMu, so line holds the one line being formatted.
+	format slog.Handler
+	fmtMu  sync.Mutex
+	line   lineWriter
+}
+
+// lineWriter keeps the last line written to it (a text handler writes a record in one Write).
+type lineWriter struct{ b []byte }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b[:0], p...)
+	return len(p), nil
 }
 
 // New returns a hub keeping keep lines (DefaultKeep when ≤ 0) at level (a new LevelVar at
@@ -54,7 +69,14 @@ func New(level *slog.LevelVar, keep int) *Hub {
 	if keep <= 0 {
 		keep = DefaultKeep
 	}
-	return &Hub{level: level, keep: keep, next: 1, subs: map[chan Entry]struct{}{}}
+	h := &Hub{level: level, keep: keep, next: 1, subs: map[chan Entry]struct{}{}}
+	h.format = slog.NewTextHandler(&h.line, &slog.HandlerOptions{Level: slog.LevelDebug - 8, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	return h
 }
 
 // Level is the level the hub's handlers log at.
@@ -63,7 +85,7 @@ func (h *Hub) Level() *slog.LevelVar { return h.level }
 // Wrap returns a handler that records each line it passes on to next, with tag as the
 // lines' tag until a "service" attribute names another.
 func (h *Hub) Wrap(next slog.Handler, tag string) slog.Handler {
-	return &handler{hub: h, next: next, tag: tag}
+	return &handler{hub: h, next: next, tag: tag, format: h.format}
 }
 
 // Subscribe returns the kept lines after afterSeq (all of them when afterSeq is 0) and a
@@ -155,11 +177,11 @@ func ParseLevel(s string) (slog.Level, bool) {
 }
 
 type handler struct {
-	hub   *Hub
-	next  slog.Handler
-	tag   string
-	attrs []slog.Attr
-	group string
+	hub    *Hub
+	next   slog.Handler
+	tag    string
+	format slog.Handler // the hub's formatter with this handler's attributes and groups
+	group  bool         // a group is open: a "service" attribute is no longer the tag
 }
 
 // Enabled follows the hub's level (the wrapped handler may have its own, lower or not).
@@ -168,24 +190,10 @@ func (h *handler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	var buf bytes.Buffer
-	// The line as the panel shows it: message then attributes, as slog's text handler
-	// writes them (time and level go in their own fields).
-	th := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug - 8, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
-			return slog.Attr{}
-		}
-		return a
-	}})
-	var th2 slog.Handler = th
-	if len(h.attrs) > 0 {
-		th2 = th2.WithAttrs(h.attrs)
-	}
-	if h.group != "" {
-		th2 = th2.WithGroup(h.group)
-	}
-	_ = th2.Handle(ctx, r)
-	line := strings.TrimSuffix(buf.String(), "\n")
+	h.hub.fmtMu.Lock()
+	_ = h.format.Handle(ctx, r)
+	line := strings.TrimSuffix(string(h.hub.line.b), "\n")
+	h.hub.fmtMu.Unlock()
 	if len(line) > maxLine {
 		line = line[:maxLine] + "…"
 	}
@@ -203,8 +211,8 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error {
 func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *h
 	c.next = h.next.WithAttrs(as)
-	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
-	if h.group == "" {
+	c.format = h.format.WithAttrs(as)
+	if !h.group {
 		for _, a := range as {
 			if a.Key == "service" {
 				c.tag = a.Value.String()
@@ -217,9 +225,7 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *handler) WithGroup(name string) slog.Handler {
 	c := *h
 	c.next = h.next.WithGroup(name)
-	if h.group != "" {
-		name = h.group + "." + name
-	}
-	c.group = name
+	c.format = h.format.WithGroup(name)
+	c.group = true
 	return &c
 }
