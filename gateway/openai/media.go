@@ -322,25 +322,18 @@ func (a *API) imageEdits(w http.ResponseWriter, r *http.Request) {
 		req.CfgScale = v
 	}
 	if s := f["size"]; s != "" && s != "auto" {
-		m := sizePattern.FindStringSubmatch(s)
-		if m == nil {
+		var ok bool
+		if req.Width, req.Height, ok = parseSize(s); !ok {
 			badField(w, "size", "size must be WIDTHxHEIGHT, e.g. 512x512, or auto")
 			return
 		}
-		wd, _ := strconv.Atoi(m[1])
-		ht, _ := strconv.Atoi(m[2])
-		req.Width, req.Height = int32(wd), int32(ht)
 	}
 	resp, err := a.Media.EditImage(a.Forward(r), req)
 	if err != nil {
 		writeMediaStatus(w, err)
 		return
 	}
-	data := make([]map[string]any, 0, len(resp.GetImages()))
-	for _, img := range resp.GetImages() {
-		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(img)})
-	}
-	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
+	writeImages(w, resp.GetCreated(), resp.GetImages())
 }
 
 // generate3D takes Lemonade's JSON (image as base64 or a data: URL) or, as a convenience,

@@ -407,23 +407,36 @@ func (a *API) images(w http.ResponseWriter, r *http.Request) {
 		req.N = *in.N
 	}
 	if in.Size != "" {
-		m := sizePattern.FindStringSubmatch(in.Size)
-		if m == nil {
+		var ok bool
+		if req.Width, req.Height, ok = parseSize(in.Size); !ok {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "size", "size must be WIDTHxHEIGHT, e.g. 512x512")
 			return
 		}
-		wd, _ := strconv.Atoi(m[1])
-		ht, _ := strconv.Atoi(m[2])
-		req.Width, req.Height = int32(wd), int32(ht)
 	}
 	resp, err := a.Inference.GenerateImage(a.Forward(r), req)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
-	data := make([]map[string]any, 0, len(resp.GetImages()))
-	for _, img := range resp.GetImages() {
+	writeImages(w, resp.GetCreated(), resp.GetImages())
+}
+
+// parseSize reads an image size WIDTHxHEIGHT.
+func parseSize(s string) (w, h int32, ok bool) {
+	m := sizePattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, false
+	}
+	wd, _ := strconv.Atoi(m[1])
+	ht, _ := strconv.Atoi(m[2])
+	return int32(wd), int32(ht), true
+}
+
+// writeImages answers OpenAI's image shape: {"created", "data":[{"b64_json"}…]}.
+func writeImages(w http.ResponseWriter, created int64, images [][]byte) {
+	data := make([]map[string]any, 0, len(images))
+	for _, img := range images {
 		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(img)})
 	}
-	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"created": resp.GetCreated(), "data": data})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"created": created, "data": data})
 }
