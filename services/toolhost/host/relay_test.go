@@ -72,7 +72,7 @@ func TestCallStreamRelaysRequests(t *testing.T) {
 // TestRelayIDExpiresWithItsCall: once the call that caused a request ends, its relay id is
 // unknown, and the unary Call relays nothing (the tool host answers the child).
 func TestRelayIDExpiresWithItsCall(t *testing.T) {
-	c := startHost(t)
+	h, c := startHostAnd(t)
 	startFixture(t, c)
 	ctx, cancel := context.WithCancel(t.Context())
 	stream, err := c.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
@@ -91,6 +91,9 @@ func TestRelayIDExpiresWithItsCall(t *testing.T) {
 		return status.Code(err) == codes.NotFound
 	}
 	waitUntil(t, deadlineNotFound)
+	// The child answers the cancelled call once its elicitation failed; until then that call
+	// still counts as in flight and a new request of the child could not be attributed.
+	waitUntil(t, func() bool { return h.orphans(t, "fx") == 0 })
 	r, err := call(t.Context(), c, "fx", "ask", map[string]any{"method": "elicitation/create"})
 	if err != nil || !strings.Contains(text(r), "no client of the call in flight accepts elicitation/create") {
 		t.Fatalf("unary call: %v %v", r, err)
@@ -107,4 +110,14 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// orphans counts the calls to server id given up on that its child has not answered yet.
+func (h *Host) orphans(t *testing.T, id string) int {
+	t.Helper()
+	srv, err := h.sup.Conn(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.Orphans()
 }

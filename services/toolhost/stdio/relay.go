@@ -143,3 +143,11 @@ func (c *Conn) Relays() int {
 	defer c.mu.Unlock()
 	return c.relayCount
 }
+
+// Orphans counts the calls given up on that the child has not answered yet and that still
+// count as in flight for attribution (see Options.OrphanWindow).
+func (c *Conn) Orphans() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.orphans)
+}

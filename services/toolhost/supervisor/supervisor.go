@@ -245,6 +245,20 @@ func (s *Supervisor) get(id string) (*server, error) {
 	return srv, nil
 }
 
+// Conn is server id's running child; an error when it has none.
+func (s *Supervisor) Conn(id string) (*stdio.Conn, error) {
+	srv, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.conn == nil {
+		return nil, fmt.Errorf("server %q has no running child", id)
+	}
+	return srv.conn, nil
+}
+
 // launch is one start of a server's child, shared by every caller who needs it meanwhile.
 type launch struct {
 	done chan struct{} // closed when the child is ready or failed
