@@ -53,3 +53,37 @@ type Registry interface {
 	// Close releases the store.
 	Close() error
 }
+
+// ChangeKind tells what a Change is about.
+type ChangeKind int
+
+// Kinds of changes.
+const (
+	// ServerPut: a server config was written (Server holds it as stored).
+	ServerPut ChangeKind = iota + 1
+	// ServerDeleted: the server config ID was removed.
+	ServerDeleted
+	// PresetPut: a preset was written (Preset holds it as stored).
+	PresetPut
+	// PresetDeleted: the preset ID was removed.
+	PresetDeleted
+	// Resync: changes may have been missed (a watch restarted after compaction or a lost
+	// connection): the watcher must read every server and preset again.
+	Resync
+)
+
+// Change is one write to the registry, by any replica, as a watcher sees it.
+type Change struct {
+	Kind   ChangeKind
+	ID     string
+	Server *mcpgatewayv1.ServerConfig
+	Preset *mcpgatewayv1.Preset
+}
+
+// Watcher is a registry shared by several mcpgateway replicas (etcd): Watch calls fn with
+// every change of servers and presets made through any replica, this one's own writes
+// included, in the store's order, until ctx is done; fn must not block for long. bbolt is
+// held by one process and does not implement it.
+type Watcher interface {
+	Watch(ctx context.Context, fn func(Change)) error
+}
