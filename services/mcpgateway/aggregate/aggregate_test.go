@@ -663,3 +663,52 @@ func TestClientResponses(t *testing.T) {
 		t.Errorf("a forged relay answer: %q %v", msgs, err)
 	}
 }
+
+// TestChangedWakesTheStreams: Changed (a preset or a server written through any replica)
+// makes the GET streams read their presets at once, not at their next ListenCheck: a session
+// whose preset's providers changed is told its lists changed.
+func TestChangedWakesTheStreams(t *testing.T) {
+	f := newFixture(t, "")
+	f.agg.ListenCheck = time.Hour
+	ctx := withKey(t.Context(), testKeys.API)
+	off, _ := f.open(t, ctx, "off")
+	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "off", McpServerIds: []string{"alpha"}}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	f.agg.Changed("off")
+	select {
+	case m := <-so:
+		if !strings.Contains(m, "list_changed") {
+			t.Fatalf("off's stream got %s", m)
+		}
+		t.Logf("list_changed %v after Changed", time.Since(began))
+	case <-time.After(time.Second):
+		t.Fatal("no list_changed within 1 s of Changed")
+	}
+}
+
+// Changed forgets the URI owners recorded for the preset (all of them for "").
+func TestOwnersDrop(t *testing.T) {
+	var o owners
+	o.m = map[string]string{}
+	o.put("p", "uri\nx://a", "alpha")
+	o.put("q", "uri\nx://a", "beta")
+	o.put("pp", "uri\nx://a", "beta")
+	p := "p"
+	o.drop(&p)
+	if _, ok := o.get("p", "uri\nx://a"); ok {
+		t.Fatal("p's owner was kept")
+	}
+	if _, ok := o.get("pp", "uri\nx://a"); !ok {
+		t.Fatal("pp's owner was dropped with p's")
+	}
+	o.drop(nil)
+	if len(o.m) != 0 {
+		t.Fatalf("drop(nil) left %v", o.m)
+	}
+}

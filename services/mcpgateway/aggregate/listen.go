@@ -25,6 +25,20 @@ func (h *Handler) Notify(server string, msg []byte) {
 	}
 }
 
+// Changed is told that preset was written or deleted through any replica ("": every preset
+// may have changed, after the registry's watch missed changes), or that a server was ("" too:
+// the presets naming it now serve it otherwise). It forgets which provider listed the URIs of
+// the preset, and wakes the GET streams to read their presets again at once: those whose
+// providers changed are told their lists changed, as ListenCheck would tell them later.
+func (h *Handler) Changed(preset string) {
+	if preset == "" {
+		h.owners.drop(nil)
+	} else {
+		h.owners.drop(&preset)
+	}
+	h.bell.Ring()
+}
+
 // listChanged are the notifications a session gets when its preset's providers change.
 var listChanged = [][]byte{
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`),
@@ -68,10 +82,13 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	}
 	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
 	level := h.fed.Level(ctx, sessionID)
+	wake, stop := h.bell.Listen()
+	defer stop()
 	return l.Serve(ctx, fanout.Stream{
 		Send:    send,
 		Expires: h.sessions.Expires(cl),
 		Every:   h.ListenCheck,
+		Wake:    wake,
 		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
 				return false, nil

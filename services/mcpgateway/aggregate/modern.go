@@ -83,9 +83,12 @@ func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provide
 		return err
 	}
 	if l != nil {
+		wake, stop := h.bell.Listen()
+		defer stop()
 		err := l.Serve(ctx, fanout.Stream{
 			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
 			Every: h.ListenCheck,
+			Wake:  wake,
 			Check: func() (bool, error) {
 				now, err := h.providers(ctx, ep)
 				if err != nil {
