@@ -284,6 +284,23 @@ func TestAFillThatRacedAChangeIsDropped(t *testing.T) {
 type overtakingRegistry struct {
 	registry.Registry
 	during func()
+	gets   int
+}
+
+func (o *overtakingRegistry) GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
+	o.gets++
+	return o.Registry.GetServer(ctx, id)
+}
+
+func (o *overtakingRegistry) reads() int { return o.gets }
+
+func (o *overtakingRegistry) DeleteServer(ctx context.Context, id string) error {
+	err := o.Registry.DeleteServer(ctx, id)
+	if f := o.during; f != nil {
+		o.during = nil
+		f()
+	}
+	return err
 }
 
 func (o *overtakingRegistry) PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
@@ -318,5 +335,53 @@ func TestAWriteOvertakenByAChangeIsNotKept(t *testing.T) {
 	}
 	if got, _ := c.GetServer(ctx, "e"); !got.GetEnabled() {
 		t.Fatal("memory kept a write that a younger change overtook")
+	}
+}
+
+// This replica's write coming back through the watch before the write returned is taken as
+// done: Apply returns the config written (no news), memory keeps it; a change of another
+// server meanwhile does not make the write uncertain.
+func TestOwnWriteBackBeforeItReturns(t *testing.T) {
+	bolt, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bolt.Close() })
+	ctx := t.Context()
+	o := &overtakingRegistry{Registry: bolt}
+	c := New(o)
+	before := &mcpgatewayv1.ServerConfig{Id: "e"}
+	if err := c.PutServer(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	mine := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: true}
+	var old *mcpgatewayv1.ServerConfig
+	o.during = func() {
+		old = c.Apply(registry.Change{Kind: registry.ServerPut, ID: "e", Server: proto.CloneOf(mine)})
+		c.Apply(registry.Change{Kind: registry.ServerPut, ID: "other", Server: &mcpgatewayv1.ServerConfig{Id: "other"}})
+	}
+	if err := c.PutServer(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if old != mine {
+		t.Fatalf("Apply of the write under way returned %v, want the config written", old)
+	}
+	reads := o.reads()
+	if got, _ := c.GetServer(ctx, "e"); got != mine {
+		t.Fatalf("memory after the write: %v", got)
+	}
+	if o.reads() != reads {
+		t.Fatal("the write was not kept in memory")
+	}
+	o.during = func() {
+		if old := c.Apply(registry.Change{Kind: registry.ServerDeleted, ID: "e"}); old != nil {
+			t.Errorf("Apply of the delete under way returned %v", old)
+		}
+	}
+	if err := c.DeleteServer(ctx, "e"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetServer(ctx, "e"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("after the delete: %v", err)
 	}
 }
