@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // upstreamServer is an in-process Streamable HTTP MCP server named name: tools echo and
@@ -664,8 +665,8 @@ func TestClientResponses(t *testing.T) {
 	}
 }
 
-// TestChangedWakesTheStreams: Changed (a preset or a server written through any replica)
-// makes the GET streams read their presets at once, not at their next ListenCheck: a session
+// TestChangedWakesTheStreams: PresetChanged and ServerChanged (a preset or a server written
+// through any replica) make the GET streams read their presets at once, not at their next ListenCheck: a session
 // whose preset's providers changed is told its lists changed.
 func TestChangedWakesTheStreams(t *testing.T) {
 	f := newFixture(t, "")
@@ -679,20 +680,38 @@ func TestChangedWakesTheStreams(t *testing.T) {
 	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "off", McpServerIds: []string{"alpha"}}); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
-	f.agg.Changed("off")
-	select {
-	case m := <-so:
-		if !strings.Contains(m, "list_changed") {
-			t.Fatalf("off's stream got %s", m)
+	told := func(what string, change func()) {
+		t.Helper()
+		began := time.Now()
+		change()
+		select {
+		case m := <-so:
+			if !strings.Contains(m, "list_changed") {
+				t.Fatalf("off's stream got %s", m)
+			}
+			for len(so) > 0 { // the three lists
+				<-so
+			}
+			t.Logf("list_changed %v after %s", time.Since(began), what)
+		case <-time.After(time.Second):
+			t.Fatalf("no list_changed within 1 s of %s", what)
 		}
-		t.Logf("list_changed %v after Changed", time.Since(began))
-	case <-time.After(time.Second):
-		t.Fatal("no list_changed within 1 s of Changed")
 	}
+	told("PresetChanged", func() { f.agg.PresetChanged("off") })
+	// alpha is disabled: the preset serves nothing any more.
+	alpha, err := f.reg.GetServer(t.Context(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha = proto.CloneOf(alpha)
+	alpha.Enabled = false
+	if err := f.reg.PutServer(t.Context(), alpha); err != nil {
+		t.Fatal(err)
+	}
+	told("ServerChanged", func() { f.agg.ServerChanged("alpha") })
 }
 
-// Changed forgets the URI owners recorded for the preset (all of them for "").
+// PresetChanged forgets the URI owners recorded for the preset (all of them for "").
 func TestOwnersDrop(t *testing.T) {
 	var o owners
 	o.m = map[string]string{}

@@ -25,19 +25,24 @@ func (h *Handler) Notify(server string, msg []byte) {
 	}
 }
 
-// Changed is told that preset was written or deleted through any replica ("": every preset
-// may have changed, after the registry's watch missed changes), or that a server was ("" too:
-// the presets naming it now serve it otherwise). It forgets which provider listed the URIs of
-// the preset, and wakes the GET streams to read their presets again at once: those whose
-// providers changed are told their lists changed, as ListenCheck would tell them later.
-func (h *Handler) Changed(preset string) {
-	if preset == "" {
+// PresetChanged is told that preset id was written or deleted, through any replica ("":
+// every preset may have changed, after the registry's watch missed changes). It forgets which
+// provider listed the URIs of the preset, and wakes the GET streams to read their presets
+// again at once: those whose providers changed are told their lists changed, as ListenCheck
+// would tell them later.
+func (h *Handler) PresetChanged(id string) {
+	if id == "" {
 		h.owners.drop(nil)
 	} else {
-		h.owners.drop(&preset)
+		h.owners.drop(&id)
 	}
 	h.bell.Ring()
 }
+
+// ServerChanged is told that a server was written or deleted, through any replica: the
+// presets that name it may now serve it otherwise (enabled, exposed, gone), so the GET
+// streams read their presets again at once, as for PresetChanged.
+func (h *Handler) ServerChanged(string) { h.bell.Ring() }
 
 // listChanged are the notifications a session gets when its preset's providers change.
 var listChanged = [][]byte{
