@@ -61,6 +61,10 @@ type Config struct {
 	ToolhostAddr string
 	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
 	DataDir string
+	// Registry selects the registry store (ZEST_REGISTRY): "" is bbolt at
+	// <DataDir>/registry.db; etcd://host:port[,…][/prefix] or etcds://… a registry on etcd
+	// shared by replicas (TLS and auth from ZEST_ETCD_*).
+	Registry string
 	// ImageDir is where lemonade_generate_image writes (LEMONADE_MCP_IMAGE_DIR; default
 	// <data dir>/mcp-images).
 	ImageDir string
@@ -113,6 +117,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
 	fs.StringVar(&c.MetricsAddr, "mcpgateway-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
+	fs.StringVar(&c.Registry, "registry", c.Registry, `registry store: "" (bbolt at <data-dir>/registry.db), etcd://host:port[,host:port…][/prefix] or etcds://… (TLS); TLS files and auth from ZEST_ETCD_*`)
 	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
 	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
@@ -134,6 +139,9 @@ func (c *Config) Validate() error {
 		metrics.ValidateApart("mcpgateway-metrics-addr", c.MetricsAddr, "mcpgateway-addr", c.Addr))
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
+	}
+	if err := registry.CheckURL(c.Registry, os.Getenv); err != nil {
+		errs = append(errs, fmt.Errorf("registry (ZEST_REGISTRY): %w", err))
 	}
 	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
 		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
@@ -184,7 +192,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.Open(filepath.Join(cfg.DataDir, "registry.db"))
+	// Bounded: an etcd that does not answer fails within its request timeout.
+	reg, err := registry.OpenURL(context.Background(), cfg.Registry, cfg.DataDir, nil)
 	if err != nil {
 		return nil, err
 	}
