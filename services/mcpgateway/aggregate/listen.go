@@ -69,6 +69,9 @@ func servers(provs []provider) []string {
 // change, the session is told its lists changed.
 func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpService_ListenServer) error {
 	ctx := stream.Context()
+	// Woken from before the preset is read: a change after the read rings.
+	wake, stop := h.bell.Listen()
+	defer stop()
 	provs, err := h.providers(ctx, ep)
 	if err != nil {
 		return rpcError(err)
@@ -87,8 +90,6 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	}
 	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
 	level := h.fed.Level(ctx, sessionID)
-	wake, stop := h.bell.Listen()
-	defer stop()
 	return l.Serve(ctx, fanout.Stream{
 		Send:    send,
 		Expires: h.sessions.Expires(cl),
