@@ -59,15 +59,12 @@ func getStream(t *testing.T, url, session string) <-chan string {
 // TestRegistryFollowedAcrossReplicas: two edges, each in front of its own mcpgateway, both
 // on one etcd (ZEST_REGISTRY). A server registered through edge A is listed and callable
 // through edge B within a second; a change of its tool filters through B applies on A within
-// a second, and A's sessions of the server are told their tools changed; deleted through A, B
-// answers 404. An /mcp session's log level set through A holds on B, and the session ended
+// a second, and A's sessions of the server are told their tools changed; a preset changed
+// through A tells B's sessions of it; deleted through A, B answers 404. An /mcp session's log level set through A holds on B, and the session ended
 // through A is refused by B at once.
 func TestRegistryFollowedAcrossReplicas(t *testing.T) {
-	etcd := etcdtest.Start(t, 1)
-	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey,
-		"ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-follow/")
-	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
-	// An HTTP server both replicas connect to, each with its own session.
+	// An HTTP server both replicas connect to, each with its own session. Started first, so
+	// that it is closed last: its Close waits for the replicas' GET streams to end.
 	up := server.NewMCPServer("shared", "1.0.0", server.WithToolCapabilities(true))
 	for _, name := range []string{"add", "secret"} {
 		up.AddTool(mcp.NewTool(name, mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -76,6 +73,10 @@ func TestRegistryFollowedAcrossReplicas(t *testing.T) {
 	}
 	hs := httptest.NewServer(server.NewStreamableHTTPServer(up))
 	t.Cleanup(hs.Close)
+	etcd := etcdtest.Start(t, 1)
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey,
+		"ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-follow/")
+	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
 	const id = "shared"
 	cfg := map[string]any{"id": id, "transport": "streamable-http", "url": hs.URL + "/mcp", "timeout_ms": 10000, "enabled": true, "expose": true}
 
@@ -126,6 +127,41 @@ func TestRegistryFollowedAcrossReplicas(t *testing.T) {
 	listed := fedCall(t, a, id, fed, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if strings.Contains(string(listed.Body), `"secret"`) || !strings.Contains(string(listed.Body), `"add"`) {
 		t.Fatalf("tools/list of A's session after the change: %s", listed.Body)
+	}
+
+	// A preset session on B, listening: the preset changed through A, B's stream is told.
+	wrote = time.Now()
+	if resp := admin(t, a, "POST", "/presets", `{"id":"both","mcp_server_ids":["lemonade"]}`); resp.Status != 200 {
+		t.Fatalf("preset through A: %d %s", resp.Status, resp.Body)
+	}
+	var preset string
+	withinLimit(t, "preset written through A: a session of it through B", wrote, func() bool {
+		r := do(t, "POST", presetURL(b, "both"), sprintf(initBody, "2025-11-25"), mcpHeaders...)
+		preset = r.Header.Get("Mcp-Session-Id")
+		return r.Status == 200 && preset != ""
+	})
+	plines := getStream(t, presetURL(b, "both"), preset)
+	if l := <-plines; l != ": stream open" {
+		t.Fatalf("first line of B's preset stream: %q", l)
+	}
+	wrote = time.Now()
+	if resp := admin(t, a, "POST", "/presets", `{"id":"both","mcp_server_ids":["lemonade","`+id+`"]}`); resp.Status != 200 {
+		t.Fatalf("preset changed through A: %d %s", resp.Status, resp.Body)
+	}
+	withinLimit(t, "preset changed through A: B's preset session told", wrote, func() bool {
+		for {
+			select {
+			case l := <-plines:
+				if strings.Contains(l, "notifications/tools/list_changed") {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	if names := toolNames(t, presetCall(t, b, "both", preset, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); !slices.Contains(names, "mcp_"+id+"__add") {
+		t.Fatalf("tools/list of B's preset session after the change: %v", names)
 	}
 
 	// Deleted through A: B answers 404.
