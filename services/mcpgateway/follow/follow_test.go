@@ -159,13 +159,19 @@ func (r *replica) notified(server, method string) bool {
 	return slices.ContainsFunc(r.notes, func(n string) bool { return strings.HasPrefix(n, server+": ") && strings.Contains(n, method) })
 }
 
+// store is a registry replicas share.
+type store interface {
+	registry.Registry
+	registry.Watcher
+}
+
 // startReplica wires a replica on store and follows its watch until the test ends.
-func startReplica(t *testing.T, store *shared) *replica {
+func startReplica(t *testing.T, store store) *replica {
 	t.Helper()
 	cache := configcache.New(store)
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	r := &replica{admin: admin.New(cache, up, nil), up: up, presets: &presets{}}
+	r := &replica{admin: admin.New(cache, up, slog.New(slog.DiscardHandler)), up: up, presets: &presets{}}
 	changes := follow.New(up, slog.Default())
 	changes.Backoff, changes.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	changes.Presets = r.presets
@@ -185,10 +191,16 @@ func startReplica(t *testing.T, store *shared) *replica {
 // within polls cond until it holds, failing the test after a second; it returns how long it took.
 func within(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()
+	return withinFor(t, what, time.Second, cond)
+}
+
+// withinFor is within with another limit.
+func withinFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
+	t.Helper()
 	began := time.Now()
 	for !cond() {
-		if time.Since(began) > time.Second {
-			t.Fatalf("%s: not within 1 s", what)
+		if time.Since(began) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
 		}
 		time.Sleep(time.Millisecond)
 	}
