@@ -138,7 +138,7 @@ func killUnderLoad(t *testing.T, kinds []loadKind, kill, restart func(), served 
 		last = fmt.Sprintf("the last failure ended %v after the kill", lastFailure.Sub(killed).Round(time.Millisecond))
 	}
 	t.Logf("failed/calls: %s", strings.Join(figures, ", "))
-	t.Logf("in flight at the kill: %d reads (retried), %d others, of which %d failed; %s; the restarted replica served again %v after its start; longest call %v",
+	t.Logf("in flight at the kill: %d reads (none failed), %d others, of which %d failed; %s; the restarted replica served again %v after its start; longest call %v",
 		readsInFlight, inFlight, nFailed, last, rejoined.Round(time.Millisecond), longest.Round(time.Millisecond))
 	if nFailed > inFlight {
 		t.Errorf("%d calls failed, more than the %d in flight when the replica died", nFailed, inFlight)
