@@ -26,13 +26,16 @@ type benchTB struct {
 	failed   bool
 }
 
-func (b *benchTB) Helper()                           {}
-func (b *benchTB) Fatal(args ...any)                 { b.failed = true; panic(fmt.Sprint(args...)) }
-func (b *benchTB) Fatalf(format string, args ...any) { b.failed = true; panic(fmt.Sprintf(format, args...)) }
-func (b *benchTB) Skipf(format string, args ...any)  { b.Fatalf(format, args...) }
-func (b *benchTB) Logf(format string, args ...any)   { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (b *benchTB) Cleanup(f func())                  { b.cleanups = append(b.cleanups, f) }
-func (b *benchTB) Failed() bool                      { return b.failed }
+func (b *benchTB) Helper()           {}
+func (b *benchTB) Fatal(args ...any) { b.failed = true; panic(fmt.Sprint(args...)) }
+func (b *benchTB) Fatalf(format string, args ...any) {
+	b.failed = true
+	panic(fmt.Sprintf(format, args...))
+}
+func (b *benchTB) Skipf(format string, args ...any) { b.Fatalf(format, args...) }
+func (b *benchTB) Logf(format string, args ...any)  { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (b *benchTB) Cleanup(f func())                 { b.cleanups = append(b.cleanups, f) }
+func (b *benchTB) Failed() bool                     { return b.failed }
 func (b *benchTB) TempDir() string {
 	d, err := os.MkdirTemp("", "zest-bench-etcd")
 	if err != nil {
