@@ -69,6 +69,14 @@ unit: peers etcd ## Unit tests of every module (and the tool host's module alone
 e2e: chromium prometheus build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 $(ETCD_TEST_ENV) go test -count=1 -v ./...
 
+# The chaos test alone, CHAOS_RUNS times in a row (make e2e runs it once): 3 etcd members, 2 of
+# every service on loopback, one process of each kind SIGKILLed in turn under load.
+CHAOS_RUNS ?= 5
+
+.PHONY: chaos
+chaos: build peers etcd ## Run the chaos test (e2e TestChaos) CHAOS_RUNS times in a row (default 5), its figures in the log
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(ETCD_TEST_ENV) go test -count=$(CHAOS_RUNS) -failfast -v -run '^TestChaos$$' ./...
+
 # etcd's server, built from scripts/etcd: a module of its own (outside go.work, so etcd's
 # dependencies stay out of the workspace) that pins go.etcd.io/etcd/server/v3; `go install
 # …@version` refuses etcd's module for its replace directives. Built again only when missing
@@ -190,5 +198,5 @@ prometheus: ## Install Debian's prometheus for the metrics e2e test when it is m
 	@scripts/ensure-apt.sh prometheus
 
 .PHONY: bench
-bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables
-	@cd bench && go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules
+bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service); markdown tables
+	@cd bench && ZEST_ETCD_BIN=$(ETCD) go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

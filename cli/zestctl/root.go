@@ -198,10 +198,13 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 			if a.timeout < minTimeout || a.timeout > maxTimeout {
 				return usagef("--timeout %v: want %v to %v", a.timeout, minTimeout, maxTimeout)
 			}
-			for _, f := range []struct{ name, v string }{{"mcpgateway-addr", a.mcpgwAddr}, {"inference-addr", a.infAddr}, {"toolhost-addr", a.hostAddr}} {
-				if _, _, err := net.SplitHostPort(f.v); err != nil {
-					return usagef("--%s %q: want host:port, e.g. 127.0.0.1:13311", f.name, f.v)
+			for _, f := range []struct{ name, v string }{{"mcpgateway-addr", a.mcpgwAddr}, {"inference-addr", a.infAddr}} {
+				if err := grpcdial.ValidateTarget("--"+f.name, f.v); err != nil {
+					return usageError{err}
 				}
+			}
+			if _, _, err := net.SplitHostPort(a.hostAddr); err != nil {
+				return usagef("--toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", a.hostAddr)
 			}
 			a.key = envOr(a.getenv, keyauth.EnvAdminKey, a.getenv(keyauth.EnvAPIKey))
 			return nil
@@ -209,8 +212,8 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.mcpgwAddr, "mcpgateway-addr", envOr(a.getenv, "ZEST_MCPGATEWAY_ADDR", defaultMcpgwAddr), "mcpgateway's gRPC address (ZEST_MCPGATEWAY_ADDR)")
-	pf.StringVar(&a.infAddr, "inference-addr", envOr(a.getenv, "ZEST_INFERENCE_ADDR", defaultInfAddr), "the inference service's gRPC address (ZEST_INFERENCE_ADDR)")
+	pf.StringVar(&a.mcpgwAddr, "mcpgateway-addr", envOr(a.getenv, "ZEST_MCPGATEWAY_ADDR", defaultMcpgwAddr), "mcpgateway's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_MCPGATEWAY_ADDR)")
+	pf.StringVar(&a.infAddr, "inference-addr", envOr(a.getenv, "ZEST_INFERENCE_ADDR", defaultInfAddr), "the inference service's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_INFERENCE_ADDR)")
 	pf.StringVar(&a.hostAddr, "toolhost-addr", envOr(a.getenv, "ZEST_TOOLHOST_ADDR", defaultHostAddr), "the tool host's gRPC address, for status (ZEST_TOOLHOST_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", envOr(a.getenv, "ZEST_OUTPUT", "table"), "output format: table, json or yaml (ZEST_OUTPUT)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "longest time one command may take (1s to 1h)")

@@ -62,9 +62,24 @@ const stopGrace = 500 * time.Millisecond
 // etcd binds it; the whole cluster then starts again on new ports, at most this many times.
 const startAttempts = 3
 
+// TB is what Start needs of a test: testing.TB has it, and a program that is not a test (the
+// benchmarks) can give its own.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+	Failed() bool
+}
+
+var _ TB = testing.TB(nil)
+
 // Cluster is a running etcd cluster.
 type Cluster struct {
-	t       testing.TB
+	t       TB
 	bin     string
 	members []*member
 }
@@ -123,7 +138,7 @@ func repoRoot() (string, error) {
 
 // Start runs a cluster of n members (1 or 3) and returns once every member answers /health.
 // The cluster stops when the test ends.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t TB, n int) *Cluster {
 	t.Helper()
 	if n != 1 && n != 3 {
 		t.Fatalf("etcdtest.Start: %d members; want 1 or 3", n)

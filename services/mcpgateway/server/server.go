@@ -55,7 +55,8 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_MCPGATEWAY_ADDR).
 	Addr string
-	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR).
+	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR): one address, a
+	// comma-separated list of replicas or dns:///name:port (grpcdial.ParseTarget).
 	InferenceAddr string
 	// ToolhostAddr is the tool host that runs stdio servers (ZEST_TOOLHOST_ADDR).
 	ToolhostAddr string
@@ -113,7 +114,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
-	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
 	fs.StringVar(&c.MetricsAddr, "mcpgateway-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
@@ -130,7 +131,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
-	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr, "toolhost-addr": c.ToolhostAddr} {
+	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr))
+	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "toolhost-addr": c.ToolhostAddr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}

@@ -114,3 +114,21 @@ func TestRegistryVariable(t *testing.T) {
 		t.Fatalf("a bbolt file was made alongside etcd: %v", err)
 	}
 }
+
+// TestInferenceAddrTakesReplicas: ZEST_INFERENCE_ADDR is one address, a list or dns:///; a
+// bad one is refused naming the flag and the forms.
+func TestInferenceAddrTakesReplicas(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		ok   bool
+	}{{"127.0.0.1:13310", true}, {"10.0.0.1:13310,10.0.0.2:13310", true}, {"dns:///inference.zest:13310", true},
+		{"10.0.0.1:13310,", false}, {"inference", false}, {"dns:///inference", false}} {
+		cfg := DefaultConfig()
+		cfg.Keys.Service = ""
+		cfg.InferenceAddr = c.addr
+		err := cfg.Validate()
+		if c.ok != (err == nil) || (err != nil && !(strings.Contains(err.Error(), "inference-addr") && strings.Contains(err.Error(), "dns:///name:port"))) {
+			t.Errorf("inference-addr %q: %v", c.addr, err)
+		}
+	}
+}
