@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -29,6 +30,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -170,6 +172,10 @@ type Server struct {
 	toolhost  *grpc.ClientConn
 	up        *upstream.Manager
 	srv       *grpcserve.Server
+	// servers is the config cache, and changes what applies the registry's changes to this
+	// replica (Serve follows the registry's watch when it has one).
+	servers *configcache.Registry
+	changes *follow.Replica
 }
 
 // New opens the registry and builds the service; Close releases what New opened.
@@ -278,17 +284,23 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 			log.Info("/mcp serves a preset's providers (ZEST_MCP_PRESET)", "preset", cfg.MCPPreset)
 		}
 	}
-	up.OnNotification(func(server string, msg []byte) {
+	notify := func(server string, msg []byte) {
 		fed.Notify(server, msg)
 		agg.Notify(server, msg)
-	})
+	}
+	up.OnNotification(notify)
+	// A write of a server or preset, through this replica's admin API or another replica's
+	// (the registry's watch), reaches the connections and the sessions the same way.
+	changes := follow.New(up, log)
+	changes.Notify, changes.Presets = notify, agg
+	adminService.Changes = changes
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g}, nil
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g, servers: servers, changes: changes}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -309,13 +321,17 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves on lis until ctx is done, then closes everything. While it serves, the
-// upstream manager follows the tool host's events (a stdio server's new tools).
+// upstream manager follows the tool host's events (a stdio server's new tools), and, with a
+// registry shared by replicas (registry.Watcher), the replica follows the registry's changes.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.Close()
-	follow, stop := context.WithCancel(ctx)
-	followed := make(chan struct{})
-	go func() { s.up.FollowToolHost(follow); close(followed) }()
-	defer func() { stop(); <-followed }()
+	fctx, stop := context.WithCancel(ctx)
+	var followed sync.WaitGroup
+	followed.Go(func() { s.up.FollowToolHost(fctx) })
+	if w, ok := s.reg.(registry.Watcher); ok {
+		followed.Go(func() { s.changes.Follow(fctx, w, s.servers) })
+	}
+	defer func() { stop(); followed.Wait() }()
 	return s.srv.Serve(ctx, lis)
 }
 
