@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	github.com/zestmcp/zest/services/toolhost v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
@@ -51,4 +52,5 @@ require (
 replace (
 	github.com/zestmcp/zest/lib => ../../lib
 	github.com/zestmcp/zest/proto => ../../proto
+	github.com/zestmcp/zest/services/toolhost => ../toolhost
 )

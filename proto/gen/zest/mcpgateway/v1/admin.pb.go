@@ -615,8 +615,10 @@ type ServerState struct {
 	ToolsDeny []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
 	Expose bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
-	// tool_host is the tool host a stdio server runs on (or would start on now), or the one its config pins while that one is down; empty for a streamable-http server, or when no tool host is healthy.
-	ToolHost      string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name (its config's); empty: placed by its id. Where it runs is placement.
+	ToolHost string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
+	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy. Read-only: a state sent back as a config leaves it out.
+	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -822,6 +824,13 @@ func (x *ServerState) GetExpose() bool {
 func (x *ServerState) GetToolHost() string {
 	if x != nil {
 		return x.ToolHost
+	}
+	return ""
+}
+
+func (x *ServerState) GetPlacement() string {
+	if x != nil {
+		return x.Placement
 	}
 	return ""
 }
@@ -2790,7 +2799,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xc9\a\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xe7\a\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2823,7 +2832,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x18\x17 \x03(\tR\n" +
 	"tools_deny\x12\x16\n" +
 	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x1a6\n" +
+	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacement\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
