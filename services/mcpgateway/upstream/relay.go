@@ -112,9 +112,10 @@ func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, ca
 	}
 	req := &toolhostv1.ResumeRequest{CallId: id}
 	for _, a := range answers {
-		k, relayID, _ := strings.Cut(a.Ref, ":")
-		if k != "t" {
-			return nil, fmt.Errorf("%w: %q is not a request of the tool host", ErrRelayUnknown, a.Ref)
+		k, rest, _ := strings.Cut(a.Ref, ":")
+		holder, relayID := splitToolHostRef(rest)
+		if k != "t" || holder != name {
+			return nil, fmt.Errorf("%w: %q is not a request of the tool host %q that holds the call", ErrRelayUnknown, a.Ref, name)
 		}
 		ar := &toolhostv1.AnswerRequest{RelayId: relayID}
 		if a.Err != nil {

@@ -10,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/grpctest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts/toolhoststest"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -379,17 +383,17 @@ func TestRelayRefNamesItsToolHost(t *testing.T) {
 	}
 	on := c.m.ToolHost(cfg)
 	refs := make(chan string, 1)
+	answered := make(chan error, 1)
 	hooks := Hooks{Relays: Relays{Roots: true}, OnRequest: func(req ServerRequest) {
 		refs <- req.Ref
-		go func() {
-			if err := c.m.Answer(ctx, req.Ref, json.RawMessage(`{"roots":[{"uri":"file:///work"}]}`), nil); err != nil {
-				t.Errorf("answer: %v", err)
-			}
-		}()
+		go func() { answered <- c.m.Answer(ctx, req.Ref, json.RawMessage(`{"roots":[{"uri":"file:///work"}]}`), nil) }()
 	}}
 	raw, err := c.m.CallWith(ctx, cfg, "tools/call", json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
 	if err != nil || !strings.Contains(string(raw), "file:///work") {
 		t.Fatalf("the relayed call: %s %v", raw, err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("answer: %v", err)
 	}
 	if ref := <-refs; !strings.HasPrefix(ref, "t:"+on+"/") {
 		t.Fatalf("ref %q does not name the tool host %s", ref, on)
@@ -403,5 +407,119 @@ func TestRelayRefNamesItsToolHost(t *testing.T) {
 	}
 	if err := c.m.Answer(ctx, "t:th-z/0123", json.RawMessage(`{}`), nil); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
 		t.Fatalf("an answer for a tool host that is gone: %v", err)
+	}
+}
+
+// TestFollowEveryToolHost: FollowToolHost follows the Watch stream of every tool host; a
+// list_changed from the tool host a server runs on reads its tools again from that one, while
+// the same event from another tool host reads nothing; notifications of both pass on. The
+// fake tool hosts answer no Describe (as tool hosts older than it): each is named by its
+// address.
+func TestFollowEveryToolHost(t *testing.T) {
+	fakes := map[string]*fakeHost{}
+	var addrs []string
+	for range 2 {
+		f := &fakeHost{tools: map[string][]json.RawMessage{}, started: map[string]int{}, stopped: map[string]int{}, lists: map[string]int{}, lost: map[string]bool{},
+			events: make(chan *toolhostv1.WatchResponse, 16), breakW: make(chan struct{})}
+		a := grpctest.Listen(t, func(g *grpc.Server) {
+			toolhostv1.RegisterToolHostServiceServer(g, f)
+			h := health.NewServer()
+			h.SetServingStatus(toolhostv1.ToolHostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+			healthpb.RegisterHealthServer(g, h)
+		})
+		fakes[a] = f
+		addrs = append(addrs, a)
+	}
+	p, err := toolhosts.New(toolhosts.Config{Addr: strings.Join(addrs, ","), HealthEvery: 100 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitFor(t, 5*time.Second, func() error {
+		if n := len(p.Healthy()); n != 2 {
+			return fmt.Errorf("%d healthy", n)
+		}
+		return nil
+	})
+	m := NewPlaced(p, nil, nil)
+	var mu sync.Mutex
+	notes := map[string]int{}
+	m.OnNotification(func(id string, _ []byte) { mu.Lock(); notes[id]++; mu.Unlock() })
+	ctx, cancel := context.WithCancel(t.Context())
+	followed := make(chan struct{})
+	go func() { m.FollowToolHost(ctx); close(followed) }()
+	defer func() { cancel(); <-followed }()
+
+	cfg := stdioConfig("fx")
+	for _, f := range fakes {
+		f.setTools("fx", tools("a"))
+	}
+	if err := m.Connect(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	on := m.ToolHost(cfg)
+	if fakes[on] == nil {
+		t.Fatalf("placed on %q, want a tool host named by its address", on)
+	}
+	waitFor(t, 5*time.Second, func() error {
+		for a, f := range fakes {
+			if f.watchCount() != 1 {
+				return fmt.Errorf("%s has %d watchers", a, f.watchCount())
+			}
+		}
+		return nil
+	})
+	changed := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	for a, f := range fakes {
+		if a == on {
+			continue
+		}
+		f.setTools("fx", tools("a", "elsewhere"))
+		f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{Notification: changed}}
+	}
+	waitFor(t, 2*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if notes["fx"] != 1 {
+			return fmt.Errorf("%d notifications passed on", notes["fx"])
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	if hasTool(m, "fx", "elsewhere") {
+		t.Fatal("tools were read from a tool host the server does not run on")
+	}
+	fakes[on].setTools("fx", tools("a", "b"))
+	fakes[on].events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{Notification: changed}}
+	waitFor(t, 5*time.Second, func() error {
+		if !hasTool(m, "fx", "b") {
+			return errors.New("tool b not read after list_changed")
+		}
+		return nil
+	})
+}
+
+// TestParkedCallResumesOnItsToolHost: a call parked for a client of MCP 2026-07-28 names the
+// tool host that holds it, and the client's answers reach it there.
+func TestParkedCallResumesOnItsToolHost(t *testing.T) {
+	c := startCluster(t, "th-a", "th-b")
+	cfg := childConfig(t, "parks", "")
+	ctx := t.Context()
+	hooks := Hooks{Relays: Relays{Roots: true}, Park: 5 * time.Second, OnRequest: func(ServerRequest) { t.Error("a parked call's request reached OnRequest") }}
+	_, err := c.m.CallWith(ctx, cfg, "tools/call", json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
+	var asked *InputRequiredError
+	if !errors.As(err, &asked) || len(asked.Requests) != 1 {
+		t.Fatalf("the call did not park: %v", err)
+	}
+	on := c.m.ToolHost(cfg)
+	if !strings.HasPrefix(asked.Call, "t:"+on+"/") || !strings.HasPrefix(asked.Requests[0].Ref, "t:"+on+"/") {
+		t.Fatalf("call %q, request %q: want refs naming %s", asked.Call, asked.Requests[0].Ref, on)
+	}
+	raw, err := c.m.Resume(ctx, cfg, asked.Call, []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"roots":[{"uri":"file:///parked"}]}`)}}, hooks)
+	if err != nil || !strings.Contains(string(raw), "file:///parked") {
+		t.Fatalf("resume: %s %v", raw, err)
+	}
+	if _, err := c.m.Resume(ctx, cfg, "t:th-z/0123", nil, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
+		t.Fatalf("a call parked on a tool host that is gone: %v", err)
 	}
 }
