@@ -386,7 +386,9 @@ func TestRelayRefNamesItsToolHost(t *testing.T) {
 	answered := make(chan error, 1)
 	hooks := Hooks{Relays: Relays{Roots: true}, OnRequest: func(req ServerRequest) {
 		refs <- req.Ref
-		go func() { answered <- c.m.Answer(ctx, req.Ref, json.RawMessage(`{"roots":[{"uri":"file:///work"}]}`), nil) }()
+		go func() {
+			answered <- c.m.Answer(ctx, req.Ref, json.RawMessage(`{"roots":[{"uri":"file:///work"}]}`), nil)
+		}()
 	}}
 	raw, err := c.m.CallWith(ctx, cfg, "tools/call", json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
 	if err != nil || !strings.Contains(string(raw), "file:///work") {
