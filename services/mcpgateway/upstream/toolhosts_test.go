@@ -286,7 +286,7 @@ func TestCallsAcrossADeath(t *testing.T) {
 
 // TestPinnedServer: a pinned server runs on its tool host whatever its placement; while that
 // one is down, its calls fail with an error that names the pin and the fix, its state shows
-// the pin, and it runs again when its tool host is back.
+// the pin, and it connects again as soon as its tool host is back.
 func TestPinnedServer(t *testing.T) {
 	c := startCluster(t, "th-a", "th-b")
 	ctx := t.Context()
@@ -321,6 +321,15 @@ func TestPinnedServer(t *testing.T) {
 		t.Fatalf("the state shows %q while th-b is down, want the pin", got)
 	}
 	c.hosts["th-b"].Restart()
+	// Back on th-b at once, before any call (their tools are in the catalog again).
+	waitFor(t, 3*time.Second, func() error {
+		for _, cfg := range cfgs[1:] {
+			if st := c.m.State(cfg.GetId()); !st.Connected {
+				return fmt.Errorf("%s not connected again: %s", cfg.GetId(), st.LastError)
+			}
+		}
+		return nil
+	})
 	for _, cfg := range cfgs {
 		if _, err := callTool(ctx, c.m, cfg, "echo", map[string]any{"message": "x"}); err != nil {
 			t.Fatalf("%s after th-b came back: %v", cfg.GetId(), err)

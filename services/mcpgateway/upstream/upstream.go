@@ -75,6 +75,9 @@ type conn struct {
 	sess    session
 	lastErr string
 	pending *attempt
+	// homeless is set when the connection was dropped because no tool host could run the
+	// server any more: it connects again as soon as one can (FollowToolHost).
+	homeless bool
 }
 
 // attempt is one connect in progress. err is set before done is closed.
@@ -119,7 +122,7 @@ func (m *Manager) Close(ctx context.Context) {
 	for _, c := range conns {
 		c.mu.Lock()
 		s, a := c.sess, c.pending
-		c.sess, c.pending = nil, nil
+		c.sess, c.pending, c.homeless = nil, nil, false
 		if a != nil {
 			a.shutdown = true
 		}
@@ -249,7 +252,7 @@ func (m *Manager) start(ctx context.Context, c *conn, cfg *mcpgatewayv1.ServerCo
 	// its cancellation: other callers may be waiting for it.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &attempt{cfg: cfg, host: host, cancel: cancel, done: make(chan struct{})}
-	c.pending, c.sess, c.cfg = a, nil, cfg
+	c.pending, c.sess, c.cfg, c.homeless = a, nil, cfg, false
 	go m.run(actx, c, a, prev, old)
 	return a
 }
@@ -355,7 +358,7 @@ func (m *Manager) Disconnect(ctx context.Context, id string) error {
 	}
 	c.mu.Lock()
 	s, a := c.sess, c.pending
-	c.sess, c.pending = nil, nil
+	c.sess, c.pending, c.homeless = nil, nil, false
 	c.mu.Unlock()
 	if a != nil {
 		a.cancel()

@@ -178,13 +178,25 @@ func (m *Manager) all() map[string]*conn {
 	return out
 }
 
-// rebalance moves every connected stdio server whose placement changed (FollowToolHost).
+// rebalance moves every connected stdio server whose placement changed, and connects again
+// those that lost their tool host when none could take them (FollowToolHost).
 func (m *Manager) rebalance(ctx context.Context) {
 	for id, c := range m.all() {
 		c.mu.Lock()
 		st, ok := c.sess.(*stdioSession)
-		cfg := c.cfg
+		cfg, homeless := c.cfg, c.homeless && c.sess == nil && c.pending == nil
 		c.mu.Unlock()
+		if homeless {
+			if h, err := m.hosts.Placement(id, cfg.GetToolHost()); err == nil {
+				c.mu.Lock()
+				if c.homeless && c.sess == nil && c.pending == nil {
+					m.log.InfoContext(ctx, "a tool host can run the stdio server again: connecting it", "server", id, "tool_host", h.String())
+					m.start(ctx, c, cfg, h)
+				}
+				c.mu.Unlock()
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -199,7 +211,7 @@ func (m *Manager) rebalance(ctx context.Context) {
 		}
 		if err != nil {
 			// No tool host can run it now (the one it ran on is gone: so are its children).
-			c.sess, c.lastErr = nil, err.Error()
+			c.sess, c.lastErr, c.homeless = nil, err.Error(), true
 			c.mu.Unlock()
 			m.log.WarnContext(ctx, "a stdio server lost its tool host and no other can run it", "server", id, "tool_host", st.host.String(), "err", err)
 			continue
