@@ -55,14 +55,39 @@ run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; 
 .PHONY: test
 test: chromium check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end with a real browser)
 
+# Tests that run a real etcd cluster (lib/etcdtest) get the binary built by `make etcd`, and
+# fail rather than skip without it.
+ETCD := $(BIN)/etcd
+ETCD_TEST_ENV := ZEST_ETCD_BIN=$(ETCD) ZEST_REQUIRE_ETCD=1
+
 .PHONY: unit
-unit: peers ## Unit tests of every module (and the tool host's module alone, without go.work)
+unit: peers etcd ## Unit tests of every module (and the tool host's module alone, without go.work)
 	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
-	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && go test -race -count=1 ./...); done
+	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(ETCD_TEST_ENV) go test -race -count=1 ./...); done
 
 .PHONY: e2e
-e2e: chromium prometheus build peers browser-deps ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
-	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 go test -count=1 -v ./...
+e2e: chromium prometheus build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 $(ETCD_TEST_ENV) go test -count=1 -v ./...
+
+# The chaos test alone, CHAOS_RUNS times in a row (make e2e runs it once): 3 etcd members, 2 of
+# every service on loopback, one process of each kind SIGKILLed in turn under load.
+CHAOS_RUNS ?= 5
+
+.PHONY: chaos
+chaos: build peers etcd ## Run the chaos test (e2e TestChaos) CHAOS_RUNS times in a row (default 5), its figures in the log
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(ETCD_TEST_ENV) go test -count=$(CHAOS_RUNS) -failfast -v -run '^TestChaos$$' ./...
+
+# etcd's server, built from scripts/etcd: a module of its own (outside go.work, so etcd's
+# dependencies stay out of the workspace) that pins go.etcd.io/etcd/server/v3; `go install
+# …@version` refuses etcd's module for its replace directives. Built again only when missing
+# or older than the module's files.
+.PHONY: etcd
+etcd: $(ETCD) ## Build etcd (pinned in scripts/etcd/go.mod) into .bin/ for the tests that run a real cluster
+
+$(ETCD): scripts/etcd/go.mod scripts/etcd/go.sum scripts/etcd/main.go
+	@mkdir -p $(BIN)
+	@cd scripts/etcd && GOWORK=off go build -o $@ .
+	@touch $@
 
 # Fuzzing: `make fuzz` runs every fuzz target for FUZZTIME each; FUZZFLAGS adds go test flags
 # (e.g. FUZZFLAGS=-parallel=1 on a shared machine). Minimizing a new input may take 10 s at
@@ -173,5 +198,5 @@ prometheus: ## Install Debian's prometheus for the metrics e2e test when it is m
 	@scripts/ensure-apt.sh prometheus
 
 .PHONY: bench
-bench: build peers ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers); markdown tables
-	@cd bench && go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules
+bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service); markdown tables
+	@cd bench && ZEST_ETCD_BIN=$(ETCD) go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

@@ -14,6 +14,8 @@
 //	          over Streamable HTTP at concurrency 1, 8 and 64 through Zest's
 //	          /mcp/servers/everything, supergateway, mcp-proxy and a one-process mcp-go proxy,
 //	          beside the direct stdio client; RSS of 1,000 federated sessions on Zest.
+//	scale:    admin and federated tool calls through 1 of each service (bbolt, then etcd) and
+//	          2 of each (etcd, 3 members) on the same cores.
 //	catalog:  `GET /internal/mcp/tools` and AdminService.ListTools with 10, 30 and 100
 //	          connected stdio servers of 13 tools each (the bench binary as a light fixture
 //	          server): latency, bytes, RSS.
@@ -53,13 +55,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation or catalog")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog or scale")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}} {
 		if only != "" && only != sc.name {
 			continue
 		}

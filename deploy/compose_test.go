@@ -29,8 +29,15 @@ var zest = map[string]struct {
 // profiles), with env as the only environment: nothing of the test's own leaks in.
 func loadCompose(t *testing.T, env []string, profiles ...string) (*types.Project, error) {
 	t.Helper()
-	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
-		cli.WithWorkingDirectory("."), cli.WithEnv(env), cli.WithProfiles(profiles), cli.WithName("zest"))
+	return loadComposeFile(t, "compose.yaml", env, profiles...)
+}
+
+// loadComposeFile is loadCompose for another file of deploy/ (compose.ha.yaml), under the
+// project name the file gives itself.
+func loadComposeFile(t *testing.T, file string, env []string, profiles ...string) (*types.Project, error) {
+	t.Helper()
+	opts, err := cli.NewProjectOptions([]string{file},
+		cli.WithWorkingDirectory("."), cli.WithEnv(env), cli.WithProfiles(profiles))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +300,50 @@ func TestComposeEngineWiredThroughModelFile(t *testing.T) {
 func scale(p *types.Project, name string) int {
 	svc := p.Services[name]
 	return svc.GetScale()
+}
+
+// No secret is written into a compose file: every variable named like one is the host's
+// variable of the same name (${NAME}), with no default value.
+func TestComposeNoLiteralSecrets(t *testing.T) {
+	secrets := []string{"ZEST_SERVICE_KEY", "ZEST_SESSION_KEY", "LEMONADE_API_KEY", "LEMONADE_ADMIN_API_KEY"}
+	required := []string{"ZEST_SERVICE_KEY=0123456789abcdef0123456789abcdef", "ZEST_SESSION_KEY=" + testSessionKey}
+	for _, file := range []string{"compose.yaml", "compose.ha.yaml"} {
+		var env []string
+		for _, s := range secrets {
+			env = append(env, s+"=from-env-"+s)
+		}
+		for _, withAll := range []bool{true, false} {
+			if !withAll {
+				env = required
+			}
+			p, err := loadComposeFile(t, file, env, "engine")
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for name, svc := range p.Services {
+				for k, v := range svc.Environment {
+					if !secretName(k) {
+						continue
+					}
+					want := "from-env-" + k
+					if !withAll {
+						want = ""
+						if i := slices.IndexFunc(required, func(r string) bool { return strings.HasPrefix(r, k+"=") }); i >= 0 {
+							want = strings.TrimPrefix(required[i], k+"=")
+						}
+					}
+					if got := deref(v); got != want {
+						t.Errorf("%s: %s: %s = %q, want %q: a secret is ${%s} from the environment, without a default (a new one: add it to this test)", file, name, k, got, want, k)
+					}
+				}
+			}
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

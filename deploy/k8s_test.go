@@ -2,12 +2,14 @@ package deploy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +22,43 @@ import (
 
 // manifests is one kustomization built and decoded into the Kubernetes types.
 type manifests struct {
-	deployments map[string]*appsv1.Deployment
-	services    map[string]*corev1.Service
-	pdbs        map[string]*policyv1.PodDisruptionBudget
-	configMaps  map[string]*corev1.ConfigMap
-	pvcs        map[string]*corev1.PersistentVolumeClaim
+	deployments     map[string]*appsv1.Deployment
+	statefulSets    map[string]*appsv1.StatefulSet
+	services        map[string]*corev1.Service
+	pdbs            map[string]*policyv1.PodDisruptionBudget
+	configMaps      map[string]*corev1.ConfigMap
+	pvcs            map[string]*corev1.PersistentVolumeClaim
+	networkPolicies map[string]*networkingv1.NetworkPolicy
+}
+
+// workload is what the checks need of a Deployment or a StatefulSet.
+type workload struct {
+	replicas int32
+	selector *metav1.LabelSelector
+	template corev1.PodTemplateSpec
+	claims   []string // the StatefulSet's volumeClaimTemplates, volumes its pods may mount
+}
+
+// workloads returns every Deployment and StatefulSet by name (no build has two of one name).
+func (m manifests) workloads() map[string]workload {
+	out := map[string]workload{}
+	one := func(r *int32) int32 {
+		if r == nil {
+			return 1
+		}
+		return *r
+	}
+	for n, d := range m.deployments {
+		out[n] = workload{one(d.Spec.Replicas), d.Spec.Selector, d.Spec.Template, nil}
+	}
+	for n, s := range m.statefulSets {
+		var claims []string
+		for _, c := range s.Spec.VolumeClaimTemplates {
+			claims = append(claims, c.Name)
+		}
+		out[n] = workload{one(s.Spec.Replicas), s.Spec.Selector, s.Spec.Template, claims}
+	}
+	return out
 }
 
 // build runs kustomize (its Go API, as `kubectl kustomize` does) over dir and decodes every
@@ -36,8 +70,9 @@ func build(t *testing.T, dir string) manifests {
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	m := manifests{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
-		map[string]*corev1.ConfigMap{}, map[string]*corev1.PersistentVolumeClaim{}}
+	m := manifests{map[string]*appsv1.Deployment{}, map[string]*appsv1.StatefulSet{}, map[string]*corev1.Service{},
+		map[string]*policyv1.PodDisruptionBudget{}, map[string]*corev1.ConfigMap{}, map[string]*corev1.PersistentVolumeClaim{},
+		map[string]*networkingv1.NetworkPolicy{}}
 	for _, r := range res.Resources() {
 		y, err := r.AsYAML()
 		if err != nil {
@@ -50,6 +85,12 @@ func build(t *testing.T, dir string) manifests {
 		case "apps/v1/Deployment":
 			d := &appsv1.Deployment{}
 			m.deployments[name], obj = d, d
+		case "apps/v1/StatefulSet":
+			s := &appsv1.StatefulSet{}
+			m.statefulSets[name], obj = s, s
+		case "networking.k8s.io/v1/NetworkPolicy":
+			p := &networkingv1.NetworkPolicy{}
+			m.networkPolicies[name], obj = p, p
 		case "v1/Service":
 			s := &corev1.Service{}
 			m.services[name], obj = s, s
@@ -87,63 +128,161 @@ var zestPods = map[string]struct {
 	"zest-toolhost":   {13312, true, 13322},
 }
 
+// checkPod checks what every workload of a build must hold, Zest's or not (etcd): non-root,
+// read-only, capability-free pods with requests and limits, a probe of each kind with a
+// timeout, one budget that never blocks a drain, mounted volumes that exist, and secrets
+// only from Secrets.
+func checkPod(t *testing.T, where string, w workload, m manifests) {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(w.selector)
+	if err != nil || !sel.Matches(labels.Set(w.template.Labels)) {
+		t.Errorf("%s: selector %v does not select its own pods %v", where, w.selector, w.template.Labels)
+	}
+	pod := w.template.Spec
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Errorf("%s: pod must run as a non-root numeric user (runAsNonRoot, runAsUser ≠ 0)", where)
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: want seccompProfile RuntimeDefault", where)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("%s: mounts a service account token it never uses", where)
+	}
+	if len(pod.Containers) != 1 {
+		t.Errorf("%s: %d containers, want 1", where, len(pod.Containers))
+		return
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: want readOnlyRootFilesystem", where)
+	}
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: want allowPrivilegeEscalation false", where)
+	}
+	if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("%s: want capabilities drop [ALL], none added", where)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
+			t.Errorf("%s: no %s request", where, r)
+		}
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
+		t.Errorf("%s: memory limit %v below its request (or none)", where, q.String())
+	}
+	if !hasMount(c, "/tmp") {
+		t.Errorf("%s: no writable /tmp (the root file system is read-only)", where)
+	}
+	for kind, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil {
+			t.Errorf("%s: no %s probe", where, kind)
+			continue
+		}
+		if p.GRPC == nil && p.HTTPGet == nil && p.Exec == nil && p.TCPSocket == nil {
+			t.Errorf("%s: %s probe checks nothing", where, kind)
+		}
+		if kind != "startup" && (p.TimeoutSeconds < 1 || p.TimeoutSeconds > 5) {
+			t.Errorf("%s: %s probe timeout %ds, want 1 to 5", where, kind, p.TimeoutSeconds)
+		}
+	}
+	// A budget covers the pods, and never blocks every drain.
+	covered := 0
+	for pn, pdb := range m.pdbs {
+		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !s.Matches(labels.Set(w.template.Labels)) {
+			continue
+		}
+		covered++
+		if mu := pdb.Spec.MaxUnavailable; mu != nil && mu.IntValue() < 1 {
+			t.Errorf("%s: PodDisruptionBudget %s maxUnavailable %v blocks every drain", where, pn, mu)
+		}
+		if ma := pdb.Spec.MinAvailable; ma != nil && int32(ma.IntValue()) >= w.replicas {
+			t.Errorf("%s: PodDisruptionBudget %s minAvailable %v with %d replicas blocks every drain", where, pn, ma, w.replicas)
+		}
+		if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
+			t.Errorf("%s: PodDisruptionBudget %s wants exactly one of minAvailable, maxUnavailable", where, pn)
+		}
+	}
+	if covered != 1 {
+		t.Errorf("%s: covered by %d PodDisruptionBudgets, want 1", where, covered)
+	}
+	// Volumes a container mounts exist, with bounded emptyDirs.
+	for _, v := range pod.Volumes {
+		if v.EmptyDir != nil && (v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("0")) <= 0) {
+			t.Errorf("%s: emptyDir %s has no sizeLimit", where, v.Name)
+		}
+		if v.ConfigMap != nil && m.configMaps[v.ConfigMap.Name] == nil {
+			t.Errorf("%s: volume %s names ConfigMap %s, which the build does not hold", where, v.Name, v.ConfigMap.Name)
+		}
+		if v.PersistentVolumeClaim != nil && m.pvcs[v.PersistentVolumeClaim.ClaimName] == nil {
+			t.Errorf("%s: volume %s names claim %s, which the build does not hold", where, v.Name, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	for _, vm := range c.VolumeMounts {
+		if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name }) && !slices.Contains(w.claims, vm.Name) {
+			t.Errorf("%s: mounts volume %s, which the pod does not have", where, vm.Name)
+		}
+	}
+	// No secret is written into a manifest: a variable named like one comes from a Secret.
+	for _, e := range c.Env {
+		if secretName(e.Name) && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+			t.Errorf("%s: %s is a secret: take it from a Secret (secretKeyRef), not a value", where, e.Name)
+		}
+	}
+}
+
+// secretName says whether an environment variable holds a credential, by its name.
+func secretName(name string) bool {
+	// etcd's initial cluster token only keeps two clusters' members apart; it grants nothing.
+	if name == "ETCD_INITIAL_CLUSTER_TOKEN" {
+		return false
+	}
+	return regexp.MustCompile(`(_KEY|_PASSWORD|_SECRET|_TOKEN)$`).MatchString(name)
+}
+
+// dialTarget is one address a pod dials: host:port, a comma-separated list of them, or
+// dns:///host:port (a name that resolves to every replica, for the caller's own balancing).
+type dialTarget struct {
+	hosts, ports []string
+	dns          bool
+}
+
+func parseDial(v string) dialTarget {
+	var d dialTarget
+	rest, dns := strings.CutPrefix(v, "dns:///")
+	d.dns = dns
+	for _, a := range strings.Split(rest, ",") {
+		h, p, _ := strings.Cut(a, ":")
+		d.hosts, d.ports = append(d.hosts, h), append(d.ports, p)
+	}
+	return d
+}
+
 // checkPolicies checks what every deployment of Zest must hold, base or overlay.
 func checkPolicies(t *testing.T, dir string, m manifests) {
 	t.Helper()
-	if len(m.deployments) != len(zestPods) {
-		t.Errorf("%s: deployments %v, want the four", dir, keys(m.deployments))
+	ws := m.workloads()
+	for name, w := range ws {
+		checkPod(t, dir+": "+name, w, m)
 	}
 	for name, want := range zestPods {
-		d := m.deployments[name]
-		if d == nil {
-			t.Errorf("%s: no Deployment %s", dir, name)
+		w, ok := ws[name]
+		if !ok {
+			t.Errorf("%s: no Deployment or StatefulSet %s", dir, name)
 			continue
 		}
 		where := dir + ": " + name
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			t.Errorf("%s: selector %v does not select its own pods %v", where, d.Spec.Selector, d.Spec.Template.Labels)
-		}
-		pod := d.Spec.Template.Spec
-		psc := pod.SecurityContext
-		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
-			t.Errorf("%s: pod must run as a non-root numeric user (runAsNonRoot, runAsUser ≠ 0)", where)
-		}
-		if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			t.Errorf("%s: want seccompProfile RuntimeDefault", where)
-		}
-		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-			t.Errorf("%s: mounts a service account token it never uses", where)
-		}
+		pod := w.template.Spec
 		if len(pod.Containers) != 1 {
-			t.Errorf("%s: %d containers, want 1", where, len(pod.Containers))
-			continue
+			continue // checkPod said so
 		}
 		c := pod.Containers[0]
-		sc := c.SecurityContext
-		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			t.Errorf("%s: want readOnlyRootFilesystem", where)
-		}
-		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			t.Errorf("%s: want allowPrivilegeEscalation false", where)
-		}
-		if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			t.Errorf("%s: want capabilities drop [ALL], none added", where)
-		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
-				t.Errorf("%s: no %s request", where, r)
-			}
-		}
-		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
-			t.Errorf("%s: memory limit %v below its request (or none)", where, q.String())
-		}
-		if !hasMount(c, "/tmp") {
-			t.Errorf("%s: no writable /tmp (the root file system is read-only)", where)
-		}
 		// The service's port first, then its metrics port (scraped in the pod, not a Service's).
 		if len(c.Ports) != 2 || c.Ports[0].ContainerPort != want.port || c.Ports[1].Name != "metrics" || c.Ports[1].ContainerPort != want.metrics {
 			t.Errorf("%s: ports %v, want %d and metrics %d", where, c.Ports, want.port, want.metrics)
+			continue
 		}
 		listen := map[bool]string{true: "", false: "ZEST_EDGE_ADDR"}[want.grpc]
 		if listen == "" {
@@ -152,91 +291,47 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 		if v := env(c, listen); v != fmt.Sprintf("0.0.0.0:%d", want.port) {
 			t.Errorf("%s: %s = %q, want 0.0.0.0:%d", where, listen, v, want.port)
 		}
-		// Probes: startup, readiness and liveness on the service's own health — the native
-		// gRPC probe (grpc.health.v1, service "") or the edge's GET /live — each with a
-		// timeout.
+		// Probes on the service's own health: the native gRPC probe (grpc.health.v1, service
+		// "") or the edge's GET /live.
 		for kind, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-			if p == nil {
-				t.Errorf("%s: no %s probe", where, kind)
-				continue
-			}
 			switch {
+			case p == nil:
 			case want.grpc && (p.GRPC == nil || p.GRPC.Port != want.port || (p.GRPC.Service != nil && *p.GRPC.Service != "")):
 				t.Errorf("%s: %s probe %+v, want gRPC health on %d", where, kind, p.ProbeHandler, want.port)
 			case !want.grpc && (p.HTTPGet == nil || p.HTTPGet.Path != "/live" || p.HTTPGet.Port.String() != c.Ports[0].Name):
 				t.Errorf("%s: %s probe %+v, want GET /live on the http port", where, kind, p.ProbeHandler)
 			}
-			if kind != "startup" && (p.TimeoutSeconds < 1 || p.TimeoutSeconds > 5) {
-				t.Errorf("%s: %s probe timeout %ds, want 1 to 5", where, kind, p.TimeoutSeconds)
-			}
-		}
-		// A budget covers the pods, and never blocks every drain.
-		covered := 0
-		for pn, pdb := range m.pdbs {
-			s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || !s.Matches(labels.Set(d.Spec.Template.Labels)) {
-				continue
-			}
-			covered++
-			replicas := int32(1)
-			if d.Spec.Replicas != nil {
-				replicas = *d.Spec.Replicas
-			}
-			if mu := pdb.Spec.MaxUnavailable; mu != nil && mu.IntValue() < 1 {
-				t.Errorf("%s: PodDisruptionBudget %s maxUnavailable %v blocks every drain", where, pn, mu)
-			}
-			if ma := pdb.Spec.MinAvailable; ma != nil && int32(ma.IntValue()) >= replicas {
-				t.Errorf("%s: PodDisruptionBudget %s minAvailable %v with %d replicas blocks every drain", where, pn, ma, replicas)
-			}
-			if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
-				t.Errorf("%s: PodDisruptionBudget %s wants exactly one of minAvailable, maxUnavailable", where, pn)
-			}
-		}
-		if covered != 1 {
-			t.Errorf("%s: covered by %d PodDisruptionBudgets, want 1", where, covered)
 		}
 		// One Service selects exactly these pods on the container's port.
 		svc := m.services[name]
 		if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != want.port || svc.Spec.Ports[0].TargetPort.String() != c.Ports[0].Name {
 			t.Errorf("%s: Service %v, want one port %d to the container's", where, svc, want.port)
-		} else if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+		} else if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(w.template.Labels)) {
 			t.Errorf("%s: Service selects %v, not the pods", where, svc.Spec.Selector)
 		}
 		if svc != nil && svc.Spec.Type != corev1.ServiceTypeClusterIP {
 			t.Errorf("%s: Service type %s: nothing is exposed outside the cluster by these manifests", where, svc.Spec.Type)
 		}
-		// Every address a pod dials names a Service and its port.
+		// Every address a pod dials names a Service and its port; dns:/// (every replica)
+		// only a headless one, whose DNS name answers the pods rather than one virtual IP.
 		for _, e := range c.Env {
 			if !strings.HasSuffix(e.Name, "_ADDR") || e.Name == listen {
 				continue
 			}
 			if strings.HasSuffix(e.Name, "_METRICS_ADDR") { // its own listener, the pod's metrics port
-				if e.Value != fmt.Sprintf("0.0.0.0:%d", want.metrics) || d.Spec.Template.Annotations["prometheus.io/port"] != fmt.Sprint(want.metrics) {
+				if e.Value != fmt.Sprintf("0.0.0.0:%d", want.metrics) || w.template.Annotations["prometheus.io/port"] != fmt.Sprint(want.metrics) {
 					t.Errorf("%s: %s = %q, want 0.0.0.0:%d with the prometheus.io annotations", where, e.Name, e.Value, want.metrics)
 				}
 				continue
 			}
-			host, port, _ := strings.Cut(e.Value, ":")
-			target := m.services[host]
-			if target == nil || fmt.Sprint(target.Spec.Ports[0].Port) != port {
-				t.Errorf("%s: %s = %q names no Service port", where, e.Name, e.Value)
-			}
-		}
-		// Volumes a container mounts exist, with bounded emptyDirs.
-		for _, v := range pod.Volumes {
-			if v.EmptyDir != nil && (v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("0")) <= 0) {
-				t.Errorf("%s: emptyDir %s has no sizeLimit", where, v.Name)
-			}
-			if v.ConfigMap != nil && m.configMaps[v.ConfigMap.Name] == nil {
-				t.Errorf("%s: volume %s names ConfigMap %s, which the build does not hold", where, v.Name, v.ConfigMap.Name)
-			}
-			if v.PersistentVolumeClaim != nil && m.pvcs[v.PersistentVolumeClaim.ClaimName] == nil {
-				t.Errorf("%s: volume %s names claim %s, which the build does not hold", where, v.Name, v.PersistentVolumeClaim.ClaimName)
-			}
-		}
-		for _, vm := range c.VolumeMounts {
-			if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name }) {
-				t.Errorf("%s: mounts volume %s, which the pod does not have", where, vm.Name)
+			d := parseDial(e.Value)
+			for i, host := range d.hosts {
+				target := m.services[host]
+				if target == nil || fmt.Sprint(target.Spec.Ports[0].Port) != d.ports[i] {
+					t.Errorf("%s: %s = %q names no Service port", where, e.Name, e.Value)
+				} else if d.dns && target.Spec.ClusterIP != corev1.ClusterIPNone {
+					t.Errorf("%s: %s = %q resolves Service %s, which is not headless (its DNS name is one virtual IP)", where, e.Name, e.Value, host)
+				}
 			}
 		}
 		// The service key: required where it is used, absent elsewhere.
@@ -253,7 +348,10 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 		}
 	}
 	// The model file reaches inference: ZEST_MODELS_FILE lies in the ConfigMap's mount.
-	inf := m.deployments["zest-inference"].Spec.Template.Spec
+	inf := ws["zest-inference"].template.Spec
+	if len(inf.Containers) == 0 {
+		return
+	}
 	path := env(inf.Containers[0], "ZEST_MODELS_FILE")
 	found := false
 	for _, vm := range inf.Containers[0].VolumeMounts {
@@ -276,6 +374,9 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 func TestKustomizeBase(t *testing.T) {
 	m := build(t, "k8s/base")
 	checkPolicies(t, "base", m)
+	if got := keys(m.workloads()); !slices.Equal(got, keys(zestPods)) || len(m.statefulSets) > 0 {
+		t.Errorf("base: workloads %v (%d StatefulSets), want the four Deployments %v", got, len(m.statefulSets), keys(zestPods))
+	}
 	if len(m.pdbs) != 4 || len(m.services) != 4 || len(m.configMaps) != 1 || len(m.pvcs) != 1 {
 		t.Errorf("base: %d PDBs, %d Services, %d ConfigMaps, %d claims; want 4, 4, 1, 1", len(m.pdbs), len(m.services), len(m.configMaps), len(m.pvcs))
 	}
@@ -295,6 +396,9 @@ func TestKustomizeBase(t *testing.T) {
 func TestKustomizeSplitOverlay(t *testing.T) {
 	m := build(t, "k8s/overlays/split")
 	checkPolicies(t, "split", m)
+	if got := keys(m.workloads()); !slices.Equal(got, keys(zestPods)) || len(m.statefulSets) > 0 {
+		t.Errorf("split: workloads %v (%d StatefulSets), want the four Deployments %v", got, len(m.statefulSets), keys(zestPods))
+	}
 	inf, th := m.deployments["zest-inference"], m.deployments["zest-toolhost"]
 	if *inf.Spec.Replicas < 2 {
 		t.Errorf("split: inference replicas %d, want several", *inf.Spec.Replicas)

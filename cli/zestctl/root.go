@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -199,8 +198,8 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 				return usagef("--timeout %v: want %v to %v", a.timeout, minTimeout, maxTimeout)
 			}
 			for _, f := range []struct{ name, v string }{{"mcpgateway-addr", a.mcpgwAddr}, {"inference-addr", a.infAddr}} {
-				if _, _, err := net.SplitHostPort(f.v); err != nil {
-					return usagef("--%s %q: want host:port, e.g. 127.0.0.1:13311", f.name, f.v)
+				if err := grpcdial.ValidateTarget("--"+f.name, f.v); err != nil {
+					return usageError{err}
 				}
 			}
 			if _, _, err := toolhostAddrs(a.hostAddr); err != nil {
@@ -212,9 +211,9 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.mcpgwAddr, "mcpgateway-addr", envOr(a.getenv, "ZEST_MCPGATEWAY_ADDR", defaultMcpgwAddr), "mcpgateway's gRPC address (ZEST_MCPGATEWAY_ADDR)")
-	pf.StringVar(&a.infAddr, "inference-addr", envOr(a.getenv, "ZEST_INFERENCE_ADDR", defaultInfAddr), "the inference service's gRPC address (ZEST_INFERENCE_ADDR)")
-	pf.StringVar(&a.hostAddr, "toolhost-addr", envOr(a.getenv, "ZEST_TOOLHOST_ADDR", defaultHostAddr), "the tool hosts' gRPC addresses, for status: host:port, a comma-separated list, or dns:///name:port (ZEST_TOOLHOST_ADDR)")
+	pf.StringVar(&a.mcpgwAddr, "mcpgateway-addr", envOr(a.getenv, "ZEST_MCPGATEWAY_ADDR", defaultMcpgwAddr), "mcpgateway's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_MCPGATEWAY_ADDR)")
+	pf.StringVar(&a.infAddr, "inference-addr", envOr(a.getenv, "ZEST_INFERENCE_ADDR", defaultInfAddr), "the inference service's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_INFERENCE_ADDR)")
+	pf.StringVar(&a.hostAddr, "toolhost-addr", envOr(a.getenv, "ZEST_TOOLHOST_ADDR", defaultHostAddr), "the tool hosts' gRPC addresses, for status (each is checked): host:port, a comma-separated list, or dns:///name:port (ZEST_TOOLHOST_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", envOr(a.getenv, "ZEST_OUTPUT", "table"), "output format: table, json or yaml (ZEST_OUTPUT)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "longest time one command may take (1s to 1h)")
 

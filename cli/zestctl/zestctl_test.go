@@ -46,6 +46,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{"--timeout", "1ms", "status"}, {"call", "s", "t", "--arg", "novalue"}, {"call", "s", "t", "--json", "[1]"},
 		{"config", "emacs"}, {"config", "claude", "--server", "a", "--preset", "b"}, {"activity", "--limit", "10001"},
 		{"chat", "hi"}, {"servers", "add", "--env", "NOEQUALS", "--mcpgateway-addr", "127.0.0.1:1"},
+		{"--mcpgateway-addr", "127.0.0.1:1,", "status"}, {"--inference-addr", "dns:///inference", "status"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(args, strings.NewReader(""), &out, &errb, env); code != ExitUsage {

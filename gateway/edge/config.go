@@ -23,8 +23,11 @@ type Config struct {
 	service.Common
 	// Addr is the HTTP listen address (ZEST_EDGE_ADDR).
 	Addr string
-	// McpgatewayAddr, InferenceAddr and ToolhostAddr are the services behind the edge.
-	McpgatewayAddr, InferenceAddr, ToolhostAddr string
+	// McpgatewayAddr and InferenceAddr are the services behind the edge: each one address, a
+	// comma-separated list of replicas or dns:///name:port (grpcdial.ParseTarget).
+	McpgatewayAddr, InferenceAddr string
+	// ToolhostAddr is the tool host whose health the edge shows.
+	ToolhostAddr string
 	// MaxBodyBytes caps /mcp and OpenAI request bodies (ZEST_MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// MaxAdminBodyBytes caps /internal/mcp/* request bodies (ZEST_MAX_ADMIN_BODY_BYTES).
@@ -75,8 +78,8 @@ func splitList(s string) []string {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "edge-addr", c.Addr, "HTTP listen address of the edge")
-	fs.StringVar(&c.McpgatewayAddr, "mcpgateway-addr", c.McpgatewayAddr, "address of mcpgateway")
-	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.McpgatewayAddr, "mcpgateway-addr", c.McpgatewayAddr, "mcpgateway: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
+	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host (for health)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
 	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, "interval of keep-alive comments on idle /mcp GET streams")
@@ -89,9 +92,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon()}
+	errs = append(errs, grpcdial.ValidateTarget("mcpgateway-addr", c.McpgatewayAddr), grpcdial.ValidateTarget("inference-addr", c.InferenceAddr))
 	for _, a := range []struct{ name, v string }{
-		{"edge-addr", c.Addr}, {"mcpgateway-addr", c.McpgatewayAddr},
-		{"inference-addr", c.InferenceAddr}, {"toolhost-addr", c.ToolhostAddr},
+		{"edge-addr", c.Addr}, {"toolhost-addr", c.ToolhostAddr},
 	} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", a.name, a.v))

@@ -53,8 +53,14 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	log = slog.New(logs.Wrap(log.Handler(), "zest-gateway"))
 	e := &Edge{cfg: cfg, log: log, backend: map[string]*grpc.ClientConn{}}
 	// The edge forwards each caller's own Authorization header; it adds no key of its own.
+	// mcpgateway and inference may be several replicas: grpcdial balances over the healthy
+	// ones. The tool host is only asked its health, which the edge reads itself.
 	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
-		cc, err := grpcdial.Dial(addr, "", cfg.GRPCMaxMessageBytes)
+		var opts []grpc.DialOption
+		if name == "toolhost" {
+			opts = append(opts, grpc.WithDisableHealthCheck())
+		}
+		cc, err := grpcdial.Dial(addr, "", cfg.GRPCMaxMessageBytes, opts...)
 		if err != nil {
 			e.Close()
 			return nil, err

@@ -13,6 +13,7 @@ package mcphttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -199,6 +200,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 				h.writeStatus(w, r, err)
 			} else {
 				h.log().WarnContext(r.Context(), "mcp stream broke after the response started", "err", err)
+				h.writeBroken(w, body, err)
 			}
 			return
 		}
@@ -306,6 +308,31 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 		rpc = -32603
 	}
 	WriteError(w, code, rpc, msg)
+}
+
+// writeBroken ends an SSE answer whose stream from mcpgateway broke before the response (its
+// replica died after a notification was sent): the request gets a JSON-RPC error on the
+// stream, so that its client does not wait for an answer that cannot come (the edge keeps
+// no event ids, so the client cannot resume). Only a single request is answered so: a batch
+// (2025-03-26) may have had some of its responses sent already.
+func (h *Handler) writeBroken(w http.ResponseWriter, body []byte, err error) {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if status.Code(err) == codes.Canceled || json.Unmarshal(body, &req) != nil || req.Method == "" || len(req.ID) == 0 || string(req.ID) == "null" {
+		return
+	}
+	msg := "Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)"
+	if c := status.Code(err); c != codes.Unavailable {
+		msg = "mcpgateway failed before answering (" + c.String() + "): " + status.Convert(err).Message()
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32603, "message": msg}})
+	if _, err := io.WriteString(w, "event: message\ndata: "+string(b)+"\n\n"); err == nil {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 // WriteError writes a JSON-RPC error response (id null) with an HTTP status: the shape of

@@ -188,6 +188,27 @@ func TestPostAnswersSSEWhenNotificationsComeFirst(t *testing.T) {
 	}
 }
 
+// TestPostStreamBrokenAfterTheResponseStarted: mcpgateway's replica dies after a notification
+// went out: the request still gets an answer, a JSON-RPC error with its id on the stream, so
+// its client does not wait for one; a batch gets none (some of its responses may be out).
+func TestPostStreamBrokenAfterTheResponseStarted(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+		return status.Error(codes.Unavailable, "error reading from server: EOF")
+	}}
+	url := serve(t, f, 1<<20).URL
+	a := post(t, url, `{"jsonrpc":"2.0","id":"call-9","method":"tools/call"}`)
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
+		"event: message\ndata: {\"error\":{\"code\":-32603,\"message\":\"Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)\"},\"id\":\"call-9\",\"jsonrpc\":\"2.0\"}\n\n"
+	if a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" || a.body != want {
+		t.Fatalf("answer %d %v\n%s", a.status, a.header, a.body)
+	}
+	a = post(t, url, `[{"jsonrpc":"2.0","id":1,"method":"tools/call"},{"jsonrpc":"2.0","id":2,"method":"tools/call"}]`)
+	if strings.Contains(a.body, `"error"`) {
+		t.Fatalf("a batch got %s", a.body)
+	}
+}
+
 func TestPostOfNotificationsOnlyIs202(t *testing.T) {
 	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
 	a := post(t, serve(t, f, 1<<20).URL, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 )
@@ -89,6 +90,10 @@ func New(o Options) *Server {
 		// small call growing its stack. gRPC starts a goroutine for a call when every worker
 		// is busy, so this bounds nothing; an idle worker is a parked goroutine of a few KiB.
 		grpc.NumStreamWorkers(uint32(max(StreamWorkers, 8*runtime.NumCPU()))),
+		// Clients (lib/grpcdial) ping a silent connection every KeepaliveTime to find a
+		// vanished peer; gRPC's default policy would close a connection pinged more often
+		// than every 5 minutes.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: grpcdial.KeepaliveTime / 2, PermitWithoutStream: true}),
 	}, o.ServerOptions...)
 	// A span per call, child of the caller's (W3C traceparent), when tracing is on: a stats
 	// handler, so the span is in the context before the interceptors above run and every line

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -55,7 +56,9 @@ func GRPC(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	cc, err := grpcdial.Dial(target, "", 0)
+	// The probe reads the status itself: with client-side health checking, a NOT_SERVING
+	// server would refuse the call before it was asked.
+	cc, err := grpcdial.Dial(target, "", 0, grpc.WithDisableHealthCheck())
 	if err != nil {
 		return err
 	}

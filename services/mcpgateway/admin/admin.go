@@ -19,6 +19,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -37,6 +38,11 @@ type Service struct {
 	// Activity records the tool calls of CallTool and is what ListActivity lists (every
 	// path's calls: mcpgateway gives every path the same one); nil records nothing.
 	Activity *activity.Log
+	// Changes applies each write of a server or preset to the replica's live state (its
+	// connections, its sessions): the same path as another replica's writes, seen by the
+	// registry's watch. New gives one that closes and forgets connections; mcpgateway gives
+	// one that tells the sessions too.
+	Changes *follow.Replica
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
@@ -47,7 +53,7 @@ func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, up: up, cat: catalog.New(reg, up, log), log: log}
+	return &Service{reg: reg, up: up, cat: catalog.New(reg, up, log), log: log, Changes: follow.New(up, log)}
 }
 
 // Catalog is the tool catalog the service answers from: its snapshot is shared by every
@@ -153,9 +159,7 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
-	if old != nil && !serverconfig.SameConnection(old, cfg) {
-		_ = s.up.Disconnect(ctx, cfg.GetId())
-	}
+	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
 	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
 }
@@ -187,10 +191,11 @@ func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRe
 
 // DeleteServer disconnects and forgets a server.
 func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServerRequest) (*mcpgatewayv1.DeleteServerResponse, error) {
+	old, _ := s.reg.GetServer(ctx, req.GetId())
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
-	s.up.Forget(ctx, req.GetId())
+	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
 

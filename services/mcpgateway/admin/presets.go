@@ -4,6 +4,7 @@ import (
 	"context"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
 
@@ -45,6 +46,7 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 	if err := s.reg.PutPreset(ctx, p); err != nil {
 		return nil, toStatus(err)
 	}
+	s.Changes.Changed(ctx, registry.Change{Kind: registry.PresetPut, ID: p.GetId(), Preset: p}, nil)
 	return &mcpgatewayv1.UpsertPresetResponse{Preset: p}, nil
 }
 
@@ -53,5 +55,6 @@ func (s *Service) DeletePreset(ctx context.Context, req *mcpgatewayv1.DeletePres
 	if err := s.reg.DeletePreset(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
+	s.Changes.Changed(ctx, registry.Change{Kind: registry.PresetDeleted, ID: req.GetId()}, nil)
 	return &mcpgatewayv1.DeletePresetResponse{Removed: req.GetId()}, nil
 }

@@ -72,6 +72,8 @@ type Handler struct {
 	log      *slog.Logger
 	hub      *fanout.Hub
 	owners   owners
+	// bell wakes the GET streams to read their preset again at once (PresetChanged).
+	bell fanout.Bell
 	// names of the built-in tools: fixed once the server is built, read once.
 	namesOnce sync.Once
 	names     []string

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // upstreamServer is an in-process Streamable HTTP MCP server named name: tools echo and
@@ -661,5 +662,72 @@ func TestClientResponses(t *testing.T) {
 	forged := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{}}`, session.RelayPrefix+"forged")
 	if _, msgs, err := f.exchange(api, "all", sess, forged); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "answers no request sent to this session") {
 		t.Errorf("a forged relay answer: %q %v", msgs, err)
+	}
+}
+
+// TestChangedWakesTheStreams: PresetChanged and ServerChanged (a preset or a server written
+// through any replica) make the GET streams read their presets at once, not at their next ListenCheck: a session
+// whose preset's providers changed is told its lists changed.
+func TestChangedWakesTheStreams(t *testing.T) {
+	f := newFixture(t, "")
+	f.agg.ListenCheck = time.Hour
+	ctx := withKey(t.Context(), testKeys.API)
+	off, _ := f.open(t, ctx, "off")
+	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "off", McpServerIds: []string{"alpha"}}); err != nil {
+		t.Fatal(err)
+	}
+	told := func(what string, change func()) {
+		t.Helper()
+		began := time.Now()
+		change()
+		select {
+		case m := <-so:
+			if !strings.Contains(m, "list_changed") {
+				t.Fatalf("off's stream got %s", m)
+			}
+			for len(so) > 0 { // the three lists
+				<-so
+			}
+			t.Logf("list_changed %v after %s", time.Since(began), what)
+		case <-time.After(time.Second):
+			t.Fatalf("no list_changed within 1 s of %s", what)
+		}
+	}
+	told("PresetChanged", func() { f.agg.PresetChanged("off") })
+	// alpha is disabled: the preset serves nothing any more.
+	alpha, err := f.reg.GetServer(t.Context(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha = proto.CloneOf(alpha)
+	alpha.Enabled = false
+	if err := f.reg.PutServer(t.Context(), alpha); err != nil {
+		t.Fatal(err)
+	}
+	told("ServerChanged", func() { f.agg.ServerChanged("alpha") })
+}
+
+// PresetChanged forgets the URI owners recorded for the preset (all of them for "").
+func TestOwnersDrop(t *testing.T) {
+	var o owners
+	o.m = map[string]string{}
+	o.put("p", "uri\nx://a", "alpha")
+	o.put("q", "uri\nx://a", "beta")
+	o.put("pp", "uri\nx://a", "beta")
+	p := "p"
+	o.drop(&p)
+	if _, ok := o.get("p", "uri\nx://a"); ok {
+		t.Fatal("p's owner was kept")
+	}
+	if _, ok := o.get("pp", "uri\nx://a"); !ok {
+		t.Fatal("pp's owner was dropped with p's")
+	}
+	o.drop(nil)
+	if len(o.m) != 0 {
+		t.Fatalf("drop(nil) left %v", o.m)
 	}
 }

@@ -25,6 +25,25 @@ func (h *Handler) Notify(server string, msg []byte) {
 	}
 }
 
+// PresetChanged is told that preset id was written or deleted, through any replica ("":
+// every preset may have changed, after the registry's watch missed changes). It forgets which
+// provider listed the URIs of the preset, and wakes the GET streams to read their presets
+// again at once: those whose providers changed are told their lists changed, as ListenCheck
+// would tell them later.
+func (h *Handler) PresetChanged(id string) {
+	if id == "" {
+		h.owners.drop(nil)
+	} else {
+		h.owners.drop(&id)
+	}
+	h.bell.Ring()
+}
+
+// ServerChanged is told that a server was written or deleted, through any replica: the
+// presets that name it may now serve it otherwise (enabled, exposed, gone), so the GET
+// streams read their presets again at once, as for PresetChanged.
+func (h *Handler) ServerChanged(string) { h.bell.Ring() }
+
 // listChanged are the notifications a session gets when its preset's providers change.
 var listChanged = [][]byte{
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`),
@@ -50,6 +69,9 @@ func servers(provs []provider) []string {
 // change, the session is told its lists changed.
 func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpService_ListenServer) error {
 	ctx := stream.Context()
+	// Woken from before the preset is read: a change after the read rings.
+	wake, stop := h.bell.Listen()
+	defer stop()
 	provs, err := h.providers(ctx, ep)
 	if err != nil {
 		return rpcError(err)
@@ -72,6 +94,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 		Send:    send,
 		Expires: h.sessions.Expires(cl),
 		Every:   h.ListenCheck,
+		Wake:    wake,
 		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
 				return false, nil

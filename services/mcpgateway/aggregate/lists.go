@@ -376,6 +376,21 @@ func (o *owners) put(preset, key, provider string) {
 	o.m[preset+"\n"+key] = provider
 }
 
+// drop forgets the owners recorded for preset (nil: for every preset).
+func (o *owners) drop(preset *string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if preset == nil {
+		clear(o.m)
+		return
+	}
+	for k := range o.m {
+		if strings.HasPrefix(k, *preset+"\n") {
+			delete(o.m, k)
+		}
+	}
+}
+
 func (o *owners) get(preset, key string) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -74,37 +74,47 @@ func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provide
 	}
 	var l *fanout.Listener
 	ids := servers(provs)
+	var wake <-chan struct{}
 	if sub.Granted() {
 		l = fanout.NewListener()
 		h.hub.Follow(l, ids)
 		defer h.hub.Follow(l, nil)
+		var stop func()
+		wake, stop = h.bell.Listen()
+		defer stop()
 	}
 	if err := send(sub.Ack()); err != nil {
 		return err
 	}
 	if l != nil {
-		err := l.Serve(ctx, fanout.Stream{
-			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.ListenCheck,
-			Check: func() (bool, error) {
-				now, err := h.providers(ctx, ep)
-				if err != nil {
-					return true, nil // the preset is gone: the client's next request says so
-				}
-				if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
-					ids, provs = next, now
-					h.hub.Follow(l, ids)
-					for _, m := range listChanged {
-						if sub.Pass(m) {
-							if err := send(sub.Tag(m)); err != nil {
-								return false, err
-							}
+		check := func() (bool, error) {
+			now, err := h.providers(ctx, ep)
+			if err != nil {
+				return true, nil // the preset is gone: the client's next request says so
+			}
+			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
+				ids, provs = next, now
+				h.hub.Follow(l, ids)
+				for _, m := range listChanged {
+					if sub.Pass(m) {
+						if err := send(sub.Tag(m)); err != nil {
+							return false, err
 						}
 					}
 				}
-				return true, nil
-			},
-			Pass: sub.Pass,
+			}
+			return true, nil
+		}
+		// provs were read before the bell listened: a change in between is seen now.
+		if on, err := check(); !on || err != nil {
+			return err
+		}
+		err := l.Serve(ctx, fanout.Stream{
+			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
+			Every: h.ListenCheck,
+			Wake:  wake,
+			Check: check,
+			Pass:  sub.Pass,
 		})
 		if err != nil || ctx.Err() != nil {
 			return err // the client went away: nobody reads the result

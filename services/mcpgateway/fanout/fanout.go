@@ -77,9 +77,13 @@ type Stream struct {
 	Expires time.Time
 	// Every is how often Check runs.
 	Every time.Duration
-	// Check is run every Every: it reports whether the stream goes on (false when the session
-	// was ended elsewhere), and may send messages of its own through Send.
+	// Check is run every Every, and at once when Wake delivers: it reports whether the stream
+	// goes on (false when the session was ended elsewhere), and may send messages of its own
+	// through Send.
 	Check func() (bool, error)
+	// Wake, when not nil, runs Check at once (Bell.Listen): a change that Check looks for
+	// was made.
+	Wake <-chan struct{}
 	// Pass reports whether a queued message goes out (nil: all do).
 	Pass func(msg []byte) bool
 }
@@ -105,6 +109,10 @@ func (l *Listener) Serve(ctx context.Context, s Stream) error {
 			if on, err := s.Check(); !on || err != nil {
 				return err
 			}
+		case <-s.Wake:
+			if on, err := s.Check(); !on || err != nil {
+				return err
+			}
 		case msg := <-l.ch:
 			if s.Pass != nil && !s.Pass(msg) {
 				continue
@@ -112,6 +120,44 @@ func (l *Listener) Serve(ctx context.Context, s Stream) error {
 			if err := s.Send(msg); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// Bell wakes the streams that listen to it (Stream.Wake): a change their Check looks for was
+// made (a preset or a server written, through this replica or another one), so that they
+// need not wait for their next Every to see it. The zero Bell is ready to use.
+type Bell struct {
+	mu sync.Mutex
+	m  map[chan struct{}]struct{}
+}
+
+// Listen returns a channel for Stream.Wake, and the function that stops it (call it when the
+// stream ends).
+func (b *Bell) Listen() (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	b.mu.Lock()
+	if b.m == nil {
+		b.m = map[chan struct{}]struct{}{}
+	}
+	b.m[c] = struct{}{}
+	b.mu.Unlock()
+	return c, func() {
+		b.mu.Lock()
+		delete(b.m, c)
+		b.mu.Unlock()
+	}
+}
+
+// Ring wakes every listener once. It never blocks: a listener already woken and not yet
+// checking is woken once.
+func (b *Bell) Ring() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.m {
+		select {
+		case c <- struct{}{}:
+		default:
 		}
 	}
 }

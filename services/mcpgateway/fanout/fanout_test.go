@@ -85,3 +85,37 @@ func TestServeSendsWhatPassesAndEndsWhenCheckSays(t *testing.T) {
 		t.Fatalf("an expired session's stream: %v", err)
 	}
 }
+
+// A Bell runs the Check of the streams that listen to it at once, not at their next Every;
+// a stopped listener is not woken.
+func TestBellWakes(t *testing.T) {
+	var b Bell
+	b.Ring() // nobody listens: nothing happens
+	wake, stop := b.Listen()
+	checked := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		n := 0
+		done <- NewListener().Serve(t.Context(), Stream{Every: time.Hour, Wake: wake, Check: func() (bool, error) {
+			n++
+			checked <- struct{}{}
+			return n < 2, nil
+		}})
+	}()
+	for range 2 {
+		b.Ring()
+		select {
+		case <-checked:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a ring did not run Check")
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b.Ring()
+	if len(wake) != 0 {
+		t.Fatal("a stopped listener was woken")
+	}
+}

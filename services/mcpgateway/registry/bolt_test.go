@@ -52,15 +52,6 @@ func TestBoltRoundTripSurvivesReopen(t *testing.T) {
 	if len(list) != 2 || list[0].GetId() != "a" || list[1].GetEnv()["K"] != "${K}" {
 		t.Fatalf("list = %v", list)
 	}
-	if err := r.DeleteServer(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.GetServer(ctx, "a"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("get deleted: %v", err)
-	}
-	if err := r.DeleteServer(ctx, "a"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("delete twice: %v", err)
-	}
 }
 
 func TestOpenTightensLooseMode(t *testing.T) {
@@ -91,30 +82,21 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 }
 
-func TestEndedSessionsAndMigrationFromV1(t *testing.T) {
-	path := oldFile(t, "1", nil, bucketServers) // as the version-1 build wrote it
+// TestMigrationFromV1 opens a file as the version-1 build wrote it; its sessions work after
+// (what they promise is in the contract suite, contract_test.go).
+func TestMigrationFromV1(t *testing.T) {
+	path := oldFile(t, "1", nil, bucketServers)
 	r, err := Open(path)
 	if err != nil {
 		t.Fatalf("migrating 1 → 2: %v", err)
 	}
 	defer r.Close()
 	ctx := t.Context()
-	if ended, _ := r.SessionEnded(ctx, "s1"); ended {
-		t.Fatal("a fresh session reads as ended")
-	}
 	if err := r.EndSession(ctx, "s1", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.EndSession(ctx, "old", time.Now().Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.EndSession(ctx, "s2", time.Now().Add(time.Hour)); err != nil { // prunes "old"
-		t.Fatal(err)
-	}
-	for id, want := range map[string]bool{"s1": true, "s2": true, "old": false, "s3": false} {
-		if ended, _ := r.SessionEnded(ctx, id); ended != want {
-			t.Errorf("SessionEnded(%s) = %v, want %v", id, ended, want)
-		}
+	if ended, err := r.SessionEnded(ctx, "s1"); err != nil || !ended {
+		t.Fatalf("SessionEnded = %v, %v", ended, err)
 	}
 }
 
@@ -139,13 +121,6 @@ func TestLegacyPresetsReadBackMigrated(t *testing.T) {
 	off, _ := r.GetPreset(t.Context(), "old-off")
 	if len(on.GetMcpServerIds()) != 1 || on.GetMcpServerIds()[0] != "lemonade" || len(off.GetMcpServerIds()) != 0 {
 		t.Fatalf("on %v off %v", on, off)
-	}
-	// A saved preset keeps an explicit empty list even with the legacy flag set.
-	if err := r.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "new", ToolsEnabled: false}); err != nil {
-		t.Fatal(err)
-	}
-	if p, _ := r.GetPreset(t.Context(), "new"); len(p.GetMcpServerIds()) != 0 {
-		t.Fatalf("new = %v", p)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package registry stores the MCP client host's registry: external server configs (and,
 // later, presets) with a schema version. Registry is an interface so that a deployment with
-// several mcpgateway replicas can put it on etcd; Open gives the bbolt implementation.
+// several mcpgateway replicas can put it on etcd; Open gives the bbolt implementation,
+// OpenEtcd the etcd one, OpenURL the one a ZEST_REGISTRY value names.
 package registry
 
 import (
@@ -82,8 +83,10 @@ type Change struct {
 
 // Watcher is a registry shared by several mcpgateway replicas (etcd): Watch calls fn with
 // every change of servers and presets made through any replica, this one's own writes
-// included, in the store's order, until ctx is done; fn must not block for long. bbolt is
-// held by one process and does not implement it.
+// included, in the store's order, until ctx is done; fn must not block for long. The etcd
+// implementation's first call is a Resync, once its watch is in place: what the caller read
+// before Watch may be older than where the watch starts. bbolt is held by one process and
+// does not implement it.
 type Watcher interface {
 	Watch(ctx context.Context, fn func(Change)) error
 }

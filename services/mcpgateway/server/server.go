@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -28,6 +29,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -53,7 +55,8 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_MCPGATEWAY_ADDR).
 	Addr string
-	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR).
+	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR): one address, a
+	// comma-separated list of replicas or dns:///name:port (grpcdial.ParseTarget).
 	InferenceAddr string
 	// ToolhostAddr is the tool hosts that run stdio servers (ZEST_TOOLHOST_ADDR): host:port, a
 	// comma-separated list, or dns:///name:port (package toolhosts).
@@ -63,6 +66,10 @@ type Config struct {
 	ToolhostResolveEvery, ToolhostHealthEvery, ToolhostWait time.Duration
 	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
 	DataDir string
+	// Registry selects the registry store (ZEST_REGISTRY): "" is bbolt at
+	// <DataDir>/registry.db; etcd://host:port[,…][/prefix] or etcds://… a registry on etcd
+	// shared by replicas (TLS and auth from ZEST_ETCD_*).
+	Registry string
 	// ImageDir is where lemonade_generate_image writes (LEMONADE_MCP_IMAGE_DIR; default
 	// <data dir>/mcp-images).
 	ImageDir string
@@ -112,13 +119,14 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
-	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "address of the inference service")
+	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "the tool hosts that run stdio MCP servers: host:port, a comma-separated list, or dns:///name:port (every address it resolves to)")
 	fs.DurationVar(&c.ToolhostResolveEvery, "toolhost-resolve-every", c.ToolhostResolveEvery, "how often a dns:/// toolhost-addr is resolved again")
 	fs.DurationVar(&c.ToolhostHealthEvery, "toolhost-health-every", c.ToolhostHealthEvery, "how often each tool host's health is checked (a dropped connection counts at once)")
 	fs.DurationVar(&c.ToolhostWait, "toolhost-wait", c.ToolhostWait, "how long a stdio server's call waits for a tool host that can run it when none is healthy")
 	fs.StringVar(&c.MetricsAddr, "mcpgateway-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
+	fs.StringVar(&c.Registry, "registry", c.Registry, `registry store: "" (bbolt at <data-dir>/registry.db), etcd://host:port[,host:port…][/prefix] or etcds://… (TLS); TLS files and auth from ZEST_ETCD_*`)
 	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
 	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
@@ -131,8 +139,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
-	errs = append(errs, c.toolhosts().Validate())
-	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "inference-addr": c.InferenceAddr} {
+	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr), c.toolhosts().Validate())
+	for name, a := range map[string]string{"mcpgateway-addr": c.Addr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
@@ -141,6 +149,9 @@ func (c *Config) Validate() error {
 		metrics.ValidateApart("mcpgateway-metrics-addr", c.MetricsAddr, "mcpgateway-addr", c.Addr))
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
+	}
+	if err := registry.CheckURL(c.Registry, os.Getenv); err != nil {
+		errs = append(errs, fmt.Errorf("registry (ZEST_REGISTRY): %w", err))
 	}
 	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
 		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
@@ -175,6 +186,10 @@ type Server struct {
 	toolhosts *toolhosts.Pool
 	up        *upstream.Manager
 	srv       *grpcserve.Server
+	// servers is the config cache, and changes what applies the registry's changes to this
+	// replica (Serve follows the registry's watch when it has one).
+	servers *configcache.Registry
+	changes *follow.Replica
 }
 
 // New opens the registry and builds the service; Close releases what New opened.
@@ -193,7 +208,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.Open(filepath.Join(cfg.DataDir, "registry.db"))
+	// Bounded: an etcd that does not answer fails within its request timeout.
+	reg, err := registry.OpenURL(context.Background(), cfg.Registry, cfg.DataDir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -282,17 +298,23 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 			log.Info("/mcp serves a preset's providers (ZEST_MCP_PRESET)", "preset", cfg.MCPPreset)
 		}
 	}
-	up.OnNotification(func(server string, msg []byte) {
+	notify := func(server string, msg []byte) {
 		fed.Notify(server, msg)
 		agg.Notify(server, msg)
-	})
+	}
+	up.OnNotification(notify)
+	// A write of a server or preset, through this replica's admin API or another replica's
+	// (the registry's watch), reaches the connections and the sessions the same way.
+	changes := follow.New(up, log)
+	changes.Notify, changes.Presets = notify, agg
+	adminService.Changes = changes
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g}, nil
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -313,14 +335,18 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves on lis until ctx is done, then closes everything. While it serves, the
-// upstream manager follows the tool hosts: their events (a stdio server's new tools) and
-// their health (a server moves when its tool host goes).
+// upstream manager follows the tool hosts (their events: a stdio server's new tools; their
+// health: a server moves when its tool host goes), and, with a registry shared by replicas
+// (registry.Watcher), the replica follows the registry's changes.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.Close()
-	follow, stop := context.WithCancel(ctx)
-	followed := make(chan struct{})
-	go func() { s.up.FollowToolHost(follow); close(followed) }()
-	defer func() { stop(); <-followed }()
+	fctx, stop := context.WithCancel(ctx)
+	var followed sync.WaitGroup
+	followed.Go(func() { s.up.FollowToolHost(fctx) })
+	if w, ok := s.reg.(registry.Watcher); ok {
+		followed.Go(func() { s.changes.Follow(fctx, w, s.servers) })
+	}
+	defer func() { stop(); followed.Wait() }()
 	return s.srv.Serve(ctx, lis)
 }
 

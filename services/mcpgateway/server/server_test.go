@@ -3,11 +3,17 @@ package server
 import (
 	"flag"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zestmcp/zest/lib/envflag"
+	"github.com/zestmcp/zest/lib/etcdtest"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
 )
 
 // TestValidateMCPPreset: ZEST_MCP_PRESET must be a preset id.
@@ -57,6 +63,72 @@ func TestActivityVariables(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("%v: %v, want an error that names %s", bad, err, name)
 			}
+		}
+	}
+}
+
+// TestRegistryVariable: ZEST_REGISTRY is read as every ZEST_ variable is and checked at
+// startup; New opens the store it names (here a real etcd member).
+func TestRegistryVariable(t *testing.T) {
+	parse := func(v string) (Config, error) {
+		cfg := DefaultConfig()
+		cfg.Keys.Service = ""
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg.RegisterFlags(fs)
+		if err := envflag.Parse(fs, nil, func(k string) string { return map[string]string{"ZEST_REGISTRY": v}[k] }); err != nil {
+			return cfg, err
+		}
+		return cfg, cfg.Validate()
+	}
+	for v, wantErr := range map[string]string{
+		"":                         "",
+		"etcd://127.0.0.1:2379":    "",
+		"etcds://a:2379,b:2379/p/": "",
+		"zk://h:2181":              "ZEST_REGISTRY",
+		"etcd://u:p@h:2379":        "ZEST_ETCD_USERNAME",
+	} {
+		cfg, err := parse(v)
+		if wantErr == "" && (err != nil || cfg.Registry != v) || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+			t.Errorf("ZEST_REGISTRY=%q: %q, %v; want an error naming %q", v, cfg.Registry, err, wantErr)
+		}
+	}
+
+	c := etcdtest.Start(t, 1)
+	cfg := DefaultConfig()
+	cfg.Keys.Service = ""
+	cfg.DataDir = t.TempDir()
+	cfg.Registry = "etcd://" + c.Endpoints()[0] + "/server-test"
+	s, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.reg.(*registry.Etcd); !ok {
+		t.Fatalf("registry %T, want *registry.Etcd", s.reg)
+	}
+	if err := s.reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: "x", Command: "node"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "registry.db")); !os.IsNotExist(err) {
+		t.Fatalf("a bbolt file was made alongside etcd: %v", err)
+	}
+}
+
+// TestInferenceAddrTakesReplicas: ZEST_INFERENCE_ADDR is one address, a list or dns:///; a
+// bad one is refused naming the flag and the forms.
+func TestInferenceAddrTakesReplicas(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		ok   bool
+	}{{"127.0.0.1:13310", true}, {"10.0.0.1:13310,10.0.0.2:13310", true}, {"dns:///inference.zest:13310", true},
+		{"10.0.0.1:13310,", false}, {"inference", false}, {"dns:///inference", false}} {
+		cfg := DefaultConfig()
+		cfg.Keys.Service = ""
+		cfg.InferenceAddr = c.addr
+		err := cfg.Validate()
+		if c.ok != (err == nil) || (err != nil && !(strings.Contains(err.Error(), "inference-addr") && strings.Contains(err.Error(), "dns:///name:port"))) {
+			t.Errorf("inference-addr %q: %v", c.addr, err)
 		}
 	}
 }
