@@ -272,6 +272,14 @@ func TestToolHostPin(t *testing.T) {
 		t.Fatalf("a malformed pin: %d %s", r.Status, r.Body)
 	}
 	l.hosts["th-b"].stop(syscall.SIGKILL)
+	// Once mcpgateway has seen th-b go (a call sent in the instant before may have reached it,
+	// and fails as in flight there).
+	waitFor(t, 2*time.Second, func() error {
+		if st := serverState(t, s, "on-th-b"); st["status"] == "connected" {
+			return fmt.Errorf("on-th-b still connected")
+		}
+		return nil
+	})
 	r := admin(t, s, "POST", "/servers/on-th-b/tools/call", `{"name":"echo","arguments":{"message":"x"}}`)
 	if r.Status == 200 || !strings.Contains(string(r.Body), `the tool host \"th-b\" that the server's tool_host pins is not healthy`) {
 		t.Fatalf("a call while the pinned tool host is down: %d %s", r.Status, r.Body)
