@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -203,8 +202,8 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 					return usageError{err}
 				}
 			}
-			if _, _, err := net.SplitHostPort(a.hostAddr); err != nil {
-				return usagef("--toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", a.hostAddr)
+			if _, _, err := toolhostAddrs(a.hostAddr); err != nil {
+				return usagef("--toolhost-addr %q: %v", a.hostAddr, err)
 			}
 			a.key = envOr(a.getenv, keyauth.EnvAdminKey, a.getenv(keyauth.EnvAPIKey))
 			return nil
@@ -214,7 +213,7 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.mcpgwAddr, "mcpgateway-addr", envOr(a.getenv, "ZEST_MCPGATEWAY_ADDR", defaultMcpgwAddr), "mcpgateway's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_MCPGATEWAY_ADDR)")
 	pf.StringVar(&a.infAddr, "inference-addr", envOr(a.getenv, "ZEST_INFERENCE_ADDR", defaultInfAddr), "the inference service's gRPC address: host:port, a comma-separated list of replicas, or dns:///name:port (ZEST_INFERENCE_ADDR)")
-	pf.StringVar(&a.hostAddr, "toolhost-addr", envOr(a.getenv, "ZEST_TOOLHOST_ADDR", defaultHostAddr), "the tool host's gRPC address, for status (ZEST_TOOLHOST_ADDR)")
+	pf.StringVar(&a.hostAddr, "toolhost-addr", envOr(a.getenv, "ZEST_TOOLHOST_ADDR", defaultHostAddr), "the tool hosts' gRPC addresses, for status (each is checked): host:port, a comma-separated list, or dns:///name:port (ZEST_TOOLHOST_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", envOr(a.getenv, "ZEST_OUTPUT", "table"), "output format: table, json or yaml (ZEST_OUTPUT)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "longest time one command may take (1s to 1h)")
 

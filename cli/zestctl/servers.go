@@ -38,9 +38,9 @@ func (a *app) serversCmd() *cobra.Command {
 					return err
 				}
 				return a.emit(map[string]any{"servers": plainList(r.GetServers())}, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tTRANSPORT\tSTATUS\tTOOLS\tENABLED\tEXPOSE\tTARGET\tLAST ERROR")
+					fmt.Fprintln(w, "ID\tTRANSPORT\tSTATUS\tTOOLS\tENABLED\tEXPOSE\tTOOL HOST\tTARGET\tLAST ERROR")
 					for _, s := range r.GetServers() {
-						row(w, s.GetId(), s.GetTransport(), s.GetStatus(), len(s.GetTools()), s.GetEnabled(), s.GetExpose(), target(s), s.GetLastError())
+						row(w, s.GetId(), s.GetTransport(), s.GetStatus(), len(s.GetTools()), s.GetEnabled(), s.GetExpose(), placement(s), target(s), s.GetLastError())
 					}
 				})
 			}),
@@ -123,6 +123,9 @@ func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
 		row(w, "name", s.GetName())
 		row(w, "transport", s.GetTransport())
 		row(w, "target", target(s))
+		if s.GetTransport() == "stdio" {
+			row(w, "tool_host", placement(s))
+		}
 		row(w, "status", s.GetStatus())
 		row(w, "enabled", s.GetEnabled())
 		row(w, "expose", s.GetExpose())
@@ -144,12 +147,25 @@ func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
 	})
 }
 
+// placement is where a stdio server runs, marked "(pinned)" when its config pins it there;
+// "-" for an HTTP server or when no tool host is healthy.
+func placement(s *mcpgatewayv1.ServerState) string {
+	p := s.GetPlacement()
+	switch {
+	case p == "":
+		return "-"
+	case p == s.GetToolHost():
+		return p + " (pinned)"
+	}
+	return p
+}
+
 // serverFlags are the flags of add, edit and test: each one that is given sets its field.
 type serverFlags struct {
-	id, name, transport, command, workingDir, url, bearer, jsonText, file string
-	args, env, allow, deny                                                []string
-	timeoutMs                                                             int32
-	insecure, enabled, expose                                             bool
+	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file string
+	args, env, allow, deny                                                          []string
+	timeoutMs                                                                       int32
+	insecure, enabled, expose                                                       bool
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -160,6 +176,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.args, "arg", nil, "stdio program argument (repeatable, in order)")
 	fs.StringVar(&f.workingDir, "working-dir", "", "stdio program's working directory")
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=${VAR} for the stdio program (repeatable; raw values are refused)")
+	fs.StringVar(&f.toolHost, "tool-host", "", "pin the stdio program to the tool host of this name (ZEST_TOOLHOST_NAME); empty: placed by Zest")
 	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint")
 	fs.StringVar(&f.bearer, "bearer-token", "", "${VAR} reference sent as Authorization: Bearer")
 	fs.BoolVar(&f.insecure, "allow-insecure-http", false, "permit plain http to a non-loopback host")
@@ -234,7 +251,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 		if strings.HasPrefix(f.transport, "stdio") {
 			in.Url, in.BearerToken, in.AllowInsecureHttp = nil, nil, nil
 		} else {
-			in.Command, in.Args, in.WorkingDir, in.Env = nil, nil, nil, nil
+			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost = nil, nil, nil, nil, nil
 		}
 	}
 	str := func(flag string, v string, dst **string) {
@@ -249,6 +266,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 	str("working-dir", f.workingDir, &in.WorkingDir)
 	str("url", f.url, &in.Url)
 	str("bearer-token", f.bearer, &in.BearerToken)
+	str("tool-host", f.toolHost, &in.ToolHost)
 	if set("arg") {
 		in.Args = f.args
 	}
@@ -300,6 +318,7 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 		return proto.String(v)
 	}
 	in.Command, in.WorkingDir, in.Url, in.BearerToken = opt(s.GetCommand()), opt(s.GetWorkingDir()), opt(s.GetUrl()), opt(s.GetBearerToken())
+	in.ToolHost = opt(s.GetToolHost())
 	in.Args = s.GetArgs()
 	if len(s.GetEnv()) > 0 {
 		in.Env = s.GetEnv()

@@ -30,7 +30,17 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			var svcs []svc
 			down := 0
-			for _, s := range []struct{ name, addr string }{{"mcpgateway", a.mcpgwAddr}, {"inference", a.infAddr}, {"toolhost", a.hostAddr}} {
+			checks := []struct{ name, addr string }{{"mcpgateway", a.mcpgwAddr}, {"inference", a.infAddr}}
+			// Every tool host: those listed, or those the dns:/// name resolves to now.
+			hosts, dnsName, _ := toolhostAddrs(a.hostAddr)
+			var resolveErr error
+			if dnsName != "" {
+				hosts, resolveErr = resolveToolhosts(ctx, a.hostAddr)
+			}
+			for _, h := range hosts {
+				checks = append(checks, struct{ name, addr string }{"toolhost", h})
+			}
+			for _, s := range checks {
 				one := svc{Name: s.name, Addr: s.addr}
 				cc, err := a.conn(s.addr)
 				if err == nil {
@@ -47,6 +57,10 @@ func (a *app) statusCmd() *cobra.Command {
 					down++
 				}
 				svcs = append(svcs, one)
+			}
+			if resolveErr != nil {
+				svcs = append(svcs, svc{Name: "toolhost", Addr: a.hostAddr, Status: "UNREACHABLE", Error: resolveErr.Error()})
+				down++
 			}
 			out := map[string]any{"services": svcs}
 			var models *inferencev1.ListModelsResponse

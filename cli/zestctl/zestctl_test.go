@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +107,8 @@ func TestClientConfigShapes(t *testing.T) {
 // and a transport switch drops the other transport's fields.
 func TestEditKeepsOtherFields(t *testing.T) {
 	st := &mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"},
-		Env: map[string]string{"K": "${K}"}, Enabled: true, Expose: true, TimeoutMs: 30000, ToolsDeny: []string{"x*"}}
+		Env: map[string]string{"K": "${K}"}, Enabled: true, Expose: true, TimeoutMs: 30000, ToolsDeny: []string{"x*"},
+		ToolHost: "th-1", Placement: "th-1"}
 	f := &serverFlags{}
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	f.register(fs)
@@ -118,7 +121,7 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	}
 	want := &mcpgatewayv1.ServerInput{Id: proto.String("e"), Name: proto.String("E"), Transport: proto.String("stdio"), Command: proto.String("node"),
 		Args: []string{"b.mjs", "--flag"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true), Expose: proto.Bool(true),
-		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}}
+		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}, ToolHost: proto.String("th-1")}
 	if !proto.Equal(in, want) {
 		t.Fatalf("edit input = %v\nwant %v", in, want)
 	}
@@ -128,8 +131,42 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	_ = fs2.Parse([]string{"--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"})
 	in = inputOf(st)
 	_ = f2.apply(fs2, in)
-	if in.Command != nil || in.Args != nil || in.Env != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
+	if in.Command != nil || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
 		t.Fatalf("switched input = %v", in)
+	}
+}
+
+// TestToolHostFlag: --tool-host pins, --tool-host "" unpins, and the placement shows where a
+// server runs, marked when pinned there.
+func TestToolHostFlag(t *testing.T) {
+	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", ToolHost: "th-1", Placement: "th-1"}
+	for _, tc := range []struct {
+		args []string
+		want *string
+	}{{nil, proto.String("th-1")}, {[]string{"--tool-host", "th-2"}, proto.String("th-2")}, {[]string{"--tool-host", ""}, proto.String("")}} {
+		f := &serverFlags{}
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		in := inputOf(st)
+		if err := f.apply(fs, in); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(&mcpgatewayv1.ServerInput{ToolHost: in.ToolHost}, &mcpgatewayv1.ServerInput{ToolHost: tc.want}) {
+			t.Errorf("%v: tool_host %v, want %v", tc.args, in.ToolHost, *tc.want)
+		}
+	}
+	for s, want := range map[*mcpgatewayv1.ServerState]string{
+		st:                                      "th-1 (pinned)",
+		{Transport: "stdio", Placement: "th-2"}: "th-2",
+		{Transport: "stdio", ToolHost: "th-1", Placement: "th-1"}: "th-1 (pinned)",
+		{Transport: "streamable-http"}:                            "-",
+	} {
+		if got := placement(s); got != want {
+			t.Errorf("placement(%v) = %q, want %q", s, got, want)
+		}
 	}
 }
 
@@ -144,5 +181,27 @@ func TestEditJSONKeepsOtherFields(t *testing.T) {
 	}
 	if err := unmarshalInput([]byte(`{"comand":"x"}`), "server", in); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "comand") {
 		t.Fatalf("a misspelt field: %v", err)
+	}
+}
+
+func TestToolhostAddrs(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:13312":        "[127.0.0.1:13312] ",
+		"a:1, b:2":               "[a:1 b:2] ",
+		"dns:///toolhost.ns:133": "[] toolhost.ns",
+	} {
+		addrs, name, err := toolhostAddrs(in)
+		if got := fmt.Sprint(addrs, " ", name); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"a", "a:1,", "dns:///a", ""} {
+		if _, _, err := toolhostAddrs(bad); err == nil || !strings.Contains(err.Error(), "dns:///name:port") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	got, err := resolveToolhosts(t.Context(), "dns:///localhost:9")
+	if err != nil || !slices.Contains(got, "127.0.0.1:9") {
+		t.Errorf("localhost: %v %v", got, err)
 	}
 }

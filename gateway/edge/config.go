@@ -80,7 +80,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "edge-addr", c.Addr, "HTTP listen address of the edge")
 	fs.StringVar(&c.McpgatewayAddr, "mcpgateway-addr", c.McpgatewayAddr, "mcpgateway: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
-	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host (for health)")
+	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "the tool hosts, for health: host:port, a comma-separated list, or dns:///name:port (healthy while one of them serves)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
 	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, "interval of keep-alive comments on idle /mcp GET streams")
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
@@ -92,9 +92,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon()}
-	errs = append(errs, grpcdial.ValidateTarget("mcpgateway-addr", c.McpgatewayAddr), grpcdial.ValidateTarget("inference-addr", c.InferenceAddr))
+	errs = append(errs, grpcdial.ValidateTarget("mcpgateway-addr", c.McpgatewayAddr), grpcdial.ValidateTarget("inference-addr", c.InferenceAddr),
+		grpcdial.ValidateTarget("toolhost-addr", c.ToolhostAddr))
 	for _, a := range []struct{ name, v string }{
-		{"edge-addr", c.Addr}, {"toolhost-addr", c.ToolhostAddr},
+		{"edge-addr", c.Addr},
 	} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", a.name, a.v))

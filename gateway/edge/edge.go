@@ -54,7 +54,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	e := &Edge{cfg: cfg, log: log, backend: map[string]*grpc.ClientConn{}}
 	// The edge forwards each caller's own Authorization header; it adds no key of its own.
 	// mcpgateway and inference may be several replicas: grpcdial balances over the healthy
-	// ones. The tool host is only asked its health, which the edge reads itself.
+	// ones. The tool hosts are only asked their health, which the edge reads itself: over
+	// several, the check reaches one that is connected, so the edge is healthy while one
+	// serves (mcpgateway moves the servers of one that died).
 	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
 		var opts []grpc.DialOption
 		if name == "toolhost" {

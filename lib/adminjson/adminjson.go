@@ -35,16 +35,16 @@ var (
 var serverAliases = map[string]string{
 	"working_dir": "workingDir", "bearer_token": "bearerToken",
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
-	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny",
+	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose"}
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
 var serverStateFields = []string{"status", "connected", "last_error", "protocol_version", "server_info",
-	"capabilities", "tools", "test_only", "process"}
+	"capabilities", "tools", "test_only", "process", "placement"}
 
 var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_server_ids": "mcpServerIds", "tools_enabled": "toolsEnabled"}
 
@@ -63,6 +63,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
 		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
+		ToolHost: r.str("tool_host"),
 	}
 	return in, r.err
 }

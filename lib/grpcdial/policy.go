@@ -92,6 +92,7 @@ var methods = []struct {
 	{"/zest.toolhost.v1.ToolHostService/Watch", false, "a stream: the watcher opens it again itself"},
 	{"/zest.toolhost.v1.ToolHostService/Answer", false, "writes a client's answer to a child: twice would answer twice"},
 	{"/zest.toolhost.v1.ToolHostService/Resume", false, "goes on with a parked tool call"},
+	{"/zest.toolhost.v1.ToolHostService/Describe", true, "reads the tool host's name and process"},
 }
 
 // Retryable reports whether method ("/package.Service/Method") is retried on UNAVAILABLE.

@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	github.com/zestmcp/zest/services/toolhost v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
@@ -59,4 +60,5 @@ require (
 replace (
 	github.com/zestmcp/zest/lib => ../../lib
 	github.com/zestmcp/zest/proto => ../../proto
+	github.com/zestmcp/zest/services/toolhost => ../toolhost
 )

@@ -94,7 +94,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(),
+		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
 		Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	if out.Args == nil {
@@ -120,6 +120,7 @@ func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) 
 	st := s.up.State(c.GetId())
 	out := stateOf(c)
 	out.Connected, out.LastError, out.ProtocolVersion = st.Connected, st.LastError, st.Info.ProtocolVersion
+	out.Placement = s.up.ToolHost(c)
 	switch {
 	case !c.GetEnabled():
 		out.Status = "disabled"
@@ -258,7 +259,7 @@ func (s *Service) GetServer(ctx context.Context, req *mcpgatewayv1.GetServerRequ
 		return nil, err
 	}
 	if cfg.GetTransport() == serverconfig.TransportStdio {
-		p, err := s.up.Process(ctx, cfg.GetId())
+		p, err := s.up.Process(ctx, cfg)
 		if err != nil {
 			p = &mcpgatewayv1.ProcessState{State: "unknown", LastError: err.Error()}
 		}

@@ -24,7 +24,6 @@ import (
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
@@ -37,6 +36,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
+	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
@@ -58,8 +58,12 @@ type Config struct {
 	// InferenceAddr is the inference service (ZEST_INFERENCE_ADDR): one address, a
 	// comma-separated list of replicas or dns:///name:port (grpcdial.ParseTarget).
 	InferenceAddr string
-	// ToolhostAddr is the tool host that runs stdio servers (ZEST_TOOLHOST_ADDR).
+	// ToolhostAddr is the tool hosts that run stdio servers (ZEST_TOOLHOST_ADDR): host:port, a
+	// comma-separated list, or dns:///name:port (package toolhosts).
 	ToolhostAddr string
+	// ToolhostResolveEvery, ToolhostHealthEvery and ToolhostWait tune the tool hosts' pool
+	// (ZEST_TOOLHOST_RESOLVE_EVERY, ZEST_TOOLHOST_HEALTH_EVERY, ZEST_TOOLHOST_WAIT).
+	ToolhostResolveEvery, ToolhostHealthEvery, ToolhostWait time.Duration
 	// DataDir holds registry.db and session.key (ZEST_DATA_DIR).
 	DataDir string
 	// Registry selects the registry store (ZEST_REGISTRY): "" is bbolt at
@@ -104,6 +108,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
+		ToolhostResolveEvery: toolhosts.DefaultResolveEvery, ToolhostHealthEvery: toolhosts.DefaultHealthEvery, ToolhostWait: toolhosts.DefaultWait,
 		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr,
@@ -115,7 +120,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "mcpgateway-addr", c.Addr, "gRPC listen address of mcpgateway")
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
-	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "address of the tool host that runs stdio MCP servers")
+	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "the tool hosts that run stdio MCP servers: host:port, a comma-separated list, or dns:///name:port (every address it resolves to)")
+	fs.DurationVar(&c.ToolhostResolveEvery, "toolhost-resolve-every", c.ToolhostResolveEvery, "how often a dns:/// toolhost-addr is resolved again")
+	fs.DurationVar(&c.ToolhostHealthEvery, "toolhost-health-every", c.ToolhostHealthEvery, "how often each tool host's health is checked (a dropped connection counts at once)")
+	fs.DurationVar(&c.ToolhostWait, "toolhost-wait", c.ToolhostWait, "how long a stdio server's call waits for a tool host that can run it when none is healthy")
 	fs.StringVar(&c.MetricsAddr, "mcpgateway-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for registry.db and session.key")
 	fs.StringVar(&c.Registry, "registry", c.Registry, `registry store: "" (bbolt at <data-dir>/registry.db), etcd://host:port[,host:port…][/prefix] or etcds://… (TLS); TLS files and auth from ZEST_ETCD_*`)
@@ -131,8 +139,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
-	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr))
-	for name, a := range map[string]string{"mcpgateway-addr": c.Addr, "toolhost-addr": c.ToolhostAddr} {
+	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr), c.toolhosts().Validate())
+	for name, a := range map[string]string{"mcpgateway-addr": c.Addr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
@@ -163,13 +171,19 @@ func (c *Config) Validate() error {
 // Shared returns the common settings.
 func (c *Config) Shared() *service.Common { return &c.Common }
 
+// toolhosts is the configuration of the tool hosts' pool.
+func (c *Config) toolhosts() toolhosts.Config {
+	return toolhosts.Config{Addr: c.ToolhostAddr, Key: c.Keys.Service, MaxMessageBytes: c.GRPCMaxMessageBytes,
+		ResolveEvery: c.ToolhostResolveEvery, HealthEvery: c.ToolhostHealthEvery, Wait: c.ToolhostWait}
+}
+
 // Server is a running mcpgateway.
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	reg       registry.Registry
 	inference *grpc.ClientConn
-	toolhost  *grpc.ClientConn
+	toolhosts *toolhosts.Pool
 	up        *upstream.Manager
 	srv       *grpcserve.Server
 	// servers is the config cache, and changes what applies the registry's changes to this
@@ -208,13 +222,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.Keys.Service == "" {
 		log.Warn("ZEST_SERVICE_KEY is not set: the tool host refuses every call without it, so stdio MCP servers cannot run")
 	}
-	th, err := grpcdial.Dial(cfg.ToolhostAddr, cfg.Keys.Service, cfg.GRPCMaxMessageBytes)
+	th, err := toolhosts.New(cfg.toolhosts(), log)
 	if err != nil {
 		cc.Close()
 		reg.Close()
 		return nil, err
 	}
-	up := upstream.New(toolhostv1.NewToolHostServiceClient(th), nil, log)
+	up := upstream.NewPlaced(th, nil, log)
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
 		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")
@@ -300,7 +314,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhost: th, up: up, srv: g, servers: servers, changes: changes}, nil
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -321,8 +335,9 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves on lis until ctx is done, then closes everything. While it serves, the
-// upstream manager follows the tool host's events (a stdio server's new tools), and, with a
-// registry shared by replicas (registry.Watcher), the replica follows the registry's changes.
+// upstream manager follows the tool hosts (their events: a stdio server's new tools; their
+// health: a server moves when its tool host goes), and, with a registry shared by replicas
+// (registry.Watcher), the replica follows the registry's changes.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.Close()
 	fctx, stop := context.WithCancel(ctx)
@@ -340,5 +355,5 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
 	s.up.Close(ctx)
-	return errors.Join(s.inference.Close(), s.toolhost.Close(), s.reg.Close())
+	return errors.Join(s.inference.Close(), s.toolhosts.Close(), s.reg.Close())
 }

@@ -132,3 +132,41 @@ func TestInferenceAddrTakesReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestToolhostVariables: ZEST_TOOLHOST_ADDR takes one address, a list or dns:///name:port, and
+// the pool's knobs are read and checked at startup with errors that name them.
+func TestToolhostVariables(t *testing.T) {
+	parse := func(env map[string]string) (Config, error) {
+		cfg := DefaultConfig()
+		cfg.Keys.Service = ""
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg.RegisterFlags(fs)
+		if err := envflag.Parse(fs, nil, func(k string) string { return env[k] }); err != nil {
+			return cfg, err
+		}
+		return cfg, cfg.Validate()
+	}
+	for _, ok := range []map[string]string{
+		nil,
+		{"ZEST_TOOLHOST_ADDR": "10.0.0.1:13312,10.0.0.2:13312"},
+		{"ZEST_TOOLHOST_ADDR": "dns:///zest-toolhost.zest.svc.cluster.local:13312", "ZEST_TOOLHOST_RESOLVE_EVERY": "2s"},
+		{"ZEST_TOOLHOST_HEALTH_EVERY": "200ms", "ZEST_TOOLHOST_WAIT": "5s"},
+	} {
+		if _, err := parse(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"ZEST_TOOLHOST_ADDR": "10.0.0.1"}, {"ZEST_TOOLHOST_ADDR": "dns:///name"},
+		{"ZEST_TOOLHOST_RESOLVE_EVERY": "1ms"}, {"ZEST_TOOLHOST_HEALTH_EVERY": "1ms"}, {"ZEST_TOOLHOST_WAIT": "1h"},
+	} {
+		_, err := parse(bad)
+		for name := range bad {
+			flagName := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "ZEST_"), "_", "-"))
+			if err == nil || !strings.Contains(err.Error(), flagName) {
+				t.Errorf("%v: %v, want an error that names %s", bad, err, flagName)
+			}
+		}
+	}
+}

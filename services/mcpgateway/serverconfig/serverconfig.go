@@ -40,6 +40,10 @@ var ErrInvalid = errors.New("invalid server config")
 // IDPattern is the shape of a server id.
 var IDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
 
+// ToolHostPattern is the shape of a tool host's name (ZEST_TOOLHOST_NAME), which tool_host
+// pins: the tool host's own check (services/toolhost/host.NamePattern) is the same.
+var ToolHostPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,253}$`)
+
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
 }
@@ -59,7 +63,7 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 		Args: in.GetArgs(), WorkingDir: in.GetWorkingDir(), Env: in.GetEnv(), Url: in.GetUrl(),
 		BearerToken: in.GetBearerToken(), AllowInsecureHttp: in.GetAllowInsecureHttp(),
 		Enabled: true, TimeoutMs: DefaultTimeoutMs, ToolsAllow: in.GetToolsAllow(), ToolsDeny: in.GetToolsDeny(),
-		Expose: true,
+		Expose: true, ToolHost: in.GetToolHost(),
 	}
 	if in.Enabled != nil {
 		cfg.Enabled = in.GetEnabled()
@@ -135,12 +139,15 @@ func checkTransportFields(cfg *mcpgatewayv1.ServerConfig, in *mcpgatewayv1.Serve
 		if strings.TrimSpace(cfg.GetCommand()) == "" {
 			return invalid("command is required for a stdio server: the program that runs it, e.g. npx or node")
 		}
+		if h := cfg.GetToolHost(); h != "" && !ToolHostPattern.MatchString(h) {
+			return invalid("tool_host %q is not a tool host name: want the ZEST_TOOLHOST_NAME of one tool host (letters, digits, '.', '_' or '-', at most 253), or empty to let Zest place the server", truncate(h, 120))
+		}
 		return nil
 	}
 	for _, f := range []struct {
 		k       string
 		present bool
-	}{{"command", in.Command != nil}, {"args", len(in.GetArgs()) > 0}, {"working_dir", in.WorkingDir != nil}, {"env", len(in.GetEnv()) > 0}} {
+	}{{"command", in.Command != nil}, {"args", len(in.GetArgs()) > 0}, {"working_dir", in.WorkingDir != nil}, {"env", len(in.GetEnv()) > 0}, {"tool_host", in.GetToolHost() != ""}} {
 		if f.present {
 			return invalid("%s is a stdio field; this server's transport is streamable-http (remove %s)", f.k, f.k)
 		}

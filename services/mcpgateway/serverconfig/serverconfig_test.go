@@ -7,6 +7,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/toolhost/host"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -52,6 +53,9 @@ func TestParseValid(t *testing.T) {
 		{"env references", `{"id":"e","command":"node","env":{"GITHUB_TOKEN":"${GH_TOKEN}"}}`, nil},
 		{"state fields sent back are ignored", `{"id":"e","command":"node","status":"connected","tools":[]}`, nil},
 		{"disabled", `{"id":"e","command":"node","enabled":false}`, func(t *testing.T, c map[string]any) { want(t, c, "enabled", false) }},
+		{"pinned to a tool host", `{"id":"e","command":"node","tool_host":"th-1.zone_a"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "th-1.zone_a") }},
+		{"pinned, camelCase", `{"id":"e","command":"node","toolHost":"th-1"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "th-1") }},
+		{"placement sent back is ignored", `{"id":"e","command":"node","placement":"th-2"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +65,7 @@ func TestParseValid(t *testing.T) {
 			}
 			m := map[string]any{"id": cfg.GetId(), "name": cfg.GetName(), "transport": cfg.GetTransport(),
 				"enabled": cfg.GetEnabled(), "timeout_ms": float64(cfg.GetTimeoutMs()), "working_dir": cfg.GetWorkingDir(),
-				"bearer_token": cfg.GetBearerToken()}
+				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost()}
 			if tc.check != nil {
 				tc.check(t, m)
 			}
@@ -98,6 +102,10 @@ func TestParseInvalid(t *testing.T) {
 		{"command on http", `{"id":"a","transport":"http","url":"https://h/mcp","command":"x"}`, "command is a stdio field; this server's transport is streamable-http"},
 		{"env on http", `{"id":"a","transport":"http","url":"https://h/mcp","env":{"A":"${B}"}}`, "env is a stdio field"},
 		{"args on http", `{"id":"a","transport":"http","url":"https://h/mcp","args":["x"]}`, "args is a stdio field"},
+		{"tool_host on http", `{"id":"a","transport":"http","url":"https://h/mcp","tool_host":"th-1"}`, "tool_host is a stdio field; this server's transport is streamable-http (remove tool_host)"},
+		{"tool_host not a name", `{"id":"a","command":"x","tool_host":"th 1"}`, `tool_host "th 1" is not a tool host name: want the ZEST_TOOLHOST_NAME of one tool host`},
+		{"tool_host too long", `{"id":"a","command":"x","tool_host":"` + strings.Repeat("h", 254) + `"}`, "is not a tool host name"},
+		{"tool_host not a string", `{"id":"a","command":"x","tool_host":1}`, "tool_host must be a string, not a number"},
 		{"reserved id", `{"id":"lemonade","command":"x"}`, `id "lemonade" is reserved`},
 		{"reserved id, other case", `{"id":"Lemonade","command":"x"}`, "is reserved"},
 		{"timeout fractional at the edge", `{"id":"a","command":"x","timeout_ms":1500.5}`, "must be a whole number"},
@@ -175,6 +183,13 @@ func TestParseExpose(t *testing.T) {
 	}
 }
 
+// TestToolHostPatternIsTheToolHosts: a pin accepts exactly the names a tool host accepts.
+func TestToolHostPatternIsTheToolHosts(t *testing.T) {
+	if ToolHostPattern.String() != host.NamePattern.String() {
+		t.Fatalf("serverconfig's %s differs from the tool host's %s", ToolHostPattern, host.NamePattern)
+	}
+}
+
 // TestField: a validation error names its field first, and Field finds it, for a form to
 // show the error next to that field.
 func TestField(t *testing.T) {
@@ -188,6 +203,7 @@ func TestField(t *testing.T) {
 		`{"id":"a","command":"x","tools_deny":[""]}`:                              "tools_deny",
 		`{"id":"a","transport":"http","url":"https://h/mcp","bearer_token":"sk"}`: "bearer_token",
 		`{"id":"a","transport":"http","url":"https://h/mcp","command":"x"}`:       "command",
+		`{"id":"a","command":"x","tool_host":"a/b"}`:                              "tool_host",
 	} {
 		_, err := parse(body, nil)
 		if got := Field(err); got != want {

@@ -101,11 +101,21 @@ func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, ca
 	if !ok {
 		return nil, fmt.Errorf("%w: MCP server %q is not a stdio server now", ErrRelayUnknown, cfg.GetId())
 	}
+	// The call waits on the tool host that parked it, wherever the server runs by now.
+	name, id := splitToolHostRef(id)
+	if st.host.Name != name {
+		h, ok := m.hosts.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: the call of MCP server %q waited on the tool host %q, which is gone", ErrRelayUnknown, cfg.GetId(), name)
+		}
+		st = &stdioSession{th: h.Client, host: h, hosts: m.hosts, spec: st.spec, log: m.log}
+	}
 	req := &toolhostv1.ResumeRequest{CallId: id}
 	for _, a := range answers {
-		k, relayID, _ := strings.Cut(a.Ref, ":")
-		if k != "t" {
-			return nil, fmt.Errorf("%w: %q is not a request of the tool host", ErrRelayUnknown, a.Ref)
+		k, rest, _ := strings.Cut(a.Ref, ":")
+		holder, relayID := splitToolHostRef(rest)
+		if k != "t" || holder != name {
+			return nil, fmt.Errorf("%w: %q is not a request of the tool host %q that holds the call", ErrRelayUnknown, a.Ref, name)
 		}
 		ar := &toolhostv1.AnswerRequest{RelayId: relayID}
 		if a.Err != nil {
@@ -135,13 +145,18 @@ func (m *Manager) Answer(ctx context.Context, ref string, result json.RawMessage
 	kind, id, _ := strings.Cut(ref, ":")
 	switch kind {
 	case "t":
-		req := &toolhostv1.AnswerRequest{RelayId: id}
+		name, relay := splitToolHostRef(id)
+		h, ok := m.hosts.Lookup(name)
+		if !ok {
+			return fmt.Errorf("%w: the tool host %q that holds the request is gone (its call failed with it)", ErrRelayUnknown, name)
+		}
+		req := &toolhostv1.AnswerRequest{RelayId: relay}
 		if rpcErr != nil {
 			req.Answer = &toolhostv1.AnswerRequest_Error{Error: &toolhostv1.JsonRpcError{Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}
 		} else {
 			req.Answer = &toolhostv1.AnswerRequest_Result{Result: result}
 		}
-		_, err := m.toolhost.Answer(ctx, req)
+		_, err := h.Client.Answer(ctx, req)
 		if status.Code(err) == codes.NotFound {
 			return fmt.Errorf("%w: it was answered already, or the call that caused it ended", ErrRelayUnknown)
 		}
@@ -275,11 +290,9 @@ func answerServerRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 // that wants the call's progress (hooks.OnProgress) or relays the server's requests to its MCP
 // client (hooks.Relays, hooks.OnRequest).
 func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
-	s, timeout, err := m.ready(ctx, cfg, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return s.callWith(ctx, method, params, timeout, hooks)
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+		return s.callWith(ctx, method, params, timeout, hooks)
+	})
 }
 
 // splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.

@@ -7,33 +7,46 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
-// stdioSession is a stdio server run by the tool host.
+// stdioSession is a stdio server run by a tool host.
 type stdioSession struct {
 	th    toolhostv1.ToolHostServiceClient
 	spec  *toolhostv1.ServerSpec
 	log   *slog.Logger
 	cache toolCache
 	lists relister
+	// host is the tool host the server runs on, hosts the pool it belongs to, pin the
+	// server's tool_host.
+	host  toolhosts.Host
+	hosts *toolhosts.Pool
+	pin   string
+	// placedAt is the pool generation at which host was last the server's placement
+	// (Manager.placed).
+	placedAt atomic.Uint64
 
 	mu  sync.Mutex
 	inf Info
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv1.ToolHostServiceClient, log *slog.Logger) (*stdioSession, error) {
-	s := &stdioSession{th: th, log: log, spec: &toolhostv1.ServerSpec{
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, log *slog.Logger) (*stdioSession, error) {
+	s := &stdioSession{th: host.Client, host: host, hosts: hosts, pin: cfg.GetToolHost(), log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
 	}}
+	s.placedAt.Store(hosts.Generation())
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -45,9 +58,11 @@ func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, th toolhostv
 
 // start asks the tool host for the child (idempotent) and records the handshake.
 func (s *stdioSession) start(ctx context.Context) error {
-	r, err := s.th.EnsureStarted(ctx, &toolhostv1.EnsureStartedRequest{Spec: s.spec}, grpc.WaitForReady(true))
+	r, err := s.th.EnsureStarted(ctx, &toolhostv1.EnsureStartedRequest{Spec: s.spec})
 	if err != nil {
-		return upstreamErr(s.spec.GetId(), err)
+		// Starting is idempotent: a tool host that went away midway is as good as one that
+		// never got the request (its children died with it).
+		return s.fail(err, false)
 	}
 	st := r.GetStatus()
 	s.mu.Lock()
@@ -77,7 +92,7 @@ func (s *stdioSession) list(ctx context.Context, restart bool) ([]json.RawMessag
 	var r *toolhostv1.ListToolsResponse
 	f := func() error {
 		var err error
-		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()}, grpc.WaitForReady(true))
+		r, err = s.th.ListTools(ctx, &toolhostv1.ListToolsRequest{Id: s.spec.GetId()})
 		return err
 	}
 	var err error
@@ -90,7 +105,7 @@ func (s *stdioSession) list(ctx context.Context, restart bool) ([]json.RawMessag
 		return nil, errLost
 	}
 	if err != nil {
-		return nil, upstreamErr(s.spec.GetId(), err)
+		return nil, s.fail(err, false) // a read: safe to send again
 	}
 	out := make([]json.RawMessage, len(r.GetTools()))
 	for i, t := range r.GetTools() {
@@ -122,13 +137,14 @@ func (s *stdioSession) listChanged() {
 
 func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	var r *toolhostv1.CallResponse
+	var p peer.Peer
 	err := s.retryOnLost(ctx, func() error {
 		var err error
-		r, err = s.th.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, grpc.WaitForReady(true))
+		r, err = s.th.Call(ctx, &toolhostv1.CallRequest{Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds())}, grpc.Peer(&p))
 		return err
 	})
 	if err != nil {
-		return nil, upstreamErr(s.spec.GetId(), err)
+		return nil, s.fail(err, p.Addr != nil)
 	}
 	if e := r.GetError(); e != nil {
 		return nil, &RPCError{Code: int(e.GetCode()), Message: e.GetMessage(), Data: e.GetData()}
@@ -150,17 +166,21 @@ func (s *stdioSession) callWith(ctx context.Context, method string, params json.
 	}
 	var r *toolhostv1.CallResponse
 	var asked *InputRequiredError
+	var p peer.Peer
 	err := s.retryOnLost(ctx, func() error {
 		stream, err := s.th.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
 			Id: s.spec.GetId(), Method: method, Params: params, TimeoutMs: int32(timeout.Milliseconds()), Relays: relays,
-			ParkMs: int32(hooks.Park.Milliseconds())}}, grpc.WaitForReady(true))
+			ParkMs: int32(hooks.Park.Milliseconds())}}, grpc.Peer(&p))
 		if err != nil {
 			return err
 		}
-		r, asked, err = readCallStream(stream, hooks)
+		r, asked, err = readCallStream(stream, hooks, refPrefix(s.host))
 		return err
 	})
-	return s.answerOf(r, asked, err)
+	if err != nil {
+		return nil, s.fail(err, p.Addr != nil)
+	}
+	return s.answerOf(r, asked, nil)
 }
 
 // resume goes on with a parked call (Manager.Resume).
@@ -169,7 +189,7 @@ func (s *stdioSession) resume(ctx context.Context, req *toolhostv1.ResumeRequest
 	var r *toolhostv1.CallResponse
 	var asked *InputRequiredError
 	if err == nil {
-		r, asked, err = readCallStream(resumeItems{stream}, hooks)
+		r, asked, err = readCallStream(resumeItems{stream}, hooks, refPrefix(s.host))
 	}
 	if status.Code(err) == codes.NotFound {
 		return nil, fmt.Errorf("%w: the call of MCP server %q no longer waits for these answers (it ended, or it waited longer than it may)", ErrRelayUnknown, s.spec.GetId())
@@ -192,7 +212,7 @@ func (r resumeItems) Recv() (*toolhostv1.CallStreamResponse, error) {
 
 func (s *stdioSession) answerOf(r *toolhostv1.CallResponse, asked *InputRequiredError, err error) (json.RawMessage, error) {
 	if err != nil {
-		return nil, upstreamErr(s.spec.GetId(), err)
+		return nil, s.fail(err, true)
 	}
 	if asked != nil {
 		return nil, asked
@@ -208,7 +228,7 @@ func (s *stdioSession) answerOf(r *toolhostv1.CallResponse, asked *InputRequired
 // call id) are gathered instead, and the stream's end after them is an InputRequiredError.
 func readCallStream(stream interface {
 	Recv() (*toolhostv1.CallStreamResponse, error)
-}, hooks Hooks) (*toolhostv1.CallResponse, *InputRequiredError, error) {
+}, hooks Hooks, prefix string) (*toolhostv1.CallResponse, *InputRequiredError, error) {
 	var asked *InputRequiredError
 	for {
 		item, err := stream.Recv()
@@ -228,10 +248,10 @@ func readCallStream(stream interface {
 			continue
 		}
 		if q := item.GetRequest(); q != nil {
-			req := ServerRequest{Ref: "t:" + q.GetRelayId(), Method: q.GetMethod(), Params: q.GetParams()}
+			req := ServerRequest{Ref: prefix + q.GetRelayId(), Method: q.GetMethod(), Params: q.GetParams()}
 			if q.GetCallId() != "" {
 				if asked == nil {
-					asked = &InputRequiredError{Call: "t:" + q.GetCallId()}
+					asked = &InputRequiredError{Call: prefix + q.GetCallId()}
 				}
 				asked.Requests = append(asked.Requests, req)
 				continue
@@ -262,6 +282,58 @@ func (s *stdioSession) close(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// refPrefix starts the refs of the requests and parked calls a tool host holds: "t:" and the
+// tool host's name, so that an answer reaches that tool host from any replica, wherever the
+// server runs by then ("t:<name>/<id>"; "t:<id>" for a tool host without a name).
+func refPrefix(h toolhosts.Host) string {
+	if h.Name == "" {
+		return "t:"
+	}
+	return "t:" + h.Name + "/"
+}
+
+// splitToolHostRef splits the id part of a "t:" ref into the tool host's name and its own id.
+func splitToolHostRef(rest string) (name, id string) {
+	if name, id, ok := strings.Cut(rest, "/"); ok {
+		return name, id
+	}
+	return "", rest
+}
+
+// lostWait bounds how long a failed call waits for the pool to confirm that the tool host went
+// away (the call usually sees the connection drop a moment before the pool does).
+const lostWait = 200 * time.Millisecond
+
+// errElsewhere marks a failure that left nothing behind on a tool host that went away: a
+// call that never left (its connection was gone before it was sent), or a start or a read.
+// Manager.onSession places the server again and tries once more.
+var errElsewhere = errors.New("the tool host went away before the call left")
+
+// unplaced is a placedAt no pool generation equals.
+const unplaced = ^uint64(0)
+
+// fail turns a failed call to the tool host into the error the caller sees. When the tool
+// host went away (the call failed UNAVAILABLE and the pool no longer counts the tool host
+// among the healthy), the error says so and names it; a call that may have reached it
+// (sent: a connection carried it, as grpc.Peer tells) stays failed, one that cannot have
+// (or that may be sent again: a start, a read) is errElsewhere too, to be tried elsewhere.
+func (s *stdioSession) fail(err error, sent bool) error {
+	id := s.spec.GetId()
+	if status.Code(err) != codes.Unavailable || s.hosts == nil || !s.hosts.Lost(s.host, lostWait) {
+		return upstreamErr(id, err)
+	}
+	next := "the server's calls go to another tool host from now on"
+	if s.pin != "" {
+		next = "the server is pinned to that tool host (tool_host), so its calls fail until it is back"
+	}
+	gone := fmt.Errorf("%w: %q: the tool host %s went away during the call (%s); %s", ErrUpstream, id, s.host, status.Convert(err).Message(), next)
+	if !sent && s.pin == "" {
+		s.placedAt.Store(unplaced) // the next use checks the placement again
+		return fmt.Errorf("%w: %w", errElsewhere, gone)
+	}
+	return gone
 }
 
 // upstreamErr wraps a tool host error, keeping its text (which names the cause: the OS

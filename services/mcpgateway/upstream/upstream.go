@@ -11,6 +11,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +22,9 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Info is what the handshake told about a server.
@@ -47,7 +51,9 @@ type session interface {
 
 // Manager keeps the connections.
 type Manager struct {
-	toolhost  toolhostv1.ToolHostServiceClient
+	// hosts are the tool hosts stdio servers run on, each server on the one its placement
+	// picks (toolhosts.Pool.Place).
+	hosts     *toolhosts.Pool
 	lookupEnv func(string) (string, bool)
 	log       *slog.Logger
 
@@ -69,11 +75,16 @@ type conn struct {
 	sess    session
 	lastErr string
 	pending *attempt
+	// homeless is set when the connection was dropped because no tool host could run the
+	// server any more: it connects again as soon as one can (FollowToolHost).
+	homeless bool
 }
 
 // attempt is one connect in progress. err is set before done is closed.
 type attempt struct {
-	cfg    *mcpgatewayv1.ServerConfig
+	cfg *mcpgatewayv1.ServerConfig
+	// host is the tool host a stdio server connects on (zero for HTTP).
+	host   toolhosts.Host
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
@@ -82,16 +93,22 @@ type attempt struct {
 	shutdown bool
 }
 
-// New returns a manager using the tool host for stdio servers. lookupEnv resolves
+// New returns a manager using the one tool host th for stdio servers. lookupEnv resolves
 // bearer_token references (os.LookupEnv when nil).
 func New(th toolhostv1.ToolHostServiceClient, lookupEnv func(string) (string, bool), log *slog.Logger) *Manager {
+	return NewPlaced(toolhosts.Fixed("", th), lookupEnv, log)
+}
+
+// NewPlaced returns a manager that runs each stdio server on the tool host of hosts its
+// placement picks, and moves it when that changes (FollowToolHost). The caller closes hosts.
+func NewPlaced(hosts *toolhosts.Pool, lookupEnv func(string) (string, bool), log *slog.Logger) *Manager {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{toolhost: th, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
+	return &Manager{hosts: hosts, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
 }
 
 // Close ends the HTTP sessions and the connects in progress. Stdio children are left to the
@@ -105,7 +122,7 @@ func (m *Manager) Close(ctx context.Context) {
 	for _, c := range conns {
 		c.mu.Lock()
 		s, a := c.sess, c.pending
-		c.sess, c.pending = nil, nil
+		c.sess, c.pending, c.homeless = nil, nil, false
 		if a != nil {
 			a.shutdown = true
 		}
@@ -146,7 +163,7 @@ func msTimeout(ms int32) time.Duration {
 
 func timeoutOf(cfg *mcpgatewayv1.ServerConfig) time.Duration { return msTimeout(cfg.GetTimeoutMs()) }
 
-func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (session, error) {
+func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host) (session, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeoutOf(cfg))
 	defer cancel()
 	// A failed open returns a nil session, not a nil pointer in a non-nil interface.
@@ -159,7 +176,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (ses
 		}
 	} else {
 		var st *stdioSession
-		if st, err = openStdio(ctx, cfg, m.toolhost, m.log); err == nil {
+		if st, err = openStdio(ctx, cfg, host, m.hosts, m.log); err == nil {
 			s = st
 		}
 	}
@@ -174,15 +191,23 @@ func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) e
 	if !cfg.GetEnabled() {
 		return fmt.Errorf("%w: %q is disabled; enable it to connect", ErrDisabled, cfg.GetId())
 	}
+	host, err := m.place(ctx, cfg)
 	c := m.get(cfg.GetId())
 	c.mu.Lock()
-	if c.sess != nil && serverconfig.SameConnection(c.cfg, cfg) {
+	if err != nil {
+		if c.sess == nil && c.pending == nil {
+			c.lastErr = err.Error()
+		}
+		c.mu.Unlock()
+		return err
+	}
+	if c.sess != nil && serverconfig.SameConnection(c.cfg, cfg) && sameHost(hostOf(c.sess), host) {
 		c.mu.Unlock()
 		return nil
 	}
 	a := c.pending
-	if a == nil || !serverconfig.SameConnection(a.cfg, cfg) {
-		a = m.start(ctx, c, cfg)
+	if a == nil || !serverconfig.SameConnection(a.cfg, cfg) || !sameHost(a.host, host) {
+		a = m.start(ctx, c, cfg, host)
 	}
 	c.mu.Unlock()
 	select {
@@ -193,9 +218,32 @@ func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) e
 	}
 }
 
-// start begins a connect of cfg, replacing the connection or connect in progress of c
-// (whose lock the caller holds).
-func (m *Manager) start(ctx context.Context, c *conn, cfg *mcpgatewayv1.ServerConfig) *attempt {
+// place is the tool host a stdio server of cfg runs on (toolhosts.Pool.Place: its pin, else
+// its rendezvous placement, waiting a little when none is healthy); zero for HTTP.
+func (m *Manager) place(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (toolhosts.Host, error) {
+	if cfg.GetTransport() == serverconfig.TransportHTTP {
+		return toolhosts.Host{}, nil
+	}
+	h, err := m.hosts.Place(ctx, cfg.GetId(), cfg.GetToolHost())
+	if err != nil {
+		return h, fmt.Errorf("%w: %q: %w", ErrUpstream, cfg.GetId(), err)
+	}
+	return h, nil
+}
+
+// hostOf is the tool host of a stdio session (zero for anything else).
+func hostOf(s session) toolhosts.Host {
+	if st, ok := s.(*stdioSession); ok {
+		return st.host
+	}
+	return toolhosts.Host{}
+}
+
+func sameHost(a, b toolhosts.Host) bool { return a.Name == b.Name && a.Addr == b.Addr }
+
+// start begins a connect of cfg on host, replacing the connection or connect in progress of
+// c (whose lock the caller holds).
+func (m *Manager) start(ctx context.Context, c *conn, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host) *attempt {
 	prev, old := c.pending, c.sess
 	if prev != nil {
 		prev.cancel()
@@ -203,8 +251,8 @@ func (m *Manager) start(ctx context.Context, c *conn, cfg *mcpgatewayv1.ServerCo
 	// The connect keeps the caller's context values (the request id of its log lines), not
 	// its cancellation: other callers may be waiting for it.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &attempt{cfg: cfg, cancel: cancel, done: make(chan struct{})}
-	c.pending, c.sess, c.cfg = a, nil, cfg
+	a := &attempt{cfg: cfg, host: host, cancel: cancel, done: make(chan struct{})}
+	c.pending, c.sess, c.cfg, c.homeless = a, nil, cfg, false
 	go m.run(actx, c, a, prev, old)
 	return a
 }
@@ -218,13 +266,9 @@ func (m *Manager) run(ctx context.Context, c *conn, a *attempt, prev *attempt, o
 		<-prev.done
 	}
 	if old != nil {
-		cctx, cancel := context.WithTimeout(ctx, timeoutOf(a.cfg))
-		if err := old.close(cctx); err != nil {
-			m.log.WarnContext(ctx, "closing the previous connection failed", "server", a.cfg.GetId(), "err", err)
-		}
-		cancel()
+		m.retire(ctx, a, old)
 	}
-	s, err := m.open(ctx, a.cfg)
+	s, err := m.open(ctx, a.cfg, a.host)
 	c.mu.Lock()
 	current, shutdown := c.pending == a, a.shutdown
 	if current {
@@ -237,17 +281,59 @@ func (m *Manager) run(ctx context.Context, c *conn, a *attempt, prev *attempt, o
 	}
 	c.mu.Unlock()
 	if !current {
-		m.discard(ctx, a.cfg, s, !shutdown)
+		m.discard(ctx, a.cfg, a.host, s, !shutdown)
 		err = fmt.Errorf("%w: %q was disconnected or reconfigured while connecting", ErrNotConnected, a.cfg.GetId())
 	}
 	a.err = err
 	close(a.done)
 }
 
+// retire closes the connection a connect replaces. A stdio server that moves to another tool
+// host is stopped on the old one only when that one is still healthy (a dead one took its
+// children along), and without holding up the new connection: after the calls in flight
+// there, of every replica, have ended (StopRequest.drain_ms).
+func (m *Manager) retire(ctx context.Context, a *attempt, old session) {
+	if st, ok := old.(*stdioSession); ok && !sameHost(st.host, a.host) {
+		if !m.hosts.Up(st.host) {
+			m.log.DebugContext(ctx, "not stopping the server on the tool host it left: that tool host is gone", "server", a.cfg.GetId(), "tool_host", st.host.String())
+			return
+		}
+		go m.stopMoved(context.WithoutCancel(ctx), a.cfg, st)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeoutOf(a.cfg))
+	defer cancel()
+	if err := old.close(cctx); err != nil {
+		m.log.WarnContext(ctx, "closing the previous connection failed", "server", a.cfg.GetId(), "err", err)
+	}
+}
+
+// stopMoved stops a server on the tool host it moved away from, once the calls in flight
+// there have ended (up to the server's timeout).
+func (m *Manager) stopMoved(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, st *stdioSession) {
+	drain := timeoutOf(cfg)
+	ctx, cancel := context.WithTimeout(ctx, drain+stopSlack)
+	defer cancel()
+	if cur, _ := m.connected(cfg.GetId()); cur != nil && sameHost(hostOf(cur), st.host) {
+		return // moved back meanwhile: that child is the one in use again
+	}
+	_, err := st.th.Stop(ctx, &toolhostv1.StopRequest{Id: cfg.GetId(), DrainMs: int32(drain.Milliseconds())})
+	switch {
+	case err == nil:
+		m.log.InfoContext(ctx, "stopped the server on the tool host it moved away from", "server", cfg.GetId(), "tool_host", st.host.String())
+	case status.Code(err) != codes.NotFound:
+		m.log.WarnContext(ctx, "stopping the server on the tool host it moved away from failed (its idle timeout stops it)", "server", cfg.GetId(),
+			"tool_host", st.host.String(), "err", err)
+	}
+}
+
+// stopSlack is the time a Stop gets beyond its drain, for the child to exit.
+const stopSlack = 10 * time.Second
+
 // discard closes what a connect overtaken by a Disconnect or another config opened. With
 // stopStdio, a stdio child is stopped even when the connect failed half way (the tool host
 // may have started it); without, stdio children are left to the tool host.
-func (m *Manager) discard(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s session, stopStdio bool) {
+func (m *Manager) discard(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, s session, stopStdio bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeoutOf(cfg))
 	defer cancel()
 	if cfg.GetTransport() != serverconfig.TransportHTTP {
@@ -255,7 +341,7 @@ func (m *Manager) discard(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 			return
 		}
 		if s == nil {
-			s = &stdioSession{th: m.toolhost, spec: &toolhostv1.ServerSpec{Id: cfg.GetId()}, log: m.log}
+			s = &stdioSession{th: host.Client, host: host, spec: &toolhostv1.ServerSpec{Id: cfg.GetId()}, log: m.log}
 		}
 	}
 	if s != nil {
@@ -272,7 +358,7 @@ func (m *Manager) Disconnect(ctx context.Context, id string) error {
 	}
 	c.mu.Lock()
 	s, a := c.sess, c.pending
-	c.sess, c.pending = nil, nil
+	c.sess, c.pending, c.homeless = nil, nil, false
 	c.mu.Unlock()
 	if a != nil {
 		a.cancel()
@@ -343,21 +429,24 @@ func (m *Manager) Listed(id string) (tools []json.RawMessage, version uint64, ok
 // ListTools returns the tools of the server of cfg (refresh lists them again), connecting
 // first when needed, as Call does.
 func (m *Manager) ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error) {
-	s, _, err := m.ready(ctx, cfg, 0)
-	if err != nil {
+	var tools []json.RawMessage
+	_, err := m.onSession(ctx, cfg, 0, func(s session, _ time.Duration) (json.RawMessage, error) {
+		var err error
+		tools, err = m.tools(ctx, cfg.GetId(), s, refresh)
 		return nil, err
-	}
-	return m.tools(ctx, cfg.GetId(), s, refresh)
+	})
+	return tools, err
 }
 
 // Info returns what the handshake of the server of cfg said, connecting first when needed,
 // as Call does.
 func (m *Manager) Info(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (Info, error) {
-	s, _, err := m.ready(ctx, cfg, 0)
-	if err != nil {
-		return Info{}, err
-	}
-	return s.info(), nil
+	var inf Info
+	_, err := m.onSession(ctx, cfg, 0, func(s session, _ time.Duration) (json.RawMessage, error) {
+		inf = s.info()
+		return nil, nil
+	})
+	return inf, err
 }
 
 // tools lists the tools of session s of id, recording a failure as the server's last error.
@@ -378,11 +467,9 @@ func (m *Manager) tools(ctx context.Context, id string, s session, refresh bool)
 // Call sends one request to the server of cfg, connecting first when needed (servers
 // reconnect on first use after a restart of mcpgateway).
 func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	s, timeout, err := m.ready(ctx, cfg, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return s.call(ctx, method, params, timeout)
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+		return s.call(ctx, method, params, timeout)
+	})
 }
 
 // ready returns the open session of cfg and the call's timeout (the server's timeout_ms
@@ -392,7 +479,7 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 // common case — the config that connected, as the registry cache hands it out — cheap.
 func (m *Manager) ready(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, timeout time.Duration) (session, time.Duration, error) {
 	s, cur := m.connected(cfg.GetId())
-	if s == nil || !cfg.GetEnabled() || (cur != cfg && !serverconfig.SameConnection(cur, cfg)) {
+	if s == nil || !cfg.GetEnabled() || (cur != cfg && !serverconfig.SameConnection(cur, cfg)) || !m.placed(s, cfg) {
 		if err := m.Connect(ctx, cfg); err != nil {
 			return nil, 0, err
 		}
@@ -406,16 +493,53 @@ func (m *Manager) ready(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tim
 	return s, timeout, nil
 }
 
+// placed reports whether session s of cfg is on the tool host its placement picks now: when
+// the healthy tool hosts changed since it was last checked (toolhosts.Pool.Generation), it
+// is checked again; otherwise it costs one atomic load.
+func (m *Manager) placed(s session, cfg *mcpgatewayv1.ServerConfig) bool {
+	st, ok := s.(*stdioSession)
+	if !ok {
+		return true
+	}
+	gen := m.hosts.Generation()
+	if st.placedAt.Load() == gen {
+		return true
+	}
+	h, err := m.hosts.Placement(cfg.GetId(), cfg.GetToolHost())
+	if err != nil || !sameHost(h, st.host) {
+		return false
+	}
+	st.placedAt.Store(gen)
+	return true
+}
+
+// onSession runs f on the ready session of cfg, and once more when the server's tool host went
+// away before anything of the call left (errElsewhere): the server is placed again, on
+// another tool host, and connected there. A call that reached the tool host is never sent
+// twice.
+func (m *Manager) onSession(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, timeout time.Duration, f func(s session, timeout time.Duration) (json.RawMessage, error)) (json.RawMessage, error) {
+	for try := 0; ; try++ {
+		s, t, err := m.ready(ctx, cfg, timeout)
+		var res json.RawMessage
+		if err == nil {
+			res, err = f(s, t)
+		}
+		if try == 0 && errors.Is(err, errElsewhere) && ctx.Err() == nil {
+			m.log.InfoContext(ctx, "the tool host went away before the call left: calling again where the server runs now", "server", cfg.GetId(), "err", err)
+			continue
+		}
+		return res, err
+	}
+}
+
 // CallProgress is Call for a request whose params carry _meta.progressToken: the server's
 // notifications/progress of this call reach onProgress (JSON-RPC notifications with the
 // caller's own token) before CallProgress returns. Stdio servers are called through the tool
 // host's CallStream; HTTP servers get a token of Zest's own, mapped back on the way out.
 func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
-	s, timeout, err := m.ready(ctx, cfg, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+		return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
+	})
 }
 
 // OnNotification sets f to receive every notification a server sends that is not the
@@ -453,9 +577,31 @@ func (m *Manager) State(id string) State {
 	return st
 }
 
+// ToolHost is the name of the tool host a stdio server of cfg runs on (connected here), else
+// the one its placement picks now, else the one its config pins (down); "" for HTTP servers
+// and when no tool host is healthy. It never waits for I/O.
+func (m *Manager) ToolHost(cfg *mcpgatewayv1.ServerConfig) string {
+	if cfg.GetTransport() == serverconfig.TransportHTTP {
+		return ""
+	}
+	if s, _ := m.connected(cfg.GetId()); s != nil {
+		if st, ok := s.(*stdioSession); ok {
+			return st.host.Name
+		}
+	}
+	if h, err := m.hosts.Placement(cfg.GetId(), cfg.GetToolHost()); err == nil {
+		return h.Name
+	}
+	return cfg.GetToolHost()
+}
+
 // Test connects to cfg under a throwaway id, lists its tools and disconnects.
 func (m *Manager) Test(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (Info, []json.RawMessage, error) {
-	s, err := m.open(ctx, cfg)
+	host, err := m.place(ctx, cfg)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	s, err := m.open(ctx, cfg, host)
 	if err != nil {
 		return Info{}, nil, err
 	}

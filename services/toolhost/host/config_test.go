@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -28,6 +29,10 @@ func TestValidate(t *testing.T) {
 		{"negative line limit", func(c *Config) { c.MaxLineBytes = -1 }, "toolhost-max-line-bytes -1"},
 		{"stdin queue too small", func(c *Config) { c.MaxStdinQueueBytes = 1000 }, "toolhost-max-stdin-queue-bytes 1000: want at least 65536"},
 		{"no relays", func(c *Config) { c.MaxRelays = 0 }, "toolhost-max-relays 0: want at least 1"},
+		{"name", func(c *Config) { c.Name = "th-1.zone_a" }, ""},
+		{"empty name", func(c *Config) { c.Name = "" }, `toolhost-name (ZEST_TOOLHOST_NAME) "": want letters, digits`},
+		{"name with a slash", func(c *Config) { c.Name = "a/b" }, `toolhost-name (ZEST_TOOLHOST_NAME) "a/b"`},
+		{"name too long", func(c *Config) { c.Name = strings.Repeat("a", 254) }, "1 to 253 of them"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,6 +46,16 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestDefaultNameIsTheHostName(t *testing.T) {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		t.Skip("no host name")
+	}
+	if got := DefaultConfig().Name; got != h {
+		t.Fatalf("default name %q, want the host name %q", got, h)
 	}
 }
 

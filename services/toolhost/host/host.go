@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"regexp"
 	"sync"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/zestmcp/zest/services/toolhost/supervisor"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Config is the tool host's configuration; flag names map to ZEST_* variables.
@@ -32,6 +35,10 @@ type Config struct {
 	service.Common
 	// Addr is the gRPC listen address (ZEST_TOOLHOST_ADDR).
 	Addr string
+	// Name names this tool host to mcpgateway (ZEST_TOOLHOST_NAME; default the machine's host
+	// name): servers are placed on tool hosts by name and pinned to one by its name, so every
+	// tool host of a deployment needs its own (NamePattern).
+	Name string
 	// MaxLineBytes bounds one stdout line of a child (ZEST_TOOLHOST_MAX_LINE_BYTES); 0, the
 	// default, follows the gRPC message limit (see LineLimit).
 	MaxLineBytes int
@@ -79,8 +86,9 @@ func DefaultConfig() Config {
 	d := supervisor.DefaultConfig()
 	common := service.DefaultCommon()
 	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
+	name, _ := os.Hostname()
 	return Config{
-		Common: common, Addr: "127.0.0.1:13312",
+		Common: common, Addr: "127.0.0.1:13312", Name: name,
 		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		MaxRelays: d.MaxRelays, StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil), MetricsAddr: DefaultMetricsAddr,
@@ -91,6 +99,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
 	fs.StringVar(&c.Addr, "toolhost-addr", c.Addr, "gRPC listen address of the tool host")
+	fs.StringVar(&c.Name, "toolhost-name", c.Name, "this tool host's name, unique among the tool hosts of one mcpgateway: servers are placed on tool hosts by name and pinned to one by it (default: the machine's host name)")
 	fs.StringVar(&c.MetricsAddr, "toolhost-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 	fs.IntVar(&c.MaxLineBytes, "toolhost-max-line-bytes", c.MaxLineBytes, "largest stdout line a server may write; longer is a protocol failure that stops it (0: grpc-max-message-bytes − "+grpcdial.OverheadText+", the largest answer a gRPC message can carry)")
 	fs.IntVar(&c.StderrTailBytes, "toolhost-stderr-tail-bytes", c.StderrTailBytes, "stderr bytes kept per server for diagnostics")
@@ -111,6 +120,9 @@ func (c *Config) Validate() error {
 	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
+	}
+	if !NamePattern.MatchString(c.Name) {
+		errs = append(errs, fmt.Errorf("toolhost-name (ZEST_TOOLHOST_NAME) %q: want letters, digits, '.', '_' or '-', 1 to 253 of them (the machine's host name did not fit: set one)", c.Name))
 	}
 	if most := grpcdial.MaxBodyBytes(c.GRPCMaxMessageBytes); c.MaxLineBytes != 0 && (c.MaxLineBytes < 1024 || c.MaxLineBytes > most) {
 		errs = append(errs, fmt.Errorf("toolhost-max-line-bytes %d: want 0 (follow grpc-max-message-bytes) or 1024 to %d (grpc-max-message-bytes %d − %s): a longer line could never be sent back over gRPC",
@@ -139,6 +151,10 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// NamePattern is the shape of a tool host's name; mcpgateway's serverconfig checks a server's
+// tool_host pin against the same pattern.
+var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,253}$`)
+
 // LineLimit is the stdout line limit in effect: MaxLineBytes, or by default the largest
 // answer a gRPC message can carry (grpcdial.MaxBodyBytes).
 func (c *Config) LineLimit() int {
@@ -162,6 +178,8 @@ type Host struct {
 	relays relayTable
 	// parked are the CallStreams run apart from their streams (park_ms), by call id.
 	parked parkTable
+	// started is when this process started serving, for Describe.
+	started time.Time
 }
 
 // New builds the tool host; log nil means slog.Default().
@@ -180,7 +198,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow,
 	})
-	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}}
+	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}, started: time.Now()}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
@@ -229,13 +247,26 @@ func (h *Host) EnsureStarted(ctx context.Context, req *toolhostv1.EnsureStartedR
 	return &toolhostv1.EnsureStartedResponse{Status: st}, nil
 }
 
+// MaxDrain bounds StopRequest.drain_ms: the longest a call may take (mcpgateway's largest
+// timeout_ms, 300 s).
+const MaxDrain = 300 * time.Second
+
 // Stop implements ToolHostService.
-func (h *Host) Stop(_ context.Context, req *toolhostv1.StopRequest) (*toolhostv1.StopResponse, error) {
-	st, err := h.sup.Stop(req.GetId())
+func (h *Host) Stop(ctx context.Context, req *toolhostv1.StopRequest) (*toolhostv1.StopResponse, error) {
+	if ms := req.GetDrainMs(); ms < 0 || time.Duration(ms)*time.Millisecond > MaxDrain {
+		return nil, status.Errorf(codes.InvalidArgument, "drain_ms %d: want 0 to %d", ms, MaxDrain.Milliseconds())
+	}
+	st, err := h.sup.StopDrained(ctx, req.GetId(), time.Duration(req.GetDrainMs())*time.Millisecond)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &toolhostv1.StopResponse{Status: st}, nil
+}
+
+// Describe implements ToolHostService.
+func (h *Host) Describe(context.Context, *toolhostv1.DescribeRequest) (*toolhostv1.DescribeResponse, error) {
+	return &toolhostv1.DescribeResponse{Name: h.cfg.Name, Version: service.VersionString(), Pid: int32(os.Getpid()),
+		StartTime: timestamppb.New(h.started)}, nil
 }
 
 // GetStatus implements ToolHostService.

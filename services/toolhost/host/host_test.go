@@ -250,3 +250,20 @@ func TestPrettyPrintedArgumentsReachTheServer(t *testing.T) {
 		t.Fatalf("empty method: %v", err)
 	}
 }
+
+// TestDescribe: the tool host tells its name (as configured), version and process.
+func TestDescribe(t *testing.T) {
+	c := startHost(t)
+	r, err := c.Describe(t.Context(), &toolhostv1.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Hostname()
+	if r.GetName() != want || r.GetPid() != int32(os.Getpid()) || r.GetVersion() == "" || r.GetStartTime().AsTime().After(time.Now()) {
+		t.Fatalf("describe = %v, want name %q and this process", r, want)
+	}
+	if _, err := c.Stop(t.Context(), &toolhostv1.StopRequest{Id: "a", DrainMs: 300001}); status.Code(err) != codes.InvalidArgument ||
+		!strings.Contains(err.Error(), "drain_ms 300001: want 0 to 300000") {
+		t.Fatalf("drain beyond the limit: %v", err)
+	}
+}

@@ -621,6 +621,38 @@ func (s *Supervisor) ListTools(ctx context.Context, id string) ([]json.RawMessag
 
 // Stop stops a server's child and forgets the server.
 func (s *Supervisor) Stop(id string) (*toolhostv1.ServerStatus, error) {
+	return s.StopDrained(context.Background(), id, 0)
+}
+
+// drainPoll is how often StopDrained looks at the calls in flight.
+const drainPoll = 10 * time.Millisecond
+
+// StopDrained is Stop after the calls in flight on the child have ended, waiting for them
+// up to drain (or until ctx ends): a server moved to another tool host stops here without
+// failing the calls any mcpgateway replica still has on it. Calls that arrive meanwhile
+// are served and waited for too, within the same bound.
+func (s *Supervisor) StopDrained(ctx context.Context, id string, drain time.Duration) (*toolhostv1.ServerStatus, error) {
+	if drain > 0 {
+		srv, err := s.get(id)
+		if err != nil {
+			return nil, err
+		}
+		deadline := time.NewTimer(drain)
+		defer deadline.Stop()
+		tick := time.NewTicker(drainPoll)
+		defer tick.Stop()
+	wait:
+		for srv.inFlight() > 0 {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-deadline.C:
+				s.log.Info("stopping an MCP server with calls still in flight: they did not end within the drain time", "id", id, "drain", drain.String())
+				break wait
+			case <-tick.C:
+			}
+		}
+	}
 	s.mu.Lock()
 	srv := s.servers[id]
 	delete(s.servers, id)
@@ -632,6 +664,17 @@ func (s *Supervisor) Stop(id string) (*toolhostv1.ServerStatus, error) {
 	st := srv.status()
 	s.publish(id, st, nil)
 	return st, nil
+}
+
+// inFlight counts the calls in flight on the server's child.
+func (srv *server) inFlight() int {
+	srv.mu.Lock()
+	conn := srv.conn
+	srv.mu.Unlock()
+	if conn == nil {
+		return 0
+	}
+	return conn.InFlight()
 }
 
 func (srv *server) stop() {

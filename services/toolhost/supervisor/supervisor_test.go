@@ -450,3 +450,69 @@ func TestSpecChangeWhileStarting(t *testing.T) {
 		waitFor(t, func() bool { return syscall.Kill(int(oldPid), 0) != nil })
 	})
 }
+
+// TestStopDrainedLetsCallsInFlightEnd: a server moved to another tool host is stopped with a
+// drain, which waits for the calls in flight to end (they succeed), up to the drain time
+// (a call that outlasts it fails, as with a plain Stop).
+func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
+	s := newSup(t, nil)
+	if _, err := s.EnsureStarted(t.Context(), spec("fx"), false); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, ms int) chan error {
+		done := make(chan error, 1)
+		p, _ := json.Marshal(map[string]any{"name": tool, "arguments": map[string]any{"ms": ms, "message": "m"}})
+		go func() {
+			_, err := s.Call(context.Background(), "fx", "tools/call", p, 0, nil)
+			done <- err
+		}()
+		return done
+	}
+	waitInFlight := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			srv, err := s.get("fx")
+			if err == nil && srv.inFlight() == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never %d calls in flight", n)
+			}
+		}
+	}
+	slow := call("slow", 300)
+	waitInFlight(1)
+	began := time.Now()
+	if _, err := s.StopDrained(t.Context(), "fx", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("the call in flight failed on a drained stop: %v", err)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Fatalf("the drained stop took %v", d)
+	}
+	if _, err := s.Status("fx"); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("the server is still known after the stop: %v", err)
+	}
+
+	// A call that outlasts the drain fails when the drain time is up.
+	if _, err := s.EnsureStarted(t.Context(), spec("fx"), false); err != nil {
+		t.Fatal(err)
+	}
+	hung := call("hang", 0)
+	waitInFlight(1)
+	began = time.Now()
+	if _, err := s.StopDrained(t.Context(), "fx", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d < 200*time.Millisecond {
+		t.Fatalf("stopped after %v, before the drain time", d)
+	}
+	if err := <-hung; err == nil {
+		t.Fatal("a call that outlasted the drain succeeded")
+	}
+	if _, err := s.StopDrained(t.Context(), "nope", time.Second); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("unknown server: %v", err)
+	}
+}

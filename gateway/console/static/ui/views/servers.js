@@ -44,6 +44,7 @@ function formBody(form, editingId) {
       env[l.slice(0, i).trim()] = l.slice(i + 1).trim();
     }
     body.env = env;
+    if (v('tool_host')) body.tool_host = v('tool_host');
   }
   body.tools_allow = lines(form.elements.tools_allow.value);
   body.tools_deny = lines(form.elements.tools_deny.value);
@@ -68,7 +69,9 @@ function serverForm(app, existing, onSaved) {
     field('Working directory', el('input', { type: 'text', name: 'working_dir', value: s.working_dir || '', autocomplete: 'off' })),
     field('Arguments (one per line)', el('textarea', { name: 'args', rows: '3' }, (s.args || []).join('\n'))),
     field('Environment (one KEY=${KEY} per line)', el('textarea', { name: 'env', rows: '2' }, Object.entries(s.env || {}).map(([k, v]) => `${k}=${v}`).join('\n')),
-      'Each value must be a ${VARIABLE} reference, resolved on the tool host; raw values are refused so that no secret is stored.'));
+      'Each value must be a ${VARIABLE} reference, resolved on the tool host; raw values are refused so that no secret is stored.'),
+    field('Tool host', el('input', { type: 'text', name: 'tool_host', value: s.tool_host || '', autocomplete: 'off' }),
+      'Empty: Zest picks a healthy tool host. A tool host name (its ZEST_TOOLHOST_NAME) pins the server to that machine, where its files are.'));
   const result = el('div', { id: 'form-result', 'aria-live': 'polite' });
   // Examples fill the form with a well-known server (npx fetches it on first start).
   const example = (label, name, args) => el('button', { type: 'button', class: 'secondary small', onclick: () => {
@@ -157,6 +160,8 @@ function serverItem(app, s, actions) {
       el('h3', { id: `server-${s.id}-name`, class: 'grow' }, s.name || s.id, ' ', el('span', { class: 'muted mono' }, `(${s.id})`)),
       badge(app, status)),
     el('p', { class: 'muted mono' }, `${s.transport === 'streamable-http' ? 'HTTP' : 'Local process'}: ${where}`),
+    s.transport !== 'streamable-http' && s.placement
+      ? el('p', { class: 'muted', 'data-part': 'placement' }, `Tool host: ${s.placement}${s.tool_host ? ' (pinned)' : ''}`) : null,
     s.server_info ? el('p', { class: 'muted' }, `${s.server_info.title || s.server_info.name} ${s.server_info.version || ''} · protocol ${s.protocol_version}`) : null,
     s.last_error ? el('p', { class: 'error' }, el('strong', {}, 'Last error: '), s.last_error) : null,
     (s.tools_allow || []).length || (s.tools_deny || []).length

@@ -115,7 +115,10 @@ type ServerInput struct {
 	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	// expose serves the server to API callers at /mcp/servers/{id} (default true); when false only
 	// callers holding the admin key reach it there.
-	Expose        *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
+	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
+	// files live on one machine); empty: placed on a healthy tool host by its id. [A-Za-z0-9_.-]{1,253}.
+	ToolHost      *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -255,6 +258,13 @@ func (x *ServerInput) GetExpose() bool {
 	return false
 }
 
+func (x *ServerInput) GetToolHost() string {
+	if x != nil && x.ToolHost != nil {
+		return *x.ToolHost
+	}
+	return ""
+}
+
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -287,7 +297,9 @@ type ServerConfig struct {
 	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
 	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose        bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
+	Expose bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name; empty: placed by its id.
+	ToolHost      string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +437,13 @@ func (x *ServerConfig) GetExpose() bool {
 		return x.Expose
 	}
 	return false
+}
+
+func (x *ServerConfig) GetToolHost() string {
+	if x != nil {
+		return x.ToolHost
+	}
+	return ""
 }
 
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
@@ -595,7 +614,11 @@ type ServerState struct {
 	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
 	ToolsDeny []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
 	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose        bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
+	Expose bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name (its config's); empty: placed by its id. Where it runs is placement.
+	ToolHost string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
+	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy. Read-only: a state sent back as a config leaves it out.
+	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -796,6 +819,20 @@ func (x *ServerState) GetExpose() bool {
 		return x.Expose
 	}
 	return false
+}
+
+func (x *ServerState) GetToolHost() string {
+	if x != nil {
+		return x.ToolHost
+	}
+	return ""
+}
+
+func (x *ServerState) GetPlacement() string {
+	if x != nil {
+		return x.Placement
+	}
+	return ""
 }
 
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
@@ -2685,7 +2722,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x05\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x06\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -2707,7 +2744,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
 	"tools_deny\x12\x1b\n" +
 	"\x06expose\x18\x0f \x01(\bH\n" +
-	"R\x06expose\x88\x01\x01\x1a6\n" +
+	"R\x06expose\x88\x01\x01\x12!\n" +
+	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -2724,7 +2762,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\b_enabledB\r\n" +
 	"\v_timeout_msB\t\n" +
-	"\a_expose\"\x91\x04\n" +
+	"\a_exposeB\f\n" +
+	"\n" +
+	"_tool_host\"\xaf\x04\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2745,7 +2785,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
 	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x0f \x01(\bR\x06expose\x1a6\n" +
+	"\x06expose\x18\x0f \x01(\bR\x06expose\x12\x1c\n" +
+	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -2758,7 +2799,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xab\a\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xe7\a\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2790,7 +2831,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"tools_deny\x18\x17 \x03(\tR\n" +
 	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x18 \x01(\bR\x06expose\x1a6\n" +
+	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
+	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacement\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +

@@ -416,7 +416,9 @@ func (x *EnsureStartedResponse) GetStatus() *ServerStatus {
 type StopRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is the registry id of the server.
-	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// drain_ms, when set, waits up to that long for the calls in flight on the child to end before stopping it (a server moved to another tool host: the calls of every mcpgateway replica finish here); 0 stops at once.
+	DrainMs       int32 `protobuf:"varint,2,opt,name=drain_ms,json=drainMs,proto3" json:"drain_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -456,6 +458,13 @@ func (x *StopRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *StopRequest) GetDrainMs() int32 {
+	if x != nil {
+		return x.DrainMs
+	}
+	return 0
 }
 
 // StopResponse reports the stopped server.
@@ -1612,6 +1621,116 @@ func (*WatchResponse_Status) isWatchResponse_Kind() {}
 
 func (*WatchResponse_Notification) isWatchResponse_Kind() {}
 
+// DescribeRequest asks who the tool host is.
+type DescribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeRequest) Reset() {
+	*x = DescribeRequest{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeRequest) ProtoMessage() {}
+
+func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
+func (*DescribeRequest) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{24}
+}
+
+// DescribeResponse says who the tool host is.
+type DescribeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the tool host's name (ZEST_TOOLHOST_NAME, by default its machine's host name): mcpgateway places servers by it, and a server config pins one by it.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// version is the tool host's build version.
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// pid is the tool host's process id: another pid behind the same address is a restarted tool host.
+	Pid int32 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	// start_time is when the tool host process started.
+	StartTime     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeResponse) Reset() {
+	*x = DescribeResponse{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeResponse) ProtoMessage() {}
+
+func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
+func (*DescribeResponse) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DescribeResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DescribeResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DescribeResponse) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *DescribeResponse) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
 // JsonRpcError is a JSON-RPC error object returned by a server.
 type JsonRpcError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1627,7 +1746,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1758,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1771,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{24}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1715,9 +1834,10 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.zest.toolhost.v1.ServerSpecR\x04spec\x12\x12\n" +
 	"\x04lazy\x18\x02 \x01(\bR\x04lazy\"O\n" +
 	"\x15EnsureStartedResponse\x126\n" +
-	"\x06status\x18\x01 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusR\x06status\"\x1d\n" +
+	"\x06status\x18\x01 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusR\x06status\"8\n" +
 	"\vStopRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"F\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bdrain_ms\x18\x02 \x01(\x05R\adrainMs\"F\n" +
 	"\fStopResponse\x126\n" +
 	"\x06status\x18\x01 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusR\x06status\"\"\n" +
 	"\x10GetStatusRequest\x12\x0e\n" +
@@ -1776,7 +1896,14 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x128\n" +
 	"\x06status\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusH\x00R\x06status\x12$\n" +
 	"\fnotification\x18\x03 \x01(\fH\x00R\fnotificationB\x06\n" +
-	"\x04kind\"P\n" +
+	"\x04kind\"\x11\n" +
+	"\x0fDescribeRequest\"\x8d\x01\n" +
+	"\x10DescribeResponse\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\x05R\x03pid\x129\n" +
+	"\n" +
+	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\"P\n" +
 	"\fJsonRpcError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -1786,7 +1913,7 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x14SERVER_STATE_STOPPED\x10\x01\x12\x19\n" +
 	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
 	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
-	"\x13SERVER_STATE_FAILED\x10\x042\xcc\x06\n" +
+	"\x13SERVER_STATE_FAILED\x10\x042\x9f\a\n" +
 	"\x0fToolHostService\x12`\n" +
 	"\rEnsureStarted\x12&.zest.toolhost.v1.EnsureStartedRequest\x1a'.zest.toolhost.v1.EnsureStartedResponse\x12E\n" +
 	"\x04Stop\x12\x1d.zest.toolhost.v1.StopRequest\x1a\x1e.zest.toolhost.v1.StopResponse\x12T\n" +
@@ -1798,7 +1925,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"CallStream\x12#.zest.toolhost.v1.CallStreamRequest\x1a$.zest.toolhost.v1.CallStreamResponse0\x01\x12J\n" +
 	"\x05Watch\x12\x1e.zest.toolhost.v1.WatchRequest\x1a\x1f.zest.toolhost.v1.WatchResponse0\x01\x12K\n" +
 	"\x06Answer\x12\x1f.zest.toolhost.v1.AnswerRequest\x1a .zest.toolhost.v1.AnswerResponse\x12M\n" +
-	"\x06Resume\x12\x1f.zest.toolhost.v1.ResumeRequest\x1a .zest.toolhost.v1.ResumeResponse0\x01B\xc6\x01\n" +
+	"\x06Resume\x12\x1f.zest.toolhost.v1.ResumeRequest\x1a .zest.toolhost.v1.ResumeResponse0\x01\x12Q\n" +
+	"\bDescribe\x12!.zest.toolhost.v1.DescribeRequest\x1a\".zest.toolhost.v1.DescribeResponseB\xc6\x01\n" +
 	"\x14com.zest.toolhost.v1B\rToolhostProtoP\x01Z=github.com/zestmcp/zest/proto/gen/zest/toolhost/v1;toolhostv1\xa2\x02\x03ZTX\xaa\x02\x10Zest.Toolhost.V1\xca\x02\x10Zest\\Toolhost\\V1\xe2\x02\x1cZest\\Toolhost\\V1\\GPBMetadata\xea\x02\x12Zest::Toolhost::V1b\x06proto3"
 
 var (
@@ -1814,7 +1942,7 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
@@ -1841,56 +1969,61 @@ var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(*ResumeResponse)(nil),        // 22: zest.toolhost.v1.ResumeResponse
 	(*WatchRequest)(nil),          // 23: zest.toolhost.v1.WatchRequest
 	(*WatchResponse)(nil),         // 24: zest.toolhost.v1.WatchResponse
-	(*JsonRpcError)(nil),          // 25: zest.toolhost.v1.JsonRpcError
-	nil,                           // 26: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 28: google.protobuf.Struct
+	(*DescribeRequest)(nil),       // 25: zest.toolhost.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 26: zest.toolhost.v1.DescribeResponse
+	(*JsonRpcError)(nil),          // 27: zest.toolhost.v1.JsonRpcError
+	nil,                           // 28: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 30: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	26, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	28, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
 	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	27, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	28, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	28, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	29, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	30, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	30, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
 	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
 	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
 	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
 	14, // 10: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
-	25, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	27, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
 	13, // 12: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
 	15, // 13: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
 	18, // 14: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
-	25, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
+	27, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
 	19, // 16: zest.toolhost.v1.ResumeRequest.answers:type_name -> zest.toolhost.v1.AnswerRequest
 	17, // 17: zest.toolhost.v1.ResumeResponse.item:type_name -> zest.toolhost.v1.CallStreamResponse
 	2,  // 18: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	3,  // 19: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 20: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 21: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 22: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 23: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 24: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	16, // 25: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	23, // 26: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	19, // 27: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
-	21, // 28: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
-	4,  // 29: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 30: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 31: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 32: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 33: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	15, // 34: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	17, // 35: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	24, // 36: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	20, // 37: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
-	22, // 38: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.ResumeResponse
-	29, // [29:39] is the sub-list for method output_type
-	19, // [19:29] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	29, // 19: zest.toolhost.v1.DescribeResponse.start_time:type_name -> google.protobuf.Timestamp
+	3,  // 20: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	5,  // 21: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	7,  // 22: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	9,  // 23: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	11, // 24: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	13, // 25: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	16, // 26: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	23, // 27: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	19, // 28: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
+	21, // 29: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
+	25, // 30: zest.toolhost.v1.ToolHostService.Describe:input_type -> zest.toolhost.v1.DescribeRequest
+	4,  // 31: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	6,  // 32: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	8,  // 33: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	10, // 34: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	12, // 35: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	15, // 36: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	17, // 37: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	24, // 38: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	20, // 39: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
+	22, // 40: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.ResumeResponse
+	26, // 41: zest.toolhost.v1.ToolHostService.Describe:output_type -> zest.toolhost.v1.DescribeResponse
+	31, // [31:42] is the sub-list for method output_type
+	20, // [20:31] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -1921,7 +2054,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

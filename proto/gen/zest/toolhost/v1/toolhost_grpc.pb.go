@@ -29,6 +29,7 @@ const (
 	ToolHostService_Watch_FullMethodName         = "/zest.toolhost.v1.ToolHostService/Watch"
 	ToolHostService_Answer_FullMethodName        = "/zest.toolhost.v1.ToolHostService/Answer"
 	ToolHostService_Resume_FullMethodName        = "/zest.toolhost.v1.ToolHostService/Resume"
+	ToolHostService_Describe_FullMethodName      = "/zest.toolhost.v1.ToolHostService/Describe"
 )
 
 // ToolHostServiceClient is the client API for ToolHostService service.
@@ -58,6 +59,8 @@ type ToolHostServiceClient interface {
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
 	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
 	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResumeResponse], error)
+	// Describe is called by mcpgateway when it connects to a tool host: the tool host's name, by which servers are placed on it and pinned to it (ServerConfig.tool_host), and which process answers.
+	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 }
 
 type toolHostServiceClient struct {
@@ -195,6 +198,16 @@ func (c *toolHostServiceClient) Resume(ctx context.Context, in *ResumeRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_ResumeClient = grpc.ServerStreamingClient[ResumeResponse]
 
+func (c *toolHostServiceClient) Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeResponse)
+	err := c.cc.Invoke(ctx, ToolHostService_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolHostServiceServer is the server API for ToolHostService service.
 // All implementations must embed UnimplementedToolHostServiceServer
 // for forward compatibility.
@@ -222,6 +235,8 @@ type ToolHostServiceServer interface {
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
 	// Resume is called by mcpgateway (any replica) to go on with a CallStream that was parked (CallRequest.park_ms): it delivers the client's answers to the call's waiting requests, then streams the rest of the call as CallStream does (more requests, progress, the answer).
 	Resume(*ResumeRequest, grpc.ServerStreamingServer[ResumeResponse]) error
+	// Describe is called by mcpgateway when it connects to a tool host: the tool host's name, by which servers are placed on it and pinned to it (ServerConfig.tool_host), and which process answers.
+	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	mustEmbedUnimplementedToolHostServiceServer()
 }
 
@@ -261,6 +276,9 @@ func (UnimplementedToolHostServiceServer) Answer(context.Context, *AnswerRequest
 }
 func (UnimplementedToolHostServiceServer) Resume(*ResumeRequest, grpc.ServerStreamingServer[ResumeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Resume not implemented")
+}
+func (UnimplementedToolHostServiceServer) Describe(context.Context, *DescribeRequest) (*DescribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
 }
 func (UnimplementedToolHostServiceServer) mustEmbedUnimplementedToolHostServiceServer() {}
 func (UnimplementedToolHostServiceServer) testEmbeddedByValue()                         {}
@@ -442,6 +460,24 @@ func _ToolHostService_Resume_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolHostService_ResumeServer = grpc.ServerStreamingServer[ResumeResponse]
 
+func _ToolHostService_Describe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolHostServiceServer).Describe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolHostService_Describe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolHostServiceServer).Describe(ctx, req.(*DescribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolHostService_ServiceDesc is the grpc.ServiceDesc for ToolHostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -476,6 +512,10 @@ var ToolHostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Answer",
 			Handler:    _ToolHostService_Answer_Handler,
+		},
+		{
+			MethodName: "Describe",
+			Handler:    _ToolHostService_Describe_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
