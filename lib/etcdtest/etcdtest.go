@@ -446,3 +446,27 @@ func tail(path string, n int) string {
 	}
 	return string(b)
 }
+
+// Leader returns the index of the member that leads the cluster, as the members say through
+// etcd's JSON gateway (POST /v3/maintenance/status); -1 when none answers that it leads.
+func (c *Cluster) Leader() int {
+	client := &http.Client{Timeout: time.Second}
+	for i, m := range c.members {
+		resp, err := client.Post(m.clientURL()+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+			Leader string `json:"leader"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err == nil && st.Leader != "" && st.Leader == st.Header.MemberID {
+			return i
+		}
+	}
+	return -1
+}

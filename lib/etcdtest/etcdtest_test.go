@@ -54,3 +54,23 @@ func TestMissingBinarySkipsOrFails(t *testing.T) {
 		t.Fatal("Bin accepted a missing binary")
 	}
 }
+
+// TestLeader: one member of three says it leads; killed, another one leads.
+func TestLeader(t *testing.T) {
+	c := Start(t, 3)
+	first := c.Leader()
+	if first < 0 {
+		t.Fatal("no member leads")
+	}
+	c.Kill(first)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if l := c.Leader(); l >= 0 && l != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader 10 s after member %d was killed", first)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
