@@ -78,6 +78,9 @@ func startTopology(binDir string, n int, etcd bool, key string) (top *topology, 
 	if etcd {
 		c := etcdtest.Start(top.tb, 3)
 		env = append(env, "ZEST_REGISTRY=etcd://"+strings.Join(c.Endpoints(), ",")+"/bench")
+		for i := range 3 {
+			top.pids[fmt.Sprintf("etcd-%d", i)] = c.PID(i)
+		}
 	}
 	socks := map[string][]socket{}
 	addrs := map[string][]string{}
@@ -175,6 +178,7 @@ func benchScale(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println()
 	fmt.Println("| topology | path | concurrency | calls/s | p50 | p99 | errors |")
 	fmt.Println("|---|---|---|---|---|---|---|")
+	var cpu []string
 	for _, c := range []struct {
 		label string
 		n     int
@@ -184,17 +188,25 @@ func benchScale(binDir, peers string, warm, dur time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.label, err)
 		}
-		if err := scaleRows(top, c.label, entry, key, warm, dur); err != nil {
+		if err := scaleRows(top, c.label, entry, key, warm, dur, &cpu); err != nil {
 			top.stop()
 			return fmt.Errorf("%s: %w", c.label, err)
 		}
 		top.stop()
 	}
 	fmt.Println()
+	fmt.Println("CPU per call (µs, from /proc over the measured window; a process's children are its shims and servers):")
+	fmt.Println()
+	fmt.Println("| topology, path | concurrency | all | per process |")
+	fmt.Println("|---|---|---|---|")
+	for _, row := range cpu {
+		fmt.Print(row)
+	}
+	fmt.Println()
 	return nil
 }
 
-func scaleRows(top *topology, label, entry, key string, warm, dur time.Duration) error {
+func scaleRows(top *topology, label, entry, key string, warm, dur time.Duration, cpu *[]string) error {
 	cfg := fmt.Sprintf(`{"id":"everything","command":"node","args":[%q]}`, entry)
 	if _, err := post(top.edges[0]+"/internal/mcp/servers", key, cfg); err != nil {
 		return fmt.Errorf("upsert: %w", err)
@@ -237,7 +249,9 @@ func scaleRows(top *topology, label, entry, key string, warm, dur time.Duration)
 				return nil
 			}
 		}
-		r := runEach(warm, dur, fs, nil)
+		obs := &cpuObserver{roots: top.pids}
+		r := runEach(warm, dur, fs, obs)
+		*cpu = append(*cpu, obs.row(label+", admin", conc, r.calls))
 		for _, lc := range clients {
 			lc.close()
 		}
@@ -270,7 +284,9 @@ func scaleRows(top *topology, label, entry, key string, warm, dur time.Duration)
 				return nil
 			}
 		}
-		r = runEach(warm, dur, fs, nil)
+		obs = &cpuObserver{roots: top.pids}
+		r = runEach(warm, dur, fs, obs)
+		*cpu = append(*cpu, obs.row(label+", federated", conc, r.calls))
 		for _, c := range closers {
 			c()
 		}

@@ -470,3 +470,14 @@ func (c *Cluster) Leader() int {
 	}
 	return -1
 }
+
+// PID returns member i's process id (0 when it is not running).
+func (c *Cluster) PID(i int) int {
+	m := c.members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
