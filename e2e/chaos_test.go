@@ -390,11 +390,21 @@ func (l *load) report(t *testing.T, kills []kill) {
 			}
 			worst = max(worst, first)
 		}
-		t.Logf("chaos: killed %s: %d calls in flight failed; every kind of call succeeded again %v after the kill, restarted %v after it",
-			k.what, failedAt[i], worst.Round(time.Millisecond), k.restarted.Sub(k.at).Round(time.Millisecond))
+		t.Logf("chaos: killed %s at %s: %d calls in flight failed; every kind of call succeeded again %v after the kill, restarted %v after it",
+			k.what, k.at.Format("15:04:05.000"), failedAt[i], worst.Round(time.Millisecond), k.restarted.Sub(k.at).Round(time.Millisecond))
 	}
 	for _, c := range stray {
-		t.Errorf("chaos: %s call began %s and failed, in flight on no killed process: %v", c.op, c.start.Format("15:04:05.000"), c.err)
+		// The cause of an incident is in the log of the mcpgateway that answered.
+		if _, rest, ok := strings.Cut(c.err.Error(), "incident "); ok && len(rest) >= 16 {
+			for i, g := range l.top.gateways {
+				for _, line := range strings.Split(g.p.logs.String(), "\n") {
+					if strings.Contains(line, rest[:16]) {
+						t.Logf("mcpgateway %d: %s", i, line)
+					}
+				}
+			}
+		}
+		t.Errorf("chaos: %s call %s–%s failed, in flight on no killed process: %v", c.op, c.start.Format("15:04:05.000"), c.end.Format("15:04:05.000"), c.err)
 	}
 }
 

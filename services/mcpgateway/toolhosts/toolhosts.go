@@ -647,6 +647,29 @@ func (p *Pool) Lost(h Host, within time.Duration) bool {
 	}
 }
 
+// Elsewhere reports whether server id (pinned to pin) is placed on another tool host than h,
+// waiting up to within for the pool to see the change: a tool host that refused a call
+// because the server moves off it (another replica saw a tool host come back first) is
+// about to be outranked here too, once this pool has probed the newcomer.
+func (p *Pool) Elsewhere(id, pin string, h Host, within time.Duration) bool {
+	t := time.NewTimer(within)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		now, err := p.placeLocked(id, pin)
+		changed := p.changed
+		p.mu.Unlock()
+		if err == nil && (now.Addr != h.Addr || now.Name != h.Name) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return false
+		}
+	}
+}
+
 // Lookup returns the healthy tool host named name (the one with the lowest address, should
 // two share it).
 func (p *Pool) Lookup(name string) (Host, bool) {

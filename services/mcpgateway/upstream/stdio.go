@@ -270,7 +270,21 @@ func (s *stdioSession) retryOnLost(ctx context.Context, f func() error) error {
 	if status.Code(err) != codes.NotFound {
 		return err
 	}
+	// The tool host forgot the server: it moved to another (a replica stopped it here after
+	// its drain); start it where it runs now, not here again.
+	if s.hosts != nil && s.pin == "" {
+		if h, perr := s.hosts.Placement(s.spec.GetId(), ""); perr == nil && !sameHost(h, s.host) {
+			s.placedAt.Store(unplaced)
+			return fmt.Errorf("%w: %q no longer runs on the tool host %s (it moved to %s)", errElsewhere, s.spec.GetId(), s.host, h)
+		}
+	}
 	if err := s.start(ctx); err != nil {
+		// Stopped while it started: this replica (or another) moved it meanwhile. The call
+		// reached no child: it goes where the server runs now.
+		if s.hosts != nil && s.pin == "" && s.hosts.Elsewhere(s.spec.GetId(), "", s.host, 0) {
+			s.placedAt.Store(unplaced)
+			return fmt.Errorf("%w: %w", errElsewhere, err)
+		}
 		return err
 	}
 	return f()
@@ -306,6 +320,10 @@ func splitToolHostRef(rest string) (name, id string) {
 // away (the call usually sees the connection drop a moment before the pool does).
 const lostWait = 200 * time.Millisecond
 
+// movingWait bounds how long a call refused by a tool host the server moves off waits for
+// this replica to place the server elsewhere too (its next health probes of the tool hosts).
+const movingWait = 2 * time.Second
+
 // errElsewhere marks a failure that left nothing behind on a tool host that went away: a
 // call that never left (its connection was gone before it was sent), or a start or a read.
 // Manager.onSession places the server again and tries once more.
@@ -321,6 +339,16 @@ const unplaced = ^uint64(0)
 // (or that may be sent again: a start, a read) is errElsewhere too, to be tried elsewhere.
 func (s *stdioSession) fail(err error, sent bool) error {
 	id := s.spec.GetId()
+	if status.Code(err) == codes.Aborted && s.hosts != nil && s.pin == "" {
+		// The tool host refused the call before the child saw it: the server moves off it
+		// (another replica saw a tool host come back). Once this replica places it elsewhere
+		// too, the call goes there.
+		if s.hosts.Elsewhere(id, "", s.host, movingWait) {
+			s.placedAt.Store(unplaced)
+			return fmt.Errorf("%w: %w", errElsewhere, upstreamErr(id, err))
+		}
+		return upstreamErr(id, err)
+	}
 	if status.Code(err) != codes.Unavailable || s.hosts == nil || !s.hosts.Lost(s.host, lostWait) {
 		return upstreamErr(id, err)
 	}

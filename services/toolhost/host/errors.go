@@ -31,6 +31,8 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.Is(err, stdio.ErrBusy):
 		code = codes.ResourceExhausted
+	case errors.Is(err, supervisor.ErrMoving):
+		code = codes.Aborted // refused before the child saw it: the caller may send it elsewhere
 	case errors.Is(err, supervisor.ErrCrashLoop), errors.Is(err, supervisor.ErrHandshake),
 		errors.Is(err, stdio.ErrExited), errors.Is(err, stdio.ErrProtocol), errors.Is(err, supervisor.ErrClosed),
 		errors.Is(err, supervisor.ErrStopped):

@@ -17,6 +17,9 @@ var (
 	ErrReservedVariable = errors.New("reserved for Zest's own services")
 	// ErrStopped means the server was stopped while its child started.
 	ErrStopped = errors.New("MCP server was stopped")
+	// ErrMoving means the server is draining to stop on this tool host (StopDrained: it moved
+	// to another); the call was refused before it reached the child.
+	ErrMoving = errors.New("MCP server is moving off this tool host")
 	// ErrClosed means the supervisor is shutting down.
 	ErrClosed = errors.New("tool host is shutting down")
 )

@@ -153,6 +153,11 @@ type server struct {
 	tools        []json.RawMessage
 	lastUse      time.Time
 	everRan      bool
+	// calls counts the calls admitted (CallWith) and not yet ended; draining, set by
+	// StopDrained, admits no more: both under mu, so that a drain that saw no call left can
+	// stop the child without one slipping in.
+	calls    int
+	draining bool
 }
 
 // prepare checks a spec and resolves its command and environment.
@@ -576,6 +581,18 @@ func (s *Supervisor) CallWith(ctx context.Context, id, method string, params jso
 	if err != nil {
 		return nil, err
 	}
+	srv.mu.Lock()
+	if srv.draining {
+		srv.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q stops on this tool host once its calls in flight end (it moved to another); this call did not reach it", ErrMoving, id)
+	}
+	srv.calls++
+	srv.mu.Unlock()
+	defer func() {
+		srv.mu.Lock()
+		srv.calls--
+		srv.mu.Unlock()
+	}()
 	conn, err := srv.ensureRunning(ctx)
 	if err != nil {
 		return nil, err
@@ -629,20 +646,24 @@ const drainPoll = 10 * time.Millisecond
 
 // StopDrained is Stop after the calls in flight on the child have ended, waiting for them
 // up to drain (or until ctx ends): a server moved to another tool host stops here without
-// failing the calls any mcpgateway replica still has on it. Calls that arrive meanwhile
-// are served and waited for too, within the same bound.
+// failing the calls any mcpgateway replica still has on it. From the start of the drain, a
+// new call is refused with ErrMoving without reaching the child: its caller sends it where
+// the server runs now.
 func (s *Supervisor) StopDrained(ctx context.Context, id string, drain time.Duration) (*toolhostv1.ServerStatus, error) {
 	if drain > 0 {
 		srv, err := s.get(id)
 		if err != nil {
 			return nil, err
 		}
+		srv.mu.Lock()
+		srv.draining = true
+		srv.mu.Unlock()
 		deadline := time.NewTimer(drain)
 		defer deadline.Stop()
 		tick := time.NewTicker(drainPoll)
 		defer tick.Stop()
 	wait:
-		for srv.inFlight() > 0 {
+		for srv.admitted() > 0 {
 			select {
 			case <-ctx.Done():
 				break wait
@@ -666,15 +687,11 @@ func (s *Supervisor) StopDrained(ctx context.Context, id string, drain time.Dura
 	return st, nil
 }
 
-// inFlight counts the calls in flight on the server's child.
-func (srv *server) inFlight() int {
+// admitted counts the calls CallWith admitted that have not ended.
+func (srv *server) admitted() int {
 	srv.mu.Lock()
-	conn := srv.conn
-	srv.mu.Unlock()
-	if conn == nil {
-		return 0
-	}
-	return conn.InFlight()
+	defer srv.mu.Unlock()
+	return srv.calls
 }
 
 func (srv *server) stop() {

@@ -453,7 +453,8 @@ func TestSpecChangeWhileStarting(t *testing.T) {
 
 // TestStopDrainedLetsCallsInFlightEnd: a server moved to another tool host is stopped with a
 // drain, which waits for the calls in flight to end (they succeed), up to the drain time
-// (a call that outlasts it fails, as with a plain Stop).
+// (a call that outlasts it fails, as with a plain Stop); a call that comes meanwhile is
+// refused with ErrMoving, never admitted behind the drain's back.
 func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
 	s := newSup(t, nil)
 	if _, err := s.EnsureStarted(t.Context(), spec("fx"), false); err != nil {
@@ -472,7 +473,7 @@ func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			srv, err := s.get("fx")
-			if err == nil && srv.inFlight() == n {
+			if err == nil && srv.admitted() == n {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -483,7 +484,15 @@ func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
 	slow := call("slow", 300)
 	waitInFlight(1)
 	began := time.Now()
-	if _, err := s.StopDrained(t.Context(), "fx", 5*time.Second); err != nil {
+	stopped := make(chan error, 1)
+	go func() { _, err := s.StopDrained(t.Context(), "fx", 5*time.Second); stopped <- err }()
+	// While it drains, a new call is refused without reaching the child.
+	srv, _ := s.get("fx")
+	waitFor(t, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.draining })
+	if err := <-call("echo", 0); !errors.Is(err, ErrMoving) {
+		t.Fatalf("a call during the drain: %v, want ErrMoving", err)
+	}
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-slow; err != nil {
