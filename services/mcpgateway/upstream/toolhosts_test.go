@@ -534,3 +534,102 @@ func TestParkedCallResumesOnItsToolHost(t *testing.T) {
 		t.Fatalf("a call parked on a tool host that is gone: %v", err)
 	}
 }
+
+// replicaOn is another mcpgateway's manager over c's tool hosts, whose pool probes them every
+// healthEvery: a replica that sees a tool host come back later than c does.
+func replicaOn(t *testing.T, c *cluster, healthEvery time.Duration) *Manager {
+	t.Helper()
+	var addrs []string
+	for _, h := range c.hosts {
+		addrs = append(addrs, h.Addr())
+	}
+	p, err := toolhosts.New(toolhosts.Config{Addr: strings.Join(addrs, ","), Key: toolhoststest.Key, HealthEvery: healthEvery, Wait: clusterWait}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewPlaced(p, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.FollowToolHost(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		m.Close(context.Background())
+		p.Close()
+	})
+	return m
+}
+
+// TestMoveBackWhileAnotherReplicaStillCallsTheOldCopy: a tool host comes back; replica A sees
+// it first, moves the server back and stops the copy it leaves after a drain, while replica B
+// (probing every second) still sends calls to that copy. Not one call fails: the draining
+// tool host refuses B's new calls before the child sees them (ABORTED), and B sends each where
+// the server runs once it sees the tool host back; a call that finds the copy already gone
+// goes there too instead of starting the copy again.
+func TestMoveBackWhileAnotherReplicaStillCallsTheOldCopy(t *testing.T) {
+	a := startCluster(t, "th-a", "th-b")
+	b := replicaOn(t, a, time.Second)
+	cfg := childConfig(t, "busy", "")
+	if _, err := callTool(t.Context(), a.m, cfg, "echo", map[string]any{"message": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	home := a.m.ToolHost(cfg)
+	a.hosts[home].Kill()
+	waitFor(t, 5*time.Second, func() error {
+		for _, m := range []*Manager{a.m, b} {
+			if _, err := callTool(t.Context(), m, cfg, "echo", map[string]any{"message": "y"}); err != nil {
+				return err
+			}
+			if got := m.ToolHost(cfg); got == home {
+				return fmt.Errorf("still on %s", got)
+			}
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	var ok int
+	var failed []error
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 6 {
+		m := b
+		if w < 2 {
+			m = a.m
+		}
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := callTool(t.Context(), m, cfg, "slow", map[string]any{"ms": 5, "message": fmt.Sprint(w, "-", i)})
+				mu.Lock()
+				if err != nil {
+					failed = append(failed, err)
+				} else {
+					ok++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	a.hosts[home].Restart()
+	waitFor(t, 5*time.Second, func() error {
+		if got := b.ToolHost(cfg); got != home {
+			return fmt.Errorf("replica B still calls %s", got)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d calls failed while the server moved back, e.g. %v", len(failed), len(failed)+ok, failed[0])
+	}
+	if a.m.ToolHost(cfg) != home {
+		t.Fatalf("replica A runs the server on %s, not back on %s", a.m.ToolHost(cfg), home)
+	}
+	t.Logf("%d calls while the server moved back to %s, none failed", ok, home)
+}
