@@ -131,11 +131,15 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 	}
 }
 
-func (s *suite) stop() {
-	for _, p := range s.procs {
+func (s *suite) stop() { stopProcs(s.procs) }
+
+// stopProcs interrupts every process, then waits for each, killing one that has not exited
+// 15 s later.
+func stopProcs(procs []*exec.Cmd) {
+	for _, p := range procs {
 		p.Process.Signal(os.Interrupt)
 	}
-	for _, p := range s.procs {
+	for _, p := range procs {
 		done := make(chan struct{})
 		go func() { p.Wait(); close(done) }()
 		select {

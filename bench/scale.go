@@ -149,19 +149,7 @@ func waitHealthy(url string) error {
 }
 
 func (top *topology) stop() {
-	for _, p := range top.procs {
-		p.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range top.procs {
-		done := make(chan struct{})
-		go func() { p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			p.Process.Kill()
-			<-done
-		}
-	}
+	stopProcs(top.procs)
 	top.tb.close()
 }
 
