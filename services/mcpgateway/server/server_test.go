@@ -35,17 +35,7 @@ func TestValidateMCPPreset(t *testing.T) {
 // TestActivityVariables: ZEST_ACTIVITY_SIZE and ZEST_ACTIVITY_DETAILS are read as every
 // ZEST_ variable is, and a bad value is refused at startup with an error that names it.
 func TestActivityVariables(t *testing.T) {
-	parse := func(env map[string]string) (Config, error) {
-		cfg := DefaultConfig()
-		cfg.Keys.Service = ""
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		cfg.RegisterFlags(fs)
-		if err := envflag.Parse(fs, nil, func(k string) string { return env[k] }); err != nil {
-			return cfg, err
-		}
-		return cfg, cfg.Validate()
-	}
+	parse := parseEnv
 	cfg, err := parse(nil)
 	if err != nil || cfg.ActivitySize != activity.DefaultSize || cfg.ActivityDetails {
 		t.Fatalf("defaults: %d %v %v", cfg.ActivitySize, cfg.ActivityDetails, err)
@@ -70,17 +60,7 @@ func TestActivityVariables(t *testing.T) {
 // TestRegistryVariable: ZEST_REGISTRY is read as every ZEST_ variable is and checked at
 // startup; New opens the store it names (here a real etcd member).
 func TestRegistryVariable(t *testing.T) {
-	parse := func(v string) (Config, error) {
-		cfg := DefaultConfig()
-		cfg.Keys.Service = ""
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		cfg.RegisterFlags(fs)
-		if err := envflag.Parse(fs, nil, func(k string) string { return map[string]string{"ZEST_REGISTRY": v}[k] }); err != nil {
-			return cfg, err
-		}
-		return cfg, cfg.Validate()
-	}
+	parse := func(v string) (Config, error) { return parseEnv(map[string]string{"ZEST_REGISTRY": v}) }
 	for v, wantErr := range map[string]string{
 		"":                         "",
 		"etcd://127.0.0.1:2379":    "",
@@ -136,17 +116,7 @@ func TestInferenceAddrTakesReplicas(t *testing.T) {
 // TestToolhostVariables: ZEST_TOOLHOST_ADDR takes one address, a list or dns:///name:port, and
 // the pool's knobs are read and checked at startup with errors that name them.
 func TestToolhostVariables(t *testing.T) {
-	parse := func(env map[string]string) (Config, error) {
-		cfg := DefaultConfig()
-		cfg.Keys.Service = ""
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		cfg.RegisterFlags(fs)
-		if err := envflag.Parse(fs, nil, func(k string) string { return env[k] }); err != nil {
-			return cfg, err
-		}
-		return cfg, cfg.Validate()
-	}
+	parse := parseEnv
 	for _, ok := range []map[string]string{
 		nil,
 		{"ZEST_TOOLHOST_ADDR": "10.0.0.1:13312,10.0.0.2:13312"},
@@ -169,4 +139,17 @@ func TestToolhostVariables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// parseEnv reads the configuration as the binary does, from env alone, and checks it.
+func parseEnv(env map[string]string) (Config, error) {
+	cfg := DefaultConfig()
+	cfg.Keys.Service = ""
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs)
+	if err := envflag.Parse(fs, nil, func(k string) string { return env[k] }); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
 }
