@@ -1,7 +1,8 @@
 // Package etcdtest runs a real etcd cluster for a test: 1 or 3 members as separate processes
 // on 127.0.0.1, data under t.TempDir(), every process killed and reaped when the test ends.
 // Members can be killed (SIGKILL) and restarted on the same data and ports, so that tests
-// exercise what a crash does, not what a mock says it does.
+// exercise what a crash does, not what a mock says it does. StartTLS serves the client URLs
+// over https and requires client certificates, from a test CA that NewCerts generates.
 //
 // The binary is $ZEST_ETCD_BIN, else <repo>/.bin/etcd (`make etcd` builds it from the pinned
 // module in scripts/etcd). When it is missing the test is skipped, or fails when
@@ -81,6 +82,7 @@ var _ TB = testing.TB(nil)
 type Cluster struct {
 	t       TB
 	bin     string
+	certs   *Certs // nil: plaintext client URLs
 	members []*member
 }
 
@@ -90,6 +92,7 @@ type member struct {
 	logPath    string // stdout and stderr of every run, appended
 	clientPort int
 	peerPort   int
+	scheme     string // of the client URL: "http" or "https"
 	args       []string
 
 	mu     sync.Mutex
@@ -140,8 +143,18 @@ func repoRoot() (string, error) {
 // The cluster stops when the test ends.
 func Start(t TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, nil)
+}
+
+// start is Start, with client TLS when certs is not nil (StartTLS).
+func start(t TB, n int, certs *Certs) *Cluster {
+	t.Helper()
 	if n != 1 && n != 3 {
 		t.Fatalf("etcdtest.Start: %d members; want 1 or 3", n)
+	}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
 	}
 	bin, err := Bin()
 	if err != nil {
@@ -153,7 +166,7 @@ func Start(t TB, n int) *Cluster {
 	root := t.TempDir()
 	var lastErr error
 	for attempt := range startAttempts {
-		c := &Cluster{t: t, bin: bin}
+		c := &Cluster{t: t, bin: bin, certs: certs}
 		ports, err := freePorts(2 * n)
 		if err != nil {
 			t.Fatal(err)
@@ -163,7 +176,7 @@ func Start(t TB, n int) *Cluster {
 		for i := range n {
 			m := &member{
 				name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("try%d-m%d", attempt, i)),
-				clientPort: ports[2*i], peerPort: ports[2*i+1],
+				clientPort: ports[2*i], peerPort: ports[2*i+1], scheme: scheme,
 			}
 			m.logPath = m.dir + ".log"
 			c.members = append(c.members, m)
@@ -180,6 +193,9 @@ func Start(t TB, n int) *Cluster {
 				"--election-timeout", strconv.Itoa(int(ElectionTimeout / time.Millisecond)),
 				"--quota-backend-bytes", strconv.Itoa(QuotaBackendBytes),
 				"--log-level", "error",
+			}
+			if certs != nil {
+				m.args = append(m.args, certs.serverArgs()...)
 			}
 		}
 		// Every started process is stopped when the test ends, whatever happens next.
@@ -229,7 +245,7 @@ func (c *Cluster) Endpoints() []string {
 	return out
 }
 
-// ClientURL returns member i's client URL, http://127.0.0.1:port.
+// ClientURL returns member i's client URL, http://127.0.0.1:port (https:// after StartTLS).
 func (c *Cluster) ClientURL(i int) string { return c.members[i].clientURL() }
 
 // Kill sends SIGKILL to member i and returns once the process is reaped. Killing a member that
@@ -286,7 +302,7 @@ func (m *member) stop() {
 	m.cmd = nil
 }
 
-func (m *member) clientURL() string { return "http://127.0.0.1:" + strconv.Itoa(m.clientPort) }
+func (m *member) clientURL() string { return m.scheme + "://127.0.0.1:" + strconv.Itoa(m.clientPort) }
 func (m *member) peerURL() string   { return "http://127.0.0.1:" + strconv.Itoa(m.peerPort) }
 
 // start runs m's process; a goroutine reaps it and closes m.exited.
@@ -330,7 +346,7 @@ func (c *Cluster) waitServing(m *member, url string, check func([]byte) error, d
 	m.mu.Unlock()
 	// A member accepts connections before it serves them (it waits to join the cluster): a
 	// short timeout polls again instead of waiting on a connection that may never be served.
-	client := &http.Client{Timeout: 250 * time.Millisecond}
+	client := c.httpClient(250 * time.Millisecond)
 	var last error
 	for time.Now().Before(deadline) {
 		select {
@@ -450,7 +466,7 @@ func tail(path string, n int) string {
 // Leader returns the index of the member that leads the cluster, as the members say through
 // etcd's JSON gateway (POST /v3/maintenance/status); -1 when none answers that it leads.
 func (c *Cluster) Leader() int {
-	client := &http.Client{Timeout: time.Second}
+	client := c.httpClient(time.Second)
 	for i, m := range c.members {
 		resp, err := client.Post(m.clientURL()+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
 		if err != nil {

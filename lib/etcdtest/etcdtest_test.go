@@ -2,6 +2,8 @@ package etcdtest
 
 import (
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +74,44 @@ func TestLeader(t *testing.T) {
 			t.Fatalf("no new leader 10 s after member %d was killed", first)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStartTLS: a member started with client TLS answers https with its certificate for
+// 127.0.0.1 to a client that presents the CA's client certificate, and refuses one without
+// a certificate, one that does not trust its CA, and plaintext.
+func TestStartTLS(t *testing.T) {
+	certs := NewCerts(t)
+	for _, f := range []string{certs.CAFile, certs.ServerCertFile, certs.ServerKeyFile, certs.ClientCertFile, certs.ClientKeyFile} {
+		st, err := os.Stat(f)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, %v; want mode 0600", f, st, err)
+		}
+	}
+	c := StartTLS(t, 1, certs)
+	url := c.ClientURL(0)
+	if !strings.HasPrefix(url, "https://127.0.0.1:") {
+		t.Fatalf("client URL %s", url)
+	}
+	withCert := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: c.ClientTLS()}}
+	if err := health(withCert, url); err != nil {
+		t.Fatalf("with the client certificate: %v", err)
+	}
+	noCert := certs.ClientTLS()
+	noCert.Certificates = nil
+	other := NewCerts(t).ClientTLS()
+	for name, client := range map[string]*http.Client{
+		"no client certificate": {Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: noCert}},
+		"another CA":            {Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: other}},
+	} {
+		if err := health(client, url); err == nil {
+			t.Errorf("%s: /health answered", name)
+		}
+	}
+	if err := health(&http.Client{Timeout: time.Second}, "http"+strings.TrimPrefix(url, "https")); err == nil {
+		t.Error("plaintext /health answered")
+	}
+	if c.Leader() != 0 {
+		t.Errorf("Leader() = %d over TLS; want 0", c.Leader())
 	}
 }

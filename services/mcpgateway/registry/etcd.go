@@ -127,6 +127,9 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	scheme := "http://"
 	if cfg.TLS != nil {
 		scheme = "https://"
+		if err := checkEtcdTLS(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	eps := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {
@@ -304,7 +307,8 @@ func hint(err error) string {
 	case errors.Is(ev, rpctypes.ErrAuthFailed), errors.Is(ev, rpctypes.ErrInvalidAuthToken), errors.Is(ev, rpctypes.ErrUserEmpty):
 		return "etcd refused the credentials: check " + EnvEtcdUsername + " and " + EnvEtcdPassword
 	case errors.Is(ev, rpctypes.ErrPermissionDenied):
-		return "the etcd user " + EnvEtcdUsername + " names needs read and write permission on the registry's prefix"
+		// With auth on and no user given, etcd takes the client certificate's CN as the user.
+		return "the etcd user " + EnvEtcdUsername + " names (when unset: the CN of the client certificate in " + EnvEtcdCertFile + ") needs read and write permission on the registry's prefix"
 	case errors.Is(ev, rpctypes.ErrNoSpace):
 		return "etcd's database is full (alarm NOSPACE): compact and defragment it, or raise its --quota-backend-bytes, then disarm the alarm"
 	case errors.Is(ev, rpctypes.ErrRequestTooLarge):
