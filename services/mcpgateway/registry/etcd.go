@@ -304,6 +304,9 @@ func hint(err error) string {
 		return "no answer in time: is a majority of the etcd members in ZEST_REGISTRY up and reachable from this machine?"
 	case errors.Is(ev, rpctypes.ErrNoLeader):
 		return "the etcd cluster has no leader: is a majority of its members up?"
+	case errors.Is(ev, rpctypes.ErrTimeout), errors.Is(ev, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(ev, rpctypes.ErrTimeoutDueToConnectionLost):
+		// The member took the request but could not commit it: without a quorum it never can.
+		return "etcd took the request but did not commit it in time: is a majority of its members up?"
 	case errors.Is(ev, rpctypes.ErrAuthFailed), errors.Is(ev, rpctypes.ErrInvalidAuthToken), errors.Is(ev, rpctypes.ErrUserEmpty):
 		return "etcd refused the credentials: check " + EnvEtcdUsername + " and " + EnvEtcdPassword
 	case errors.Is(ev, rpctypes.ErrPermissionDenied):
