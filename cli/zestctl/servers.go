@@ -311,6 +311,9 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	if s.GetTimeoutMs() != 0 {
 		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
 	}
+	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
+		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
+	}
 	opt := func(v string) *string {
 		if v == "" {
 			return nil

@@ -41,6 +41,8 @@ func TestServerRefusals(t *testing.T) {
 		"string as number":     {`{"timeout_ms":"5000"}`, "timeout_ms must be a number of milliseconds, not a string"},
 		"fraction":             {`{"timeout_ms":1.5}`, "timeout_ms 1.5 must be a whole number of milliseconds"},
 		"too big for int32":    {`{"timeout_ms":1e12}`, "must be a whole number"},
+		"bytes as string":      {`{"max_output_bytes":"1MB"}`, "max_output_bytes must be a number of bytes, not a string"},
+		"both byte spellings":  {`{"max_output_bytes":2048,"maxOutputBytes":2048}`, "max_output_bytes and maxOutputBytes are the same field"},
 		"args string":          {`{"args":"x"}`, "args must be an array of strings, not a string"},
 		"args item number":     {`{"args":["x",2]}`, "args[1] must be a string, not a number"},
 		"env array":            {`{"env":["A"]}`, "env must be an object"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/openaichat"
+	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -122,7 +123,10 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 // answer is the text builtin-llm replies with.
 func answer(req *inferencev1.ChatRequest) string {
 	if tool := answeredTool(req); tool != nil {
-		return "The tool returned: " + tool.GetContent()
+		// A real model reads the chat loop's marker around tool output (lib/tooloutput); this
+		// echo shows what is inside it.
+		text, _ := tooloutput.Unwrap(tool.GetContent())
+		return "The tool returned: " + text
 	}
 	text := lastUserText(req)
 	if text == "" {

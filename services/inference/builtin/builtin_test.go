@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -57,6 +58,17 @@ func TestChatMaxTokensStopsWithLength(t *testing.T) {
 func TestChatQuotesToolResult(t *testing.T) {
 	text, _ := collect(t, &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{
 		user("go"), {Role: "tool", ToolCallId: "c1", Content: "42"},
+	}})
+	if text != "The tool returned: 42" {
+		t.Fatalf("text = %q", text)
+	}
+}
+
+// TestChatQuotesWrappedToolResult: the chat loop's marker around a tool result
+// (lib/tooloutput) is for real models; builtin-llm echoes what is inside it.
+func TestChatQuotesWrappedToolResult(t *testing.T) {
+	text, _ := collect(t, &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{
+		user("go"), {Role: "tool", ToolCallId: "c1", Content: tooloutput.Wrap("echo", "say", "42")},
 	}})
 	if text != "The tool returned: 42" {
 		t.Fatalf("text = %q", text)

@@ -95,7 +95,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		Tools: []*mcpgatewayv1.ToolEntry{},
+		MaxOutputBytes: c.GetMaxOutputBytes(), Tools: []*mcpgatewayv1.ToolEntry{},
 	}
 	if out.Args == nil {
 		out.Args = []string{}

@@ -104,7 +104,7 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 		answers = append(answers, upstream.ClientAnswer{Ref: ref, Result: a})
 	}
 	began := time.Now()
-	res, err := c.h.up.Resume(ctx, c.cfg, st.Call, answers, c.hooks(params))
+	res, err := c.h.up.Resume(ctx, c.cfg, msg.Method, st.Call, answers, c.hooks(params))
 	if msg.Method == "tools/call" && !c.forwarded { // the call's retry: a call of its own
 		c.record(ctx, p.Name, began, params, res, err)
 	}

@@ -53,7 +53,7 @@ type Upstreams interface {
 	// Answer takes a client's answer to a relayed server request back to the server.
 	Answer(ctx context.Context, ref string, result json.RawMessage, rpcErr *upstream.RPCError) error
 	// Resume goes on with a call parked for a modern client's answers (Hooks.Park).
-	Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []upstream.ClientAnswer, hooks upstream.Hooks) (json.RawMessage, error)
+	Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method, call string, answers []upstream.ClientAnswer, hooks upstream.Hooks) (json.RawMessage, error)
 }
 
 // Handler serves /mcp/servers/{id} (mcpserve.Federation).

@@ -80,6 +80,9 @@ type Config struct {
 	ChatMaxRounds int
 	// ChatMaxToolOutput caps one tool result fed back to the model (ZEST_CHAT_MAX_TOOL_OUTPUT).
 	ChatMaxToolOutput int
+	// ToolOutputMaxBytes bounds one tools/call result of a server whose config sets no
+	// max_output_bytes, on every path (ZEST_TOOL_OUTPUT_MAX_BYTES).
+	ToolOutputMaxBytes int
 	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
 	SessionLifetime time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
@@ -109,7 +112,8 @@ func DefaultConfig() Config {
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
 		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
 		ToolhostResolveEvery: toolhosts.DefaultResolveEvery, ToolhostHealthEvery: toolhosts.DefaultHealthEvery, ToolhostWait: toolhosts.DefaultWait,
-		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput, ActivitySize: activity.DefaultSize,
+		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
+		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr,
 	}
@@ -130,6 +134,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AudioDir, "mcp-audio-dir", c.AudioDir, "the only directory tree lemonade_transcribe_audio reads audio_path from (default <data-dir>/mcp-audio)")
 	fs.IntVar(&c.ChatMaxRounds, "chat-max-rounds", c.ChatMaxRounds, "model calls one tool-loop chat may make")
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
+	fs.IntVar(&c.ToolOutputMaxBytes, "tool-output-max-bytes", c.ToolOutputMaxBytes, fmt.Sprintf("bytes of one tools/call result of a server whose config sets no max_output_bytes, on every path (%d to %d; larger is answered as an isError result that says so)", serverconfig.MinMaxOutputBytes, serverconfig.MaxMaxOutputBytes))
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
@@ -155,6 +160,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
 		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
+	}
+	if c.ToolOutputMaxBytes < serverconfig.MinMaxOutputBytes || c.ToolOutputMaxBytes > serverconfig.MaxMaxOutputBytes {
+		errs = append(errs, fmt.Errorf("tool-output-max-bytes (ZEST_TOOL_OUTPUT_MAX_BYTES) %d: want a whole number of bytes from %d (1 KiB) to %d (40 MiB, the gRPC message limit)", c.ToolOutputMaxBytes, serverconfig.MinMaxOutputBytes, serverconfig.MaxMaxOutputBytes))
 	}
 	if c.MCPPreset != "" && !serverconfig.IDPattern.MatchString(c.MCPPreset) {
 		errs = append(errs, fmt.Errorf("mcp-preset %q: want a preset id ([A-Za-z0-9_.-]{1,96})", c.MCPPreset))
@@ -229,6 +237,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	up := upstream.NewPlaced(th, nil, log)
+	up.SetMaxOutputBytes(cfg.ToolOutputMaxBytes)
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
 		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")

@@ -34,6 +34,15 @@ const (
 	DefaultTimeoutMs = 30000
 )
 
+// Limits of max_output_bytes: the largest tools/call result of a server passed on whole. The
+// upper bound is the gRPC message limit (grpcdial.DefaultMaxMessageBytes): a larger result
+// could not cross the tool host's stream anyway.
+const (
+	MinMaxOutputBytes     = 1 << 10
+	MaxMaxOutputBytes     = 40 << 20
+	DefaultMaxOutputBytes = 1 << 20
+)
+
 // ErrInvalid wraps every validation failure.
 var ErrInvalid = errors.New("invalid server config")
 
@@ -77,6 +86,13 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 			return nil, invalid("timeout_ms %d is out of range: use a whole number from %d to %d", t, MinTimeoutMs, MaxTimeoutMs)
 		}
 		cfg.TimeoutMs = t
+	}
+	if in.MaxOutputBytes != nil {
+		n := in.GetMaxOutputBytes()
+		if n < MinMaxOutputBytes || n > MaxMaxOutputBytes {
+			return nil, invalid("max_output_bytes %d is out of range: use a whole number of bytes from %d (1 KiB) to %d (40 MiB, the gRPC message limit), or leave it out for the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES)", n, MinMaxOutputBytes, MaxMaxOutputBytes)
+		}
+		cfg.MaxOutputBytes = n
 	}
 	if err := checkToolPatterns(FieldToolsAllow, cfg.GetToolsAllow()); err != nil {
 		return nil, err

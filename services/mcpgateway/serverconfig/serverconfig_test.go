@@ -56,6 +56,11 @@ func TestParseValid(t *testing.T) {
 		{"pinned to a tool host", `{"id":"e","command":"node","tool_host":"th-1.zone_a"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "th-1.zone_a") }},
 		{"pinned, camelCase", `{"id":"e","command":"node","toolHost":"th-1"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "th-1") }},
 		{"placement sent back is ignored", `{"id":"e","command":"node","placement":"th-2"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "") }},
+		{"no max_output_bytes: the operator's default", `{"id":"e","command":"node"}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 0.0) }},
+		{"max_output_bytes at its bounds", `{"id":"e","command":"node","max_output_bytes":1024}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 1024.0) }},
+		{"maxOutputBytes at the gRPC limit", `{"id":"e","command":"node","maxOutputBytes":41943040}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "max_output_bytes", 41943040.0)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,7 +70,7 @@ func TestParseValid(t *testing.T) {
 			}
 			m := map[string]any{"id": cfg.GetId(), "name": cfg.GetName(), "transport": cfg.GetTransport(),
 				"enabled": cfg.GetEnabled(), "timeout_ms": float64(cfg.GetTimeoutMs()), "working_dir": cfg.GetWorkingDir(),
-				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost()}
+				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost(), "max_output_bytes": float64(cfg.GetMaxOutputBytes())}
 			if tc.check != nil {
 				tc.check(t, m)
 			}
@@ -96,6 +101,11 @@ func TestParseInvalid(t *testing.T) {
 		{"env not an object", `{"id":"a","command":"x","env":["A"]}`, "env must be an object"},
 		{"timeout too small", `{"id":"a","command":"x","timeout_ms":999}`, "timeout_ms 999 is out of range: use a whole number from 1000 to 300000"},
 		{"timeout too large", `{"id":"a","command":"x","timeout_ms":300001}`, "out of range"},
+		{"max_output_bytes too small", `{"id":"a","command":"x","max_output_bytes":1023}`, "max_output_bytes 1023 is out of range: use a whole number of bytes from 1024 (1 KiB) to 41943040 (40 MiB, the gRPC message limit)"},
+		{"max_output_bytes zero", `{"id":"a","command":"x","maxOutputBytes":0}`, "max_output_bytes 0 is out of range"},
+		{"max_output_bytes too large", `{"id":"a","command":"x","max_output_bytes":41943041}`, "max_output_bytes 41943041 is out of range"},
+		{"max_output_bytes a string", `{"id":"a","command":"x","max_output_bytes":"1MB"}`, "max_output_bytes must be a number of bytes, not a string"},
+		{"max_output_bytes a fraction", `{"id":"a","command":"x","max_output_bytes":2048.5}`, "max_output_bytes 2048.5 must be a whole number of bytes"},
 		{"both spellings", `{"id":"a","command":"x","timeout_ms":2000,"timeoutMs":3000}`, "timeout_ms and timeoutMs are the same field: send one of them"},
 		{"both spellings of working_dir", `{"id":"a","command":"x","working_dir":"/","workingDir":"/"}`, "working_dir and workingDir"},
 		{"url on stdio", `{"id":"a","command":"x","url":"https://h/mcp"}`, "url is a streamable-http field; this server's transport is stdio"},

@@ -15,6 +15,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -33,6 +34,17 @@ type fakeModel struct {
 	mu         sync.Mutex
 	offered    [][]string
 	beforeCall func()
+	// args are the arguments of its calls (default {"text":"x"}); toolMsg is the last tool
+	// message it was sent, as the model reads it.
+	args    string
+	toolMsg string
+}
+
+// unwrapped is what is inside the chat loop's marker around a tool message (the fake model
+// echoes it, as builtin-llm does).
+func unwrapped(s string) string {
+	text, _ := tooloutput.Unwrap(s)
+	return text
 }
 
 func (m *fakeModel) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServer[inferencev1.ChatResponse]) error {
@@ -42,19 +54,25 @@ func (m *fakeModel) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingSer
 	}
 	m.mu.Lock()
 	m.offered = append(m.offered, offered)
-	beforeCall := m.beforeCall
-	m.mu.Unlock()
+	beforeCall, args := m.beforeCall, m.args
 	msgs := req.GetMessages()
 	if last := msgs[len(msgs)-1]; last.GetRole() == "tool" {
+		m.toolMsg = last.GetContent()
+	}
+	m.mu.Unlock()
+	if args == "" {
+		args = `{"text":"x"}`
+	}
+	if last := msgs[len(msgs)-1]; last.GetRole() == "tool" {
 		return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "stop",
-			Delta: &inferencev1.ChatMessage{Role: "assistant", Content: "The tool returned: " + last.GetContent()}})
+			Delta: &inferencev1.ChatMessage{Role: "assistant", Content: "The tool returned: " + unwrapped(last.GetContent())}})
 	}
 	fn := req.GetToolChoice().GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
 	if beforeCall != nil {
 		beforeCall()
 	}
 	return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "tool_calls", Delta: &inferencev1.ChatMessage{Role: "assistant",
-		ToolCalls: []*inferencev1.ToolCall{{Id: "call_1", Type: "function", Function: &inferencev1.FunctionCall{Name: fn, Arguments: `{"text":"x"}`}}}}})
+		ToolCalls: []*inferencev1.ToolCall{{Id: "call_1", Type: "function", Function: &inferencev1.FunctionCall{Name: fn, Arguments: args}}}}})
 }
 
 func (m *fakeModel) firstOffer() []string {

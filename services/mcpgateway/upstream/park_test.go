@@ -34,14 +34,14 @@ func TestParkHTTPCall(t *testing.T) {
 	}
 	other := New(nil, nil, nil)
 	answer := []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"parked answer"},"model":"m"}`)}}
-	if _, err := other.Resume(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), "on this mcpgateway replica") {
+	if _, err := other.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), "on this mcpgateway replica") {
 		t.Fatalf("resumed on another replica: %v", err)
 	}
-	res, err := m.Resume(t.Context(), cfg, asked.Call, answer, hooks)
+	res, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks)
 	if err != nil || !strings.Contains(string(res), "parked answer") {
 		t.Fatalf("resumed: %s, %v", res, err)
 	}
-	if _, err := m.Resume(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || m.Parked() != 0 {
+	if _, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || m.Parked() != 0 {
 		t.Fatalf("a spent call: %v (%d parked)", err, m.Parked())
 	}
 
@@ -51,7 +51,7 @@ func TestParkHTTPCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the park to pass", func() bool { return m.Parked() == 0 })
-	if _, err := m.Resume(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) {
+	if _, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) {
 		t.Fatalf("a call whose park passed: %v", err)
 	}
 }

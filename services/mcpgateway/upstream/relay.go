@@ -84,8 +84,14 @@ type ClientAnswer struct {
 // Resume goes on with a call that ended with *InputRequiredError: the client's answers reach
 // the server, then the call is read as CallWith reads it (it may end with *InputRequiredError
 // again). ErrRelayUnknown: the call no longer waits (answered, its park time passed, or the
-// tool host restarted).
-func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
+// tool host restarted). method is the parked call's (a tools/call result is held to the
+// server's max_output_bytes as CallWith holds it).
+func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
+	return m.limitOutput(cfg, method)(m.resume(ctx, cfg, call, answers, hooks))
+}
+
+// resume is Resume before the output limit.
+func (m *Manager) resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
 	kind, id, _ := splitRef(call)
 	if kind == "h" {
 		return m.waiting.resumeParked(ctx, id, answers, hooks)
@@ -290,9 +296,9 @@ func answerServerRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 // that wants the call's progress (hooks.OnProgress) or relays the server's requests to its MCP
 // client (hooks.Relays, hooks.OnRequest).
 func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, hooks)
-	})
+	}))
 }
 
 // splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.

@@ -526,11 +526,11 @@ func TestParkedCallResumesOnItsToolHost(t *testing.T) {
 	if !strings.HasPrefix(asked.Call, "t:"+on+"/") || !strings.HasPrefix(asked.Requests[0].Ref, "t:"+on+"/") {
 		t.Fatalf("call %q, request %q: want refs naming %s", asked.Call, asked.Requests[0].Ref, on)
 	}
-	raw, err := c.m.Resume(ctx, cfg, asked.Call, []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"roots":[{"uri":"file:///parked"}]}`)}}, hooks)
+	raw, err := c.m.Resume(ctx, cfg, "tools/call", asked.Call, []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"roots":[{"uri":"file:///parked"}]}`)}}, hooks)
 	if err != nil || !strings.Contains(string(raw), "file:///parked") {
 		t.Fatalf("resume: %s %v", raw, err)
 	}
-	if _, err := c.m.Resume(ctx, cfg, "t:th-z/0123", nil, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
+	if _, err := c.m.Resume(ctx, cfg, "tools/call", "t:th-z/0123", nil, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
 		t.Fatalf("a call parked on a tool host that is gone: %v", err)
 	}
 }

@@ -65,6 +65,8 @@ type Manager struct {
 	notify atomic.Pointer[func(serverID string, msg []byte)]
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting waiters
+	// maxOutput is the limit of a tools/call result of servers that set none (output.go).
+	maxOutput defaultMaxOutput
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
@@ -467,9 +469,9 @@ func (m *Manager) tools(ctx context.Context, id string, s session, refresh bool)
 // Call sends one request to the server of cfg, connecting first when needed (servers
 // reconnect on first use after a restart of mcpgateway).
 func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.call(ctx, method, params, timeout)
-	})
+	}))
 }
 
 // ready returns the open session of cfg and the call's timeout (the server's timeout_ms
@@ -537,9 +539,9 @@ func (m *Manager) onSession(ctx context.Context, cfg *mcpgatewayv1.ServerConfig,
 // caller's own token) before CallProgress returns. Stdio servers are called through the tool
 // host's CallStream; HTTP servers get a token of Zest's own, mapped back on the way out.
 func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
-	})
+	}))
 }
 
 // OnNotification sets f to receive every notification a server sends that is not the

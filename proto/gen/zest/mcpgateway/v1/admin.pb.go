@@ -118,9 +118,14 @@ type ServerInput struct {
 	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
 	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
 	// files live on one machine); empty: placed on a healthy tool host by its id. [A-Za-z0-9_.-]{1,253}.
-	ToolHost      *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ToolHost *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
+	// max_output_bytes bounds one tools/call result of the server on every path (admin API,
+	// /mcp/servers/{id}, presets, chat): a larger result is answered as a CallToolResult with
+	// isError true that names the size and the limit (1024-41943040; absent: the operator's
+	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
+	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ServerInput) Reset() {
@@ -265,6 +270,13 @@ func (x *ServerInput) GetToolHost() string {
 	return ""
 }
 
+func (x *ServerInput) GetMaxOutputBytes() int32 {
+	if x != nil && x.MaxOutputBytes != nil {
+		return *x.MaxOutputBytes
+	}
+	return 0
+}
+
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -299,9 +311,11 @@ type ServerConfig struct {
 	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
 	Expose bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
 	// tool_host pins a stdio server to the tool host of that name; empty: placed by its id.
-	ToolHost      string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ToolHost string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
+	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
+	MaxOutputBytes int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ServerConfig) Reset() {
@@ -444,6 +458,13 @@ func (x *ServerConfig) GetToolHost() string {
 		return x.ToolHost
 	}
 	return ""
+}
+
+func (x *ServerConfig) GetMaxOutputBytes() int32 {
+	if x != nil {
+		return x.MaxOutputBytes
+	}
+	return 0
 }
 
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
@@ -618,9 +639,11 @@ type ServerState struct {
 	// tool_host pins a stdio server to the tool host of that name (its config's); empty: placed by its id. Where it runs is placement.
 	ToolHost string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
 	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy. Read-only: a state sent back as a config leaves it out.
-	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Placement string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
+	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
+	MaxOutputBytes int32 `protobuf:"varint,27,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ServerState) Reset() {
@@ -833,6 +856,13 @@ func (x *ServerState) GetPlacement() string {
 		return x.Placement
 	}
 	return ""
+}
+
+func (x *ServerState) GetMaxOutputBytes() int32 {
+	if x != nil {
+		return x.MaxOutputBytes
+	}
+	return 0
 }
 
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
@@ -2722,7 +2752,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x06\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -2745,7 +2775,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x12\x1b\n" +
 	"\x06expose\x18\x0f \x01(\bH\n" +
 	"R\x06expose\x88\x01\x01\x12!\n" +
-	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x1a6\n" +
+	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x12/\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05H\fR\x10max_output_bytes\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -2764,7 +2795,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\v_timeout_msB\t\n" +
 	"\a_exposeB\f\n" +
 	"\n" +
-	"_tool_host\"\xaf\x04\n" +
+	"_tool_hostB\x13\n" +
+	"\x11_max_output_bytes\"\xdb\x04\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2786,7 +2818,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
 	"tools_deny\x12\x16\n" +
 	"\x06expose\x18\x0f \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x1a6\n" +
+	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x12*\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05R\x10max_output_bytes\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -2799,7 +2832,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xe7\a\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x93\b\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2833,7 +2866,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x12\x16\n" +
 	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
 	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
-	"\tplacement\x18\x1a \x01(\tR\tplacement\x1a6\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacement\x12*\n" +
+	"\x10max_output_bytes\x18\x1b \x01(\x05R\x10max_output_bytes\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
