@@ -213,19 +213,7 @@ func TestInferenceReplicaKilledUnderLoad(t *testing.T) {
 		}, clear: mcpError},
 	}
 	// Both nodes serve before the load starts (each client connects to both on its first call).
-	waitFor(t, 5*time.Second, func() error {
-		for _, k := range kinds {
-			if ok, answer := k.do(); !ok {
-				return fmt.Errorf("%s: %s", k.name, answer)
-			}
-		}
-		for i, n := range nodes {
-			if servedBy(func() *proc { return n.p })() == 0 {
-				return fmt.Errorf("node %d served nothing yet", i)
-			}
-		}
-		return nil
-	})
+	waitAllServe(t, kinds, nodes)
 	killUnderLoad(t, kinds, func() { nodes[0].stop(syscall.SIGKILL) }, nodes[0].start, servedBy(func() *proc { return nodes[0].p }))
 }
 
@@ -237,7 +225,7 @@ func TestMcpgatewayReplicaKilledUnderLoad(t *testing.T) {
 	inf, th, edge := freeAddr(t), freeAddr(t), freeAddr(t)
 	base := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY="+adminKey,
 		"ZEST_SERVICE_KEY="+serviceKey, "ZEST_TOOLHOST_ADDR="+th, "ZEST_INFERENCE_ADDR="+inf,
-		"ZEST_SESSION_KEY=qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw")
+		"ZEST_SESSION_KEY="+replicaSessionKey)
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runService(t, "zest-inference", with("ZEST_BUILTIN_TOKEN_INTERVAL=25ms"))
 	runService(t, "zest-toolhost", base)
@@ -267,20 +255,26 @@ func TestMcpgatewayReplicaKilledUnderLoad(t *testing.T) {
 			return mcpToolCall(s.URL, session, "lemonade_chat", `{"messages":[{"role":"user","content":"one two three four five six seven eight"}]}`, "heard")
 		}, clear: mcpError},
 	}
+	waitAllServe(t, kinds, gws)
+	killUnderLoad(t, kinds, func() { gws[0].stop(syscall.SIGKILL) }, gws[0].start, servedBy(func() *proc { return gws[0].p }))
+}
+
+// waitAllServe waits until every kind of call answers and every replica has served a call.
+func waitAllServe(t *testing.T, kinds []loadKind, replicas []*service) {
+	t.Helper()
 	waitFor(t, 5*time.Second, func() error {
 		for _, k := range kinds {
 			if ok, answer := k.do(); !ok {
 				return fmt.Errorf("%s: %s", k.name, answer)
 			}
 		}
-		for i, g := range gws {
-			if servedBy(func() *proc { return g.p })() == 0 {
-				return fmt.Errorf("mcpgateway %d served nothing yet", i)
+		for i, r := range replicas {
+			if servedBy(func() *proc { return r.p })() == 0 {
+				return fmt.Errorf("%s %d served nothing yet", r.name, i)
 			}
 		}
 		return nil
 	})
-	killUnderLoad(t, kinds, func() { gws[0].stop(syscall.SIGKILL) }, gws[0].start, servedBy(func() *proc { return gws[0].p }))
 }
 
 func loadChat(rest string) string {

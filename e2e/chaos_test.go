@@ -35,9 +35,6 @@ import (
 // the process that died, no child is orphaned, and every replica ends with the same catalog.
 // `make chaos` runs it CHAOS_RUNS times in a row (the closing figures of issue 16).
 
-// chaosSessionKey is the one ZEST_SESSION_KEY of every mcpgateway (sessions are signed by it).
-const chaosSessionKey = "qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw"
-
 // topology is the running processes of the chaos test.
 type topology struct {
 	t          *testing.T
@@ -66,7 +63,7 @@ func startTopology(t *testing.T) *topology {
 	}
 	top.mgAddrs = mg
 	base := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY="+adminKey,
-		"LEMONADE_ALLOWED_ORIGINS=", "ZEST_SERVICE_KEY="+serviceKey, "ZEST_SESSION_KEY="+chaosSessionKey,
+		"LEMONADE_ALLOWED_ORIGINS=", "ZEST_SERVICE_KEY="+serviceKey, "ZEST_SESSION_KEY="+replicaSessionKey,
 		"ZEST_REGISTRY=etcd://"+strings.Join(top.etcd.Endpoints(), ","),
 		"ZEST_INFERENCE_ADDR="+strings.Join(inf, ","), "ZEST_TOOLHOST_ADDR="+strings.Join(th, ","),
 		"ZEST_MCPGATEWAY_ADDR="+strings.Join(mg, ","))

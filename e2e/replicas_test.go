@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// replicaSessionKey is the one ZEST_SESSION_KEY of the replicas of a test (sessions are
+// signed by it, so any mcpgateway serves any session).
+const replicaSessionKey = "qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw"
+
 // service is one binary started by hand, for layouts other than the default four.
 type service struct {
 	t    *testing.T
@@ -46,7 +50,7 @@ type replicas struct {
 func startReplicas(t *testing.T, extra ...string) replicas {
 	t.Helper()
 	base := append(append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=",
-		"ZEST_SESSION_KEY=qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw",
+		"ZEST_SESSION_KEY="+replicaSessionKey,
 		"ZEST_INFERENCE_ADDR="+freeAddr(t), "ZEST_TOOLHOST_ADDR="+freeAddr(t)), extra...)
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runService(t, "zest-inference", base)
