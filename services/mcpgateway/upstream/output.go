@@ -3,7 +3,6 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -14,13 +13,10 @@ import (
 // CallWith and Resume), so the check sits here, right after the upstream answered, and no
 // path can pass on a result larger than its server's max_output_bytes.
 
-// defaultMaxOutput is the limit of servers whose config sets no max_output_bytes.
-type defaultMaxOutput struct{ n atomic.Int64 }
-
 // SetMaxOutputBytes sets the limit of a tools/call result of servers whose config has no
 // max_output_bytes (ZEST_TOOL_OUTPUT_MAX_BYTES); n <= 0 restores
 // serverconfig.DefaultMaxOutputBytes.
-func (m *Manager) SetMaxOutputBytes(n int) { m.maxOutput.n.Store(int64(n)) }
+func (m *Manager) SetMaxOutputBytes(n int) { m.maxOutput.Store(int64(n)) }
 
 // MaxOutputBytes is the limit of one tools/call result of the server of cfg: its
 // max_output_bytes, or the manager's default.
@@ -28,7 +24,7 @@ func (m *Manager) MaxOutputBytes(cfg *mcpgatewayv1.ServerConfig) int {
 	if n := cfg.GetMaxOutputBytes(); n > 0 {
 		return int(n)
 	}
-	if n := m.maxOutput.n.Load(); n > 0 {
+	if n := m.maxOutput.Load(); n > 0 {
 		return int(n)
 	}
 	return serverconfig.DefaultMaxOutputBytes

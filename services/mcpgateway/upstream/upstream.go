@@ -66,7 +66,7 @@ type Manager struct {
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting waiters
 	// maxOutput is the limit of a tools/call result of servers that set none (output.go).
-	maxOutput defaultMaxOutput
+	maxOutput atomic.Int64
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
