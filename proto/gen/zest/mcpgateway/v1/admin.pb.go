@@ -124,8 +124,24 @@ type ServerInput struct {
 	// isError true that names the size and the limit (1024-41943040; absent: the operator's
 	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
 	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
+	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
+	// {"enabled": true/false}. Refused for a streamable-http server.
+	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// rate_limit bounds the tool calls of this server on every path, all callers together, as
+	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent: no limit of its own).
+	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
+	// max_concurrency bounds the tool calls of this server in flight at once, all callers
+	// together (1-1024; absent: no limit of its own).
+	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
+	// approval is "required" (every tool of the server needs a person's approval before a call)
+	// or "none" (default; approval_tools may still name some).
+	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
+	// approval_tools are glob patterns over tool names whose calls need approval even when
+	// approval is "none" (at most 64 patterns of 1-128 characters).
+	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerInput) Reset() {
@@ -277,6 +293,162 @@ func (x *ServerInput) GetMaxOutputBytes() int32 {
 	return 0
 }
 
+func (x *ServerInput) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *ServerInput) GetRateLimit() string {
+	if x != nil && x.RateLimit != nil {
+		return *x.RateLimit
+	}
+	return ""
+}
+
+func (x *ServerInput) GetMaxConcurrency() int32 {
+	if x != nil && x.MaxConcurrency != nil {
+		return *x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *ServerInput) GetApproval() string {
+	if x != nil && x.Approval != nil {
+		return *x.Approval
+	}
+	return ""
+}
+
+func (x *ServerInput) GetApprovalTools() []string {
+	if x != nil {
+		return x.ApprovalTools
+	}
+	return nil
+}
+
+// Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
+// field has presence so that an absent one takes the operator's default.
+type Sandbox struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// enabled runs the server inside the sandbox.
+	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// network is "none" (default: no network at all), "proxy" (only allow_hosts, through the
+	// tool host's local proxy) or "host" (the tool host's network).
+	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
+	// allow_hosts are host[:port] patterns reachable with network "proxy".
+	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,proto3" json:"allow_hosts,omitempty"`
+	// writable_paths are absolute paths the server may write (everything else is read-only or
+	// hidden; /tmp is private to the server).
+	WritablePaths []string `protobuf:"bytes,4,rep,name=writable_paths,proto3" json:"writable_paths,omitempty"`
+	// readable_paths are absolute paths the server may read beyond the system's own directories.
+	ReadablePaths []string `protobuf:"bytes,5,rep,name=readable_paths,proto3" json:"readable_paths,omitempty"`
+	// memory_bytes bounds the server's memory (address space where cgroups v2 are not usable).
+	MemoryBytes *int64 `protobuf:"varint,6,opt,name=memory_bytes,proto3,oneof" json:"memory_bytes,omitempty"`
+	// max_pids bounds the processes and threads of the server.
+	MaxPids *int32 `protobuf:"varint,7,opt,name=max_pids,proto3,oneof" json:"max_pids,omitempty"`
+	// cpu_seconds bounds the CPU time of each of the server's processes.
+	CpuSeconds *int32 `protobuf:"varint,8,opt,name=cpu_seconds,proto3,oneof" json:"cpu_seconds,omitempty"`
+	// open_files bounds the open files of each of the server's processes.
+	OpenFiles     *int32 `protobuf:"varint,9,opt,name=open_files,proto3,oneof" json:"open_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sandbox) Reset() {
+	*x = Sandbox{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sandbox) ProtoMessage() {}
+
+func (x *Sandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
+func (*Sandbox) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Sandbox) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *Sandbox) GetNetwork() string {
+	if x != nil && x.Network != nil {
+		return *x.Network
+	}
+	return ""
+}
+
+func (x *Sandbox) GetAllowHosts() []string {
+	if x != nil {
+		return x.AllowHosts
+	}
+	return nil
+}
+
+func (x *Sandbox) GetWritablePaths() []string {
+	if x != nil {
+		return x.WritablePaths
+	}
+	return nil
+}
+
+func (x *Sandbox) GetReadablePaths() []string {
+	if x != nil {
+		return x.ReadablePaths
+	}
+	return nil
+}
+
+func (x *Sandbox) GetMemoryBytes() int64 {
+	if x != nil && x.MemoryBytes != nil {
+		return *x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *Sandbox) GetMaxPids() int32 {
+	if x != nil && x.MaxPids != nil {
+		return *x.MaxPids
+	}
+	return 0
+}
+
+func (x *Sandbox) GetCpuSeconds() int32 {
+	if x != nil && x.CpuSeconds != nil {
+		return *x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *Sandbox) GetOpenFiles() int32 {
+	if x != nil && x.OpenFiles != nil {
+		return *x.OpenFiles
+	}
+	return 0
+}
+
 // ServerConfig is a registered server as stored: secrets only as ${VAR} references.
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -314,13 +486,23 @@ type ServerConfig struct {
 	ToolHost string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
 	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
 	MaxOutputBytes int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX).
+	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
+	RateLimit string `protobuf:"bytes,19,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
+	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
+	MaxConcurrency int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
+	// approval is "required" or "none".
+	Approval string `protobuf:"bytes,21,opt,name=approval,proto3" json:"approval,omitempty"`
+	// approval_tools are glob patterns over tool names whose calls need approval.
+	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +514,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +527,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ServerConfig) GetId() string {
@@ -467,6 +649,41 @@ func (x *ServerConfig) GetMaxOutputBytes() int32 {
 	return 0
 }
 
+func (x *ServerConfig) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *ServerConfig) GetRateLimit() string {
+	if x != nil {
+		return x.RateLimit
+	}
+	return ""
+}
+
+func (x *ServerConfig) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *ServerConfig) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
+func (x *ServerConfig) GetApprovalTools() []string {
+	if x != nil {
+		return x.ApprovalTools
+	}
+	return nil
+}
+
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
 type ToolEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -494,7 +711,7 @@ type ToolEntry struct {
 
 func (x *ToolEntry) Reset() {
 	*x = ToolEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +723,7 @@ func (x *ToolEntry) String() string {
 func (*ToolEntry) ProtoMessage() {}
 
 func (x *ToolEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +736,7 @@ func (x *ToolEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEntry.ProtoReflect.Descriptor instead.
 func (*ToolEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolEntry) GetServerId() string {
@@ -642,13 +859,23 @@ type ServerState struct {
 	Placement string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
 	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
 	MaxOutputBytes int32 `protobuf:"varint,27,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX). What is active is process.sandbox.
+	Sandbox *Sandbox `protobuf:"bytes,28,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
+	RateLimit string `protobuf:"bytes,29,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
+	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
+	MaxConcurrency int32 `protobuf:"varint,30,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
+	// approval is "required" or "none".
+	Approval string `protobuf:"bytes,31,opt,name=approval,proto3" json:"approval,omitempty"`
+	// approval_tools are glob patterns over tool names whose calls need approval.
+	ApprovalTools []string `protobuf:"bytes,32,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerState) Reset() {
 	*x = ServerState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +887,7 @@ func (x *ServerState) String() string {
 func (*ServerState) ProtoMessage() {}
 
 func (x *ServerState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +900,7 @@ func (x *ServerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerState.ProtoReflect.Descriptor instead.
 func (*ServerState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ServerState) GetId() string {
@@ -865,6 +1092,41 @@ func (x *ServerState) GetMaxOutputBytes() int32 {
 	return 0
 }
 
+func (x *ServerState) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *ServerState) GetRateLimit() string {
+	if x != nil {
+		return x.RateLimit
+	}
+	return ""
+}
+
+func (x *ServerState) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *ServerState) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
+func (x *ServerState) GetApprovalTools() []string {
+	if x != nil {
+		return x.ApprovalTools
+	}
+	return nil
+}
+
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
 type ProcessState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -879,14 +1141,16 @@ type ProcessState struct {
 	// last_error is the most recent failure, with the meaningful lines of its stderr.
 	LastError string `protobuf:"bytes,5,opt,name=last_error,proto3" json:"last_error,omitempty"`
 	// stderr_tail is the last of what the process wrote to stderr.
-	StderrTail    string `protobuf:"bytes,6,opt,name=stderr_tail,proto3" json:"stderr_tail,omitempty"`
+	StderrTail string `protobuf:"bytes,6,opt,name=stderr_tail,proto3" json:"stderr_tail,omitempty"`
+	// sandbox is what confines the running process (the tool host's SandboxStatus); unset when it runs unconfined.
+	Sandbox       *SandboxStatus `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessState) Reset() {
 	*x = ProcessState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1162,7 @@ func (x *ProcessState) String() string {
 func (*ProcessState) ProtoMessage() {}
 
 func (x *ProcessState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1175,7 @@ func (x *ProcessState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessState.ProtoReflect.Descriptor instead.
 func (*ProcessState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProcessState) GetState() string {
@@ -956,6 +1220,72 @@ func (x *ProcessState) GetStderrTail() string {
 	return ""
 }
 
+func (x *ProcessState) GetSandbox() *SandboxStatus {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// SandboxStatus says which protections are active on a server's process, each by name
+// ("user_namespace", "mount_namespace", "pid_namespace", "network_none", "network_proxy",
+// "read_only_root", "private_tmp", "no_new_privs", "capabilities_dropped", "seccomp",
+// "landlock", "cgroup_memory", "cgroup_pids", "rlimit_as", "rlimit_nproc", "rlimit_cpu",
+// "rlimit_nofile"), and which asked for could not be applied here and why.
+type SandboxStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// active are the protections in force, in the order above.
+	Active []string `protobuf:"bytes,1,rep,name=active,proto3" json:"active,omitempty"`
+	// missing are protections the config asked for that this tool host cannot apply, each as "name: why".
+	Missing       []string `protobuf:"bytes,2,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxStatus) Reset() {
+	*x = SandboxStatus{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxStatus) ProtoMessage() {}
+
+func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
+func (*SandboxStatus) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SandboxStatus) GetActive() []string {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+func (x *SandboxStatus) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
 // ListServersRequest asks for every registered server.
 type ListServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -965,7 +1295,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1307,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1320,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 // ListServersResponse lists registered servers.
@@ -1004,7 +1334,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1346,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1359,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerState {
@@ -1048,7 +1378,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1390,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1403,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 // ListToolsResponse carries the catalog.
@@ -1087,7 +1417,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1429,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1442,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolEntry {
@@ -1133,7 +1463,7 @@ type GetServerRequest struct {
 
 func (x *GetServerRequest) Reset() {
 	*x = GetServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1475,7 @@ func (x *GetServerRequest) String() string {
 func (*GetServerRequest) ProtoMessage() {}
 
 func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1488,7 @@ func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerRequest.ProtoReflect.Descriptor instead.
 func (*GetServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetServerRequest) GetId() string {
@@ -1179,7 +1509,7 @@ type GetServerResponse struct {
 
 func (x *GetServerResponse) Reset() {
 	*x = GetServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1521,7 @@ func (x *GetServerResponse) String() string {
 func (*GetServerResponse) ProtoMessage() {}
 
 func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1534,7 @@ func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerResponse.ProtoReflect.Descriptor instead.
 func (*GetServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetServerResponse) GetServer() *ServerState {
@@ -1225,7 +1555,7 @@ type UpsertServerRequest struct {
 
 func (x *UpsertServerRequest) Reset() {
 	*x = UpsertServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1567,7 @@ func (x *UpsertServerRequest) String() string {
 func (*UpsertServerRequest) ProtoMessage() {}
 
 func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1580,7 @@ func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerRequest.ProtoReflect.Descriptor instead.
 func (*UpsertServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpsertServerRequest) GetServer() *ServerInput {
@@ -1271,7 +1601,7 @@ type UpsertServerResponse struct {
 
 func (x *UpsertServerResponse) Reset() {
 	*x = UpsertServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1613,7 @@ func (x *UpsertServerResponse) String() string {
 func (*UpsertServerResponse) ProtoMessage() {}
 
 func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1626,7 @@ func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerResponse.ProtoReflect.Descriptor instead.
 func (*UpsertServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpsertServerResponse) GetServer() *ServerConfig {
@@ -1317,7 +1647,7 @@ type TestServerRequest struct {
 
 func (x *TestServerRequest) Reset() {
 	*x = TestServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1659,7 @@ func (x *TestServerRequest) String() string {
 func (*TestServerRequest) ProtoMessage() {}
 
 func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1672,7 @@ func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerRequest.ProtoReflect.Descriptor instead.
 func (*TestServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TestServerRequest) GetServer() *ServerInput {
@@ -1363,7 +1693,7 @@ type TestServerResponse struct {
 
 func (x *TestServerResponse) Reset() {
 	*x = TestServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1705,7 @@ func (x *TestServerResponse) String() string {
 func (*TestServerResponse) ProtoMessage() {}
 
 func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1718,7 @@ func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerResponse.ProtoReflect.Descriptor instead.
 func (*TestServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TestServerResponse) GetServer() *ServerState {
@@ -1409,7 +1739,7 @@ type DeleteServerRequest struct {
 
 func (x *DeleteServerRequest) Reset() {
 	*x = DeleteServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1751,7 @@ func (x *DeleteServerRequest) String() string {
 func (*DeleteServerRequest) ProtoMessage() {}
 
 func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1764,7 @@ func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerRequest.ProtoReflect.Descriptor instead.
 func (*DeleteServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteServerRequest) GetId() string {
@@ -1455,7 +1785,7 @@ type DeleteServerResponse struct {
 
 func (x *DeleteServerResponse) Reset() {
 	*x = DeleteServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1797,7 @@ func (x *DeleteServerResponse) String() string {
 func (*DeleteServerResponse) ProtoMessage() {}
 
 func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1810,7 @@ func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerResponse.ProtoReflect.Descriptor instead.
 func (*DeleteServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteServerResponse) GetRemoved() string {
@@ -1501,7 +1831,7 @@ type ConnectServerRequest struct {
 
 func (x *ConnectServerRequest) Reset() {
 	*x = ConnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1843,7 @@ func (x *ConnectServerRequest) String() string {
 func (*ConnectServerRequest) ProtoMessage() {}
 
 func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1856,7 @@ func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConnectServerRequest) GetId() string {
@@ -1547,7 +1877,7 @@ type ConnectServerResponse struct {
 
 func (x *ConnectServerResponse) Reset() {
 	*x = ConnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1889,7 @@ func (x *ConnectServerResponse) String() string {
 func (*ConnectServerResponse) ProtoMessage() {}
 
 func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1902,7 @@ func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConnectServerResponse) GetServer() *ServerState {
@@ -1593,7 +1923,7 @@ type DisconnectServerRequest struct {
 
 func (x *DisconnectServerRequest) Reset() {
 	*x = DisconnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1935,7 @@ func (x *DisconnectServerRequest) String() string {
 func (*DisconnectServerRequest) ProtoMessage() {}
 
 func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1948,7 @@ func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerRequest.ProtoReflect.Descriptor instead.
 func (*DisconnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DisconnectServerRequest) GetId() string {
@@ -1639,7 +1969,7 @@ type DisconnectServerResponse struct {
 
 func (x *DisconnectServerResponse) Reset() {
 	*x = DisconnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1981,7 @@ func (x *DisconnectServerResponse) String() string {
 func (*DisconnectServerResponse) ProtoMessage() {}
 
 func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1994,7 @@ func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerResponse.ProtoReflect.Descriptor instead.
 func (*DisconnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DisconnectServerResponse) GetServer() *ServerState {
@@ -1685,7 +2015,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +2027,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +2040,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RefreshToolsRequest) GetId() string {
@@ -1731,7 +2061,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +2073,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +2086,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RefreshToolsResponse) GetServer() *ServerState {
@@ -1783,7 +2113,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +2125,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +2138,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CallToolRequest) GetId() string {
@@ -1854,7 +2184,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +2196,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +2209,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallToolResponse) GetServerId() string {
@@ -1924,7 +2254,7 @@ type Preset struct {
 
 func (x *Preset) Reset() {
 	*x = Preset{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2266,7 @@ func (x *Preset) String() string {
 func (*Preset) ProtoMessage() {}
 
 func (x *Preset) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2279,7 @@ func (x *Preset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preset.ProtoReflect.Descriptor instead.
 func (*Preset) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Preset) GetId() string {
@@ -2003,7 +2333,7 @@ type ListPresetsRequest struct {
 
 func (x *ListPresetsRequest) Reset() {
 	*x = ListPresetsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2345,7 @@ func (x *ListPresetsRequest) String() string {
 func (*ListPresetsRequest) ProtoMessage() {}
 
 func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2358,7 @@ func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
 func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 // ListPresetsResponse lists the presets.
@@ -2042,7 +2372,7 @@ type ListPresetsResponse struct {
 
 func (x *ListPresetsResponse) Reset() {
 	*x = ListPresetsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2384,7 @@ func (x *ListPresetsResponse) String() string {
 func (*ListPresetsResponse) ProtoMessage() {}
 
 func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2397,7 @@ func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
 func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListPresetsResponse) GetPresets() []*Preset {
@@ -2088,7 +2418,7 @@ type GetPresetRequest struct {
 
 func (x *GetPresetRequest) Reset() {
 	*x = GetPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2430,7 @@ func (x *GetPresetRequest) String() string {
 func (*GetPresetRequest) ProtoMessage() {}
 
 func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2443,7 @@ func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
 func (*GetPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetPresetRequest) GetId() string {
@@ -2134,7 +2464,7 @@ type GetPresetResponse struct {
 
 func (x *GetPresetResponse) Reset() {
 	*x = GetPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2476,7 @@ func (x *GetPresetResponse) String() string {
 func (*GetPresetResponse) ProtoMessage() {}
 
 func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2489,7 @@ func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
 func (*GetPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetPresetResponse) GetPreset() *Preset {
@@ -2190,7 +2520,7 @@ type PresetInput struct {
 
 func (x *PresetInput) Reset() {
 	*x = PresetInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2532,7 @@ func (x *PresetInput) String() string {
 func (*PresetInput) ProtoMessage() {}
 
 func (x *PresetInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2545,7 @@ func (x *PresetInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresetInput.ProtoReflect.Descriptor instead.
 func (*PresetInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PresetInput) GetId() string {
@@ -2271,7 +2601,7 @@ type UpsertPresetRequest struct {
 
 func (x *UpsertPresetRequest) Reset() {
 	*x = UpsertPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2613,7 @@ func (x *UpsertPresetRequest) String() string {
 func (*UpsertPresetRequest) ProtoMessage() {}
 
 func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2626,7 @@ func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpsertPresetRequest) GetPreset() *PresetInput {
@@ -2317,7 +2647,7 @@ type UpsertPresetResponse struct {
 
 func (x *UpsertPresetResponse) Reset() {
 	*x = UpsertPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2659,7 @@ func (x *UpsertPresetResponse) String() string {
 func (*UpsertPresetResponse) ProtoMessage() {}
 
 func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2672,7 @@ func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpsertPresetResponse) GetPreset() *Preset {
@@ -2363,7 +2693,7 @@ type DeletePresetRequest struct {
 
 func (x *DeletePresetRequest) Reset() {
 	*x = DeletePresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2705,7 @@ func (x *DeletePresetRequest) String() string {
 func (*DeletePresetRequest) ProtoMessage() {}
 
 func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2718,7 @@ func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
 func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeletePresetRequest) GetId() string {
@@ -2409,7 +2739,7 @@ type DeletePresetResponse struct {
 
 func (x *DeletePresetResponse) Reset() {
 	*x = DeletePresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2751,7 @@ func (x *DeletePresetResponse) String() string {
 func (*DeletePresetResponse) ProtoMessage() {}
 
 func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2764,7 @@ func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
 func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeletePresetResponse) GetRemoved() string {
@@ -2458,7 +2788,7 @@ type ListActivityRequest struct {
 
 func (x *ListActivityRequest) Reset() {
 	*x = ListActivityRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2800,7 @@ func (x *ListActivityRequest) String() string {
 func (*ListActivityRequest) ProtoMessage() {}
 
 func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2813,7 @@ func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityRequest.ProtoReflect.Descriptor instead.
 func (*ListActivityRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListActivityRequest) GetLimit() int32 {
@@ -2517,7 +2847,7 @@ type ListActivityResponse struct {
 
 func (x *ListActivityResponse) Reset() {
 	*x = ListActivityResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2859,7 @@ func (x *ListActivityResponse) String() string {
 func (*ListActivityResponse) ProtoMessage() {}
 
 func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2872,7 @@ func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityResponse.ProtoReflect.Descriptor instead.
 func (*ListActivityResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListActivityResponse) GetCalls() []*ActivityCall {
@@ -2615,7 +2945,7 @@ type ActivityCall struct {
 
 func (x *ActivityCall) Reset() {
 	*x = ActivityCall{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2957,7 @@ func (x *ActivityCall) String() string {
 func (*ActivityCall) ProtoMessage() {}
 
 func (x *ActivityCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2970,7 @@ func (x *ActivityCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivityCall.ProtoReflect.Descriptor instead.
 func (*ActivityCall) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActivityCall) GetId() uint64 {
@@ -2752,7 +3082,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\b\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -2776,7 +3106,14 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x06expose\x18\x0f \x01(\bH\n" +
 	"R\x06expose\x88\x01\x01\x12!\n" +
 	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x12/\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05H\fR\x10max_output_bytes\x88\x01\x01\x1a6\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05H\fR\x10max_output_bytes\x88\x01\x01\x125\n" +
+	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12#\n" +
+	"\n" +
+	"rate_limit\x18\x13 \x01(\tH\rR\n" +
+	"rate_limit\x88\x01\x01\x12-\n" +
+	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x0eR\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
+	"\bapproval\x18\x15 \x01(\tH\x0fR\bapproval\x88\x01\x01\x12&\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -2796,7 +3133,30 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\a_exposeB\f\n" +
 	"\n" +
 	"_tool_hostB\x13\n" +
-	"\x11_max_output_bytes\"\xdb\x04\n" +
+	"\x11_max_output_bytesB\r\n" +
+	"\v_rate_limitB\x12\n" +
+	"\x10_max_concurrencyB\v\n" +
+	"\t_approval\"\xa4\x03\n" +
+	"\aSandbox\x12\x1d\n" +
+	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1d\n" +
+	"\anetwork\x18\x02 \x01(\tH\x01R\anetwork\x88\x01\x01\x12 \n" +
+	"\vallow_hosts\x18\x03 \x03(\tR\vallow_hosts\x12&\n" +
+	"\x0ewritable_paths\x18\x04 \x03(\tR\x0ewritable_paths\x12&\n" +
+	"\x0ereadable_paths\x18\x05 \x03(\tR\x0ereadable_paths\x12'\n" +
+	"\fmemory_bytes\x18\x06 \x01(\x03H\x02R\fmemory_bytes\x88\x01\x01\x12\x1f\n" +
+	"\bmax_pids\x18\a \x01(\x05H\x03R\bmax_pids\x88\x01\x01\x12%\n" +
+	"\vcpu_seconds\x18\b \x01(\x05H\x04R\vcpu_seconds\x88\x01\x01\x12#\n" +
+	"\n" +
+	"open_files\x18\t \x01(\x05H\x05R\n" +
+	"open_files\x88\x01\x01B\n" +
+	"\n" +
+	"\b_enabledB\n" +
+	"\n" +
+	"\b_networkB\x0f\n" +
+	"\r_memory_bytesB\v\n" +
+	"\t_max_pidsB\x0e\n" +
+	"\f_cpu_secondsB\r\n" +
+	"\v_open_files\"\xa0\x06\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2819,7 +3179,14 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"tools_deny\x12\x16\n" +
 	"\x06expose\x18\x0f \x01(\bR\x06expose\x12\x1c\n" +
 	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x12*\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05R\x10max_output_bytes\x1a6\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05R\x10max_output_bytes\x125\n" +
+	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
+	"\n" +
+	"rate_limit\x18\x13 \x01(\tR\n" +
+	"rate_limit\x12(\n" +
+	"\x0fmax_concurrency\x18\x14 \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
+	"\bapproval\x18\x15 \x01(\tR\bapproval\x12&\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -2832,7 +3199,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x93\b\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xd8\t\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2867,12 +3234,19 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
 	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
 	"\tplacement\x18\x1a \x01(\tR\tplacement\x12*\n" +
-	"\x10max_output_bytes\x18\x1b \x01(\x05R\x10max_output_bytes\x1a6\n" +
+	"\x10max_output_bytes\x18\x1b \x01(\x05R\x10max_output_bytes\x125\n" +
+	"\asandbox\x18\x1c \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
+	"\n" +
+	"rate_limit\x18\x1d \x01(\tR\n" +
+	"rate_limit\x12(\n" +
+	"\x0fmax_concurrency\x18\x1e \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
+	"\bapproval\x18\x1f \x01(\tR\bapproval\x12&\n" +
+	"\x0eapproval_tools\x18  \x03(\tR\x0eapproval_tools\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"_test_only\"\xda\x01\n" +
+	"_test_only\"\x97\x02\n" +
 	"\fProcessState\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12:\n" +
@@ -2883,7 +3257,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x05 \x01(\tR\n" +
 	"last_error\x12 \n" +
-	"\vstderr_tail\x18\x06 \x01(\tR\vstderr_tail\"\x14\n" +
+	"\vstderr_tail\x18\x06 \x01(\tR\vstderr_tail\x12;\n" +
+	"\asandbox\x18\a \x01(\v2!.zest.mcpgateway.v1.SandboxStatusR\asandbox\"A\n" +
+	"\rSandboxStatus\x12\x16\n" +
+	"\x06active\x18\x01 \x03(\tR\x06active\x12\x18\n" +
+	"\amissing\x18\x02 \x03(\tR\amissing\"\x14\n" +
 	"\x12ListServersRequest\"P\n" +
 	"\x13ListServersResponse\x129\n" +
 	"\aservers\x18\x01 \x03(\v2\x1f.zest.mcpgateway.v1.ServerStateR\aservers\"\x12\n" +
@@ -3025,117 +3403,123 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
-	(*ServerConfig)(nil),             // 2: zest.mcpgateway.v1.ServerConfig
-	(*ToolEntry)(nil),                // 3: zest.mcpgateway.v1.ToolEntry
-	(*ServerState)(nil),              // 4: zest.mcpgateway.v1.ServerState
-	(*ProcessState)(nil),             // 5: zest.mcpgateway.v1.ProcessState
-	(*ListServersRequest)(nil),       // 6: zest.mcpgateway.v1.ListServersRequest
-	(*ListServersResponse)(nil),      // 7: zest.mcpgateway.v1.ListServersResponse
-	(*ListToolsRequest)(nil),         // 8: zest.mcpgateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 9: zest.mcpgateway.v1.ListToolsResponse
-	(*GetServerRequest)(nil),         // 10: zest.mcpgateway.v1.GetServerRequest
-	(*GetServerResponse)(nil),        // 11: zest.mcpgateway.v1.GetServerResponse
-	(*UpsertServerRequest)(nil),      // 12: zest.mcpgateway.v1.UpsertServerRequest
-	(*UpsertServerResponse)(nil),     // 13: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 14: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 15: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 16: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 17: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 18: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 19: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 20: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 21: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 22: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 23: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 24: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 25: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 26: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 27: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 28: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 29: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 30: zest.mcpgateway.v1.GetPresetResponse
-	(*PresetInput)(nil),              // 31: zest.mcpgateway.v1.PresetInput
-	(*UpsertPresetRequest)(nil),      // 32: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 33: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 34: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 35: zest.mcpgateway.v1.DeletePresetResponse
-	(*ListActivityRequest)(nil),      // 36: zest.mcpgateway.v1.ListActivityRequest
-	(*ListActivityResponse)(nil),     // 37: zest.mcpgateway.v1.ListActivityResponse
-	(*ActivityCall)(nil),             // 38: zest.mcpgateway.v1.ActivityCall
-	nil,                              // 39: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 40: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 41: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 42: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 43: google.protobuf.Timestamp
+	(*Sandbox)(nil),                  // 2: zest.mcpgateway.v1.Sandbox
+	(*ServerConfig)(nil),             // 3: zest.mcpgateway.v1.ServerConfig
+	(*ToolEntry)(nil),                // 4: zest.mcpgateway.v1.ToolEntry
+	(*ServerState)(nil),              // 5: zest.mcpgateway.v1.ServerState
+	(*ProcessState)(nil),             // 6: zest.mcpgateway.v1.ProcessState
+	(*SandboxStatus)(nil),            // 7: zest.mcpgateway.v1.SandboxStatus
+	(*ListServersRequest)(nil),       // 8: zest.mcpgateway.v1.ListServersRequest
+	(*ListServersResponse)(nil),      // 9: zest.mcpgateway.v1.ListServersResponse
+	(*ListToolsRequest)(nil),         // 10: zest.mcpgateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 11: zest.mcpgateway.v1.ListToolsResponse
+	(*GetServerRequest)(nil),         // 12: zest.mcpgateway.v1.GetServerRequest
+	(*GetServerResponse)(nil),        // 13: zest.mcpgateway.v1.GetServerResponse
+	(*UpsertServerRequest)(nil),      // 14: zest.mcpgateway.v1.UpsertServerRequest
+	(*UpsertServerResponse)(nil),     // 15: zest.mcpgateway.v1.UpsertServerResponse
+	(*TestServerRequest)(nil),        // 16: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 17: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 18: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 19: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 20: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 21: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 22: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 23: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 24: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 25: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 26: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 27: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 28: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 29: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 30: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 31: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 32: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 33: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 34: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 35: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 36: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 37: zest.mcpgateway.v1.DeletePresetResponse
+	(*ListActivityRequest)(nil),      // 38: zest.mcpgateway.v1.ListActivityRequest
+	(*ListActivityResponse)(nil),     // 39: zest.mcpgateway.v1.ListActivityResponse
+	(*ActivityCall)(nil),             // 40: zest.mcpgateway.v1.ActivityCall
+	nil,                              // 41: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 42: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 43: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 44: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 45: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	39, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
-	40, // 1: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	42, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	42, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	42, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	41, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	42, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	42, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	43, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	4,  // 11: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 12: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	4,  // 13: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	1,  // 14: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	2,  // 15: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	1,  // 16: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	4,  // 17: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 18: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 19: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 20: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	42, // 21: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	42, // 22: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	26, // 23: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	26, // 24: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	31, // 25: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	26, // 26: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	38, // 27: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	6,  // 28: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	8,  // 29: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	10, // 30: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	12, // 31: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	14, // 32: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	16, // 33: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	18, // 34: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	20, // 35: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	22, // 36: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	27, // 37: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	29, // 38: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	32, // 39: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	34, // 40: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	24, // 41: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	36, // 42: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	7,  // 43: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	9,  // 44: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	11, // 45: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	13, // 46: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	15, // 47: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	17, // 48: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	19, // 49: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	21, // 50: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	23, // 51: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	28, // 52: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	30, // 53: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	33, // 54: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	35, // 55: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	25, // 56: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	37, // 57: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	43, // [43:58] is the sub-list for method output_type
-	28, // [28:43] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	41, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	2,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	42, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	2,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	44, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	44, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	44, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	43, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	44, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	44, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	4,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	6,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	2,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	45, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	7,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
+	5,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	5,  // 17: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	1,  // 18: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	3,  // 19: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	1,  // 20: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
+	5,  // 21: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	5,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	5,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	5,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	44, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	44, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	28, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	28, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	33, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	28, // 30: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	40, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	8,  // 32: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	10, // 33: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	12, // 34: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	14, // 35: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	16, // 36: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	18, // 37: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	20, // 38: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	22, // 39: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	24, // 40: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	29, // 41: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	31, // 42: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	34, // 43: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	36, // 44: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	26, // 45: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	38, // 46: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	9,  // 47: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	11, // 48: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	13, // 49: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	15, // 50: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	17, // 51: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	19, // 52: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	21, // 53: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	23, // 54: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	25, // 55: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	30, // 56: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	32, // 57: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	35, // 58: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	37, // 59: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	27, // 60: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	39, // 61: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	47, // [47:62] is the sub-list for method output_type
+	32, // [32:47] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -3144,16 +3528,17 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 		return
 	}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[23].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[30].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[4].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[25].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
