@@ -142,6 +142,12 @@ func (l *Log) SetSink(sink Sink) { l.sink = sink }
 // Details reports whether records keep arguments and results.
 func (l *Log) Details() bool { return l != nil && l.details }
 
+// WantsDetails reports whether Add reads arguments and results: the ring keeps them, or the
+// sink does. A path that copies them for Add does so only then.
+func (l *Log) WantsDetails() bool {
+	return l != nil && (l.details || l.sink != nil && l.sink.Details())
+}
+
 // Size is how many records the ring keeps.
 func (l *Log) Size() int {
 	if l == nil {
