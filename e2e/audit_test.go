@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,6 +252,23 @@ func TestAudit(t *testing.T) {
 			if text != "" && (!strings.Contains(e.Arguments, text) || !strings.Contains(e.Result, text)) {
 				t.Errorf("entry %d (%s): arguments %q, result %q", i, e.Action, e.Arguments, e.Result)
 			}
+		}
+	})
+
+	// SIGTERM right after the calls (within the 100 ms the batch waits): the queue is flushed
+	// on shutdown, and the trail is the registry's, so the restarted mcpgateway lists it all.
+	t.Run("flushed on shutdown, kept across a restart", func(t *testing.T) {
+		s := setup(t)
+		for i := range 3 {
+			if r := callTool(t, s, "aud", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("admin call: %d %s", r.Status, r.Body)
+			}
+		}
+		s.Kill("zest-mcpgateway", syscall.SIGTERM)
+		s.Start("zest-mcpgateway")
+		s.WaitHealthy()
+		if a := waitAudit(t, s, "", 5); len(a.Entries) != 5 || a.Entries[0].Tool != "echo" || a.Entries[4].Action != "upsert_server" {
+			t.Fatalf("after the restart:\n%s", summary(a.Entries))
 		}
 	})
 
