@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -33,6 +32,7 @@ func (s *Service) ListAudit(ctx context.Context, req *mcpgatewayv1.ListAuditRequ
 	out := &mcpgatewayv1.ListAuditResponse{Entries: make([]*mcpgatewayv1.AuditEntry, 0, min(limit, 64)), Details: s.Audit.Details(),
 		Retention: s.Audit.Retention().String(), MaxEntries: int32(s.Audit.MaxEntries()), Dropped: dropped, Failed: failed}
 	more := false
+	q.Limit = limit + 1
 	err = s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
 		if len(out.Entries) == limit {
 			more = true
@@ -59,36 +59,31 @@ func (s *Service) ExportAudit(req *mcpgatewayv1.ExportAuditRequest, stream grpc.
 	if err != nil {
 		return toStatus(fmt.Errorf("%w: %v", errBadRequest, err))
 	}
-	q.Ascending = true
+	// A page at a time, each read on its own and sent after it: a slow reader holds no read
+	// transaction open (bbolt's writer waits for open readers when its file grows).
+	q.Ascending, q.Limit = true, exportBatch
 	ctx := stream.Context()
-	batch := make([]*mcpgatewayv1.AuditEntry, 0, exportBatch)
-	var sendErr error
-	send := func() bool {
+	for {
+		batch := make([]*mcpgatewayv1.AuditEntry, 0, exportBatch)
+		err := s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
+			batch = append(batch, e)
+			return len(batch) < exportBatch
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			return toStatus(err)
+		}
 		if len(batch) == 0 {
-			return true
+			return nil
 		}
-		sendErr = stream.Send(&mcpgatewayv1.ExportAuditResponse{Entries: batch})
-		batch = batch[:0]
-		return sendErr == nil
-	}
-	// The store's read runs a page at a time (etcd) or in one read transaction (bbolt): a
-	// slow reader holds bbolt's transaction open, which delays no writer (bbolt's readers do
-	// not block its writer) but keeps its pages until the export ends.
-	err = s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
-		batch = append(batch, e)
-		return len(batch) < exportBatch || send()
-	})
-	if err == nil && sendErr == nil {
-		send()
-	}
-	if sendErr != nil {
-		return sendErr
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return status.FromContextError(err).Err()
+		if err := stream.Send(&mcpgatewayv1.ExportAuditResponse{Entries: batch}); err != nil {
+			return err
 		}
-		return toStatus(err)
+		if len(batch) < exportBatch {
+			return nil
+		}
+		q.After = batch[len(batch)-1].GetId()
 	}
-	return nil
 }

@@ -39,7 +39,13 @@ type AuditQuery struct {
 	Server        string
 	Who           string
 	Ascending     bool
+	// Limit, when above 0, says the caller stops after that many entries: a store that reads
+	// in pages reads no bigger ones while no field filter can skip entries.
+	Limit int
 }
+
+// filtered reports whether q has a field filter (entries read may be skipped).
+func (q AuditQuery) filtered() bool { return q.Kind != "" || q.Server != "" || q.Who != "" }
 
 // matches reports whether e passes q's field filters (the bounds are the store's range).
 func (q AuditQuery) matches(e *mcpgatewayv1.AuditEntry) bool {

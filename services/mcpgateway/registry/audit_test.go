@@ -70,6 +70,16 @@ func runAuditContract(t *testing.T, open func(t *testing.T) Registry) {
 		if got := serversOf(listAudit(t, a, AuditQuery{Ascending: true}, 0)); got != "s0,s1,s2,s3,s4" {
 			t.Fatalf("ascending: %s", got)
 		}
+		// Limit is a hint of the page size: a caller that reads on gets every entry.
+		for _, asc := range []bool{false, true} {
+			want := "s4,s3,s2,s1,s0"
+			if asc {
+				want = "s0,s1,s2,s3,s4"
+			}
+			if got := serversOf(listAudit(t, a, AuditQuery{Limit: 2, Ascending: asc}, 0)); got != want {
+				t.Fatalf("limit 2 read on, ascending %v: %s", asc, got)
+			}
+		}
 		for q, want := range map[AuditQuery]string{
 			{Kind: "admin"}:                                               "s1",
 			{Kind: "tool", Who: "aaa"}:                                    "s4,s2,s0",

@@ -730,10 +730,14 @@ func (e *Etcd) ListAudit(ctx context.Context, q AuditQuery, fn func(*mcpgatewayv
 	if q.Ascending {
 		order = clientv3.SortAscend
 	}
+	scan := int64(auditScan)
+	if q.Limit > 0 && !q.filtered() {
+		scan = min(scan, int64(q.Limit))
+	}
 	for from < to {
 		var resp *clientv3.GetResponse
 		err := e.call(ctx, "list audit entries", func(ctx context.Context) (err error) {
-			resp, err = e.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(auditScan))
+			resp, err = e.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(scan))
 			return err
 		})
 		if err != nil {
