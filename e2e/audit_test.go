@@ -3,13 +3,18 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/etcdtest"
 	"github.com/zestmcp/zest/lib/mcptest"
 )
 
@@ -278,4 +283,49 @@ func TestAudit(t *testing.T) {
 			t.Fatalf("the trail off: %d %s", r.Status, r.Body)
 		}
 	})
+}
+
+// TestAuditAcrossReplicas: two mcpgateways (each behind its own edge) on one etcd share one
+// trail: a server registered through A and tool calls through A and B are listed, in order,
+// through either, and their ids never collide.
+func TestAuditAcrossReplicas(t *testing.T) {
+	// An HTTP server both replicas connect to, each with its own session (closed last).
+	up := server.NewMCPServer("shared", "1.0.0", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo:" + req.GetString("text", "")), nil
+	})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(up))
+	t.Cleanup(hs.Close)
+	etcd := etcdtest.Start(t, 1)
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-audit/")
+	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
+	registerServer(t, a, map[string]any{"id": "shared", "transport": "streamable-http", "url": hs.URL + "/mcp", "timeout_ms": 10000})
+	waitFor(t, 5*time.Second, func() error { // B follows the registry's watch
+		if r := callTool(t, b, "shared", "echo", map[string]any{"text": "b0"}); r.Status != 200 {
+			return fmt.Errorf("through B: %d %s", r.Status, r.Body)
+		}
+		return nil
+	})
+	for i := range 3 {
+		for _, s := range []*Suite{a, b} {
+			if r := callTool(t, s, "shared", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("call: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	want := waitAudit(t, a, "?server=shared", 8) // the upsert, B's first call, 6 calls
+	if len(want.Entries) != 8 || want.Entries[7].Action != "upsert_server" {
+		t.Fatalf("through A:\n%s", summary(want.Entries))
+	}
+	got := waitAudit(t, b, "?server=shared", 8)
+	ids := map[string]bool{}
+	for i, e := range got.Entries {
+		ids[e.ID] = true
+		if e.ID != want.Entries[i].ID {
+			t.Fatalf("A and B list different trails:\n%s\n--\n%s", summary(want.Entries), summary(got.Entries))
+		}
+	}
+	if len(ids) != 8 {
+		t.Fatalf("ids collide: %v", ids)
+	}
 }
