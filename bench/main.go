@@ -16,6 +16,8 @@
 //	          beside the direct stdio client; RSS of 1,000 federated sessions on Zest.
 //	scale:    admin and federated tool calls through 1 of each service (bbolt, then etcd) and
 //	          2 of each (etcd, 3 members) on the same cores.
+//	audit:    admin tool calls with the audit trail off, on and on with details, on bbolt and
+//	          on etcd ×3: what the trail costs a call, and whether its queue kept up.
 //	catalog:  `GET /internal/mcp/tools` and AdminService.ListTools with 10, 30 and 100
 //	          connected stdio servers of 13 tools each (the bench binary as a light fixture
 //	          server): latency, bytes, RSS.
@@ -55,13 +57,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog or scale")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog, scale or audit")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}, {"audit", benchAudit}} {
 		if only != "" && only != sc.name {
 			continue
 		}

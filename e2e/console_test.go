@@ -17,7 +17,7 @@ import (
 // through work — add a local-process server through the form (by mouse, and by keyboard
 // alone), see a wrong field reported next to that field, call a tool from its generated
 // form, save a preset, chat with a preset and see the tool call inline, and find the calls
-// in Activity. Each view's screenshot is written to ZEST_SCREENSHOT_DIR.
+// in Activity and in Audit. Each view's screenshot is written to ZEST_SCREENSHOT_DIR.
 
 const uiWait = 20 * time.Second
 
@@ -215,6 +215,24 @@ func TestConsole(t *testing.T) {
 		screenshot(t, ctx, "activity")
 	})
 
+	// The audit trail: the server registered by the form and the tool calls above, newest
+	// first; the kind filter keeps the admin changes only.
+	t.Run("audit", func(t *testing.T) {
+		openView(t, ctx, s.URL, "#/audit")
+		mustWaitText(t, ctx, "#main table", "upsert_server", uiWait)
+		mustWaitText(t, ctx, "#main table", "get-sum", uiWait)
+		evalJS[bool](t, ctx, `(() => { const k = document.querySelector('select[name="kind"]'); k.value = 'admin'; k.form.requestSubmit(); return true; })()`)
+		deadline := time.Now().Add(uiWait)
+		for !evalJS[bool](t, ctx, `(() => { const rows = [...document.querySelectorAll('#main tbody tr')]; return rows.length > 0 && rows.every((r) => r.textContent.includes('Admin change')); })()`) {
+			if time.Now().After(deadline) {
+				t.Fatal("the kind filter did not leave the admin changes only")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		axeCheck(t, ctx, "audit")
+		screenshot(t, ctx, "audit")
+	})
+
 	// Every view again, dark and 375 px wide: still no violation (contrast included), and
 	// nothing wider than the screen.
 	t.Run("dark and narrow", func(t *testing.T) {
@@ -239,7 +257,7 @@ func TestConsole(t *testing.T) {
 }
 
 // consoleViews are the console's views.
-var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity"}
+var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity", "#/audit"}
 
 // TestConsoleKeys: the admin key is asked for when the API answers 401, kept for the tab
 // (sessionStorage, never localStorage) and sent only to the admin API; a server without an

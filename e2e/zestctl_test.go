@@ -256,6 +256,41 @@ func TestZestctl(t *testing.T) {
 		}
 	})
 
+	// The audit trail of the same calls and of the servers added above: a page, and the
+	// export as JSON lines that parse.
+	t.Run("audit", func(t *testing.T) {
+		deadline := time.Now().Add(10 * time.Second)
+		var m map[string]any
+		for {
+			m = mustCtl(t, s, 0, "audit", "list", "--kind", "admin", "-o", "json").JSON(t)
+			if es, _ := m["entries"].([]any); len(es) > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		actions := map[string]bool{}
+		for _, e := range m["entries"].([]any) {
+			actions[e.(map[string]any)["action"].(string)] = true
+		}
+		if !actions["upsert_server"] {
+			t.Errorf("audit list --kind admin lacks upsert_server: %v", actions)
+		}
+		r := mustCtl(t, s, 0, "audit", "export", "--kind", "tool")
+		lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
+		for _, l := range lines {
+			var e map[string]any
+			if err := json.Unmarshal([]byte(l), &e); err != nil || e["kind"] != "tool" {
+				t.Fatalf("export line %q: %v", l, err)
+			}
+		}
+		if len(lines) < 3 {
+			t.Errorf("export of %d tool calls:\n%s", len(lines), r.Stdout)
+		}
+		if r := mustCtl(t, s, 0, "audit", "list"); !strings.Contains(r.Stdout, "CHANGED/ERROR") {
+			t.Errorf("audit table:\n%s", r.Stdout)
+		}
+	})
+
 	t.Run("completion", func(t *testing.T) {
 		if r := mustCtl(t, s, 0, "--version"); !strings.HasPrefix(r.Stdout, "zestctl version ") {
 			t.Fatalf("--version = %q", r.Stdout)

@@ -174,8 +174,8 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "zestctl",
 		Short: "Administer a running Zest suite over its gRPC contracts",
 		Long: `zestctl talks to Zest's services over their typed gRPC contracts: MCP servers, tools,
-presets, tool-loop chats, MCP sessions, tool-call activity and health, and prints ready MCP
-client configurations.
+presets, tool-loop chats, MCP sessions, tool-call activity, the audit trail and health, and
+prints ready MCP client configurations.
 
 Addresses come from flags, else from the services' own variables (ZEST_MCPGATEWAY_ADDR,
 ZEST_INFERENCE_ADDR, ZEST_TOOLHOST_ADDR, ZEST_EDGE_ADDR). The key is read from
@@ -218,7 +218,7 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "longest time one command may take (1s to 1h)")
 
 	root.AddCommand(a.statusCmd(), a.serversCmd(), a.toolsCmd(), a.callCmd(), a.presetsCmd(),
-		a.chatCmd(), a.sessionsCmd(), a.activityCmd(), a.configCmd())
+		a.chatCmd(), a.sessionsCmd(), a.activityCmd(), a.auditCmd(), a.configCmd())
 	return root
 }
 

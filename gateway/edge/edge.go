@@ -123,6 +123,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// A preset's providers aggregated on one endpoint (the path value "preset" tells it apart).
 	mux.Handle("/mcp/presets/{preset}", mcpAPI(mcp))
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
+	// The audit export streams JSON lines with a handler of its own (auditexport.go).
+	mux.Handle("/internal/mcp/audit/export", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError,
+		auditExport{admin: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), log: log, limit: cfg.MaxAdminBodyBytes})))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, Media: inferencev1.NewMediaServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}

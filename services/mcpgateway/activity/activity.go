@@ -110,9 +110,18 @@ type Record struct {
 	ArgumentsTruncated, ResultTruncated bool
 }
 
+// Sink receives every record Add makes, on the caller's goroutine, so it must return at once
+// (the audit trail queues it). Details says whether it wants arguments and results: they are
+// read when the ring or the sink wants them, and each gets them only if it does.
+type Sink interface {
+	Details() bool
+	Record(ctx context.Context, r Record)
+}
+
 // Log is the ring. A nil *Log records nothing and lists nothing.
 type Log struct {
 	details bool
+	sink    Sink
 	mu      sync.Mutex
 	ring    []Record
 	last    uint64 // the id of the newest record; ids start at 1
@@ -127,8 +136,17 @@ func New(size int, details bool) (*Log, error) {
 	return &Log{details: details, ring: make([]Record, size)}, nil
 }
 
+// SetSink makes every record go to sink too (set before the first Add).
+func (l *Log) SetSink(sink Sink) { l.sink = sink }
+
 // Details reports whether records keep arguments and results.
 func (l *Log) Details() bool { return l != nil && l.details }
+
+// WantsDetails reports whether Add reads arguments and results: the ring keeps them, or the
+// sink does. A path that copies them for Add does so only then.
+func (l *Log) WantsDetails() bool {
+	return l != nil && (l.details || l.sink != nil && l.sink.Details())
+}
 
 // Size is how many records the ring keeps.
 func (l *Log) Size() int {
@@ -160,13 +178,24 @@ func (l *Log) Add(ctx context.Context, c Call) {
 	case c.Outcome == ToolError:
 		r.Error = Cut(toolErrorText(c.Result), MessageBytes)
 	}
-	if l.details {
+	sinkDetails := l.sink != nil && l.sink.Details()
+	if l.details || sinkDetails {
 		args := c.Args
 		if args == nil && c.Params != nil {
 			args = arguments(c.Params)
 		}
 		r.Arguments, r.ArgumentsTruncated = cutDetail(args)
 		r.Result, r.ResultTruncated = cutDetail(c.Result)
+	}
+	if l.sink != nil {
+		s := r
+		if !sinkDetails {
+			s.Arguments, s.ArgumentsTruncated, s.Result, s.ResultTruncated = "", false, "", false
+		}
+		l.sink.Record(ctx, s)
+	}
+	if !l.details {
+		r.Arguments, r.ArgumentsTruncated, r.Result, r.ResultTruncated = "", false, "", false
 	}
 	l.mu.Lock()
 	l.last++
@@ -288,6 +317,15 @@ func (l *Log) whoOf(ctx context.Context) string {
 	w := Who(token)
 	l.who.Store(&whoEntry{token: token, who: w})
 	return w
+}
+
+// WhoOf is who made the call of ctx (its bearer token in the incoming gRPC metadata), as a
+// record names it; uncached, for the paths that are not per tool call (admin changes).
+func WhoOf(ctx context.Context) string {
+	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
+		return Who(keyauth.BearerToken(v[0]))
+	}
+	return Anonymous
 }
 
 // Who names the holder of a key without revealing it: the first 12 hex digits of the key's

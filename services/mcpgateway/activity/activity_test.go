@@ -242,3 +242,29 @@ func BenchmarkAdd(b *testing.B) {
 		l.Add(ctx, Call{Path: PathMCP, Server: "srv", Tool: "echo", Began: time.Now(), Outcome: OK, Params: params, Result: params})
 	}
 }
+
+type sinkRecords struct {
+	details bool
+	got     []Record
+}
+
+func (s *sinkRecords) Details() bool                      { return s.details }
+func (s *sinkRecords) Record(_ context.Context, r Record) { s.got = append(s.got, r) }
+
+// TestSinkDetails: the sink gets every record, with arguments and results only when it asks
+// for them, whatever the ring keeps; the ring keeps them only with its own details on.
+func TestSinkDetails(t *testing.T) {
+	for _, c := range []struct{ ring, sink bool }{{false, true}, {true, false}, {false, false}} {
+		l, _ := New(4, c.ring)
+		s := &sinkRecords{details: c.sink}
+		l.SetSink(s)
+		l.Add(t.Context(), Call{Path: PathMCP, Server: "s", Tool: "t", Began: time.Now(), Outcome: OK, Args: []byte(`{"a":1}`), Result: []byte(`{}`)})
+		ring, _ := l.List(0, 0)
+		if len(s.got) != 1 || (s.got[0].Arguments != "") != c.sink || (s.got[0].Result != "") != c.sink {
+			t.Fatalf("%+v: sink got %+v", c, s.got)
+		}
+		if (ring[0].Arguments != "") != c.ring || s.got[0].Server != "s" {
+			t.Fatalf("%+v: ring has %+v", c, ring[0])
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -35,6 +36,9 @@ type Service struct {
 	up  *upstream.Manager
 	cat *catalog.Catalog
 	log *slog.Logger
+	// Audit is the audit trail ListAudit and ExportAudit read (nil: the trail is off). Its
+	// interceptor records the admin changes; Activity feeds it the tool calls.
+	Audit *audit.Log
 	// Activity records the tool calls of CallTool and is what ListActivity lists (every
 	// path's calls: mcpgateway gives every path the same one); nil records nothing.
 	Activity *activity.Log
@@ -159,6 +163,7 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
+	audit.NoteChanged(ctx, audit.Changed(old, cfg))
 	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
 	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil

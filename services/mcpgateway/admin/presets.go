@@ -2,8 +2,10 @@ package admin
 
 import (
 	"context"
+	"errors"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
@@ -43,9 +45,14 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	old, err := s.reg.GetPreset(ctx, p.GetId())
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, toStatus(err)
+	}
 	if err := s.reg.PutPreset(ctx, p); err != nil {
 		return nil, toStatus(err)
 	}
+	audit.NoteChanged(ctx, audit.Changed(old, p))
 	s.Changes.Changed(ctx, registry.Change{Kind: registry.PresetPut, ID: p.GetId(), Preset: p}, nil)
 	return &mcpgatewayv1.UpsertPresetResponse{Preset: p}, nil
 }

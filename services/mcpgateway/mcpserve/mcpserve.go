@@ -374,7 +374,7 @@ func (h *Handler) record(ctx context.Context, msg []byte, began time.Time, resp 
 	}
 	_ = json.Unmarshal(msg, &p)
 	c := activity.Call{Path: activity.PathMCP, Server: activity.BuiltinServer, Tool: p.Params.Name, Began: began, Outcome: activity.OK}
-	if h.Activity.Details() {
+	if h.Activity.WantsDetails() {
 		c.Params = paramsOf(msg)
 	}
 	switch r := resp.(type) {
@@ -397,7 +397,7 @@ func (h *Handler) record(ctx context.Context, msg []byte, began time.Time, resp 
 				}
 			}
 		}
-		if res != nil && h.Activity.Details() {
+		if res != nil && h.Activity.WantsDetails() {
 			c.Result, _ = res.MarshalJSON()
 		}
 	default:

@@ -15,6 +15,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 var (
@@ -100,7 +101,8 @@ func exposeStoredServers(tx *bolt.Tx) error {
 
 // Bolt is the bbolt registry: one file, mode 0600, fsync on every commit.
 type Bolt struct {
-	db *bolt.DB
+	db    *bolt.DB
+	audit *auditIDs
 }
 
 // Open opens (creating if needed) the registry file at path and migrates it to SchemaVersion.
@@ -124,7 +126,11 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("registry %s: %w", path, err)
 	}
-	return &Bolt{db: db}, nil
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists(bucketAudit); return err }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("registry %s: audit bucket: %w", path, err)
+	}
+	return &Bolt{db: db, audit: newAuditIDs()}, nil
 }
 
 func migrate(tx *bolt.Tx) error {
@@ -410,3 +416,98 @@ func decodePreset(v []byte) (*mcpgatewayv1.Preset, error) {
 
 // LemonadeProvider is the provider id of the built-in lemonade_* tools.
 const LemonadeProvider = "lemonade"
+
+// bucketAudit holds the audit trail: id → AuditEntry (protobuf). Ids sort in time order, so
+// the bucket's first keys are the oldest. It is created on open, outside the migrations: an
+// older build ignores it.
+var bucketAudit = []byte("audit")
+
+// AppendAudit implements AuditLog: one transaction (one fsync) for the whole batch.
+func (b *Bolt) AppendAudit(_ context.Context, entries []*mcpgatewayv1.AuditEntry) error {
+	b.audit.assign(entries)
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketAudit)
+		for _, e := range entries {
+			v, err := proto.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := bk.Put([]byte(e.GetId()), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ListAudit implements AuditLog with a cursor over the id range.
+func (b *Bolt) ListAudit(_ context.Context, q AuditQuery, fn func(*mcpgatewayv1.AuditEntry) bool) error {
+	return b.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketAudit).Cursor()
+		var k, v []byte
+		inRange := func(k []byte) bool {
+			return k != nil && (q.After == "" || string(k) > q.After) && (q.Before == "" || string(k) < q.Before)
+		}
+		next := c.Prev
+		if q.Ascending {
+			next = c.Next
+			if q.After == "" {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek([]byte(q.After))
+				if k != nil && string(k) == q.After {
+					k, v = c.Next()
+				}
+			}
+		} else {
+			if q.Before == "" {
+				k, v = c.Last()
+			} else if k, v = c.Seek([]byte(q.Before)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev() // the first key at or past Before is outside
+			}
+		}
+		for ; inRange(k); k, v = next() {
+			e := &mcpgatewayv1.AuditEntry{}
+			if err := proto.Unmarshal(v, e); err != nil {
+				return fmt.Errorf("audit entry %q: %w", k, err)
+			}
+			if q.matches(e) && !fn(e) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// TrimAudit implements AuditLog. The count is the bucket's (bbolt keeps none, so Stats
+// walks its pages: TrimAudit runs every few minutes, not per call).
+func (b *Bolt) TrimAudit(_ context.Context, olderThan time.Time, maxEntries int) (int, error) {
+	removed := 0
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketAudit)
+		bound := []byte(AuditTimeBound(olderThan))
+		c := bk.Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k, bound) < 0; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			removed++
+		}
+		if maxEntries <= 0 {
+			return nil
+		}
+		for excess := bk.Stats().KeyN - maxEntries; excess > 0; excess-- {
+			if k, _ := c.First(); k == nil {
+				break
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			removed++
+		}
+		return nil
+	})
+	return removed, err
+}

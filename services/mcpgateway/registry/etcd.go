@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // The etcd layout, under the prefix (docs/scale-out.md):
@@ -32,6 +33,7 @@ import (
 //	servers/<id>               a ServerConfig as protojson (as bbolt's)
 //	sessions/ended/<hash>      the session's expiry (Unix seconds), on a lease
 //	sessions/log_level/<hash>  expiry, a space, the level; on a lease
+//	audit/<id>                 an AuditEntry as protobuf (registry.AuditLog; no lease: TrimAudit)
 //
 // <hash> is the hex SHA-256 of the session id: the id is a bearer credential of its session
 // and is never stored. presets/ and servers/ are neighbours in key order, so one watch over
@@ -98,6 +100,8 @@ type Etcd struct {
 
 	leaseMu sync.Mutex
 	leases  map[int64]clientv3.LeaseID // lease end (Unix seconds) → lease
+
+	audit *auditIDs
 }
 
 // OpenEtcd connects to etcd and brings the store under cfg.Prefix to SchemaVersion
@@ -159,7 +163,7 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry on etcd %s: connect: %w (%s)", strings.Join(cfg.Endpoints, ","), err, hint(err))
 	}
-	e := &Etcd{cli: cli, cfg: cfg, prefix: cfg.Prefix, log: cfg.Logger, leases: map[int64]clientv3.LeaseID{}}
+	e := &Etcd{cli: cli, cfg: cfg, prefix: cfg.Prefix, log: cfg.Logger, leases: map[int64]clientv3.LeaseID{}, audit: newAuditIDs()}
 	if err := e.migrate(ctx, etcdSteps, SchemaVersion); err != nil {
 		cli.Close()
 		return nil, err
@@ -685,4 +689,133 @@ func (e *Etcd) change(ev *clientv3.Event) (Change, bool) {
 		return Change{}, false
 	}
 	return c, true
+}
+
+// dirAudit holds the audit trail: audit/<id> → AuditEntry (protobuf). It is outside the
+// watched range [presets/, servers0).
+const dirAudit = "audit/"
+
+// auditScan is how many keys one read of ListAudit or TrimAudit asks etcd for.
+const auditScan = 500
+
+// AppendAudit implements AuditLog: one transaction for the batch (etcd's --max-txn-ops, 128 by
+// default, bounds a batch: package audit writes at most audit.MaxBatch).
+func (e *Etcd) AppendAudit(ctx context.Context, entries []*mcpgatewayv1.AuditEntry) error {
+	e.audit.assign(entries)
+	ops := make([]clientv3.Op, 0, len(entries))
+	for _, en := range entries {
+		v, err := proto.Marshal(en)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, clientv3.OpPut(e.prefix+dirAudit+en.GetId(), string(v)))
+	}
+	return e.call(ctx, fmt.Sprintf("append %d audit entries", len(entries)), func(ctx context.Context) error {
+		_, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+}
+
+// ListAudit implements AuditLog: linearizable reads of auditScan keys at a time, in order.
+func (e *Etcd) ListAudit(ctx context.Context, q AuditQuery, fn func(*mcpgatewayv1.AuditEntry) bool) error {
+	base := e.prefix + dirAudit
+	from, to := base, clientv3.GetPrefixRangeEnd(base)
+	if q.After != "" {
+		from = base + q.After + "\x00"
+	}
+	if q.Before != "" {
+		to = base + q.Before
+	}
+	order := clientv3.SortDescend
+	if q.Ascending {
+		order = clientv3.SortAscend
+	}
+	scan := int64(auditScan)
+	if q.Limit > 0 && !q.filtered() {
+		scan = min(scan, int64(q.Limit))
+	}
+	for from < to {
+		var resp *clientv3.GetResponse
+		err := e.call(ctx, "list audit entries", func(ctx context.Context) (err error) {
+			resp, err = e.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(scan))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			en := &mcpgatewayv1.AuditEntry{}
+			if err := proto.Unmarshal(kv.Value, en); err != nil {
+				return fmt.Errorf("audit entry %q: %w", kv.Key, err)
+			}
+			if q.matches(en) && !fn(en) {
+				return nil
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if q.Ascending {
+			from = last + "\x00"
+		} else {
+			to = last
+		}
+	}
+	return nil
+}
+
+// TrimAudit implements AuditLog with range deletes: the ids before olderThan's bound, then
+// up to the key past which maxEntries are left. Replicas trimming at once delete the same
+// ranges.
+func (e *Etcd) TrimAudit(ctx context.Context, olderThan time.Time, maxEntries int) (int, error) {
+	base := e.prefix + dirAudit
+	var removed int
+	err := e.call(ctx, "trim the audit trail by age", func(ctx context.Context) error {
+		resp, err := e.cli.Delete(ctx, base, clientv3.WithRange(base+AuditTimeBound(olderThan)))
+		if err == nil {
+			removed += int(resp.Deleted)
+		}
+		return err
+	})
+	if err != nil || maxEntries <= 0 {
+		return removed, err
+	}
+	var count int64
+	err = e.call(ctx, "count the audit entries", func(ctx context.Context) error {
+		resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err == nil {
+			count = resp.Count
+		}
+		return err
+	})
+	for excess := count - int64(maxEntries); err == nil && excess > 0; {
+		// The key of the excess-th oldest entry, auditScan at most a round.
+		var last string
+		err = e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
+			resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(min(excess, auditScan)))
+			if err == nil && len(resp.Kvs) > 0 {
+				last = string(resp.Kvs[len(resp.Kvs)-1].Key)
+			}
+			return err
+		})
+		if err != nil || last == "" {
+			break
+		}
+		var deleted int64
+		err = e.call(ctx, "trim the audit trail by count", func(ctx context.Context) error {
+			resp, err := e.cli.Delete(ctx, base, clientv3.WithRange(last+"\x00"))
+			if err == nil {
+				deleted = resp.Deleted
+			}
+			return err
+		})
+		removed += int(deleted)
+		excess -= deleted
+		if deleted == 0 { // another replica trimmed them first
+			break
+		}
+	}
+	return removed, err
 }

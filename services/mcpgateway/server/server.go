@@ -27,6 +27,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
@@ -100,6 +101,12 @@ type Config struct {
 	ActivityDetails bool
 	// MetricsAddr serves GET /metrics (ZEST_MCPGATEWAY_METRICS_ADDR; "off": none).
 	MetricsAddr string
+	// AuditRetention is how long the audit trail keeps an entry (ZEST_AUDIT_RETENTION).
+	AuditRetention time.Duration
+	// AuditMaxEntries bounds the audit trail's entries (ZEST_AUDIT_MAX_ENTRIES; 0: no trail).
+	AuditMaxEntries int
+	// AuditDetails keeps tool calls' arguments and results in the trail (ZEST_AUDIT_DETAILS).
+	AuditDetails bool
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -115,7 +122,7 @@ func DefaultConfig() Config {
 		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
-		MetricsAddr: DefaultMetricsAddr,
+		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
 	}
 }
 
@@ -138,6 +145,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
+	fs.DurationVar(&c.AuditRetention, "audit-retention", c.AuditRetention, fmt.Sprintf("how long the audit trail keeps an entry (at least %v)", audit.MinRetention))
+	fs.IntVar(&c.AuditMaxEntries, "audit-max-entries", c.AuditMaxEntries, fmt.Sprintf("how many entries the audit trail keeps at most, the oldest trimmed first (0 to %d; 0 turns the trail off)", audit.MaxMaxEntries))
+	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -170,6 +180,12 @@ func (c *Config) Validate() error {
 	if c.ActivitySize < 1 || c.ActivitySize > activity.MaxSize {
 		errs = append(errs, fmt.Errorf("activity-size (ZEST_ACTIVITY_SIZE) %d: want a whole number from 1 to %d", c.ActivitySize, activity.MaxSize))
 	}
+	if c.AuditRetention < audit.MinRetention {
+		errs = append(errs, fmt.Errorf("audit-retention (ZEST_AUDIT_RETENTION) %v: want at least %v (720h is 30 days)", c.AuditRetention, audit.MinRetention))
+	}
+	if c.AuditMaxEntries < 0 || c.AuditMaxEntries > audit.MaxMaxEntries {
+		errs = append(errs, fmt.Errorf("audit-max-entries (ZEST_AUDIT_MAX_ENTRIES) %d: want a whole number from 0 (no audit trail) to %d", c.AuditMaxEntries, audit.MaxMaxEntries))
+	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
 	}
@@ -198,6 +214,7 @@ type Server struct {
 	// replica (Serve follows the registry's watch when it has one).
 	servers *configcache.Registry
 	changes *follow.Replica
+	audit   *audit.Log // nil: no audit trail
 }
 
 // New opens the registry and builds the service; Close releases what New opened.
@@ -267,6 +284,22 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
+	// The audit trail: every admin change (the interceptor) and every tool call (the activity's
+	// sink), appended to the registry in batches.
+	var trail *audit.Log
+	var serverOpts []grpc.ServerOption
+	if cfg.AuditMaxEntries > 0 {
+		store, ok := reg.(registry.AuditLog)
+		if !ok {
+			cc.Close()
+			th.Close()
+			reg.Close()
+			return nil, fmt.Errorf("registry %T keeps no audit trail: set ZEST_AUDIT_MAX_ENTRIES=0", reg)
+		}
+		trail = audit.New(store, audit.Config{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Details: cfg.AuditDetails, Logger: log})
+		calls.SetSink(trail)
+		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(trail.UnaryInterceptor()))
+	}
 	mcpSrv := mcpserve.NewMCPServer(Version)
 	infer := inferencev1.NewInferenceServiceClient(cc)
 	lemonade.New(infer, dirs).Register(mcpSrv)
@@ -286,9 +319,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	servers := configcache.New(reg)
 	adminService := admin.New(servers, up, log)
 	adminService.Activity = calls
+	adminService.Audit = trail
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
-		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(adminService.Catalog().Codec())}})
+		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
 	fed.Activity = calls
@@ -323,7 +357,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes}, nil
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -364,5 +398,7 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
 	s.up.Close(ctx)
-	return errors.Join(s.inference.Close(), s.toolhosts.Close(), s.reg.Close())
+	// After the upstreams: the calls they ended are recorded; before the registry it writes to.
+	auditErr := s.audit.Close(ctx)
+	return errors.Join(auditErr, s.inference.Close(), s.toolhosts.Close(), s.reg.Close())
 }

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/etcdtest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 )
 
@@ -49,6 +51,31 @@ func TestActivityVariables(t *testing.T) {
 		{"ZEST_ACTIVITY_SIZE": "lots"}, {"ZEST_ACTIVITY_DETAILS": "maybe"},
 	} {
 		_, err := parse(bad)
+		for name := range bad {
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%v: %v, want an error that names %s", bad, err, name)
+			}
+		}
+	}
+}
+
+// TestAuditVariables: ZEST_AUDIT_RETENTION, ZEST_AUDIT_MAX_ENTRIES and ZEST_AUDIT_DETAILS
+// have their defaults, are read as every ZEST_ variable is, and a bad value is refused at
+// startup with an error that names it.
+func TestAuditVariables(t *testing.T) {
+	cfg, err := parseEnv(nil)
+	if err != nil || cfg.AuditRetention != audit.DefaultRetention || cfg.AuditMaxEntries != audit.DefaultMaxEntries || cfg.AuditDetails {
+		t.Fatalf("defaults: %v %d %v %v", cfg.AuditRetention, cfg.AuditMaxEntries, cfg.AuditDetails, err)
+	}
+	cfg, err = parseEnv(map[string]string{"ZEST_AUDIT_RETENTION": "24h", "ZEST_AUDIT_MAX_ENTRIES": "0", "ZEST_AUDIT_DETAILS": "true"})
+	if err != nil || cfg.AuditRetention != 24*time.Hour || cfg.AuditMaxEntries != 0 || !cfg.AuditDetails {
+		t.Fatalf("set: %v %d %v %v", cfg.AuditRetention, cfg.AuditMaxEntries, cfg.AuditDetails, err)
+	}
+	for _, bad := range []map[string]string{
+		{"ZEST_AUDIT_RETENTION": "59m"}, {"ZEST_AUDIT_RETENTION": "a month"}, {"ZEST_AUDIT_MAX_ENTRIES": "-1"},
+		{"ZEST_AUDIT_MAX_ENTRIES": "10000001"}, {"ZEST_AUDIT_DETAILS": "maybe"},
+	} {
+		_, err := parseEnv(bad)
 		for name := range bad {
 			if err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("%v: %v, want an error that names %s", bad, err, name)

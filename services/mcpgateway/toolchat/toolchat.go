@@ -341,7 +341,7 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 			rec.DurationMs = time.Since(began).Milliseconds()
 			call := activity.Call{Path: activity.PathChat, Server: rec.GetServerId(), Tool: t.name, ChatName: t.chatName,
 				Preset: preset, Began: began, Outcome: r.outcome, Message: r.failure, Result: r.result}
-			if l.Activity.Details() { // a copy of the arguments only when they are kept
+			if l.Activity.WantsDetails() { // a copy of the arguments only when they are kept
 				call.Args = []byte(c.GetFunction().GetArguments())
 			}
 			l.Activity.Add(ctx, call)

@@ -3078,6 +3078,522 @@ func (x *ActivityCall) GetResultTruncated() bool {
 	return false
 }
 
+// ListAuditRequest selects audit entries (over HTTP: ?after=&before=&limit=&kind=&server=&who=).
+type ListAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// after keeps the entries stored after it: an entry id (the newest of an earlier answer) or
+	// an RFC 3339 time; empty: no bound.
+	After string `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	// before keeps the entries stored before it: an entry id (next_before of the previous page)
+	// or an RFC 3339 time; empty: no bound.
+	Before string `protobuf:"bytes,2,opt,name=before,proto3" json:"before,omitempty"`
+	// limit is how many entries to answer at most, the newest that match (1-1000; 0: 100).
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// kind keeps one kind: "admin" or "tool"; empty: both.
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// server keeps the entries of one server id (a tool call's server, an admin change's target).
+	Server string `protobuf:"bytes,5,opt,name=server,proto3" json:"server,omitempty"`
+	// who keeps the entries of one caller: the 12 hex digits of its key's hash, or "anonymous".
+	Who           string `protobuf:"bytes,6,opt,name=who,proto3" json:"who,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListAuditRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAuditRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+// ListAuditResponse carries a page of audit entries, newest first.
+type ListAuditResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// entries are ordered by id, newest first.
+	Entries []*AuditEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// next_before is set when older entries match too: the before of the next page.
+	NextBefore string `protobuf:"bytes,2,opt,name=next_before,proto3" json:"next_before,omitempty"`
+	// details is set when entries keep tool calls' arguments and results (ZEST_AUDIT_DETAILS).
+	Details bool `protobuf:"varint,3,opt,name=details,proto3" json:"details,omitempty"`
+	// retention is how long entries are kept (ZEST_AUDIT_RETENTION), as a Go duration ("720h0m0s").
+	Retention string `protobuf:"bytes,4,opt,name=retention,proto3" json:"retention,omitempty"`
+	// max_entries is how many entries the registry keeps at most (ZEST_AUDIT_MAX_ENTRIES).
+	MaxEntries int32 `protobuf:"varint,5,opt,name=max_entries,proto3" json:"max_entries,omitempty"`
+	// dropped counts the entries this replica lost since it started because its queue to the
+	// registry was full (a registry too slow for the calls); they are in no listing.
+	Dropped uint64 `protobuf:"varint,6,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	// failed counts the entries this replica lost since it started because the registry refused
+	// or did not answer their write.
+	Failed        uint64 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListAuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListAuditResponse) GetNextBefore() string {
+	if x != nil {
+		return x.NextBefore
+	}
+	return ""
+}
+
+func (x *ListAuditResponse) GetDetails() bool {
+	if x != nil {
+		return x.Details
+	}
+	return false
+}
+
+func (x *ListAuditResponse) GetRetention() string {
+	if x != nil {
+		return x.Retention
+	}
+	return ""
+}
+
+func (x *ListAuditResponse) GetMaxEntries() int32 {
+	if x != nil {
+		return x.MaxEntries
+	}
+	return 0
+}
+
+func (x *ListAuditResponse) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *ListAuditResponse) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+// ExportAuditRequest selects the entries to export: ListAuditRequest's filters, no limit.
+type ExportAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// after, before, kind, server and who are ListAuditRequest's.
+	After string `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	// before is ListAuditRequest's.
+	Before string `protobuf:"bytes,2,opt,name=before,proto3" json:"before,omitempty"`
+	// kind is ListAuditRequest's.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// server is ListAuditRequest's.
+	Server string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	// who is ListAuditRequest's.
+	Who           string `protobuf:"bytes,5,opt,name=who,proto3" json:"who,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportAuditRequest) Reset() {
+	*x = ExportAuditRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportAuditRequest) ProtoMessage() {}
+
+func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportAuditRequest.ProtoReflect.Descriptor instead.
+func (*ExportAuditRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ExportAuditRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ExportAuditRequest) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *ExportAuditRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExportAuditRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ExportAuditRequest) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+// ExportAuditResponse is one batch of exported entries.
+type ExportAuditResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// entries are in id order, oldest first, and follow the previous batch's.
+	Entries       []*AuditEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportAuditResponse) Reset() {
+	*x = ExportAuditResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportAuditResponse) ProtoMessage() {}
+
+func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportAuditResponse.ProtoReflect.Descriptor instead.
+func (*ExportAuditResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ExportAuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// AuditEntry is one admin change or one tool call, as the audit trail keeps it.
+type AuditEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id sorts in time order and is unique across the replicas that share a registry: 16 hex
+	// digits of the time stored (Unix nanoseconds), "-", 16 hex digits naming the writer.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// time is when the change or the call ended, RFC 3339 in UTC with milliseconds.
+	Time string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// kind is "admin" (a change through AdminService) or "tool" (a tool call on any path).
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// who is the first 12 hex digits of the SHA-256 of the caller's key, or "anonymous".
+	Who string `protobuf:"bytes,4,opt,name=who,proto3" json:"who,omitempty"`
+	// action is what an admin change did ("upsert_server", "delete_preset", "connect_server", …);
+	// for a tool call, the path it came by: "admin", "mcp" or "chat".
+	Action string `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	// server_id is the server a tool call ran on, or the server an admin change targets.
+	ServerId string `protobuf:"bytes,6,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	// target is the id an admin change targets (a server's or a preset's).
+	Target string `protobuf:"bytes,7,opt,name=target,proto3" json:"target,omitempty"`
+	// tool is the tool's own name on its server (tool calls).
+	Tool string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
+	// preset_id is the preset a tool call came through, if any.
+	PresetId string `protobuf:"bytes,9,opt,name=preset_id,proto3" json:"preset_id,omitempty"`
+	// outcome is "ok", a tool call's "tool_error", "error" or "input_required", or an admin
+	// change's gRPC error code in snake case ("invalid_argument", "not_found", …).
+	Outcome string `protobuf:"bytes,10,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// error is a short message (at most 240 bytes) when the outcome is not "ok".
+	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// duration_ms is how long the call or the change took.
+	DurationMs int32 `protobuf:"varint,12,opt,name=duration_ms,proto3" json:"duration_ms,omitempty"`
+	// changed names the fields an upsert changed (JSON names; values are never kept).
+	Changed []string `protobuf:"bytes,13,rep,name=changed,proto3" json:"changed,omitempty"`
+	// arguments are a tool call's arguments as JSON text, only with ZEST_AUDIT_DETAILS (cut at 4 KiB).
+	Arguments string `protobuf:"bytes,14,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// arguments_truncated is set when arguments were cut.
+	ArgumentsTruncated bool `protobuf:"varint,15,opt,name=arguments_truncated,proto3" json:"arguments_truncated,omitempty"`
+	// result is a tool call's CallToolResult as JSON text, only with ZEST_AUDIT_DETAILS (cut at 4 KiB).
+	Result string `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
+	// result_truncated is set when result was cut.
+	ResultTruncated bool `protobuf:"varint,17,opt,name=result_truncated,proto3" json:"result_truncated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *AuditEntry) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetDurationMs() int32 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetArgumentsTruncated() bool {
+	if x != nil {
+		return x.ArgumentsTruncated
+	}
+	return false
+}
+
+func (x *AuditEntry) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetResultTruncated() bool {
+	if x != nil {
+		return x.ResultTruncated
+	}
+	return false
+}
+
 var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
@@ -3366,10 +3882,53 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\targuments\x18\f \x01(\tR\targuments\x120\n" +
 	"\x13arguments_truncated\x18\r \x01(\bR\x13arguments_truncated\x12\x16\n" +
 	"\x06result\x18\x0e \x01(\tR\x06result\x12*\n" +
-	"\x10result_truncated\x18\x0f \x01(\bR\x10result_truncated*\\\n" +
+	"\x10result_truncated\x18\x0f \x01(\bR\x10result_truncated\"\x94\x01\n" +
+	"\x10ListAuditRequest\x12\x14\n" +
+	"\x05after\x18\x01 \x01(\tR\x05after\x12\x16\n" +
+	"\x06before\x18\x02 \x01(\tR\x06before\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06server\x18\x05 \x01(\tR\x06server\x12\x10\n" +
+	"\x03who\x18\x06 \x01(\tR\x03who\"\xfb\x01\n" +
+	"\x11ListAuditResponse\x128\n" +
+	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\x12 \n" +
+	"\vnext_before\x18\x02 \x01(\tR\vnext_before\x12\x18\n" +
+	"\adetails\x18\x03 \x01(\bR\adetails\x12\x1c\n" +
+	"\tretention\x18\x04 \x01(\tR\tretention\x12 \n" +
+	"\vmax_entries\x18\x05 \x01(\x05R\vmax_entries\x12\x18\n" +
+	"\adropped\x18\x06 \x01(\x04R\adropped\x12\x16\n" +
+	"\x06failed\x18\a \x01(\x04R\x06failed\"\x80\x01\n" +
+	"\x12ExportAuditRequest\x12\x14\n" +
+	"\x05after\x18\x01 \x01(\tR\x05after\x12\x16\n" +
+	"\x06before\x18\x02 \x01(\tR\x06before\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\x12\x10\n" +
+	"\x03who\x18\x05 \x01(\tR\x03who\"O\n" +
+	"\x13ExportAuditResponse\x128\n" +
+	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\"\xd6\x03\n" +
+	"\n" +
+	"AuditEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\tR\x04time\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x10\n" +
+	"\x03who\x18\x04 \x01(\tR\x03who\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\x12\x1c\n" +
+	"\tserver_id\x18\x06 \x01(\tR\tserver_id\x12\x16\n" +
+	"\x06target\x18\a \x01(\tR\x06target\x12\x12\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\x12\x1c\n" +
+	"\tpreset_id\x18\t \x01(\tR\tpreset_id\x12\x18\n" +
+	"\aoutcome\x18\n" +
+	" \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12 \n" +
+	"\vduration_ms\x18\f \x01(\x05R\vduration_ms\x12\x18\n" +
+	"\achanged\x18\r \x03(\tR\achanged\x12\x1c\n" +
+	"\targuments\x18\x0e \x01(\tR\targuments\x120\n" +
+	"\x13arguments_truncated\x18\x0f \x01(\bR\x13arguments_truncated\x12\x16\n" +
+	"\x06result\x18\x10 \x01(\tR\x06result\x12*\n" +
+	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated*\\\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
-	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xf6\x0f\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xcf\x11\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
@@ -3386,7 +3945,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fUpsertPreset\x12'.zest.mcpgateway.v1.UpsertPresetRequest\x1a(.zest.mcpgateway.v1.UpsertPresetResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/presets\x12\x85\x01\n" +
 	"\fDeletePreset\x12'.zest.mcpgateway.v1.DeletePresetRequest\x1a(.zest.mcpgateway.v1.DeletePresetResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/presets/{id}\x12\x87\x01\n" +
 	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/call\x12\x81\x01\n" +
-	"\fListActivity\x12'.zest.mcpgateway.v1.ListActivityRequest\x1a(.zest.mcpgateway.v1.ListActivityResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/internal/mcp/activityB\xd1\x01\n" +
+	"\fListActivity\x12'.zest.mcpgateway.v1.ListActivityRequest\x1a(.zest.mcpgateway.v1.ListActivityResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/internal/mcp/activity\x12u\n" +
+	"\tListAudit\x12$.zest.mcpgateway.v1.ListAuditRequest\x1a%.zest.mcpgateway.v1.ListAuditResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/audit\x12`\n" +
+	"\vExportAudit\x12&.zest.mcpgateway.v1.ExportAuditRequest\x1a'.zest.mcpgateway.v1.ExportAuditResponse0\x01B\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -3403,7 +3964,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
@@ -3446,27 +4007,32 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*ListActivityRequest)(nil),      // 38: zest.mcpgateway.v1.ListActivityRequest
 	(*ListActivityResponse)(nil),     // 39: zest.mcpgateway.v1.ListActivityResponse
 	(*ActivityCall)(nil),             // 40: zest.mcpgateway.v1.ActivityCall
-	nil,                              // 41: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 42: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 43: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 44: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 45: google.protobuf.Timestamp
+	(*ListAuditRequest)(nil),         // 41: zest.mcpgateway.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 42: zest.mcpgateway.v1.ListAuditResponse
+	(*ExportAuditRequest)(nil),       // 43: zest.mcpgateway.v1.ExportAuditRequest
+	(*ExportAuditResponse)(nil),      // 44: zest.mcpgateway.v1.ExportAuditResponse
+	(*AuditEntry)(nil),               // 45: zest.mcpgateway.v1.AuditEntry
+	nil,                              // 46: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 47: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 48: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 49: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 50: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	41, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	46, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
 	2,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	42, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	47, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	2,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	44, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	44, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	44, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	43, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	44, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	44, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	49, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	49, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	49, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	48, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	49, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	49, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	4,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	6,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
 	2,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	45, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	50, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
 	7,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
 	5,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	4,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
@@ -3478,48 +4044,54 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	5,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	44, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	44, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	49, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	49, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
 	28, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
 	28, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
 	33, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
 	28, // 30: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
 	40, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	8,  // 32: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	10, // 33: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	12, // 34: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	14, // 35: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	16, // 36: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	18, // 37: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	20, // 38: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	22, // 39: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	24, // 40: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	29, // 41: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	31, // 42: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	34, // 43: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	36, // 44: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	26, // 45: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	38, // 46: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	9,  // 47: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	11, // 48: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	13, // 49: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	15, // 50: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	17, // 51: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	19, // 52: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	21, // 53: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	23, // 54: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	25, // 55: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	30, // 56: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	32, // 57: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	35, // 58: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	37, // 59: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	27, // 60: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	39, // 61: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	47, // [47:62] is the sub-list for method output_type
-	32, // [32:47] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	45, // 32: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	45, // 33: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	8,  // 34: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	10, // 35: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	12, // 36: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	14, // 37: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	16, // 38: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	18, // 39: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	20, // 40: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	22, // 41: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	24, // 42: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	29, // 43: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	31, // 44: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	34, // 45: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	36, // 46: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	26, // 47: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	38, // 48: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	41, // 49: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	43, // 50: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	9,  // 51: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	11, // 52: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	13, // 53: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	15, // 54: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	17, // 55: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	19, // 56: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	21, // 57: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	23, // 58: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	25, // 59: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	30, // 60: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	32, // 61: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	35, // 62: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	37, // 63: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	27, // 64: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	39, // 65: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	42, // 66: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	44, // 67: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	51, // [51:68] is the sub-list for method output_type
+	34, // [34:51] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -3538,7 +4110,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,8 @@ const (
 	AdminService_DeletePreset_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DeletePreset"
 	AdminService_CallTool_FullMethodName         = "/zest.mcpgateway.v1.AdminService/CallTool"
 	AdminService_ListActivity_FullMethodName     = "/zest.mcpgateway.v1.AdminService/ListActivity"
+	AdminService_ListAudit_FullMethodName        = "/zest.mcpgateway.v1.AdminService/ListAudit"
+	AdminService_ExportAudit_FullMethodName      = "/zest.mcpgateway.v1.AdminService/ExportAudit"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -79,6 +81,14 @@ type AdminServiceClient interface {
 	// path (the admin API, /mcp and its federated endpoints, the chat loop) of this mcpgateway
 	// replica: each replica keeps its own bounded ring (ZEST_ACTIVITY_SIZE).
 	ListActivity(ctx context.Context, in *ListActivityRequest, opts ...grpc.CallOption) (*ListActivityResponse, error)
+	// ListAudit is called by GET /internal/mcp/audit to show the audit trail: every admin change
+	// and every tool call on every path, as the registry keeps them (shared by every replica on
+	// the same registry), newest first, a page at a time.
+	ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error)
+	// ExportAudit streams every entry ListAudit's filters select, oldest first, a batch a
+	// message. The edge serves it as GET /internal/mcp/audit/export, one JSON object a line
+	// (application/x-ndjson), with a handler of its own.
+	ExportAudit(ctx context.Context, in *ExportAuditRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportAuditResponse], error)
 }
 
 type adminServiceClient struct {
@@ -239,6 +249,35 @@ func (c *adminServiceClient) ListActivity(ctx context.Context, in *ListActivityR
 	return out, nil
 }
 
+func (c *adminServiceClient) ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAudit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ExportAudit(ctx context.Context, in *ExportAuditRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportAuditResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AdminService_ServiceDesc.Streams[0], AdminService_ExportAudit_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportAuditRequest, ExportAuditResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_ExportAuditClient = grpc.ServerStreamingClient[ExportAuditResponse]
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -282,6 +321,14 @@ type AdminServiceServer interface {
 	// path (the admin API, /mcp and its federated endpoints, the chat loop) of this mcpgateway
 	// replica: each replica keeps its own bounded ring (ZEST_ACTIVITY_SIZE).
 	ListActivity(context.Context, *ListActivityRequest) (*ListActivityResponse, error)
+	// ListAudit is called by GET /internal/mcp/audit to show the audit trail: every admin change
+	// and every tool call on every path, as the registry keeps them (shared by every replica on
+	// the same registry), newest first, a page at a time.
+	ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error)
+	// ExportAudit streams every entry ListAudit's filters select, oldest first, a batch a
+	// message. The edge serves it as GET /internal/mcp/audit/export, one JSON object a line
+	// (application/x-ndjson), with a handler of its own.
+	ExportAudit(*ExportAuditRequest, grpc.ServerStreamingServer[ExportAuditResponse]) error
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -336,6 +383,12 @@ func (UnimplementedAdminServiceServer) CallTool(context.Context, *CallToolReques
 }
 func (UnimplementedAdminServiceServer) ListActivity(context.Context, *ListActivityRequest) (*ListActivityResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListActivity not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAudit not implemented")
+}
+func (UnimplementedAdminServiceServer) ExportAudit(*ExportAuditRequest, grpc.ServerStreamingServer[ExportAuditResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExportAudit not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -628,6 +681,35 @@ func _AdminService_ListActivity_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAudit(ctx, req.(*ListAuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ExportAudit_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportAuditRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServiceServer).ExportAudit(m, &grpc.GenericServerStream[ExportAuditRequest, ExportAuditResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_ExportAuditServer = grpc.ServerStreamingServer[ExportAuditResponse]
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -695,7 +777,17 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListActivity",
 			Handler:    _AdminService_ListActivity_Handler,
 		},
+		{
+			MethodName: "ListAudit",
+			Handler:    _AdminService_ListAudit_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ExportAudit",
+			Handler:       _AdminService_ExportAudit_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "zest/mcpgateway/v1/admin.proto",
 }

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/etcdtest"
+	"github.com/zestmcp/zest/lib/mcptest"
+)
+
+// auditEntry is one entry of GET /internal/mcp/audit, as the edge writes it.
+type auditEntry struct {
+	ID         string   `json:"id"`
+	Time       string   `json:"time"`
+	Kind       string   `json:"kind"`
+	Who        string   `json:"who"`
+	Action     string   `json:"action"`
+	ServerID   string   `json:"server_id"`
+	Target     string   `json:"target"`
+	Tool       string   `json:"tool"`
+	PresetID   string   `json:"preset_id"`
+	Outcome    string   `json:"outcome"`
+	Error      string   `json:"error"`
+	DurationMs *int     `json:"duration_ms"`
+	Changed    []string `json:"changed"`
+	Arguments  string   `json:"arguments"`
+	Result     string   `json:"result"`
+}
+
+type auditAnswer struct {
+	Entries    []auditEntry `json:"entries"`
+	NextBefore string       `json:"next_before"`
+	Details    bool         `json:"details"`
+	Retention  string       `json:"retention"`
+	MaxEntries int          `json:"max_entries"`
+	Dropped    string       `json:"dropped"`
+	Failed     string       `json:"failed"`
+}
+
+func listAudit(t *testing.T, s *Suite, query string) (auditAnswer, Response) {
+	t.Helper()
+	r := admin(t, s, "GET", "/audit"+query, "")
+	var a auditAnswer
+	if r.Status == 200 {
+		if err := json.Unmarshal(r.Body, &a); err != nil {
+			t.Fatalf("%s: %v", r.Body, err)
+		}
+	}
+	return a, r
+}
+
+// waitAudit lists until n entries are there: they are written in batches every 100 ms.
+func waitAudit(t *testing.T, s *Suite, query string, n int) auditAnswer {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, r := listAudit(t, s, query)
+		if r.Status != 200 {
+			t.Fatalf("audit: %d %s", r.Status, r.Body)
+		}
+		if len(a.Entries) >= n || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// summary is kind/action/target-or-tool/who/outcome of each entry, newest first.
+func summary(es []auditEntry) string {
+	var out []string
+	for _, e := range es {
+		name := e.Target
+		if e.Kind == "tool" {
+			name = e.ServerID + "." + e.Tool
+		}
+		out = append(out, fmt.Sprintf("%s/%s/%s/%s/%s", e.Kind, e.Action, name, e.Who, e.Outcome))
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestAudit: admin changes (a server and a preset registered, a refused delete) and one tool
+// call on each path (the admin API, /mcp/servers/{id}, /mcp/presets/{id}, /mcp's built-in
+// tools, the chat loop) are in the audit trail, newest first, with who (a hash of the key),
+// the upserts' changed fields and no argument or result; the filters and paging select among
+// them; the export is JSON lines, oldest first, that parse. With ZEST_AUDIT_DETAILS=true the
+// tool calls keep their arguments and results.
+func TestAudit(t *testing.T) {
+	setup := func(t *testing.T, extra ...string) *Suite {
+		u := mcptest.Start(t, mcptest.Options{})
+		s := startSuite(t, append([]string{"LEMONADE_API_KEY=" + fedAPIKey, "LEMONADE_ADMIN_API_KEY=" + adminKey}, extra...)...)
+		registerServer(t, s, map[string]any{"id": "aud", "transport": "streamable-http", "url": u.URL, "timeout_ms": 10000})
+		if r := admin(t, s, "POST", "/presets", `{"id":"audp","model":"builtin-llm","mcp_server_ids":["aud"]}`); r.Status != 200 {
+			t.Fatalf("preset: %d %s", r.Status, r.Body)
+		}
+		return s
+	}
+	echo := func(id int, name, text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":%q}}}`, id, name, text)
+	}
+	everyPath := func(t *testing.T, s *Suite) {
+		if r := callTool(t, s, "aud", "echo", map[string]any{"text": "secret-admin"}); r.Status != 200 {
+			t.Fatalf("admin call: %d %s", r.Status, r.Body)
+		}
+		sid, _ := fedInit(t, s, "aud", "2025-06-18", fedAPIAuth)
+		if r := fedCall(t, s, "aud", sid, echo(2, "echo", "secret-fed"), fedAPIAuth); r.Status != 200 {
+			t.Fatalf("federated call: %d %s", r.Status, r.Body)
+		}
+		psid, _ := presetInit(t, s, "audp", fedAPIAuth)
+		if r := presetCall(t, s, "audp", psid, echo(2, "mcp_aud__echo", "secret-preset"), fedAPIAuth); r.Status != 200 {
+			t.Fatalf("preset call: %d %s", r.Status, r.Body)
+		}
+		msid, _ := mcpInit(t, s, "2025-06-18", fedAPIAuth)
+		if r := mcpCall(t, s, msid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_list_models","arguments":{}}}`, fedAPIAuth); r.Status != 200 {
+			t.Fatalf("/mcp call: %d %s", r.Status, r.Body)
+		}
+		chat := do(t, "POST", s.URL+"/api/v1/chat/completions", `{"preset":"audp","tool_choice":{"type":"function","function":{"name":"mcp_aud__echo"}},
+			"messages":[{"role":"user","content":"say {\"text\":\"secret-chat\"}"}]}`, "Content-Type: application/json", fedAPIAuth)
+		if chat.Status != 200 {
+			t.Fatalf("chat: %d %s", chat.Status, chat.Body)
+		}
+	}
+
+	t.Run("admin changes and every path, no details", func(t *testing.T) {
+		s := setup(t)
+		if r := admin(t, s, "DELETE", "/presets/none", ""); r.Status != 404 {
+			t.Fatalf("delete of an unknown preset: %d %s", r.Status, r.Body)
+		}
+		everyPath(t, s)
+		a := waitAudit(t, s, "", 8)
+		adm, api := who(adminKey), who(fedAPIKey)
+		want := strings.Join([]string{ // newest first
+			"tool/chat/aud.echo/" + api + "/ok",
+			"tool/mcp/lemonade.lemonade_list_models/" + api + "/ok",
+			"tool/mcp/aud.echo/" + api + "/ok",
+			"tool/mcp/aud.echo/" + api + "/ok",
+			"tool/admin/aud.echo/" + adm + "/ok",
+			"admin/delete_preset/none/" + adm + "/not_found",
+			"admin/upsert_preset/audp/" + adm + "/ok",
+			"admin/upsert_server/aud/" + adm + "/ok",
+		}, "\n")
+		if got := summary(a.Entries); got != want {
+			t.Fatalf("audit trail:\n%s\nwant\n%s", got, want)
+		}
+		if a.Details || a.Retention != "720h0m0s" || a.MaxEntries != 100000 || a.Dropped != "0" || a.Failed != "0" || a.NextBefore != "" {
+			t.Fatalf("settings: %+v", a)
+		}
+		up := a.Entries[7]
+		if strings.Join(up.Changed, ",") != "id,name,transport,url,enabled,timeout_ms,expose" || up.ServerID != "aud" || up.DurationMs == nil {
+			t.Fatalf("upsert entry: %+v", up)
+		}
+		if a.Entries[1].PresetID != "" || a.Entries[2].PresetID != "audp" || a.Entries[5].Error == "" {
+			t.Fatalf("entries: %+v", a.Entries)
+		}
+		_, raw := listAudit(t, s, "")
+		for _, secret := range []string{"secret", fedAPIKey, adminKey} {
+			if strings.Contains(string(raw.Body), secret) {
+				t.Fatalf("the trail shows %q: %s", secret, raw.Body)
+			}
+		}
+
+		// Filters and paging.
+		if a, _ := listAudit(t, s, "?kind=admin"); len(a.Entries) != 3 {
+			t.Errorf("kind=admin: %s", summary(a.Entries))
+		}
+		if a, _ := listAudit(t, s, "?kind=tool&who="+adm); len(a.Entries) != 1 || a.Entries[0].Action != "admin" {
+			t.Errorf("kind=tool&who=admin's: %s", summary(a.Entries))
+		}
+		if a, _ := listAudit(t, s, "?server=aud"); len(a.Entries) != 5 {
+			t.Errorf("server=aud (4 calls and the upsert): %s", summary(a.Entries))
+		}
+		var pages []string
+		query := "?limit=3"
+		for range 5 {
+			p, r := listAudit(t, s, query)
+			if r.Status != 200 {
+				t.Fatalf("page: %d %s", r.Status, r.Body)
+			}
+			pages = append(pages, fmt.Sprint(len(p.Entries)))
+			if p.NextBefore == "" {
+				break
+			}
+			query = "?limit=3&before=" + p.NextBefore
+		}
+		if strings.Join(pages, ",") != "3,3,2" {
+			t.Errorf("pages of 3: %v", pages)
+		}
+		if a, _ := listAudit(t, s, "?after="+a.Entries[1].ID); len(a.Entries) != 1 || a.Entries[0].Action != "chat" {
+			t.Errorf("after the second newest: %s", summary(a.Entries))
+		}
+		if a, _ := listAudit(t, s, "?after="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); len(a.Entries) != 0 {
+			t.Errorf("after an hour from now: %s", summary(a.Entries))
+		}
+		for q, want := range map[string]string{"?kind=admins": "kind", "?after=yesterday": "after", "?limit=1001": "limit"} {
+			if _, r := listAudit(t, s, q); r.Status != 400 || !strings.Contains(errMessage(t, r), want) {
+				t.Errorf("%s: %d %s", q, r.Status, r.Body)
+			}
+		}
+		if r := do(t, "GET", s.URL+"/internal/mcp/audit", "", fedAPIAuth); r.Status != 401 {
+			t.Errorf("the list with the API key: %d %s", r.Status, r.Body)
+		}
+		if r := do(t, "GET", s.URL+"/internal/mcp/audit/export", "", fedAPIAuth); r.Status != 401 {
+			t.Errorf("the export with the API key: %d %s", r.Status, r.Body)
+		}
+
+		// The export: JSON lines, oldest first, the same entries.
+		r := admin(t, s, "GET", "/audit/export", "")
+		if r.Status != 200 || r.Header.Get("Content-Type") != "application/x-ndjson" || !strings.HasPrefix(r.Header.Get("Content-Disposition"), `attachment; filename="zest-audit-`) {
+			t.Fatalf("export: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		var lines []auditEntry
+		sc := bufio.NewScanner(bytes.NewReader(r.Body))
+		for sc.Scan() {
+			var e auditEntry
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.ID == "" {
+				t.Fatalf("line %q: %v", sc.Text(), err)
+			}
+			lines = append(lines, e)
+		}
+		if len(lines) != 8 || !bytes.HasSuffix(r.Body, []byte("}\n")) {
+			t.Fatalf("export of %d lines: %s", len(lines), r.Body)
+		}
+		for i, e := range lines {
+			if e.ID != a.Entries[7-i].ID {
+				t.Fatalf("export line %d is %s, want %s (oldest first)", i, e.ID, a.Entries[7-i].ID)
+			}
+		}
+		if r := admin(t, s, "GET", "/audit/export?kind=admin&server=aud", ""); r.Status != 200 || bytes.Count(r.Body, []byte("\n")) != 1 {
+			t.Errorf("export kind=admin&server=aud: %d %s", r.Status, r.Body)
+		}
+		if r := admin(t, s, "GET", "/audit/export?before=nope", ""); r.Status != 400 || !strings.Contains(errMessage(t, r), "before") {
+			t.Errorf("export before=nope: %d %s", r.Status, r.Body)
+		}
+		if r := admin(t, s, "POST", "/audit/export", ""); r.Status != 405 {
+			t.Errorf("POST export: %d %s", r.Status, r.Body)
+		}
+	})
+
+	t.Run("details", func(t *testing.T) {
+		s := setup(t, "ZEST_AUDIT_DETAILS=true")
+		everyPath(t, s)
+		a := waitAudit(t, s, "?kind=tool", 5)
+		if !a.Details || len(a.Entries) != 5 {
+			t.Fatalf("details: %+v", a)
+		}
+		for i, text := range []string{"secret-chat", "", "secret-preset", "secret-fed", "secret-admin"} {
+			e := a.Entries[i]
+			if text != "" && (!strings.Contains(e.Arguments, text) || !strings.Contains(e.Result, text)) {
+				t.Errorf("entry %d (%s): arguments %q, result %q", i, e.Action, e.Arguments, e.Result)
+			}
+		}
+	})
+
+	// SIGTERM right after the calls (within the 100 ms the batch waits): the queue is flushed
+	// on shutdown, and the trail is the registry's, so the restarted mcpgateway lists it all.
+	t.Run("flushed on shutdown, kept across a restart", func(t *testing.T) {
+		s := setup(t)
+		for i := range 3 {
+			if r := callTool(t, s, "aud", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("admin call: %d %s", r.Status, r.Body)
+			}
+		}
+		s.Kill("zest-mcpgateway", syscall.SIGTERM)
+		s.Start("zest-mcpgateway")
+		s.WaitHealthy()
+		if a := waitAudit(t, s, "", 5); len(a.Entries) != 5 || a.Entries[0].Tool != "echo" || a.Entries[4].Action != "upsert_server" {
+			t.Fatalf("after the restart:\n%s", summary(a.Entries))
+		}
+	})
+
+	t.Run("off", func(t *testing.T) {
+		s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_AUDIT_MAX_ENTRIES=0")
+		if _, r := listAudit(t, s, ""); r.Status != 400 || !strings.Contains(errMessage(t, r), "ZEST_AUDIT_MAX_ENTRIES") {
+			t.Fatalf("the trail off: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// TestAuditAcrossReplicas: two mcpgateways (each behind its own edge) on one etcd share one
+// trail: a server registered through A and tool calls through A and B are listed, in order,
+// through either, and their ids never collide.
+func TestAuditAcrossReplicas(t *testing.T) {
+	// An HTTP server both replicas connect to, each with its own session (closed last).
+	up := server.NewMCPServer("shared", "1.0.0", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo:" + req.GetString("text", "")), nil
+	})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(up))
+	t.Cleanup(hs.Close)
+	etcd := etcdtest.Start(t, 1)
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-audit/")
+	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
+	registerServer(t, a, map[string]any{"id": "shared", "transport": "streamable-http", "url": hs.URL + "/mcp", "timeout_ms": 10000})
+	waitFor(t, 5*time.Second, func() error { // B follows the registry's watch
+		if r := callTool(t, b, "shared", "echo", map[string]any{"text": "b0"}); r.Status != 200 {
+			return fmt.Errorf("through B: %d %s", r.Status, r.Body)
+		}
+		return nil
+	})
+	for i := range 3 {
+		for _, s := range []*Suite{a, b} {
+			if r := callTool(t, s, "shared", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("call: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	want := waitAudit(t, a, "?server=shared", 8) // the upsert, B's first call, 6 calls
+	if len(want.Entries) != 8 || want.Entries[7].Action != "upsert_server" {
+		t.Fatalf("through A:\n%s", summary(want.Entries))
+	}
+	got := waitAudit(t, b, "?server=shared", 8)
+	ids := map[string]bool{}
+	for i, e := range got.Entries {
+		ids[e.ID] = true
+		if e.ID != want.Entries[i].ID {
+			t.Fatalf("A and B list different trails:\n%s\n--\n%s", summary(want.Entries), summary(got.Entries))
+		}
+	}
+	if len(ids) != 8 {
+		t.Fatalf("ids collide: %v", ids)
+	}
+}

@@ -1,0 +1,101 @@
+package audit
+
+import (
+	"context"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// adminActions are the AdminService calls that change something, and their action names:
+// the registry's writes, and the calls that start, stop or (test) launch a server.
+// CallTool is a tool call: activity records it, as every path's.
+var adminActions = map[string]string{
+	mcpgatewayv1.AdminService_UpsertServer_FullMethodName:     "upsert_server",
+	mcpgatewayv1.AdminService_TestServer_FullMethodName:       "test_server",
+	mcpgatewayv1.AdminService_DeleteServer_FullMethodName:     "delete_server",
+	mcpgatewayv1.AdminService_ConnectServer_FullMethodName:    "connect_server",
+	mcpgatewayv1.AdminService_DisconnectServer_FullMethodName: "disconnect_server",
+	mcpgatewayv1.AdminService_RefreshTools_FullMethodName:     "refresh_tools",
+	mcpgatewayv1.AdminService_UpsertPreset_FullMethodName:     "upsert_preset",
+	mcpgatewayv1.AdminService_DeletePreset_FullMethodName:     "delete_preset",
+}
+
+// UnaryInterceptor records every call of adminActions when it ends: who, the action, its
+// target, its outcome and duration, and the fields the handler named with NoteChanged. Other
+// methods pass through untouched. A nil *Log gives a pass-through.
+func (l *Log) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		action, ok := adminActions[info.FullMethod]
+		if !ok || l == nil {
+			return handler(ctx, req)
+		}
+		n := &note{}
+		began := time.Now()
+		resp, err := handler(context.WithValue(ctx, noteKey{}, n), req)
+		target, server := targetOf(req, resp)
+		l.Admin(ctx, action, target, server, err, time.Since(began), n.changed)
+		return resp, err
+	}
+}
+
+type noteKey struct{}
+
+type note struct{ changed []string }
+
+// NoteChanged tells the audit entry of the admin call of ctx which fields it changed (none
+// when ctx is not an audited call's).
+func NoteChanged(ctx context.Context, fields []string) {
+	if n, ok := ctx.Value(noteKey{}).(*note); ok {
+		n.changed = fields
+	}
+}
+
+// targetOf is the id an admin call targets, and the server's id when the target is a server
+// (the stored config's for an upsert, whose id may be derived).
+func targetOf(req, resp any) (target, server string) {
+	switch r := req.(type) {
+	case *mcpgatewayv1.UpsertServerRequest:
+		target = r.GetServer().GetId()
+		if out, ok := resp.(*mcpgatewayv1.UpsertServerResponse); ok && out.GetServer().GetId() != "" {
+			target = out.GetServer().GetId()
+		}
+		return target, target
+	case *mcpgatewayv1.TestServerRequest:
+		return r.GetServer().GetId(), r.GetServer().GetId()
+	case *mcpgatewayv1.UpsertPresetRequest:
+		target = r.GetPreset().GetId()
+		if out, ok := resp.(*mcpgatewayv1.UpsertPresetResponse); ok && out.GetPreset().GetId() != "" {
+			target = out.GetPreset().GetId()
+		}
+		return target, ""
+	case *mcpgatewayv1.DeletePresetRequest:
+		return r.GetId(), ""
+	case interface{ GetId() string }:
+		return r.GetId(), r.GetId()
+	}
+	return "", ""
+}
+
+// Changed names the fields (proto names, as the JSON shapes spell them) whose values differ
+// between old and new; old nil is an empty message (a creation lists the fields set). Values
+// are never read out: a config holds only ${VAR} references to secrets, and the trail keeps
+// none of it anyway.
+func Changed[M proto.Message](old, new M) []string {
+	nm := new.ProtoReflect()
+	om := old.ProtoReflect()
+	if !om.IsValid() {
+		om = nm.Type().Zero()
+	}
+	var out []string
+	fields := nm.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if om.Has(fd) != nm.Has(fd) || !om.Get(fd).Equal(nm.Get(fd)) {
+			out = append(out, string(fd.Name()))
+		}
+	}
+	return out
+}

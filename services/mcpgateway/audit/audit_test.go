@@ -1,0 +1,303 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// fakeStore records the batches written; block, when set, holds every write until closed.
+type fakeStore struct {
+	mu      sync.Mutex
+	batches [][]*mcpgatewayv1.AuditEntry
+	block   chan struct{}
+	fail    error
+	trims   int
+}
+
+func (f *fakeStore) AppendAudit(_ context.Context, es []*mcpgatewayv1.AuditEntry) error {
+	if f.block != nil {
+		<-f.block
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	f.batches = append(f.batches, slices.Clone(es))
+	return nil
+}
+
+func (f *fakeStore) ListAudit(context.Context, registry.AuditQuery, func(*mcpgatewayv1.AuditEntry) bool) error {
+	return nil
+}
+
+func (f *fakeStore) TrimAudit(context.Context, time.Time, int) (int, error) {
+	f.mu.Lock()
+	f.trims++
+	f.mu.Unlock()
+	return 0, nil
+}
+
+func (f *fakeStore) sizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for _, b := range f.batches {
+		out = append(out, len(b))
+	}
+	return out
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func call(i int) activity.Record {
+	return activity.Record{Time: time.Now(), Path: activity.PathMCP, Who: "abc", Server: "s", Tool: "t", Outcome: activity.OK,
+		Duration: time.Duration(i) * time.Millisecond, Arguments: `{"a":1}`, Result: `{"content":[]}`}
+}
+
+// TestBatches: 250 entries queued at once are written in batches of at most MaxBatch; a
+// lone entry is written within FlushEvery, not held for more.
+func TestBatches(t *testing.T) {
+	st := &fakeStore{block: make(chan struct{})}
+	l := New(st, Config{Logger: quiet(), FlushEvery: 20 * time.Millisecond})
+	for i := range 250 {
+		l.Record(t.Context(), call(i))
+	}
+	close(st.block) // the first write waited: the rest queued behind it
+	deadline := time.Now().Add(5 * time.Second)
+	for sum(st.sizes()) < 250 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sizes := st.sizes()
+	if sum(sizes) != 250 || slices.Max(sizes) > MaxBatch || len(sizes) > 5 {
+		t.Fatalf("batches %v: want 250 entries in at most 5 batches of at most %d", sizes, MaxBatch)
+	}
+	before := len(sizes)
+	l.Record(t.Context(), call(1))
+	for len(st.sizes()) == before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := st.sizes(); len(got) != before+1 || got[before] != 1 {
+		t.Fatalf("a lone entry was not flushed on its own: %v", got)
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d, f := l.Stats(); d != 0 || f != 0 {
+		t.Fatalf("dropped %d failed %d", d, f)
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// TestFlushOnClose: what is queued when Close is called is written before it returns, even
+// with a flush interval far away; later entries are dropped, not written.
+func TestFlushOnClose(t *testing.T) {
+	st := &fakeStore{}
+	l := New(st, Config{Logger: quiet(), FlushEvery: time.Hour})
+	for i := range 7 {
+		l.Record(t.Context(), call(i))
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sum(st.sizes()); got != 7 {
+		t.Fatalf("%d entries written on close, want 7", got)
+	}
+	l.Record(t.Context(), call(8))
+	if d, _ := l.Stats(); d != 1 {
+		t.Fatalf("an entry after Close: dropped %d, want 1", d)
+	}
+	if st.trims != 1 {
+		t.Fatalf("%d trims, want the one at start", st.trims)
+	}
+}
+
+// TestQueueFullDrops: with the registry stuck, entries past the queue are dropped and
+// counted, and recording never blocks.
+func TestQueueFullDrops(t *testing.T) {
+	st := &fakeStore{block: make(chan struct{})}
+	l := New(st, Config{Logger: quiet(), QueueSize: 10, FlushEvery: time.Millisecond})
+	start := time.Now()
+	for i := range 500 {
+		l.Record(t.Context(), call(i))
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("recording 500 entries against a stuck registry took %v", took)
+	}
+	d, _ := l.Stats()
+	// One batch is held by the stuck write, at most 10 wait in the queue.
+	if d < 500-MaxBatch-10 || d > 500-10 {
+		t.Fatalf("dropped %d of 500 with a queue of 10", d)
+	}
+	close(st.block)
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if written := uint64(sum(st.sizes())); written+d != 500 {
+		t.Fatalf("written %d + dropped %d != 500", written, d)
+	}
+}
+
+// TestFailedWritesCounted: a refused write counts its entries as failed.
+func TestFailedWritesCounted(t *testing.T) {
+	st := &fakeStore{fail: errors.New("no quorum")}
+	l := New(st, Config{Logger: quiet()})
+	for i := range 3 {
+		l.Record(t.Context(), call(i))
+	}
+	l.Close(t.Context())
+	if _, f := l.Stats(); f != 3 {
+		t.Fatalf("failed %d, want 3", f)
+	}
+}
+
+// TestDetails: arguments and results go into entries only with Details.
+func TestDetails(t *testing.T) {
+	for _, details := range []bool{false, true} {
+		st := &fakeStore{}
+		l := New(st, Config{Logger: quiet(), Details: details})
+		l.Record(t.Context(), call(5))
+		l.Close(t.Context())
+		e := st.batches[0][0]
+		if (e.GetArguments() != "") != details || (e.GetResult() != "") != details {
+			t.Fatalf("details %v: entry %v", details, e)
+		}
+		if e.GetKind() != KindTool || e.GetAction() != activity.PathMCP || e.GetWho() != "abc" || e.GetDurationMs() != 5 || e.GetServerId() != "s" {
+			t.Fatalf("entry %v", e)
+		}
+	}
+}
+
+// TestInterceptor: a mutating admin call is recorded with who, action, target, outcome and
+// the fields the handler noted; a read is not.
+func TestInterceptor(t *testing.T) {
+	st := &fakeStore{}
+	l := New(st, Config{Logger: quiet()})
+	ic := l.UnaryInterceptor()
+	ctx := metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key"))
+	upsert := func(ctx context.Context, req any) (any, error) {
+		NoteChanged(ctx, []string{"command", "args"})
+		return &mcpgatewayv1.UpsertServerResponse{Server: &mcpgatewayv1.ServerConfig{Id: "derived"}}, nil
+	}
+	if _, err := ic(ctx, &mcpgatewayv1.UpsertServerRequest{}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_UpsertServer_FullMethodName}, upsert); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(context.Context, any) (any, error) {
+		return nil, status.Error(codes.NotFound, "preset \"p\": not found")
+	}
+	ic(ctx, &mcpgatewayv1.DeletePresetRequest{Id: "p"}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_DeletePreset_FullMethodName}, refuse)
+	ic(ctx, &mcpgatewayv1.ListServersRequest{}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_ListServers_FullMethodName},
+		func(context.Context, any) (any, error) { return &mcpgatewayv1.ListServersResponse{}, nil })
+	l.Close(t.Context())
+	var got []*mcpgatewayv1.AuditEntry
+	for _, b := range st.batches {
+		got = append(got, b...)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d entries, want 2: %v", len(got), got)
+	}
+	up, del := got[0], got[1]
+	if up.GetKind() != KindAdmin || up.GetAction() != "upsert_server" || up.GetTarget() != "derived" || up.GetServerId() != "derived" ||
+		up.GetWho() != activity.Who("admin-key") || up.GetOutcome() != "ok" || strings.Join(up.GetChanged(), ",") != "command,args" {
+		t.Fatalf("upsert entry %v", up)
+	}
+	if del.GetAction() != "delete_preset" || del.GetTarget() != "p" || del.GetServerId() != "" || del.GetOutcome() != "not_found" || !strings.Contains(del.GetError(), "not found") {
+		t.Fatalf("delete entry %v", del)
+	}
+}
+
+// TestChanged names the fields that differ, and every set field of a creation.
+func TestChanged(t *testing.T) {
+	old := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"x"}, Env: map[string]string{"K": "${K}"}, Enabled: true}
+	cur := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"y"}, Env: map[string]string{"K": "${K2}"}, Enabled: true, TimeoutMs: 5}
+	if got := strings.Join(Changed(old, cur), ","); got != "args,env,timeout_ms" {
+		t.Fatalf("changed %q", got)
+	}
+	if got := Changed(cur, cur); len(got) != 0 {
+		t.Fatalf("no change: %v", got)
+	}
+	var none *mcpgatewayv1.ServerConfig
+	if got := strings.Join(Changed(none, old), ","); got != "id,command,args,env,enabled" {
+		t.Fatalf("creation %q", got)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	for err, want := range map[error]string{nil: "ok", status.Error(codes.InvalidArgument, "x"): "invalid_argument",
+		status.Error(codes.NotFound, "x"): "not_found", errors.New("plain"): "unknown", status.Error(codes.FailedPrecondition, ""): "failed_precondition"} {
+		if got := Outcome(err); got != want {
+			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+// TestFilters: ids and times as bounds; every bad value is refused with the parameter named.
+func TestFilters(t *testing.T) {
+	id := "0000018c5e1a2b3c-00112233445566ff"
+	q, err := Filters{After: id, Before: "2026-01-02T15:04:05Z", Kind: "tool", Server: "fs", Who: "abc"}.Query()
+	if err != nil || q.After != id || q.Before != registry.AuditTimeBound(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)) || q.Kind != "tool" || q.Server != "fs" {
+		t.Fatalf("%+v %v", q, err)
+	}
+	for f, want := range map[Filters]string{
+		{After: "yesterday"}:               "after",
+		{Before: strings.ToUpper(id)}:      "before",
+		{Kind: "admins"}:                   "kind",
+		{Server: strings.Repeat("s", 200)}: "server",
+		{After: "2026-13-01T00:00:00Z"}:    "after",
+	} {
+		if _, err := f.Query(); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%+v: %v, want an error naming %s", f, err, want)
+		}
+	}
+	for n, want := range map[int32]int{0: DefaultListLimit, 1: 1, MaxListLimit: MaxListLimit} {
+		if got, err := Limit(n); err != nil || got != want {
+			t.Errorf("Limit(%d) = %d %v", n, got, err)
+		}
+	}
+	for _, n := range []int32{-1, MaxListLimit + 1} {
+		if _, err := Limit(n); err == nil {
+			t.Errorf("Limit(%d) accepted", n)
+		}
+	}
+}
+
+// FuzzFilters: any parameters give a query or an error, never a panic; a bound taken is an
+// id, or the time bound shape (17 bytes ending in -).
+func FuzzFilters(f *testing.F) {
+	f.Add("0000018c5e1a2b3c-00112233445566ff", "2026-01-02T15:04:05.123+01:00", "admin", "fs", "abc")
+	f.Add("", "", "", "", "")
+	f.Add("-", "0000018c5e1a2b3c-", "tool", "\x00", "anonymous")
+	f.Fuzz(func(t *testing.T, after, before, kind, server, who string) {
+		q, err := Filters{After: after, Before: before, Kind: kind, Server: server, Who: who}.Query()
+		if err != nil {
+			return
+		}
+		for _, b := range []string{q.After, q.Before} {
+			if b != "" && !IsID(b) && (len(b) != 17 || b[16] != '-') {
+				t.Fatalf("bound %q from %q/%q", b, after, before)
+			}
+		}
+	})
+}
