@@ -53,3 +53,9 @@ func ParseOverrides(s string) (map[string]Rate, error) {
 	}
 	return out, nil
 }
+
+// JSONRPCCode is the JSON-RPC error code of a call refused by a limit, at the edge (/mcp
+// over its key's limit) and in mcpgateway (a server over its rate_limit or max_concurrency):
+// in JSON-RPC's range for implementation-defined server errors (-32000 to -32099), and
+// "429" read backwards from its end. Its data carries retry_after_ms.
+const JSONRPCCode = -32029
