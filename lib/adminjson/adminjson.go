@@ -36,11 +36,12 @@ var serverAliases = map[string]string{
 	"working_dir": "workingDir", "bearer_token": "bearerToken",
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
 	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
-	"max_output_bytes": "maxOutputBytes",
+	"max_output_bytes": "maxOutputBytes", "rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes"}
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
+	"rate_limit", "max_concurrency"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -65,6 +66,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
+		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole("max_concurrency", "a number of tool calls"),
 	}
 	return in, r.err
 }
@@ -299,6 +301,27 @@ func (r *reader) count(k string) *int32 {
 	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
 		if r.err == nil {
 			r.err = fmt.Errorf("%w: %s %v must be a whole number of bytes from %d to %d", r.kind, k, x, 1<<10, 40<<20)
+		}
+		return nil
+	}
+	v := int32(x)
+	return &v
+}
+
+// whole reads a whole number of what that fits an int32 (mcpgateway checks the range).
+func (r *reader) whole(k, what string) *int32 {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var x float64
+	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
+		r.fail(k, what, raw)
+		return nil
+	}
+	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: %s %v must be a whole number", r.kind, k, x)
 		}
 		return nil
 	}

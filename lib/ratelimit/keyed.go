@@ -103,7 +103,7 @@ func (k *Keyed) Admit(key string, l Limits) Decision {
 	defer k.mu.Unlock()
 	now := k.now()
 	e, overflow := k.entry(key, l, now)
-	e.set(l, now)
+	e.set(l)
 	if l.Concurrency > 0 && e.inflight >= l.Concurrency {
 		return Decision{Reason: ReasonConcurrency, RetryAfter: ConcurrencyRetry, Overflow: overflow}
 	}
@@ -156,17 +156,15 @@ func (e *entry) idle(now time.Time) bool {
 	return e.inflight == 0 && (e.lim == nil || e.lim.TokensAt(now) >= float64(e.lim.Burst()))
 }
 
-// set makes e follow limits l: a new bucket (full) for a first rate, the same bucket with the
-// new rate and burst when they change, none when the rate went away.
-func (e *entry) set(l Limits, now time.Time) {
+// set makes e follow limits l: a new bucket, full, for a new rate (an operator who raises a
+// limit means it to apply at once, not after the old rate refilled the bucket), none when the
+// rate went away.
+func (e *entry) set(l Limits) {
 	switch {
 	case l.Rate.IsZero():
 		e.lim = nil
-	case e.lim == nil:
+	case e.lim == nil || e.limits.Rate != l.Rate:
 		e.lim = rate.NewLimiter(l.Rate.Limit(), l.Rate.Burst)
-	case e.limits.Rate != l.Rate:
-		e.lim.SetLimitAt(now, l.Rate.Limit())
-		e.lim.SetBurstAt(now, l.Rate.Burst)
 	}
 	e.limits = l
 }

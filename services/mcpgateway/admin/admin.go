@@ -100,6 +100,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
 		MaxOutputBytes: c.GetMaxOutputBytes(), Tools: []*mcpgatewayv1.ToolEntry{},
+		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
 	}
 	if out.Args == nil {
 		out.Args = []string{}
