@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -156,4 +157,29 @@ func TestLimitsChange(t *testing.T) {
 			t.Fatalf("a raised rate still waits %v", d.RetryAfter)
 		}
 	}
+}
+
+// BenchmarkAdmit is the cost of one admitted call of a known key (the edge pays it per
+// request): one lock, one token, one release.
+func BenchmarkAdmit(b *testing.B) {
+	k := NewKeyed(0)
+	l := Limits{Rate: Rate{Count: MaxCount, Per: time.Second, Burst: MaxBurst}, Concurrency: 1 << 20}
+	for b.Loop() {
+		d := k.Admit("api", l)
+		d.Release()
+	}
+}
+
+// BenchmarkAdmitParallel: many callers of their own at once (the lock is the table's).
+func BenchmarkAdmitParallel(b *testing.B) {
+	k := NewKeyed(0)
+	l := Limits{Rate: Rate{Count: MaxCount, Per: time.Second, Burst: MaxBurst}, Concurrency: 1 << 20}
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		key := fmt.Sprint("caller", n.Add(1))
+		for pb.Next() {
+			d := k.Admit(key, l)
+			d.Release()
+		}
+	})
 }
