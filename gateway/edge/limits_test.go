@@ -56,6 +56,11 @@ func TestOverTheLimitIs429InTheFamilyShape(t *testing.T) {
 	if n := len(te.admin.calls()); n != 2 {
 		t.Fatalf("mcpgateway saw %d admin calls; want the 2 admitted", n)
 	}
+	// A browser reads the Retry-After of a 429 (CORS exposes it).
+	a = do(t, "GET", te.url+"/api/v1/health", "", append(api, "Origin", "http://localhost:3000")...)
+	if a.status != 429 || !strings.Contains(a.header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+		t.Fatalf("a browser's 429: %d %v", a.status, a.header)
+	}
 	// A wrong key is refused (401) before it is counted, and counts for no one.
 	if a := do(t, "GET", te.url+"/api/v1/health", "", "Authorization", "Bearer wrong"); a.status != 401 {
 		t.Fatalf("a wrong key: %d", a.status)
