@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,5 +171,46 @@ func TestNoisyClientCannotStarveAnother(t *testing.T) {
 	}
 	if loaded > unloaded*120/100 {
 		t.Fatalf("the quiet client's median latency went from %v to %v: over 20 %% slower beside the noise", unloaded, loaded)
+	}
+}
+
+// TestServerRateLimitOnEveryPath: a server's rate_limit (all callers together) holds on each
+// path through the real processes: the admin API's tools/call is 429 with Retry-After in the
+// admin shape, /mcp/servers/{id} a JSON-RPC error -32029 with data.retry_after_ms, and the
+// chat loop gives the model a tool error saying to retry later. A bad value is 400 naming the
+// field; the state shows the limit.
+func TestServerRateLimitOnEveryPath(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	echo := filepath.Join(peersDir(t), "echo-server.mjs")
+	r := admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"id": "echo", "command": "node", "args": []string{echo}, "rate_limit": "20 per second"}))
+	if r.Status != 400 || r.JSON(t)["error"].(map[string]any)["param"] != "rate_limit" || !strings.Contains(errMessage(t, r), `rate_limit "20 per second" is not a rate`) {
+		t.Fatalf("a bad rate_limit: %d %s", r.Status, r.Body)
+	}
+	r = admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"id": "echo", "command": "node", "args": []string{echo}, "rate_limit": "1/h", "max_concurrency": 4}))
+	if st := r.JSON(t)["server"].(map[string]any); r.Status != 200 || st["rate_limit"] != "1/h" || st["max_concurrency"] != 4.0 {
+		t.Fatalf("upsert: %d %s", r.Status, r.Body)
+	}
+	call := jsonBody(t, map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}})
+	if r := admin(t, s, "POST", "/servers/echo/tools/call", call); r.Status != 200 {
+		t.Fatalf("the call within the limit: %d %s", r.Status, r.Body)
+	}
+	r = admin(t, s, "POST", "/servers/echo/tools/call", call)
+	if r.Status != 429 || r.Header.Get("Retry-After") != "3600" || !strings.Contains(errMessage(t, r), `MCP server "echo" is over its rate_limit of 1 tool calls per hour`) {
+		t.Fatalf("admin tools/call over the limit: %d %v %s", r.Status, r.Header, r.Body)
+	}
+
+	session, _ := fedInit(t, s, "echo", "2025-11-25")
+	r = fedCall(t, s, "echo", session, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":`+call+`}`)
+	msgs := sseMessages(t, r)
+	e, _ := msgs[len(msgs)-1]["error"].(map[string]any)
+	if data, _ := e["data"].(map[string]any); r.Status != 200 || e["code"] != float64(-32029) || data["retry_after_ms"].(float64) < 3599_000 {
+		t.Fatalf("/mcp/servers/echo tools/call over the limit: %d %s", r.Status, r.Body)
+	}
+
+	a, r := chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["echo"],"tool_choice":{"type":"function","function":{"name":"mcp_echo__echo"}},
+		"messages":[{"role":"user","content":"{\"text\":\"hi\"}"}]}`)
+	if r.Status != 200 || !strings.Contains(a.Choices[0].Message.Content, `The tool was not called: MCP server "echo" is over its rate_limit`) ||
+		!strings.Contains(a.Choices[0].Message.Content, "Call it again later") {
+		t.Fatalf("chat over the limit: %d %s", r.Status, r.Body)
 	}
 }
