@@ -130,6 +130,20 @@ func clientAddr(remote string) string {
 	return ip.String()
 }
 
+// off reports whether no key is limited at all (ZEST_RATE_LIMIT=off, ZEST_CONCURRENCY_LIMIT=0
+// and no override that sets a rate): the routes are served without the check.
+func (l *keyLimits) off() bool {
+	if !l.def.IsZero() {
+		return false
+	}
+	for _, r := range l.overrides {
+		if !r.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
 // limitsOf are the limits of a role: the default, its rate overridden.
 func (l *keyLimits) limitsOf(role string) (ratelimit.Limits, string) {
 	lim, from := l.def, "ZEST_RATE_LIMIT"
@@ -146,6 +160,9 @@ type limitedWriter func(w http.ResponseWriter, msg string, retryAfterMs int64)
 // endpoint (the long-lived stream of server messages) counts against the rate but not the
 // calls in flight: a client holds it open for hours.
 func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
+	if l.off() {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, role, label := l.caller(r)
 		lim, from := l.limitsOf(role)

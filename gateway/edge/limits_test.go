@@ -231,3 +231,19 @@ func TestClientAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsOff: with every limit off the routes are served without the check (no caller is
+// tracked); one override that sets a rate turns it on.
+func TestLimitsOff(t *testing.T) {
+	l, err := parseKeyLimits(&Config{RateLimit: "off", RateLimitKeys: "anonymous=off"})
+	if err != nil || !l.off() {
+		t.Fatalf("all off: %v %v", l.off(), err)
+	}
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	if fmt.Sprintf("%p", l.wrap(openAILimited, next)) != fmt.Sprintf("%p", next) {
+		t.Fatal("the check wraps the routes although every limit is off")
+	}
+	if l, _ := parseKeyLimits(&Config{RateLimit: "off", RateLimitKeys: "anonymous=5/s"}); l.off() {
+		t.Fatal("an override's rate is ignored")
+	}
+}
