@@ -311,6 +311,9 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	if s.GetTimeoutMs() != 0 {
 		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
 	}
+	if s.GetApproval() != "" || len(s.GetApprovalTools()) > 0 {
+		in.Approval, in.ApprovalTools = proto.String(s.GetApproval()), s.GetApprovalTools()
+	}
 	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
 		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
 	}

@@ -95,7 +95,10 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		MaxOutputBytes: c.GetMaxOutputBytes(), Tools: []*mcpgatewayv1.ToolEntry{},
+		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), Tools: []*mcpgatewayv1.ToolEntry{},
+	}
+	if out.Approval == "" { // stored as absent: shown as what it means
+		out.Approval = serverconfig.ApprovalNone
 	}
 	if out.Args == nil {
 		out.Args = []string{}
