@@ -328,3 +328,26 @@ func (r *reader) millis(k string) *int32 {
 	v := int32(x)
 	return &v
 }
+
+// Reason reads an approval decision body (POST /internal/mcp/approvals/{id}/approve or /deny):
+// empty, or {"reason": "…"}; other fields are refused, so that a misspelt one is not lost.
+func Reason(body []byte) (string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
+	f, err := object(body, ErrRequest, `{"reason":"not on production"}`)
+	if err != nil {
+		return "", err
+	}
+	for k := range f {
+		if k != "reason" {
+			return "", fmt.Errorf("%w: unknown field %.40q: a decision takes only reason (or an empty body)", ErrRequest, k)
+		}
+	}
+	r := reader{f: f, kind: ErrRequest}
+	s := r.str("reason")
+	if r.err != nil || s == nil {
+		return "", r.err
+	}
+	return *s, nil
+}

@@ -18,6 +18,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -43,6 +44,9 @@ type Service struct {
 	// registry's watch. New gives one that closes and forgets connections; mcpgateway gives
 	// one that tells the sessions too.
 	Changes *follow.Replica
+	// Approvals lists and decides the tool calls that wait for approval; nil: none are held.
+	// CallTool, the admin's own call, is never held.
+	Approvals *approval.Gate
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
@@ -100,6 +101,9 @@ type Config struct {
 	ActivityDetails bool
 	// MetricsAddr serves GET /metrics (ZEST_MCPGATEWAY_METRICS_ADDR; "off": none).
 	MetricsAddr string
+	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
+	// (ZEST_APPROVAL_TIMEOUT, approval.MinTimeout to approval.MaxTimeout).
+	ApprovalTimeout time.Duration
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -115,7 +119,7 @@ func DefaultConfig() Config {
 		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
-		MetricsAddr: DefaultMetricsAddr,
+		MetricsAddr: DefaultMetricsAddr, ApprovalTimeout: approval.DefaultTimeout,
 	}
 }
 
@@ -138,6 +142,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
+	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -169,6 +174,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ActivitySize < 1 || c.ActivitySize > activity.MaxSize {
 		errs = append(errs, fmt.Errorf("activity-size (ZEST_ACTIVITY_SIZE) %d: want a whole number from 1 to %d", c.ActivitySize, activity.MaxSize))
+	}
+	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
@@ -286,6 +294,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	servers := configcache.New(reg)
 	adminService := admin.New(servers, up, log)
 	adminService.Activity = calls
+	// The tool calls that wait for approval, in the registry: a decision taken through any
+	// replica reaches the one whose call waits. Both stores keep them.
+	var gate *approval.Gate
+	if store, ok := reg.(registry.Approvals); ok {
+		gate = approval.New(store, cfg.ApprovalTimeout, log)
+	}
+	adminService.Approvals = gate
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(adminService.Catalog().Codec())}})
@@ -322,6 +337,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
+	chat.Approvals = gate
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes}, nil
 }
