@@ -3121,7 +3121,8 @@ type ListApprovalsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// approvals are the pending ones (state "pending"), oldest first.
 	Approvals []*Approval `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
-	// timeout_ms is how long a call waits before it fails as expired (ZEST_APPROVAL_TIMEOUT).
+	// timeout_ms is how long a call waits before it fails as expired (ZEST_APPROVAL_TIMEOUT); a
+	// string in JSON, as protojson writes 64-bit numbers.
 	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
