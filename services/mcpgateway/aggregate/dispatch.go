@@ -149,6 +149,11 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	if err != nil {
 		return unknown
 	}
+	// A tool that requires approval waits for the client's user (elicitation), as on
+	// /mcp/servers/{id}.
+	if held := c.h.fed.Approve(ctx, pr.cfg, orig, name, c.sessionID, c.claims, c.out, msg, params); held != nil {
+		return held
+	}
 	began := time.Now()
 	resp := c.forward(ctx, pr, msg, params)
 	upstream.LogToolCall(ctx, c.h.log, pr.id, orig, time.Since(began), c.recordCall(ctx, pr.id, orig, name, began, params, resp))

@@ -307,6 +307,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
 	fed.Activity = calls
+	fed.Approvals = gate // /mcp/servers/{id} and /mcp/presets/{id} ask the client (elicitation)
 	mcpHandler.Federation = fed
 	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
 	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
