@@ -8,8 +8,9 @@ import tools from './views/tools.js';
 import presets from './views/presets.js';
 import chat from './views/chat.js';
 import activity from './views/activity.js';
+import approvals from './views/approvals.js';
 
-const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity };
+const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity, '#/approvals': approvals };
 
 const ADMIN_KEY = 'zest.adminKey';
 const API_KEY = 'zest.apiKey';
