@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/etcdtest"
 )
 
 // approvalChat streams a chat calling mcp_guarded__echo with text, as the API key, and hands
@@ -144,5 +146,45 @@ func TestApprovalOverREST(t *testing.T) {
 	}
 	if r := admin(t, s, "GET", "/approvals", ""); r.Status != 200 || len(asSlice(r.JSON(t)["approvals"])) != 0 {
 		t.Fatalf("left pending: %s", r.Body)
+	}
+}
+
+// TestApprovalAcrossReplicas: two edges, each in front of its own mcpgateway, on one etcd. A
+// chat through A waits for approval; B lists the pending call and approves it, and A's chat
+// completes; a denial through B reaches A the same way.
+func TestApprovalAcrossReplicas(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=30s", "ZEST_SERVICE_KEY="+serviceKey,
+		"ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-approvals/")
+	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
+	echo := filepath.Join(peersDir(t), "echo-server.mjs")
+	registerServer(t, a, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval": "required"})
+	for _, c := range []struct {
+		verb, text, want string
+	}{
+		{"approve", "across replicas", "The tool returned: across replicas"},
+		{"deny", "not across", "an administrator denied it (approval_denied): through B"},
+	} {
+		var decided time.Time
+		var events []string
+		got := approvalChat(t, a, c.text, func(ev map[string]any) {
+			events = append(events, jsonBody(t, ev))
+			if ev["type"] != "approval_required" {
+				return
+			}
+			id := ev["approval_id"].(string)
+			list := admin(t, b, "GET", "/approvals", "")
+			if pending := asSlice(list.JSON(t)["approvals"]); len(pending) != 1 || pending[0].(map[string]any)["id"] != id {
+				t.Fatalf("B lists %s", list.Body)
+			}
+			if r := admin(t, b, "POST", "/approvals/"+id+"/"+c.verb, `{"reason":"through B"}`); r.Status != 200 {
+				t.Fatalf("%s through B: %d %s", c.verb, r.Status, r.Body)
+			}
+			decided = time.Now()
+		})
+		if !strings.Contains(got, c.want) {
+			t.Fatalf("%s: A's chat said %q; events %s", c.verb, got, events)
+		}
+		t.Logf("%s through B reached A's chat and its answer within %v", c.verb, time.Since(decided))
 	}
 }
