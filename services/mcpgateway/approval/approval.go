@@ -42,6 +42,9 @@ const (
 	MaxArguments = 16 << 10
 	// MaxReason bounds a decision's reason.
 	MaxReason = 500
+	// MaxPending bounds the calls that wait at once, on every replica together: past it a call
+	// that needs approval fails at once instead of filling the registry.
+	MaxPending = 1000
 )
 
 // storeTimeout bounds the registry writes made after the caller's context ended (withdrawing
@@ -54,14 +57,17 @@ var (
 	ErrNotFound = errors.New("no such approval")
 	// ErrDecided: the approval is no longer pending.
 	ErrDecided = errors.New("the approval is no longer pending")
+	// ErrTooMany: MaxPending calls already wait (Open).
+	ErrTooMany = errors.New("too many tool calls wait for approval")
 )
 
 // Gate opens, waits for and decides approvals.
 type Gate struct {
-	store   registry.Approvals
-	timeout time.Duration
-	poll    time.Duration
-	log     *slog.Logger
+	store      registry.Approvals
+	timeout    time.Duration
+	poll       time.Duration
+	maxPending int
+	log        *slog.Logger
 
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // approvals waited for on this replica → a wake-up
@@ -75,7 +81,7 @@ func New(store registry.Approvals, timeout time.Duration, log *slog.Logger) *Gat
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Gate{store: store, timeout: timeout, poll: PollEvery, log: log, waiting: map[string]chan struct{}{}}
+	return &Gate{store: store, timeout: timeout, poll: PollEvery, maxPending: MaxPending, log: log, waiting: map[string]chan struct{}{}}
 }
 
 // Timeout is how long a call waits for a decision.
@@ -106,6 +112,13 @@ func Who(ctx context.Context) string {
 // Open stores a pending approval for r, asked by the caller of ctx, and returns it; the caller
 // then tells its client (the approval's id and expiry) and calls Wait.
 func (g *Gate) Open(ctx context.Context, r Request) (*mcpgatewayv1.Approval, error) {
+	pending, err := g.Pending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) >= g.maxPending {
+		return nil, fmt.Errorf("%w: %d tool calls already wait for approval (at most %d): decide them (GET /internal/mcp/approvals) or let them expire", ErrTooMany, len(pending), g.maxPending)
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	now := time.Now().UTC()

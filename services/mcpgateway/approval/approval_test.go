@@ -147,3 +147,23 @@ func TestCheckTimeout(t *testing.T) {
 		t.Errorf("the error does not name the variable: %v", err)
 	}
 }
+
+func TestOpenRefusesPastMaxPending(t *testing.T) {
+	g := New(openStore(t), time.Minute, nil)
+	g.maxPending = 2
+	for range 2 {
+		if _, err := g.Open(t.Context(), Request{Server: "fs", Tool: "rm"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.Open(t.Context(), Request{Server: "fs", Tool: "rm"}); !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "2 tool calls already wait for approval (at most 2)") {
+		t.Fatalf("third: %v", err)
+	}
+	p, _ := g.Pending(t.Context())
+	if _, err := g.Decide(t.Context(), p[0].GetId(), false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Open(t.Context(), Request{Server: "fs", Tool: "rm"}); err != nil {
+		t.Fatalf("after a decision: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package federate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -70,6 +71,9 @@ func (h *Handler) Approve(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, t
 		args = "{}"
 	}
 	a, err := h.Approvals.Open(ctx, approval.Request{Server: id, Tool: tool, ChatName: chatName, Arguments: args})
+	if errors.Is(err, approval.ErrTooMany) {
+		return refused(msg.ID, "The tool call was not run: it needs approval, and "+err.Error()+".")
+	}
 	if err != nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, id, "asking approval for a tool of", err))
 	}

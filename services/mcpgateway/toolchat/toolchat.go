@@ -399,6 +399,10 @@ func (l *Loop) gate(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *
 	}
 	a, err := l.Approvals.Open(ctx, approval.Request{Server: id, Tool: t.name, ChatName: t.chatName,
 		Arguments: c.GetFunction().GetArguments(), Preset: preset, CallID: c.GetId()})
+	if errors.Is(err, approval.ErrTooMany) {
+		text := "The tool call was not run: it needs approval, and " + err.Error()
+		return failed(text, text), false
+	}
 	if err != nil {
 		return failed(l.hide(ctx, admin, id, "The tool call needs approval, which could not be asked for", err), err.Error()), false
 	}
