@@ -119,3 +119,63 @@ func TestApprovalThroughMCPElicitation(t *testing.T) {
 		t.Fatalf("left pending: %s", r.Body)
 	}
 }
+
+// TestApprovalThroughModernInputRequired: a request of MCP 2026-07-28 (no session) for a tool
+// that requires approval gets an input_required result asking for it (an elicitation/create
+// under "zest-approval"); mcp-go's client answers it and its retry runs the call. A raw
+// retry that declines is refused, and so is a client that does not accept elicitation; on a
+// preset's endpoint too.
+func TestApprovalThroughModernInputRequired(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=20s")
+	echo := filepath.Join(peersDir(t), "echo-server.mjs")
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval": "required"})
+	if r := admin(t, s, "POST", "/presets", `{"id":"pg","mcp_server_ids":["guarded"]}`); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+
+	cl, asked := modernAskedClient(t, fedURL(s, "guarded"), "unused")
+	call := mcp.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "echo", map[string]any{"text": "modern approval"}
+	out, err := cl.CallTool(t.Context(), call)
+	if err != nil || out.IsError || len(out.Content) == 0 {
+		t.Fatalf("mcp-go's retry: %+v %v", out, err)
+	}
+	if tc, _ := mcp.AsTextContent(out.Content[0]); tc.Text != "modern approval" {
+		t.Fatalf("mcp-go's retry answered %q", tc.Text)
+	}
+	if a := asked(); len(a) != 1 || !strings.Contains(a[0], "MCP server: guarded\nTool: echo\n") || !strings.Contains(a[0], "modern approval") {
+		t.Fatalf("asked %q", a)
+	}
+
+	for _, url := range []string{fedURL(s, "guarded"), presetURL(s, "pg")} {
+		tool := "echo"
+		if strings.Contains(url, "/presets/") {
+			listed := modernPost(t, url, "tools/list", "", `{}`, `{}`)
+			tool = asSlice(listed["result"].(map[string]any)["tools"])[0].(map[string]any)["name"].(string)
+		}
+		params := `{"name":"` + tool + `","arguments":{"text":"declined"}}`
+		first := modernPost(t, url, "tools/call", tool, params, `{"elicitation":{}}`)
+		res, _ := first["result"].(map[string]any)
+		q, _ := res["inputRequests"].(map[string]any)["zest-approval"].(map[string]any)
+		state, _ := res["requestState"].(string)
+		if res["resultType"] != "input_required" || q["method"] != "elicitation/create" || state == "" {
+			t.Fatalf("%s first: %v", url, first)
+		}
+		if r := admin(t, s, "GET", "/approvals", ""); len(asSlice(r.JSON(t)["approvals"])) != 1 {
+			t.Fatalf("%s: not listed: %s", url, r.Body)
+		}
+		retry := modernPost(t, url, "tools/call", tool, `{"name":"`+tool+`","arguments":{"text":"declined"},"requestState":"`+state+`","inputResponses":{"zest-approval":{"action":"decline"}}}`, `{"elicitation":{}}`)
+		res, _ = retry["result"].(map[string]any)
+		if b := jsonBody(t, res); res["isError"] != true || !strings.Contains(b, "it was declined (approval_denied: the MCP client's user chose decline)") {
+			t.Fatalf("%s declined: %v", url, retry)
+		}
+		none := modernPost(t, url, "tools/call", tool, params, `{}`)
+		res, _ = none["result"].(map[string]any)
+		if b := jsonBody(t, res); res["isError"] != true || !strings.Contains(b, "did not declare the elicitation capability") {
+			t.Fatalf("%s without elicitation: %v", url, none)
+		}
+	}
+	if r := admin(t, s, "GET", "/approvals", ""); len(asSlice(r.JSON(t)["approvals"])) != 0 {
+		t.Fatalf("left pending: %s", r.Body)
+	}
+}

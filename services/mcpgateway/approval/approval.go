@@ -260,3 +260,26 @@ func (g *Gate) Pending(ctx context.Context) ([]*mcpgatewayv1.Approval, error) {
 	}
 	return out, nil
 }
+
+// Release stops a wake-up for approval id on this replica: nobody here waits for it (an MCP
+// 2026-07-28 call, whose retry decides it).
+func (g *Gate) Release(id string) {
+	g.mu.Lock()
+	delete(g.waiting, id)
+	g.mu.Unlock()
+}
+
+// Get returns approval id as stored (registry.ErrNotFound when it is not kept).
+func (g *Gate) Get(ctx context.Context, id string) (*mcpgatewayv1.Approval, error) {
+	return g.store.GetApproval(ctx, id)
+}
+
+// Forget drops approval id once its call has its answer (a failure only logs: the registry
+// forgets it past its expiry anyway).
+func (g *Gate) Forget(ctx context.Context, id string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := g.store.DeleteApproval(dctx, id); err != nil {
+		g.log.WarnContext(ctx, "approval not forgotten: the registry keeps it until its expiry", "approval", id, "err", err)
+	}
+}

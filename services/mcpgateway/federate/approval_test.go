@@ -14,11 +14,12 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
 // TestApproveRefusesWhoCannotBeAsked: a tool that needs no approval goes on; one that does is
-// refused, with why and what else works, for a client without elicitation, a request without
-// a session, and a replica without approvals.
+// refused, with why and what else works, for a client without elicitation (a session's or a
+// request's of MCP 2026-07-28) and a replica without approvals.
 func TestApproveRefusesWhoCannotBeAsked(t *testing.T) {
 	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
 	if err != nil {
@@ -38,7 +39,6 @@ func TestApproveRefusesWhoCannotBeAsked(t *testing.T) {
 		message string
 	}{
 		"no elicitation": {h, "sid", "s", `tool \"rm\" of MCP server \"fs\" requires approval (the server's approval setting), and this MCP client did not declare the elicitation capability`},
-		"no session":     {h, "", "e", "this request of MCP 2026-07-28 has no session"},
 		"no approvals":   {&Handler{log: h.log}, "sid", "e", "this mcpgateway cannot ask for one"},
 	} {
 		held := c.h.Approve(t.Context(), cfg, "rm", "fs_rm", c.sid, session.Claims{Relays: c.relays}, nil, msg, json.RawMessage(`{"name":"rm"}`))
@@ -48,6 +48,10 @@ func TestApproveRefusesWhoCannotBeAsked(t *testing.T) {
 		if name == "no elicitation" && !strings.Contains(string(held), "POST /internal/mcp/servers/fs/tools/call") {
 			t.Errorf("%s: the admin API is not named: %s", name, held)
 		}
+	}
+	// A request of MCP 2026-07-28 whose client does not accept elicitation.
+	if held, _ := h.ApproveModern(t.Context(), cfg, "rm", "rm", upstream.Relays{Sampling: true}, msg, json.RawMessage(`{"name":"rm"}`)); !strings.Contains(string(held), "did not declare the elicitation capability") {
+		t.Errorf("modern without elicitation: %s", held)
 	}
 	if p, _ := h.Approvals.Pending(t.Context()); len(p) != 0 {
 		t.Fatalf("a refused call left an approval: %v", p)
