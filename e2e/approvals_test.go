@@ -130,6 +130,23 @@ func TestApprovalOverREST(t *testing.T) {
 			t.Fatalf("chat said %q", got)
 		}
 	})
+	t.Run("zestctl lists and denies", func(t *testing.T) {
+		got := approvalChat(t, s, "via zestctl", func(ev map[string]any) {
+			if ev["type"] != "approval_required" {
+				return
+			}
+			id := ev["approval_id"].(string)
+			if r := mustCtl(t, s, 0, "approvals", "list"); !strings.Contains(r.Stdout, id) || !strings.Contains(r.Stdout, "via zestctl") {
+				t.Errorf("approvals list:\n%s", r.Stdout)
+			}
+			if r := mustCtl(t, s, 0, "approvals", "deny", id, "--reason", "said zestctl", "-o", "json").JSON(t); r["state"] != "denied" {
+				t.Errorf("approvals deny: %v", r)
+			}
+		})
+		if !strings.Contains(got, "approval_denied): said zestctl") {
+			t.Fatalf("chat said %q", got)
+		}
+	})
 	t.Run("undecided, it expires", func(t *testing.T) {
 		began := time.Now()
 		got := approvalChat(t, s, "nobody looks", func(map[string]any) {})
