@@ -3,6 +3,7 @@ package toolchat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -50,6 +51,72 @@ func chatEvents(t *testing.T, ctx context.Context, l *Loop, fn string, onEvent f
 		if d := r.GetDone(); d != nil {
 			return d
 		}
+	}
+}
+
+// twoCalls asks for two tools in one round (each with {"text":"x"}), then says what the
+// tools returned.
+type twoCalls struct {
+	inferencev1.UnimplementedInferenceServiceServer
+	names [2]string
+}
+
+func (m *twoCalls) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServer[inferencev1.ChatResponse]) error {
+	msgs := req.GetMessages()
+	if msgs[len(msgs)-1].GetRole() == "tool" {
+		var said []string
+		for _, x := range msgs {
+			if x.GetRole() == "tool" {
+				said = append(said, unwrapped(x.GetContent()))
+			}
+		}
+		return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "stop",
+			Delta: &inferencev1.ChatMessage{Role: "assistant", Content: strings.Join(said, " | ")}})
+	}
+	var calls []*inferencev1.ToolCall
+	for i, n := range m.names {
+		calls = append(calls, &inferencev1.ToolCall{Index: int32(i), Id: fmt.Sprintf("call_%d", i), Type: "function", Function: &inferencev1.FunctionCall{Name: n, Arguments: `{"text":"x"}`}})
+	}
+	return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "tool_calls", Delta: &inferencev1.ChatMessage{Role: "assistant", ToolCalls: calls}})
+}
+
+// TestApprovalHoldsOnlyItsCall: of two calls in one round, the one that waits for approval
+// does not hold the other: the other has run on its server before the decision.
+func TestApprovalHoldsOnlyItsCall(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
+	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	up := upstream.New(nil, nil, nil)
+	t.Cleanup(func() { up.Close(context.Background()) })
+	if err := reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL,
+		Enabled: true, TimeoutMs: 30000, ApprovalTools: []string{"rm"}}); err != nil {
+		t.Fatal(err)
+	}
+	model := &twoCalls{names: [2]string{"mcp_every__rm", "mcp_every__get-sum"}}
+	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
+	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l.Approvals = approval.New(reg, time.Minute, nil)
+	d := chatEvents(t, t.Context(), l, "", func(ev *mcpgatewayv1.ToolEvent) {
+		if ev.GetType() != "approval_required" {
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for strings.Join(u.ToolCalls(), ",") != "get-sum" {
+			if time.Now().After(deadline) {
+				t.Errorf("while rm waits, the server ran %q; want get-sum", u.ToolCalls())
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := l.Approvals.Decide(t.Context(), ev.GetApprovalId(), true, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := d.GetMessage().GetContent(); got != "rm:x | get-sum:x" {
+		t.Fatalf("the model read %q", got)
 	}
 }
 
