@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -177,5 +179,38 @@ func TestApprovalThroughModernInputRequired(t *testing.T) {
 	}
 	if r := admin(t, s, "GET", "/approvals", ""); len(asSlice(r.JSON(t)["approvals"])) != 0 {
 		t.Fatalf("left pending: %s", r.Body)
+	}
+}
+
+// TestApprovalThroughTheTypeScriptSDK: the official TypeScript SDK's client, answering
+// elicitation, on /mcp/servers/{id}: accepted, the call runs; declined, refused; without the
+// capability, refused with why.
+func TestApprovalThroughTheTypeScriptSDK(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=20s")
+	peers := peersDir(t)
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{filepath.Join(peers, "echo-server.mjs")}, "approval": "required"})
+	run := func(action, text string) (got struct {
+		Asked   []string `json:"asked"`
+		IsError bool     `json:"isError"`
+		Text    string   `json:"text"`
+	}) {
+		t.Helper()
+		out, err := exec.Command("node", filepath.Join(peers, "approval-client.mjs"), fedURL(s, "guarded"), "echo", text, action, fedAPIKey).Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", action, err, out)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %v\n%s", action, err, out)
+		}
+		return got
+	}
+	if got := run("accept", "from the sdk"); got.IsError || got.Text != "from the sdk" || len(got.Asked) != 1 || !strings.Contains(got.Asked[0], "Tool: echo") {
+		t.Fatalf("accept: %+v", got)
+	}
+	if got := run("decline", "no"); !got.IsError || !strings.Contains(got.Text, "approval_denied: the MCP client's user chose decline") {
+		t.Fatalf("decline: %+v", got)
+	}
+	if got := run("none", "unasked"); !got.IsError || !strings.Contains(got.Text, "did not declare the elicitation capability") || len(got.Asked) != 0 {
+		t.Fatalf("without elicitation: %+v", got)
 	}
 }
