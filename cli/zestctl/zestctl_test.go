@@ -206,3 +206,27 @@ func TestToolhostAddrs(t *testing.T) {
 		t.Errorf("localhost: %v %v", got, err)
 	}
 }
+
+// TestApprovalFlags: --approval and --approval-tools set their fields; edit keeps them.
+func TestApprovalFlags(t *testing.T) {
+	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", Approval: "required", ApprovalTools: []string{"rm"}}
+	for _, tc := range []struct {
+		args     []string
+		approval string
+		tools    []string
+	}{{nil, "required", []string{"rm"}}, {[]string{"--approval", "none", "--approval-tools", "delete_*", "--approval-tools", "rm?"}, "none", []string{"delete_*", "rm?"}}} {
+		f := &serverFlags{}
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		in := inputOf(st)
+		if err := f.apply(fs, in); err != nil {
+			t.Fatal(err)
+		}
+		if in.GetApproval() != tc.approval || strings.Join(in.GetApprovalTools(), ",") != strings.Join(tc.tools, ",") {
+			t.Errorf("%v: approval %q tools %q", tc.args, in.GetApproval(), in.GetApprovalTools())
+		}
+	}
+}

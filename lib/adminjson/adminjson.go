@@ -36,11 +36,12 @@ var serverAliases = map[string]string{
 	"working_dir": "workingDir", "bearer_token": "bearerToken",
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
 	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
-	"max_output_bytes": "maxOutputBytes",
+	"max_output_bytes": "maxOutputBytes", "approval_tools": "approvalTools",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes"}
+	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
+	"approval", "approval_tools"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -65,6 +66,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
+		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
 	}
 	return in, r.err
 }
@@ -325,4 +327,27 @@ func (r *reader) millis(k string) *int32 {
 	}
 	v := int32(x)
 	return &v
+}
+
+// Reason reads an approval decision body (POST /internal/mcp/approvals/{id}/approve or /deny):
+// empty, or {"reason": "…"}; other fields are refused, so that a misspelt one is not lost.
+func Reason(body []byte) (string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
+	f, err := object(body, ErrRequest, `{"reason":"not on production"}`)
+	if err != nil {
+		return "", err
+	}
+	for k := range f {
+		if k != "reason" {
+			return "", fmt.Errorf("%w: unknown field %.40q: a decision takes only reason (or an empty body)", ErrRequest, k)
+		}
+	}
+	r := reader{f: f, kind: ErrRequest}
+	s := r.str("reason")
+	if r.err != nil || s == nil {
+		return "", r.err
+	}
+	return *s, nil
 }

@@ -164,3 +164,34 @@ func TestServerExpose(t *testing.T) {
 		t.Fatalf("expose of the wrong type: %v", err)
 	}
 }
+
+func TestReason(t *testing.T) {
+	for body, want := range map[string]string{"": "", "  \n": "", `{}`: "", `{"reason":"not on prod"}`: "not on prod"} {
+		if got, err := Reason([]byte(body)); err != nil || got != want {
+			t.Errorf("Reason(%q) = %q, %v; want %q", body, got, err, want)
+		}
+	}
+	for body, msg := range map[string]string{
+		`{"reason":1}`:           "reason must be a string, not a number",
+		`{"reason":"x","why":1}`: `unknown field "why": a decision takes only reason`,
+		`[]`:                     `the body must be a JSON object such as {"reason":"not on production"}`,
+	} {
+		if _, err := Reason([]byte(body)); !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("Reason(%q) = %v, want an error containing %q", body, err, msg)
+		}
+	}
+}
+
+func FuzzReason(f *testing.F) {
+	for _, s := range []string{``, `{"reason":"x"}`, `{"reason":null}`, `{"a":1}`, `{"reason":"\ud800"}`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := Reason(body); err != nil {
+			msg := err.Error()
+			if !errors.Is(err, ErrRequest) || strings.Contains(msg, "json:") || strings.Contains(msg, "Go ") {
+				t.Fatalf("bad error %q", msg)
+			}
+		}
+	})
+}

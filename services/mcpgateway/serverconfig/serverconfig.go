@@ -100,6 +100,9 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 	if err := checkToolPatterns(FieldToolsDeny, cfg.GetToolsDeny()); err != nil {
 		return nil, err
 	}
+	if err := parseApproval(in, cfg); err != nil {
+		return nil, err
+	}
 	switch strings.ToLower(cfg.GetTransport()) {
 	case "", TransportStdio:
 		cfg.Transport = TransportStdio
