@@ -78,6 +78,8 @@ var methods = []struct {
 	{"/zest.mcpgateway.v1.AdminService/RefreshTools", false, "asks a server again and changes the catalog"},
 	{"/zest.mcpgateway.v1.AdminService/CallTool", false, "runs a tool: never twice"},
 	{"/zest.mcpgateway.v1.AdminService/ListApprovals", true, "reads the registry"},
+	{"/zest.mcpgateway.v1.AdminService/ListAudit", true, "reads the registry"},
+	{"/zest.mcpgateway.v1.AdminService/ExportAudit", true, "reads the registry (a stream is retried only before its first message)"},
 	{"/zest.mcpgateway.v1.AdminService/ApproveToolCall", false, "decides an approval (a waiting tool call runs): a second send would answer that it is decided"},
 	{"/zest.mcpgateway.v1.AdminService/DenyToolCall", false, "decides an approval: a second send would answer that it is decided"},
 	{"/zest.mcpgateway.v1.ChatService/Chat", false, "runs a model and tools"},
