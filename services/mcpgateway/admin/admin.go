@@ -97,6 +97,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
 		MaxOutputBytes: c.GetMaxOutputBytes(), Tools: []*mcpgatewayv1.ToolEntry{},
 	}
+	out.Sandbox = c.GetSandbox()
 	if out.Args == nil {
 		out.Args = []string{}
 	}

@@ -311,3 +311,39 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 		}
 	})
 }
+
+// A sandbox that is asked for and cannot run fails the start with the cause and the fix; the
+// server never runs unconfined in its place.
+func TestSandboxFailsClosed(t *testing.T) {
+	t.Run("bwrap missing", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir()) // no bwrap on PATH
+		s := newSup(t, nil)
+		spec := &toolhostv1.ServerSpec{Id: "nobwrap", Command: hostile, TimeoutMs: 5000, Sandbox: &toolhostv1.Sandbox{Enabled: proto.Bool(true)}}
+		st, err := s.EnsureStarted(t.Context(), spec, false)
+		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+			t.Fatalf("EnsureStarted without bwrap: %v, want ErrUnavailable naming apt-get install bubblewrap", err)
+		}
+		if st.GetPid() != 0 {
+			t.Fatalf("a server started anyway: %v", st)
+		}
+	})
+	t.Run("operator default on, bwrap cannot start", func(t *testing.T) {
+		s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default, c.Sandbox.Bwrap = true, "/bin/false" })
+		spec := &toolhostv1.ServerSpec{Id: "badbwrap", Command: hostile, TimeoutMs: 5000}
+		_, err := s.EnsureStarted(t.Context(), spec, false)
+		if !errors.Is(err, supervisor.ErrHandshake) {
+			t.Fatalf("EnsureStarted with a bwrap that fails: %v, want the handshake to fail", err)
+		}
+		if _, _, err := callTool(t, s, "badbwrap", "status", nil); err == nil {
+			t.Fatal("a call reached a server whose sandbox could not start")
+		}
+	})
+	t.Run("sandbox false overrides the default", func(t *testing.T) {
+		s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default, c.Sandbox.Bwrap = true, "/bin/false" })
+		spec := &toolhostv1.ServerSpec{Id: "optout", Command: hostile, TimeoutMs: 5000, Sandbox: &toolhostv1.Sandbox{Enabled: proto.Bool(false)}}
+		st, err := s.EnsureStarted(t.Context(), spec, false)
+		if err != nil || st.GetSandbox() != nil {
+			t.Fatalf("sandbox false: %v, sandbox status %v", err, st.GetSandbox())
+		}
+	})
+}

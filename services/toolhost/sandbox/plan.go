@@ -72,6 +72,13 @@ var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // ErrBadSandbox means a sandbox config is invalid; the message names the field and the fix.
 var ErrBadSandbox = errors.New("invalid sandbox")
 
+// checkError is one refused field: its text leads with the field (as mcpgateway's config
+// errors do, which name the field first for the admin form) and it is an ErrBadSandbox.
+type checkError string
+
+func (e checkError) Error() string        { return string(e) }
+func (e checkError) Is(target error) bool { return target == ErrBadSandbox }
+
 // ErrUnavailable means a sandbox was asked for and this machine cannot run one: the server
 // does not start (never unconfined in its place).
 var ErrUnavailable = errors.New("sandbox unavailable")
@@ -136,7 +143,7 @@ func Check(sb *toolhostv1.Sandbox) error {
 	}
 	var errs []error
 	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadSandbox}, a...)...))
+		errs = append(errs, checkError(fmt.Sprintf(format, a...)))
 	}
 	switch sb.GetNetwork() {
 	case "", NetworkNone, NetworkHost:
@@ -230,6 +237,9 @@ func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []str
 	if err := Check(sb); err != nil {
 		return nil, err
 	}
+	if sb == nil { // the operator's default sandboxes a server whose spec says nothing
+		sb = &toolhostv1.Sandbox{}
+	}
 	bwrap := st.Bwrap
 	if bwrap == "" {
 		var err error
@@ -242,7 +252,7 @@ func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []str
 	}
 	for i, p := range sb.GetWritablePaths() {
 		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("%w: sandbox.writable_paths[%d] %q does not exist on this tool host: create it, writable by the sandbox user (uid %d)", ErrBadSandbox, i, p, st.UID)
+			return nil, checkError(fmt.Sprintf("sandbox.writable_paths[%d] %q does not exist on this tool host: create it, writable by the sandbox user (uid %d)", i, p, st.UID))
 		}
 	}
 	p := &Plan{
