@@ -107,6 +107,21 @@ func TestSandboxedPeers(t *testing.T) {
 		}
 	})
 
+	t.Run("server-everything through npx", func(t *testing.T) {
+		// npx finds the package's bin in the working directory's node_modules (no network in the
+		// sandbox) and writes its logs to the private $HOME. node_modules may be a symbolic link
+		// (a git worktree's): its target must be in the view too.
+		modules, err := filepath.EvalSymlinks(peers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		connect(t, map[string]any{"id": "npx-everything", "command": "npx", "args": []string{"mcp-server-everything"}, "working_dir": peersDir(t),
+			"sandbox": map[string]any{"readable_paths": []string{peersDir(t), modules}}})
+		if text, _ := sandboxCall(t, s, "npx-everything", "echo", map[string]any{"message": "via npx"}); text != "Echo: via npx" {
+			t.Fatalf("echo: %q", text)
+		}
+	})
+
 	t.Run("server-memory", func(t *testing.T) {
 		connect(t, map[string]any{"id": "memory", "command": "node", "args": []string{filepath.Join(mcp, "server-memory", "dist", "index.js")},
 			"env":     map[string]string{"MEMORY_FILE_PATH": "${E2E_MEMORY_FILE}"},

@@ -347,3 +347,18 @@ func TestSandboxFailsClosed(t *testing.T) {
 		}
 	})
 }
+
+// The operator's default sandboxes a server whose spec says nothing of a sandbox.
+func TestOperatorDefaultSandboxesASpecThatSaysNothing(t *testing.T) {
+	s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default = true })
+	st, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "bydefault", Command: hostile, TimeoutMs: 20000}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(st.GetSandbox().GetActive(), "seccomp") {
+		t.Fatalf("sandbox status %v", st.GetSandbox())
+	}
+	if text, _, err := callTool(t, s, "bydefault", "status", nil); err != nil || !strings.Contains(text, "Uid: 65534") || !strings.Contains(text, "Seccomp: 2") {
+		t.Fatalf("status inside: %q %v", text, err)
+	}
+}
