@@ -61,7 +61,7 @@ func main() {
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, n := range []string{"read", "write", "connect", "signal", "unshare", "fork", "alloc", "files", "spin", "status"} {
+			for _, n := range []string{"read", "write", "connect", "udp", "signal", "unshare", "fork", "alloc", "files", "spin", "status"} {
 				tools = append(tools, tool(n))
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -108,6 +108,22 @@ func call(name string, args map[string]any) (string, error) {
 			return "", err
 		}
 		return "connected", nil
+	case "udp": // send a datagram and wait for the answer (Landlock does not cover UDP)
+		c, err := net.Dial("udp", str(args, "addr"))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("hello from hostile")); err != nil {
+			return "", err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		if err != nil {
+			return "", fmt.Errorf("no answer: %w", err)
+		}
+		return "answered " + string(b[:n]), nil
 	case "signal":
 		pid, _ := args["pid"].(float64)
 		if err := syscall.Kill(int(pid), 0); err != nil {
@@ -140,16 +156,15 @@ func call(name string, args map[string]any) (string, error) {
 			fs = append(fs, f)
 		}
 		return fmt.Sprintf("opened %d files", len(fs)), nil
-	case "spin": // burn CPU for the given wall-clock seconds
+	case "spin": // burn the given seconds of CPU time (not wall time: the machine may be busy)
 		secs, _ := args["seconds"].(float64)
-		end := time.Now().Add(time.Duration(secs * float64(time.Second)))
 		x := 0
-		for time.Now().Before(end) {
+		for cpuTime() < time.Duration(secs*float64(time.Second)) {
 			for i := range 1 << 20 {
 				x += i
 			}
 		}
-		return fmt.Sprintf("spun %v s (%d)", secs, x&1), nil
+		return fmt.Sprintf("spun %v s of CPU (%d)", secs, x&1), nil
 	case "status":
 		b, err := os.ReadFile("/proc/self/status")
 		if err != nil {
@@ -207,4 +222,11 @@ func alloc(mb int) (string, error) {
 		maps = append(maps, m)
 	}
 	return fmt.Sprintf("touched %d MiB", len(maps)*64), nil
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
