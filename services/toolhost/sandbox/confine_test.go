@@ -253,6 +253,7 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 			}},
 		{name: "signal the tool host's processes", tool: "signal", args: map[string]any{"pid": os.Getpid()}, boxedErr: "no such process", plainOK: "signalled"},
 		{name: "forbidden system call (seccomp)", tool: "unshare", boxedErr: "operation not permitted", plainOK: "unshare allowed"},
+		{name: "nested user namespace (bwrap --disable-userns)", tool: "userns", boxedErr: "new user namespace", plainOK: "user namespace made"},
 		{name: "write /proc/self/comm (landlock)", tool: "write", args: map[string]any{"path": "/proc/self/comm", "text": "x"}, boxedErr: "permission denied", plainOK: "written"},
 		{name: "fork bomb", tool: "fork", boxedErr: "resource temporarily unavailable", plainOK: "started 300 children"},
 		{name: "allocate 4 GB", tool: "alloc", args: map[string]any{"mb": 4096}, boxedErr: "cannot allocate memory", plainOK: "touched 1024 MiB"},

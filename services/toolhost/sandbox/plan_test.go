@@ -84,7 +84,7 @@ func TestBwrapArgs(t *testing.T) {
 		Writable: []string{"/srv/mcp/data"}, Readable: []string{"/srv/mcp"}, Dir: "/srv/mcp"}
 	got := strings.Join(BwrapArgs(p, 5, stat), " ")
 	for _, want := range []string{
-		"--unshare-user --unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --die-with-parent --new-session --cap-drop ALL --unshare-net",
+		"--unshare-user --disable-userns --unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --die-with-parent --new-session --cap-drop ALL --unshare-net",
 		"--ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp --tmpfs /root",
 		// parents before children; the program is covered by /srv/mcp, the tool host by /usr
 		"--ro-bind-try /srv/mcp /srv/mcp --bind /srv/mcp/data /srv/mcp/data --chdir /srv/mcp --seccomp 5",

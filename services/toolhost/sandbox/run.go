@@ -171,11 +171,12 @@ func (p *Plan) Exists(path string) (exists, dir bool, link string) {
 	return true, fi.IsDir(), ""
 }
 
-// BwrapArgs are bubblewrap's options for plan p (before "--"), with the seccomp filter on fd;
+// BwrapArgs are bubblewrap's options (--disable-userns: no user namespace inside, the kernel
+// surface that nested namespaces open; clone(CLONE_NEWUSER) is not in the seccomp filter) for plan p (before "--"), with the seccomp filter on fd;
 // stat tells what exists on this machine (Plan.Exists; a stub in tests).
 func BwrapArgs(p *Plan, fd int, stat func(string) (bool, bool, string)) []string {
 	a := []string{
-		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--disable-userns", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 	}
 	if p.Network != NetworkHost {

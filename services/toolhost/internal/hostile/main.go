@@ -61,7 +61,7 @@ func main() {
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, n := range []string{"read", "write", "connect", "udp", "signal", "unshare", "fork", "alloc", "files", "spin", "status"} {
+			for _, n := range []string{"read", "write", "connect", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
 				tools = append(tools, tool(n))
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -135,6 +135,13 @@ func call(name string, args map[string]any) (string, error) {
 			return "", fmt.Errorf("unshare: %w", err)
 		}
 		return "unshare allowed", nil
+	case "userns": // a child in a new user namespace, through clone (not unshare)
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		if err := c.Run(); err != nil {
+			return "", fmt.Errorf("new user namespace: %w", err)
+		}
+		return "user namespace made", nil
 	case "fork":
 		return fork()
 	case "alloc":
