@@ -51,7 +51,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "zest sandbox: seccomp filter:", err)
 		return 1
 	}
-	argv := append([]string{p.Bwrap}, BwrapArgs(p, fd, p.Exists)...)
+	argv := append([]string{p.Bwrap}, BwrapArgs(p, fd, statPath)...)
 	inner, _ := json.Marshal(p)
 	argv = append(append(argv, "--", p.Exe, InnerFlag, string(inner), "--", path), sargs...)
 	if p.UID > 0 {
@@ -85,7 +85,7 @@ func setRlimits(p *Plan) error {
 	cpu := uint64(p.CPUSeconds)
 	// CPU: SIGXCPU at the soft limit, SIGKILL one second of CPU later for a server that
 	// ignores it (Go programs do, unless they ask os/signal for it).
-	return errorsJoin(
+	return firstErr(
 		set("RLIMIT_AS", unix.RLIMIT_AS, uint64(p.MemoryBytes), uint64(p.MemoryBytes)),
 		set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(p.MaxPids), uint64(p.MaxPids)),
 		set("RLIMIT_CPU", unix.RLIMIT_CPU, cpu, cpu+1),
@@ -93,7 +93,7 @@ func setRlimits(p *Plan) error {
 	)
 }
 
-func errorsJoin(errs ...error) error {
+func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
 			return e
@@ -157,9 +157,9 @@ func seccompFD() (int, error) {
 	return fd, nil
 }
 
-// Exists reports whether path exists on this machine, and whether it is a symbolic link (with
-// its target) or a directory.
-func (p *Plan) Exists(path string) (exists, dir bool, link string) {
+// statPath reports whether path exists on this machine, and whether it is a symbolic link
+// (with its target) or a directory.
+func statPath(path string) (exists, dir bool, link string) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return false, false, ""
@@ -173,7 +173,7 @@ func (p *Plan) Exists(path string) (exists, dir bool, link string) {
 
 // BwrapArgs are bubblewrap's options (--disable-userns: no user namespace inside, the kernel
 // surface that nested namespaces open; clone(CLONE_NEWUSER) is not in the seccomp filter) for plan p (before "--"), with the seccomp filter on fd;
-// stat tells what exists on this machine (Plan.Exists; a stub in tests).
+// stat tells what exists on this machine (statPath; a stub in tests).
 func BwrapArgs(p *Plan, fd int, stat func(string) (bool, bool, string)) []string {
 	a := []string{
 		"--unshare-user", "--disable-userns", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
