@@ -23,6 +23,27 @@ func sandboxWorkDir(t *testing.T) string {
 	return d
 }
 
+// traversableBy lets the sandbox user pass through every directory above path (o+x, not
+// o+r: it may not list them), as a deployment must for the paths it declares; each mode is put
+// back at cleanup. A clone in a private temporary directory (0700) would hide the tool host
+// binary and the npm peers from bwrap, which opens them as that user.
+func traversableBy(t *testing.T, path string) {
+	t.Helper()
+	for d := filepath.Dir(path); d != "/"; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode&0o001 == 0 {
+			if err := os.Chmod(d, mode|0o001); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: o+x for the sandbox user until the test ends", d)
+			t.Cleanup(func() { os.Chmod(d, mode) })
+		}
+	}
+}
+
 // writableBy makes dir/name, owned by the sandbox user so that a sandboxed server may write it.
 func writableBy(t *testing.T, dir, name string) string {
 	t.Helper()
@@ -78,6 +99,13 @@ func TestSandboxedPeers(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_TOOLHOST_SANDBOX=on", "E2E_MEMORY_FILE="+filepath.Join(memDir, "memory.jsonl"))
 	peers := filepath.Join(peersDir(t), "node_modules")
 	mcp := filepath.Join(peers, "@modelcontextprotocol")
+	realPeers, err := filepath.EvalSymlinks(peers) // a git worktree's node_modules may be a link
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{realPeers, peers, filepath.Join(binDir, "zest-toolhost")} {
+		traversableBy(t, p)
+	}
 	wantActive := []string{"user_namespace", "mount_namespace", "pid_namespace", "network_none", "read_only_root", "private_tmp",
 		"no_new_privs", "capabilities_dropped", "seccomp", "landlock", "rlimit_as", "rlimit_nproc", "rlimit_cpu", "rlimit_nofile"}
 	connect := func(t *testing.T, cfg map[string]any) {
@@ -111,10 +139,7 @@ func TestSandboxedPeers(t *testing.T) {
 		// npx finds the package's bin in the working directory's node_modules (no network in the
 		// sandbox) and writes its logs to the private $HOME. node_modules may be a symbolic link
 		// (a git worktree's): its target must be in the view too.
-		modules, err := filepath.EvalSymlinks(peers)
-		if err != nil {
-			t.Fatal(err)
-		}
+		modules := realPeers
 		connect(t, map[string]any{"id": "npx-everything", "command": "npx", "args": []string{"mcp-server-everything"}, "working_dir": peersDir(t),
 			"sandbox": map[string]any{"readable_paths": []string{peersDir(t), modules}}})
 		if text, _ := sandboxCall(t, s, "npx-everything", "echo", map[string]any{"message": "via npx"}); text != "Echo: via npx" {
