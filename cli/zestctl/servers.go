@@ -253,7 +253,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 		if strings.HasPrefix(f.transport, "stdio") {
 			in.Url, in.BearerToken, in.AllowInsecureHttp = nil, nil, nil
 		} else {
-			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost = nil, nil, nil, nil, nil
+			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost, in.Sandbox = nil, nil, nil, nil, nil, nil
 		}
 	}
 	str := func(flag string, v string, dst **string) {
@@ -323,6 +323,7 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
 		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
 	}
+	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
 	opt := func(v string) *string {
 		if v == "" {
 			return nil

@@ -41,7 +41,7 @@ var serverAliases = map[string]string{
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
-	"approval", "approval_tools"}
+	"approval", "approval_tools", "sandbox"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -68,6 +68,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
 		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
 	}
+	in.Sandbox = r.sandbox("sandbox")
 	return in, r.err
 }
 

@@ -131,7 +131,8 @@ func TestCallTool(t *testing.T) {
 // and no decoder's own text (Go's json or protobuf wording) reaches the message.
 func FuzzServer(f *testing.F) {
 	for _, s := range []string{`{"id":"e","command":"node"}`, `{"server":{"url":"https://h/mcp","transport":"http"}}`,
-		`{"timeoutMs":1e400}`, `{"env":{"A":"${B}"},"args":["\u0000"]}`, `{"id":"\xff"}`, `[]`, `null`, `{"server":null}`} {
+		`{"timeoutMs":1e400}`, `{"env":{"A":"${B}"},"args":["\u0000"]}`, `{"id":"\xff"}`, `[]`, `null`, `{"server":null}`,
+		`{"sandbox":true}`, `{"sandbox":{"maxPids":8,"writable_paths":["/x"],"memory_bytes":1e20}}`, `{"sandbox":{"x":1}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -108,6 +108,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	if out.Approval == "" { // stored as absent: shown as what it means
 		out.Approval = serverconfig.ApprovalNone
 	}
+	out.Sandbox = c.GetSandbox()
 	if out.Args == nil {
 		out.Args = []string{}
 	}

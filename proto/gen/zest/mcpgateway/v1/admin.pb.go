@@ -330,13 +330,15 @@ func (x *ServerInput) GetApprovalTools() []string {
 }
 
 // Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
-// field has presence so that an absent one takes the operator's default.
+// field has presence so that an absent one takes the default. A server without a sandbox
+// takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
 type Sandbox struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// enabled runs the server inside the sandbox.
+	// enabled runs the server inside the sandbox; a sandbox sent without it is enabled (it is
+	// stored so), and false opts the server out of the tool host's default.
 	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
 	// network is "none" (default: no network at all), "proxy" (only allow_hosts, through the
-	// tool host's local proxy) or "host" (the tool host's network).
+	// tool host's local proxy: not built yet, refused) or "host" (the tool host's network).
 	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
 	// allow_hosts are host[:port] patterns reachable with network "proxy".
 	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,proto3" json:"allow_hosts,omitempty"`
