@@ -49,7 +49,7 @@ images: ## Build the four container images with docker buildx, versions stamped 
 	done
 
 .PHONY: run
-run: build peers ## Build and run the whole suite on loopback (Ctrl-C stops it; peers for the README's examples)
+run: build peers bubblewrap ## Build and run the whole suite on loopback (Ctrl-C stops it; peers for the README's examples)
 	@scripts/run.sh
 
 .PHONY: test
@@ -61,12 +61,12 @@ ETCD := $(BIN)/etcd
 ETCD_TEST_ENV := ZEST_ETCD_BIN=$(ETCD) ZEST_REQUIRE_ETCD=1
 
 .PHONY: unit
-unit: peers etcd ## Unit tests of every module (and the tool host's module alone, without go.work)
+unit: peers etcd bubblewrap ## Unit tests of every module (and the tool host's module alone, without go.work)
 	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(ETCD_TEST_ENV) go test -race -count=1 ./...); done
 
 .PHONY: e2e
-e2e: chromium prometheus build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
+e2e: chromium prometheus bubblewrap build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 $(ETCD_TEST_ENV) go test -count=1 -v ./...
 
 # The chaos test alone, CHAOS_RUNS times in a row (make e2e runs it once): 3 etcd members, 2 of
@@ -196,6 +196,12 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing
 .PHONY: prometheus
 prometheus: ## Install Debian's prometheus for the metrics e2e test when it is missing
 	@scripts/ensure-apt.sh prometheus
+
+# Sandboxed stdio servers (docs/untrusted-tools.md) run under Debian's bubblewrap; the tool
+# host's sandbox tests need it (apt-get install when missing; a no-op when present).
+.PHONY: bubblewrap
+bubblewrap: ## Install Debian's bubblewrap (bwrap) for the sandboxed stdio servers when it is missing
+	@scripts/ensure-apt.sh bwrap bubblewrap
 
 .PHONY: bench
 bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service); markdown tables

@@ -218,7 +218,7 @@ permission denied, 5 unavailable, 6 a tool answered isError.`,
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "longest time one command may take (1s to 1h)")
 
 	root.AddCommand(a.statusCmd(), a.serversCmd(), a.toolsCmd(), a.callCmd(), a.presetsCmd(),
-		a.chatCmd(), a.sessionsCmd(), a.activityCmd(), a.auditCmd(), a.configCmd())
+		a.chatCmd(), a.sessionsCmd(), a.activityCmd(), a.auditCmd(), a.approvalsCmd(), a.configCmd())
 	return root
 }
 

@@ -162,10 +162,10 @@ func placement(s *mcpgatewayv1.ServerState) string {
 
 // serverFlags are the flags of add, edit and test: each one that is given sets its field.
 type serverFlags struct {
-	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file string
-	args, env, allow, deny                                                          []string
-	timeoutMs                                                                       int32
-	insecure, enabled, expose                                                       bool
+	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file, approval string
+	args, env, allow, deny, approvalTools                                                     []string
+	timeoutMs                                                                                 int32
+	insecure, enabled, expose                                                                 bool
 	// Limits of the server's tool calls (docs/untrusted-tools.md).
 	rateLimit      string
 	maxConcurrency int32
@@ -190,6 +190,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.allow, "tools-allow", nil, "glob over tool names to expose (repeatable)")
 	fs.StringArrayVar(&f.deny, "tools-deny", nil, "glob over tool names never to expose (repeatable; deny wins)")
 	fs.BoolVar(&f.expose, "expose", true, "serve the server to API callers at /mcp/servers/{id}")
+	fs.StringVar(&f.approval, "approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
+	fs.StringArrayVar(&f.approvalTools, "approval-tools", nil, "glob over tool names whose calls need approval (repeatable)")
 	fs.StringVar(&f.jsonText, "json", "", "the whole config as JSON (ServerInput; flags given beside it win)")
 	fs.StringVarP(&f.file, "file", "f", "", "read the config as JSON from this file (- for stdin)")
 }
@@ -256,7 +258,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 		if strings.HasPrefix(f.transport, "stdio") {
 			in.Url, in.BearerToken, in.AllowInsecureHttp = nil, nil, nil
 		} else {
-			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost = nil, nil, nil, nil, nil
+			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost, in.Sandbox = nil, nil, nil, nil, nil, nil
 		}
 	}
 	str := func(flag string, v string, dst **string) {
@@ -272,6 +274,10 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 	str("url", f.url, &in.Url)
 	str("bearer-token", f.bearer, &in.BearerToken)
 	str("tool-host", f.toolHost, &in.ToolHost)
+	str("approval", f.approval, &in.Approval)
+	if set("approval-tools") {
+		in.ApprovalTools = f.approvalTools
+	}
 	if set("arg") {
 		in.Args = f.args
 	}
@@ -320,6 +326,9 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	if s.GetTimeoutMs() != 0 {
 		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
 	}
+	if s.GetApproval() != "" || len(s.GetApprovalTools()) > 0 {
+		in.Approval, in.ApprovalTools = proto.String(s.GetApproval()), s.GetApprovalTools()
+	}
 	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
 		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
 	}
@@ -329,6 +338,7 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	if s.GetMaxConcurrency() != 0 {
 		in.MaxConcurrency = proto.Int32(s.GetMaxConcurrency())
 	}
+	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
 	opt := func(v string) *string {
 		if v == "" {
 			return nil

@@ -109,7 +109,7 @@ func TestClientConfigShapes(t *testing.T) {
 func TestEditKeepsOtherFields(t *testing.T) {
 	st := &mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"},
 		Env: map[string]string{"K": "${K}"}, Enabled: true, Expose: true, TimeoutMs: 30000, ToolsDeny: []string{"x*"},
-		ToolHost: "th-1", Placement: "th-1"}
+		ToolHost: "th-1", Placement: "th-1", Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}}
 	f := &serverFlags{}
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	f.register(fs)
@@ -122,7 +122,8 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	}
 	want := &mcpgatewayv1.ServerInput{Id: proto.String("e"), Name: proto.String("E"), Transport: proto.String("stdio"), Command: proto.String("node"),
 		Args: []string{"b.mjs", "--flag"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true), Expose: proto.Bool(true),
-		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}, ToolHost: proto.String("th-1")}
+		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}, ToolHost: proto.String("th-1"),
+		Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}} // kept: an edit never unconfines
 	if !proto.Equal(in, want) {
 		t.Fatalf("edit input = %v\nwant %v", in, want)
 	}
@@ -132,7 +133,7 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	_ = fs2.Parse([]string{"--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"})
 	in = inputOf(st)
 	_ = f2.apply(fs2, in)
-	if in.Command != nil || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
+	if in.Command != nil || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.Sandbox != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
 		t.Fatalf("switched input = %v", in)
 	}
 }
@@ -204,6 +205,30 @@ func TestToolhostAddrs(t *testing.T) {
 	got, err := resolveToolhosts(t.Context(), "dns:///localhost:9")
 	if err != nil || !slices.Contains(got, "127.0.0.1:9") {
 		t.Errorf("localhost: %v %v", got, err)
+	}
+}
+
+// TestApprovalFlags: --approval and --approval-tools set their fields; edit keeps them.
+func TestApprovalFlags(t *testing.T) {
+	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", Approval: "required", ApprovalTools: []string{"rm"}}
+	for _, tc := range []struct {
+		args     []string
+		approval string
+		tools    []string
+	}{{nil, "required", []string{"rm"}}, {[]string{"--approval", "none", "--approval-tools", "delete_*", "--approval-tools", "rm?"}, "none", []string{"delete_*", "rm?"}}} {
+		f := &serverFlags{}
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		in := inputOf(st)
+		if err := f.apply(fs, in); err != nil {
+			t.Fatal(err)
+		}
+		if in.GetApproval() != tc.approval || strings.Join(in.GetApprovalTools(), ",") != strings.Join(tc.tools, ",") {
+			t.Errorf("%v: approval %q tools %q", tc.args, in.GetApproval(), in.GetApprovalTools())
+		}
 	}
 }
 

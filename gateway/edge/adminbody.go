@@ -41,7 +41,7 @@ func (m *adminMarshaler) Marshal(v any) ([]byte, error) {
 }
 
 // NewDecoder reads the whole body and decodes it by the request it fills. grpc-gateway calls
-// it only for the four routes with body:"*" in admin.proto, one case each.
+// it only for the routes with body:"*" in admin.proto, one case each.
 func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
 		body, err := io.ReadAll(r)
@@ -57,6 +57,10 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			req.Preset, err = adminjson.Preset(body)
 		case *mcpgatewayv1.CallToolRequest:
 			err = adminjson.CallTool(body, req)
+		case *mcpgatewayv1.ApproveToolCallRequest:
+			req.Reason, err = adminjson.Reason(body)
+		case *mcpgatewayv1.DenyToolCallRequest:
+			req.Reason, err = adminjson.Reason(body)
 		default: // a route given a body later fails here until it has a case, not served without it
 			err = fmt.Errorf("the admin routes have no reader for a %T body", v)
 		}

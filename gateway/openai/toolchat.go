@@ -165,9 +165,17 @@ func eventJSON(ev *mcpgatewayv1.ToolEvent) map[string]any {
 		return map[string]any{"type": "tool_call", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
 			"server_id": c.GetServerId(), "arguments": c.GetArguments()}
 	case "tool_result":
-		return map[string]any{"type": "tool_result", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
+		m := map[string]any{"type": "tool_result", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
 			"server_id": c.GetServerId(), "is_error": c.GetIsError(), "output_bytes": c.GetOutputBytes(),
 			"truncated": c.GetTruncated(), "duration_ms": c.GetDurationMs(), "output": c.GetOutputPreview()}
+		if a := c.GetApproval(); a != "" {
+			m["approval"] = a
+		}
+		return m
+	case "approval_required": // the call waits: POST /internal/mcp/approvals/{approval_id}/approve or /deny
+		return map[string]any{"type": "approval_required", "round": c.GetRound(), "id": c.GetId(), "name": c.GetName(),
+			"server_id": c.GetServerId(), "arguments": c.GetArguments(), "approval_id": ev.GetApprovalId(),
+			"expires": ev.GetApprovalExpires(), "message": ev.GetMessage()}
 	}
 	return map[string]any{"type": ev.GetType(), "message": ev.GetMessage()}
 }
@@ -178,6 +186,9 @@ func recordsJSON(recs []*mcpgatewayv1.ToolCallRecord) []map[string]any {
 		out = append(out, map[string]any{"round": c.GetRound(), "id": c.GetId(), "name": c.GetName(), "server_id": c.GetServerId(),
 			"arguments": c.GetArguments(), "is_error": c.GetIsError(), "output_bytes": c.GetOutputBytes(),
 			"truncated": c.GetTruncated(), "duration_ms": c.GetDurationMs()})
+		if a := c.GetApproval(); a != "" {
+			out[len(out)-1]["approval"] = a
+		}
 	}
 	return out
 }

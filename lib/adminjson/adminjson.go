@@ -36,12 +36,13 @@ var serverAliases = map[string]string{
 	"working_dir": "workingDir", "bearer_token": "bearerToken",
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
 	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
-	"max_output_bytes": "maxOutputBytes", "rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
+	"max_output_bytes": "maxOutputBytes", "approval_tools": "approvalTools",
+	"rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
-	"rate_limit", "max_concurrency"}
+	"approval", "approval_tools", "sandbox", "rate_limit", "max_concurrency"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -66,8 +67,10 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
-		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole("max_concurrency", "a number of tool calls"),
+		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
+		RateLimit: r.str("rate_limit"), MaxConcurrency: r.wholeInt32("max_concurrency", "a number of tool calls"),
 	}
+	in.Sandbox = r.sandbox("sandbox")
 	return in, r.err
 }
 
@@ -308,8 +311,9 @@ func (r *reader) count(k string) *int32 {
 	return &v
 }
 
-// whole reads a whole number of what that fits an int32 (mcpgateway checks the range).
-func (r *reader) whole(k, what string) *int32 {
+// wholeInt32 reads a whole number of what that fits an int32, negative ones too: mcpgateway
+// checks the range, with a message that says it.
+func (r *reader) wholeInt32(k, what string) *int32 {
 	raw, ok := r.get(k)
 	if !ok {
 		return nil
@@ -348,4 +352,27 @@ func (r *reader) millis(k string) *int32 {
 	}
 	v := int32(x)
 	return &v
+}
+
+// Reason reads an approval decision body (POST /internal/mcp/approvals/{id}/approve or /deny):
+// empty, or {"reason": "…"}; other fields are refused, so that a misspelt one is not lost.
+func Reason(body []byte) (string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
+	f, err := object(body, ErrRequest, `{"reason":"not on production"}`)
+	if err != nil {
+		return "", err
+	}
+	for k := range f {
+		if k != "reason" {
+			return "", fmt.Errorf("%w: unknown field %.40q: a decision takes only reason (or an empty body)", ErrRequest, k)
+		}
+	}
+	r := reader{f: f, kind: ErrRequest}
+	s := r.str("reason")
+	if r.err != nil || s == nil {
+		return "", r.err
+	}
+	return *s, nil
 }

@@ -131,7 +131,8 @@ func TestCallTool(t *testing.T) {
 // and no decoder's own text (Go's json or protobuf wording) reaches the message.
 func FuzzServer(f *testing.F) {
 	for _, s := range []string{`{"id":"e","command":"node"}`, `{"server":{"url":"https://h/mcp","transport":"http"}}`,
-		`{"timeoutMs":1e400}`, `{"env":{"A":"${B}"},"args":["\u0000"]}`, `{"id":"\xff"}`, `[]`, `null`, `{"server":null}`} {
+		`{"timeoutMs":1e400}`, `{"env":{"A":"${B}"},"args":["\u0000"]}`, `{"id":"\xff"}`, `[]`, `null`, `{"server":null}`,
+		`{"sandbox":true}`, `{"sandbox":{"maxPids":8,"writable_paths":["/x"],"memory_bytes":1e20}}`, `{"sandbox":{"x":1}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -163,4 +164,35 @@ func TestServerExpose(t *testing.T) {
 	if _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
 		t.Fatalf("expose of the wrong type: %v", err)
 	}
+}
+
+func TestReason(t *testing.T) {
+	for body, want := range map[string]string{"": "", "  \n": "", `{}`: "", `{"reason":"not on prod"}`: "not on prod"} {
+		if got, err := Reason([]byte(body)); err != nil || got != want {
+			t.Errorf("Reason(%q) = %q, %v; want %q", body, got, err, want)
+		}
+	}
+	for body, msg := range map[string]string{
+		`{"reason":1}`:           "reason must be a string, not a number",
+		`{"reason":"x","why":1}`: `unknown field "why": a decision takes only reason`,
+		`[]`:                     `the body must be a JSON object such as {"reason":"not on production"}`,
+	} {
+		if _, err := Reason([]byte(body)); !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("Reason(%q) = %v, want an error containing %q", body, err, msg)
+		}
+	}
+}
+
+func FuzzReason(f *testing.F) {
+	for _, s := range []string{``, `{"reason":"x"}`, `{"reason":null}`, `{"a":1}`, `{"reason":"\ud800"}`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := Reason(body); err != nil {
+			msg := err.Error()
+			if !errors.Is(err, ErrRequest) || strings.Contains(msg, "json:") || strings.Contains(msg, "Go ") {
+				t.Fatalf("bad error %q", msg)
+			}
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
@@ -47,6 +48,9 @@ type Service struct {
 	// registry's watch. New gives one that closes and forgets connections; mcpgateway gives
 	// one that tells the sessions too.
 	Changes *follow.Replica
+	// Approvals lists and decides the tool calls that wait for approval; nil: none are held.
+	// CallTool, the admin's own call, is never held.
+	Approvals *approval.Gate
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
@@ -99,9 +103,13 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		MaxOutputBytes: c.GetMaxOutputBytes(), Tools: []*mcpgatewayv1.ToolEntry{},
+		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), Tools: []*mcpgatewayv1.ToolEntry{},
 		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
 	}
+	if out.Approval == "" { // stored as absent: shown as what it means
+		out.Approval = serverconfig.ApprovalNone
+	}
+	out.Sandbox = c.GetSandbox()
 	if out.Args == nil {
 		out.Args = []string{}
 	}

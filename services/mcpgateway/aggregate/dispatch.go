@@ -149,6 +149,16 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	if err != nil {
 		return unknown
 	}
+	// A tool that requires approval waits for the client's user (elicitation), as on
+	// /mcp/servers/{id}.
+	if c.modern != nil {
+		var held []byte
+		if held, params = c.h.fed.ApproveModern(ctx, pr.cfg, orig, name, federate.ModernRelays(c.modern.Params), msg, params); held != nil {
+			return held
+		}
+	} else if held := c.h.fed.Approve(ctx, pr.cfg, orig, name, c.sessionID, c.claims, c.out, msg, params); held != nil {
+		return held
+	}
 	began := time.Now()
 	resp := c.forward(ctx, pr, msg, params)
 	upstream.LogToolCall(ctx, c.h.log, pr.id, orig, time.Since(began), c.recordCall(ctx, pr.id, orig, name, began, params, resp))

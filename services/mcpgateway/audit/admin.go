@@ -21,6 +21,8 @@ var adminActions = map[string]string{
 	mcpgatewayv1.AdminService_RefreshTools_FullMethodName:     "refresh_tools",
 	mcpgatewayv1.AdminService_UpsertPreset_FullMethodName:     "upsert_preset",
 	mcpgatewayv1.AdminService_DeletePreset_FullMethodName:     "delete_preset",
+	mcpgatewayv1.AdminService_ApproveToolCall_FullMethodName:  "approve_tool_call",
+	mcpgatewayv1.AdminService_DenyToolCall_FullMethodName:     "deny_tool_call",
 }
 
 // UnaryInterceptor records every call of adminActions when it ends: who, the action, its
@@ -73,6 +75,12 @@ func targetOf(req, resp any) (target, server string) {
 		return target, ""
 	case *mcpgatewayv1.DeletePresetRequest:
 		return r.GetId(), ""
+	case *mcpgatewayv1.ApproveToolCallRequest: // the approval's id; its server once decided
+		out, _ := resp.(*mcpgatewayv1.ApproveToolCallResponse)
+		return r.GetId(), out.GetApproval().GetServerId()
+	case *mcpgatewayv1.DenyToolCallRequest:
+		out, _ := resp.(*mcpgatewayv1.DenyToolCallResponse)
+		return r.GetId(), out.GetApproval().GetServerId()
 	case interface{ GetId() string }:
 		return r.GetId(), r.GetId()
 	}

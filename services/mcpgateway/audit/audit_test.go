@@ -190,8 +190,8 @@ func TestDetails(t *testing.T) {
 	}
 }
 
-// TestInterceptor: a mutating admin call is recorded with who, action, target, outcome and
-// the fields the handler noted; a read is not.
+// TestInterceptor: a mutating admin call (an approval's decision too) is recorded with who,
+// action, target, outcome and the fields the handler noted; a read is not.
 func TestInterceptor(t *testing.T) {
 	st := &fakeStore{}
 	l := New(st, Config{Logger: quiet()})
@@ -210,13 +210,20 @@ func TestInterceptor(t *testing.T) {
 	ic(ctx, &mcpgatewayv1.DeletePresetRequest{Id: "p"}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_DeletePreset_FullMethodName}, refuse)
 	ic(ctx, &mcpgatewayv1.ListServersRequest{}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_ListServers_FullMethodName},
 		func(context.Context, any) (any, error) { return &mcpgatewayv1.ListServersResponse{}, nil })
+	ic(ctx, &mcpgatewayv1.DenyToolCallRequest{Id: "ap1", Reason: "no"}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_DenyToolCall_FullMethodName},
+		func(context.Context, any) (any, error) {
+			return &mcpgatewayv1.DenyToolCallResponse{Approval: &mcpgatewayv1.Approval{Id: "ap1", ServerId: "fs", State: "denied"}}, nil
+		})
 	l.Close(t.Context())
 	var got []*mcpgatewayv1.AuditEntry
 	for _, b := range st.batches {
 		got = append(got, b...)
 	}
-	if len(got) != 2 {
-		t.Fatalf("%d entries, want 2: %v", len(got), got)
+	if len(got) != 3 {
+		t.Fatalf("%d entries, want 3: %v", len(got), got)
+	}
+	if deny := got[2]; deny.GetAction() != "deny_tool_call" || deny.GetTarget() != "ap1" || deny.GetServerId() != "fs" || deny.GetOutcome() != "ok" {
+		t.Fatalf("deny entry %v", deny)
 	}
 	up, del := got[0], got[1]
 	if up.GetKind() != KindAdmin || up.GetAction() != "upsert_server" || up.GetTarget() != "derived" || up.GetServerId() != "derived" ||

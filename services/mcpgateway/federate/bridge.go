@@ -95,6 +95,9 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 	if err != nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error()), true
 	}
+	if strings.HasPrefix(st.Call, approvalRef) { // an approval's retry: the call was never made (approval.go)
+		return nil, false
+	}
 	var answers []upstream.ClientAnswer
 	for key, ref := range st.Refs {
 		a, ok := responses[key]

@@ -116,6 +116,14 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 			// A filtered tool is unknown here, as any tool the server does not have.
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", *p.Name))
 		}
+		if c.modern {
+			var held []byte
+			if held, params = c.h.ApproveModern(ctx, c.cfg, *p.Name, *p.Name, c.modernRelays, msg, params); held != nil {
+				return held
+			}
+		} else if held := c.h.Approve(ctx, c.cfg, *p.Name, *p.Name, c.sessionID, c.claims, c.out, msg, params); held != nil {
+			return held
+		}
 		began := time.Now()
 		sctx, span := upstream.StartToolCall(ctx, "tools/call "+*p.Name, c.cfg.GetId(), *p.Name)
 		res, err := c.forward(sctx, msg, params)

@@ -25,6 +25,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -70,6 +71,9 @@ type Handler struct {
 	ListenCheck time.Duration
 	// Activity records each tools/call of /mcp/servers/{id}; nil records nothing.
 	Activity *activity.Log
+	// Approvals holds the tools/call of tools that require approval while the client is
+	// asked (approval.go); nil refuses them.
+	Approvals *approval.Gate
 
 	// inflight holds the cancel functions of forwarded requests, by session and request id,
 	// for notifications/cancelled (which reaches the replica that runs the request only).

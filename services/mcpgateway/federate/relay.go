@@ -100,6 +100,13 @@ func (c *call) clientAnswer(ctx context.Context, payload []byte, msg mcpserve.Me
 	if json.Unmarshal(payload, &r) != nil || (r.Error == nil) == (len(r.Result) == 0) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: a response carries exactly one of result and error")
 	}
+	if approvalID, ok := strings.CutPrefix(ref, approvalRef); ok { // Zest's own elicitation (approval.go)
+		errMsg := ""
+		if r.Error != nil {
+			errMsg = r.Error.Message
+		}
+		return c.answerApproval(ctx, approvalID, msg, r.Result, errMsg)
+	}
 	var rpcErr *upstream.RPCError
 	if r.Error != nil {
 		rpcErr = &upstream.RPCError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}

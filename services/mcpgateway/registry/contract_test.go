@@ -53,6 +53,8 @@ func runContract(t *testing.T, open func(t *testing.T) Registry) {
 		}
 	})
 
+	t.Run("Approvals", func(t *testing.T) { testApprovals(t, open(t).(Approvals)) })
+
 	t.Run("EmptyIDsRefused", func(t *testing.T) {
 		r, ctx := open(t), t.Context()
 		if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Command: "node"}); err == nil {

@@ -34,6 +34,7 @@ import (
 //	sessions/ended/<hash>      the session's expiry (Unix seconds), on a lease
 //	sessions/log_level/<hash>  expiry, a space, the level; on a lease
 //	audit/<id>                 an AuditEntry as protobuf (registry.AuditLog; no lease: TrimAudit)
+//	approvals/<id>             an Approval as protojson, on a lease (approvals.go)
 //
 // <hash> is the hex SHA-256 of the session id: the id is a bearer credential of its session
 // and is never stored. presets/ and servers/ are neighbours in key order, so one watch over

@@ -27,6 +27,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
@@ -107,6 +108,9 @@ type Config struct {
 	AuditMaxEntries int
 	// AuditDetails keeps tool calls' arguments and results in the trail (ZEST_AUDIT_DETAILS).
 	AuditDetails bool
+	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
+	// (ZEST_APPROVAL_TIMEOUT, approval.MinTimeout to approval.MaxTimeout).
+	ApprovalTimeout time.Duration
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -123,6 +127,7 @@ func DefaultConfig() Config {
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
+		ApprovalTimeout: approval.DefaultTimeout,
 	}
 }
 
@@ -148,6 +153,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AuditRetention, "audit-retention", c.AuditRetention, fmt.Sprintf("how long the audit trail keeps an entry (at least %v)", audit.MinRetention))
 	fs.IntVar(&c.AuditMaxEntries, "audit-max-entries", c.AuditMaxEntries, fmt.Sprintf("how many entries the audit trail keeps at most, the oldest trimmed first (0 to %d; 0 turns the trail off)", audit.MaxMaxEntries))
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
+	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -185,6 +191,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AuditMaxEntries < 0 || c.AuditMaxEntries > audit.MaxMaxEntries {
 		errs = append(errs, fmt.Errorf("audit-max-entries (ZEST_AUDIT_MAX_ENTRIES) %d: want a whole number from 0 (no audit trail) to %d", c.AuditMaxEntries, audit.MaxMaxEntries))
+	}
+	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
@@ -320,12 +329,20 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	adminService := admin.New(servers, up, log)
 	adminService.Activity = calls
 	adminService.Audit = trail
+	// The tool calls that wait for approval, in the registry: a decision taken through any
+	// replica reaches the one whose call waits. Both stores keep them.
+	var gate *approval.Gate
+	if store, ok := reg.(registry.Approvals); ok {
+		gate = approval.New(store, cfg.ApprovalTimeout, log)
+	}
+	adminService.Approvals = gate
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
 	fed.Activity = calls
+	fed.Approvals = gate // /mcp/servers/{id} and /mcp/presets/{id} ask the client (elicitation)
 	mcpHandler.Federation = fed
 	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
 	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
@@ -356,6 +373,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, cfg.Keys, log)
 	chat.Activity = calls
+	chat.Approvals = gate
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }

@@ -127,6 +127,9 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 	if err := checkToolPatterns(FieldToolsDeny, cfg.GetToolsDeny()); err != nil {
 		return nil, err
 	}
+	if err := parseApproval(in, cfg); err != nil {
+		return nil, err
+	}
 	switch strings.ToLower(cfg.GetTransport()) {
 	case "", TransportStdio:
 		cfg.Transport = TransportStdio
@@ -138,6 +141,11 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 	if err := checkTransportFields(cfg, in); err != nil {
 		return nil, err
 	}
+	sb, err := parseSandbox(in.GetSandbox(), cfg.GetTransport())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sandbox = sb
 	if err := envref.Check("env", cfg.GetEnv()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -304,7 +312,7 @@ func Field(err error) string {
 	if !ok {
 		return ""
 	}
-	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == '[' || r == ':' })]
+	name := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return r == ' ' || r == '[' || r == ':' || r == '.' })]
 	if fields.ByName(protoreflect.Name(name)) == nil {
 		return ""
 	}

@@ -32,6 +32,10 @@ func FuzzServerConfig(f *testing.F) {
 		`{"server":{},"id":"b"}`, `{"server":"a"}`, `{}`, `{"id":null,"name":null,"command":"x"}`,
 		`{"id":"e","command":"x","tools_allow":["echo","get-*"],"toolsDeny":["[a","",null]}`,
 		`{"id":"e","command":"x","toolsAllow":["[^a-c]?\\*"],"tools_deny":"x"}`,
+		`{"id":"s","command":"x","sandbox":true}`,
+		`{"id":"s","command":"x","sandbox":{"network":"host","writable_paths":["/var/lib/s"],"memoryBytes":1073741824}}`,
+		`{"id":"s","command":"x","sandbox":{"writable_paths":["tmp"],"max_pids":1,"open_files":"x","bogus":1}}`,
+		`{"id":"s","transport":"http","url":"https://h/mcp","sandbox":false}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -50,7 +54,7 @@ func FuzzServerConfig(f *testing.F) {
 // spellings, and the wrapper.
 var fieldNames = []string{"server", "id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny",
-	"workingDir", "bearerToken", "allowInsecureHttp", "timeoutMs", "toolsAllow", "toolsDeny"}
+	"sandbox", "workingDir", "bearerToken", "allowInsecureHttp", "timeoutMs", "toolsAllow", "toolsDeny"}
 
 // checkParsed holds the fuzz target's checks of one Parse result.
 func checkParsed(t *testing.T, cfg *mcpgatewayv1.ServerConfig, err error) {

@@ -143,6 +143,8 @@ func TestSameConnection(t *testing.T) {
 		"timeout changed":          {base, with(func(c *mcpgatewayv1.ServerConfig) { c.TimeoutMs = 1000 }), false},
 		"disabled":                 {filtered, with(func(c *mcpgatewayv1.ServerConfig) { c.Enabled, c.ToolsAllow = false, []string{"echo"} }), false},
 		"nil against a config":     {nil, base, false},
+		"approval set":             {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Approval, c.ApprovalTools = ApprovalRequired, []string{"rm"} }), true},
+		"approval and args":        {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Approval, c.Args = ApprovalRequired, nil }), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := proto.CloneOf(c.a)

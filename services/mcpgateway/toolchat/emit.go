@@ -2,6 +2,7 @@ package toolchat
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/zestmcp/zest/lib/openaichat"
@@ -18,6 +19,9 @@ type emitter struct {
 	roleSent  bool
 	maxRounds int
 	err       error
+	// mu orders sends: the calls of a round waiting for approval send their events from their
+	// own goroutines.
+	mu sync.Mutex
 }
 
 // capNote is the text of a chat stopped by the round cap.
@@ -26,6 +30,8 @@ func (e *emitter) capNote() string {
 }
 
 func (e *emitter) send(r *mcpgatewayv1.ChatResponse) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.err == nil {
 		e.err = e.stream.Send(r)
 	}

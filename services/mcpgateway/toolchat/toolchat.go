@@ -31,6 +31,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -72,6 +73,9 @@ type Loop struct {
 	log       *slog.Logger
 	// Activity records each tool call the loop runs; nil records nothing.
 	Activity *activity.Log
+	// Approvals holds the calls whose server asks for a person's approval until one decides;
+	// nil refuses such calls.
+	Approvals *approval.Gate
 }
 
 // New returns the loop; builtin serves the lemonade_* tools; keys tell administrators (who may
@@ -330,12 +334,17 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A call whose server asks for approval waits here, alone: the round's other
+			// calls go on.
+			r, allowed := l.gate(ctx, t, c, rec, out, admin, preset)
 			began := time.Now()
 			ctx, span := upstream.StartToolCall(ctx, "execute_tool "+t.chatName, rec.GetServerId(), t.name)
 			if span.IsRecording() {
 				span.SetAttributes(attribute.String("gen_ai.tool.call.id", c.GetId()), attribute.Int("zest.chat.round", round))
 			}
-			r := l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
+			if allowed {
+				r = l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
+			}
 			upstream.EndToolCall(span, r.outcome)
 			text, isErr := r.text, r.isErr
 			rec.DurationMs = time.Since(began).Milliseconds()
@@ -369,6 +378,64 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 		out.event(&mcpgatewayv1.ToolEvent{Type: "tool_result", Call: ev})
 	}
 	return results
+}
+
+// gate asks for a person's approval of a call whose server requires one (its approval, or an
+// approval_tools pattern: serverconfig.NeedsApproval, on the config as it is now), tells the
+// client with an approval_required event and waits for the decision. allowed is false when
+// the call must not run; r then says why, for the model (an isError result).
+func (l *Loop) gate(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *mcpgatewayv1.ToolCallRecord, out *emitter, admin bool, preset string) (r ran, allowed bool) {
+	if t.server == nil {
+		return ran{}, true
+	}
+	id := t.server.GetId()
+	cur, err := l.reg.GetServer(ctx, id)
+	if err != nil || !serverconfig.NeedsApproval(cur, t.name) {
+		return ran{}, true // call reports a server that is gone
+	}
+	if l.Approvals == nil {
+		text := fmt.Sprintf("The tool call was not run: MCP server %q requires approval for %q and this mcpgateway cannot ask for one", id, t.name)
+		return failed(text, text), false
+	}
+	a, err := l.Approvals.Open(ctx, approval.Request{Server: id, Tool: t.name, ChatName: t.chatName,
+		Arguments: c.GetFunction().GetArguments(), Preset: preset, CallID: c.GetId()})
+	if errors.Is(err, approval.ErrTooMany) {
+		text := "The tool call was not run: it needs approval, and " + err.Error()
+		return failed(text, text), false
+	}
+	if err != nil {
+		return failed(l.hide(ctx, admin, id, "The tool call needs approval, which could not be asked for", err), err.Error()), false
+	}
+	l.log.InfoContext(ctx, "tool call waits for approval", "server", id, "tool", t.name, "approval", a.GetId())
+	out.event(&mcpgatewayv1.ToolEvent{Type: "approval_required", Call: proto.Clone(rec).(*mcpgatewayv1.ToolCallRecord),
+		ApprovalId: a.GetId(), ApprovalExpires: a.GetExpires(),
+		Message: fmt.Sprintf("%s of MCP server %q waits for an administrator's approval until %s: POST /internal/mcp/approvals/%s/approve or /deny",
+			t.name, id, a.GetExpires(), a.GetId())})
+	d, err := l.Approvals.Wait(ctx, a)
+	if err != nil {
+		return failed(l.hide(ctx, admin, id, "The tool call was not run: its approval could not be read", err), err.Error()), false
+	}
+	rec.Approval = d.GetState()
+	l.log.InfoContext(ctx, "tool call approval decided", "server", id, "tool", t.name, "approval", a.GetId(), "state", d.GetState(), "by", d.GetDecidedBy())
+	var text string
+	switch d.GetState() {
+	case registry.ApprovalApproved:
+		return ran{}, true
+	case registry.ApprovalDenied:
+		text = fmt.Sprintf("The tool call was not run: an administrator denied it (approval_denied)%s. Do not call it again with the same arguments; tell the user.", because(d.GetReason()))
+	case registry.ApprovalExpired:
+		text = fmt.Sprintf("The tool call was not run: nobody approved it within %v (approval_expired; ZEST_APPROVAL_TIMEOUT).", l.Approvals.Timeout())
+	default:
+		text = "The tool call was not run: " + d.GetReason() + " (approval " + d.GetState() + ")."
+	}
+	return failed(text, text), false
+}
+
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }
 
 // CutUTF8 returns at most n bytes of s, never splitting a UTF-8 character (a cut inside one

@@ -43,5 +43,15 @@ func (m *Manager) Process(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (
 		RestartCount: st.GetRestartCount(),
 		LastError:    st.GetLastError(),
 		StderrTail:   st.GetStderrTail(),
+		Sandbox:      sandboxStatus(st.GetSandbox()),
 	}, nil
+}
+
+// sandboxStatus is the tool host's account of a child's confinement, for administrators
+// (nil: it runs unconfined).
+func sandboxStatus(st *toolhostv1.SandboxStatus) *mcpgatewayv1.SandboxStatus {
+	if st == nil {
+		return nil
+	}
+	return &mcpgatewayv1.SandboxStatus{Active: st.GetActive(), Missing: st.GetMissing()}
 }

@@ -14,6 +14,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -44,7 +45,7 @@ type stdioSession struct {
 func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, log *slog.Logger) (*stdioSession, error) {
 	s := &stdioSession{th: host.Client, host: host, hosts: hosts, pin: cfg.GetToolHost(), log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
-		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(),
+		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(), Sandbox: serverconfig.ToToolHost(cfg.GetSandbox()),
 	}}
 	s.placedAt.Store(hosts.Generation())
 	if err := s.start(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/zestmcp/zest/lib/envref"
+	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
 	"github.com/zestmcp/zest/services/toolhost/supervisor"
 	"google.golang.org/grpc/codes"
@@ -27,7 +28,7 @@ func toStatus(err error) error {
 	case errors.Is(err, supervisor.ErrBadSpec), errors.Is(err, supervisor.ErrReservedVariable),
 		errors.Is(err, envref.ErrRawValue), errors.Is(err, envref.ErrBadName), errors.Is(err, stdio.ErrBadRequest):
 		code = codes.InvalidArgument
-	case errors.Is(err, envref.ErrNotSet), errors.Is(err, stdio.ErrLaunch):
+	case errors.Is(err, envref.ErrNotSet), errors.Is(err, stdio.ErrLaunch), errors.Is(err, sandbox.ErrUnavailable):
 		code = codes.FailedPrecondition
 	case errors.Is(err, stdio.ErrBusy):
 		code = codes.ResourceExhausted

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"github.com/zestmcp/zest/services/toolhost/shim"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
 	"github.com/zestmcp/zest/services/toolhost/supervisor"
@@ -72,6 +74,12 @@ type Config struct {
 	Keys keyauth.Keys
 	// MetricsAddr serves GET /metrics (ZEST_TOOLHOST_METRICS_ADDR; "off": none).
 	MetricsAddr string
+	// Sandbox is the default for servers whose spec leaves sandbox.enabled out
+	// (ZEST_TOOLHOST_SANDBOX): "off" or "on" (docs/untrusted-tools.md).
+	Sandbox string
+	// SandboxUID is who sandboxed servers run as when the tool host is root
+	// (ZEST_TOOLHOST_SANDBOX_UID, "uid[:gid]"; default 65534, nobody).
+	SandboxUID string
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
 	// each server (set by main; empty runs servers directly).
 	ShimPath string
@@ -92,6 +100,7 @@ func DefaultConfig() Config {
 		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		MaxRelays: d.MaxRelays, StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil), MetricsAddr: DefaultMetricsAddr,
+		Sandbox: "off", SandboxUID: strconv.Itoa(sandbox.DefaultUID),
 	}
 }
 
@@ -112,6 +121,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
 	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
 	fs.StringVar(&c.EnvAllow, "toolhost-env-allow", c.EnvAllow, "more variables of the tool host's environment that servers inherit, comma-separated; NAME* is a prefix (e.g. NODE_*,PYTHONPATH); ZEST_* and LEMONADE_* are refused")
+	fs.StringVar(&c.Sandbox, "toolhost-sandbox", c.Sandbox, `default for stdio servers whose config leaves sandbox.enabled out: "off" (run unconfined) or "on" (bubblewrap, seccomp, Landlock, rlimits; docs/untrusted-tools.md)`)
+	fs.StringVar(&c.SandboxUID, "toolhost-sandbox-uid", c.SandboxUID, `uid[:gid] that sandboxed servers run as when the tool host is root (not 0; default nobody); writable_paths must be writable by it`)
 	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")
 }
 
@@ -133,6 +144,12 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr),
 		metrics.ValidateApart("toolhost-metrics-addr", c.MetricsAddr, "toolhost-addr", c.Addr))
+	if _, err := sandbox.ParseMode(c.Sandbox); err != nil {
+		errs = append(errs, fmt.Errorf("toolhost-sandbox (ZEST_TOOLHOST_SANDBOX) %w", err))
+	}
+	if _, _, err := sandbox.ParseUID(c.SandboxUID); err != nil {
+		errs = append(errs, fmt.Errorf("toolhost-sandbox-uid (ZEST_TOOLHOST_SANDBOX_UID) %w", err))
+	}
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
 	}
@@ -196,7 +213,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes, MaxRelays: cfg.MaxRelays,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
-		EnvAllow: envAllow,
+		EnvAllow: envAllow, Sandbox: sandboxSettings(cfg, log),
 	})
 	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}, started: time.Now()}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
@@ -208,6 +225,22 @@ func New(cfg Config, log *slog.Logger) *Host {
 	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
 	return h
+}
+
+// sandboxSettings are the supervisor's sandbox settings from cfg (Validate reports wrong ones;
+// here a wrong mode sandboxes every server, the safe side).
+func sandboxSettings(cfg Config, log *slog.Logger) sandbox.Settings {
+	on, err := sandbox.ParseMode(cfg.Sandbox)
+	if err != nil {
+		log.Error("ZEST_TOOLHOST_SANDBOX is invalid: sandboxing every server", "err", err)
+		on = true
+	}
+	uid, gid, err := sandbox.ParseUID(cfg.SandboxUID)
+	if err != nil {
+		log.Error("ZEST_TOOLHOST_SANDBOX_UID is invalid: using nobody (65534)", "err", err)
+		uid, gid = sandbox.DefaultUID, sandbox.DefaultUID
+	}
+	return sandbox.Settings{Default: on, UID: uid, GID: gid, Exe: cfg.ShimPath}
 }
 
 // shimArgv runs servers under the shim at path, which gives a server and its descendants the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/envref"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -65,6 +66,9 @@ type Config struct {
 	Environ   func() []string
 	LookupEnv func(string) (string, bool)
 	Logger    *slog.Logger
+	// Sandbox is the operator's sandbox default and user (package sandbox): a server runs
+	// sandboxed when its spec says so or, saying nothing, when Sandbox.Default is set.
+	Sandbox sandbox.Settings
 }
 
 // DefaultConfig returns the documented defaults.
@@ -134,6 +138,8 @@ type server struct {
 	spec *toolhostv1.ServerSpec
 	path string
 	env  []string // the child's whole environment; holds secret values: never logged or returned
+	// plan confines the child (nil: it runs unconfined).
+	plan *sandbox.Plan
 
 	conn       *stdio.Conn
 	state      toolhostv1.ServerState
@@ -190,6 +196,22 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 	return path, childEnv(s.cfg.Environ(), s.envAllow, declared), nil
 }
 
+// sandboxPlan checks spec's sandbox and, when the server runs sandboxed, resolves how. A
+// sandbox that is asked for and cannot run here fails the start: never unconfined instead.
+func (s *Supervisor) sandboxPlan(spec *toolhostv1.ServerSpec, path string, env []string) (*sandbox.Plan, error) {
+	if err := sandbox.Check(spec.GetSandbox()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	if !sandbox.Enabled(spec.GetSandbox(), s.cfg.Sandbox.Default) {
+		return nil, nil
+	}
+	plan, err := sandbox.NewPlan(spec.GetSandbox(), s.cfg.Sandbox, path, spec.GetWorkingDir(), env)
+	if errors.Is(err, sandbox.ErrBadSandbox) {
+		err = fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	return plan, err
+}
+
 func unwrapExecErr(err error) error {
 	var e *exec.Error
 	if errors.As(err, &e) {
@@ -202,6 +224,10 @@ func unwrapExecErr(err error) error {
 // handshake. A changed spec replaces the running child.
 func (s *Supervisor) EnsureStarted(ctx context.Context, spec *toolhostv1.ServerSpec, lazy bool) (*toolhostv1.ServerStatus, error) {
 	path, env, err := s.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := s.sandboxPlan(spec, path, env)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +245,7 @@ func (s *Supervisor) EnsureStarted(ctx context.Context, spec *toolhostv1.ServerS
 
 	srv.mu.Lock()
 	changed := srv.spec != nil && !proto.Equal(srv.spec, spec)
-	srv.spec, srv.path, srv.env = proto.Clone(spec).(*toolhostv1.ServerSpec), path, env
+	srv.spec, srv.path, srv.env, srv.plan = proto.Clone(spec).(*toolhostv1.ServerSpec), path, env, plan
 	old := srv.conn
 	if changed {
 		srv.gen++
@@ -305,10 +331,10 @@ func (srv *server) ensureRunning(ctx context.Context) (*stdio.Conn, error) {
 				countRestart(srv.id)
 			}
 			srv.state = toolhostv1.ServerState_SERVER_STATE_STARTING
-			spec, path, env := srv.spec, srv.path, srv.env
+			spec, path, env, plan := srv.spec, srv.path, srv.env, srv.plan
 			srv.mu.Unlock()
 			srv.sup.publish(srv.id, srv.status(), nil)
-			go srv.run(context.WithoutCancel(ctx), l, spec, path, env)
+			go srv.run(context.WithoutCancel(ctx), l, spec, path, env, plan)
 		} else {
 			srv.mu.Unlock()
 		}
@@ -340,8 +366,8 @@ func (srv *server) superseded(l *launch) bool {
 }
 
 // run performs launch l and records its outcome.
-func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSpec, path string, env []string) {
-	conn, err := srv.launch(ctx, l.gen, spec, path, env)
+func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSpec, path string, env []string, plan *sandbox.Plan) {
+	conn, err := srv.launch(ctx, l.gen, spec, path, env, plan)
 
 	srv.mu.Lock()
 	stopped := srv.gen != l.gen
@@ -389,14 +415,18 @@ func (s *Supervisor) backoff(crashes int) time.Duration {
 
 // launch starts a child and completes the MCP handshake within the spec's timeout. A child
 // started after a stop of the server (gen changed) is stopped at once.
-func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerSpec, path string, env []string) (*stdio.Conn, error) {
+func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerSpec, path string, env []string, plan *sandbox.Plan) (*stdio.Conn, error) {
 	s := srv.sup
+	args := spec.GetArgs()
+	if plan != nil { // the shim runs the sandbox's outer step, which runs the server
+		path, args = plan.Argv(path, args)
+	}
 	// The callbacks run on the conn's goroutines, which may start before Start has returned
 	// conn: they wait for it (Start starts them only on success, right before returning).
 	var conn *stdio.Conn
 	ready := make(chan struct{})
 	conn, err := stdio.Start(stdio.Options{
-		Path: path, Args: spec.GetArgs(), Dir: spec.GetWorkingDir(), Env: env,
+		Path: path, Args: args, Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
 		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
 		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
@@ -416,7 +446,7 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 	}
 	srv.conn, srv.started = conn, time.Now()
 	srv.mu.Unlock()
-	s.log.Info("MCP server started", "id", spec.GetId(), "pid", conn.Pid(), "command", spec.GetCommand())
+	s.log.Info("MCP server started", "id", spec.GetId(), "pid", conn.Pid(), "command", spec.GetCommand(), "sandboxed", plan != nil)
 
 	hctx, cancel := context.WithTimeout(ctx, srv.timeout(spec))
 	defer cancel()
@@ -753,6 +783,9 @@ func (srv *server) status() *toolhostv1.ServerStatus {
 		st.Capabilities, _ = structpb.NewStruct(srv.caps)
 	}
 	st.Instructions = srv.instructions
+	if srv.plan != nil {
+		st.Sandbox = srv.plan.Status()
+	}
 	return st
 }
 

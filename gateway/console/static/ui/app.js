@@ -9,8 +9,9 @@ import presets from './views/presets.js';
 import chat from './views/chat.js';
 import activity from './views/activity.js';
 import audit from './views/audit.js';
+import approvals from './views/approvals.js';
 
-const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity, '#/audit': audit };
+const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity, '#/audit': audit, '#/approvals': approvals };
 
 const ADMIN_KEY = 'zest.adminKey';
 const API_KEY = 'zest.apiKey';

@@ -229,6 +229,15 @@ export default {
           c.state = null;
           c.block.append(el('p', { class: 'small' }, `Output (${ev.output_bytes || 0} bytes${ev.truncated ? ', truncated for the model' : ''}):`), el('pre', {}, ev.output || ''));
           app.announce(`${ev.name} ${ev.is_error ? 'reported an error' : 'answered'} in ${ev.duration_ms || 0} ms.`);
+        } else if (ev.type === 'approval_required' && calls.get(ev.id)) {
+          // The call waits for an administrator (the Approvals view decides it).
+          const c = calls.get(ev.id);
+          // A new tab: leaving this view would end the chat, and withdraw the call.
+          const st = el('p', { class: 'status connecting' }, el('span', { 'aria-hidden': 'true' }, '⏸'), 'Waits for approval · ',
+            el('a', { href: '#/approvals', target: '_blank' }, 'decide in Approvals (new tab)'));
+          c.state.replaceWith(st);
+          c.state = st;
+          app.announce(`${ev.name} waits for an administrator's approval.`);
         } else {
           out.append(el('div', { class: 'toolcall' }, el('p', {}, el('strong', {}, `${ev.type || 'event'}: `), ev.message || JSON.stringify(ev))));
         }

@@ -22,8 +22,9 @@ function badge(app, status) {
 
 function lines(text) { return text.split('\n').map((l) => l.trim()).filter(Boolean); }
 
-// formBody reads the form into the admin API's server config.
-function formBody(form, editingId) {
+// formBody reads the form into the admin API's server config; fields the form does not show
+// are kept from existing (the stored server) where dropping them would change its safety.
+function formBody(form, editingId, existing) {
   const v = (n) => (form.elements[n] ? form.elements[n].value.trim() : '');
   const http = form.elements.transport.value === 'streamable-http';
   const body = { name: v('name'), transport: http ? 'streamable-http' : 'stdio' };
@@ -45,6 +46,8 @@ function formBody(form, editingId) {
     }
     body.env = env;
     if (v('tool_host')) body.tool_host = v('tool_host');
+    // The form has no sandbox fields: an edit keeps the stored sandbox, never unconfines it.
+    if (existing && existing.sandbox) body.sandbox = existing.sandbox;
   }
   body.tools_allow = lines(form.elements.tools_allow.value);
   body.tools_deny = lines(form.elements.tools_deny.value);
@@ -121,7 +124,7 @@ function serverForm(app, existing, onSaved) {
     app.clearFieldErrors(form);
     result.replaceChildren(el('p', {}, 'Testing…'));
     try {
-      const body = formBody(form, s.id);
+      const body = formBody(form, s.id, s);
       if (!body.name && !body.id) body.name = 'test';
       const r = await app.api('POST', '/internal/mcp/servers/test', body);
       const n = ((r.server && r.server.tools) || []).length;
@@ -137,7 +140,7 @@ function serverForm(app, existing, onSaved) {
     app.clearFieldErrors(form);
     let saved;
     try {
-      saved = (await app.api('POST', '/internal/mcp/servers', formBody(form, s.id))).server;
+      saved = (await app.api('POST', '/internal/mcp/servers', formBody(form, s.id, s))).server;
     } catch (e) {
       showError(e);
       return;

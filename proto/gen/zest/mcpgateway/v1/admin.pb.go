@@ -136,11 +136,12 @@ type ServerInput struct {
 	// max_concurrency bounds the tool calls of this server in flight at once, all callers
 	// together (1-1024; absent or 0: no limit of its own).
 	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
-	// approval is "required" (every tool of the server needs a person's approval before a call)
-	// or "none" (default; approval_tools may still name some).
+	// approval is "required" (every tool of the server needs a person's approval before a chat
+	// or MCP client calls it: docs/untrusted-tools.md) or "none" (default; approval_tools may
+	// still name some). The admin API's own CallTool is never held.
 	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names whose calls need approval even when
-	// approval is "none" (at most 64 patterns of 1-128 characters).
+	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
+	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
 	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -331,13 +332,15 @@ func (x *ServerInput) GetApprovalTools() []string {
 }
 
 // Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
-// field has presence so that an absent one takes the operator's default.
+// field has presence so that an absent one takes the default. A server without a sandbox
+// takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
 type Sandbox struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// enabled runs the server inside the sandbox.
+	// enabled runs the server inside the sandbox; a sandbox sent without it is enabled (it is
+	// stored so), and false opts the server out of the tool host's default.
 	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
 	// network is "none" (default: no network at all), "proxy" (only allow_hosts, through the
-	// tool host's local proxy) or "host" (the tool host's network).
+	// tool host's local proxy: not built yet, refused) or "host" (the tool host's network).
 	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
 	// allow_hosts are host[:port] patterns reachable with network "proxy".
 	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,proto3" json:"allow_hosts,omitempty"`
@@ -3596,6 +3599,458 @@ func (x *AuditEntry) GetResultTruncated() bool {
 	return false
 }
 
+// ListApprovalsRequest asks for the pending approvals.
+type ListApprovalsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsRequest) Reset() {
+	*x = ListApprovalsRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsRequest) ProtoMessage() {}
+
+func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+}
+
+// ListApprovalsResponse carries the tool calls that wait for approval, oldest first.
+type ListApprovalsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// approvals are the pending ones (state "pending"), oldest first.
+	Approvals []*Approval `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	// timeout_ms is how long a call waits before it fails as expired (ZEST_APPROVAL_TIMEOUT); a
+	// string in JSON, as protojson writes 64-bit numbers.
+	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsResponse) Reset() {
+	*x = ListApprovalsResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsResponse) ProtoMessage() {}
+
+func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListApprovalsResponse) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+func (x *ListApprovalsResponse) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+// ApproveToolCallRequest approves one waiting tool call (over HTTP the body is empty or
+// {"reason": "…"}).
+type ApproveToolCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the approval's id (from GET /internal/mcp/approvals or the chat's approval_required event).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// reason is kept with the decision (at most 500 bytes).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveToolCallRequest) Reset() {
+	*x = ApproveToolCallRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveToolCallRequest) ProtoMessage() {}
+
+func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveToolCallRequest.ProtoReflect.Descriptor instead.
+func (*ApproveToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ApproveToolCallRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApproveToolCallRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ApproveToolCallResponse is the approval as decided.
+type ApproveToolCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// approval is the approval with its new state.
+	Approval      *Approval `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveToolCallResponse) Reset() {
+	*x = ApproveToolCallResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveToolCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveToolCallResponse) ProtoMessage() {}
+
+func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveToolCallResponse.ProtoReflect.Descriptor instead.
+func (*ApproveToolCallResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ApproveToolCallResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+// DenyToolCallRequest denies one waiting tool call (over HTTP the body is empty or
+// {"reason": "…"}).
+type DenyToolCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the approval's id (from GET /internal/mcp/approvals or the chat's approval_required event).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// reason is told to the model with the denial, and kept with the decision (at most 500 bytes).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyToolCallRequest) Reset() {
+	*x = DenyToolCallRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyToolCallRequest) ProtoMessage() {}
+
+func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyToolCallRequest.ProtoReflect.Descriptor instead.
+func (*DenyToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *DenyToolCallRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DenyToolCallRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// DenyToolCallResponse is the approval as decided.
+type DenyToolCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// approval is the approval with its new state.
+	Approval      *Approval `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyToolCallResponse) Reset() {
+	*x = DenyToolCallResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyToolCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyToolCallResponse) ProtoMessage() {}
+
+func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyToolCallResponse.ProtoReflect.Descriptor instead.
+func (*DenyToolCallResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *DenyToolCallResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+// Approval is one tool call that waits for (or got) a person's decision.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the approval (32 hex digits, random).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// state is "pending", "approved", "denied", "expired" (ZEST_APPROVAL_TIMEOUT passed) or
+	// "withdrawn" (the chat that asked ended first).
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// server_id is the tool's server.
+	ServerId string `protobuf:"bytes,3,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	// tool is the tool's own name on its server.
+	Tool string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// chat_name is the name the model called the tool by.
+	ChatName string `protobuf:"bytes,5,opt,name=chat_name,proto3" json:"chat_name,omitempty"`
+	// arguments are the call's arguments as JSON text (cut at 16 KiB for the record).
+	Arguments string `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// who started the chat: the first 12 hex digits of the SHA-256 of its key, or "anonymous".
+	Who string `protobuf:"bytes,7,opt,name=who,proto3" json:"who,omitempty"`
+	// created is when the call began to wait, RFC 3339 in UTC with milliseconds.
+	Created string `protobuf:"bytes,8,opt,name=created,proto3" json:"created,omitempty"`
+	// expires is when it fails as expired unless decided, RFC 3339 in UTC with milliseconds.
+	Expires string `protobuf:"bytes,9,opt,name=expires,proto3" json:"expires,omitempty"`
+	// reason is the deny reason (or why it expired or was withdrawn).
+	Reason string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	// decided_by is who decided: the first 12 hex digits of the SHA-256 of the deciding key.
+	DecidedBy string `protobuf:"bytes,11,opt,name=decided_by,proto3" json:"decided_by,omitempty"`
+	// preset_id is the preset of the chat, if any.
+	PresetId string `protobuf:"bytes,12,opt,name=preset_id,proto3" json:"preset_id,omitempty"`
+	// call_id is the model's id of the tool call.
+	CallId        string `protobuf:"bytes,13,opt,name=call_id,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *Approval) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Approval) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Approval) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *Approval) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Approval) GetChatName() string {
+	if x != nil {
+		return x.ChatName
+	}
+	return ""
+}
+
+func (x *Approval) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *Approval) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+func (x *Approval) GetCreated() string {
+	if x != nil {
+		return x.Created
+	}
+	return ""
+}
+
+func (x *Approval) GetExpires() string {
+	if x != nil {
+		return x.Expires
+	}
+	return ""
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Approval) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+func (x *Approval) GetPresetId() string {
+	if x != nil {
+		return x.PresetId
+	}
+	return ""
+}
+
+func (x *Approval) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
@@ -3927,10 +4382,43 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\targuments\x18\x0e \x01(\tR\targuments\x120\n" +
 	"\x13arguments_truncated\x18\x0f \x01(\bR\x13arguments_truncated\x12\x16\n" +
 	"\x06result\x18\x10 \x01(\tR\x06result\x12*\n" +
-	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated*\\\n" +
+	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated\"\x16\n" +
+	"\x14ListApprovalsRequest\"s\n" +
+	"\x15ListApprovalsResponse\x12:\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x1c.zest.mcpgateway.v1.ApprovalR\tapprovals\x12\x1e\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\n" +
+	"timeout_ms\"@\n" +
+	"\x16ApproveToolCallRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"S\n" +
+	"\x17ApproveToolCallResponse\x128\n" +
+	"\bapproval\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ApprovalR\bapproval\"=\n" +
+	"\x13DenyToolCallRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"P\n" +
+	"\x14DenyToolCallResponse\x128\n" +
+	"\bapproval\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ApprovalR\bapproval\"\xd4\x02\n" +
+	"\bApproval\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1c\n" +
+	"\tserver_id\x18\x03 \x01(\tR\tserver_id\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x1c\n" +
+	"\tchat_name\x18\x05 \x01(\tR\tchat_name\x12\x1c\n" +
+	"\targuments\x18\x06 \x01(\tR\targuments\x12\x10\n" +
+	"\x03who\x18\a \x01(\tR\x03who\x12\x18\n" +
+	"\acreated\x18\b \x01(\tR\acreated\x12\x18\n" +
+	"\aexpires\x18\t \x01(\tR\aexpires\x12\x16\n" +
+	"\x06reason\x18\n" +
+	" \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"decided_by\x18\v \x01(\tR\n" +
+	"decided_by\x12\x1c\n" +
+	"\tpreset_id\x18\f \x01(\tR\tpreset_id\x12\x18\n" +
+	"\acall_id\x18\r \x01(\tR\acall_id*\\\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
-	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\xcf\x11\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\x87\x15\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
@@ -3949,7 +4437,10 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\bCallTool\x12#.zest.mcpgateway.v1.CallToolRequest\x1a$.zest.mcpgateway.v1.CallToolResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/internal/mcp/servers/{id}/tools/call\x12\x81\x01\n" +
 	"\fListActivity\x12'.zest.mcpgateway.v1.ListActivityRequest\x1a(.zest.mcpgateway.v1.ListActivityResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/internal/mcp/activity\x12u\n" +
 	"\tListAudit\x12$.zest.mcpgateway.v1.ListAuditRequest\x1a%.zest.mcpgateway.v1.ListAuditResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/audit\x12`\n" +
-	"\vExportAudit\x12&.zest.mcpgateway.v1.ExportAuditRequest\x1a'.zest.mcpgateway.v1.ExportAuditResponse0\x01B\xd1\x01\n" +
+	"\vExportAudit\x12&.zest.mcpgateway.v1.ExportAuditRequest\x1a'.zest.mcpgateway.v1.ExportAuditResponse0\x01\x12\x85\x01\n" +
+	"\rListApprovals\x12(.zest.mcpgateway.v1.ListApprovalsRequest\x1a).zest.mcpgateway.v1.ListApprovalsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/internal/mcp/approvals\x12\x9b\x01\n" +
+	"\x0fApproveToolCall\x12*.zest.mcpgateway.v1.ApproveToolCallRequest\x1a+.zest.mcpgateway.v1.ApproveToolCallResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/internal/mcp/approvals/{id}/approve\x12\x8f\x01\n" +
+	"\fDenyToolCall\x12'.zest.mcpgateway.v1.DenyToolCallRequest\x1a(.zest.mcpgateway.v1.DenyToolCallResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/internal/mcp/approvals/{id}/denyB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -3966,7 +4457,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
@@ -4014,27 +4505,34 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*ExportAuditRequest)(nil),       // 43: zest.mcpgateway.v1.ExportAuditRequest
 	(*ExportAuditResponse)(nil),      // 44: zest.mcpgateway.v1.ExportAuditResponse
 	(*AuditEntry)(nil),               // 45: zest.mcpgateway.v1.AuditEntry
-	nil,                              // 46: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 47: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 48: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 49: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 50: google.protobuf.Timestamp
+	(*ListApprovalsRequest)(nil),     // 46: zest.mcpgateway.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 47: zest.mcpgateway.v1.ListApprovalsResponse
+	(*ApproveToolCallRequest)(nil),   // 48: zest.mcpgateway.v1.ApproveToolCallRequest
+	(*ApproveToolCallResponse)(nil),  // 49: zest.mcpgateway.v1.ApproveToolCallResponse
+	(*DenyToolCallRequest)(nil),      // 50: zest.mcpgateway.v1.DenyToolCallRequest
+	(*DenyToolCallResponse)(nil),     // 51: zest.mcpgateway.v1.DenyToolCallResponse
+	(*Approval)(nil),                 // 52: zest.mcpgateway.v1.Approval
+	nil,                              // 53: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 54: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 55: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 56: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	46, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	53, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
 	2,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	47, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	54, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	2,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	49, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	49, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	49, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	48, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	49, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	49, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	56, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	56, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	56, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	55, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	56, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	56, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	4,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	6,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
 	2,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	50, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	57, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
 	7,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
 	5,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	4,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
@@ -4046,8 +4544,8 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	5,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	49, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	49, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	56, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	56, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
 	28, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
 	28, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
 	33, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
@@ -4055,45 +4553,54 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	40, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
 	45, // 32: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
 	45, // 33: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	8,  // 34: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	10, // 35: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	12, // 36: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	14, // 37: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	16, // 38: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	18, // 39: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	20, // 40: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	22, // 41: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	24, // 42: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	29, // 43: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	31, // 44: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	34, // 45: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	36, // 46: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	26, // 47: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	38, // 48: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	41, // 49: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	43, // 50: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	9,  // 51: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	11, // 52: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	13, // 53: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	15, // 54: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	17, // 55: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	19, // 56: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	21, // 57: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	23, // 58: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	25, // 59: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	30, // 60: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	32, // 61: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	35, // 62: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	37, // 63: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	27, // 64: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	39, // 65: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	42, // 66: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	44, // 67: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	51, // [51:68] is the sub-list for method output_type
-	34, // [34:51] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	52, // 34: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	52, // 35: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	52, // 36: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	8,  // 37: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	10, // 38: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	12, // 39: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	14, // 40: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	16, // 41: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	18, // 42: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	20, // 43: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	22, // 44: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	24, // 45: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	29, // 46: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	31, // 47: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	34, // 48: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	36, // 49: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	26, // 50: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	38, // 51: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	41, // 52: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	43, // 53: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	46, // 54: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	48, // 55: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	50, // 56: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	9,  // 57: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	11, // 58: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	13, // 59: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	15, // 60: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	17, // 61: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	19, // 62: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	21, // 63: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	23, // 64: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	25, // 65: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	30, // 66: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	32, // 67: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	35, // 68: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	37, // 69: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	27, // 70: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	39, // 71: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	42, // 72: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	44, // 73: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	47, // 74: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	49, // 75: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	51, // 76: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	57, // [57:77] is the sub-list for method output_type
+	37, // [37:57] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4112,7 +4619,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,9 @@ const (
 	AdminService_ListActivity_FullMethodName     = "/zest.mcpgateway.v1.AdminService/ListActivity"
 	AdminService_ListAudit_FullMethodName        = "/zest.mcpgateway.v1.AdminService/ListAudit"
 	AdminService_ExportAudit_FullMethodName      = "/zest.mcpgateway.v1.AdminService/ExportAudit"
+	AdminService_ListApprovals_FullMethodName    = "/zest.mcpgateway.v1.AdminService/ListApprovals"
+	AdminService_ApproveToolCall_FullMethodName  = "/zest.mcpgateway.v1.AdminService/ApproveToolCall"
+	AdminService_DenyToolCall_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DenyToolCall"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -89,6 +92,17 @@ type AdminServiceClient interface {
 	// message. The edge serves it as GET /internal/mcp/audit/export, one JSON object a line
 	// (application/x-ndjson), with a handler of its own.
 	ExportAudit(ctx context.Context, in *ExportAuditRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportAuditResponse], error)
+	// ListApprovals is called by GET /internal/mcp/approvals to show the chat loop's tool calls
+	// that wait for a person's approval (their server's approval or approval_tools ask for one),
+	// on every replica (the registry holds them), oldest first.
+	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
+	// ApproveToolCall is called by POST /internal/mcp/approvals/{id}/approve: the waiting call
+	// runs. An id that is not known (or no longer kept) is NOT_FOUND; a call already decided,
+	// expired or withdrawn is FAILED_PRECONDITION.
+	ApproveToolCall(ctx context.Context, in *ApproveToolCallRequest, opts ...grpc.CallOption) (*ApproveToolCallResponse, error)
+	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
+	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
+	DenyToolCall(ctx context.Context, in *DenyToolCallRequest, opts ...grpc.CallOption) (*DenyToolCallResponse, error)
 }
 
 type adminServiceClient struct {
@@ -278,6 +292,36 @@ func (c *adminServiceClient) ExportAudit(ctx context.Context, in *ExportAuditReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_ExportAuditClient = grpc.ServerStreamingClient[ExportAuditResponse]
 
+func (c *adminServiceClient) ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListApprovalsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListApprovals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ApproveToolCall(ctx context.Context, in *ApproveToolCallRequest, opts ...grpc.CallOption) (*ApproveToolCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApproveToolCallResponse)
+	err := c.cc.Invoke(ctx, AdminService_ApproveToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DenyToolCall(ctx context.Context, in *DenyToolCallRequest, opts ...grpc.CallOption) (*DenyToolCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DenyToolCallResponse)
+	err := c.cc.Invoke(ctx, AdminService_DenyToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -329,6 +373,17 @@ type AdminServiceServer interface {
 	// message. The edge serves it as GET /internal/mcp/audit/export, one JSON object a line
 	// (application/x-ndjson), with a handler of its own.
 	ExportAudit(*ExportAuditRequest, grpc.ServerStreamingServer[ExportAuditResponse]) error
+	// ListApprovals is called by GET /internal/mcp/approvals to show the chat loop's tool calls
+	// that wait for a person's approval (their server's approval or approval_tools ask for one),
+	// on every replica (the registry holds them), oldest first.
+	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
+	// ApproveToolCall is called by POST /internal/mcp/approvals/{id}/approve: the waiting call
+	// runs. An id that is not known (or no longer kept) is NOT_FOUND; a call already decided,
+	// expired or withdrawn is FAILED_PRECONDITION.
+	ApproveToolCall(context.Context, *ApproveToolCallRequest) (*ApproveToolCallResponse, error)
+	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
+	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
+	DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -389,6 +444,15 @@ func (UnimplementedAdminServiceServer) ListAudit(context.Context, *ListAuditRequ
 }
 func (UnimplementedAdminServiceServer) ExportAudit(*ExportAuditRequest, grpc.ServerStreamingServer[ExportAuditResponse]) error {
 	return status.Error(codes.Unimplemented, "method ExportAudit not implemented")
+}
+func (UnimplementedAdminServiceServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListApprovals not implemented")
+}
+func (UnimplementedAdminServiceServer) ApproveToolCall(context.Context, *ApproveToolCallRequest) (*ApproveToolCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApproveToolCall not implemented")
+}
+func (UnimplementedAdminServiceServer) DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DenyToolCall not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -710,6 +774,60 @@ func _AdminService_ExportAudit_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_ExportAuditServer = grpc.ServerStreamingServer[ExportAuditResponse]
 
+func _AdminService_ListApprovals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListApprovalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListApprovals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListApprovals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListApprovals(ctx, req.(*ListApprovalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ApproveToolCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApproveToolCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ApproveToolCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ApproveToolCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ApproveToolCall(ctx, req.(*ApproveToolCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DenyToolCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DenyToolCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DenyToolCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DenyToolCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DenyToolCall(ctx, req.(*DenyToolCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -780,6 +898,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAudit",
 			Handler:    _AdminService_ListAudit_Handler,
+		},
+		{
+			MethodName: "ListApprovals",
+			Handler:    _AdminService_ListApprovals_Handler,
+		},
+		{
+			MethodName: "ApproveToolCall",
+			Handler:    _AdminService_ApproveToolCall_Handler,
+		},
+		{
+			MethodName: "DenyToolCall",
+			Handler:    _AdminService_DenyToolCall_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -241,14 +241,20 @@ func (*ChatResponse_Done) isChatResponse_Kind() {}
 // ToolEvent is something the loop did, shown to streaming clients as it happens.
 type ToolEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// type is "tool_call", "tool_result" or "warning".
+	// type is "tool_call", "tool_result", "warning", or "approval_required" (the call waits for
+	// a person's approval: POST /internal/mcp/approvals/{approval_id}/approve or /deny; its
+	// tool_result follows the decision, denied or expired ones as errors saying so).
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	// call is the tool call (tool_call: without its outcome; tool_result: with it and a preview of the output).
+	// call is the tool call (tool_call and approval_required: without its outcome; tool_result: with it and a preview of the output).
 	Call *ToolCallRecord `protobuf:"bytes,2,opt,name=call,proto3" json:"call,omitempty"`
-	// message is the warning's text (warning only).
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// message is the warning's text (warning), or what the approval waits for (approval_required).
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// approval_id names the pending approval (approval_required only).
+	ApprovalId string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// approval_expires is when the waiting call fails unless decided, RFC 3339 (approval_required only).
+	ApprovalExpires string `protobuf:"bytes,5,opt,name=approval_expires,json=approvalExpires,proto3" json:"approval_expires,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ToolEvent) Reset() {
@@ -302,6 +308,20 @@ func (x *ToolEvent) GetMessage() string {
 	return ""
 }
 
+func (x *ToolEvent) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ToolEvent) GetApprovalExpires() string {
+	if x != nil {
+		return x.ApprovalExpires
+	}
+	return ""
+}
+
 // ToolCallRecord is one tool call the loop made.
 type ToolCallRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -325,6 +345,9 @@ type ToolCallRecord struct {
 	DurationMs int64 `protobuf:"varint,9,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	// output_preview is the start of the output, at most 512 bytes cut between characters and then "…" (tool_result events only).
 	OutputPreview string `protobuf:"bytes,10,opt,name=output_preview,json=outputPreview,proto3" json:"output_preview,omitempty"`
+	// approval is how a call that needed approval was decided: "approved", "denied", "expired"
+	// or "withdrawn" (empty when it needed none).
+	Approval      string `protobuf:"bytes,11,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +448,13 @@ func (x *ToolCallRecord) GetDurationMs() int64 {
 func (x *ToolCallRecord) GetOutputPreview() string {
 	if x != nil {
 		return x.OutputPreview
+	}
+	return ""
+}
+
+func (x *ToolCallRecord) GetApproval() string {
+	if x != nil {
+		return x.Approval
 	}
 	return ""
 }
@@ -554,11 +584,14 @@ const file_zest_mcpgateway_v1_chat_proto_rawDesc = "" +
 	"\x05event\x18\x05 \x01(\v2\x1d.zest.mcpgateway.v1.ToolEventH\x00R\x05event\x122\n" +
 	"\x04done\x18\x03 \x01(\v2\x1c.zest.mcpgateway.v1.ChatDoneH\x00R\x04doneB\x06\n" +
 	"\x04kindJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\n" +
-	"completion\"q\n" +
+	"completion\"\xbd\x01\n" +
 	"\tToolEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x126\n" +
 	"\x04call\x18\x02 \x01(\v2\".zest.mcpgateway.v1.ToolCallRecordR\x04call\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xa9\x02\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1f\n" +
+	"\vapproval_id\x18\x04 \x01(\tR\n" +
+	"approvalId\x12)\n" +
+	"\x10approval_expires\x18\x05 \x01(\tR\x0fapprovalExpires\"\xc5\x02\n" +
 	"\x0eToolCallRecord\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x05R\x05round\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -571,7 +604,8 @@ const file_zest_mcpgateway_v1_chat_proto_rawDesc = "" +
 	"\vduration_ms\x18\t \x01(\x03R\n" +
 	"durationMs\x12%\n" +
 	"\x0eoutput_preview\x18\n" +
-	" \x01(\tR\routputPreview\"\xb8\x02\n" +
+	" \x01(\tR\routputPreview\x12\x1a\n" +
+	"\bapproval\x18\v \x01(\tR\bapproval\"\xb8\x02\n" +
 	"\bChatDone\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x18\n" +

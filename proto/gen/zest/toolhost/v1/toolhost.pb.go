@@ -98,7 +98,9 @@ type ServerSpec struct {
 	// env maps a variable name to a ${VAR} reference resolved from the toolhost's own environment.
 	Env map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// timeout_ms bounds the handshake and each call that sets no deadline of its own.
-	TimeoutMs     int32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// sandbox says how the child is confined (docs/untrusted-tools.md); unset takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
+	Sandbox       *Sandbox `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -175,6 +177,186 @@ func (x *ServerSpec) GetTimeoutMs() int32 {
 	return 0
 }
 
+func (x *ServerSpec) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// Sandbox says how a stdio server's child is confined, as mcpgateway's Sandbox says it; every field has presence so that an absent one takes the tool host's default.
+type Sandbox struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// enabled runs the child inside the sandbox (bubblewrap, seccomp, Landlock, rlimits).
+	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// network is "none" (default: a network namespace of its own with only loopback), "host" (the tool host's network) or "proxy" (refused: not built yet).
+	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
+	// allow_hosts are host[:port] patterns reachable with network "proxy".
+	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,json=allowHosts,proto3" json:"allow_hosts,omitempty"`
+	// writable_paths are absolute paths the child may write, bound read-write at the same place.
+	WritablePaths []string `protobuf:"bytes,4,rep,name=writable_paths,json=writablePaths,proto3" json:"writable_paths,omitempty"`
+	// readable_paths are absolute paths the child may read beyond the system's own directories.
+	ReadablePaths []string `protobuf:"bytes,5,rep,name=readable_paths,json=readablePaths,proto3" json:"readable_paths,omitempty"`
+	// memory_bytes bounds the child's memory (RLIMIT_AS of each process where cgroups v2 are not usable).
+	MemoryBytes *int64 `protobuf:"varint,6,opt,name=memory_bytes,json=memoryBytes,proto3,oneof" json:"memory_bytes,omitempty"`
+	// max_pids bounds the processes and threads of the sandbox user (RLIMIT_NPROC).
+	MaxPids *int32 `protobuf:"varint,7,opt,name=max_pids,json=maxPids,proto3,oneof" json:"max_pids,omitempty"`
+	// cpu_seconds bounds the CPU time of each of the child's processes (RLIMIT_CPU).
+	CpuSeconds *int32 `protobuf:"varint,8,opt,name=cpu_seconds,json=cpuSeconds,proto3,oneof" json:"cpu_seconds,omitempty"`
+	// open_files bounds the open files of each of the child's processes (RLIMIT_NOFILE).
+	OpenFiles     *int32 `protobuf:"varint,9,opt,name=open_files,json=openFiles,proto3,oneof" json:"open_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sandbox) Reset() {
+	*x = Sandbox{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sandbox) ProtoMessage() {}
+
+func (x *Sandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
+func (*Sandbox) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Sandbox) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *Sandbox) GetNetwork() string {
+	if x != nil && x.Network != nil {
+		return *x.Network
+	}
+	return ""
+}
+
+func (x *Sandbox) GetAllowHosts() []string {
+	if x != nil {
+		return x.AllowHosts
+	}
+	return nil
+}
+
+func (x *Sandbox) GetWritablePaths() []string {
+	if x != nil {
+		return x.WritablePaths
+	}
+	return nil
+}
+
+func (x *Sandbox) GetReadablePaths() []string {
+	if x != nil {
+		return x.ReadablePaths
+	}
+	return nil
+}
+
+func (x *Sandbox) GetMemoryBytes() int64 {
+	if x != nil && x.MemoryBytes != nil {
+		return *x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *Sandbox) GetMaxPids() int32 {
+	if x != nil && x.MaxPids != nil {
+		return *x.MaxPids
+	}
+	return 0
+}
+
+func (x *Sandbox) GetCpuSeconds() int32 {
+	if x != nil && x.CpuSeconds != nil {
+		return *x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *Sandbox) GetOpenFiles() int32 {
+	if x != nil && x.OpenFiles != nil {
+		return *x.OpenFiles
+	}
+	return 0
+}
+
+// SandboxStatus says which protections confine a server's child, by name as mcpgateway's SandboxStatus lists them.
+type SandboxStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// active are the protections in force.
+	Active []string `protobuf:"bytes,1,rep,name=active,proto3" json:"active,omitempty"`
+	// missing are protections that this tool host cannot apply, each as "name: why".
+	Missing       []string `protobuf:"bytes,2,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxStatus) Reset() {
+	*x = SandboxStatus{}
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxStatus) ProtoMessage() {}
+
+func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
+func (*SandboxStatus) Descriptor() ([]byte, []int) {
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SandboxStatus) GetActive() []string {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+func (x *SandboxStatus) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
 // ServerStatus is the process view of one supervised server.
 type ServerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -199,14 +381,16 @@ type ServerStatus struct {
 	// capabilities is the child's capabilities object.
 	Capabilities *structpb.Struct `protobuf:"bytes,10,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// instructions is the child's instructions from its initialize result, if it gave any.
-	Instructions  string `protobuf:"bytes,11,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Instructions string `protobuf:"bytes,11,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	// sandbox is what confines the child; unset when it runs unconfined.
+	Sandbox       *SandboxStatus `protobuf:"bytes,12,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[1]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -218,7 +402,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[1]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -231,7 +415,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{1}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServerStatus) GetId() string {
@@ -311,6 +495,13 @@ func (x *ServerStatus) GetInstructions() string {
 	return ""
 }
 
+func (x *ServerStatus) GetSandbox() *SandboxStatus {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
 // EnsureStartedRequest carries the launch spec of a server.
 type EnsureStartedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -324,7 +515,7 @@ type EnsureStartedRequest struct {
 
 func (x *EnsureStartedRequest) Reset() {
 	*x = EnsureStartedRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[2]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +527,7 @@ func (x *EnsureStartedRequest) String() string {
 func (*EnsureStartedRequest) ProtoMessage() {}
 
 func (x *EnsureStartedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[2]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +540,7 @@ func (x *EnsureStartedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureStartedRequest.ProtoReflect.Descriptor instead.
 func (*EnsureStartedRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{2}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EnsureStartedRequest) GetSpec() *ServerSpec {
@@ -377,7 +568,7 @@ type EnsureStartedResponse struct {
 
 func (x *EnsureStartedResponse) Reset() {
 	*x = EnsureStartedResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[3]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +580,7 @@ func (x *EnsureStartedResponse) String() string {
 func (*EnsureStartedResponse) ProtoMessage() {}
 
 func (x *EnsureStartedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[3]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +593,7 @@ func (x *EnsureStartedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureStartedResponse.ProtoReflect.Descriptor instead.
 func (*EnsureStartedResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{3}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EnsureStartedResponse) GetStatus() *ServerStatus {
@@ -425,7 +616,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[4]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +628,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[4]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +641,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{4}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StopRequest) GetId() string {
@@ -478,7 +669,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[5]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +681,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[5]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +694,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{5}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StopResponse) GetStatus() *ServerStatus {
@@ -524,7 +715,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[6]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +727,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[6]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +740,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{6}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetStatusRequest) GetId() string {
@@ -570,7 +761,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[7]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +773,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[7]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +786,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{7}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetStatusResponse) GetStatus() *ServerStatus {
@@ -614,7 +805,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[8]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +817,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[8]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +830,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{8}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{10}
 }
 
 // ListServersResponse lists every supervised server.
@@ -653,7 +844,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[9]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +856,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[9]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +869,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{9}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerStatus {
@@ -699,7 +890,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[10]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +902,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[10]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +915,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{10}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListToolsRequest) GetId() string {
@@ -745,7 +936,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[11]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +948,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[11]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +961,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{11}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListToolsResponse) GetTools() [][]byte {
@@ -801,7 +992,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[12]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +1004,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[12]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +1017,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{12}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CallRequest) GetId() string {
@@ -886,7 +1077,7 @@ type Relays struct {
 
 func (x *Relays) Reset() {
 	*x = Relays{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1089,7 @@ func (x *Relays) String() string {
 func (*Relays) ProtoMessage() {}
 
 func (x *Relays) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[13]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1102,7 @@ func (x *Relays) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relays.ProtoReflect.Descriptor instead.
 func (*Relays) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{13}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Relays) GetSampling() bool {
@@ -951,7 +1142,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1154,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[14]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1167,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{14}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallResponse) GetAnswer() isCallResponse_Answer {
@@ -1033,7 +1224,7 @@ type CallStreamRequest struct {
 
 func (x *CallStreamRequest) Reset() {
 	*x = CallStreamRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1236,7 @@ func (x *CallStreamRequest) String() string {
 func (*CallStreamRequest) ProtoMessage() {}
 
 func (x *CallStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[15]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1249,7 @@ func (x *CallStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStreamRequest.ProtoReflect.Descriptor instead.
 func (*CallStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{15}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallStreamRequest) GetCall() *CallRequest {
@@ -1085,7 +1276,7 @@ type CallStreamResponse struct {
 
 func (x *CallStreamResponse) Reset() {
 	*x = CallStreamResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1288,7 @@ func (x *CallStreamResponse) String() string {
 func (*CallStreamResponse) ProtoMessage() {}
 
 func (x *CallStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[16]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1301,7 @@ func (x *CallStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStreamResponse.ProtoReflect.Descriptor instead.
 func (*CallStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{16}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CallStreamResponse) GetKind() isCallStreamResponse_Kind {
@@ -1189,7 +1380,7 @@ type ServerRequest struct {
 
 func (x *ServerRequest) Reset() {
 	*x = ServerRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1392,7 @@ func (x *ServerRequest) String() string {
 func (*ServerRequest) ProtoMessage() {}
 
 func (x *ServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[17]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1405,7 @@ func (x *ServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerRequest.ProtoReflect.Descriptor instead.
 func (*ServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{17}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ServerRequest) GetRelayId() string {
@@ -1263,7 +1454,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1466,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[18]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1479,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{18}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AnswerRequest) GetRelayId() string {
@@ -1350,7 +1541,7 @@ type AnswerResponse struct {
 
 func (x *AnswerResponse) Reset() {
 	*x = AnswerResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1553,7 @@ func (x *AnswerResponse) String() string {
 func (*AnswerResponse) ProtoMessage() {}
 
 func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[19]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1566,7 @@ func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
 func (*AnswerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{19}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
 }
 
 // ResumeRequest goes on with a parked call.
@@ -1391,7 +1582,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1594,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[20]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1607,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{20}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResumeRequest) GetCallId() string {
@@ -1444,7 +1635,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1647,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[21]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1660,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{21}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResumeResponse) GetItem() *CallStreamResponse {
@@ -1490,7 +1681,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1693,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[22]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1706,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{22}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchRequest) GetId() string {
@@ -1543,7 +1734,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1746,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[23]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1759,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{23}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1630,7 +1821,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1833,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[24]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1846,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{24}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{26}
 }
 
 // DescribeResponse says who the tool host is.
@@ -1675,7 +1866,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1878,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[25]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1891,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{25}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -1746,7 +1937,7 @@ type JsonRpcError struct {
 
 func (x *JsonRpcError) Reset() {
 	*x = JsonRpcError{}
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1949,7 @@ func (x *JsonRpcError) String() string {
 func (*JsonRpcError) ProtoMessage() {}
 
 func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[26]
+	mi := &file_zest_toolhost_v1_toolhost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1962,7 @@ func (x *JsonRpcError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonRpcError.ProtoReflect.Descriptor instead.
 func (*JsonRpcError) Descriptor() ([]byte, []int) {
-	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{26}
+	return file_zest_toolhost_v1_toolhost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JsonRpcError) GetCode() int32 {
@@ -1799,7 +1990,7 @@ var File_zest_toolhost_v1_toolhost_proto protoreflect.FileDescriptor
 
 const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzest/toolhost/v1/toolhost.proto\x12\x10zest.toolhost.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x01\n" +
+	"\x1fzest/toolhost/v1/toolhost.proto\x12\x10zest.toolhost.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb0\x02\n" +
 	"\n" +
 	"ServerSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
@@ -1809,10 +2000,35 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"workingDir\x127\n" +
 	"\x03env\x18\x05 \x03(\v2%.zest.toolhost.v1.ServerSpec.EnvEntryR\x03env\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x06 \x01(\x05R\ttimeoutMs\x1a6\n" +
+	"timeout_ms\x18\x06 \x01(\x05R\ttimeoutMs\x123\n" +
+	"\asandbox\x18\a \x01(\v2\x19.zest.toolhost.v1.SandboxR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcb\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9d\x03\n" +
+	"\aSandbox\x12\x1d\n" +
+	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1d\n" +
+	"\anetwork\x18\x02 \x01(\tH\x01R\anetwork\x88\x01\x01\x12\x1f\n" +
+	"\vallow_hosts\x18\x03 \x03(\tR\n" +
+	"allowHosts\x12%\n" +
+	"\x0ewritable_paths\x18\x04 \x03(\tR\rwritablePaths\x12%\n" +
+	"\x0ereadable_paths\x18\x05 \x03(\tR\rreadablePaths\x12&\n" +
+	"\fmemory_bytes\x18\x06 \x01(\x03H\x02R\vmemoryBytes\x88\x01\x01\x12\x1e\n" +
+	"\bmax_pids\x18\a \x01(\x05H\x03R\amaxPids\x88\x01\x01\x12$\n" +
+	"\vcpu_seconds\x18\b \x01(\x05H\x04R\n" +
+	"cpuSeconds\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"open_files\x18\t \x01(\x05H\x05R\topenFiles\x88\x01\x01B\n" +
+	"\n" +
+	"\b_enabledB\n" +
+	"\n" +
+	"\b_networkB\x0f\n" +
+	"\r_memory_bytesB\v\n" +
+	"\t_max_pidsB\x0e\n" +
+	"\f_cpu_secondsB\r\n" +
+	"\v_open_files\"A\n" +
+	"\rSandboxStatus\x12\x16\n" +
+	"\x06active\x18\x01 \x03(\tR\x06active\x12\x18\n" +
+	"\amissing\x18\x02 \x03(\tR\amissing\"\x86\x04\n" +
 	"\fServerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.zest.toolhost.v1.ServerStateR\x05state\x12\x10\n" +
@@ -1829,7 +2045,8 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"serverInfo\x12;\n" +
 	"\fcapabilities\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x12\"\n" +
-	"\finstructions\x18\v \x01(\tR\finstructions\"\\\n" +
+	"\finstructions\x18\v \x01(\tR\finstructions\x129\n" +
+	"\asandbox\x18\f \x01(\v2\x1f.zest.toolhost.v1.SandboxStatusR\asandbox\"\\\n" +
 	"\x14EnsureStartedRequest\x120\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.zest.toolhost.v1.ServerSpecR\x04spec\x12\x12\n" +
 	"\x04lazy\x18\x02 \x01(\bR\x04lazy\"O\n" +
@@ -1942,88 +2159,92 @@ func file_zest_toolhost_v1_toolhost_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_toolhost_v1_toolhost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_zest_toolhost_v1_toolhost_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_zest_toolhost_v1_toolhost_proto_goTypes = []any{
 	(ServerState)(0),              // 0: zest.toolhost.v1.ServerState
 	(*ServerSpec)(nil),            // 1: zest.toolhost.v1.ServerSpec
-	(*ServerStatus)(nil),          // 2: zest.toolhost.v1.ServerStatus
-	(*EnsureStartedRequest)(nil),  // 3: zest.toolhost.v1.EnsureStartedRequest
-	(*EnsureStartedResponse)(nil), // 4: zest.toolhost.v1.EnsureStartedResponse
-	(*StopRequest)(nil),           // 5: zest.toolhost.v1.StopRequest
-	(*StopResponse)(nil),          // 6: zest.toolhost.v1.StopResponse
-	(*GetStatusRequest)(nil),      // 7: zest.toolhost.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),     // 8: zest.toolhost.v1.GetStatusResponse
-	(*ListServersRequest)(nil),    // 9: zest.toolhost.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 10: zest.toolhost.v1.ListServersResponse
-	(*ListToolsRequest)(nil),      // 11: zest.toolhost.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 12: zest.toolhost.v1.ListToolsResponse
-	(*CallRequest)(nil),           // 13: zest.toolhost.v1.CallRequest
-	(*Relays)(nil),                // 14: zest.toolhost.v1.Relays
-	(*CallResponse)(nil),          // 15: zest.toolhost.v1.CallResponse
-	(*CallStreamRequest)(nil),     // 16: zest.toolhost.v1.CallStreamRequest
-	(*CallStreamResponse)(nil),    // 17: zest.toolhost.v1.CallStreamResponse
-	(*ServerRequest)(nil),         // 18: zest.toolhost.v1.ServerRequest
-	(*AnswerRequest)(nil),         // 19: zest.toolhost.v1.AnswerRequest
-	(*AnswerResponse)(nil),        // 20: zest.toolhost.v1.AnswerResponse
-	(*ResumeRequest)(nil),         // 21: zest.toolhost.v1.ResumeRequest
-	(*ResumeResponse)(nil),        // 22: zest.toolhost.v1.ResumeResponse
-	(*WatchRequest)(nil),          // 23: zest.toolhost.v1.WatchRequest
-	(*WatchResponse)(nil),         // 24: zest.toolhost.v1.WatchResponse
-	(*DescribeRequest)(nil),       // 25: zest.toolhost.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 26: zest.toolhost.v1.DescribeResponse
-	(*JsonRpcError)(nil),          // 27: zest.toolhost.v1.JsonRpcError
-	nil,                           // 28: zest.toolhost.v1.ServerSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 30: google.protobuf.Struct
+	(*Sandbox)(nil),               // 2: zest.toolhost.v1.Sandbox
+	(*SandboxStatus)(nil),         // 3: zest.toolhost.v1.SandboxStatus
+	(*ServerStatus)(nil),          // 4: zest.toolhost.v1.ServerStatus
+	(*EnsureStartedRequest)(nil),  // 5: zest.toolhost.v1.EnsureStartedRequest
+	(*EnsureStartedResponse)(nil), // 6: zest.toolhost.v1.EnsureStartedResponse
+	(*StopRequest)(nil),           // 7: zest.toolhost.v1.StopRequest
+	(*StopResponse)(nil),          // 8: zest.toolhost.v1.StopResponse
+	(*GetStatusRequest)(nil),      // 9: zest.toolhost.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),     // 10: zest.toolhost.v1.GetStatusResponse
+	(*ListServersRequest)(nil),    // 11: zest.toolhost.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 12: zest.toolhost.v1.ListServersResponse
+	(*ListToolsRequest)(nil),      // 13: zest.toolhost.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 14: zest.toolhost.v1.ListToolsResponse
+	(*CallRequest)(nil),           // 15: zest.toolhost.v1.CallRequest
+	(*Relays)(nil),                // 16: zest.toolhost.v1.Relays
+	(*CallResponse)(nil),          // 17: zest.toolhost.v1.CallResponse
+	(*CallStreamRequest)(nil),     // 18: zest.toolhost.v1.CallStreamRequest
+	(*CallStreamResponse)(nil),    // 19: zest.toolhost.v1.CallStreamResponse
+	(*ServerRequest)(nil),         // 20: zest.toolhost.v1.ServerRequest
+	(*AnswerRequest)(nil),         // 21: zest.toolhost.v1.AnswerRequest
+	(*AnswerResponse)(nil),        // 22: zest.toolhost.v1.AnswerResponse
+	(*ResumeRequest)(nil),         // 23: zest.toolhost.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 24: zest.toolhost.v1.ResumeResponse
+	(*WatchRequest)(nil),          // 25: zest.toolhost.v1.WatchRequest
+	(*WatchResponse)(nil),         // 26: zest.toolhost.v1.WatchResponse
+	(*DescribeRequest)(nil),       // 27: zest.toolhost.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 28: zest.toolhost.v1.DescribeResponse
+	(*JsonRpcError)(nil),          // 29: zest.toolhost.v1.JsonRpcError
+	nil,                           // 30: zest.toolhost.v1.ServerSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 32: google.protobuf.Struct
 }
 var file_zest_toolhost_v1_toolhost_proto_depIdxs = []int32{
-	28, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
-	0,  // 1: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
-	29, // 2: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
-	30, // 3: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
-	30, // 4: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
-	1,  // 5: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
-	2,  // 6: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	2,  // 7: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	2,  // 8: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	2,  // 9: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
-	14, // 10: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
-	27, // 11: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
-	13, // 12: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
-	15, // 13: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
-	18, // 14: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
-	27, // 15: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
-	19, // 16: zest.toolhost.v1.ResumeRequest.answers:type_name -> zest.toolhost.v1.AnswerRequest
-	17, // 17: zest.toolhost.v1.ResumeResponse.item:type_name -> zest.toolhost.v1.CallStreamResponse
-	2,  // 18: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
-	29, // 19: zest.toolhost.v1.DescribeResponse.start_time:type_name -> google.protobuf.Timestamp
-	3,  // 20: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
-	5,  // 21: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
-	7,  // 22: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
-	9,  // 23: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
-	11, // 24: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
-	13, // 25: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
-	16, // 26: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
-	23, // 27: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
-	19, // 28: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
-	21, // 29: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
-	25, // 30: zest.toolhost.v1.ToolHostService.Describe:input_type -> zest.toolhost.v1.DescribeRequest
-	4,  // 31: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
-	6,  // 32: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
-	8,  // 33: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
-	10, // 34: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
-	12, // 35: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
-	15, // 36: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
-	17, // 37: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
-	24, // 38: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
-	20, // 39: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
-	22, // 40: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.ResumeResponse
-	26, // 41: zest.toolhost.v1.ToolHostService.Describe:output_type -> zest.toolhost.v1.DescribeResponse
-	31, // [31:42] is the sub-list for method output_type
-	20, // [20:31] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	30, // 0: zest.toolhost.v1.ServerSpec.env:type_name -> zest.toolhost.v1.ServerSpec.EnvEntry
+	2,  // 1: zest.toolhost.v1.ServerSpec.sandbox:type_name -> zest.toolhost.v1.Sandbox
+	0,  // 2: zest.toolhost.v1.ServerStatus.state:type_name -> zest.toolhost.v1.ServerState
+	31, // 3: zest.toolhost.v1.ServerStatus.start_time:type_name -> google.protobuf.Timestamp
+	32, // 4: zest.toolhost.v1.ServerStatus.server_info:type_name -> google.protobuf.Struct
+	32, // 5: zest.toolhost.v1.ServerStatus.capabilities:type_name -> google.protobuf.Struct
+	3,  // 6: zest.toolhost.v1.ServerStatus.sandbox:type_name -> zest.toolhost.v1.SandboxStatus
+	1,  // 7: zest.toolhost.v1.EnsureStartedRequest.spec:type_name -> zest.toolhost.v1.ServerSpec
+	4,  // 8: zest.toolhost.v1.EnsureStartedResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	4,  // 9: zest.toolhost.v1.StopResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	4,  // 10: zest.toolhost.v1.GetStatusResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	4,  // 11: zest.toolhost.v1.ListServersResponse.servers:type_name -> zest.toolhost.v1.ServerStatus
+	16, // 12: zest.toolhost.v1.CallRequest.relays:type_name -> zest.toolhost.v1.Relays
+	29, // 13: zest.toolhost.v1.CallResponse.error:type_name -> zest.toolhost.v1.JsonRpcError
+	15, // 14: zest.toolhost.v1.CallStreamRequest.call:type_name -> zest.toolhost.v1.CallRequest
+	17, // 15: zest.toolhost.v1.CallStreamResponse.answer:type_name -> zest.toolhost.v1.CallResponse
+	20, // 16: zest.toolhost.v1.CallStreamResponse.request:type_name -> zest.toolhost.v1.ServerRequest
+	29, // 17: zest.toolhost.v1.AnswerRequest.error:type_name -> zest.toolhost.v1.JsonRpcError
+	21, // 18: zest.toolhost.v1.ResumeRequest.answers:type_name -> zest.toolhost.v1.AnswerRequest
+	19, // 19: zest.toolhost.v1.ResumeResponse.item:type_name -> zest.toolhost.v1.CallStreamResponse
+	4,  // 20: zest.toolhost.v1.WatchResponse.status:type_name -> zest.toolhost.v1.ServerStatus
+	31, // 21: zest.toolhost.v1.DescribeResponse.start_time:type_name -> google.protobuf.Timestamp
+	5,  // 22: zest.toolhost.v1.ToolHostService.EnsureStarted:input_type -> zest.toolhost.v1.EnsureStartedRequest
+	7,  // 23: zest.toolhost.v1.ToolHostService.Stop:input_type -> zest.toolhost.v1.StopRequest
+	9,  // 24: zest.toolhost.v1.ToolHostService.GetStatus:input_type -> zest.toolhost.v1.GetStatusRequest
+	11, // 25: zest.toolhost.v1.ToolHostService.ListServers:input_type -> zest.toolhost.v1.ListServersRequest
+	13, // 26: zest.toolhost.v1.ToolHostService.ListTools:input_type -> zest.toolhost.v1.ListToolsRequest
+	15, // 27: zest.toolhost.v1.ToolHostService.Call:input_type -> zest.toolhost.v1.CallRequest
+	18, // 28: zest.toolhost.v1.ToolHostService.CallStream:input_type -> zest.toolhost.v1.CallStreamRequest
+	25, // 29: zest.toolhost.v1.ToolHostService.Watch:input_type -> zest.toolhost.v1.WatchRequest
+	21, // 30: zest.toolhost.v1.ToolHostService.Answer:input_type -> zest.toolhost.v1.AnswerRequest
+	23, // 31: zest.toolhost.v1.ToolHostService.Resume:input_type -> zest.toolhost.v1.ResumeRequest
+	27, // 32: zest.toolhost.v1.ToolHostService.Describe:input_type -> zest.toolhost.v1.DescribeRequest
+	6,  // 33: zest.toolhost.v1.ToolHostService.EnsureStarted:output_type -> zest.toolhost.v1.EnsureStartedResponse
+	8,  // 34: zest.toolhost.v1.ToolHostService.Stop:output_type -> zest.toolhost.v1.StopResponse
+	10, // 35: zest.toolhost.v1.ToolHostService.GetStatus:output_type -> zest.toolhost.v1.GetStatusResponse
+	12, // 36: zest.toolhost.v1.ToolHostService.ListServers:output_type -> zest.toolhost.v1.ListServersResponse
+	14, // 37: zest.toolhost.v1.ToolHostService.ListTools:output_type -> zest.toolhost.v1.ListToolsResponse
+	17, // 38: zest.toolhost.v1.ToolHostService.Call:output_type -> zest.toolhost.v1.CallResponse
+	19, // 39: zest.toolhost.v1.ToolHostService.CallStream:output_type -> zest.toolhost.v1.CallStreamResponse
+	26, // 40: zest.toolhost.v1.ToolHostService.Watch:output_type -> zest.toolhost.v1.WatchResponse
+	22, // 41: zest.toolhost.v1.ToolHostService.Answer:output_type -> zest.toolhost.v1.AnswerResponse
+	24, // 42: zest.toolhost.v1.ToolHostService.Resume:output_type -> zest.toolhost.v1.ResumeResponse
+	28, // 43: zest.toolhost.v1.ToolHostService.Describe:output_type -> zest.toolhost.v1.DescribeResponse
+	33, // [33:44] is the sub-list for method output_type
+	22, // [22:33] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_zest_toolhost_v1_toolhost_proto_init() }
@@ -2031,20 +2252,21 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 	if File_zest_toolhost_v1_toolhost_proto != nil {
 		return
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[14].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[1].OneofWrappers = []any{}
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[16].OneofWrappers = []any{
 		(*CallResponse_Result)(nil),
 		(*CallResponse_Error)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[16].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[18].OneofWrappers = []any{
 		(*CallStreamResponse_Notification)(nil),
 		(*CallStreamResponse_Answer)(nil),
 		(*CallStreamResponse_Request)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[18].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[20].OneofWrappers = []any{
 		(*AnswerRequest_Result)(nil),
 		(*AnswerRequest_Error)(nil),
 	}
-	file_zest_toolhost_v1_toolhost_proto_msgTypes[23].OneofWrappers = []any{
+	file_zest_toolhost_v1_toolhost_proto_msgTypes[25].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
 	}
@@ -2054,7 +2276,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_toolhost_v1_toolhost_proto_rawDesc), len(file_zest_toolhost_v1_toolhost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,239 @@
+// Command hostile is a malicious stdio MCP server for the sandbox's tests: its tools read
+// /etc/shadow, write where they are told, connect out, signal other processes, make a
+// forbidden system call, fork many processes, allocate much memory, open many files and burn
+// CPU. Unconfined, the
+// last two stop themselves at a bound (-max-procs, -max-alloc-mb) so that a test that proves
+// they work does not hurt the machine.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	maxProcs   = flag.Int("max-procs", 300, "the fork tool stops at this many children")
+	maxAllocMB = flag.Int("max-alloc-mb", 1024, "the alloc tool stops after touching this many MiB")
+)
+
+type msg struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+var out = bufio.NewWriter(os.Stdout)
+
+func send(v any) {
+	b, _ := json.Marshal(v)
+	out.Write(b)
+	out.WriteByte('\n')
+	out.Flush()
+}
+
+func tool(name string) map[string]any {
+	return map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}}
+}
+
+func main() {
+	flag.Parse()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	for in.Scan() {
+		var m msg
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+				"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}})
+		case "tools/list":
+			var tools []any
+			for _, n := range []string{"read", "write", "connect", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
+				tools = append(tools, tool(n))
+			}
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
+		case "tools/call":
+			var p struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"arguments"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			text, err := call(p.Name, p.Args)
+			res := map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+			if err != nil {
+				res = map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": err.Error()}}}
+			}
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
+		default:
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "no such method"}})
+		}
+	}
+}
+
+func str(args map[string]any, k string) string { s, _ := args[k].(string); return s }
+
+func call(name string, args map[string]any) (string, error) {
+	switch name {
+	case "read": // e.g. /etc/shadow: the length only, never the content
+		b, err := os.ReadFile(str(args, "path"))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("read %d bytes", len(b)), nil
+	case "write":
+		if err := os.WriteFile(str(args, "path"), []byte(str(args, "text")), 0o644); err != nil {
+			return "", err
+		}
+		return "written", nil
+	case "connect":
+		c, err := net.DialTimeout("tcp", str(args, "addr"), 2*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("hello from hostile\n")); err != nil {
+			return "", err
+		}
+		return "connected", nil
+	case "udp": // send a datagram and wait for the answer (Landlock does not cover UDP)
+		c, err := net.Dial("udp", str(args, "addr"))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("hello from hostile")); err != nil {
+			return "", err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		if err != nil {
+			return "", fmt.Errorf("no answer: %w", err)
+		}
+		return "answered " + string(b[:n]), nil
+	case "signal":
+		pid, _ := args["pid"].(float64)
+		if err := syscall.Kill(int(pid), 0); err != nil {
+			return "", err
+		}
+		return "signalled", nil
+	case "unshare": // unshare(0) does nothing, but seccomp refuses the call itself
+		if err := unix.Unshare(0); err != nil {
+			return "", fmt.Errorf("unshare: %w", err)
+		}
+		return "unshare allowed", nil
+	case "userns": // a child in a new user namespace, through clone (not unshare)
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		if err := c.Run(); err != nil {
+			return "", fmt.Errorf("new user namespace: %w", err)
+		}
+		return "user namespace made", nil
+	case "fork":
+		return fork()
+	case "alloc":
+		mb, _ := args["mb"].(float64)
+		return alloc(int(mb))
+	case "files": // open /dev/null n times
+		n, _ := args["n"].(float64)
+		var fs []*os.File
+		defer func() {
+			for _, f := range fs {
+				f.Close()
+			}
+		}()
+		for len(fs) < int(n) {
+			f, err := os.Open("/dev/null")
+			if err != nil {
+				return "", fmt.Errorf("open failed after %d files: %w", len(fs), err)
+			}
+			fs = append(fs, f)
+		}
+		return fmt.Sprintf("opened %d files", len(fs)), nil
+	case "spin": // burn the given seconds of CPU time (not wall time: the machine may be busy)
+		secs, _ := args["seconds"].(float64)
+		x := 0
+		for cpuTime() < time.Duration(secs*float64(time.Second)) {
+			for i := range 1 << 20 {
+				x += i
+			}
+		}
+		return fmt.Sprintf("spun %v s of CPU (%d)", secs, x&1), nil
+	case "status":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return "", err
+		}
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"Uid:", "NoNewPrivs:", "Seccomp:", "CapEff:", "CapBnd:"} {
+				if strings.HasPrefix(l, k) {
+					keep = append(keep, strings.Join(strings.Fields(l), " "))
+				}
+			}
+		}
+		return strings.Join(keep, "\n"), nil
+	}
+	return "", fmt.Errorf("no tool %q", name)
+}
+
+// fork starts sleeping children until -max-procs or a failure, then kills and reaps them all.
+func fork() (string, error) {
+	var kids []*exec.Cmd
+	defer func() {
+		for _, k := range kids {
+			_ = k.Process.Kill()
+			_ = k.Wait()
+		}
+	}()
+	for len(kids) < *maxProcs {
+		k := exec.Command("/bin/sleep", "60")
+		if err := k.Start(); err != nil {
+			return "", fmt.Errorf("fork failed after %d children: %w", len(kids), err)
+		}
+		kids = append(kids, k)
+	}
+	return fmt.Sprintf("started %d children (the bound)", len(kids)), nil
+}
+
+// alloc maps and touches 64 MiB chunks until mb MiB, -max-alloc-mb or a failure, then frees.
+func alloc(mb int) (string, error) {
+	const chunk = 64 << 20
+	var maps [][]byte
+	defer func() {
+		for _, m := range maps {
+			_ = unix.Munmap(m)
+		}
+	}()
+	for len(maps)*64 < min(mb, *maxAllocMB) {
+		m, err := unix.Mmap(-1, 0, chunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			return "", fmt.Errorf("allocation failed after %d MiB: %w", len(maps)*64, err)
+		}
+		for i := 0; i < len(m); i += 4096 {
+			m[i] = 1
+		}
+		maps = append(maps, m)
+	}
+	return fmt.Sprintf("touched %d MiB", len(maps)*64), nil
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,391 @@
+package sandbox_test
+
+// These tests run real processes: the test binary plays zest-toolhost (the shim and the
+// sandbox's two steps), bwrap confines, and the hostile fixture attacks. They need root (the
+// sandbox user is nobody) and bubblewrap (`make bubblewrap`); without them they fail, they do
+// not skip, so that `make test` shows a sandbox that does not hold.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/sandbox"
+	"github.com/zestmcp/zest/services/toolhost/shim"
+	"github.com/zestmcp/zest/services/toolhost/supervisor"
+	"google.golang.org/protobuf/proto"
+)
+
+// dir holds the copied test binary and the hostile fixture, readable by the sandbox user.
+var dir, exe, hostile string
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case shim.Flag:
+			os.Exit(shim.Main(os.Args[2:]))
+		case sandbox.Flag:
+			os.Exit(sandbox.Main(os.Args[2:]))
+		case sandbox.InnerFlag:
+			os.Exit(sandbox.InnerMain(os.Args[2:]))
+		}
+	}
+	code, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code = m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func setup() (int, error) {
+	var err error
+	if dir, err = os.MkdirTemp("", "zest-sandbox-test"); err != nil {
+		return 1, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp's 0700 would hide it from nobody
+		return 1, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 1, err
+	}
+	exe = filepath.Join(dir, "zest-toolhost")
+	if err := copyFile(self, exe); err != nil {
+		return 1, err
+	}
+	_, file, _, _ := runtime.Caller(0)
+	hostile = filepath.Join(dir, "hostile")
+	if out, err := exec.Command("go", "build", "-o", hostile, filepath.Join(filepath.Dir(file), "..", "internal", "hostile")).CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("build hostile: %w\n%s", err, out)
+	}
+	return 0, nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+func newSup(t *testing.T, mod func(*supervisor.Config)) *supervisor.Supervisor {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Fatal("the sandbox tests run as root (the sandbox user is nobody): run them as root, as make test does")
+	}
+	cfg := supervisor.DefaultConfig()
+	cfg.StopGrace = time.Second
+	cfg.BackoffBase = 10 * time.Millisecond
+	cfg.Shim = []string{exe, shim.Flag, "-stop-grace=1s"}
+	cfg.Sandbox = sandbox.Settings{UID: sandbox.DefaultUID, GID: sandbox.DefaultUID, Exe: exe}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s := supervisor.New(cfg)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// callTool calls a tool; it returns the text and whether the tool said isError. A call that
+// fails outright (the server died) is an error.
+func callTool(t *testing.T, s *supervisor.Supervisor, id, name string, args map[string]any) (string, bool, error) {
+	t.Helper()
+	p, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+	res, err := s.Call(t.Context(), id, "tools/call", p, 60000, nil) // bounds a hang only
+	if err != nil {
+		return "", false, err
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		Content []struct{ Text string }
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) == 0 {
+		return "", false, fmt.Errorf("result %s", res)
+	}
+	return r.Content[0].Text, r.IsError, nil
+}
+
+// writableDir makes a directory the sandbox user may write.
+func writableDir(t *testing.T, name string) string {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, sandbox.DefaultUID, sandbox.DefaultUID); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
+	s := newSup(t, nil)
+	work := writableDir(t, "work")
+	outside := filepath.Join(dir, "outside")
+	if err := os.Mkdir(outside, 0o777); err != nil { // even nobody's permissions would let it write here
+		t.Fatal(err)
+	}
+	os.Chmod(outside, 0o777)
+	// memory_bytes bounds the address space (RLIMIT_AS): a Go server reserves much of it at
+	// start, so 1.5 GiB leaves this one short of the 1 GiB more that the unconfined one touches.
+	boxed := &toolhostv1.ServerSpec{Id: "boxed", Command: hostile, Args: []string{"-max-alloc-mb=1024"}, TimeoutMs: 20000, Sandbox: &toolhostv1.Sandbox{
+		Enabled: proto.Bool(true), WritablePaths: []string{work},
+		MemoryBytes: proto.Int64(1536 << 20), MaxPids: proto.Int32(64), OpenFiles: proto.Int32(256), CpuSeconds: proto.Int32(1),
+	}}
+	plain := &toolhostv1.ServerSpec{Id: "plain", Command: hostile, Args: []string{"-max-alloc-mb=1024"}, TimeoutMs: 20000}
+	st, err := s.EnsureStarted(t.Context(), boxed, false)
+	if err != nil {
+		t.Fatalf("sandboxed start: %v", err)
+	}
+	want := []string{"user_namespace", "mount_namespace", "pid_namespace", "network_none", "read_only_root", "private_tmp",
+		"no_new_privs", "capabilities_dropped", "seccomp", "landlock", "rlimit_as", "rlimit_nproc", "rlimit_cpu", "rlimit_nofile"}
+	if got := st.GetSandbox().GetActive(); !slices.Equal(got, want) {
+		t.Fatalf("sandbox.active = %v, want %v", got, want)
+	}
+	pst, err := s.EnsureStarted(t.Context(), plain, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pst.GetSandbox() != nil {
+		t.Fatalf("unconfined server has sandbox status %v", pst.GetSandbox())
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	var udpGot atomic.Int32
+	go func() {
+		b := make([]byte, 64)
+		for {
+			_, from, err := udp.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			udpGot.Add(1)
+			udp.WriteTo([]byte("ack"), from)
+		}
+	}()
+
+	tmpName := fmt.Sprintf("/tmp/zest-sandbox-private-%d", time.Now().UnixNano())
+	t.Cleanup(func() { os.Remove(tmpName) })
+	cases := []struct {
+		name, tool string
+		args       map[string]any
+		boxedErr   string // what the sandboxed call's error says
+		plainOK    string // what the unconfined call's text says
+		after      func(t *testing.T, boxed bool)
+	}{
+		{name: "read /etc/shadow", tool: "read", args: map[string]any{"path": "/etc/shadow"}, boxedErr: "permission denied", plainOK: "read "},
+		{name: "write outside its paths", tool: "write", args: map[string]any{"path": filepath.Join(outside, "x"), "text": "pwned"},
+			boxedErr: "no such file or directory", plainOK: "written",
+			after: func(t *testing.T, boxed bool) {
+				_, err := os.Stat(filepath.Join(outside, "x"))
+				if boxed != errors.Is(err, os.ErrNotExist) {
+					t.Errorf("boxed=%v: file outside: %v", boxed, err)
+				}
+			}},
+		{name: "write a system file", tool: "write", args: map[string]any{"path": "/etc/zest-sandbox-test"}, boxedErr: "read-only file system", plainOK: "written",
+			after: func(t *testing.T, boxed bool) { os.Remove("/etc/zest-sandbox-test") }},
+		{name: "connect out", tool: "connect", args: map[string]any{"addr": ln.Addr().String()}, boxedErr: "connect", plainOK: "connected",
+			after: func(t *testing.T, boxed bool) {
+				want := int32(1)
+				if boxed {
+					want = 0
+				}
+				for end := time.Now().Add(2 * time.Second); accepted.Load() != want && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond) // the client may be connected before Accept returns
+				}
+				if n := accepted.Load(); n != want {
+					t.Errorf("boxed=%v: listener accepted %d connections", boxed, n)
+				}
+			}},
+		// Landlock refuses TCP connect above (EACCES) before the network namespace could; UDP,
+		// which Landlock does not cover, shows the namespace: the datagram never leaves it.
+		{name: "send a datagram out (network namespace)", tool: "udp", args: map[string]any{"addr": udp.LocalAddr().String()}, boxedErr: "no answer", plainOK: "answered ack",
+			after: func(t *testing.T, boxed bool) {
+				if n := udpGot.Load(); (boxed && n != 0) || (!boxed && n != 1) {
+					t.Errorf("boxed=%v: the listener got %d datagrams", boxed, n)
+				}
+			}},
+		{name: "signal the tool host's processes", tool: "signal", args: map[string]any{"pid": os.Getpid()}, boxedErr: "no such process", plainOK: "signalled"},
+		{name: "forbidden system call (seccomp)", tool: "unshare", boxedErr: "operation not permitted", plainOK: "unshare allowed"},
+		{name: "nested user namespace (bwrap --disable-userns)", tool: "userns", boxedErr: "new user namespace", plainOK: "user namespace made"},
+		{name: "write /proc/self/comm (landlock)", tool: "write", args: map[string]any{"path": "/proc/self/comm", "text": "x"}, boxedErr: "permission denied", plainOK: "written"},
+		{name: "fork bomb", tool: "fork", boxedErr: "resource temporarily unavailable", plainOK: "started 300 children"},
+		{name: "allocate 4 GB", tool: "alloc", args: map[string]any{"mb": 4096}, boxedErr: "cannot allocate memory", plainOK: "touched 1024 MiB"},
+		{name: "open many files", tool: "files", args: map[string]any{"n": 400}, boxedErr: "too many open files", plainOK: "opened 400 files"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, id := range []string{"boxed", "plain"} {
+				text, isErr, err := callTool(t, s, id, c.tool, c.args)
+				t.Logf("%s: %q (isError %v)", id, text, isErr)
+				switch {
+				case err != nil:
+					t.Fatalf("%s: call failed outright: %v", id, err)
+				case id == "boxed" && (!isErr || !strings.Contains(text, c.boxedErr)):
+					t.Errorf("sandboxed %s: %q (isError %v), want an error saying %q", c.tool, text, isErr, c.boxedErr)
+				case id == "plain" && (isErr || !strings.Contains(text, c.plainOK)):
+					t.Errorf("unconfined %s: %q (isError %v), want %q", c.tool, text, isErr, c.plainOK)
+				}
+				if c.after != nil {
+					c.after(t, id == "boxed")
+				}
+				// Both servers (and so the tool host) still answer.
+				for _, other := range []string{"plain", "boxed"} {
+					if _, isErr, err := callTool(t, s, other, "status", nil); err != nil || isErr {
+						t.Fatalf("after %s on %s, %s does not answer: %v", c.tool, id, other, err)
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("declared writable path and private /tmp", func(t *testing.T) {
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": filepath.Join(work, "ok"), "text": "fine"}); err != nil || isErr {
+			t.Fatalf("write to writable path: %q %v", text, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(work, "ok")); err != nil || string(b) != "fine" {
+			t.Fatalf("the file written in the sandbox: %q %v", b, err)
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": tmpName, "text": "private"}); err != nil || isErr {
+			t.Fatalf("write to /tmp: %q %v", text, err)
+		}
+		if _, err := os.Stat(tmpName); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the sandbox's /tmp file is visible outside: %v", err)
+		}
+		if text, isErr, err := callTool(t, s, "plain", "write", map[string]any{"path": tmpName, "text": "shared"}); err != nil || isErr {
+			t.Fatalf("unconfined write to /tmp: %q %v", text, err)
+		}
+		if _, err := os.Stat(tmpName); err != nil {
+			t.Fatalf("the unconfined /tmp file: %v", err)
+		}
+	})
+
+	t.Run("no_new_privs, seccomp, capabilities and uid", func(t *testing.T) {
+		text, _, err := callTool(t, s, "boxed", "status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"Uid: 65534 65534 65534 65534", "NoNewPrivs: 1", "Seccomp: 2", "CapEff: 0000000000000000", "CapBnd: 0000000000000000"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("sandboxed status %q lacks %q", text, w)
+			}
+		}
+		text, _, _ = callTool(t, s, "plain", "status", nil)
+		if !strings.Contains(text, "NoNewPrivs: 0") || !strings.Contains(text, "Uid: 0 ") {
+			t.Errorf("unconfined status %q: want root without no_new_privs", text)
+		}
+	})
+
+	t.Run("CPU time", func(t *testing.T) {
+		// cpu_seconds 1: the sandboxed server gets SIGXCPU after 1 s of CPU (which Go ignores)
+		// and SIGKILL after 2 s (bwrap exits 128+9); the call fails, the supervisor restarts the server, and the
+		// other server never noticed.
+		_, _, err := callTool(t, s, "boxed", "spin", map[string]any{"seconds": 5})
+		if err == nil || !strings.Contains(err.Error(), "exit status 137") {
+			t.Fatalf("sandboxed spin of 5 s of CPU: %v, want the child killed at its CPU limit (2 s of CPU)", err)
+		}
+		if text, isErr, err := callTool(t, s, "plain", "spin", map[string]any{"seconds": 0.5}); err != nil || isErr {
+			t.Fatalf("unconfined spin: %q %v", text, err)
+		}
+		if _, _, err := callTool(t, s, "boxed", "status", nil); err != nil {
+			t.Fatalf("sandboxed server after its restart: %v", err)
+		}
+	})
+}
+
+// A sandbox that is asked for and cannot run fails the start with the cause and the fix; the
+// server never runs unconfined in its place.
+func TestSandboxFailsClosed(t *testing.T) {
+	t.Run("bwrap missing", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir()) // no bwrap on PATH
+		s := newSup(t, nil)
+		spec := &toolhostv1.ServerSpec{Id: "nobwrap", Command: hostile, TimeoutMs: 5000, Sandbox: &toolhostv1.Sandbox{Enabled: proto.Bool(true)}}
+		st, err := s.EnsureStarted(t.Context(), spec, false)
+		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+			t.Fatalf("EnsureStarted without bwrap: %v, want ErrUnavailable naming apt-get install bubblewrap", err)
+		}
+		if st.GetPid() != 0 {
+			t.Fatalf("a server started anyway: %v", st)
+		}
+	})
+	t.Run("operator default on, bwrap cannot start", func(t *testing.T) {
+		s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default, c.Sandbox.Bwrap = true, "/bin/false" })
+		spec := &toolhostv1.ServerSpec{Id: "badbwrap", Command: hostile, TimeoutMs: 5000}
+		_, err := s.EnsureStarted(t.Context(), spec, false)
+		if !errors.Is(err, supervisor.ErrHandshake) {
+			t.Fatalf("EnsureStarted with a bwrap that fails: %v, want the handshake to fail", err)
+		}
+		if _, _, err := callTool(t, s, "badbwrap", "status", nil); err == nil {
+			t.Fatal("a call reached a server whose sandbox could not start")
+		}
+	})
+	t.Run("sandbox false overrides the default", func(t *testing.T) {
+		s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default, c.Sandbox.Bwrap = true, "/bin/false" })
+		spec := &toolhostv1.ServerSpec{Id: "optout", Command: hostile, TimeoutMs: 5000, Sandbox: &toolhostv1.Sandbox{Enabled: proto.Bool(false)}}
+		st, err := s.EnsureStarted(t.Context(), spec, false)
+		if err != nil || st.GetSandbox() != nil {
+			t.Fatalf("sandbox false: %v, sandbox status %v", err, st.GetSandbox())
+		}
+	})
+}
+
+// The operator's default sandboxes a server whose spec says nothing of a sandbox.
+func TestOperatorDefaultSandboxesASpecThatSaysNothing(t *testing.T) {
+	s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default = true })
+	st, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "bydefault", Command: hostile, TimeoutMs: 20000}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(st.GetSandbox().GetActive(), "seccomp") {
+		t.Fatalf("sandbox status %v", st.GetSandbox())
+	}
+	if text, _, err := callTool(t, s, "bydefault", "status", nil); err != nil || !strings.Contains(text, "Uid: 65534") || !strings.Contains(text, "Seccomp: 2") {
+		t.Fatalf("status inside: %q %v", text, err)
+	}
+}

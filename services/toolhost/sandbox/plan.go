@@ -1,0 +1,332 @@
+// Package sandbox confines a stdio MCP server's process with maintained tools: bubblewrap
+// (Debian's bwrap) for namespaces, the file system view, dropped capabilities and
+// no_new_privs; a seccomp filter built by go-seccomp-bpf and loaded by bwrap; Landlock through
+// go-landlock where the kernel has it; rlimits for memory, processes, CPU time and open files.
+// Nothing here confines by itself: it only decides the rules and hands them to those tools.
+//
+// The chain of processes, each exec'ing the next where it can:
+//
+//	tool host → shim → zest-toolhost --zest-sandbox PLAN -- server…      (outside, as root)
+//	             sets the rlimits, writes the seccomp filter to a memfd, drops to the sandbox
+//	             uid/gid, execs bwrap (same pid)
+//	           → bwrap … -- zest-toolhost --zest-landlock PLAN -- server… (namespaces, mounts)
+//	           → Landlock restricts itself, execs the server (same pid)
+//
+// Landlock must come last: a Landlock-restricted process may not mount, and bwrap mounts.
+// Running bwrap as an unprivileged uid outside (not root mapped to nobody) is what makes file
+// permissions hold (root outside would still read /etc/shadow) and RLIMIT_NPROC count (it
+// counts per real uid; root's count is the whole machine's).
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+)
+
+// Flag runs the tool host binary as the sandbox's outer step (Main); InnerFlag as its inner
+// step inside bwrap (InnerMain).
+const (
+	Flag      = "--zest-sandbox"
+	InnerFlag = "--zest-landlock"
+)
+
+// Defaults of a sandboxed server whose config leaves a limit out.
+const (
+	DefaultMemoryBytes = 2 << 30 // RLIMIT_AS: node reserves ~1 GiB of address space at start
+	DefaultMaxPids     = 256     // RLIMIT_NPROC: node runs ~11 threads; counted per sandbox uid
+	DefaultCPUSeconds  = 3600    // RLIMIT_CPU, per process: an hour of CPU, then SIGXCPU
+	DefaultOpenFiles   = 1024    // RLIMIT_NOFILE
+)
+
+// Bounds of the limits a config may set.
+const (
+	MinMemoryBytes = 64 << 20
+	MaxMemoryBytes = 1 << 40
+	MinPids        = 8
+	MaxPids        = 1 << 16
+	MaxCPUSeconds  = 1 << 30
+	MinOpenFiles   = 16
+	MaxOpenFiles   = 1 << 20
+)
+
+// Network modes.
+const (
+	NetworkNone  = "none"
+	NetworkHost  = "host"
+	NetworkProxy = "proxy"
+)
+
+// SystemDirs are the system's own directories a sandboxed server sees, read-only, when they
+// exist (a symbolic link among them, such as /bin → usr/bin, is recreated as the same link).
+var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// ErrBadSandbox means a sandbox config is invalid; the message names the field and the fix.
+var ErrBadSandbox = errors.New("invalid sandbox")
+
+// checkError is one refused field: its text leads with the field (as mcpgateway's config
+// errors do, which name the field first for the admin form) and it is an ErrBadSandbox.
+type checkError string
+
+func (e checkError) Error() string        { return string(e) }
+func (e checkError) Is(target error) bool { return target == ErrBadSandbox }
+
+// ErrUnavailable means a sandbox was asked for and this machine cannot run one: the server
+// does not start (never unconfined in its place).
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Settings are the operator's: the default and who sandboxed servers run as.
+type Settings struct {
+	// Default sandboxes servers whose spec leaves sandbox.enabled out (ZEST_TOOLHOST_SANDBOX).
+	Default bool
+	// UID and GID run bwrap and the server when the tool host is root
+	// (ZEST_TOOLHOST_SANDBOX_UID, "uid[:gid]"; default 65534, nobody).
+	UID, GID int
+	// Exe is the tool host's own executable (run with Flag and InnerFlag).
+	Exe string
+	// Bwrap is bubblewrap's path ("" looks up bwrap on PATH when a sandbox is needed).
+	Bwrap string
+}
+
+// DefaultUID is the sandbox user when the operator sets none: nobody.
+const DefaultUID = 65534
+
+// ParseUID parses ZEST_TOOLHOST_SANDBOX_UID: "uid" or "uid:gid" (gid defaults to uid).
+func ParseUID(s string) (uid, gid int, err error) {
+	u, g, hasG := strings.Cut(s, ":")
+	uid, err = strconv.Atoi(u)
+	if err != nil || uid <= 0 || uid > 1<<31-2 {
+		return 0, 0, fmt.Errorf("%q: want a uid above 0 (not root), optionally :gid, e.g. 65534 or 65534:65534", s)
+	}
+	gid = uid
+	if hasG {
+		gid, err = strconv.Atoi(g)
+		if err != nil || gid <= 0 || gid > 1<<31-2 {
+			return 0, 0, fmt.Errorf("%q: the gid after ':' must be a number above 0 (not root's group)", s)
+		}
+	}
+	return uid, gid, nil
+}
+
+// ParseMode parses ZEST_TOOLHOST_SANDBOX: "off" (default) or "on".
+func ParseMode(s string) (bool, error) {
+	switch s {
+	case "", "off":
+		return false, nil
+	case "on":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q: want off (servers run unconfined unless their config asks for a sandbox) or on (every stdio server is sandboxed unless its config says sandbox: false)", s)
+}
+
+// Enabled says whether a server with spec sb runs sandboxed under the default def.
+func Enabled(sb *toolhostv1.Sandbox, def bool) bool {
+	if sb != nil && sb.Enabled != nil {
+		return sb.GetEnabled()
+	}
+	return def
+}
+
+// Check validates the fields of sb whatever enabled says, so that a wrong config is refused
+// when it is saved rather than when it is first sandboxed.
+func Check(sb *toolhostv1.Sandbox) error {
+	if sb == nil {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, checkError(fmt.Sprintf(format, a...)))
+	}
+	switch sb.GetNetwork() {
+	case "", NetworkNone, NetworkHost:
+		if len(sb.GetAllowHosts()) > 0 {
+			bad("sandbox.allow_hosts is set but network is %q: allow_hosts only applies to network \"proxy\"", network(sb))
+		}
+	case NetworkProxy:
+		bad("sandbox.network \"proxy\" is not available yet (the tool host has no filtering proxy): use \"none\" (no network) or \"host\" (the tool host's network)")
+	default:
+		bad("sandbox.network %q: want \"none\" (default), \"host\" or \"proxy\"", sb.GetNetwork())
+	}
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"writable_paths", sb.GetWritablePaths()}, {"readable_paths", sb.GetReadablePaths()}} {
+		if len(l.paths) > 64 {
+			bad("sandbox.%s has %d paths: at most 64", l.name, len(l.paths))
+		}
+		for i, p := range l.paths {
+			if err := checkPath(p); err != nil {
+				bad("sandbox.%s[%d] %q %v", l.name, i, p, err)
+			}
+		}
+	}
+	if sb.MemoryBytes != nil && (sb.GetMemoryBytes() < MinMemoryBytes || sb.GetMemoryBytes() > MaxMemoryBytes) {
+		bad("sandbox.memory_bytes %d: want %d (64 MiB) to %d (1 TiB)", sb.GetMemoryBytes(), int64(MinMemoryBytes), int64(MaxMemoryBytes))
+	}
+	if sb.MaxPids != nil && (sb.GetMaxPids() < MinPids || sb.GetMaxPids() > MaxPids) {
+		bad("sandbox.max_pids %d: want %d to %d", sb.GetMaxPids(), MinPids, MaxPids)
+	}
+	if sb.CpuSeconds != nil && (sb.GetCpuSeconds() < 1 || sb.GetCpuSeconds() > MaxCPUSeconds) {
+		bad("sandbox.cpu_seconds %d: want 1 to %d", sb.GetCpuSeconds(), MaxCPUSeconds)
+	}
+	if sb.OpenFiles != nil && (sb.GetOpenFiles() < MinOpenFiles || sb.GetOpenFiles() > MaxOpenFiles) {
+		bad("sandbox.open_files %d: want %d to %d", sb.GetOpenFiles(), MinOpenFiles, MaxOpenFiles)
+	}
+	return errors.Join(errs...)
+}
+
+func checkPath(p string) error {
+	switch {
+	case !filepath.IsAbs(p):
+		return errors.New("is not absolute: give the full path, e.g. /var/lib/my-server")
+	case filepath.Clean(p) != p:
+		return fmt.Errorf("is not clean: write it as %q", filepath.Clean(p))
+	case p == "/":
+		return errors.New("is the whole file system: name the directories the server needs")
+	case len(p) > 4096:
+		return errors.New("is longer than 4096 bytes")
+	case strings.ContainsAny(p, "\x00\n"):
+		return errors.New("contains a NUL or newline")
+	}
+	return nil
+}
+
+func network(sb *toolhostv1.Sandbox) string {
+	if sb.GetNetwork() == "" {
+		return NetworkNone
+	}
+	return sb.GetNetwork()
+}
+
+// Plan is everything the outer and inner steps need, passed to them as JSON in argv (no
+// secrets: the server's environment travels as the environment).
+type Plan struct {
+	Bwrap string `json:"bwrap"`
+	Exe   string `json:"exe"`
+	// UID and GID are set (> 0) when the outer step must drop to them (the tool host is root).
+	UID         int      `json:"uid,omitempty"`
+	GID         int      `json:"gid,omitempty"`
+	Network     string   `json:"network"`
+	Writable    []string `json:"writable,omitempty"`
+	Readable    []string `json:"readable,omitempty"`
+	MemoryBytes int64    `json:"memory_bytes"`
+	MaxPids     int      `json:"max_pids"`
+	CPUSeconds  int      `json:"cpu_seconds"`
+	OpenFiles   int      `json:"open_files"`
+	// Command is the server's resolved program, Dir its working directory, Home its $HOME
+	// (a private tmpfs unless a declared path covers it).
+	Command string `json:"command"`
+	Dir     string `json:"dir,omitempty"`
+	Home    string `json:"home,omitempty"`
+	// Landlock is the kernel's Landlock ABI version (0: none, the inner step skips it).
+	Landlock int `json:"landlock"`
+}
+
+// NewPlan resolves a sandbox for a server whose program is command (resolved), run in dir
+// with environment env. It fails when the sandbox cannot run here (ErrUnavailable) or sb is
+// invalid (ErrBadSandbox).
+func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []string) (*Plan, error) {
+	if err := Check(sb); err != nil {
+		return nil, err
+	}
+	if sb == nil { // the operator's default sandboxes a server whose spec says nothing
+		sb = &toolhostv1.Sandbox{}
+	}
+	bwrap := st.Bwrap
+	if bwrap == "" {
+		var err error
+		if bwrap, err = lookBwrap(); err != nil {
+			return nil, err
+		}
+	}
+	if st.Exe == "" {
+		return nil, fmt.Errorf("%w: the tool host does not know its own executable (needed to run the sandbox's steps)", ErrUnavailable)
+	}
+	for i, p := range sb.GetWritablePaths() {
+		if _, err := os.Stat(p); err != nil {
+			return nil, checkError(fmt.Sprintf("sandbox.writable_paths[%d] %q does not exist on this tool host: create it, writable by the sandbox user (uid %d)", i, p, st.UID))
+		}
+	}
+	p := &Plan{
+		Bwrap: bwrap, Exe: st.Exe, Network: network(sb),
+		Writable: slices.Clone(sb.GetWritablePaths()), Readable: slices.Clone(sb.GetReadablePaths()),
+		MemoryBytes: DefaultMemoryBytes, MaxPids: DefaultMaxPids, CPUSeconds: DefaultCPUSeconds, OpenFiles: DefaultOpenFiles,
+		Command: command, Dir: dir, Landlock: landlockABI(),
+	}
+	if os.Getuid() == 0 {
+		p.UID, p.GID = st.UID, st.GID
+		if p.UID <= 0 {
+			p.UID, p.GID = DefaultUID, DefaultUID
+		}
+	}
+	if sb.MemoryBytes != nil {
+		p.MemoryBytes = sb.GetMemoryBytes()
+	}
+	if sb.MaxPids != nil {
+		p.MaxPids = int(sb.GetMaxPids())
+	}
+	if sb.CpuSeconds != nil {
+		p.CPUSeconds = int(sb.GetCpuSeconds())
+	}
+	if sb.OpenFiles != nil {
+		p.OpenFiles = int(sb.GetOpenFiles())
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok && filepath.IsAbs(v) && filepath.Clean(v) != "/" {
+			p.Home = filepath.Clean(v)
+		}
+	}
+	return p, nil
+}
+
+// lookBwrap finds bubblewrap or says how to install it.
+func lookBwrap() (string, error) {
+	if path, err := exec.LookPath("bwrap"); err == nil {
+		return path, nil
+	}
+	return "", fmt.Errorf("%w: bubblewrap (bwrap) is not installed on this tool host, and the server asks for a sandbox: install it (Debian/Ubuntu: apt-get install bubblewrap), or set sandbox false for this server to run it unconfined", ErrUnavailable)
+}
+
+// Argv is the program and arguments the shim runs for the sandboxed server path args.
+func (p *Plan) Argv(path string, args []string) (string, []string) {
+	js, _ := json.Marshal(p)
+	return p.Exe, append([]string{Flag, string(js), "--", path}, args...)
+}
+
+// Status names the protections the plan applies, and those it cannot, with why.
+func (p *Plan) Status() *toolhostv1.SandboxStatus {
+	st := &toolhostv1.SandboxStatus{Active: []string{"user_namespace", "mount_namespace", "pid_namespace"}}
+	if p.Network == NetworkNone {
+		st.Active = append(st.Active, "network_none")
+	}
+	st.Active = append(st.Active, "read_only_root", "private_tmp", "no_new_privs", "capabilities_dropped", "seccomp")
+	if p.Landlock > 0 {
+		st.Active = append(st.Active, "landlock")
+	} else {
+		st.Missing = append(st.Missing, "landlock: this kernel has no Landlock (needs Linux 5.13 or later with landlock in the lsm= list)")
+	}
+	why := "the tool host does not place servers in cgroups v2 yet (and a machine with cgroups v1, like a hybrid hierarchy, has no v2 controllers to use); the rlimits apply instead"
+	st.Missing = append(st.Missing, "cgroup_memory: "+why, "cgroup_pids: "+why)
+	st.Active = append(st.Active, "rlimit_as", "rlimit_nproc", "rlimit_cpu", "rlimit_nofile")
+	return st
+}
+
+// covered says whether path p lies in one of dirs (or is one).
+func covered(p string, dirs ...[]string) bool {
+	for _, l := range dirs {
+		for _, d := range l {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
