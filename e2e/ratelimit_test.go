@@ -15,8 +15,8 @@ import (
 )
 
 // keyLimitsOff turns the limits per key off, for the load tests that measure something else
-// (replicas killed under load, uploads beside small calls): they send hundreds of requests a
-// second from one address, over ZEST_RATE_LIMIT's default. TestNoisyClientCannotStarveAnother
+// (replicas killed under load, the chaos test, uploads beside small calls): they send hundreds
+// of requests a second from one address, over ZEST_RATE_LIMIT's default. TestNoisyClientCannotStarveAnother
 // measures the limits themselves.
 var keyLimitsOff = []string{"ZEST_RATE_LIMIT=off", "ZEST_CONCURRENCY_LIMIT=0"}
 
