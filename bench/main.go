@@ -57,13 +57,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog, scale or audit")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog, scale, audit or limits")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}, {"audit", benchAudit}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}, {"audit", benchAudit}, {"limits", benchLimits}} {
 		if only != "" && only != sc.name {
 			continue
 		}

@@ -166,6 +166,9 @@ type serverFlags struct {
 	args, env, allow, deny, approvalTools                                                     []string
 	timeoutMs                                                                                 int32
 	insecure, enabled, expose                                                                 bool
+	// Limits of the server's tool calls (docs/untrusted-tools.md).
+	rateLimit      string
+	maxConcurrency int32
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -182,6 +185,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.insecure, "allow-insecure-http", false, "permit plain http to a non-loopback host")
 	fs.BoolVar(&f.enabled, "enabled", true, "whether the server may be connected")
 	fs.Int32Var(&f.timeoutMs, "timeout-ms", 0, "bound of connect and each call, 1000-300000")
+	fs.StringVar(&f.rateLimit, "rate-limit", "", `tool calls of this server, all callers together: N/s, N/m or N/h with an optional burst ":B" (empty: none)`)
+	fs.Int32Var(&f.maxConcurrency, "max-concurrency", 0, "tool calls of this server in flight at once, 1-1024 (0: none)")
 	fs.StringArrayVar(&f.allow, "tools-allow", nil, "glob over tool names to expose (repeatable)")
 	fs.StringArrayVar(&f.deny, "tools-deny", nil, "glob over tool names never to expose (repeatable; deny wins)")
 	fs.BoolVar(&f.expose, "expose", true, "serve the server to API callers at /mcp/servers/{id}")
@@ -304,6 +309,10 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 	if set("timeout-ms") {
 		in.TimeoutMs = proto.Int32(f.timeoutMs)
 	}
+	str("rate-limit", f.rateLimit, &in.RateLimit)
+	if set("max-concurrency") {
+		in.MaxConcurrency = proto.Int32(f.maxConcurrency)
+	}
 	return nil
 }
 
@@ -322,6 +331,12 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	}
 	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
 		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
+	}
+	if s.GetRateLimit() != "" {
+		in.RateLimit = proto.String(s.GetRateLimit())
+	}
+	if s.GetMaxConcurrency() != 0 {
+		in.MaxConcurrency = proto.Int32(s.GetMaxConcurrency())
 	}
 	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
 	opt := func(v string) *string {

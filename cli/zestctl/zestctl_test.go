@@ -231,3 +231,31 @@ func TestApprovalFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitFlags: edit keeps a server's limits unless their flags are given; --rate-limit ""
+// and --max-concurrency 0 remove them.
+func TestLimitFlags(t *testing.T) {
+	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", RateLimit: "5/s", MaxConcurrency: 2}
+	parse := func(args ...string) *mcpgatewayv1.ServerInput {
+		f := &serverFlags{}
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		in := inputOf(st)
+		if err := f.apply(fs, in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	if in := parse("--timeout-ms", "5000"); in.GetRateLimit() != "5/s" || in.GetMaxConcurrency() != 2 {
+		t.Fatalf("kept: %v", in)
+	}
+	if in := parse("--rate-limit", "10/m:3", "--max-concurrency", "8"); in.GetRateLimit() != "10/m:3" || in.GetMaxConcurrency() != 8 {
+		t.Fatalf("set: %v", in)
+	}
+	if in := parse("--rate-limit", "", "--max-concurrency", "0"); in.RateLimit == nil || in.GetRateLimit() != "" || in.GetMaxConcurrency() != 0 {
+		t.Fatalf("removed: %v", in)
+	}
+}

@@ -47,6 +47,14 @@ type Config struct {
 	AllowedOrigins []string
 	// MetricsAddr serves GET /metrics on its own port (ZEST_EDGE_METRICS_ADDR; "off": none).
 	MetricsAddr string
+	// RateLimit is the rate of every API route per key (ZEST_RATE_LIMIT, "N/s[:burst]" or
+	// "off"); ConcurrencyLimit its calls in flight per key (ZEST_CONCURRENCY_LIMIT, 0: none);
+	// RateLimitKeys the rates of some keys ("api=50/s,admin=off,3f2a9c1b0d4e=5/s"). See limits.go.
+	RateLimit        string
+	ConcurrencyLimit int
+	RateLimitKeys    string
+	// RateLimitMaxCallers bounds the callers tracked at once (0: ratelimit.DefaultMaxKeys).
+	RateLimitMaxCallers int
 }
 
 // DefaultMetricsAddr is where the edge serves GET /metrics unless ZEST_EDGE_METRICS_ADDR says
@@ -61,6 +69,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20, SSEKeepAlive: 15 * time.Second,
 		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MetricsAddr: DefaultMetricsAddr,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
+		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
 	}
 }
 
@@ -86,6 +95,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
+	fs.StringVar(&c.RateLimit, "rate-limit", c.RateLimit, `requests per key on every API route: N/s, N/m or N/h with an optional burst ":B", or "off"`)
+	fs.IntVar(&c.ConcurrencyLimit, "concurrency-limit", c.ConcurrencyLimit, "requests in flight per key on every API route (0: no limit)")
+	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin, anonymous or a key's 12-hex hash, and a rate may be "off"`)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
@@ -117,6 +129,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))
 	}
 	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
+	if _, err := parseKeyLimits(c); err != nil {
+		errs = append(errs, err)
+	}
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -97,13 +99,21 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
-	// Each route family answers a body over the limit in its own error shape.
-	guarded := func(writeError writeErrorFunc) func(http.Handler) http.Handler {
+	// Limits per key (limits.go) count the calls that passed the key check, before their body
+	// is read.
+	limits, err := parseKeyLimits(&cfg)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	// Each route family answers a body over the limit, and a caller over its limits, in its
+	// own error shape.
+	guarded := func(writeError writeErrorFunc, limited limitedWriter) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler {
-			return g.CORS(g.APIKey(httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h)))
+			return g.CORS(g.APIKey(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	api, mcpAPI := guarded(openai.WriteError), guarded(mcphttp.WriteInvalidRequest)
+	api, mcpAPI := guarded(openai.WriteError, openAILimited), guarded(mcphttp.WriteInvalidRequest, mcpLimited)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
@@ -122,10 +132,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
 	// A preset's providers aggregated on one endpoint (the path value "preset" tells it apart).
 	mux.Handle("/mcp/presets/{preset}", mcpAPI(mcp))
-	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin))))
+	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(limits.wrap(adminLimited, httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin)))))
 	// The audit export streams JSON lines with a handler of its own (auditexport.go).
-	mux.Handle("/internal/mcp/audit/export", g.AdminNotConfigured(g.CORS(g.AdminKey(httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError,
-		auditExport{admin: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), log: log, limit: cfg.MaxAdminBodyBytes})))))
+	mux.Handle("/internal/mcp/audit/export", g.AdminNotConfigured(g.CORS(g.AdminKey(limits.wrap(adminLimited, httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError,
+		auditExport{admin: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), log: log, limit: cfg.MaxAdminBodyBytes}))))))
 	mux.Handle("/internal/mcp/", adminRoutes)
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, Media: inferencev1.NewMediaServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
@@ -216,12 +226,25 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	case st.Code() == codes.InvalidArgument, st.Code() == codes.FailedPrecondition && toolFiltered(st):
 		code = http.StatusBadRequest
 	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
+	case st.Code() == codes.ResourceExhausted: // a server over its rate_limit or max_concurrency
+		code = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retryDelay(st))))
 	case st.Code() == codes.NotFound: // only the registry's unknown id: upstream failures are Unavailable
 		code = http.StatusNotFound
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway
 	}
 	writeAdminErrorParam(w, code, msg, badField(st))
+}
+
+// retryDelay is the wait a status's RetryInfo asks for (0 without one).
+func retryDelay(st *status.Status) time.Duration {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration()
+		}
+	}
+	return 0
 }
 
 // badField is the request field an InvalidArgument names (BadRequest details), or "".

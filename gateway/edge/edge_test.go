@@ -28,6 +28,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const adminKey = "admin-key-for-tests"
@@ -103,6 +104,13 @@ func (f *fakeAdmin) UpsertServer(ctx context.Context, _ *mcpgatewayv1.UpsertServ
 // disabled server (FailedPrecondition alone).
 func (f *fakeAdmin) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
 	f.record(ctx)
+	if req.GetName() == "busy" { // as mcpgateway refuses a server over its rate_limit
+		st, err := status.New(codes.ResourceExhausted, `MCP server "s" is over its rate_limit`).WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)})
+		if err != nil {
+			return nil, err
+		}
+		return nil, st.Err()
+	}
 	if req.GetName() != "hidden" {
 		return nil, status.Errorf(codes.FailedPrecondition, "server is disabled: %q is disabled; enable it to connect", req.GetId())
 	}

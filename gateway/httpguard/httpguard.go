@@ -100,12 +100,14 @@ func (g Guard) originAllowed(origin string) bool {
 }
 
 // X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.
+// Retry-After is exposed so that a browser client told 429 (limits per key) can read when to
+// come back: it is not one of the response headers CORS lets scripts read by default.
 // Last-Event-ID stays allowed although streams are not resumable: a browser client that
 // reconnects sends it, and a preflight refusing it would fail the reconnection instead of
 // giving it the new stream it gets.
 const (
 	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-Client-Session-Id"
-	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version"
+	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
 	allowMethods  = "GET, POST, DELETE, OPTIONS"
 )
 

@@ -37,11 +37,12 @@ var serverAliases = map[string]string{
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
 	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
 	"max_output_bytes": "maxOutputBytes", "approval_tools": "approvalTools",
+	"rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
-	"approval", "approval_tools", "sandbox"}
+	"approval", "approval_tools", "sandbox", "rate_limit", "max_concurrency"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -67,6 +68,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
 		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
+		RateLimit: r.str("rate_limit"), MaxConcurrency: r.wholeInt32("max_concurrency", "a number of tool calls"),
 	}
 	in.Sandbox = r.sandbox("sandbox")
 	return in, r.err
@@ -302,6 +304,28 @@ func (r *reader) count(k string) *int32 {
 	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
 		if r.err == nil {
 			r.err = fmt.Errorf("%w: %s %v must be a whole number of bytes from %d to %d", r.kind, k, x, 1<<10, 40<<20)
+		}
+		return nil
+	}
+	v := int32(x)
+	return &v
+}
+
+// wholeInt32 reads a whole number of what that fits an int32, negative ones too: mcpgateway
+// checks the range, with a message that says it.
+func (r *reader) wholeInt32(k, what string) *int32 {
+	raw, ok := r.get(k)
+	if !ok {
+		return nil
+	}
+	var x float64
+	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
+		r.fail(k, what, raw)
+		return nil
+	}
+	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: %s %v must be a whole number", r.kind, k, x)
 		}
 		return nil
 	}

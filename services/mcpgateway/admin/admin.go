@@ -104,6 +104,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
 		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), Tools: []*mcpgatewayv1.ToolEntry{},
+		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
 	}
 	if out.Approval == "" { // stored as absent: shown as what it means
 		out.Approval = serverconfig.ApprovalNone

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // toStatus maps the admin service's errors to gRPC codes, in one place. The edge turns the
@@ -21,8 +22,11 @@ func toStatus(err error) error {
 	}
 	var rpcErr *upstream.RPCError
 	var filtered *serverconfig.ToolFilteredError
+	var limited *upstream.LimitError
 	code := codes.Internal
 	switch {
+	case errors.As(err, &limited): // before RPCError, which a LimitError also is
+		return resourceExhausted(limited)
 	// A caller that gave up, or a call out of time, is told so whatever failed on the way
 	// (an upstream failure wraps the context's error too).
 	case errors.Is(err, context.Canceled):
@@ -68,6 +72,17 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 		Domain:   errorDomain,
 		Metadata: map[string]string{"server_id": e.ServerID, "tool": e.Tool, "field": e.Field, "pattern": e.Pattern},
 	})
+	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// resourceExhausted is a server over its rate_limit or max_concurrency: ResourceExhausted
+// with RetryInfo, which the edge answers 429 with Retry-After.
+func resourceExhausted(e *upstream.LimitError) error {
+	st := status.New(codes.ResourceExhausted, e.Error())
+	withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
 	if err != nil {
 		return st.Err()
 	}

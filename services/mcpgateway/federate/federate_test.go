@@ -77,6 +77,7 @@ func newFixture(t *testing.T, url string) fixture {
 		{Id: "hidden", Transport: "streamable-http", Url: url, Enabled: true, Expose: false, TimeoutMs: 5000},
 		{Id: "off", Transport: "streamable-http", Url: url, Enabled: false, Expose: true, TimeoutMs: 5000},
 		{Id: "small", Transport: "streamable-http", Url: url, Enabled: true, Expose: true, TimeoutMs: 5000, MaxOutputBytes: 1024},
+		{Id: "limited", Transport: "streamable-http", Url: url, Enabled: true, Expose: true, TimeoutMs: 5000, RateLimit: "1/h"},
 	} {
 		if err := reg.PutServer(t.Context(), cfg); err != nil {
 			t.Fatal(err)

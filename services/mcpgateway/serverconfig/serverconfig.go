@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zestmcp/zest/lib/envref"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -42,6 +43,29 @@ const (
 	MaxMaxOutputBytes     = 40 << 20
 	DefaultMaxOutputBytes = 1 << 20
 )
+
+// MaxMaxConcurrency bounds max_concurrency: more calls in flight than this is no limit.
+const MaxMaxConcurrency = 1024
+
+// parseLimits checks rate_limit and max_concurrency and stores them, the rate as
+// ratelimit.Rate writes it. "" and 0 — what a server's state shows when it has none, and a
+// client sends back — are no limit of the server's own.
+func parseLimits(in *mcpgatewayv1.ServerInput, cfg *mcpgatewayv1.ServerConfig) error {
+	if s := in.GetRateLimit(); s != "" {
+		r, err := ratelimit.Parse(s)
+		if err != nil {
+			return invalid("rate_limit %q is not a rate: write %s for the tool calls of this server, all callers together, or leave it out for none", truncate(s, 40), ratelimit.Syntax)
+		}
+		cfg.RateLimit = r.String()
+	}
+	if n := in.GetMaxConcurrency(); n != 0 {
+		if n < 1 || n > MaxMaxConcurrency {
+			return invalid("max_concurrency %d is out of range: use a whole number of tool calls in flight at once from 1 to %d, or 0 (or leave it out) for no limit", n, MaxMaxConcurrency)
+		}
+		cfg.MaxConcurrency = n
+	}
+	return nil
+}
 
 // ErrInvalid wraps every validation failure.
 var ErrInvalid = errors.New("invalid server config")
@@ -93,6 +117,9 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 			return nil, invalid("max_output_bytes %d is out of range: use a whole number of bytes from %d (1 KiB) to %d (40 MiB, the gRPC message limit), or leave it out for the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES)", n, MinMaxOutputBytes, MaxMaxOutputBytes)
 		}
 		cfg.MaxOutputBytes = n
+	}
+	if err := parseLimits(in, cfg); err != nil {
+		return nil, err
 	}
 	if err := checkToolPatterns(FieldToolsAllow, cfg.GetToolsAllow()); err != nil {
 		return nil, err

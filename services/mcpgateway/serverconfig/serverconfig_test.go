@@ -58,6 +58,15 @@ func TestParseValid(t *testing.T) {
 		{"placement sent back is ignored", `{"id":"e","command":"node","placement":"th-2"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "") }},
 		{"no max_output_bytes: the operator's default", `{"id":"e","command":"node"}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 0.0) }},
 		{"max_output_bytes at its bounds", `{"id":"e","command":"node","max_output_bytes":1024}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 1024.0) }},
+		{"no limits of its own", `{"id":"e","command":"node","rate_limit":"","max_concurrency":0}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "rate_limit", "", "max_concurrency", 0.0)
+		}},
+		{"limits, stored canonically", `{"id":"e","command":"node","rate_limit":"20/s:20","max_concurrency":1024}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "rate_limit", "20/s", "max_concurrency", 1024.0)
+		}},
+		{"limits, camelCase", `{"id":"e","command":"node","rateLimit":"600/m:5","maxConcurrency":1}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "rate_limit", "600/m:5", "max_concurrency", 1.0)
+		}},
 		{"maxOutputBytes at the gRPC limit", `{"id":"e","command":"node","maxOutputBytes":41943040}`, func(t *testing.T, c map[string]any) {
 			want(t, c, "max_output_bytes", 41943040.0)
 		}},
@@ -70,7 +79,8 @@ func TestParseValid(t *testing.T) {
 			}
 			m := map[string]any{"id": cfg.GetId(), "name": cfg.GetName(), "transport": cfg.GetTransport(),
 				"enabled": cfg.GetEnabled(), "timeout_ms": float64(cfg.GetTimeoutMs()), "working_dir": cfg.GetWorkingDir(),
-				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost(), "max_output_bytes": float64(cfg.GetMaxOutputBytes())}
+				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost(), "max_output_bytes": float64(cfg.GetMaxOutputBytes()),
+				"rate_limit": cfg.GetRateLimit(), "max_concurrency": float64(cfg.GetMaxConcurrency())}
 			if tc.check != nil {
 				tc.check(t, m)
 			}
@@ -105,6 +115,14 @@ func TestParseInvalid(t *testing.T) {
 		{"max_output_bytes zero", `{"id":"a","command":"x","maxOutputBytes":0}`, "max_output_bytes 0 is out of range"},
 		{"max_output_bytes too large", `{"id":"a","command":"x","max_output_bytes":41943041}`, "max_output_bytes 41943041 is out of range"},
 		{"max_output_bytes a string", `{"id":"a","command":"x","max_output_bytes":"1MB"}`, "max_output_bytes must be a number of bytes, not a string"},
+		{"rate_limit without a unit", `{"id":"a","command":"x","rate_limit":"20"}`, `rate_limit "20" is not a rate: write N/s, N/m or N/h with an optional burst ":B" (e.g. "20/s", "600/m", "20/s:40") for the tool calls of this server`},
+		{"rate_limit zero", `{"id":"a","command":"x","rate_limit":"0/s"}`, `rate_limit "0/s" is not a rate`},
+		{"rate_limit off", `{"id":"a","command":"x","rate_limit":"off"}`, `rate_limit "off" is not a rate`},
+		{"rate_limit a number", `{"id":"a","command":"x","rate_limit":20}`, "rate_limit must be a string, not a number"},
+		{"max_concurrency negative", `{"id":"a","command":"x","max_concurrency":-1}`, "max_concurrency -1 is out of range: use a whole number of tool calls in flight at once from 1 to 1024, or 0 (or leave it out) for no limit"},
+		{"max_concurrency too large", `{"id":"a","command":"x","maxConcurrency":1025}`, "max_concurrency 1025 is out of range"},
+		{"max_concurrency a fraction", `{"id":"a","command":"x","max_concurrency":1.5}`, "max_concurrency 1.5 must be a whole number"},
+		{"max_concurrency a string", `{"id":"a","command":"x","max_concurrency":"4"}`, "max_concurrency must be a number of tool calls, not a string"},
 		{"max_output_bytes a fraction", `{"id":"a","command":"x","max_output_bytes":2048.5}`, "max_output_bytes 2048.5 must be a whole number of bytes"},
 		{"both spellings", `{"id":"a","command":"x","timeout_ms":2000,"timeoutMs":3000}`, "timeout_ms and timeoutMs are the same field: send one of them"},
 		{"both spellings of working_dir", `{"id":"a","command":"x","working_dir":"/","workingDir":"/"}`, "working_dir and workingDir"},

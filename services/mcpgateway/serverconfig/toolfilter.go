@@ -104,20 +104,22 @@ func CheckTool(cfg *mcpgatewayv1.ServerConfig, tool string) error {
 func Exposed(cfg *mcpgatewayv1.ServerConfig, tool string) bool { return CheckTool(cfg, tool) == nil }
 
 // SameConnection reports whether two configs of a server differ at most in their tool
-// filters and approvals. Such a change applies to an open connection as it is: the filters
-// and approvals are asked whenever tools are shown or called, so a server need not reconnect
-// for them.
+// filters, approvals and limits (rate_limit, max_concurrency). Such a change applies to an
+// open connection as it is: the filters, approvals and limits are asked whenever tools are
+// shown or called, so a server need not reconnect for them.
 func SameConnection(a, b *mcpgatewayv1.ServerConfig) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	if len(a.GetToolsAllow())+len(a.GetToolsDeny())+len(b.GetToolsAllow())+len(b.GetToolsDeny()) == 0 && a.GetExpose() == b.GetExpose() &&
-		a.GetApproval() == b.GetApproval() && len(a.GetApprovalTools())+len(b.GetApprovalTools()) == 0 {
+		a.GetApproval() == b.GetApproval() && len(a.GetApprovalTools())+len(b.GetApprovalTools()) == 0 &&
+		a.GetRateLimit() == b.GetRateLimit() && a.GetMaxConcurrency() == b.GetMaxConcurrency() {
 		return proto.Equal(a, b)
 	}
 	a, b = proto.CloneOf(a), proto.CloneOf(b)
 	a.ToolsAllow, a.ToolsDeny, b.ToolsAllow, b.ToolsDeny = nil, nil, nil, nil
 	a.Expose, b.Expose = false, false
 	a.Approval, a.ApprovalTools, b.Approval, b.ApprovalTools = "", nil, "", nil
+	a.RateLimit, b.RateLimit, a.MaxConcurrency, b.MaxConcurrency = "", "", 0, 0
 	return proto.Equal(a, b)
 }

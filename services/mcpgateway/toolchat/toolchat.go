@@ -540,7 +540,11 @@ func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) ran {
 	// requests to: CallTool relays none (see its doc).
 	raw, err := l.up.CallTool(ctx, cur, t.name, params, 0)
 	var rpcErr *upstream.RPCError
+	var limited *upstream.LimitError
 	switch {
+	case errors.As(err, &limited): // the server's limits: the model may try again
+		text := "The tool was not called: " + limited.Error() + ". Call it again later, or go on without it."
+		return failed(text, text)
 	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
 		text := fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message)
 		return failed(text, text)

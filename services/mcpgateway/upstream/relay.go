@@ -296,6 +296,11 @@ func answerServerRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 // that wants the call's progress (hooks.OnProgress) or relays the server's requests to its MCP
 // client (hooks.Relays, hooks.OnRequest).
 func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	release, err := m.admit(cfg, method)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, hooks)
 	}))

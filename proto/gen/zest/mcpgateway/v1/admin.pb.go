@@ -129,10 +129,12 @@ type ServerInput struct {
 	// {"enabled": true/false}. Refused for a streamable-http server.
 	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// rate_limit bounds the tool calls of this server on every path, all callers together, as
-	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent: no limit of its own).
+	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent or "": no limit of its own).
+	// Over it a call fails: RESOURCE_EXHAUSTED with RetryInfo on CallTool, JSON-RPC error
+	// -32029 over MCP, an isError tool result in the chat loop.
 	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
 	// max_concurrency bounds the tool calls of this server in flight at once, all callers
-	// together (1-1024; absent: no limit of its own).
+	// together (1-1024; absent or 0: no limit of its own).
 	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
 	// approval is "required" (every tool of the server needs a person's approval before a chat
 	// or MCP client calls it: docs/untrusted-tools.md) or "none" (default; approval_tools may

@@ -1,0 +1,215 @@
+package edge
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/ratelimit"
+)
+
+// Limits per key (docs/untrusted-tools.md): every API route counts its caller's calls in a
+// token bucket and its calls in flight, per caller — the admin key, the API key, or for a
+// caller that presents neither (no key configured, or a route open without one) its address —
+// and refuses a call over either with 429, Retry-After and the route family's error shape.
+// Callers are told apart by the keys Lemonade has, so the clients that share a key share its
+// budget; an anonymous caller is its address (an IPv6 address by its /64, which one host
+// usually holds whole).
+
+// Defaults of the limits per key: far above what a person, Lemonade's GUI (which polls a few
+// routes every second or two) or an agent making tool calls needs, and low enough that one
+// client looping on the API cannot take the services from the others.
+const (
+	DefaultRateLimit        = "100/s:200"
+	DefaultConcurrencyLimit = 64
+	// MaxConcurrencyLimit bounds ZEST_CONCURRENCY_LIMIT.
+	MaxConcurrencyLimit = 100_000
+)
+
+// Roles an override names besides a key's hash.
+const (
+	roleAPI       = "api"
+	roleAdmin     = "admin"
+	roleAnonymous = "anonymous"
+)
+
+// keyLimits holds the limits per key and their state.
+type keyLimits struct {
+	keys      keyauth.Keys
+	def       ratelimit.Limits
+	overrides map[string]ratelimit.Rate // role → rate (zero: not limited by rate)
+	table     *ratelimit.Keyed
+}
+
+// parseKeyLimits reads ZEST_RATE_LIMIT, ZEST_CONCURRENCY_LIMIT and ZEST_RATE_LIMIT_KEYS; an
+// error names the setting and the fix.
+func parseKeyLimits(c *Config) (*keyLimits, error) {
+	def, err := ratelimit.ParseSetting(c.RateLimit)
+	if err != nil {
+		return nil, fmt.Errorf("rate-limit (ZEST_RATE_LIMIT): %w, or off", err)
+	}
+	if c.ConcurrencyLimit < 0 || c.ConcurrencyLimit > MaxConcurrencyLimit {
+		return nil, fmt.Errorf("concurrency-limit (ZEST_CONCURRENCY_LIMIT) %d: want 0 (no limit) to %d calls in flight per key", c.ConcurrencyLimit, MaxConcurrencyLimit)
+	}
+	byName, err := ratelimit.ParseOverrides(c.RateLimitKeys)
+	if err != nil {
+		return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %w", err)
+	}
+	l := &keyLimits{keys: c.Keys, def: ratelimit.Limits{Rate: def, Concurrency: c.ConcurrencyLimit},
+		overrides: map[string]ratelimit.Rate{}, table: ratelimit.NewKeyed(c.RateLimitMaxCallers)}
+	for name, r := range byName {
+		role := name
+		switch name {
+		case roleAnonymous:
+		case roleAPI:
+			if c.Keys.API == "" {
+				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q names %s, which is not set: set it or drop %q", name, keyauth.EnvAPIKey, name)
+			}
+		case roleAdmin:
+			if c.Keys.Admin == "" {
+				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q names %s, which is not set: set it or drop %q", name, keyauth.EnvAdminKey, name)
+			}
+		default:
+			switch {
+			case c.Keys.Admin != "" && keyHash(c.Keys.Admin) == name:
+				role = roleAdmin
+			case c.Keys.API != "" && keyHash(c.Keys.API) == name:
+				role = roleAPI
+			default:
+				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q is neither a role (api, admin, anonymous) nor the hash of %s or %s (the first 12 hex digits of its SHA-256, as the activity log shows it)", name, keyauth.EnvAPIKey, keyauth.EnvAdminKey)
+			}
+		}
+		if _, dup := l.overrides[role]; dup {
+			return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): the %s key is named twice (by its role and by its hash): keep one", role)
+		}
+		l.overrides[role] = r
+	}
+	return l, nil
+}
+
+// keyHash names a key as the activity log does (services/mcpgateway/activity.Who).
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
+
+// caller tells who made r: the table's key, the role whose limits apply, and how a message
+// names it. Only a configured key names a caller: any other token is anonymous (a token that
+// opens nothing must not buy a fresh budget per value).
+func (l *keyLimits) caller(r *http.Request) (key, role, label string) {
+	if tok := keyauth.BearerToken(r.Header.Get("Authorization")); tok != "" {
+		if l.keys.Admin != "" && keyauth.Equal(tok, l.keys.Admin) {
+			return roleAdmin, roleAdmin, "the admin key (" + keyauth.EnvAdminKey + ")"
+		}
+		if l.keys.API != "" && keyauth.Equal(tok, l.keys.API) {
+			return roleAPI, roleAPI, "the API key (" + keyauth.EnvAPIKey + ")"
+		}
+	}
+	addr := clientAddr(r.RemoteAddr)
+	return "addr " + addr, roleAnonymous, "the address " + addr
+}
+
+// clientAddr is the address a caller is limited by: its IP, an IPv6 one by its /64.
+func clientAddr(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip.To4() == nil {
+		return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+	}
+	return ip.String()
+}
+
+// off reports whether no key is limited at all (ZEST_RATE_LIMIT=off, ZEST_CONCURRENCY_LIMIT=0
+// and no override that sets a rate): the routes are served without the check.
+func (l *keyLimits) off() bool {
+	if !l.def.IsZero() {
+		return false
+	}
+	for _, r := range l.overrides {
+		if !r.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// limitsOf are the limits of a role: the default, its rate overridden.
+func (l *keyLimits) limitsOf(role string) (ratelimit.Limits, string) {
+	lim, from := l.def, "ZEST_RATE_LIMIT"
+	if r, ok := l.overrides[role]; ok {
+		lim.Rate, from = r, "ZEST_RATE_LIMIT_KEYS"
+	}
+	return lim, from
+}
+
+// limitedWriter writes a 429 in a route family's shape (Retry-After is set already).
+type limitedWriter func(w http.ResponseWriter, msg string, retryAfterMs int64)
+
+// wrap limits the calls of next per caller; write answers a refused one. A GET on an MCP
+// endpoint (the long-lived stream of server messages) counts against the rate but not the
+// calls in flight: a client holds it open for hours.
+func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
+	if l.off() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, role, label := l.caller(r)
+		lim, from := l.limitsOf(role)
+		stream := r.Method == http.MethodGet && under(r.URL.Path, "/mcp")
+		if stream {
+			lim.Concurrency = 0
+		}
+		d := l.table.Admit(key, lim)
+		if !d.OK {
+			secs := ratelimit.RetryAfterSeconds(d.RetryAfter)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			var msg string
+			if d.Reason == ratelimit.ReasonConcurrency {
+				msg = fmt.Sprintf("Too many requests: %s has %d requests in flight, its limit (ZEST_CONCURRENCY_LIMIT); retry when one has finished, after %d s", label, lim.Concurrency, secs)
+			} else {
+				msg = fmt.Sprintf("Rate limit exceeded: %s may make %s (%s); retry after %d s", label, lim.Rate.Words("requests"), from, secs)
+			}
+			if d.Overflow {
+				msg += " (the edge tracks too many callers at once: new ones share one budget)"
+			}
+			write(w, msg, max(1, d.RetryAfter.Milliseconds()))
+			return
+		}
+		if stream {
+			d.Release()
+		}
+		defer d.Release()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// The 429 of each route family.
+
+// openAILimited is OpenAI's rate-limit error: {"error":{"message","type":"requests","param":null,"code":"rate_limit_exceeded"}}.
+func openAILimited(w http.ResponseWriter, msg string, _ int64) {
+	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+		"message": msg, "type": "requests", "param": nil, "code": "rate_limit_exceeded"}})
+}
+
+// mcpLimited is a JSON-RPC error response (id null: the edge has not read the request) with
+// ratelimit.JSONRPCCode and the wait in data.retry_after_ms.
+func mcpLimited(w http.ResponseWriter, msg string, retryAfterMs int64) {
+	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code": ratelimit.JSONRPCCode, "message": msg, "data": map[string]any{"retry_after_ms": retryAfterMs}}})
+}
+
+// adminLimited is the admin routes' shape with status_code 429.
+func adminLimited(w http.ResponseWriter, msg string, _ int64) {
+	writeAdminError(w, http.StatusTooManyRequests, msg)
+}
