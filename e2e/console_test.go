@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -254,6 +256,52 @@ func TestConsole(t *testing.T) {
 			screenshot(t, ctx, "dark-narrow-"+strings.Trim(hash, "#/"))
 		}
 	})
+
+	t.Run("edit keeps what the form does not show", func(t *testing.T) {
+		// Fields the form has no input for, set through the API: an upsert replaces the whole
+		// config, so the console's edit must send them back as stored, never unguard the server.
+		stored := func() map[string]any {
+			st, _ := admin(t, s, "GET", "/servers/everything", "").JSON(t)["server"].(map[string]any)
+			return st
+		}
+		kept := map[string]any{"approval_tools": []any{"nothing-*"}, "max_output_bytes": float64(65536), "rate_limit": "100/s", "max_concurrency": float64(8)}
+		cfg := map[string]any{}
+		for k, v := range stored() {
+			switch k {
+			case "id", "name", "transport", "command", "args", "timeout_ms":
+				cfg[k] = v
+			}
+		}
+		for k, v := range kept {
+			cfg[k] = v
+		}
+		if r := admin(t, s, "POST", "/servers", jsonBody(t, cfg)); r.Status != 200 {
+			t.Fatalf("setting the fields the form does not show: %d %s", r.Status, r.Body)
+		}
+		if r := admin(t, s, "POST", "/servers/everything/connect", ""); r.Status != 200 {
+			t.Fatalf("connect: %d %s", r.Status, r.Body)
+		}
+		openView(t, ctx, s.URL, "#/servers")
+		mustWaitText(t, ctx, "#server-everything .status", "Connected", uiWait)
+		do1(t, ctx, "edit", chromedp.Click(chromedp.CSS(`#server-everything button[aria-label="Edit everything"]`)))
+		mustWaitText(t, ctx, "#form-h", "Edit everything", uiWait)
+		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="timeout_ms"]').value = '50000') === '50000'`)
+		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
+		waitFor(t, uiWait, func() error {
+			if got := stored()["timeout_ms"]; got != float64(50000) {
+				return fmt.Errorf("timeout_ms %v after the edit, want 50000", got)
+			}
+			return nil
+		})
+		after := stored()
+		for k, v := range kept {
+			got, _ := json.Marshal(after[k])
+			if want, _ := json.Marshal(v); string(got) != string(want) {
+				t.Errorf("the console's edit changed %s: %s, stored before as %s", k, got, want)
+			}
+		}
+	})
+
 }
 
 // consoleViews are the console's views.

@@ -51,8 +51,21 @@ function formBody(form, editingId, existing) {
   }
   body.tools_allow = lines(form.elements.tools_allow.value);
   body.tools_deny = lines(form.elements.tools_deny.value);
+  // An upsert replaces the whole config: every field the form does not show is sent back as
+  // stored, so that an edit never re-enables, exposes, unlimits or unguards a server.
+  if (existing) {
+    for (const k of KEPT) {
+      const x = existing[k];
+      if (x === undefined || x === null || x === '' || (Array.isArray(x) && x.length === 0)) continue;
+      if (k === 'max_output_bytes' || k === 'max_concurrency') { if (x) body[k] = x; continue; }
+      body[k] = x;
+    }
+  }
   return body;
 }
+
+// KEPT are the config fields the form does not show.
+const KEPT = ['enabled', 'expose', 'max_output_bytes', 'rate_limit', 'max_concurrency', 'approval', 'approval_tools'];
 
 function serverForm(app, existing, onSaved) {
   const { el, field } = app;
@@ -233,7 +246,14 @@ export default {
       }));
     };
     const actions = {
-      edit: (s) => { showForm(s); formSlot.querySelector('input[name="name"]').focus(); },
+      // The form starts from the server as stored now, not the list's copy of the last poll:
+      // an upsert replaces the whole config, so a stale copy would undo a change made since.
+      edit: async (s) => {
+        let stored = s;
+        try { stored = (await app.api('GET', `/internal/mcp/servers/${encodeURIComponent(s.id)}`)).server || s; } catch (e) { /* the list's copy */ }
+        showForm(stored);
+        formSlot.querySelector('input[name="name"]').focus();
+      },
       connect: async (s, focus) => {
         busy.add(s.id);
         await load(false).catch(() => {});
