@@ -151,11 +151,14 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(outside, 0o777)
-	// memory_bytes bounds the address space (RLIMIT_AS): a Go server reserves much of it at
-	// start, so 1.5 GiB leaves this one short of the 1 GiB more that the unconfined one touches.
-	boxed := &toolhostv1.ServerSpec{Id: "boxed", Command: hostile, Args: []string{"-max-alloc-mb=1024"}, TimeoutMs: 20000, Sandbox: &toolhostv1.Sandbox{
+	// memory_bytes bounds the address space (RLIMIT_AS). A Go server's start reserves a varying
+	// part of it: under 1.5 GiB this fixture failed to start 1 time in 30 (and once in CI, on
+	// the restart after its CPU-time kill), under 2 and 3 GiB 0 times in 150. So the confined
+	// one gets 3 GiB and may try the whole 4 GB (it fails before), while the unconfined one
+	// stops by itself after touching 1 GiB.
+	boxed := &toolhostv1.ServerSpec{Id: "boxed", Command: hostile, Args: []string{"-max-alloc-mb=4096"}, TimeoutMs: 20000, Sandbox: &toolhostv1.Sandbox{
 		Enabled: proto.Bool(true), WritablePaths: []string{work},
-		MemoryBytes: proto.Int64(1536 << 20), MaxPids: proto.Int32(64), OpenFiles: proto.Int32(256), CpuSeconds: proto.Int32(1),
+		MemoryBytes: proto.Int64(3 << 30), MaxPids: proto.Int32(64), OpenFiles: proto.Int32(256), CpuSeconds: proto.Int32(1),
 	}}
 	plain := &toolhostv1.ServerSpec{Id: "plain", Command: hostile, Args: []string{"-max-alloc-mb=1024"}, TimeoutMs: 20000}
 	st, err := s.EnsureStarted(t.Context(), boxed, false)
