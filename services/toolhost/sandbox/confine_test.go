@@ -151,6 +151,7 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(outside, 0o777)
+	t.Cleanup(func() { os.RemoveAll(outside) })
 	// memory_bytes bounds the address space (RLIMIT_AS). A Go server's start reserves a varying
 	// part of it: under 1.5 GiB this fixture failed to start 1 time in 30 (and once in CI, on
 	// the restart after its CPU-time kill), under 2 and 3 GiB 0 times in 150. So the confined
