@@ -2,13 +2,12 @@
 // GET /internal/mcp/activity, polled every 2 s with after= the newest id seen. New rows go on
 // top; at most KEEP rows stay. A 404 means an edge older than the route.
 
+import { Poll } from './poll.js';
+
 const POLL_MS = 2000;
 const KEEP = 200;
 
-let timer = null;
-let aborter = null;
-// session changes when the view is left (or shown again): a poll of an older one stops.
-let session = 0;
+const loop = new Poll();
 
 const OUTCOMES = {
   ok: { icon: '✓', text: 'OK', cls: 'ok' },
@@ -16,19 +15,6 @@ const OUTCOMES = {
   error: { icon: '✕', text: 'Error', cls: 'error' },
   input_required: { icon: '?', text: 'Input required', cls: 'connecting' },
 };
-
-// halt cancels the next poll and the one in flight.
-function halt() {
-  if (timer) clearTimeout(timer);
-  timer = null;
-  if (aborter) aborter.abort();
-  aborter = null;
-}
-
-function stopPolling() {
-  session += 1;
-  halt();
-}
 
 // when shows the call's start as local time (the full UTC time in the title).
 function when(iso) {
@@ -41,8 +27,8 @@ export default {
   title: 'Activity',
   async render(main, app) {
     const { el } = app;
-    stopPolling();
-    const mine = session;
+    loop.stop();
+    const mine = loop.session;
     let latest = 0;
     let paused = false;
     let rows = []; // newest first
@@ -100,10 +86,10 @@ export default {
     };
 
     const poll = async (first) => {
-      timer = null;
-      if (paused || mine !== session) return;
-      aborter = new AbortController();
-      const signal = aborter.signal;
+      loop.timer = null;
+      if (paused || mine !== loop.session) return;
+      loop.aborter = new AbortController();
+      const signal = loop.aborter.signal;
       try {
         const got = await app.api('GET', `/internal/mcp/activity?after=${encodeURIComponent(String(latest))}&limit=${KEEP}`, undefined, { signal });
         errBox.replaceChildren();
@@ -115,7 +101,7 @@ export default {
           latest = 0;
           rows = [];
           tbody.replaceChildren(emptyRow());
-          timer = setTimeout(() => poll(true), 0);
+          loop.timer = setTimeout(() => poll(true), 0);
           return;
         }
         latest = Math.max(latest, newest, ...calls.map((c) => Number(c.id) || 0));
@@ -142,16 +128,16 @@ export default {
         }
         state.textContent = 'The last check failed; trying again.';
       } finally {
-        if (aborter && aborter.signal === signal) aborter = null;
+        if (loop.aborter && loop.aborter.signal === signal) loop.aborter = null;
       }
-      if (!paused && mine === session) timer = setTimeout(() => poll(false), POLL_MS);
+      if (!paused && mine === loop.session) loop.timer = setTimeout(() => poll(false), POLL_MS);
     };
 
     pauseButton.addEventListener('click', () => {
       paused = !paused;
       pauseButton.textContent = paused ? 'Resume' : 'Pause';
       if (paused) {
-        halt();
+        loop.halt();
         state.textContent = `Paused · ${rows.length} call${rows.length === 1 ? '' : 's'} shown.`;
         app.announce('Paused: the table is not updated.');
       } else {
@@ -168,6 +154,6 @@ export default {
     await poll(true);
   },
   leave() {
-    stopPolling();
+    loop.stop();
   },
 };

@@ -3,24 +3,11 @@
 // polled every 2 s. Each shows its arguments and who asked; Approve runs the call, Deny fails it
 // with the reason typed beside it (the model reads it). A 404 means an edge older than the route.
 
+import { Poll } from './poll.js';
+
 const POLL_MS = 2000;
 
-let timer = null;
-let aborter = null;
-// session changes when the view is left (or shown again): a poll of an older one stops.
-let session = 0;
-
-function halt() {
-  if (timer) clearTimeout(timer);
-  timer = null;
-  if (aborter) aborter.abort();
-  aborter = null;
-}
-
-function stopPolling() {
-  session += 1;
-  halt();
-}
+const loop = new Poll();
 
 // when shows a time as local time (the full UTC time in the title).
 function when(iso) {
@@ -38,8 +25,8 @@ export default {
   title: 'Approvals',
   async render(main, app) {
     const { el } = app;
-    stopPolling();
-    const mine = session;
+    loop.stop();
+    const mine = loop.session;
     const state = el('p', { class: 'help' }, 'Loading…');
     const errBox = el('div', {});
     const list = el('div', { role: 'region', 'aria-label': 'Tool calls waiting for approval' });
@@ -56,12 +43,12 @@ export default {
         await app.api('POST', `/internal/mcp/approvals/${encodeURIComponent(a.id)}/${verb}`, reason ? { reason } : {});
         app.announce(`${verb === 'approve' ? 'Approved' : 'Denied'}: ${a.tool} of ${a.server_id}.`);
         shown = null;
-        halt();
+        loop.halt();
         poll(false);
       } catch (err) {
         buttons.forEach((b) => { b.disabled = false; });
         errBox.replaceChildren(app.errorBox(err));
-        if (err.status === 404 || err.status === 400) { shown = null; halt(); poll(false); }
+        if (err.status === 404 || err.status === 400) { shown = null; loop.halt(); poll(false); }
       }
     };
 
@@ -89,10 +76,10 @@ export default {
     };
 
     const poll = async (first) => {
-      timer = null;
-      if (mine !== session) return;
-      aborter = new AbortController();
-      const signal = aborter.signal;
+      loop.timer = null;
+      if (mine !== loop.session) return;
+      loop.aborter = new AbortController();
+      const signal = loop.aborter.signal;
       try {
         const got = await app.api('GET', '/internal/mcp/approvals', undefined, { signal });
         const pending = (got && got.approvals) || [];
@@ -125,13 +112,13 @@ export default {
         }
         state.textContent = 'The last check failed; trying again.';
       } finally {
-        if (aborter && aborter.signal === signal) aborter = null;
+        if (loop.aborter && loop.aborter.signal === signal) loop.aborter = null;
       }
-      if (mine === session) timer = setTimeout(() => poll(false), POLL_MS);
+      if (mine === loop.session) loop.timer = setTimeout(() => poll(false), POLL_MS);
     };
     await poll(true);
   },
   leave() {
-    stopPolling();
+    loop.stop();
   },
 };
