@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -92,4 +96,55 @@ func TestNetworkProxyAdmitsAllowHostsAlone(t *testing.T) {
 	if n := allowedHits.Load(); n != 1 {
 		t.Fatalf("allowed server got %d requests after the refusals, want 1", n)
 	}
+
+	// The forwarder runs inside the sandbox while the server does, and it and the proxy's
+	// directory are gone once the server stops.
+	fwd := forwarders(t)
+	if len(fwd) != 1 {
+		t.Fatalf("forwarders of this test's binary: %v, want 1", fwd)
+	}
+	var sock string
+	for _, path := range fwd {
+		sock = path
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("proxy socket while the server runs: %v", err)
+	}
+	if _, err := s.Stop("proxied"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(forwarders(t)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("forwarders left after the server stopped: %v", forwarders(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		if _, err := os.Stat(filepath.Dir(sock)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy's directory %s is left after the server stopped", filepath.Dir(sock))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// forwarders are the running forwarders started from this test's binary: pid → socket.
+func forwarders(t *testing.T) map[string]string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	out := map[string]string{}
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 3 && args[0] == exe && args[1] == sandbox.ForwardFlag {
+			out[filepath.Base(filepath.Dir(f))] = args[2]
+		}
+	}
+	return out
 }
