@@ -212,7 +212,11 @@ func (p *Proxy) check(ctx context.Context, hostport string, defPort int) ([]neti
 }
 
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, f *refusal) {
-	p.log.Warn("sandbox proxy refused a destination", "method", r.Method, "host", r.Host, "status", f.status, "why", f.text)
+	if f.status == http.StatusBadGateway { // an allowed destination that failed: not a refusal
+		p.log.Info("sandbox proxy could not reach a destination", "method", r.Method, "host", r.Host, "why", f.text)
+	} else {
+		p.log.Warn("sandbox proxy refused a destination", "method", r.Method, "host", r.Host, "status", f.status, "why", f.text)
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(f.status)
