@@ -63,6 +63,9 @@ func startForwarder(p *Plan) error {
 	cmd := exec.Command(p.Exe, ForwardFlag, p.ProxySocket)
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stderr = os.Stderr
+	// Not the server's environment (its secrets), and few threads: they count towards the
+	// sandbox's RLIMIT_NPROC (max_pids) with the server's.
+	cmd.Env = []string{"GOMAXPROCS=1"}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("forwarder: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // ProxyPort is where the forwarder listens inside the sandbox's own network namespace
@@ -26,6 +28,7 @@ const ProxyPort = 3128
 // Limits of a server's filtering proxy.
 const (
 	DefaultProxyTunnels = 64              // concurrent CONNECT tunnels and HTTP requests
+	DefaultProxyConns   = 128             // connections accepted at once; more wait unaccepted
 	DefaultProxyIdle    = 5 * time.Minute // a tunnel or request with no byte either way is closed
 	proxyDialTimeout    = 10 * time.Second
 )
@@ -36,6 +39,7 @@ type ProxyOptions struct {
 	// UID and GID own the socket when set (> 0): the sandbox user connects to it.
 	UID, GID int
 	Tunnels  int           // DefaultProxyTunnels when 0
+	Conns    int           // DefaultProxyConns when 0
 	Idle     time.Duration // DefaultProxyIdle when 0
 	Logger   *slog.Logger
 	// Resolve looks up a host name (net.DefaultResolver when nil; tests stub it).
@@ -67,6 +71,9 @@ func StartProxy(o ProxyOptions) (*Proxy, error) {
 	}
 	if o.Tunnels <= 0 {
 		o.Tunnels = DefaultProxyTunnels
+	}
+	if o.Conns <= 0 {
+		o.Conns = DefaultProxyConns
 	}
 	if o.Idle <= 0 {
 		o.Idle = DefaultProxyIdle
@@ -118,7 +125,9 @@ func StartProxy(o ProxyOptions) (*Proxy, error) {
 		ResponseHeaderTimeout: o.Idle,
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.Idle, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
-	go p.srv.Serve(ln) //nolint:errcheck // ends with Close
+	// Bounded accepts: the server's idle keep-alive connections must not use up the tool
+	// host's descriptors (a connection that sends nothing is closed by ReadHeaderTimeout).
+	go p.srv.Serve(netutil.LimitListener(ln, o.Conns)) //nolint:errcheck // ends with Close
 	return p, nil
 }
 

@@ -131,3 +131,36 @@ func TestProxyBoundsTunnelsAndIdleTime(t *testing.T) {
 		t.Fatal("the proxy still listens after Close")
 	}
 }
+
+func TestProxyBoundsConnections(t *testing.T) {
+	p, err := StartProxy(ProxyOptions{AllowHosts: []string{"api.example.com"}, Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var held []net.Conn
+	for range 2 { // two connections that send nothing yet
+		c, err := net.Dial("unix", p.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	third, err := net.Dial("unix", p.Socket) // queued in the backlog, not accepted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	fmt.Fprint(third, "CONNECT other.example.com:443 HTTP/1.1\r\nHost: other.example.com:443\r\n\r\n")
+	_ = third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := third.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a third connection was served while two were open (Conns 2)")
+	}
+	held[0].Close() // a slot frees: the third is accepted and answered
+	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the third connection after a slot freed: %v %v, want 403", resp, err)
+	}
+}
