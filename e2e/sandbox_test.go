@@ -135,6 +135,37 @@ func TestSandboxedPeers(t *testing.T) {
 		}
 	})
 
+	t.Run("server-everything with network proxy", func(t *testing.T) {
+		// A bad pattern is refused with its field; a good config runs with the forwarder and
+		// the proxy variables (server-everything's get-env shows them).
+		bad := map[string]any{"id": "proxied", "command": "node", "args": []string{filepath.Join(mcp, "server-everything", "dist", "index.js")},
+			"sandbox": map[string]any{"readable_paths": []string{peers}, "network": "proxy", "allow_hosts": []string{"https://api.example.com/"}}}
+		if r := admin(t, s, "POST", "/servers", jsonBody(t, bad)); r.Status != 400 || !strings.Contains(string(r.Body), "sandbox.allow_hosts[0]") {
+			t.Fatalf("a URL in allow_hosts: %d %s, want 400 naming sandbox.allow_hosts[0]", r.Status, r.Body)
+		}
+		cfg := map[string]any{"id": "proxied", "command": "node", "args": []string{filepath.Join(mcp, "server-everything", "dist", "index.js")},
+			"sandbox": map[string]any{"readable_paths": []string{peers}, "network": "proxy", "allow_hosts": []string{"api.example.com"}}}
+		registerServer(t, s, cfg)
+		if r := admin(t, s, "POST", "/servers/proxied/connect", ""); r.Status != 200 {
+			t.Fatalf("connect proxied: %d %s", r.Status, r.Body)
+		}
+		var active []string
+		for _, a := range asSlice(sandboxOf(t, s, "proxied")["active"]) {
+			active = append(active, a.(string))
+		}
+		want := slices.Clone(wantActive)
+		want[slices.Index(want, "network_none")] = "network_proxy"
+		if !slices.Equal(active, want) {
+			t.Fatalf("process.sandbox.active %v, want %v", active, want)
+		}
+		text, _ := sandboxCall(t, s, "proxied", "get-env", map[string]any{})
+		for _, v := range []string{`"HTTPS_PROXY": "http://127.0.0.1:3128"`, `"NODE_USE_ENV_PROXY": "1"`, `"NO_PROXY": "localhost,127.0.0.1"`} {
+			if !strings.Contains(text, v) {
+				t.Fatalf("get-env lacks %s: %.600s", v, text)
+			}
+		}
+	})
+
 	t.Run("server-everything through npx", func(t *testing.T) {
 		// npx finds the package's bin in the working directory's node_modules (no network in the
 		// sandbox) and writes its logs to the private $HOME. node_modules may be a symbolic link

@@ -16,6 +16,8 @@ func TestParseSandbox(t *testing.T) {
 		{"false opts out of the default", `{"id":"s","command":"x","sandbox":false}`, `{"enabled":false}`},
 		{"an object is enabled unless it says otherwise", `{"id":"s","command":"x","sandbox":{"network":"host","writablePaths":["/var/lib/s"],"memory_bytes":1073741824,"max_pids":64,"cpu_seconds":60,"open_files":256}}`,
 			`{"enabled":true,"network":"host","writable_paths":["/var/lib/s"],"memory_bytes":"1073741824","max_pids":64,"cpu_seconds":60,"open_files":256}`},
+		{"network proxy with allow_hosts", `{"id":"s","command":"x","sandbox":{"network":"proxy","allowHosts":["api.example.com","*.example.org:8443","203.0.113.7"]}}`,
+			`{"enabled":true,"network":"proxy","allow_hosts":["api.example.com","*.example.org:8443","203.0.113.7"]}`},
 		{"an object with enabled false", `{"id":"s","command":"x","sandbox":{"enabled":false,"readable_paths":["/srv"]}}`, `{"enabled":false,"readable_paths":["/srv"]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +41,9 @@ func TestParseSandboxInvalid(t *testing.T) {
 	for _, tc := range []struct{ name, body, msg, field string }{
 		{"relative writable path", `{"id":"s","command":"x","sandbox":{"writable_paths":["tmp"]}}`, `sandbox.writable_paths[0] "tmp" is not absolute: give the full path`, "sandbox"},
 		{"unclean readable path", `{"id":"s","command":"x","sandbox":{"readable_paths":["/a/../b"]}}`, `sandbox.readable_paths[0] "/a/../b" is not clean`, "sandbox"},
-		{"network proxy", `{"id":"s","command":"x","sandbox":{"network":"proxy","allow_hosts":["api.example.com:443"]}}`, `sandbox.network "proxy" is not available yet`, "sandbox"},
+		{"network proxy without allow_hosts", `{"id":"s","command":"x","sandbox":{"network":"proxy"}}`, `sandbox.network "proxy" needs sandbox.allow_hosts`, "sandbox"},
+		{"a URL in allow_hosts", `{"id":"s","command":"x","sandbox":{"network":"proxy","allow_hosts":["api.example.com","https://x.example.com/"]}}`, `sandbox.allow_hosts[1] "https://x.example.com/" must be a host with an optional port, not a URL`, "sandbox"},
+		{"allow_hosts without proxy", `{"id":"s","command":"x","sandbox":{"network":"host","allow_hosts":["api.example.com"]}}`, `allow_hosts only applies to network "proxy"`, "sandbox"},
 		{"unknown network", `{"id":"s","command":"x","sandbox":{"network":"lan"}}`, `sandbox.network "lan": want "none" (default), "host" or "proxy"`, "sandbox"},
 		{"memory too small", `{"id":"s","command":"x","sandbox":{"memory_bytes":1000}}`, "sandbox.memory_bytes 1000: want 67108864 (64 MiB) to", "sandbox"},
 		{"max_pids too small", `{"id":"s","command":"x","sandbox":{"max_pids":2}}`, "sandbox.max_pids 2: want 8 to 65536", "sandbox"},

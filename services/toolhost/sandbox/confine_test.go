@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 			os.Exit(sandbox.Main(os.Args[2:]))
 		case sandbox.InnerFlag:
 			os.Exit(sandbox.InnerMain(os.Args[2:]))
+		case sandbox.ForwardFlag:
+			os.Exit(sandbox.ForwardMain(os.Args[2:]))
 		}
 	}
 	code, err := setup()

@@ -151,7 +151,12 @@ func Check(sb *toolhostv1.Sandbox) error {
 			bad("sandbox.allow_hosts is set but network is %q: allow_hosts only applies to network \"proxy\"", network(sb))
 		}
 	case NetworkProxy:
-		bad("sandbox.network \"proxy\" is not available yet (the tool host has no filtering proxy): use \"none\" (no network) or \"host\" (the tool host's network)")
+		if len(sb.GetAllowHosts()) == 0 {
+			bad("sandbox.network \"proxy\" needs sandbox.allow_hosts: list the hosts the server may reach (e.g. [\"api.example.com\", \"*.example.org:8443\"]), or use network \"none\"")
+		}
+		if _, err := ParseAllowList(sb.GetAllowHosts()); err != nil {
+			errs = append(errs, err)
+		}
 	default:
 		bad("sandbox.network %q: want \"none\" (default), \"host\" or \"proxy\"", sb.GetNetwork())
 	}
@@ -228,6 +233,9 @@ type Plan struct {
 	Home    string `json:"home,omitempty"`
 	// Landlock is the kernel's Landlock ABI version (0: none, the inner step skips it).
 	Landlock int `json:"landlock"`
+	// ProxySocket is the unix socket of the server's filtering proxy (network "proxy"), set by
+	// the supervisor per start (StartProxy); its directory is bound read-only into the sandbox.
+	ProxySocket string `json:"proxy_socket,omitempty"`
 }
 
 // NewPlan resolves a sandbox for a server whose program is command (resolved), run in dir
@@ -304,8 +312,11 @@ func (p *Plan) Argv(path string, args []string) (string, []string) {
 // Status names the protections the plan applies, and those it cannot, with why.
 func (p *Plan) Status() *toolhostv1.SandboxStatus {
 	st := &toolhostv1.SandboxStatus{Active: []string{"user_namespace", "mount_namespace", "pid_namespace"}}
-	if p.Network == NetworkNone {
+	switch p.Network {
+	case NetworkNone:
 		st.Active = append(st.Active, "network_none")
+	case NetworkProxy:
+		st.Active = append(st.Active, "network_proxy")
 	}
 	st.Active = append(st.Active, "read_only_root", "private_tmp", "no_new_privs", "capabilities_dropped", "seccomp")
 	if p.Landlock > 0 {

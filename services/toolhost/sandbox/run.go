@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
@@ -225,6 +226,10 @@ func BwrapArgs(p *Plan, fd int, stat func(string) (bool, bool, string)) []string
 			a = append(a, "--ro-bind-try", b.path, b.path)
 		}
 	}
+	if p.ProxySocket != "" { // the proxy's own directory, after /tmp's tmpfs that may hold it
+		d := filepath.Dir(p.ProxySocket)
+		a = append(a, "--ro-bind", d, d)
+	}
 	if p.Dir != "" {
 		a = append(a, "--chdir", p.Dir)
 	}
@@ -246,6 +251,21 @@ func InnerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "zest sandbox:", err)
 		return 2
 	}
+	env := os.Environ()
+	if p.Network == NetworkProxy {
+		// Before the rlimits (a Go forwarder under a small RLIMIT_AS would not start) and
+		// Landlock (it binds a port the server may not); bwrap's namespaces, seccomp and user
+		// hold it all the same.
+		if p.ProxySocket == "" {
+			fmt.Fprintln(os.Stderr, "zest sandbox: network proxy without a proxy socket")
+			return 2
+		}
+		if err := startForwarder(p); err != nil {
+			fmt.Fprintln(os.Stderr, "zest sandbox:", err)
+			return 1
+		}
+		env = proxyEnv(env)
+	}
 	if err := setRlimits(p); err != nil {
 		fmt.Fprintln(os.Stderr, "zest sandbox: rlimits:", err)
 		return 1
@@ -256,13 +276,14 @@ func InnerMain(args []string) int {
 			return 1
 		}
 	}
-	err = syscall.Exec(path, append([]string{path}, sargs...), os.Environ())
+	err = syscall.Exec(path, append([]string{path}, sargs...), env)
 	fmt.Fprintf(os.Stderr, "zest sandbox: exec %s: %v (is it inside the sandbox's view? add its directory to sandbox.readable_paths)\n", path, err)
 	return 127
 }
 
 // restrictLandlock allows reading the system directories and declared paths, writing the
-// writable ones, /tmp, /dev and the private home, and (network none) no TCP at all; it also
+// writable ones, /tmp, /dev and the private home, and (network none) no TCP at all or
+// (network proxy) a TCP connect to the forwarder's port alone; it also
 // scopes signals and abstract unix sockets to the sandbox (ABI 6+).
 func restrictLandlock(p *Plan) error {
 	var ro, rw []string
@@ -303,6 +324,9 @@ func restrictLandlock(p *Plan) error {
 			return err
 		}
 		return cfg.RestrictScoped()
+	}
+	if p.Network == NetworkProxy { // TCP connect to the forwarder alone, no bind
+		return cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
 	}
 	return cfg.Restrict(rules...) // file system, TCP (no rule: no bind or connect) and scopes
 }

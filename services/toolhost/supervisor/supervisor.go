@@ -418,6 +418,20 @@ func (s *Supervisor) backoff(crashes int) time.Duration {
 func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerSpec, path string, env []string, plan *sandbox.Plan) (*stdio.Conn, error) {
 	s := srv.sup
 	args := spec.GetArgs()
+	var proxy *sandbox.Proxy // network "proxy": this start's filtering proxy, closed when the child exits
+	if plan != nil && plan.Network == sandbox.NetworkProxy {
+		var err error
+		proxy, err = sandbox.StartProxy(sandbox.ProxyOptions{
+			AllowHosts: spec.GetSandbox().GetAllowHosts(), UID: plan.UID, GID: plan.GID,
+			Logger: s.log.With("server", spec.GetId()),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: sandbox proxy: %w", sandbox.ErrUnavailable, err)
+		}
+		p := *plan
+		p.ProxySocket = proxy.Socket
+		plan = &p
+	}
 	if plan != nil { // the shim runs the sandbox's outer step, which runs the server
 		path, args = plan.Argv(path, args)
 	}
@@ -431,10 +445,20 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
 		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { <-ready; srv.onNotification(conn, method, msg) },
-		OnExit:         func(err error) { <-ready; countExit(err); srv.onExit(conn, err) },
+		OnExit: func(err error) {
+			<-ready
+			if proxy != nil {
+				proxy.Close()
+			}
+			countExit(err)
+			srv.onExit(conn, err)
+		},
 	})
 	close(ready)
 	if err != nil {
+		if proxy != nil {
+			proxy.Close()
+		}
 		return nil, err
 	}
 	childStarts.Inc()

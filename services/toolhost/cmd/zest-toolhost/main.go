@@ -1,6 +1,7 @@
 // Command zest-toolhost runs the stdio MCP servers an admin registers, on the tool machine.
 // Run with --zest-shim it is the small per-server shim of package shim; with --zest-sandbox
-// and --zest-landlock, the outer and inner steps of package sandbox.
+// and --zest-landlock, the outer and inner steps of package sandbox; with --zest-proxy-forward,
+// the sandbox's forwarder to its filtering proxy.
 package main
 
 import (
@@ -25,6 +26,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.InnerFlag { // inside bwrap, before the server
 		os.Exit(sandbox.InnerMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ForwardFlag { // inside bwrap, network "proxy"
+		os.Exit(sandbox.ForwardMain(os.Args[2:]))
 	}
 	cfg := host.DefaultConfig()
 	service.Main("zest-toolhost", &cfg, func(ctx context.Context, log *slog.Logger) error {

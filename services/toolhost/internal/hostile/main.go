@@ -1,17 +1,20 @@
 // Command hostile is a malicious stdio MCP server for the sandbox's tests: its tools read
-// /etc/shadow, write where they are told, connect out, signal other processes, make a
-// forbidden system call, fork many processes, allocate much memory, open many files and burn
-// CPU. Unconfined, the
-// last two stop themselves at a bound (-max-procs, -max-alloc-mb) so that a test that proves
-// they work does not hurt the machine.
+// /etc/shadow, write where they are told, connect out, fetch a URL through the proxy, signal
+// other processes, make a forbidden system call, fork many processes, allocate much memory,
+// open many files and burn CPU. Unconfined, the last two stop themselves at a bound
+// (-max-procs, -max-alloc-mb) so that a test that proves they work does not hurt the machine.
 package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,7 +64,7 @@ func main() {
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, n := range []string{"read", "write", "connect", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
+			for _, n := range []string{"read", "write", "connect", "fetch", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
 				tools = append(tools, tool(n))
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -108,6 +111,9 @@ func call(name string, args map[string]any) (string, error) {
 			return "", err
 		}
 		return "connected", nil
+	case "fetch": // GET a URL through the environment's proxy; the status and body's start
+		insecure, _ := args["insecure"].(bool) // the tests' TLS server has its own certificate
+		return fetch(str(args, "url"), insecure)
 	case "udp": // send a datagram and wait for the answer (Landlock does not cover UDP)
 		c, err := net.Dial("udp", str(args, "addr"))
 		if err != nil {
@@ -231,4 +237,26 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// fetch uses HTTP_PROXY as is: Go's http.ProxyFromEnvironment never proxies loopback
+// destinations (localhost, 127.0.0.1), which the tests' servers are, so it would bypass the
+// proxy that a real server's requests to a real host go through.
+func fetch(u string, insecure bool) (string, error) {
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure}} //nolint:gosec // tests only
+	if p := os.Getenv("HTTP_PROXY"); p != "" {
+		pu, err := url.Parse(p)
+		if err != nil {
+			return "", err
+		}
+		tr.Proxy = http.ProxyURL(pu)
+	}
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Sprintf("%d %s", resp.StatusCode, b), nil
 }

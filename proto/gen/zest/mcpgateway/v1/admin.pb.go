@@ -340,9 +340,11 @@ type Sandbox struct {
 	// stored so), and false opts the server out of the tool host's default.
 	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
 	// network is "none" (default: no network at all), "proxy" (only allow_hosts, through the
-	// tool host's local proxy: not built yet, refused) or "host" (the tool host's network).
+	// tool host's filtering proxy; needs allow_hosts) or "host" (the tool host's network).
 	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
-	// allow_hosts are host[:port] patterns reachable with network "proxy".
+	// allow_hosts are host[:port] patterns reachable with network "proxy": "api.example.com",
+	// "*.example.org" (subdomains only), an IP literal; no port means 443 and 80. A name that
+	// resolves to a loopback, private or link-local address is refused; an IP literal is not.
 	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,proto3" json:"allow_hosts,omitempty"`
 	// writable_paths are absolute paths the server may write (everything else is read-only or
 	// hidden; /tmp is private to the server).

@@ -189,7 +189,7 @@ type Sandbox struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// enabled runs the child inside the sandbox (bubblewrap, seccomp, Landlock, rlimits).
 	Enabled *bool `protobuf:"varint,1,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	// network is "none" (default: a network namespace of its own with only loopback), "host" (the tool host's network) or "proxy" (refused: not built yet).
+	// network is "none" (default: a network namespace of its own with only loopback), "host" (the tool host's network) or "proxy" (only allow_hosts, through the tool host's filtering proxy; see sandbox/proxy.go).
 	Network *string `protobuf:"bytes,2,opt,name=network,proto3,oneof" json:"network,omitempty"`
 	// allow_hosts are host[:port] patterns reachable with network "proxy".
 	AllowHosts []string `protobuf:"bytes,3,rep,name=allow_hosts,json=allowHosts,proto3" json:"allow_hosts,omitempty"`
