@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -83,14 +81,7 @@ func (m *twoCalls) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServ
 // TestApprovalHoldsOnlyItsCall: of two calls in one round, the one that waits for approval
 // does not hold the other: the other has run on its server before the decision.
 func TestApprovalHoldsOnlyItsCall(t *testing.T) {
-	u := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
-	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	up := upstream.New(nil, nil, nil)
-	t.Cleanup(func() { up.Close(context.Background()) })
+	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	if err := reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL,
 		Enabled: true, TimeoutMs: 30000, ApprovalTools: []string{"rm"}}); err != nil {
 		t.Fatal(err)
@@ -123,14 +114,7 @@ func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 // TestApprovalPausesTheCall: a tool of a server whose approval is required runs only once
 // approved; denied, expired or withdrawn it is not run, and the model is told why.
 func TestApprovalPausesTheCall(t *testing.T) {
-	u := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
-	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	up := upstream.New(nil, nil, nil)
-	t.Cleanup(func() { up.Close(context.Background()) })
+	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	// rm needs approval (approval_tools); get-sum does not.
 	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
 		ApprovalTools: []string{"r?"}}

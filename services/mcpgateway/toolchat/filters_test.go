@@ -111,12 +111,11 @@ func chatWith(t *testing.T, l *Loop, fn string) *mcpgatewayv1.ChatDone {
 	}
 }
 
-// TestFilteredToolsAreNeitherOfferedNorRun: the model is offered only the tools the server's
-// filters expose; a call of a filtered-out tool is not run (it is no tool of the loop's, so
-// it is handed back as the client's); and a tool filtered out after the chat began is
-// refused, not run.
-func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
-	u := mcptest.Start(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
+// upstreamFixture starts an MCP test server with opts, and opens an empty bbolt registry and
+// an upstream manager for the loop; all end with t.
+func upstreamFixture(t *testing.T, opts mcptest.Options) (*mcptest.Upstream, *registry.Bolt, *upstream.Manager) {
+	t.Helper()
+	u := mcptest.Start(t, opts)
 	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +123,15 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 	t.Cleanup(func() { reg.Close() })
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
+	return u, reg, up
+}
+
+// TestFilteredToolsAreNeitherOfferedNorRun: the model is offered only the tools the server's
+// filters expose; a call of a filtered-out tool is not run (it is no tool of the loop's, so
+// it is handed back as the client's); and a tool filtered out after the chat began is
+// refused, not run.
+func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
+	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
 	ctx := t.Context()
 	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
 		ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}}

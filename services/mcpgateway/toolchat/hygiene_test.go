@@ -1,11 +1,9 @@
 package toolchat
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,8 +14,6 @@ import (
 	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
 
@@ -26,14 +22,7 @@ import (
 // result over the server's max_output_bytes reaches it as an error that names the limit,
 // never cut JSON.
 func TestToolOutputHygiene(t *testing.T) {
-	u := mcptest.Start(t, mcptest.Options{})
-	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	up := upstream.New(nil, nil, nil)
-	t.Cleanup(func() { up.Close(context.Background()) })
+	u, reg, up := upstreamFixture(t, mcptest.Options{})
 	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
 		MaxOutputBytes: 1024}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {

@@ -1,10 +1,8 @@
 package toolchat
 
 import (
-	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,8 +12,6 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
 
@@ -23,14 +19,7 @@ import (
 // not made; the model reads a tool result with isError that says why and to retry later, and
 // the chat goes on.
 func TestToolCallOverTheServerRateLimit(t *testing.T) {
-	u := mcptest.Start(t, mcptest.Options{})
-	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	up := upstream.New(nil, nil, nil)
-	t.Cleanup(func() { up.Close(context.Background()) })
+	u, reg, up := upstreamFixture(t, mcptest.Options{})
 	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000, RateLimit: "1/h"}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
