@@ -257,14 +257,15 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
-	t.Run("edit keeps what the form does not show", func(t *testing.T) {
-		// Fields the form has no input for, set through the API: an upsert replaces the whole
-		// config, so the console's edit must send them back as stored, never unguard the server.
+	t.Run("edit sets approval and limits and keeps the rest", func(t *testing.T) {
+		// Fields set through the API. An upsert replaces the whole config, so the console's edit
+		// must send back what it does not show (expose, the sandbox's details) and show the rest.
 		stored := func() map[string]any {
 			st, _ := admin(t, s, "GET", "/servers/everything", "").JSON(t)["server"].(map[string]any)
 			return st
 		}
-		kept := map[string]any{"approval_tools": []any{"nothing-*"}, "max_output_bytes": float64(65536), "rate_limit": "100/s", "max_concurrency": float64(8)}
+		set := map[string]any{"approval_tools": []any{"nothing-*"}, "max_output_bytes": float64(65536), "rate_limit": "100/s", "max_concurrency": float64(8),
+			"expose": false, "sandbox": map[string]any{"enabled": false, "network": "host"}}
 		cfg := map[string]any{}
 		for k, v := range stored() {
 			switch k {
@@ -272,32 +273,41 @@ func TestConsole(t *testing.T) {
 				cfg[k] = v
 			}
 		}
-		for k, v := range kept {
+		for k, v := range set {
 			cfg[k] = v
 		}
 		if r := admin(t, s, "POST", "/servers", jsonBody(t, cfg)); r.Status != 200 {
-			t.Fatalf("setting the fields the form does not show: %d %s", r.Status, r.Body)
+			t.Fatalf("setting the fields through the API: %d %s", r.Status, r.Body)
 		}
 		if r := admin(t, s, "POST", "/servers/everything/connect", ""); r.Status != 200 {
 			t.Fatalf("connect: %d %s", r.Status, r.Body)
 		}
+		set["sandbox"] = stored()["sandbox"] // as the state spells it (empty lists included)
 		openView(t, ctx, s.URL, "#/servers")
 		mustWaitText(t, ctx, "#server-everything .status", "Connected", uiWait)
 		do1(t, ctx, "edit", chromedp.Click(chromedp.CSS(`#server-everything button[aria-label="Edit everything"]`)))
 		mustWaitText(t, ctx, "#form-h", "Edit everything", uiWait)
-		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="timeout_ms"]').value = '50000') === '50000'`)
+		for name, want := range map[string]string{"rate_limit": "100/s", "max_concurrency": "8", "max_output_bytes": "65536", "approval_tools": "nothing-*", "approval": "none", "sandbox": "off"} {
+			if got := evalJS[string](t, ctx, `document.querySelector('#server-form [name="`+name+`"]').value`); got != want {
+				t.Errorf("the form shows %s %q, stored as %q", name, got, want)
+			}
+		}
+		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="approval"]').value = 'required') === 'required'`)
+		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="rate_limit"]').value = '50/s') === '50/s'`)
+		axeCheck(t, ctx, "edit form with approval and limits")
 		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
 		waitFor(t, uiWait, func() error {
-			if got := stored()["timeout_ms"]; got != float64(50000) {
-				return fmt.Errorf("timeout_ms %v after the edit, want 50000", got)
+			if got := stored()["approval"]; got != "required" {
+				return fmt.Errorf("approval %v after the edit, want required", got)
 			}
 			return nil
 		})
 		after := stored()
-		for k, v := range kept {
+		set["rate_limit"], set["approval"] = "50/s", "required"
+		for k, v := range set {
 			got, _ := json.Marshal(after[k])
 			if want, _ := json.Marshal(v); string(got) != string(want) {
-				t.Errorf("the console's edit changed %s: %s, stored before as %s", k, got, want)
+				t.Errorf("after the console's edit %s is %s, want %s", k, got, want)
 			}
 		}
 	})

@@ -46,26 +46,39 @@ function formBody(form, editingId, existing) {
     }
     body.env = env;
     if (v('tool_host')) body.tool_host = v('tool_host');
-    // The form has no sandbox fields: an edit keeps the stored sandbox, never unconfines it.
-    if (existing && existing.sandbox) body.sandbox = existing.sandbox;
+    // On keeps the stored details (network, paths, limits), which the form does not show.
+    const stored = existing && existing.sandbox && typeof existing.sandbox === 'object' ? existing.sandbox : {};
+    if (v('sandbox') === 'on') body.sandbox = { ...stored, enabled: true };
+    else if (v('sandbox') === 'off') body.sandbox = { ...stored, enabled: false };
   }
   body.tools_allow = lines(form.elements.tools_allow.value);
   body.tools_deny = lines(form.elements.tools_deny.value);
-  // An upsert replaces the whole config: every field the form does not show is sent back as
-  // stored, so that an edit never re-enables, exposes, unlimits or unguards a server.
+  body.approval = v('approval') || 'none';
+  body.approval_tools = lines(form.elements.approval_tools.value);
+  if (v('rate_limit')) body.rate_limit = v('rate_limit');
+  if (v('max_concurrency')) body.max_concurrency = Number(v('max_concurrency'));
+  if (v('max_output_bytes')) body.max_output_bytes = Number(v('max_output_bytes'));
+  // An upsert replaces the whole config: the fields the form does not show are sent back as
+  // stored, so that an edit never re-enables or exposes a server.
   if (existing) {
     for (const k of KEPT) {
-      const x = existing[k];
-      if (x === undefined || x === null || x === '' || (Array.isArray(x) && x.length === 0)) continue;
-      if (k === 'max_output_bytes' || k === 'max_concurrency') { if (x) body[k] = x; continue; }
-      body[k] = x;
+      if (existing[k] !== undefined && existing[k] !== null) body[k] = existing[k];
     }
   }
   return body;
 }
 
+// sandboxChoice is the form's choice for a server's stored sandbox: '' (the tool host's
+// default), 'on' or 'off'.
+function sandboxChoice(s) {
+  const sb = s.sandbox;
+  if (typeof sb === 'boolean') return sb ? 'on' : 'off';
+  if (!sb || typeof sb !== 'object' || Object.keys(sb).length === 0) return '';
+  return sb.enabled === false ? 'off' : 'on'; // an object without enabled asks for the sandbox
+}
+
 // KEPT are the config fields the form does not show.
-const KEPT = ['enabled', 'expose', 'max_output_bytes', 'rate_limit', 'max_concurrency', 'approval', 'approval_tools'];
+const KEPT = ['enabled', 'expose'];
 
 function serverForm(app, existing, onSaved) {
   const { el, field } = app;
@@ -87,7 +100,12 @@ function serverForm(app, existing, onSaved) {
     field('Environment (one KEY=${KEY} per line)', el('textarea', { name: 'env', rows: '2' }, Object.entries(s.env || {}).map(([k, v]) => `${k}=${v}`).join('\n')),
       'Each value must be a ${VARIABLE} reference, resolved on the tool host; raw values are refused so that no secret is stored.'),
     field('Tool host', el('input', { type: 'text', name: 'tool_host', value: s.tool_host || '', autocomplete: 'off' }),
-      'Empty: Zest picks a healthy tool host. A tool host name (its ZEST_TOOLHOST_NAME) pins the server to that machine, where its files are.'));
+      'Empty: Zest picks a healthy tool host. A tool host name (its ZEST_TOOLHOST_NAME) pins the server to that machine, where its files are.'),
+    field('Sandbox', el('select', { name: 'sandbox' },
+      el('option', { value: '', selected: sandboxChoice(s) === '' }, 'The tool host\'s default (ZEST_TOOLHOST_SANDBOX)'),
+      el('option', { value: 'on', selected: sandboxChoice(s) === 'on' }, 'On: confined (no network, read-only files, limits)'),
+      el('option', { value: 'off', selected: sandboxChoice(s) === 'off' }, 'Off: a plain process of the tool host\'s user')),
+      'Its details (network, writable paths, limits) are set through the API or zestctl and kept here.'));
   const result = el('div', { id: 'form-result', 'aria-live': 'polite' });
   // Examples fill the form with a well-known server (npx fetches it on first start).
   const example = (label, name, args) => el('button', { type: 'button', class: 'secondary small', onclick: () => {
@@ -114,6 +132,19 @@ function serverForm(app, existing, onSaved) {
     el('details', { open: (s.tools_allow || []).length + (s.tools_deny || []).length > 0 }, el('summary', {}, 'Tool filters'),
       field('Allow only these tools (glob patterns, one per line)', el('textarea', { name: 'tools_allow', rows: '2' }, (s.tools_allow || []).join('\n'))),
       field('Hide these tools (glob patterns, one per line)', el('textarea', { name: 'tools_deny', rows: '2' }, (s.tools_deny || []).join('\n')))),
+    el('details', { open: !!(s.approval === 'required' || (s.approval_tools || []).length || s.rate_limit || s.max_concurrency || s.max_output_bytes) },
+      el('summary', {}, 'Approval and limits'),
+      field('Approval', el('select', { name: 'approval' },
+        el('option', { value: 'none', selected: s.approval !== 'required' }, 'None: tools run when called'),
+        el('option', { value: 'required', selected: s.approval === 'required' }, 'Required: every call waits for an administrator')),
+        'Chats pause a call until it is approved on the Approvals page; MCP clients are asked through elicitation.'),
+      field('Tools that need approval (glob patterns, one per line)', el('textarea', { name: 'approval_tools', rows: '2' }, (s.approval_tools || []).join('\n'))),
+      field('Rate limit', el('input', { type: 'text', name: 'rate_limit', value: s.rate_limit || '', placeholder: '10/s', autocomplete: 'off' }),
+        'Tool calls of all callers together: N/s, N/m or N/h, with an optional burst as N/s:B. Empty: no limit of its own.'),
+      field('Calls at once', el('input', { type: 'number', name: 'max_concurrency', min: '1', max: '1024', step: '1', value: s.max_concurrency || '' }),
+        'From 1 to 1024. Empty: no limit of its own.'),
+      field('Largest tool result (bytes)', el('input', { type: 'number', name: 'max_output_bytes', min: '1024', max: '41943040', step: '1', value: s.max_output_bytes || '' }),
+        'From 1024 to 41943040. Empty: the operator\'s default (ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB).')),
     el('div', { class: 'actions' },
       el('button', { type: 'button', class: 'secondary', id: 'test-button' }, 'Test connection'),
       el('button', { type: 'submit', id: 'save-button' }, 'Save and connect'),
