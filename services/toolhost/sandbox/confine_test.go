@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -369,6 +370,22 @@ func TestSandboxFailsClosed(t *testing.T) {
 		}
 		if _, _, err := callTool(t, s, "badbwrap", "status", nil); err == nil {
 			t.Fatal("a call reached a server whose sandbox could not start")
+		}
+	})
+	t.Run("a path the sandbox hides is named", func(t *testing.T) {
+		script := filepath.Join(dir, "server.sh") // under /tmp, which the sandbox replaces
+		if err := os.WriteFile(script, []byte("exit 3\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := newSup(t, nil)
+		spec := &toolhostv1.ServerSpec{Id: "hidden", Command: "/bin/sh", Args: []string{script}, TimeoutMs: 5000, Sandbox: &toolhostv1.Sandbox{Enabled: proto.Bool(true)}}
+		_, err := s.EnsureStarted(t.Context(), spec, false)
+		if !errors.Is(err, supervisor.ErrHandshake) || !strings.Contains(err.Error(), "the sandbox hides "+strconv.Quote(script)) || !strings.Contains(err.Error(), "sandbox.readable_paths") {
+			t.Fatalf("EnsureStarted of a script under /tmp: %v, want the handshake to fail naming the hidden path and readable_paths", err)
+		}
+		spec.Sandbox.ReadablePaths = []string{dir}
+		if _, err := s.EnsureStarted(t.Context(), spec, false); err == nil || strings.Contains(err.Error(), "the sandbox hides") {
+			t.Fatalf("with the directory readable the script runs (and fails as it says, with no hint): %v", err)
 		}
 	})
 	t.Run("sandbox false overrides the default", func(t *testing.T) {

@@ -330,6 +330,25 @@ func (p *Plan) Status() *toolhostv1.SandboxStatus {
 	return st
 }
 
+// Hidden are the absolute paths among paths (a server's working directory and arguments) that
+// the sandbox replaces with its own empty ones: under /tmp or the server's $HOME, and in no
+// declared path. A start that failed gets them named, since "no such file" from inside does not
+// say why.
+func (p *Plan) Hidden(paths []string) []string {
+	var out []string
+	for _, a := range paths {
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		a = filepath.Clean(a)
+		private := a == "/tmp" || strings.HasPrefix(a, "/tmp/") || (p.Home != "" && (a == p.Home || strings.HasPrefix(a, p.Home+"/")))
+		if q := strconv.Quote(a); private && a != "/tmp" && a != p.Home && !covered(a, p.Writable, p.Readable) && !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // covered says whether path p lies in one of dirs (or is one).
 func covered(p string, dirs ...[]string) bool {
 	for _, l := range dirs {

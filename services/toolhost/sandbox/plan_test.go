@@ -117,3 +117,13 @@ func TestStatusNamesEveryProtection(t *testing.T) {
 		t.Fatalf("missing %v", st.GetMissing())
 	}
 }
+
+// TestHidden names the absolute paths under /tmp or $HOME that no declared path covers.
+func TestHidden(t *testing.T) {
+	p := &Plan{Home: "/root", Readable: []string{"/tmp/ok"}, Writable: []string{"/root/data"}}
+	got := p.Hidden([]string{"", "-y", "/tmp/app/server.js", "/tmp", "/root", "/root/x.py", "/tmp/ok/a.js", "/root/data/db", "/usr/lib/x", "rel/tmp/x", "/tmp/app/server.js"})
+	want := []string{`"/tmp/app/server.js"`, `"/root/x.py"`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Hidden = %v, want %v", got, want)
+	}
+}

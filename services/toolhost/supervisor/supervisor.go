@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,6 +381,11 @@ func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSp
 	case err == nil && srv.conn != conn: // exited between the handshake and now
 		err = fmt.Errorf("%w: %w", ErrHandshake, conn.Err())
 		conn = nil
+	}
+	if err != nil && !stopped && plan != nil {
+		if hidden := plan.Hidden(append([]string{spec.GetWorkingDir()}, spec.GetArgs()...)); len(hidden) > 0 {
+			err = fmt.Errorf("%w (the sandbox hides %s: it gives the server a private /tmp and $HOME; add the directory to sandbox.readable_paths, or writable_paths)", err, strings.Join(hidden, ", "))
+		}
 	}
 	srv.starting = nil
 	l.err = err
