@@ -54,6 +54,9 @@ type Config struct {
 	// MaxRelays bounds the requests of one child waiting for callers' MCP clients
 	// (ZEST_TOOLHOST_MAX_RELAYS); more are answered with an error.
 	MaxRelays int
+	// OrphanWindow is how long a call given up on still counts as in flight on its child (0:
+	// stdio.DefaultOrphanWindow, 30 s); not a flag: tests shorten it.
+	OrphanWindow time.Duration
 	// StopGrace is each step of the stop sequence (ZEST_TOOLHOST_STOP_GRACE).
 	StopGrace time.Duration
 	// IdleTimeout stops unused children (ZEST_TOOLHOST_IDLE_TIMEOUT, 0 = never).
@@ -210,7 +213,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 	}
 	sup := supervisor.New(supervisor.Config{
 		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
-		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes, MaxRelays: cfg.MaxRelays,
+		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes, MaxRelays: cfg.MaxRelays, OrphanWindow: cfg.OrphanWindow,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow, Sandbox: sandboxSettings(cfg, log),

@@ -57,11 +57,14 @@ func startHost(t testing.TB) toolhostv1.ToolHostServiceClient {
 }
 
 // startHostAnd is startHost that also returns the tool host.
-func startHostAnd(t testing.TB) (*Host, toolhostv1.ToolHostServiceClient) {
+func startHostAnd(t testing.TB, opts ...func(*Config)) (*Host, toolhostv1.ToolHostServiceClient) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.StopGrace = time.Second
 	cfg.Keys.Service = testServiceKey
+	for _, o := range opts {
+		o(&cfg)
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,10 @@ func TestCallStreamRelaysRequests(t *testing.T) {
 // TestRelayIDExpiresWithItsCall: once the call that caused a request ends, its relay id is
 // unknown, and the unary Call relays nothing (the tool host answers the child).
 func TestRelayIDExpiresWithItsCall(t *testing.T) {
-	h, c := startHostAnd(t)
+	// The cancelled call stays in flight until the child answers it, or for the orphan window:
+	// a child that honours notifications/cancelled never answers (MCP says it should not),
+	// which CI once saw outlast 10 s of waiting on the 30 s default.
+	h, c := startHostAnd(t, func(c *Config) { c.OrphanWindow = time.Second })
 	startFixture(t, c)
 	ctx, cancel := context.WithCancel(t.Context())
 	stream, err := c.CallStream(ctx, &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{
@@ -91,8 +94,9 @@ func TestRelayIDExpiresWithItsCall(t *testing.T) {
 		return status.Code(err) == codes.NotFound
 	}
 	waitUntil(t, deadlineNotFound)
-	// The child answers the cancelled call once its elicitation failed; until then that call
-	// still counts as in flight and a new request of the child could not be attributed.
+	// The child answers the cancelled call once its elicitation failed (or, having seen the
+	// cancellation first, never: then the orphan window ends it); until then that call still
+	// counts as in flight and a new request of the child could not be attributed.
 	waitUntil(t, func() bool { return h.orphans(t, "fx") == 0 })
 	r, err := call(t.Context(), c, "fx", "ask", map[string]any{"method": "elicitation/create"})
 	if err != nil || !strings.Contains(text(r), "no client of the call in flight accepts elicitation/create") {

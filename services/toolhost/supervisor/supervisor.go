@@ -48,7 +48,10 @@ type Config struct {
 	MaxStdinQueueBytes int
 	// MaxRelays bounds the requests of one child waiting for callers' clients.
 	MaxRelays int
-	StopGrace time.Duration
+	// OrphanWindow is how long a call given up on still counts as in flight on its child when
+	// a request of the child is attributed (0: stdio.DefaultOrphanWindow, 30 s).
+	OrphanWindow time.Duration
+	StopGrace    time.Duration
 	// IdleTimeout stops a child unused for this long (0: never); the next call starts it.
 	IdleTimeout time.Duration
 	// LazyStart makes EnsureStarted only check and register; the first call launches.
@@ -448,7 +451,7 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 	conn, err := stdio.Start(stdio.Options{
 		Path: path, Args: args, Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
-		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays,
+		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays, OrphanWindow: s.cfg.OrphanWindow,
 		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { <-ready; srv.onNotification(conn, method, msg) },
 		OnExit: func(err error) {
