@@ -319,6 +319,10 @@ func (l *Log) whoOf(ctx context.Context) string {
 	return w
 }
 
+// TimeLayout is how the activity, the audit trail and approvals write a time: RFC 3339 in UTC
+// with milliseconds, always three digits (so that the text sorts as the time does).
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // WhoOf is who made the call of ctx (its bearer token in the incoming gRPC metadata), as a
 // record names it; uncached, for the paths that are not per tool call (admin changes).
 func WhoOf(ctx context.Context) string {

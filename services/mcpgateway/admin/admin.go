@@ -359,7 +359,7 @@ func (s *Service) ListActivity(_ context.Context, req *mcpgatewayv1.ListActivity
 		Details: s.Activity.Details(), Size: int32(s.Activity.Size())}
 	for _, c := range calls {
 		out.Calls = append(out.Calls, &mcpgatewayv1.ActivityCall{
-			Id: c.ID, Time: c.Time.UTC().Format(activityTime), Path: c.Path, Who: c.Who, ServerId: c.Server, Tool: c.Tool,
+			Id: c.ID, Time: c.Time.UTC().Format(activity.TimeLayout), Path: c.Path, Who: c.Who, ServerId: c.Server, Tool: c.Tool,
 			ChatName: c.ChatName, PresetId: c.Preset, DurationMs: int32(min(c.Duration.Milliseconds(), math.MaxInt32)),
 			Outcome: c.Outcome, Error: c.Error, Arguments: c.Arguments, ArgumentsTruncated: c.ArgumentsTruncated,
 			Result: c.Result, ResultTruncated: c.ResultTruncated,
@@ -367,6 +367,3 @@ func (s *Service) ListActivity(_ context.Context, req *mcpgatewayv1.ListActivity
 	}
 	return out, nil
 }
-
-// activityTime is RFC 3339 with milliseconds, always three digits.
-const activityTime = "2006-01-02T15:04:05.000Z07:00"

@@ -17,11 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"google.golang.org/grpc/metadata"
 )
 
 // Limits of ZEST_APPROVAL_TIMEOUT, and its default: long enough for a person to look, short
@@ -100,15 +98,6 @@ type Request struct {
 	Server, Tool, ChatName, Arguments, Preset, CallID string
 }
 
-// Who names the caller of ctx as the activity log does (the hash of its key).
-func Who(ctx context.Context) string {
-	token := ""
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		token = keyauth.BearerToken(v[0])
-	}
-	return activity.Who(token)
-}
-
 // Open stores a pending approval for r, asked by the caller of ctx, and returns it; the caller
 // then tells its client (the approval's id and expiry) and calls Wait.
 func (g *Gate) Open(ctx context.Context, r Request) (*mcpgatewayv1.Approval, error) {
@@ -127,7 +116,7 @@ func (g *Gate) Open(ctx context.Context, r Request) (*mcpgatewayv1.Approval, err
 		args = activity.Cut(args, MaxArguments)
 	}
 	a := &mcpgatewayv1.Approval{Id: hex.EncodeToString(b[:]), State: registry.ApprovalPending, ServerId: r.Server, Tool: r.Tool,
-		ChatName: r.ChatName, Arguments: args, Who: Who(ctx), Created: stamp(now), Expires: stamp(now.Add(g.timeout)),
+		ChatName: r.ChatName, Arguments: args, Who: activity.WhoOf(ctx), Created: stamp(now), Expires: stamp(now.Add(g.timeout)),
 		PresetId: r.Preset, CallId: r.CallID}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		return nil, err
@@ -138,7 +127,7 @@ func (g *Gate) Open(ctx context.Context, r Request) (*mcpgatewayv1.Approval, err
 	return a, nil
 }
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func stamp(t time.Time) string { return t.UTC().Format(activity.TimeLayout) }
 
 // Wait waits until a is decided, expires (it then stores it as expired) or ctx ends (it then
 // stores it as withdrawn), and returns it as decided; the approval is forgotten then. An error
@@ -224,7 +213,7 @@ func (g *Gate) Decide(ctx context.Context, id string, approve bool, reason strin
 	if approve {
 		state = registry.ApprovalApproved
 	}
-	a, err := g.store.DecideApproval(ctx, id, state, reason, Who(ctx))
+	a, err := g.store.DecideApproval(ctx, id, state, reason, activity.WhoOf(ctx))
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		return nil, fmt.Errorf("approval %q: %w", id, ErrNotFound)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"google.golang.org/grpc/metadata"
 )
@@ -49,7 +50,7 @@ func TestApproveOnThisReplicaAndAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.GetWho() != Who(ctx) || a.GetWho() == "anonymous" || a.GetState() != "pending" || len(a.GetId()) != 32 {
+	if a.GetWho() != activity.WhoOf(ctx) || a.GetWho() == "anonymous" || a.GetState() != "pending" || len(a.GetId()) != 32 {
 		t.Fatalf("opened %v", a)
 	}
 	pending, err := there.Pending(t.Context())
@@ -58,7 +59,7 @@ func TestApproveOnThisReplicaAndAnother(t *testing.T) {
 	}
 	done := waitFor(here, ctx, a)
 	got, err := here.Decide(withKey(t.Context(), "admin-key"), a.GetId(), true, "ok")
-	if err != nil || got.GetState() != "approved" || got.GetDecidedBy() != Who(withKey(t.Context(), "admin-key")) {
+	if err != nil || got.GetState() != "approved" || got.GetDecidedBy() != activity.WhoOf(withKey(t.Context(), "admin-key")) {
 		t.Fatalf("approve = %v, %v", got, err)
 	}
 	if w := <-done; w.GetState() != "approved" {

@@ -155,9 +155,6 @@ func (l *Log) Store() registry.AuditLog {
 	return l.store
 }
 
-// entryTime is RFC 3339 with milliseconds, always three digits (as the activity's).
-const entryTime = "2006-01-02T15:04:05.000Z07:00"
-
 // Record implements activity.Sink: one tool call, as activity recorded it. It returns at
 // once.
 func (l *Log) Record(_ context.Context, r activity.Record) {
@@ -165,7 +162,7 @@ func (l *Log) Record(_ context.Context, r activity.Record) {
 		return
 	}
 	e := &mcpgatewayv1.AuditEntry{
-		Time: r.Time.Add(r.Duration).UTC().Format(entryTime), Kind: KindTool, Who: r.Who, Action: r.Path,
+		Time: r.Time.Add(r.Duration).UTC().Format(activity.TimeLayout), Kind: KindTool, Who: r.Who, Action: r.Path,
 		ServerId: r.Server, Tool: r.Tool, PresetId: r.Preset, Outcome: r.Outcome, Error: r.Error,
 		DurationMs: durationMs(r.Duration),
 	}
@@ -184,7 +181,7 @@ func (l *Log) Admin(ctx context.Context, action, target, server string, err erro
 	if l == nil {
 		return
 	}
-	e := &mcpgatewayv1.AuditEntry{Time: time.Now().UTC().Format(entryTime), Kind: KindAdmin, Who: activity.WhoOf(ctx),
+	e := &mcpgatewayv1.AuditEntry{Time: time.Now().UTC().Format(activity.TimeLayout), Kind: KindAdmin, Who: activity.WhoOf(ctx),
 		Action: action, Target: target, ServerId: server, Outcome: activity.OK, DurationMs: durationMs(took), Changed: changed}
 	if err != nil {
 		e.Outcome, e.Error = Outcome(err), activity.Cut(status.Convert(err).Message(), activity.MessageBytes)
