@@ -64,11 +64,11 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Id: r.str("id"), Name: r.str("name"), Transport: r.str("transport"), Command: r.str("command"),
 		Args: r.strs("args"), WorkingDir: r.str("working_dir"), Env: r.strMap("env"), Url: r.str("url"),
 		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
-		Enabled: r.boolean("enabled"), TimeoutMs: r.millis("timeout_ms"),
+		Enabled: r.boolean("enabled"), TimeoutMs: r.whole32("timeout_ms", "milliseconds"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
-		ToolHost: r.str("tool_host"), MaxOutputBytes: r.count("max_output_bytes"),
+		ToolHost: r.str("tool_host"), MaxOutputBytes: r.whole32("max_output_bytes", "bytes"),
 		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
-		RateLimit: r.str("rate_limit"), MaxConcurrency: r.wholeInt32("max_concurrency", "a number of tool calls"),
+		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole32("max_concurrency", "tool calls"),
 	}
 	in.Sandbox = r.sandbox("sandbox")
 	return in, r.err
@@ -100,7 +100,7 @@ func CallTool(body []byte, req *mcpgatewayv1.CallToolRequest) error {
 	}
 	r := reader{f: f, kind: ErrRequest}
 	name := r.str("name")
-	req.TimeoutMs = r.millis("timeout_ms")
+	req.TimeoutMs = r.whole32("timeout_ms", "milliseconds")
 	if r.err != nil {
 		return r.err
 	}
@@ -290,64 +290,20 @@ func (r *reader) boolean(k string) *bool {
 	return &b
 }
 
-// count reads a whole number (of bytes) that fits an int32 (mcpgateway checks the range).
-func (r *reader) count(k string) *int32 {
+// whole32 reads a whole number of unit ("bytes", "milliseconds", "tool calls") that fits an
+// int32, negative ones too: mcpgateway checks the range, with a message that says it.
+func (r *reader) whole32(k, unit string) *int32 {
 	raw, ok := r.get(k)
 	if !ok {
 		return nil
 	}
 	var x float64
 	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
-		r.fail(k, "a number of bytes", raw)
+		r.fail(k, "a number of "+unit, raw)
 		return nil
 	}
 	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
-		if r.err == nil {
-			r.err = fmt.Errorf("%w: %s %v must be a whole number of bytes from %d to %d", r.kind, k, x, 1<<10, 40<<20)
-		}
-		return nil
-	}
-	v := int32(x)
-	return &v
-}
-
-// wholeInt32 reads a whole number of what that fits an int32, negative ones too: mcpgateway
-// checks the range, with a message that says it.
-func (r *reader) wholeInt32(k, what string) *int32 {
-	raw, ok := r.get(k)
-	if !ok {
-		return nil
-	}
-	var x float64
-	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
-		r.fail(k, what, raw)
-		return nil
-	}
-	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
-		if r.err == nil {
-			r.err = fmt.Errorf("%w: %s %v must be a whole number", r.kind, k, x)
-		}
-		return nil
-	}
-	v := int32(x)
-	return &v
-}
-
-// millis reads a whole number of milliseconds that fits an int32 (mcpgateway checks the range).
-func (r *reader) millis(k string) *int32 {
-	raw, ok := r.get(k)
-	if !ok {
-		return nil
-	}
-	var x float64
-	if json.Unmarshal(raw, &x) != nil { // only a JSON number decodes into a float64
-		r.fail(k, "a number of milliseconds", raw)
-		return nil
-	}
-	if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
-		if r.err == nil {
-			r.err = fmt.Errorf("%w: %s %v must be a whole number of milliseconds", r.kind, k, x)
-		}
+		r.setErr(fmt.Errorf("%w: %s %v must be a whole number of %s", r.kind, k, x, unit))
 		return nil
 	}
 	v := int32(x)
