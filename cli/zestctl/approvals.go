@@ -1,6 +1,7 @@
 package zestctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -14,13 +15,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 		Use:   "list",
 		Short: "The tool calls that wait for approval, on every replica, oldest first (ListApprovals)",
 		Args:  args(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, _ *cobra.Command, _ []string) error {
 			r, err := adm.ListApprovals(ctx, &mcpgatewayv1.ListApprovalsRequest{})
 			if err != nil {
 				return err
@@ -31,7 +26,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 					row(w, x.GetId(), x.GetServerId(), x.GetTool(), x.GetWho(), x.GetCreated(), x.GetExpires(), x.GetArguments())
 				}
 			})
-		},
+		}),
 	}
 	decide := func(verb string) *cobra.Command {
 		var reason string
@@ -39,13 +34,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 			Use:   verb + " ID",
 			Short: map[string]string{"approve": "Approve a waiting tool call: it runs (ApproveToolCall)", "deny": "Deny a waiting tool call: it fails, and the model is told the reason (DenyToolCall)"}[verb],
 			Args:  args(1, "ID"),
-			RunE: func(cmd *cobra.Command, argv []string) error {
-				adm, err := a.admin()
-				if err != nil {
-					return err
-				}
-				ctx, cancel := a.ctx(cmd)
-				defer cancel()
+			RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, _ *cobra.Command, argv []string) error {
 				var got *mcpgatewayv1.Approval
 				if verb == "approve" {
 					r, err := adm.ApproveToolCall(ctx, &mcpgatewayv1.ApproveToolCallRequest{Id: argv[0], Reason: reason})
@@ -63,7 +52,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 				return a.emit(got, func(w io.Writer) {
 					fmt.Fprintf(w, "%s %s: %s of %s\n", got.GetState(), got.GetId(), got.GetTool(), got.GetServerId())
 				})
-			},
+			}),
 		}
 		c.Flags().StringVar(&reason, "reason", "", "why (at most 500 bytes; told to the model with a denial)")
 		return c

@@ -1,6 +1,7 @@
 package zestctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,19 +40,13 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "list",
 		Short: "A page of the audit trail, newest first (ListAudit): admin changes and tool calls of every replica",
 		Args:  args(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if limit < 0 || limit > maxAuditLimit {
 				return usagef("--limit %d: want 1 to %d (0: the server's default, 100); export gives everything", limit, maxAuditLimit)
 			}
-			if err := lf.check(); err != nil {
-				return err
-			}
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+			return lf.check()
+		},
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, _ *cobra.Command, _ []string) error {
 			r, err := adm.ListAudit(ctx, &mcpgatewayv1.ListAuditRequest{After: lf.after, Before: lf.before, Limit: limit, Kind: lf.kind, Server: lf.server, Who: lf.who})
 			if err != nil {
 				return err
@@ -72,26 +67,18 @@ func (a *app) auditCmd() *cobra.Command {
 					fmt.Fprintf(w, "# more: --before %s\n", r.GetNextBefore())
 				}
 			})
-		},
+		}),
 	}
 	lf.register(list)
 	list.Flags().Int32Var(&limit, "limit", 0, "at most this many entries, the newest (1-1000; 0: 100)")
 
 	var ef auditFilters
 	export := &cobra.Command{
-		Use:   "export",
-		Short: "Every entry the filters select, oldest first, as JSON lines on stdout (ExportAudit)",
-		Args:  args(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ef.check(); err != nil {
-				return err
-			}
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		Use:     "export",
+		Short:   "Every entry the filters select, oldest first, as JSON lines on stdout (ExportAudit)",
+		Args:    args(0, "none"),
+		PreRunE: func(*cobra.Command, []string) error { return ef.check() },
+		RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, _ *cobra.Command, _ []string) error {
 			stream, err := adm.ExportAudit(ctx, &mcpgatewayv1.ExportAuditRequest{After: ef.after, Before: ef.before, Kind: ef.kind, Server: ef.server, Who: ef.who})
 			if err != nil {
 				return err
@@ -116,7 +103,7 @@ func (a *app) auditCmd() *cobra.Command {
 					return err
 				}
 			}
-		},
+		}),
 	}
 	ef.register(export)
 	c := &cobra.Command{Use: "audit", Short: "The audit trail: admin changes and tool calls, kept in the registry (AdminService)"}
