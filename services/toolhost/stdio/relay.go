@@ -60,12 +60,7 @@ func relayable(method string) bool {
 // answers: roots/list with no roots, sampling and elicitation with an error that says why.
 func (c *Conn) attribute(id json.RawMessage, method string, params json.RawMessage) {
 	c.mu.Lock()
-	now := time.Now()
-	for cid, until := range c.orphans {
-		if now.After(until) {
-			delete(c.orphans, cid)
-		}
-	}
+	c.pruneOrphans()
 	n := len(c.pending) + len(c.orphans)
 	var cl *call
 	if len(c.pending) == 1 && len(c.orphans) == 0 {
@@ -149,5 +144,16 @@ func (c *Conn) Relays() int {
 func (c *Conn) Orphans() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.pruneOrphans()
 	return len(c.orphans)
+}
+
+// pruneOrphans forgets the calls given up on longer than OrphanWindow ago. Called with mu held.
+func (c *Conn) pruneOrphans() {
+	now := time.Now()
+	for cid, until := range c.orphans {
+		if now.After(until) {
+			delete(c.orphans, cid)
+		}
+	}
 }
