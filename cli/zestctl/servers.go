@@ -162,7 +162,7 @@ func placement(s *mcpgatewayv1.ServerState) string {
 
 // serverFlags are the flags of add, edit and test: each one that is given sets its field.
 type serverFlags struct {
-	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file, approval string
+	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file, approval, approvalBy string
 	args, env, allow, deny, approvalTools                                                     []string
 	timeoutMs                                                                                 int32
 	insecure, enabled, expose                                                                 bool
@@ -191,6 +191,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.deny, "tools-deny", nil, "glob over tool names never to expose (repeatable; deny wins)")
 	fs.BoolVar(&f.expose, "expose", true, "serve the server to API callers at /mcp/servers/{id}")
 	fs.StringVar(&f.approval, "approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
+	fs.StringVar(&f.approvalBy, "approval-by", "", `who decides a held call: "admin" (default: only the admin key) or "client" (an MCP client's user, through elicitation)`)
 	fs.StringArrayVar(&f.approvalTools, "approval-tools", nil, "glob over tool names whose calls need approval (repeatable)")
 	fs.StringVar(&f.jsonText, "json", "", "the whole config as JSON (ServerInput; flags given beside it win)")
 	fs.StringVarP(&f.file, "file", "f", "", "read the config as JSON from this file (- for stdin)")
@@ -275,6 +276,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 	str("bearer-token", f.bearer, &in.BearerToken)
 	str("tool-host", f.toolHost, &in.ToolHost)
 	str("approval", f.approval, &in.Approval)
+	str("approval-by", f.approvalBy, &in.ApprovalBy)
 	if set("approval-tools") {
 		in.ApprovalTools = f.approvalTools
 	}
@@ -328,6 +330,9 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 	}
 	if s.GetApproval() != "" || len(s.GetApprovalTools()) > 0 {
 		in.Approval, in.ApprovalTools = proto.String(s.GetApproval()), s.GetApprovalTools()
+	}
+	if s.GetApprovalBy() != "" {
+		in.ApprovalBy = proto.String(s.GetApprovalBy())
 	}
 	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
 		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())

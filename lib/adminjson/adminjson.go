@@ -37,12 +37,12 @@ var serverAliases = map[string]string{
 	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
 	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
 	"max_output_bytes": "maxOutputBytes", "approval_tools": "approvalTools",
-	"rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
+	"approval_by": "approvalBy", "rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
 }
 
 var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
-	"approval", "approval_tools", "sandbox", "rate_limit", "max_concurrency"}
+	"approval", "approval_tools", "approval_by", "sandbox", "rate_limit", "max_concurrency"}
 
 // serverStateFields are read-only fields of a server state: a client that sends a state back
 // (as Lemonade's GUI does when it edits a server) is not refused for them.
@@ -67,7 +67,7 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 		Enabled: r.boolean("enabled"), TimeoutMs: r.whole32("timeout_ms", "milliseconds"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.whole32("max_output_bytes", "bytes"),
-		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"),
+		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"), ApprovalBy: r.str("approval_by"),
 		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole32("max_concurrency", "tool calls"),
 	}
 	in.Sandbox = r.sandbox("sandbox")

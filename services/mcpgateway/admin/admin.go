@@ -103,7 +103,7 @@ func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
 		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
 		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), Tools: []*mcpgatewayv1.ToolEntry{},
+		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), ApprovalBy: serverconfig.ApprovalBy(c), Tools: []*mcpgatewayv1.ToolEntry{},
 		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
 	}
 	if out.Approval == "" { // stored as absent: shown as what it means

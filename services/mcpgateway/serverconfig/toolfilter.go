@@ -112,7 +112,7 @@ func SameConnection(a, b *mcpgatewayv1.ServerConfig) bool {
 		return a == b
 	}
 	if len(a.GetToolsAllow())+len(a.GetToolsDeny())+len(b.GetToolsAllow())+len(b.GetToolsDeny()) == 0 && a.GetExpose() == b.GetExpose() &&
-		a.GetApproval() == b.GetApproval() && len(a.GetApprovalTools())+len(b.GetApprovalTools()) == 0 &&
+		a.GetApproval() == b.GetApproval() && a.GetApprovalBy() == b.GetApprovalBy() && len(a.GetApprovalTools())+len(b.GetApprovalTools()) == 0 &&
 		a.GetRateLimit() == b.GetRateLimit() && a.GetMaxConcurrency() == b.GetMaxConcurrency() {
 		return proto.Equal(a, b)
 	}
@@ -120,6 +120,7 @@ func SameConnection(a, b *mcpgatewayv1.ServerConfig) bool {
 	a.ToolsAllow, a.ToolsDeny, b.ToolsAllow, b.ToolsDeny = nil, nil, nil, nil
 	a.Expose, b.Expose = false, false
 	a.Approval, a.ApprovalTools, b.Approval, b.ApprovalTools = "", nil, "", nil
+	a.ApprovalBy, b.ApprovalBy = "", ""
 	a.RateLimit, b.RateLimit, a.MaxConcurrency, b.MaxConcurrency = "", "", 0, 0
 	return proto.Equal(a, b)
 }

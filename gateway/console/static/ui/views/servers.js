@@ -55,6 +55,7 @@ function formBody(form, editingId, existing) {
   body.tools_deny = lines(form.elements.tools_deny.value);
   body.approval = v('approval') || 'none';
   body.approval_tools = lines(form.elements.approval_tools.value);
+  body.approval_by = v('approval_by') || 'admin';
   if (v('rate_limit')) body.rate_limit = v('rate_limit');
   if (v('max_concurrency')) body.max_concurrency = Number(v('max_concurrency'));
   if (v('max_output_bytes')) body.max_output_bytes = Number(v('max_output_bytes'));
@@ -137,7 +138,11 @@ function serverForm(app, existing, onSaved) {
       field('Approval', el('select', { name: 'approval' },
         el('option', { value: 'none', selected: s.approval !== 'required' }, 'None: tools run when called'),
         el('option', { value: 'required', selected: s.approval === 'required' }, 'Required: every call waits for an administrator')),
-        'Chats pause a call until it is approved on the Approvals page; MCP clients are asked through elicitation.'),
+        'A held call waits until it is decided on the Approvals page (or by the MCP client, below).'),
+      field('Who decides', el('select', { name: 'approval_by' },
+        el('option', { value: 'admin', selected: s.approval_by !== 'client' }, 'An administrator (the admin key) on every path'),
+        el('option', { value: 'client', selected: s.approval_by === 'client' }, 'The MCP client\'s user (elicitation); chats still wait for an administrator')),
+        'With "client", whoever holds the API key approves their own MCP calls.'),
       field('Tools that need approval (glob patterns, one per line)', el('textarea', { name: 'approval_tools', rows: '2' }, (s.approval_tools || []).join('\n'))),
       field('Rate limit', el('input', { type: 'text', name: 'rate_limit', value: s.rate_limit || '', placeholder: '10/s', autocomplete: 'off' }),
         'Tool calls of all callers together: N/s, N/m or N/h, with an optional burst as N/s:B. Empty: no limit of its own.'),

@@ -143,6 +143,11 @@ type ServerInput struct {
 	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
 	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
 	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	// approval_by says who decides a call that needs approval: "admin" (default: only the admin
+	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
+	// is held on every path) or "client" (an MCP client's user, through elicitation or
+	// input_required; chats and the admin API still wait for an administrator).
+	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +336,13 @@ func (x *ServerInput) GetApprovalTools() []string {
 	return nil
 }
 
+func (x *ServerInput) GetApprovalBy() string {
+	if x != nil && x.ApprovalBy != nil {
+		return *x.ApprovalBy
+	}
+	return ""
+}
+
 // Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
 // field has presence so that an absent one takes the default. A server without a sandbox
 // takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
@@ -503,6 +515,8 @@ type ServerConfig struct {
 	Approval string `protobuf:"bytes,21,opt,name=approval,proto3" json:"approval,omitempty"`
 	// approval_tools are glob patterns over tool names whose calls need approval.
 	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	// approval_by is who decides a call that needs approval: "admin" or "client"; empty: "admin".
+	ApprovalBy    string `protobuf:"bytes,23,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -691,6 +705,13 @@ func (x *ServerConfig) GetApprovalTools() []string {
 	return nil
 }
 
+func (x *ServerConfig) GetApprovalBy() string {
+	if x != nil {
+		return x.ApprovalBy
+	}
+	return ""
+}
+
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
 type ToolEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -876,6 +897,8 @@ type ServerState struct {
 	Approval string `protobuf:"bytes,31,opt,name=approval,proto3" json:"approval,omitempty"`
 	// approval_tools are glob patterns over tool names whose calls need approval.
 	ApprovalTools []string `protobuf:"bytes,32,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
+	// approval_by is who decides a call that needs approval: "admin" or "client".
+	ApprovalBy    string `protobuf:"bytes,33,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1132,6 +1155,13 @@ func (x *ServerState) GetApprovalTools() []string {
 		return x.ApprovalTools
 	}
 	return nil
+}
+
+func (x *ServerState) GetApprovalBy() string {
+	if x != nil {
+		return x.ApprovalBy
+	}
+	return ""
 }
 
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
@@ -4057,7 +4087,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\b\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\t\n" +
 	"\vServerInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
@@ -4088,7 +4118,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x88\x01\x01\x12-\n" +
 	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x0eR\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
 	"\bapproval\x18\x15 \x01(\tH\x0fR\bapproval\x88\x01\x01\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x1a6\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
+	"\vapproval_by\x18\x17 \x01(\tH\x10R\vapproval_by\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
@@ -4111,7 +4142,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x11_max_output_bytesB\r\n" +
 	"\v_rate_limitB\x12\n" +
 	"\x10_max_concurrencyB\v\n" +
-	"\t_approval\"\xa4\x03\n" +
+	"\t_approvalB\x0e\n" +
+	"\f_approval_by\"\xa4\x03\n" +
 	"\aSandbox\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1d\n" +
 	"\anetwork\x18\x02 \x01(\tH\x01R\anetwork\x88\x01\x01\x12 \n" +
@@ -4131,7 +4163,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\r_memory_bytesB\v\n" +
 	"\t_max_pidsB\x0e\n" +
 	"\f_cpu_secondsB\r\n" +
-	"\v_open_files\"\xa0\x06\n" +
+	"\v_open_files\"\xc2\x06\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4161,7 +4193,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x12(\n" +
 	"\x0fmax_concurrency\x18\x14 \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
 	"\bapproval\x18\x15 \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x1a6\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12 \n" +
+	"\vapproval_by\x18\x17 \x01(\tR\vapproval_by\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
@@ -4174,7 +4207,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xd8\t\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xfa\t\n" +
 	"\vServerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4216,7 +4249,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x12(\n" +
 	"\x0fmax_concurrency\x18\x1e \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
 	"\bapproval\x18\x1f \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18  \x03(\tR\x0eapproval_tools\x1a6\n" +
+	"\x0eapproval_tools\x18  \x03(\tR\x0eapproval_tools\x12 \n" +
+	"\vapproval_by\x18! \x01(\tR\vapproval_by\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
