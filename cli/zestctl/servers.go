@@ -163,9 +163,9 @@ func placement(s *mcpgatewayv1.ServerState) string {
 // serverFlags are the flags of add, edit and test: each one that is given sets its field.
 type serverFlags struct {
 	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file, approval, approvalBy string
-	args, env, allow, deny, approvalTools                                                     []string
-	timeoutMs                                                                                 int32
-	insecure, enabled, expose                                                                 bool
+	args, env, allow, deny, approvalTools                                                                 []string
+	timeoutMs                                                                                             int32
+	insecure, enabled, expose                                                                             bool
 	// Limits of the server's tool calls (docs/untrusted-tools.md).
 	rateLimit      string
 	maxConcurrency int32
