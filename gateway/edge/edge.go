@@ -223,8 +223,10 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	switch {
 	case strings.Contains(msg, "http: request body too large"):
 		code, msg = http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(limit)
-	case st.Code() == codes.InvalidArgument, st.Code() == codes.FailedPrecondition && toolFiltered(st):
+	case st.Code() == codes.InvalidArgument, st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:
 		code = http.StatusBadRequest
+	case st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:
+		code = http.StatusForbidden // the call needs approval and was not run: the message says why
 	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
 	case st.Code() == codes.ResourceExhausted: // a server over its rate_limit or max_concurrency
 		code = http.StatusTooManyRequests
@@ -257,17 +259,16 @@ func badField(st *status.Status) string {
 	return ""
 }
 
-// toolFiltered reports whether st refuses a call of a tool its server's filters do not
-// expose (AdminErrorReason TOOL_FILTERED).
-func toolFiltered(st *status.Status) bool {
+// adminReason is the AdminErrorReason of st's ErrorInfo (UNSPECIFIED without one): a tool
+// its server's filters do not expose (TOOL_FILTERED), an approval not given.
+func adminReason(st *status.Status) mcpgatewayv1.AdminErrorReason {
 	domain := string(mcpgatewayv1.File_zest_mcpgateway_v1_admin_proto.Package())
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == domain &&
-			info.GetReason() == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String() {
-			return true
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == domain {
+			return mcpgatewayv1.AdminErrorReason(mcpgatewayv1.AdminErrorReason_value[info.GetReason()])
 		}
 	}
-	return false
+	return mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_UNSPECIFIED
 }
 
 // writeAdminError writes {"error":{"message","type":"mcp_client_error","status_code"}}, and

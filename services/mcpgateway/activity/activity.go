@@ -90,6 +90,9 @@ type Call struct {
 	Params []byte
 	// Result is the tool's CallToolResult (JSON), when there is one.
 	Result []byte
+	// Unlisted is set when the server has not listed Tool (a name the caller made up): the
+	// metrics count it as UnlistedTool, so that callers cannot grow their label sets.
+	Unlisted bool
 }
 
 // Record is one recorded call.

@@ -9,8 +9,9 @@ import (
 
 // Tool-call metrics are recorded where the ring records a call (Add): every path that calls
 // a tool (admin, /mcp, federation, presets, the chat loop) records it there once, so it counts
-// once. Server and tool come from what administrators register; toolCallCap bounds them all
-// the same (metrics.DefaultMaxLabelSets pairs, then "other"). Path and outcome are this
+// once. Server and tool come from what administrators register (a tool its server did not list
+// counts as UnlistedTool); toolCallCap bounds them all the same (metrics.DefaultMaxLabelSets
+// pairs, then "other"). Path and outcome are this
 // package's constants.
 var (
 	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "tool_calls_total",
@@ -23,7 +24,14 @@ var (
 
 func init() { metrics.Registry.MustRegister(toolCalls, toolCallSeconds) }
 
+// UnlistedTool is the tool label of a call of a tool its server did not list.
+const UnlistedTool = "unlisted"
+
 func countCall(c Call, d time.Duration) {
-	toolCalls.WithLabelValues(toolCallCap.Values(c.Path, c.Server, c.Tool, c.Outcome)...).Inc()
+	tool := c.Tool
+	if c.Unlisted {
+		tool = UnlistedTool
+	}
+	toolCalls.WithLabelValues(toolCallCap.Values(c.Path, c.Server, tool, c.Outcome)...).Inc()
 	toolCallSeconds.WithLabelValues(c.Path, c.Outcome).Observe(d.Seconds())
 }

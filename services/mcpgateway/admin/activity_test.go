@@ -20,7 +20,8 @@ func TestCallToolActivity(t *testing.T) {
 	for _, details := range []bool{false, true} {
 		u := mcptest.Start(t, mcptest.Options{})
 		s := newService(t)
-		s.Activity, _ = activity.New(4, details)
+		calls, _ := activity.New(4, details)
+		s.record(calls)
 		ctx := metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key-for-activity"))
 		in := &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL)}
 		if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {

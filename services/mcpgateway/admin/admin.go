@@ -24,6 +24,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -33,23 +34,24 @@ import (
 // Service implements AdminService.
 type Service struct {
 	mcpgatewayv1.UnimplementedAdminServiceServer
-	reg registry.Registry
-	up  *upstream.Manager
-	cat *catalog.Catalog
-	log *slog.Logger
+	reg   registry.Registry
+	up    *upstream.Manager
+	tools *toolcall.Pipeline
+	cat   *catalog.Catalog
+	log   *slog.Logger
 	// Audit is the audit trail ListAudit and ExportAudit read (nil: the trail is off). Its
 	// interceptor records the admin changes; Activity feeds it the tool calls.
 	Audit *audit.Log
-	// Activity records the tool calls of CallTool and is what ListActivity lists (every
-	// path's calls: mcpgateway gives every path the same one); nil records nothing.
+	// Activity is what ListActivity lists: the tool calls of every path, which the tool-call
+	// pipeline records in it; nil lists nothing.
 	Activity *activity.Log
 	// Changes applies each write of a server or preset to the replica's live state (its
 	// connections, its sessions): the same path as another replica's writes, seen by the
 	// registry's watch. New gives one that closes and forgets connections; mcpgateway gives
 	// one that tells the sessions too.
 	Changes *follow.Replica
-	// Approvals lists and decides the tool calls that wait for approval; nil: none are held.
-	// CallTool, the admin's own call, is never held.
+	// Approvals lists and decides the tool calls that wait for approval (the pipeline's
+	// gate); nil: none are held.
 	Approvals *approval.Gate
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
@@ -57,11 +59,12 @@ type Service struct {
 
 // New returns the admin service. reg is the registry every write of a server goes through
 // (configcache.Registry in mcpgateway, so that reads on the hot paths need no registry read).
-func New(reg registry.Registry, up *upstream.Manager, log *slog.Logger) *Service {
+// tools is the tool-call pipeline CallTool goes through.
+func New(reg registry.Registry, up *upstream.Manager, tools *toolcall.Pipeline, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, up: up, cat: catalog.New(reg, up, log), log: log, Changes: follow.New(up, log)}
+	return &Service{reg: reg, up: up, tools: tools, cat: catalog.New(reg, up, log), log: log, Changes: follow.New(up, log)}
 }
 
 // Catalog is the tool catalog the service answers from: its snapshot is shared by every
@@ -282,9 +285,12 @@ func (s *Service) GetServer(ctx context.Context, req *mcpgatewayv1.GetServerRequ
 	return &mcpgatewayv1.GetServerResponse{Server: st}, nil
 }
 
-// CallTool runs one tool of one server, connecting first if needed, and returns the server's
-// CallToolResult as it answered it. A tool the server's filters do not expose is refused
-// (FailedPrecondition) without reaching the server.
+// CallTool runs one tool of one server through the tool-call pipeline, connecting first if
+// needed, and returns the server's CallToolResult as it answered it. A tool that needs
+// approval waits for an administrator's decision (the server's approval_by does not matter:
+// the admin API has no MCP client to ask), and a refusal says why (FailedPrecondition with
+// ErrorInfo APPROVAL_NOT_GIVEN). A tool the server's filters do not expose is refused
+// (FailedPrecondition, TOOL_FILTERED) without reaching the server.
 func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
 	if req.GetName() == "" {
 		return nil, toStatus(fmt.Errorf("%w: name is required: the tool to call, as a string", errBadRequest))
@@ -296,13 +302,6 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 			return nil, toStatus(fmt.Errorf("%w: timeout_ms %d is out of range: use a whole number from %d to %d", errBadRequest, ms, serverconfig.MinTimeoutMs, serverconfig.MaxTimeoutMs))
 		}
 		timeout = time.Duration(ms) * time.Millisecond
-	}
-	cfg, err := s.reg.GetServer(ctx, req.GetId())
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if err := serverconfig.CheckTool(cfg, req.GetName()); err != nil {
-		return nil, toStatus(err)
 	}
 	args := []byte(`{}`)
 	if a := req.GetArguments(); a != nil {
@@ -316,26 +315,19 @@ func (s *Service) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolReques
 	params := make([]byte, 0, len(args)+len(quoted)+24)
 	params = append(append(append(append(params, `{"name":`...), quoted...), `,"arguments":`...), args...)
 	params = append(params, '}')
-	began := time.Now()
-	sctx, span := upstream.StartToolCall(ctx, "tools/call "+req.GetName(), cfg.GetId(), req.GetName())
-	raw, err := s.up.CallTool(sctx, cfg, req.GetName(), params, timeout)
-	upstream.EndToolCall(span, upstream.Outcome(raw, err))
+	// The one door: resolve, filters, approval (held for an administrator), limits, the call,
+	// the output cap, the records.
+	raw, err := s.tools.Invoke(ctx, &toolcall.Call{Entry: toolcall.EntryAdmin, Server: req.GetId(), Tool: req.GetName(), Params: params, Timeout: timeout})
 	result := &structpb.Struct{}
 	if err == nil {
 		if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || protojson.Unmarshal(raw, result) != nil {
-			err = fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, cfg.GetId())
+			err = fmt.Errorf("%w: %q answered a result that is not a JSON object", upstream.ErrUpstream, req.GetId())
 		}
 	}
-	outcome := activity.Error
-	if err == nil {
-		outcome = activity.FromUpstream(upstream.Outcome(raw, nil))
-	}
-	s.Activity.Add(ctx, activity.Call{Path: activity.PathAdmin, Server: cfg.GetId(), Tool: req.GetName(), Began: began,
-		Outcome: outcome, Err: err, Args: args, Result: raw})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &mcpgatewayv1.CallToolResponse{ServerId: cfg.GetId(), Tool: req.GetName(), Result: result}, nil
+	return &mcpgatewayv1.CallToolResponse{ServerId: req.GetId(), Tool: req.GetName(), Result: result}, nil
 }
 
 // Limits of ListActivity.

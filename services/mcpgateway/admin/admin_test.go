@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,7 +27,13 @@ func newService(t *testing.T) *Service {
 	t.Cleanup(func() { reg.Close() })
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	return New(reg, up, nil)
+	return New(reg, up, toolcall.New(toolcall.Config{}, reg, up, keyauth.Keys{}), nil)
+}
+
+// record makes s's pipeline record its calls in calls, which ListActivity lists.
+func (s *Service) record(calls *activity.Log) {
+	s.Activity = calls
+	s.tools = toolcall.New(toolcall.Config{}, s.reg, s.up, keyauth.Keys{}, toolcall.WithActivity(calls))
 }
 
 // An unknown server id is NotFound on every route that names one (the edge answers 404),

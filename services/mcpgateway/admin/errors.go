@@ -7,6 +7,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -22,11 +23,14 @@ func toStatus(err error) error {
 	}
 	var rpcErr *upstream.RPCError
 	var filtered *serverconfig.ToolFilteredError
-	var limited *upstream.LimitError
+	var limited *toolcall.LimitError
+	var refused *toolcall.ApprovalError
 	code := codes.Internal
 	switch {
 	case errors.As(err, &limited): // before RPCError, which a LimitError also is
 		return resourceExhausted(limited)
+	case errors.As(err, &refused):
+		return approvalNotGiven(refused)
 	// A caller that gave up, or a call out of time, is told so whatever failed on the way
 	// (an upstream failure wraps the context's error too).
 	case errors.Is(err, context.Canceled):
@@ -80,9 +84,25 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 
 // resourceExhausted is a server over its rate_limit or max_concurrency: ResourceExhausted
 // with RetryInfo, which the edge answers 429 with Retry-After.
-func resourceExhausted(e *upstream.LimitError) error {
+func resourceExhausted(e *toolcall.LimitError) error {
 	st := status.New(codes.ResourceExhausted, e.Error())
 	withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// approvalNotGiven is a call that needs approval and was not run (denied, expired,
+// withdrawn, or none could be asked): FailedPrecondition with an ErrorInfo that the edge
+// answers 403, its message saying why, for a person to read (Lemonade's GUI shows it).
+func approvalNotGiven(e *toolcall.ApprovalError) error {
+	st := status.New(codes.FailedPrecondition, e.Error())
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN.String(),
+		Domain:   errorDomain,
+		Metadata: map[string]string{"approval_id": e.Approval, "state": e.State},
+	})
 	if err != nil {
 		return st.Err()
 	}

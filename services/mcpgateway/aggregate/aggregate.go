@@ -29,7 +29,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -37,6 +36,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -54,9 +54,10 @@ type Upstreams interface {
 	ListTools(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, refresh bool) ([]json.RawMessage, error)
 }
 
-// Builtin serves the "lemonade" provider: /mcp's own tools (mcpserve.Handler).
+// Builtin serves the "lemonade" provider: /mcp's own tools (mcpserve.Handler). Their calls
+// go through the tool-call pipeline with the session WithSession gives the context.
 type Builtin interface {
-	Builtin(ctx context.Context, sessionID string, cl session.Claims, msg []byte, send func([]byte) error) ([]byte, error)
+	WithSession(ctx context.Context, sessionID string, cl session.Claims, send func([]byte) error) (context.Context, func() error)
 	BuiltinTools(ctx context.Context) ([]json.RawMessage, error)
 }
 
@@ -81,9 +82,9 @@ type Handler struct {
 	// reads its log level again, and reads its preset again (a changed provider set is
 	// announced with list_changed).
 	ListenCheck time.Duration
-	// Activity records each tools/call of a preset's endpoint (its built-in tools too); nil
-	// records nothing.
-	Activity *activity.Log
+	// Tools is the tool-call pipeline every tools/call goes through, and the one rule of
+	// which servers a caller may reach (providers).
+	Tools *toolcall.Pipeline
 }
 
 // New returns the handler. Call Notify with every upstream notification.
@@ -193,22 +194,22 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 	case err != nil:
 		return nil, status.Errorf(codes.Internal, "registry: %v", err)
 	}
-	admin := h.keys.CallerIsAdmin(ctx)
 	var out []provider
 	for _, id := range p.GetMcpServerIds() {
 		if id == serverconfig.LemonadeProvider {
 			out = append(out, provider{id: id})
 			continue
 		}
-		cfg, err := h.reg.GetServer(ctx, id)
+		// The one rule of who reaches a server: one that is not registered, disabled or
+		// hidden from this caller is left out alike.
+		cfg, err := h.Tools.Resolve(ctx, toolcall.EntryPreset, id)
+		var unknown *toolcall.UnknownServerError
 		switch {
-		case errors.Is(err, registry.ErrNotFound):
-			h.log.DebugContext(ctx, "a preset names a server that is not registered: left out", "preset", ep.preset, "server", id)
+		case errors.As(err, &unknown):
+			h.log.DebugContext(ctx, "a preset names a server this caller cannot reach: left out", "preset", ep.preset, "server", id)
 		case err != nil:
 			return nil, status.Errorf(codes.Internal, "registry: %v", err)
-		case !cfg.GetEnabled():
-			h.log.DebugContext(ctx, "a preset names a disabled server: left out", "preset", ep.preset, "server", id)
-		case cfg.GetExpose() || admin:
+		default:
 			out = append(out, provider{id: id, cfg: cfg})
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -182,11 +183,12 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 		<-ctx.Done()
 		return mcp.NewToolResultText("stopped"), nil
 	})
-	h := mcpserve.New(srv, codec, reg, nil)
+	calls, _ := activity.New(activity.DefaultSize, false)
+	tools := toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithActivity(calls))
+	h := mcpserve.New(srv, codec, reg, tools, nil)
 	agg := New(reg, up, h, fed, codec, reg, testKeys, nil)
 	agg.ListenCheck = 50 * time.Millisecond
-	calls, _ := activity.New(activity.DefaultSize, false)
-	h.Activity, fed.Activity, agg.Activity = calls, calls, calls
+	fed.Tools, agg.Tools = tools, tools
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
 	h.Federation, h.Presets = fed, agg
 	if ownPreset != "" {

@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
@@ -71,7 +70,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	case "resources/templates/list":
 		return c.list(ctx, msg, params, templatesList)
 	case "tools/call":
-		return c.callTool(ctx, payload, msg, params)
+		return c.callTool(ctx, msg, params)
 	case "prompts/get":
 		return c.getPrompt(ctx, msg, params)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
@@ -121,9 +120,10 @@ func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, pa
 	return c.h.fed.Forward(ctx, p.cfg, c.sessionID, c.claims, c.out, msg, params)
 }
 
-// callTool runs a tool by the name tools/list gave it: a built-in tool in process, a
-// server's tool on its server under its own name.
-func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Message, params json.RawMessage) []byte {
+// callTool runs a tool by the name tools/list gave it through the tool-call pipeline: a
+// built-in tool in process, a server's tool on its server under its own name (federate's
+// CallTool, as /mcp/servers/{id} calls it).
+func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
 	var p struct {
 		Name *string `json:"name"`
 	}
@@ -133,13 +133,10 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	name := *p.Name
 	unknown := mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", name))
 	if c.isBuiltinTool(ctx, name) {
-		began := time.Now()
-		resp := c.runBuiltin(ctx, payload, msg)
-		c.recordCall(ctx, serverconfig.LemonadeProvider, name, name, began, params, resp)
-		return resp
+		return c.callBuiltin(ctx, msg, name, params)
 	}
 	pr, orig, ok := c.resolveTool(ctx, name)
-	if !ok || !serverconfig.Exposed(pr.cfg, orig) {
+	if !ok {
 		return unknown
 	}
 	if bad := c.checkParamHeaders(ctx, pr, orig, msg.ID); bad != nil {
@@ -149,52 +146,46 @@ func (c *call) callTool(ctx context.Context, payload []byte, msg mcpserve.Messag
 	if err != nil {
 		return unknown
 	}
-	// A tool that requires approval waits for the client's user (elicitation), as on
-	// /mcp/servers/{id}.
+	inf, err := c.h.up.Info(ctx, pr.cfg)
+	if err != nil {
+		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.fed.Failure(ctx, pr.id, "connecting", err))
+	}
+	if !federate.Declares(inf.Capabilities, msg.Method) {
+		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, pr.id))
+	}
+	tc := federate.ToolCall{Entry: toolcall.EntryPreset, Server: pr.cfg, Tool: orig, Name: name, Preset: c.ep.preset,
+		Params: c.modernParams(inf.ProtocolVersion, params)}
 	if c.modern != nil {
-		var held []byte
-		if held, params = c.h.fed.ApproveModern(ctx, pr.cfg, orig, name, federate.ModernRelays(c.modern.Params), msg, params); held != nil {
-			return held
-		}
-	} else if held := c.h.fed.Approve(ctx, pr.cfg, orig, name, c.sessionID, c.claims, c.out, msg, params); held != nil {
-		return held
+		tc.Modern, tc.ClientParams = true, c.modern.Params
 	}
-	began := time.Now()
-	resp := c.forward(ctx, pr, msg, params)
-	upstream.LogToolCall(ctx, c.h.log, pr.id, orig, time.Since(began), c.recordCall(ctx, pr.id, orig, name, began, params, resp))
-	return resp
+	return c.h.fed.CallTool(ctx, c.sessionID, c.claims, c.out, msg, tc)
 }
 
-// recordCall adds the activity record of one tools/call of tool on server (called as chat)
-// answered with resp (nil: the client cancelled it), and returns its outcome as a log line
-// names it.
-func (c *call) recordCall(ctx context.Context, server, tool, chat string, began time.Time, params json.RawMessage, resp []byte) string {
-	outcome, message, result := answerOf(resp)
-	c.h.Activity.Add(ctx, activity.Call{Path: activity.PathMCP, Server: server, Tool: tool, ChatName: chat, Preset: c.ep.preset,
-		Began: began, Outcome: activity.FromUpstream(outcome), Message: message, Params: params, Result: result})
-	return outcome
-}
-
-// answerOf classifies a rendered tools/call answer: its outcome (upstream.Outcome's), the
-// message of its error, and its result.
-func answerOf(resp []byte) (outcome, message string, result json.RawMessage) {
-	var r struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Message string `json:"message"`
-		} `json:"error"`
+// callBuiltin runs a built-in tool through the tool-call pipeline, its notifications on the
+// session's stream as /mcp sends them; notifications/cancelled stops it.
+func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, name string, params json.RawMessage) []byte {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
+	sctx, end := c.h.builtin.WithSession(ctx, c.sessionID, c.claims, func(n []byte) error { c.out.Note(n); return c.out.Err() })
+	res, err := c.h.Tools.Invoke(sctx, &toolcall.Call{Entry: toolcall.EntryPreset, Server: serverconfig.LemonadeProvider, Tool: name,
+		Preset: c.ep.preset, Params: params})
+	if endErr := end(); endErr != nil && err == nil {
+		err = endErr
 	}
+	var rpcErr *upstream.RPCError
 	switch {
-	case resp == nil:
-		return upstream.OutcomeCanceled, "cancelled by the client (notifications/cancelled)", nil
-	case json.Unmarshal(resp, &r) != nil:
-		return upstream.OutcomeFailed, "the answer is not a JSON-RPC response", nil
-	case r.Error != nil:
-		return upstream.OutcomeRPCError, r.Error.Message, nil
-	case len(r.Result) == 0:
-		return upstream.OutcomeFailed, "the answer has no result", nil
+	case federate.Cancelled(context.Cause(ctx)):
+		return nil // cancelled by the client: no answer (MCP's cancellation)
+	case err == nil:
+		return mcpserve.Result(msg.ID, res)
+	case errors.As(err, &rpcErr):
+		return mcpserve.RPCErrorResponse(msg.ID, rpcErr)
 	}
-	return upstream.Outcome(r.Result, nil), "", r.Result
+	if refused, ok := mcpserve.ToolRefusal(msg.ID, name, err); ok {
+		return refused
+	}
+	return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 }
 
 // isBuiltinTool reports whether name is a built-in tool and the preset has the built-in
@@ -206,22 +197,6 @@ func (c *call) isBuiltinTool(ctx context.Context, name string) bool {
 		}
 	}
 	return false
-}
-
-// runBuiltin answers a tools/call of a built-in tool with /mcp's own implementation (the
-// message unchanged: built-in tools keep their names). notifications/cancelled stops it.
-func (c *call) runBuiltin(ctx context.Context, payload []byte, msg mcpserve.Message) []byte {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
-	resp, err := c.h.builtin.Builtin(ctx, c.sessionID, c.claims, payload, func(n []byte) error { c.out.Note(n); return c.out.Err() })
-	if federate.Cancelled(context.Cause(ctx)) {
-		return nil // cancelled by the client: no answer (MCP's cancellation)
-	}
-	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
-	}
-	return resp
 }
 
 // byChatName finds the server provider and original name behind a chat_name: at once when

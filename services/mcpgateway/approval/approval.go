@@ -96,6 +96,11 @@ func CheckTimeout(d time.Duration) error {
 // Request is the call that waits.
 type Request struct {
 	Server, Tool, ChatName, Arguments, Preset, CallID string
+	// ArgumentsHash is the hash of the call's canonical arguments (toolcall.ArgumentsHash):
+	// the approval covers that call only.
+	ArgumentsHash string
+	// By is who decides: serverconfig.ApprovalByAdmin or ApprovalByClient.
+	By string
 }
 
 // Open stores a pending approval for r, asked by the caller of ctx, and returns it; the caller
@@ -117,7 +122,7 @@ func (g *Gate) Open(ctx context.Context, r Request) (*mcpgatewayv1.Approval, err
 	}
 	a := &mcpgatewayv1.Approval{Id: hex.EncodeToString(b[:]), State: registry.ApprovalPending, ServerId: r.Server, Tool: r.Tool,
 		ChatName: r.ChatName, Arguments: args, Who: activity.WhoOf(ctx), Created: stamp(now), Expires: stamp(now.Add(g.timeout)),
-		PresetId: r.Preset, CallId: r.CallID}
+		PresetId: r.Preset, CallId: r.CallID, ArgumentsSha256: r.ArgumentsHash, ApprovalBy: r.By}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		return nil, err
 	}

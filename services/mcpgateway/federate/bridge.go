@@ -66,10 +66,10 @@ func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredErr
 }
 
 // resumeParked answers a modern client's retry that carries a requestState Zest issued (ok
-// false: it carries none, and the request goes its ordinary way).
+// false: it carries none, and the request goes its ordinary way). A tools/call's retry is
+// not one of these: it is the tool-call pipeline's (CallTool).
 func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
 	var p struct {
-		Name           string          `json:"name"`
 		RequestState   *string         `json:"requestState"`
 		InputResponses json.RawMessage `json:"inputResponses"`
 	}
@@ -95,9 +95,6 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 	if err != nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error()), true
 	}
-	if strings.HasPrefix(st.Call, approvalRef) { // an approval's retry: the call was never made (approval.go)
-		return nil, false
-	}
 	var answers []upstream.ClientAnswer
 	for key, ref := range st.Refs {
 		a, ok := responses[key]
@@ -106,11 +103,7 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 		}
 		answers = append(answers, upstream.ClientAnswer{Ref: ref, Result: a})
 	}
-	began := time.Now()
 	res, err := c.h.up.Resume(ctx, c.cfg, msg.Method, st.Call, answers, c.hooks(params))
-	if msg.Method == "tools/call" && !c.forwarded { // the call's retry: a call of its own
-		c.record(ctx, p.Name, began, params, res, err)
-	}
 	if errors.Is(err, upstream.ErrRelayUnknown) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it"), true
 	}

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
@@ -26,12 +25,11 @@ type call struct {
 	claims    session.Claims
 	out       *output
 	// modern is set for a request of MCP 2026-07-28 (no session), whose client accepts
-	// modernRelays (its _meta clientCapabilities).
+	// modernRelays (its _meta clientCapabilities); clientParams are its params as the client
+	// sent them (a retry's requestState and inputResponses).
 	modern       bool
 	modernRelays upstream.Relays
-	// forwarded is set when another endpoint (a preset's) sends the request here: that
-	// endpoint writes the tool call's log line and activity record.
-	forwarded bool
+	clientParams json.RawMessage
 }
 
 // capability names the capability a method needs of the upstream (and, for subscriptions,
@@ -112,23 +110,8 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		if json.Unmarshal(params, &p) != nil || p.Name == nil {
 			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 		}
-		if !serverconfig.Exposed(c.cfg, *p.Name) {
-			// A filtered tool is unknown here, as any tool the server does not have.
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", *p.Name))
-		}
-		if c.modern {
-			var held []byte
-			if held, params = c.h.ApproveModern(ctx, c.cfg, *p.Name, *p.Name, c.modernRelays, msg, params); held != nil {
-				return held
-			}
-		} else if held := c.h.Approve(ctx, c.cfg, *p.Name, *p.Name, c.sessionID, c.claims, c.out, msg, params); held != nil {
-			return held
-		}
-		began := time.Now()
-		sctx, span := upstream.StartToolCall(ctx, "tools/call "+*p.Name, c.cfg.GetId(), *p.Name)
-		res, err := c.forward(sctx, msg, params)
-		upstream.EndToolCall(span, c.record(sctx, *p.Name, began, params, res, err))
-		return c.answer(ctx, msg, res, err)
+		return c.h.CallTool(ctx, c.sessionID, c.claims, c.out, msg, ToolCall{Entry: toolcall.EntryServer, Server: c.cfg, Tool: *p.Name, Name: *p.Name,
+			Params: params, Modern: c.modern, ClientParams: c.clientParams})
 	case "tools/list":
 		res, err := c.forward(ctx, msg, params)
 		if err == nil {
@@ -138,16 +121,6 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	}
 	res, err := c.forward(ctx, msg, params)
 	return c.answer(ctx, msg, res, err)
-}
-
-// record writes the log line and the activity record of one tools/call of tool, and returns
-// its outcome.
-func (c *call) record(ctx context.Context, tool string, began time.Time, params, res json.RawMessage, err error) string {
-	outcome := upstream.Outcome(res, err)
-	upstream.LogToolCall(ctx, c.h.log, c.cfg.GetId(), tool, time.Since(began), outcome)
-	c.h.Activity.Add(ctx, activity.Call{Path: activity.PathMCP, Server: c.cfg.GetId(), Tool: tool, Began: began,
-		Outcome: activity.FromUpstream(outcome), Err: err, Params: params, Result: res})
-	return outcome
 }
 
 // forward sends the request to the upstream with its params unchanged, bounded by the

@@ -97,10 +97,10 @@ func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerCon
 // ResumeModern answers a modern client's retry (params as the client sent them) that carries
 // a requestState Zest issued for a call of cfg's server (a session-era one) parked on it: the
 // call resumes, from any replica, as on /mcp/servers/{id}. A state issued for another server
-// or method is refused. ok is false when the request carries no requestState of Zest's: it
+// or method is refused. A tools/call's retry goes through CallTool instead. ok is false when the request carries no requestState of Zest's: it
 // goes its ordinary way.
 func (h *Handler) ResumeModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
-	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params), forwarded: true}
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params)}
 	return c.resumeParked(ctx, msg, params)
 }
 

@@ -24,14 +24,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
-	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -69,11 +67,9 @@ type Handler struct {
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere, and reads its log level again.
 	ListenCheck time.Duration
-	// Activity records each tools/call of /mcp/servers/{id}; nil records nothing.
-	Activity *activity.Log
-	// Approvals holds the tools/call of tools that require approval while the client is
-	// asked (approval.go); nil refuses them.
-	Approvals *approval.Gate
+	// Tools is the tool-call pipeline every tools/call goes through (CallTool), and the one
+	// rule of which servers a caller may reach (server).
+	Tools *toolcall.Pipeline
 
 	// inflight holds the cancel functions of forwarded requests, by session and request id,
 	// for notifications/cancelled (which reaches the replica that runs the request only).
@@ -92,19 +88,19 @@ func New(servers Servers, up Upstreams, codec *session.Codec, store mcpserve.End
 
 var _ mcpserve.Federation = (*Handler)(nil)
 
-// server returns the config of id when the caller may reach it here: registered, enabled,
-// and exposed or asked for with the admin key. Every other case is the same NotFound, so that
-// a hidden server's existence is not revealed.
+// server returns the config of id when the caller may reach it here (toolcall.Resolve, the
+// one rule: registered, enabled, and exposed or asked for with the admin key). Every other
+// case is the same NotFound, so that a hidden server's existence is not revealed.
 func (h *Handler) server(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
-	cfg, err := h.servers.GetServer(ctx, id)
+	cfg, err := h.Tools.Resolve(ctx, toolcall.EntryServer, id)
+	var unknown *toolcall.UnknownServerError
 	switch {
-	case errors.Is(err, registry.ErrNotFound):
+	case errors.As(err, &unknown):
+		return nil, status.Errorf(codes.NotFound, "%v: %q", ErrUnknownServer, id)
 	case err != nil:
 		return nil, status.Errorf(codes.Internal, "registry: %v", err)
-	case cfg.GetEnabled() && (cfg.GetExpose() || h.keys.CallerIsAdmin(ctx)):
-		return cfg, nil
 	}
-	return nil, status.Errorf(codes.NotFound, "%v: %q", ErrUnknownServer, id)
+	return cfg, nil
 }
 
 // session checks a session id for server: signed by this deployment, issued for this server,

@@ -18,6 +18,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -92,7 +93,9 @@ func newFixture(t *testing.T, url string) fixture {
 	fed := New(reg, up, codec, reg, testKeys, nil)
 	fed.ListenCheck = 50 * time.Millisecond
 	up.OnNotification(fed.Notify)
-	h := mcpserve.New(mcpserve.NewMCPServer("test"), codec, reg, nil)
+	srv := mcpserve.NewMCPServer("test")
+	fed.Tools = toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)))
+	h := mcpserve.New(srv, codec, reg, fed.Tools, nil)
 	h.Federation = fed
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), codec: codec, fed: fed}

@@ -73,10 +73,12 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	if len(r.Params) == 0 {
 		fwd, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method})
 	}
-	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(r.Params)}
+	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(r.Params), clientParams: r.Params}
 	var resp []byte
 	resumed := false
-	if !mcp.IsModernProtocol(inf.ProtocolVersion) { // a modern upstream's rounds are its client's
+	// A modern upstream's rounds are its client's; a tools/call's retry is the pipeline's
+	// (CallTool).
+	if !mcp.IsModernProtocol(inf.ProtocolVersion) && msg.Method != "tools/call" {
 		resp, resumed = c.resumeParked(ctx, msg, r.Params)
 	}
 	if !resumed {

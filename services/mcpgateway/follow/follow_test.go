@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -171,7 +173,8 @@ func startReplica(t *testing.T, store store) *replica {
 	cache := configcache.New(store)
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	r := &replica{admin: admin.New(cache, up, slog.New(slog.DiscardHandler)), up: up, presets: &presets{}}
+	tools := toolcall.New(toolcall.Config{}, cache, up, keyauth.Keys{})
+	r := &replica{admin: admin.New(cache, up, tools, slog.New(slog.DiscardHandler)), up: up, presets: &presets{}}
 	changes := follow.New(up, slog.Default())
 	changes.Backoff, changes.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	changes.Presets = r.presets

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"google.golang.org/grpc"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -40,7 +42,7 @@ func BenchmarkExchange(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer reg.Close()
-	h := New(srv, codec, reg, nil)
+	h := New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil)
 	sid, _ := codec.Issue("2025-11-25")
 	send := func(*mcpgatewayv1.ExchangeResponse) error { return nil }
 	for _, tc := range []struct{ name, body string }{

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,10 +20,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -91,6 +94,7 @@ type Handler struct {
 	srv      *server.MCPServer
 	sessions *session.Codec
 	ended    Ended
+	tools    *toolcall.Pipeline
 	log      *slog.Logger
 	// ListenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere (DELETE may reach another replica).
@@ -104,9 +108,6 @@ type Handler struct {
 	Presets Federation
 	// Own, when set, serves /mcp itself in place of the built-in tools (ZEST_MCP_PRESET).
 	Own Federation
-	// Activity records each tools/call of the built-in tools on /mcp (those another endpoint
-	// runs through Builtin are recorded by it); nil records nothing.
-	Activity *activity.Log
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -114,12 +115,13 @@ type Handler struct {
 }
 
 // New returns a handler serving srv's methods with sessions signed by codec; ended sessions
-// are recorded in ended.
-func New(srv *server.MCPServer, codec *session.Codec, ended Ended, log *slog.Logger) *Handler {
+// are recorded in ended; every tools/call goes through tools (with srv's tools as its
+// built-in provider: NewBuiltin).
+func New(srv *server.MCPServer, codec *session.Codec, ended Ended, tools *toolcall.Pipeline, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{srv: srv, sessions: codec, ended: ended, log: log, ListenCheck: 2 * time.Second}
+	return &Handler{srv: srv, sessions: codec, ended: ended, tools: tools, log: log, ListenCheck: 2 * time.Second}
 }
 
 // NewMCPServer builds the mcp-go server with Zest's identity and capabilities.
@@ -345,65 +347,58 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 		}
 		return encodeFor(env.ID, resp)
 	}
-	// Notifications the tool sends while it runs are relayed as they come, by a goroutine
-	// started with the first of them (most tools send none, and a goroutine per call costs
-	// ~15% of a small call); what is still queued when the tool returns is flushed here.
+	return h.callTool(ctx, sess, msg, env, send)
+}
+
+// callTool answers a tools/call of a built-in tool through the tool-call pipeline (a
+// subscriptions/listen, which also streams, goes to mcp-go as it is). Notifications the tool
+// sends while it runs are relayed as they come, by a goroutine started with the first of them
+// (most tools send none, and a goroutine per call costs ~15% of a small call); what is still
+// queued when the tool returns is flushed here.
+func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte, env envelope, send func([]byte) error) ([]byte, error) {
 	r := &relay{notes: sess.notes, send: send, stop: make(chan struct{})}
 	sess.setRelay(r)
-	began := time.Now()
-	resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
-	sess.setRelay(nil)
-	if env.Method == "tools/call" && !sess.forwarded {
-		h.record(ctx, msg, began, resp)
+	var out []byte
+	if env.Method == "tools/call" && env.isRequest() {
+		params := paramsOf(msg)
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(params, &p)
+		cctx := context.WithValue(h.srv.WithContext(ctx, sess), requestIDKey{}, json.RawMessage(env.ID))
+		res, err := h.tools.Invoke(cctx, &toolcall.Call{Entry: toolcall.EntryMCP,
+			Server: serverconfig.LemonadeProvider, Tool: p.Name, Params: params})
+		out = h.toolAnswer(ctx, env.ID, p.Name, res, err)
+	} else {
+		resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
+		var err error
+		if out, err = encodeFor(env.ID, resp); err != nil {
+			sess.setRelay(nil)
+			_ = r.end()
+			return nil, err
+		}
 	}
+	sess.setRelay(nil)
 	if err := r.end(); err != nil {
 		return nil, err
 	}
-	return encodeFor(env.ID, resp)
+	return out, nil
 }
 
-// record adds the activity record of a tools/call (msg) of a built-in tool answered with resp.
-func (h *Handler) record(ctx context.Context, msg []byte, began time.Time, resp mcp.JSONRPCMessage) {
-	if h.Activity == nil {
-		return
+// toolAnswer renders the pipeline's answer to a tools/call of a built-in tool.
+func (h *Handler) toolAnswer(ctx context.Context, id json.RawMessage, name string, res json.RawMessage, err error) []byte {
+	var rpcErr *upstream.RPCError
+	if refused, ok := ToolRefusal(id, name, err); ok {
+		return refused
 	}
-	var p struct {
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
+	switch {
+	case err == nil:
+		return result(id, res)
+	case errors.As(err, &rpcErr):
+		return RPCErrorResponse(id, rpcErr)
 	}
-	_ = json.Unmarshal(msg, &p)
-	c := activity.Call{Path: activity.PathMCP, Server: activity.BuiltinServer, Tool: p.Params.Name, Began: began, Outcome: activity.OK}
-	if h.Activity.WantsDetails() {
-		c.Params = paramsOf(msg)
-	}
-	switch r := resp.(type) {
-	case mcp.JSONRPCError:
-		c.Outcome, c.Message = activity.Error, r.Error.Message
-	case mcp.JSONRPCResponse:
-		var res *mcp.CallToolResult
-		switch v := r.Result.(type) {
-		case *mcp.CallToolResult:
-			res = v
-		case mcp.CallToolResult:
-			res = &v
-		}
-		if res != nil && res.IsError {
-			c.Outcome, c.Message = activity.ToolError, "the tool reported an error (isError) with no text"
-			for _, content := range res.Content {
-				if t, ok := mcp.AsTextContent(content); ok && t.Text != "" {
-					c.Message = t.Text
-					break
-				}
-			}
-		}
-		if res != nil && h.Activity.WantsDetails() {
-			c.Result, _ = res.MarshalJSON()
-		}
-	default:
-		c.Outcome, c.Message = activity.Error, "no answer"
-	}
-	h.Activity.Add(ctx, c)
+	h.log.ErrorContext(ctx, "a built-in tool failed", "tool", name, "err", err)
+	return errorResponse(id, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 }
 
 // paramsOf is the params member of a JSON-RPC request.
@@ -564,8 +559,6 @@ type clientSession struct {
 	ctx     context.Context
 	store   Ended
 	expires time.Time
-	// forwarded: a message of another endpoint's session (Builtin), which records its calls
-	forwarded bool
 
 	mu        sync.Mutex
 	level     mcp.LoggingLevel
@@ -699,20 +692,6 @@ var (
 	_ server.SessionWithLogging              = (*clientSession)(nil)
 	_ server.SessionWithStreamableHTTPConfig = (*clientSession)(nil)
 )
-
-// Builtin answers one message of another endpoint's session (sessionID, with claims cl)
-// with the built-in tools, exactly as /mcp would (the preset endpoint's "lemonade" provider):
-// the notifications a tool sends while it runs go to send, the answer is returned (nil for a
-// notification).
-func (h *Handler) Builtin(ctx context.Context, sessionID string, cl session.Claims, msg []byte, send func([]byte) error) ([]byte, error) {
-	env, code, problem := checkEnvelope(msg)
-	if problem != "" {
-		return errorResponse(env.ID, code, problem), nil
-	}
-	sess := h.newSession(ctx, sessionID, cl)
-	sess.forwarded = true
-	return h.dispatch(ctx, sess, msg, env, send)
-}
 
 // BuiltinTools are the built-in tools as tools/list of /mcp lists them.
 func (h *Handler) BuiltinTools(ctx context.Context) ([]json.RawMessage, error) {

@@ -15,9 +15,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -96,7 +98,7 @@ func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
 	}
 	lis := bufconn.Listen(1 << 20)
 	g := grpc.NewServer()
-	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, reg, nil))
+	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil))
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),

@@ -37,6 +37,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -263,7 +264,6 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	up := upstream.NewPlaced(th, nil, log)
-	up.SetMaxOutputBytes(cfg.ToolOutputMaxBytes)
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
 		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")
@@ -321,32 +321,34 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		}
 		return keyauth.LevelAPI
 	}}
-	mcpHandler := mcpserve.New(mcpSrv, codec, reg, log)
-	mcpHandler.Activity = calls
 	// Every server config is read through one write-through cache: the admin service writes
 	// through it, the federation and the chat loop read it on every request and tool call.
 	servers := configcache.New(reg)
-	adminService := admin.New(servers, up, log)
-	adminService.Activity = calls
-	adminService.Audit = trail
 	// The tool calls that wait for approval, in the registry: a decision taken through any
 	// replica reaches the one whose call waits. Both stores keep them.
 	var gate *approval.Gate
 	if store, ok := reg.(registry.Approvals); ok {
 		gate = approval.New(store, cfg.ApprovalTimeout, log)
 	}
+	// The one door: every tool call of every path (the admin API, /mcp's built-in tools,
+	// /mcp/servers/{id}, /mcp/presets/{id}, the chat loop) goes through this pipeline.
+	tools := toolcall.New(toolcall.Config{MaxOutputBytes: cfg.ToolOutputMaxBytes}, servers, up, cfg.Keys,
+		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithLogger(log))
+	mcpHandler := mcpserve.New(mcpSrv, codec, reg, tools, log)
+	adminService := admin.New(servers, up, tools, log)
+	adminService.Activity = calls
+	adminService.Audit = trail
 	adminService.Approvals = gate
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
 	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
-	fed.Activity = calls
-	fed.Approvals = gate // /mcp/servers/{id} and /mcp/presets/{id} ask the client (elicitation)
+	fed.Tools = tools
 	mcpHandler.Federation = fed
 	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
 	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
-	agg.Activity = calls
+	agg.Tools = tools
 	aggregate.Version = Version
 	mcpHandler.Presets = agg
 	if cfg.MCPPreset != "" {
@@ -371,9 +373,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, servers, up, mcpSrv, cfg.Keys, log)
-	chat.Activity = calls
-	chat.Approvals = gate
+		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/grpctest"
-	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -83,13 +80,13 @@ func (m *twoCalls) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServ
 func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	if err := reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL,
-		Enabled: true, TimeoutMs: 30000, ApprovalTools: []string{"rm"}}); err != nil {
+		Enabled: true, Expose: true, TimeoutMs: 30000, ApprovalTools: []string{"rm"}}); err != nil {
 		t.Fatal(err)
 	}
 	model := &twoCalls{names: [2]string{"mcp_every__rm", "mcp_every__get-sum"}}
 	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
-	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	l.Approvals = approval.New(reg, time.Minute, nil)
+	gate := approval.New(reg, time.Minute, nil)
+	l := newLoop(inference, reg, up, gate)
 	d := chatEvents(t, t.Context(), l, "", func(ev *mcpgatewayv1.ToolEvent) {
 		if ev.GetType() != "approval_required" {
 			return
@@ -102,7 +99,7 @@ func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if _, err := l.Approvals.Decide(t.Context(), ev.GetApprovalId(), true, ""); err != nil {
+		if _, err := gate.Decide(t.Context(), ev.GetApprovalId(), true, ""); err != nil {
 			t.Error(err)
 		}
 	})
@@ -116,15 +113,14 @@ func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 func TestApprovalPausesTheCall(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	// rm needs approval (approval_tools); get-sum does not.
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
 		ApprovalTools: []string{"r?"}}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, &fakeModel{}) }))
-	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	gate := approval.New(reg, time.Minute, nil)
-	l.Approvals = gate
+	l := newLoop(inference, reg, up, gate)
 
 	// decide answers the approval_required event with approve or deny, and checks the event.
 	decide := func(approve bool, reason string) func(*mcpgatewayv1.ToolEvent) {
@@ -171,8 +167,8 @@ func TestApprovalPausesTheCall(t *testing.T) {
 		}
 	})
 	t.Run("undecided, it expires", func(t *testing.T) {
-		l.Approvals = approval.New(reg, 100*time.Millisecond, nil)
-		defer func() { l.Approvals = gate }()
+		l = newLoop(inference, reg, up, approval.New(reg, 100*time.Millisecond, nil))
+		defer func() { l = newLoop(inference, reg, up, gate) }()
 		d := chatEvents(t, t.Context(), l, "mcp_every__rm", func(*mcpgatewayv1.ToolEvent) {})
 		if calls := d.GetToolCalls(); len(calls) != 1 || !calls[0].GetIsError() || calls[0].GetApproval() != "expired" ||
 			!strings.Contains(d.GetMessage().GetContent(), "nobody approved it within 100ms (approval_expired; ZEST_APPROVAL_TIMEOUT)") || ran() != "get-sum,rm" {
@@ -209,10 +205,10 @@ func TestApprovalPausesTheCall(t *testing.T) {
 		}
 	})
 	t.Run("without a gate it is refused", func(t *testing.T) {
-		l.Approvals = nil
-		defer func() { l.Approvals = gate }()
+		l = newLoop(inference, reg, up, nil)
+		defer func() { l = newLoop(inference, reg, up, gate) }()
 		d := chatEvents(t, t.Context(), l, "mcp_every__rm", func(*mcpgatewayv1.ToolEvent) {})
-		if calls := d.GetToolCalls(); len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `requires approval for "rm"`) {
+		if calls := d.GetToolCalls(); len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `tool "rm" of MCP server "every" requires approval, and this mcpgateway cannot ask for one`) {
 			t.Fatalf("done %v", d)
 		}
 	})

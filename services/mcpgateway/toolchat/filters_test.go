@@ -18,7 +18,10 @@ import (
 	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/approval"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -126,6 +129,15 @@ func upstreamFixture(t *testing.T, opts mcptest.Options) (*mcptest.Upstream, *re
 	return u, reg, up
 }
 
+// newLoop is a loop over reg and up with a pipeline that holds approvals in gate (nil: none)
+// and serves no built-in tools but an empty server's.
+func newLoop(inference inferencev1.InferenceServiceClient, reg *registry.Bolt, up *upstream.Manager, gate *approval.Gate) *Loop {
+	srv := server.NewMCPServer("builtin", "1")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tools := toolcall.New(toolcall.Config{}, reg, up, keyauth.Keys{}, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithApprovals(gate), toolcall.WithLogger(log))
+	return New(Config{}, inference, reg, up, srv, tools, keyauth.Keys{}, log)
+}
+
 // TestFilteredToolsAreNeitherOfferedNorRun: the model is offered only the tools the server's
 // filters expose; a call of a filtered-out tool is not run (it is no tool of the loop's, so
 // it is handed back as the client's); and a tool filtered out after the chat began is
@@ -133,14 +145,14 @@ func upstreamFixture(t *testing.T, opts mcptest.Options) (*mcptest.Upstream, *re
 func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
 	ctx := t.Context()
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
 		ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}}
 	if err := reg.PutServer(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	model := &fakeModel{}
 	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
-	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := newLoop(inference, reg, up, nil)
 
 	t.Run("only exposed tools are offered, and they run", func(t *testing.T) {
 		d := chatWith(t, l, "mcp_every__get-sum")
@@ -209,7 +221,7 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 		change(func(c *mcpgatewayv1.ServerConfig) { c.Enabled = false })
 		d := chatWith(t, l, "mcp_every__get-sum")
 		calls := d.GetToolCalls()
-		if len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `MCP server "every" is disabled`) {
+		if len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `MCP server "every" is not registered (or not enabled)`) {
 			t.Fatalf("done %v", d)
 		}
 		if n := len(moved.ToolCalls()) + len(u.ToolCalls()); n != 2 {

@@ -2,14 +2,10 @@ package toolchat
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/grpctest"
-	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	"github.com/zestmcp/zest/lib/tooloutput"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
@@ -23,14 +19,14 @@ import (
 // never cut JSON.
 func TestToolOutputHygiene(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{})
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000,
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
 		MaxOutputBytes: 1024}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	model := &fakeModel{}
 	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
-	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := newLoop(inference, reg, up, nil)
 	call := func(text string) (*mcpgatewayv1.ChatDone, string) {
 		b, _ := json.Marshal(map[string]string{"text": text})
 		model.mu.Lock()

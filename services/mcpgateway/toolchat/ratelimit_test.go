@@ -1,14 +1,10 @@
 package toolchat
 
 import (
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/grpctest"
-	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -20,13 +16,13 @@ import (
 // the chat goes on.
 func TestToolCallOverTheServerRateLimit(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{})
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000, RateLimit: "1/h"}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000, RateLimit: "1/h"}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	model := &fakeModel{args: `{"text":"hi"}`}
 	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
-	l := New(Config{}, inference, reg, up, server.NewMCPServer("builtin", "1"), keyauth.Keys{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := newLoop(inference, reg, up, nil)
 	if d := chatWith(t, l, "mcp_every__echo"); d.GetToolCalls()[0].GetIsError() {
 		t.Fatalf("first call: %v", d.GetToolCalls()[0])
 	}

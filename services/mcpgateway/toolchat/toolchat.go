@@ -21,7 +21,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/openaichat"
@@ -30,12 +29,11 @@ import (
 	"github.com/zestmcp/zest/lib/tracing"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
-	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc/codes"
@@ -71,16 +69,14 @@ type Loop struct {
 	builtin   *server.MCPServer
 	keys      keyauth.Keys
 	log       *slog.Logger
-	// Activity records each tool call the loop runs; nil records nothing.
-	Activity *activity.Log
-	// Approvals holds the calls whose server asks for a person's approval until one decides;
-	// nil refuses such calls.
-	Approvals *approval.Gate
+	// pipeline is the tool-call pipeline every call of the loop goes through, and the one
+	// rule of which servers the chat's caller may reach.
+	pipeline *toolcall.Pipeline
 }
 
-// New returns the loop; builtin serves the lemonade_* tools; keys tell administrators (who may
-// see why an MCP server failed) from API users.
-func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, keys keyauth.Keys, log *slog.Logger) *Loop {
+// New returns the loop; builtin lists the lemonade_* tools; tools runs every call; keys tell
+// administrators (who may see why an MCP server failed) from API users.
+func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, tools *toolcall.Pipeline, keys keyauth.Keys, log *slog.Logger) *Loop {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = DefaultMaxRounds
 	}
@@ -90,7 +86,7 @@ func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, keys: keys, log: log}
+	return &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, pipeline: tools, keys: keys, log: log}
 }
 
 // tool is one tool the loop can run.
@@ -194,7 +190,12 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 			ts, err := l.serverTools(ctx, id)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			var unknown *toolcall.UnknownServerError
+			switch {
+			case errors.As(err, &unknown):
+				warnings = append(warnings, fmt.Sprintf("MCP server %q left out of this chat: it is not registered", id))
+				return
+			case err != nil:
 				warnings = append(warnings, l.hide(ctx, admin, id, fmt.Sprintf("MCP server %q left out of this chat", id), err))
 				return
 			}
@@ -211,10 +212,9 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 }
 
 func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
-	cfg, err := l.reg.GetServer(ctx, id)
-	if errors.Is(err, registry.ErrNotFound) {
-		return nil, fmt.Errorf("it is not registered")
-	}
+	// The one rule of who reaches a server: not registered, disabled or hidden from this
+	// caller are the same unknown server, with the same warning.
+	cfg, err := l.pipeline.Resolve(ctx, toolcall.EntryChat, id)
 	if err != nil {
 		return nil, err
 	}
@@ -336,24 +336,10 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 			defer wg.Done()
 			// A call whose server asks for approval waits here, alone: the round's other
 			// calls go on.
-			r, allowed := l.gate(ctx, t, c, rec, out, admin, preset)
 			began := time.Now()
-			ctx, span := upstream.StartToolCall(ctx, "execute_tool "+t.chatName, rec.GetServerId(), t.name)
-			if span.IsRecording() {
-				span.SetAttributes(attribute.String("gen_ai.tool.call.id", c.GetId()), attribute.Int("zest.chat.round", round))
-			}
-			if allowed {
-				r = l.safeCall(ctx, t, c.GetFunction().GetArguments(), admin)
-			}
-			upstream.EndToolCall(span, r.outcome)
+			r := l.safeCall(ctx, t, c, rec, out, admin, preset)
 			text, isErr := r.text, r.isErr
 			rec.DurationMs = time.Since(began).Milliseconds()
-			call := activity.Call{Path: activity.PathChat, Server: rec.GetServerId(), Tool: t.name, ChatName: t.chatName,
-				Preset: preset, Began: began, Outcome: r.outcome, Message: r.failure, Result: r.result}
-			if l.Activity.WantsDetails() { // a copy of the arguments only when they are kept
-				call.Args = []byte(c.GetFunction().GetArguments())
-			}
-			l.Activity.Add(ctx, call)
 			rec.IsError, rec.OutputBytes = isErr, int64(len(text))
 			// The model gets the text without the characters that hide or reorder what it
 			// says, inside a marker naming where it begins and ends (lib/tooloutput); Zest's
@@ -380,64 +366,6 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 	return results
 }
 
-// gate asks for a person's approval of a call whose server requires one (its approval, or an
-// approval_tools pattern: serverconfig.NeedsApproval, on the config as it is now), tells the
-// client with an approval_required event and waits for the decision. allowed is false when
-// the call must not run; r then says why, for the model (an isError result).
-func (l *Loop) gate(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *mcpgatewayv1.ToolCallRecord, out *emitter, admin bool, preset string) (r ran, allowed bool) {
-	if t.server == nil {
-		return ran{}, true
-	}
-	id := t.server.GetId()
-	cur, err := l.reg.GetServer(ctx, id)
-	if err != nil || !serverconfig.NeedsApproval(cur, t.name) {
-		return ran{}, true // call reports a server that is gone
-	}
-	if l.Approvals == nil {
-		text := fmt.Sprintf("The tool call was not run: MCP server %q requires approval for %q and this mcpgateway cannot ask for one", id, t.name)
-		return failed(text, text), false
-	}
-	a, err := l.Approvals.Open(ctx, approval.Request{Server: id, Tool: t.name, ChatName: t.chatName,
-		Arguments: c.GetFunction().GetArguments(), Preset: preset, CallID: c.GetId()})
-	if errors.Is(err, approval.ErrTooMany) {
-		text := "The tool call was not run: it needs approval, and " + err.Error()
-		return failed(text, text), false
-	}
-	if err != nil {
-		return failed(l.hide(ctx, admin, id, "The tool call needs approval, which could not be asked for", err), err.Error()), false
-	}
-	l.log.InfoContext(ctx, "tool call waits for approval", "server", id, "tool", t.name, "approval", a.GetId())
-	out.event(&mcpgatewayv1.ToolEvent{Type: "approval_required", Call: proto.Clone(rec).(*mcpgatewayv1.ToolCallRecord),
-		ApprovalId: a.GetId(), ApprovalExpires: a.GetExpires(),
-		Message: fmt.Sprintf("%s of MCP server %q waits for an administrator's approval until %s: POST /internal/mcp/approvals/%s/approve or /deny",
-			t.name, id, a.GetExpires(), a.GetId())})
-	d, err := l.Approvals.Wait(ctx, a)
-	if err != nil {
-		return failed(l.hide(ctx, admin, id, "The tool call was not run: its approval could not be read", err), err.Error()), false
-	}
-	rec.Approval = d.GetState()
-	l.log.InfoContext(ctx, "tool call approval decided", "server", id, "tool", t.name, "approval", a.GetId(), "state", d.GetState(), "by", d.GetDecidedBy())
-	var text string
-	switch d.GetState() {
-	case registry.ApprovalApproved:
-		return ran{}, true
-	case registry.ApprovalDenied:
-		text = fmt.Sprintf("The tool call was not run: an administrator denied it (approval_denied)%s. Do not call it again with the same arguments; tell the user.", because(d.GetReason()))
-	case registry.ApprovalExpired:
-		text = fmt.Sprintf("The tool call was not run: nobody approved it within %v (approval_expired; ZEST_APPROVAL_TIMEOUT).", l.Approvals.Timeout())
-	default:
-		text = "The tool call was not run: " + d.GetReason() + " (approval " + d.GetState() + ")."
-	}
-	return failed(text, text), false
-}
-
-func because(reason string) string {
-	if reason == "" {
-		return ""
-	}
-	return ": " + reason
-}
-
 // CutUTF8 returns at most n bytes of s, never splitting a UTF-8 character (a cut inside one
 // would make the text invalid for every JSON and gRPC hop after it).
 func CutUTF8(s string, n int) string {
@@ -453,105 +381,92 @@ func CutUTF8(s string, n int) string {
 // safeCall is call on its own goroutine: a tool whose handler panics fails alone, with an
 // incident id the log line carries, instead of taking mcpgateway down (gRPC's recovery does
 // not reach goroutines a handler starts).
-func (l *Loop) safeCall(ctx context.Context, t *tool, args string, admin bool) (r ran) {
+func (l *Loop) safeCall(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *mcpgatewayv1.ToolCallRecord, out *emitter, admin bool, preset string) (r ran) {
 	defer func() {
 		if p := recover(); p != nil {
 			incident := requestid.New()
 			l.log.ErrorContext(ctx, "tool call panicked", "tool", t.chatName, "incident", incident, "panic", p, "stack", string(debug.Stack()))
-			text := fmt.Sprintf("The tool failed: internal error (incident %s)", incident)
-			r = ran{text: text, isErr: true, outcome: activity.Error, failure: text}
+			r = failed(fmt.Sprintf("The tool failed: internal error (incident %s)", incident))
 		}
 	}()
-	return l.call(ctx, t, args, admin)
+	return l.call(ctx, t, c, rec, out, admin, preset)
 }
 
-// ran is what one tool call gave: the text fed back to the model, and for the activity
-// record its outcome, why it failed (for administrators: not hidden behind an incident id)
-// and its CallToolResult.
+// ran is what one tool call gave: the text fed back to the model, and whether it is an error.
 type ran struct {
-	text    string
-	isErr   bool
-	outcome string
-	failure string
-	result  []byte
+	text  string
+	isErr bool
 }
 
-// failed is a call that gave no result: text for the model, failure for the activity.
-func failed(text, failure string) ran {
-	return ran{text: text, isErr: true, outcome: activity.Error, failure: failure}
-}
+// failed is a call that gave no result: text for the model.
+func failed(text string) ran { return ran{text: text, isErr: true} }
 
-// answered is a call that gave a CallToolResult (raw) with upstream outcome outcome.
-func answered(raw []byte, outcome string) ran {
-	text, isErr := resultText(raw)
-	return ran{text: text, isErr: isErr, outcome: activity.FromUpstream(outcome), result: raw}
-}
-
-// call runs one tool and returns the text fed back to the model.
-func (l *Loop) call(ctx context.Context, t *tool, args string, admin bool) ran {
-	var argMap map[string]any
+// call runs one tool through the tool-call pipeline (which records it) and returns the text
+// fed back to the model. The tools were gathered when the chat began; an administrator may
+// have changed the server since (moved, disabled, deleted or hidden it, filtered this tool
+// out, asked for approval): the pipeline calls it as it is configured now, or not at all.
+func (l *Loop) call(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *mcpgatewayv1.ToolCallRecord, out *emitter, admin bool, preset string) ran {
+	args := c.GetFunction().GetArguments()
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
+	var argMap map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(args), &argMap); err != nil || argMap == nil {
-		text := "The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters"
-		return failed(text, text)
+		return failed("The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters")
 	}
-	if t.server == nil {
-		st := l.builtin.GetTool(t.name)
-		if st == nil {
-			return failed("unknown tool "+t.name, "unknown tool "+t.name)
-		}
-		r := mcp.CallToolRequest{}
-		r.Params.Name, r.Params.Arguments = t.name, argMap
-		began := time.Now()
-		res, err := st.Handler(ctx, r)
-		if err != nil {
-			upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), upstream.Outcome(nil, err))
-			return failed(err.Error(), err.Error())
-		}
-		b, _ := json.Marshal(res)
-		outcome := upstream.Outcome(b, nil)
-		upstream.LogToolCall(ctx, l.log, serverconfig.LemonadeProvider, t.name, time.Since(began), outcome)
-		return answered(b, outcome)
-	}
-	// The tools were gathered when the chat began; an administrator may have changed the
-	// server since (moved, disabled, deleted it, or filtered this tool out): the call goes to
-	// the server as it is configured now, or not at all.
-	id := t.server.GetId()
-	cur, err := l.reg.GetServer(ctx, id)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		text := fmt.Sprintf("The tool is not available: MCP server %q is no longer registered", id)
-		return failed(text, text)
-	case err != nil:
-		return failed(l.hide(ctx, admin, id, "The tool failed", err), err.Error())
-	case !cur.GetEnabled():
-		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "disabled")
-		text := fmt.Sprintf("The tool is not available: MCP server %q is disabled", id)
-		return failed(text, text)
-	case !serverconfig.Exposed(cur, t.name):
-		l.log.InfoContext(ctx, "tool call refused", "server", id, "tool", t.name, "reason", "filtered out")
-		text := fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", id, t.name)
-		return failed(text, text)
+	server := serverconfig.LemonadeProvider
+	if t.server != nil {
+		server = t.server.GetId()
 	}
 	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
-	// The chat loop has no MCP client to relay the server's sampling, elicitation or roots
-	// requests to: CallTool relays none (see its doc).
-	raw, err := l.up.CallTool(ctx, cur, t.name, params, 0)
+	held := &chatApprover{out: out, rec: rec}
+	raw, err := l.pipeline.Invoke(ctx, &toolcall.Call{Entry: toolcall.EntryChat, Server: server, Tool: t.name, ChatName: t.chatName,
+		Preset: preset, CallID: c.GetId(), Params: params, Approver: held})
+	var unknown *toolcall.UnknownServerError
+	var filtered *serverconfig.ToolFilteredError
+	var refused *toolcall.ApprovalError
+	var limited *toolcall.LimitError
 	var rpcErr *upstream.RPCError
-	var limited *upstream.LimitError
 	switch {
-	case errors.As(err, &limited): // the server's limits: the model may try again
-		text := "The tool was not called: " + limited.Error() + ". Call it again later, or go on without it."
-		return failed(text, text)
-	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
-		text := fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message)
-		return failed(text, text)
-	case err != nil:
-		return failed(l.hide(ctx, admin, id, "The tool failed", err), err.Error())
+	case held.asked && err == nil:
+		rec.Approval = registry.ApprovalApproved
+	case errors.As(err, &refused):
+		rec.Approval = refused.State
 	}
-	return answered(raw, upstream.Outcome(raw, nil))
+	switch {
+	case err == nil:
+		text, isErr := resultText(raw)
+		return ran{text: text, isErr: isErr}
+	case errors.As(err, &unknown):
+		return failed(fmt.Sprintf("The tool is not available: MCP server %q is not registered (or not enabled)", server))
+	case errors.As(err, &filtered):
+		return failed(fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", server, t.name))
+	case errors.As(err, &refused):
+		return failed(refused.Text)
+	case errors.As(err, &limited): // the server's limits: the model may try again
+		return failed("The tool was not called: " + limited.Error() + ". Call it again later, or go on without it.")
+	case errors.As(err, &rpcErr): // the server's own JSON-RPC answer
+		return failed(fmt.Sprintf("The tool failed: JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message))
+	}
+	return failed(l.hide(ctx, admin, server, "The tool failed", err))
+}
+
+// chatApprover tells the chat's client, with an approval_required event, that a call waits
+// for an administrator (a chat has no MCP client to ask: whoever the server's approval_by
+// names, an administrator decides).
+type chatApprover struct {
+	out   *emitter
+	rec   *mcpgatewayv1.ToolCallRecord
+	asked bool
+}
+
+// Held sends the approval_required event.
+func (a *chatApprover) Held(_ context.Context, ap *mcpgatewayv1.Approval) {
+	a.asked = true
+	a.out.event(&mcpgatewayv1.ToolEvent{Type: "approval_required", Call: proto.Clone(a.rec).(*mcpgatewayv1.ToolCallRecord),
+		ApprovalId: ap.GetId(), ApprovalExpires: ap.GetExpires(),
+		Message: fmt.Sprintf("%s of MCP server %q waits for an administrator's approval until %s: POST /internal/mcp/approvals/%s/approve or /deny",
+			ap.GetTool(), ap.GetServerId(), ap.GetExpires(), ap.GetId())})
 }
 
 // resultText flattens an MCP CallToolResult into text for the model.

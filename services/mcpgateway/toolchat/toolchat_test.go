@@ -10,7 +10,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/zestmcp/zest/services/mcpgateway/activity"
+	"github.com/zestmcp/zest/lib/keyauth"
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 )
 
 func TestCutUTF8NeverSplitsACharacter(t *testing.T) {
@@ -33,9 +37,11 @@ func TestAPanickingToolFailsAlone(t *testing.T) {
 	srv.AddTool(mcp.NewTool("boom"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		panic("boom")
 	})
-	l := &Loop{builtin: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r := l.safeCall(t.Context(), &tool{chatName: "boom", name: "boom"}, `{}`, false)
-	if !r.isErr || !strings.Contains(r.text, "incident ") || r.outcome != activity.Error || r.failure != r.text {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l := &Loop{builtin: srv, log: log, pipeline: toolcall.New(toolcall.Config{}, nil, nil, keyauth.Keys{}, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithLogger(log))}
+	call := &inferencev1.ToolCall{Id: "c1", Function: &inferencev1.FunctionCall{Name: "boom", Arguments: "{}"}}
+	r := l.safeCall(t.Context(), &tool{chatName: "boom", name: "boom"}, call, &mcpgatewayv1.ToolCallRecord{}, nil, false, "")
+	if !r.isErr || !strings.Contains(r.text, "incident ") {
 		t.Fatalf("%+v", r)
 	}
 }

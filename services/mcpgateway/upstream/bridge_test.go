@@ -133,11 +133,11 @@ var allRelays = Relays{Sampling: true, Elicitation: true, Roots: true}
 func TestBridgeInputRequired(t *testing.T) {
 	m, cfg, _ := mrtrUpstream(t)
 	c := &fakeClient{m: m, answer: answers}
-	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(allRelays))
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(allRelays))
 	if err != nil || !strings.Contains(string(res), "sampled hi state st-1") || strings.Contains(string(res), "input_required") {
 		t.Fatalf("one round: %s, %v", res, err)
 	}
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(allRelays))
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(allRelays))
 	if err != nil || !strings.Contains(string(res), "r2:ada hi") {
 		t.Fatalf("two rounds: %s, %v", res, err)
 	}
@@ -145,7 +145,7 @@ func TestBridgeInputRequired(t *testing.T) {
 		t.Errorf("the client was asked %s", got)
 	}
 	// Without the capability declared, the server is told so (here it answers with a tool error).
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(Relays{Roots: true}))
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(Relays{Roots: true}))
 	if err != nil || !strings.Contains(string(res), "told no sampling capability") {
 		t.Fatalf("capabilities not declared: %s, %v", res, err)
 	}
@@ -158,7 +158,7 @@ func TestBridgeInputRequired(t *testing.T) {
 func TestBridgeInputRequiredErrors(t *testing.T) {
 	m, cfg, forevers := mrtrUpstream(t)
 	c := &fakeClient{m: m, answer: answers}
-	_, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(Relays{Sampling: true}))
+	_, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(Relays{Sampling: true}))
 	var rpc *RPCError
 	if !errors.As(err, &rpc) || rpc.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY || string(rpc.Data) != `{"capability":"elicitation"}` {
 		t.Fatalf("undeclared capability: %v", err)
@@ -166,11 +166,11 @@ func TestBridgeInputRequiredErrors(t *testing.T) {
 	refusing := &fakeClient{m: m, answer: func(string) (json.RawMessage, *RPCError) {
 		return nil, &RPCError{Code: -1, Message: "User rejected sampling request"}
 	}}
-	_, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"sample","arguments":{}}`), 0, refusing.hooks(allRelays))
+	_, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"sample","arguments":{}}`), 0, refusing.hooks(allRelays))
 	if !errors.As(err, &rpc) || rpc.Code != -1 || !strings.Contains(rpc.Message, "User rejected sampling request") {
 		t.Fatalf("client's error answer: %v", err)
 	}
-	_, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"forever","arguments":{}}`), 0, c.hooks(allRelays))
+	_, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"forever","arguments":{}}`), 0, c.hooks(allRelays))
 	if !errors.As(err, &rpc) || !strings.Contains(rpc.Message, fmt.Sprintf("after %d rounds", MaxInputRounds)) {
 		t.Fatalf("endless rounds: %v", err)
 	}
@@ -179,7 +179,7 @@ func TestBridgeInputRequiredErrors(t *testing.T) {
 	}
 	h := c.hooks(allRelays)
 	h.Bridge = false
-	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"forever","arguments":{}}`), 0, h)
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"forever","arguments":{}}`), 0, h)
 	if err != nil || !strings.Contains(string(res), `"resultType":"input_required"`) || !strings.Contains(string(res), `"roots/list"`) {
 		t.Fatalf("without Bridge the result is the client's to answer: %s, %v", res, err)
 	}
@@ -220,11 +220,11 @@ func TestFollowClientEra(t *testing.T) {
 	// call in flight on the session, Zest cannot tell whose it is and refuses it.
 	holding := make(chan error, 1)
 	go func() {
-		_, err := m.CallWith(context.Background(), cfg, "tools/call", json.RawMessage(`{"name":"hold","arguments":{}}`), 0, c.hooks(allRelays))
+		_, err := m.DispatchToolCall(context.Background(), cfg, json.RawMessage(`{"name":"hold","arguments":{}}`), 0, c.hooks(allRelays))
 		holding <- err
 	}()
 	<-held
-	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
 	if err != nil || !strings.Contains(string(res), "2 calls are in flight") || len(c.asked) != 0 {
 		t.Fatalf("a request outside a call's stream with 2 calls in flight: %s, %v, asked %v", res, err, c.asked)
 	}
@@ -232,11 +232,11 @@ func TestFollowClientEra(t *testing.T) {
 	if err := <-holding; err != nil {
 		t.Fatal(err)
 	}
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, c.hooks(allRelays))
 	if err != nil || !strings.Contains(string(res), "legacy sampled hi") {
 		t.Fatalf("a session-era request of the server: %s, %v", res, err)
 	}
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(allRelays))
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"two","arguments":{}}`), 0, c.hooks(allRelays))
 	if err != nil || !strings.Contains(string(res), "r2:ada hi") {
 		t.Fatalf("input_required in a session: %s, %v", res, err)
 	}
@@ -248,7 +248,7 @@ func TestFollowClientEra(t *testing.T) {
 	}
 	h := c.hooks(allRelays)
 	h.Bridge = false
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, h)
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"legacy_sample","arguments":{}}`), 0, h)
 	if err != nil || !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), "2026-07-28") {
 		t.Fatalf("a modern client's call stays in 2026-07-28: %s, %v", res, err)
 	}
@@ -267,7 +267,7 @@ func TestFollowClientEraRefused(t *testing.T) {
 	})
 	c := &fakeClient{m: m, answer: answers}
 	for range 2 {
-		res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(allRelays))
+		res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"sample","arguments":{}}`), 0, c.hooks(allRelays))
 		if err != nil || !strings.Contains(string(res), "sampled hi state st-1") {
 			t.Fatalf("bridged: %s, %v", res, err)
 		}

@@ -28,20 +28,38 @@ const (
 	OutcomeInputRequired = "input_required"
 )
 
-// CallTool calls tool on the server of cfg (tools/call with params, connecting first when
-// needed) and logs one line at info with the call's context: server, tool, duration_ms and
-// outcome — never the arguments or the result. Its callers (the admin API, the chat loop)
-// have no MCP client: the server's sampling, elicitation and roots requests during the call
-// are relayed to nobody (a stdio server gets no roots, or an error; an HTTP server -32601).
-func (m *Manager) CallTool(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	began := time.Now()
-	raw, err := m.Call(ctx, cfg, "tools/call", params, timeout)
-	LogToolCall(ctx, m.log, cfg.GetId(), tool, time.Since(began), Outcome(raw, err))
-	return raw, err
+// ErrBypass refuses a tools/call sent through a generic call (Call, CallWith, CallProgress,
+// Resume): a tool call reaches a server only through the tool-call pipeline (package toolcall),
+// whose dispatch is DispatchToolCall, so that no path skips a server's policy.
+var ErrBypass = errors.New("tools/call goes through the tool-call pipeline (package toolcall): a generic call refuses it")
+
+// bypass refuses method when it is tools/call.
+func bypass(method string) error {
+	if method == "tools/call" {
+		return ErrBypass
+	}
+	return nil
 }
 
-// LogToolCall writes the line of one tool call (also used for the built-in tools the chat
-// loop runs in process).
+// DispatchToolCall sends tools/call with params to the server of cfg, connecting first when
+// needed, with the hooks of a caller that relays the call's progress or the server's requests
+// (zero hooks: none, a unary call). It is the tool-call pipeline's dispatch (package toolcall),
+// which has applied the server's filters, approval and limits, and caps the output after it:
+// nothing else calls it.
+func (m *Manager) DispatchToolCall(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+		return s.callWith(ctx, "tools/call", params, timeout, hooks)
+	})
+}
+
+// ResumeToolCall goes on with a tools/call parked for a modern client's answers, as Resume
+// does for other methods: the tool-call pipeline's dispatch of a retry.
+func (m *Manager) ResumeToolCall(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
+	return m.resume(ctx, cfg, call, answers, hooks)
+}
+
+// LogToolCall writes the line of one tool call: server, tool, duration_ms and outcome, never
+// the arguments or the result.
 func LogToolCall(ctx context.Context, log *slog.Logger, server, tool string, d time.Duration, outcome string) {
 	log.InfoContext(ctx, "tool call", "server", server, "tool", tool, "duration_ms", d.Milliseconds(), "outcome", outcome)
 }

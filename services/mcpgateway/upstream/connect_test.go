@@ -193,7 +193,7 @@ func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
 	moved := proto.CloneOf(old)
 	moved.Url = after.URL
 	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
-	if _, err := m.CallTool(t.Context(), moved, "echo", params, 0); err != nil {
+	if _, err := m.DispatchToolCall(t.Context(), moved, params, 0, Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, a := len(before.ToolCalls()), len(after.ToolCalls()); b != 0 || a != 1 {
@@ -204,7 +204,7 @@ func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
 	}
 	off := proto.CloneOf(moved)
 	off.Enabled = false
-	if _, err := m.CallTool(t.Context(), off, "echo", params, 0); !errors.Is(err, ErrDisabled) {
+	if _, err := m.DispatchToolCall(t.Context(), off, params, 0, Hooks{}); !errors.Is(err, ErrDisabled) {
 		t.Fatalf("a call with a disabled config: %v, want ErrDisabled", err)
 	}
 	if n := len(after.ToolCalls()); n != 1 {

@@ -146,7 +146,7 @@ func TestHTTPSessionExpiry(t *testing.T) {
 	cfg := httpConfig("expiring", u.URL)
 	call := func(text string) (string, error) {
 		params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": text}})
-		raw, err := m.CallTool(t.Context(), cfg, "echo", params, 0)
+		raw, err := m.DispatchToolCall(t.Context(), cfg, params, 0, Hooks{})
 		if err != nil {
 			return "", err
 		}

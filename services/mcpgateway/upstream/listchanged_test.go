@@ -89,7 +89,7 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	if !hasTool(m, "fx", "c") {
 		t.Fatal("a failed resync dropped the cached tools")
 	}
-	if _, err := m.Call(t.Context(), cfg, "tools/call", []byte(`{"name":"ok"}`), time.Second); err != nil || f.count(f.started, "fx") != 2 {
+	if _, err := m.DispatchToolCall(t.Context(), cfg, []byte(`{"name":"ok"}`), time.Second, Hooks{}); err != nil || f.count(f.started, "fx") != 2 {
 		t.Fatalf("the next use did not start the server again: %v", err)
 	}
 

@@ -51,11 +51,11 @@ func TestModernUpstreamWithoutSession(t *testing.T) {
 	if err != nil || inf.ProtocolVersion != ModernVersion || inf.ServerInfo["name"] != "modern-up" || inf.Instructions != "be modern" || inf.Capabilities["tools"] == nil {
 		t.Fatalf("info %+v, %v", inf, err)
 	}
-	res, err := m.Call(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"who","arguments":{}}`), 0)
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"who","arguments":{}}`), 0, Hooks{})
 	if err != nil || !strings.Contains(string(res), "caps none") || !strings.Contains(string(res), `"resultType":"complete"`) {
 		t.Fatalf("call: %s, %v", res, err)
 	}
-	res, err = m.Call(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"who","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`), 0)
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"who","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`), 0, Hooks{})
 	if err != nil || !strings.Contains(string(res), "caps elicitation") {
 		t.Fatalf("a forwarded request lost the client's capabilities: %s, %v", res, err)
 	}

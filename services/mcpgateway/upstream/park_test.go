@@ -24,7 +24,7 @@ func TestParkHTTPCall(t *testing.T) {
 	t.Cleanup(func() { m.Disconnect(t.Context(), "legacy") })
 	hooks := Hooks{Relays: Relays{Sampling: true}, Park: time.Minute}
 	params := json.RawMessage(`{"name":"ask","arguments":{"method":"sampling/createMessage","params":{"maxTokens":3}}}`)
-	_, err := m.CallWith(t.Context(), cfg, "tools/call", params, 0, hooks)
+	_, err := m.DispatchToolCall(t.Context(), cfg, params, 0, hooks)
 	var asked *InputRequiredError
 	if !errors.As(err, &asked) || len(asked.Requests) != 1 || asked.Requests[0].Method != MethodSampling || !strings.HasPrefix(asked.Call, "h:") {
 		t.Fatalf("want the server's request as InputRequiredError: %v", err)
@@ -34,24 +34,24 @@ func TestParkHTTPCall(t *testing.T) {
 	}
 	other := New(nil, nil, nil)
 	answer := []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"parked answer"},"model":"m"}`)}}
-	if _, err := other.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), "on this mcpgateway replica") {
+	if _, err := other.ResumeToolCall(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), "on this mcpgateway replica") {
 		t.Fatalf("resumed on another replica: %v", err)
 	}
-	res, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks)
+	res, err := m.ResumeToolCall(t.Context(), cfg, asked.Call, answer, hooks)
 	if err != nil || !strings.Contains(string(res), "parked answer") {
 		t.Fatalf("resumed: %s, %v", res, err)
 	}
-	if _, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || m.Parked() != 0 {
+	if _, err := m.ResumeToolCall(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) || m.Parked() != 0 {
 		t.Fatalf("a spent call: %v (%d parked)", err, m.Parked())
 	}
 
 	hooks.Park = time.Millisecond
-	_, err = m.CallWith(t.Context(), cfg, "tools/call", params, 0, hooks)
+	_, err = m.DispatchToolCall(t.Context(), cfg, params, 0, hooks)
 	if !errors.As(err, &asked) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the park to pass", func() bool { return m.Parked() == 0 })
-	if _, err := m.Resume(t.Context(), cfg, "tools/call", asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) {
+	if _, err := m.ResumeToolCall(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) {
 		t.Fatalf("a call whose park passed: %v", err)
 	}
 }

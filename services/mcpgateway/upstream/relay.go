@@ -84,13 +84,16 @@ type ClientAnswer struct {
 // Resume goes on with a call that ended with *InputRequiredError: the client's answers reach
 // the server, then the call is read as CallWith reads it (it may end with *InputRequiredError
 // again). ErrRelayUnknown: the call no longer waits (answered, its park time passed, or the
-// tool host restarted). method is the parked call's (a tools/call result is held to the
-// server's max_output_bytes as CallWith holds it).
+// tool host restarted). method is the parked call's: a tools/call is refused (ErrBypass), as
+// ResumeToolCall is the tool-call pipeline's.
 func (m *Manager) Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
-	return m.limitOutput(cfg, method)(m.resume(ctx, cfg, call, answers, hooks))
+	if err := bypass(method); err != nil {
+		return nil, err
+	}
+	return m.resume(ctx, cfg, call, answers, hooks)
 }
 
-// resume is Resume before the output limit.
+// resume is Resume of any method.
 func (m *Manager) resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
 	kind, id, _ := splitRef(call)
 	if kind == "h" {
@@ -296,14 +299,12 @@ func answerServerRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 // that wants the call's progress (hooks.OnProgress) or relays the server's requests to its MCP
 // client (hooks.Relays, hooks.OnRequest).
 func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
-	release, err := m.admit(cfg, method)
-	if err != nil {
+	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	defer release()
-	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, hooks)
-	}))
+	})
 }
 
 // splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.

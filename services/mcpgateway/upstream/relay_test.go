@@ -125,7 +125,7 @@ func TestStdioRelaysThroughTheToolHost(t *testing.T) {
 		got = r
 		go func() { answered <- m.Answer(t.Context(), r.Ref, json.RawMessage(`{"text":"from the client"}`), nil) }()
 	}}
-	res, err := m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"ask"}`), 0, hooks)
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"ask"}`), 0, hooks)
 	if err != nil || string(res) != `{"text":"from the client"}` {
 		t.Fatalf("CallWith = %s, %v", res, err)
 	}
@@ -142,7 +142,7 @@ func TestStdioRelaysThroughTheToolHost(t *testing.T) {
 		t.Fatalf("answer to an unknown relay id: %v", err)
 	}
 	// No relays accepted and no progress: the unary Call of the fake host answers.
-	res, err = m.CallWith(t.Context(), cfg, "tools/call", json.RawMessage(`{"name":"ok"}`), 0, Hooks{OnRequest: hooks.OnRequest})
+	res, err = m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"ok"}`), 0, Hooks{OnRequest: hooks.OnRequest})
 	if err != nil || len(h.relays) != 0 {
 		t.Fatalf("a call relaying nothing: %s, %v (CallStream used: %d)", res, err, len(h.relays))
 	}

@@ -90,7 +90,7 @@ func childConfig(t *testing.T, id, pin string) *mcpgatewayv1.ServerConfig {
 // callTool calls tool with args and returns the text of its answer.
 func callTool(ctx context.Context, m *Manager, cfg *mcpgatewayv1.ServerConfig, tool string, args map[string]any) (string, error) {
 	p, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
-	raw, err := m.Call(ctx, cfg, "tools/call", p, 0)
+	raw, err := m.DispatchToolCall(ctx, cfg, p, 0, Hooks{})
 	if err != nil {
 		return "", err
 	}
@@ -399,7 +399,7 @@ func TestRelayRefNamesItsToolHost(t *testing.T) {
 			answered <- c.m.Answer(ctx, req.Ref, json.RawMessage(`{"roots":[{"uri":"file:///work"}]}`), nil)
 		}()
 	}}
-	raw, err := c.m.CallWith(ctx, cfg, "tools/call", json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
+	raw, err := c.m.DispatchToolCall(ctx, cfg, json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
 	if err != nil || !strings.Contains(string(raw), "file:///work") {
 		t.Fatalf("the relayed call: %s %v", raw, err)
 	}
@@ -517,7 +517,7 @@ func TestParkedCallResumesOnItsToolHost(t *testing.T) {
 	cfg := childConfig(t, "parks", "")
 	ctx := t.Context()
 	hooks := Hooks{Relays: Relays{Roots: true}, Park: 5 * time.Second, OnRequest: func(ServerRequest) { t.Error("a parked call's request reached OnRequest") }}
-	_, err := c.m.CallWith(ctx, cfg, "tools/call", json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
+	_, err := c.m.DispatchToolCall(ctx, cfg, json.RawMessage(`{"name":"roots","arguments":{}}`), 0, hooks)
 	var asked *InputRequiredError
 	if !errors.As(err, &asked) || len(asked.Requests) != 1 {
 		t.Fatalf("the call did not park: %v", err)
@@ -526,11 +526,11 @@ func TestParkedCallResumesOnItsToolHost(t *testing.T) {
 	if !strings.HasPrefix(asked.Call, "t:"+on+"/") || !strings.HasPrefix(asked.Requests[0].Ref, "t:"+on+"/") {
 		t.Fatalf("call %q, request %q: want refs naming %s", asked.Call, asked.Requests[0].Ref, on)
 	}
-	raw, err := c.m.Resume(ctx, cfg, "tools/call", asked.Call, []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"roots":[{"uri":"file:///parked"}]}`)}}, hooks)
+	raw, err := c.m.ResumeToolCall(ctx, cfg, asked.Call, []ClientAnswer{{Ref: asked.Requests[0].Ref, Result: json.RawMessage(`{"roots":[{"uri":"file:///parked"}]}`)}}, hooks)
 	if err != nil || !strings.Contains(string(raw), "file:///parked") {
 		t.Fatalf("resume: %s %v", raw, err)
 	}
-	if _, err := c.m.Resume(ctx, cfg, "tools/call", "t:th-z/0123", nil, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
+	if _, err := c.m.ResumeToolCall(ctx, cfg, "t:th-z/0123", nil, hooks); !errors.Is(err, ErrRelayUnknown) || !strings.Contains(err.Error(), `"th-z"`) {
 		t.Fatalf("a call parked on a tool host that is gone: %v", err)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -66,10 +65,6 @@ type Manager struct {
 	notify atomic.Pointer[func(serverID string, msg []byte)]
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting waiters
-	// maxOutput is the limit of a tools/call result of servers that set none (output.go).
-	maxOutput atomic.Int64
-	// limits are the servers' rate_limit and max_concurrency state (limits.go).
-	limits *ratelimit.Keyed
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
@@ -113,7 +108,7 @@ func NewPlaced(hosts *toolhosts.Pool, lookupEnv func(string) (string, bool), log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{hosts: hosts, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}, limits: ratelimit.NewKeyed(0)}
+	return &Manager{hosts: hosts, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}}
 }
 
 // Close ends the HTTP sessions and the connects in progress. Stdio children are left to the
@@ -472,14 +467,12 @@ func (m *Manager) tools(ctx context.Context, id string, s session, refresh bool)
 // Call sends one request to the server of cfg, connecting first when needed (servers
 // reconnect on first use after a restart of mcpgateway).
 func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	release, err := m.admit(cfg, method)
-	if err != nil {
+	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	defer release()
-	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.call(ctx, method, params, timeout)
-	}))
+	})
 }
 
 // ready returns the open session of cfg and the call's timeout (the server's timeout_ms
@@ -547,14 +540,12 @@ func (m *Manager) onSession(ctx context.Context, cfg *mcpgatewayv1.ServerConfig,
 // caller's own token) before CallProgress returns. Stdio servers are called through the tool
 // host's CallStream; HTTP servers get a token of Zest's own, mapped back on the way out.
 func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method string, params json.RawMessage, timeout time.Duration, onProgress func([]byte)) (json.RawMessage, error) {
-	release, err := m.admit(cfg, method)
-	if err != nil {
+	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	defer release()
-	return m.limitOutput(cfg, method)(m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
-	}))
+	})
 }
 
 // OnNotification sets f to receive every notification a server sends that is not the

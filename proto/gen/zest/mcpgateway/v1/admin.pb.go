@@ -37,6 +37,12 @@ const (
 	// hold server_id, tool, field ("tools_allow" or "tools_deny") and pattern (the deny pattern
 	// that matched; empty for an allow list that no pattern of matched).
 	AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED AdminErrorReason = 1
+	// ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN: the tool needs approval and the call was not run:
+	// an administrator denied it, nobody decided in time, the caller went away, or no approval
+	// could be asked (FAILED_PRECONDITION; the edge answers 403). The metadata hold approval_id
+	// (empty when none was opened) and state ("denied", "expired", "withdrawn", "too_many",
+	// "unavailable").
+	AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN AdminErrorReason = 2
 )
 
 // Enum value maps for AdminErrorReason.
@@ -44,10 +50,12 @@ var (
 	AdminErrorReason_name = map[int32]string{
 		0: "ADMIN_ERROR_REASON_UNSPECIFIED",
 		1: "ADMIN_ERROR_REASON_TOOL_FILTERED",
+		2: "ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN",
 	}
 	AdminErrorReason_value = map[string]int32{
-		"ADMIN_ERROR_REASON_UNSPECIFIED":   0,
-		"ADMIN_ERROR_REASON_TOOL_FILTERED": 1,
+		"ADMIN_ERROR_REASON_UNSPECIFIED":        0,
+		"ADMIN_ERROR_REASON_TOOL_FILTERED":      1,
+		"ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN": 2,
 	}
 )
 
@@ -3957,7 +3965,13 @@ type Approval struct {
 	// preset_id is the preset of the chat, if any.
 	PresetId string `protobuf:"bytes,12,opt,name=preset_id,proto3" json:"preset_id,omitempty"`
 	// call_id is the model's id of the tool call.
-	CallId        string `protobuf:"bytes,13,opt,name=call_id,proto3" json:"call_id,omitempty"`
+	CallId string `protobuf:"bytes,13,opt,name=call_id,proto3" json:"call_id,omitempty"`
+	// arguments_sha256 is the hex SHA-256 of the call's arguments in canonical JSON (keys
+	// sorted, no spaces): the approval covers that call only, and a retry with other arguments
+	// is refused.
+	ArgumentsSha256 string `protobuf:"bytes,14,opt,name=arguments_sha256,proto3" json:"arguments_sha256,omitempty"`
+	// approval_by is who decides it: "admin" (the admin key) or "client" (the MCP client's user).
+	ApprovalBy    string `protobuf:"bytes,15,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4079,6 +4093,20 @@ func (x *Approval) GetPresetId() string {
 func (x *Approval) GetCallId() string {
 	if x != nil {
 		return x.CallId
+	}
+	return ""
+}
+
+func (x *Approval) GetArgumentsSha256() string {
+	if x != nil {
+		return x.ArgumentsSha256
+	}
+	return ""
+}
+
+func (x *Approval) GetApprovalBy() string {
+	if x != nil {
+		return x.ApprovalBy
 	}
 	return ""
 }
@@ -4434,7 +4462,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"P\n" +
 	"\x14DenyToolCallResponse\x128\n" +
-	"\bapproval\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ApprovalR\bapproval\"\xd4\x02\n" +
+	"\bapproval\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ApprovalR\bapproval\"\xa2\x03\n" +
 	"\bApproval\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1c\n" +
@@ -4451,10 +4479,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"decided_by\x18\v \x01(\tR\n" +
 	"decided_by\x12\x1c\n" +
 	"\tpreset_id\x18\f \x01(\tR\tpreset_id\x12\x18\n" +
-	"\acall_id\x18\r \x01(\tR\acall_id*\\\n" +
+	"\acall_id\x18\r \x01(\tR\acall_id\x12*\n" +
+	"\x10arguments_sha256\x18\x0e \x01(\tR\x10arguments_sha256\x12 \n" +
+	"\vapproval_by\x18\x0f \x01(\tR\vapproval_by*\x87\x01\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
-	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\x87\x15\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x01\x12)\n" +
+	"%ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN\x10\x022\x87\x15\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
