@@ -3,11 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -70,15 +73,17 @@ func callEcho(t *testing.T, cl *mcpclient.Client, tool, text string) (bool, stri
 	return out.IsError, got
 }
 
-// TestApprovalThroughMCPElicitation: a tools/call of a tool whose server requires approval,
-// on /mcp/servers/{id} and /mcp/presets/{id}, asks mcp-go's client through elicitation (the
-// message names the server, the tool and the arguments): accepted, the call runs; declined,
-// it is refused; a client without the elicitation capability is refused with a result that
-// says why and what else works. The admin API's own call is not held.
+// TestApprovalThroughMCPElicitation: a tools/call of a tool whose server requires approval by
+// the client (approval_by client), on /mcp/servers/{id} and /mcp/presets/{id}, asks mcp-go's
+// client through elicitation (the message names the server, the tool and the arguments):
+// accepted, the call runs; declined, it is refused; a client without the elicitation
+// capability is refused with a result that says why and what else works. The admin API's own
+// call is held for an administrator (it has no client to ask): it runs once approved through
+// the approvals route, and a denied one answers 403 saying why.
 func TestApprovalThroughMCPElicitation(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=20s")
 	echo := filepath.Join(peersDir(t), "echo-server.mjs")
-	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval_tools": []string{"ech?"}})
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval_tools": []string{"ech?"}, "approval_by": "client"})
 	if r := admin(t, s, "POST", "/presets", `{"id":"pg","mcp_server_ids":["guarded"]}`); r.Status != 200 {
 		t.Fatalf("preset: %d %s", r.Status, r.Body)
 	}
@@ -112,14 +117,58 @@ func TestApprovalThroughMCPElicitation(t *testing.T) {
 			}
 		})
 	}
-	// The administrator's own call is not held.
-	r := admin(t, s, "POST", "/servers/guarded/tools/call", `{"name":"echo","arguments":{"text":"admin"}}`)
-	if res, _ := r.JSON(t)["result"].(map[string]any); r.Status != 200 || res["isError"] == true || !strings.Contains(string(r.Body), `"admin"`) {
-		t.Fatalf("admin call: %d %s", r.Status, r.Body)
+	// The administrator's own call (what Lemonade's GUI3 sends when its chat runs a tool) is
+	// held until an administrator decides it, with the arguments it will run with.
+	for _, approve := range []bool{true, false} {
+		done := make(chan Response, 1)
+		go func() { done <- admin(t, s, "POST", "/servers/guarded/tools/call", `{"name":"echo","arguments":{"text":"admin"}}`) }()
+		id := pendingApproval(t, s, "guarded", "echo", `{"text":"admin"}`)
+		decision := "deny"
+		if approve {
+			decision = "approve"
+		}
+		if r := admin(t, s, "POST", "/approvals/"+id+"/"+decision, `{"reason":"checked"}`); r.Status != 200 {
+			t.Fatalf("%s: %d %s", decision, r.Status, r.Body)
+		}
+		r := <-done
+		res, _ := r.JSON(t)["result"].(map[string]any)
+		switch {
+		case approve && (r.Status != 200 || res["isError"] == true || !strings.Contains(string(r.Body), `"admin"`)):
+			t.Fatalf("approved admin call: %d %s", r.Status, r.Body)
+		case !approve && (r.Status != 403 || !strings.Contains(string(r.Body), "an administrator denied it (approval_denied): checked")):
+			t.Fatalf("denied admin call: %d %s", r.Status, r.Body)
+		}
 	}
 	if r := admin(t, s, "GET", "/approvals", ""); len(asSlice(r.JSON(t)["approvals"])) != 0 {
 		t.Fatalf("left pending: %s", r.Body)
 	}
+}
+
+// pendingApproval waits until exactly one approval is pending, for tool of server with the
+// arguments args (compared as JSON), and returns its id.
+func pendingApproval(t *testing.T, s *Suite, server, tool, args string) string {
+	t.Helper()
+	var id string
+	waitFor(t, 30*time.Second, func() error {
+		r := admin(t, s, "GET", "/approvals", "")
+		list := asSlice(r.JSON(t)["approvals"])
+		if len(list) != 1 {
+			return fmt.Errorf("%d approvals pending: %s", len(list), r.Body)
+		}
+		a := list[0].(map[string]any)
+		if a["server_id"] != server || a["tool"] != tool || !sameJSON(a["arguments"].(string), args) {
+			return fmt.Errorf("pending %v", a)
+		}
+		id = a["id"].(string)
+		return nil
+	})
+	return id
+}
+
+// sameJSON reports whether two JSON texts hold the same value.
+func sameJSON(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // TestApprovalThroughModernInputRequired: a request of MCP 2026-07-28 (no session) for a tool
@@ -130,7 +179,7 @@ func TestApprovalThroughMCPElicitation(t *testing.T) {
 func TestApprovalThroughModernInputRequired(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=20s")
 	echo := filepath.Join(peersDir(t), "echo-server.mjs")
-	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval": "required"})
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{echo}, "approval": "required", "approval_by": "client"})
 	if r := admin(t, s, "POST", "/presets", `{"id":"pg","mcp_server_ids":["guarded"]}`); r.Status != 200 {
 		t.Fatalf("preset: %d %s", r.Status, r.Body)
 	}
@@ -188,7 +237,7 @@ func TestApprovalThroughModernInputRequired(t *testing.T) {
 func TestApprovalThroughTheTypeScriptSDK(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=20s")
 	peers := peersDir(t)
-	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{filepath.Join(peers, "echo-server.mjs")}, "approval": "required"})
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{filepath.Join(peers, "echo-server.mjs")}, "approval": "required", "approval_by": "client"})
 	run := func(action, text string) (got struct {
 		Asked   []string `json:"asked"`
 		IsError bool     `json:"isError"`
