@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zestmcp/zest/lib/tracing"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -38,16 +40,38 @@ func spanName(c *Call) string {
 }
 
 func (p *Pipeline) begin(ctx context.Context, c *Call) running {
-	ctx, span := upstream.StartToolCall(ctx, spanName(c), c.Server, c.Tool)
+	ctx, span := tracing.Start(ctx, spanName(c))
+	if span.IsRecording() { // attributes built only for a span that keeps them
+		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", c.Tool),
+			attribute.String("zest.server.id", c.Server), attribute.String("zest.entry", string(c.Entry)))
+		if c.CallID != "" {
+			span.SetAttributes(attribute.String("gen_ai.tool.call.id", c.CallID))
+		}
+	}
 	return running{ctx: ctx, began: time.Now(), span: span}
+}
+
+// endSpan ends a call's span with its outcome; every outcome but ok and input_required marks
+// it failed.
+func endSpan(span trace.Span, outcome string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("zest.outcome", outcome))
+	if outcome != upstream.OutcomeOK && outcome != upstream.OutcomeInputRequired {
+		tracing.Fail(span, "tool call "+outcome)
+	}
+	span.End()
 }
 
 // end records the call that began with r and ended with res, err.
 func (p *Pipeline) end(r running, c *Call, res json.RawMessage, err error) {
 	outcome := upstream.Outcome(res, err)
 	d := time.Since(r.began)
-	upstream.EndToolCall(r.span, outcome)
-	upstream.LogToolCall(r.ctx, p.log, c.Server, c.Tool, d, outcome)
+	endSpan(r.span, outcome)
+	// The line of the call: server, tool, duration_ms and outcome, never the arguments or the
+	// result.
+	p.log.InfoContext(r.ctx, "tool call", "server", c.Server, "tool", c.Tool, "duration_ms", d.Milliseconds(), "outcome", outcome)
 	rec := activity.Call{Path: pathOf(c.Entry), Server: c.Server, Tool: c.Tool, ChatName: c.ChatName, Preset: c.Preset,
 		Began: r.began, Outcome: activity.FromUpstream(outcome), Err: err, Params: c.Params, Result: res,
 		Unlisted: !p.listed.has(p, c.Server, c.Tool)}

@@ -5,13 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"time"
 
-	"github.com/zestmcp/zest/lib/tracing"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Outcomes of a tool call, as its log line names them.
@@ -56,37 +52,6 @@ func (m *Manager) DispatchToolCall(ctx context.Context, cfg *mcpgatewayv1.Server
 // does for other methods: the tool-call pipeline's dispatch of a retry.
 func (m *Manager) ResumeToolCall(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, call string, answers []ClientAnswer, hooks Hooks) (json.RawMessage, error) {
 	return m.resume(ctx, cfg, call, answers, hooks)
-}
-
-// LogToolCall writes the line of one tool call: server, tool, duration_ms and outcome, never
-// the arguments or the result.
-func LogToolCall(ctx context.Context, log *slog.Logger, server, tool string, d time.Duration, outcome string) {
-	log.InfoContext(ctx, "tool call", "server", server, "tool", tool, "duration_ms", d.Milliseconds(), "outcome", outcome)
-}
-
-// StartToolCall starts the span of one tool call of tool on server (a no-op span when tracing
-// is off): name is "tools/call TOOL" for a call a client sends, "execute_tool TOOL" for one
-// the chat loop runs (OpenTelemetry's MCP and GenAI conventions). End it with EndToolCall.
-func StartToolCall(ctx context.Context, name, server, tool string) (context.Context, trace.Span) {
-	ctx, span := tracing.Start(ctx, name)
-	if span.IsRecording() { // attributes built only for a span that keeps them
-		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", tool),
-			attribute.String("zest.server.id", server))
-	}
-	return ctx, span
-}
-
-// EndToolCall ends a StartToolCall span with the call's outcome; every outcome but ok and
-// input_required marks it failed.
-func EndToolCall(span trace.Span, outcome string) {
-	if !span.IsRecording() {
-		return
-	}
-	span.SetAttributes(attribute.String("zest.outcome", outcome))
-	if outcome != OutcomeOK && outcome != OutcomeInputRequired {
-		tracing.Fail(span, "tool call "+outcome)
-	}
-	span.End()
 }
 
 // Outcome classifies the answer of a tools/call.
