@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -327,5 +329,84 @@ func TestAuditAcrossReplicas(t *testing.T) {
 	}
 	if len(ids) != 8 {
 		t.Fatalf("ids collide: %v", ids)
+	}
+}
+
+// TestAuditWhoOfKeylessCallers: with no API key set the API routes take any token, so a token
+// names nobody: the audit trail, the activity and approvals call its holder anonymous, as
+// they do a caller with no token, and never by a hash of a token the caller chose (which
+// would let a caller pick its name, or take another's). A configured key (the admin key,
+// here) is still named by its hash.
+func TestAuditWhoOfKeylessCallers(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{})
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=30s")
+	registerServer(t, s, map[string]any{"id": "aud", "transport": "streamable-http", "url": u.URL, "timeout_ms": 10000})
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}, "approval": "required"})
+	const chosen = "Authorization: Bearer a-token-the-caller-chose"
+	echo := func(text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, text)
+	}
+	for _, c := range []struct{ text, auth string }{{"none", ""}, {"chosen", chosen}, {"admin", adminAuth}} {
+		sid, _ := fedInit(t, s, "aud", "2025-06-18", c.auth)
+		if r := fedCall(t, s, "aud", sid, echo(c.text), c.auth); r.Status != 200 {
+			t.Fatalf("call with %q: %d %s", c.auth, r.Status, r.Body)
+		}
+	}
+	want := "anonymous,anonymous," + who(adminKey) // oldest first
+	var act activityAnswer
+	waitFor(t, 10*time.Second, func() error {
+		if act, _ = listActivity(t, s, ""); len(act.Calls) != 3 {
+			return fmt.Errorf("%d calls in the activity, want 3", len(act.Calls))
+		}
+		return nil
+	})
+	if got := act.Calls[2].Who + "," + act.Calls[1].Who + "," + act.Calls[0].Who; got != want {
+		t.Errorf("the activity names the callers %s, want %s", got, want)
+	}
+	a := waitAudit(t, s, "?kind=tool", 3)
+	if got := a.Entries[2].Who + "," + a.Entries[1].Who + "," + a.Entries[0].Who; got != want {
+		t.Errorf("the audit trail names the callers %s, want %s", got, want)
+	}
+	if a, _ := listAudit(t, s, "?who="+who("a-token-the-caller-chose")); len(a.Entries) != 0 {
+		t.Errorf("a chosen token's hash names entries:\n%s", summary(a.Entries))
+	}
+
+	// A chat with the chosen token waits for approval: the approval names its caller
+	// anonymous too.
+	body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"guarded"},
+		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_guarded__echo"}},
+		"messages":    []any{map[string]any{"role": "user", "content": `{"text":"held"}`}}})
+	chat := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/api/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer a-token-the-caller-chose")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("chat: %d", resp.StatusCode)
+			}
+		}
+		chat <- err
+	}()
+	var pending map[string]any
+	waitFor(t, 10*time.Second, func() error {
+		list := asSlice(admin(t, s, "GET", "/approvals", "").JSON(t)["approvals"])
+		if len(list) != 1 {
+			return fmt.Errorf("%d pending approvals, want 1", len(list))
+		}
+		pending = list[0].(map[string]any)
+		return nil
+	})
+	if pending["who"] != "anonymous" {
+		t.Errorf("the approval names its caller %v, want anonymous", pending["who"])
+	}
+	if r := admin(t, s, "POST", "/approvals/"+pending["id"].(string)+"/approve", ""); r.Status != 200 ||
+		r.JSON(t)["approval"].(map[string]any)["decided_by"] != who(adminKey) {
+		t.Fatalf("approve: %d %s", r.Status, r.Body)
+	}
+	if err := <-chat; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -196,7 +197,7 @@ func TestInterceptor(t *testing.T) {
 	st := &fakeStore{}
 	l := New(st, Config{Logger: quiet()})
 	ic := l.UnaryInterceptor()
-	ctx := metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key"))
+	ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key"}).Context(metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key")))
 	upsert := func(ctx context.Context, req any) (any, error) {
 		NoteChanged(ctx, []string{"command", "args"})
 		return &mcpgatewayv1.UpsertServerResponse{Server: &mcpgatewayv1.ServerConfig{Id: "derived"}}, nil

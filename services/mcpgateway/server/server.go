@@ -293,10 +293,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
+	// Who made each call, named once when it arrives (after the key check) for the activity,
+	// the audit trail and approvals: a configured key by its hash, any other caller anonymous.
+	serverOpts := activity.NewCallers(cfg.Keys).ServerOptions()
 	// The audit trail: every admin change (the interceptor) and every tool call (the activity's
 	// sink), appended to the registry in batches.
 	var trail *audit.Log
-	var serverOpts []grpc.ServerOption
 	if cfg.AuditMaxEntries > 0 {
 		store, ok := reg.(registry.AuditLog)
 		if !ok {
