@@ -491,6 +491,9 @@ func TestAuditKeepsAdminChangesApart(t *testing.T) {
 		if !strings.Contains(logs, `msg="audit entries trimmed" service=zest-mcpgateway kind=tool reason=max_entries removed=25 from=`+idTime(t, removed[len(removed)-1].ID)+" to="+idTime(t, removed[0].ID)) {
 			t.Fatalf("no log line of the trim:\n%s", logs)
 		}
+		if r := mustCtl(t, s, 0, "audit", "list", "--kind", "trim"); !strings.Contains(r.Stdout, "removed 25 tool (max_entries) "+idTime(t, removed[len(removed)-1].ID)) {
+			t.Errorf("zestctl audit list --kind trim:\n%s", r.Stdout)
+		}
 		if all, _ := listAudit(t, s, ""); len(all.Entries) != toolBound+4+1 {
 			t.Fatalf("the whole trail lists %d entries, want %d tool calls, 4 admin changes and the trim:\n%s", len(all.Entries), toolBound, summary(all.Entries))
 		}
