@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,8 +46,10 @@ type auditAnswer struct {
 	Details    bool         `json:"details"`
 	Retention  string       `json:"retention"`
 	MaxEntries int          `json:"max_entries"`
-	Dropped    string       `json:"dropped"`
-	Failed     string       `json:"failed"`
+	// MaxAdminEntries bounds the admin changes (ZEST_AUDIT_MAX_ADMIN_ENTRIES).
+	MaxAdminEntries int    `json:"max_admin_entries"`
+	Dropped         string `json:"dropped"`
+	Failed          string `json:"failed"`
 }
 
 func listAudit(t *testing.T, s *Suite, query string) (auditAnswer, Response) {
@@ -327,5 +332,282 @@ func TestAuditAcrossReplicas(t *testing.T) {
 	}
 	if len(ids) != 8 {
 		t.Fatalf("ids collide: %v", ids)
+	}
+}
+
+// auditTrimmed is one item of a trim entry's trimmed.
+type auditTrimmed struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// trimEntry is an entry of kind "trim", as the edge writes it.
+type trimEntry struct {
+	Kind    string         `json:"kind"`
+	Who     string         `json:"who"`
+	Action  string         `json:"action"`
+	Outcome string         `json:"outcome"`
+	Trimmed []auditTrimmed `json:"trimmed"`
+}
+
+// idTime is the time an entry was stored at, as a trim reports it: the Unix nanoseconds of
+// its id's first 16 hex digits, in RFC 3339 with milliseconds.
+func idTime(t *testing.T, id string) string {
+	t.Helper()
+	ns, err := strconv.ParseUint(id[:16], 16, 64)
+	if err != nil {
+		t.Fatalf("entry id %q: %v", id, err)
+	}
+	return time.Unix(0, int64(ns)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// trims lists the trail's own entries (kind trim), newest first.
+func trims(t *testing.T, s *Suite) []trimEntry {
+	t.Helper()
+	r := admin(t, s, "GET", "/audit?kind=trim", "")
+	var a struct {
+		Entries []trimEntry `json:"entries"`
+	}
+	if r.Status != 200 || json.Unmarshal(r.Body, &a) != nil {
+		t.Fatalf("audit?kind=trim: %d %s", r.Status, r.Body)
+	}
+	return a.Entries
+}
+
+// adminChanges makes four admin changes, approval decisions among them: a server and a preset
+// registered, a refused delete, a decision on an approval that does not exist.
+func adminChanges(t *testing.T, s *Suite, url string) {
+	t.Helper()
+	registerServer(t, s, map[string]any{"id": "aud", "transport": "streamable-http", "url": url, "timeout_ms": 10000})
+	if r := admin(t, s, "POST", "/presets", `{"id":"audp","model":"builtin-llm","mcp_server_ids":["aud"]}`); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "DELETE", "/presets/none", ""); r.Status != 404 {
+		t.Fatalf("delete of an unknown preset: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "POST", "/approvals/0123456789abcdef0123456789abcdef/deny", ""); r.Status != 404 {
+		t.Fatalf("a decision on an unknown approval: %d %s", r.Status, r.Body)
+	}
+}
+
+// batchedCalls posts one JSON-RPC batch of n tools/call of echo to /mcp/servers/aud in a
+// 2025-03-26 session (the revision that has batches).
+func batchedCalls(t *testing.T, s *Suite, session string, n int) {
+	t.Helper()
+	var calls []string
+	for i := range n {
+		calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b%d"}}}`, i+10, i))
+	}
+	r := fedCall(t, s, "aud", session, "["+strings.Join(calls, ",")+"]", fedAPIAuth)
+	var answers []map[string]any
+	if r.Status != 200 || json.Unmarshal(r.Body, &answers) != nil || len(answers) != n {
+		t.Fatalf("batch of %d: %d %s", n, r.Status, r.Body)
+	}
+}
+
+// restartForTrim stops mcpgateway (SIGTERM flushes its queue) and starts it again: the trail
+// is trimmed when it starts (then every 5 minutes). It waits until query lists n entries.
+func restartForTrim(t *testing.T, s *Suite, query string, n int) {
+	t.Helper()
+	s.Kill("zest-mcpgateway", syscall.SIGTERM)
+	s.Start("zest-mcpgateway")
+	s.WaitHealthy()
+	waitFor(t, 10*time.Second, func() error {
+		if a, r := listAudit(t, s, query); r.Status != 200 || len(a.Entries) != n {
+			return fmt.Errorf("audit%s: %d entries, want %d after the trim (%d %s)", query, len(a.Entries), n, r.Status, r.Body)
+		}
+		return nil
+	})
+}
+
+// waitTrims waits for the trail's report of a trim (an entry of kind trim).
+func waitTrims(t *testing.T, s *Suite) []trimEntry {
+	t.Helper()
+	var got []trimEntry
+	waitFor(t, 10*time.Second, func() error {
+		if got = trims(t, s); len(got) == 0 {
+			return fmt.Errorf("no trim entry in the trail")
+		}
+		return nil
+	})
+	return got
+}
+
+// TestAuditKeepsAdminChangesApart: admin changes and approval decisions are kept apart from
+// the tool calls, each under its own bound (ZEST_AUDIT_MAX_ENTRIES for tool calls,
+// ZEST_AUDIT_MAX_ADMIN_ENTRIES for the rest): tool calls past their bound, batched or not,
+// never push an admin entry out, and the trim that removes entries says in the trail (an
+// entry of kind trim, by mcpgateway) and in mcpgateway's log which it removed: their kind,
+// how many and the time span.
+func TestAuditKeepsAdminChangesApart(t *testing.T) {
+	const toolBound = 20
+	toolCallsPastTheirBound := func(t *testing.T, registry ...string) {
+		u := mcptest.Start(t, mcptest.Options{})
+		s := startSuite(t, append([]string{"LEMONADE_API_KEY=" + fedAPIKey, "LEMONADE_ADMIN_API_KEY=" + adminKey,
+			fmt.Sprintf("ZEST_AUDIT_MAX_ENTRIES=%d", toolBound), "ZEST_LOG_LEVEL=info"}, registry...)...)
+		adminChanges(t, s, u.URL)
+		sid, _ := fedInit(t, s, "aud", "2025-03-26", fedAPIAuth)
+		for range 4 {
+			batchedCalls(t, s, sid, 10)
+		}
+		for i := range 5 {
+			if r := callTool(t, s, "aud", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("admin call: %d %s", r.Status, r.Body)
+			}
+		}
+		before := waitAudit(t, s, "?kind=tool", 45)
+		if len(before.Entries) != 45 {
+			t.Fatalf("%d tool calls in the trail, want 45", len(before.Entries))
+		}
+		restartForTrim(t, s, "?kind=tool", toolBound)
+
+		a, _ := listAudit(t, s, "?kind=admin")
+		want := strings.Join([]string{
+			"admin/deny_tool_call/0123456789abcdef0123456789abcdef/" + who(adminKey) + "/not_found",
+			"admin/delete_preset/none/" + who(adminKey) + "/not_found",
+			"admin/upsert_preset/audp/" + who(adminKey) + "/ok",
+			"admin/upsert_server/aud/" + who(adminKey) + "/ok",
+		}, "\n")
+		if got := summary(a.Entries); got != want {
+			t.Fatalf("admin entries after %d tool calls with a bound of %d:\n%s\nwant\n%s", 45, toolBound, got, want)
+		}
+		tools, _ := listAudit(t, s, "?kind=tool")
+		if len(tools.Entries) != toolBound || tools.Entries[0].ID != before.Entries[0].ID || tools.Entries[toolBound-1].ID != before.Entries[toolBound-1].ID {
+			t.Fatalf("tool calls after the trim: %d, want the newest %d", len(tools.Entries), toolBound)
+		}
+		removed := before.Entries[toolBound:] // newest first
+		got := waitTrims(t, s)
+		tr := got[0]
+		if len(got) != 1 || tr.Kind != "trim" || tr.Action != "trim" || tr.Who != "mcpgateway" || tr.Outcome != "ok" || len(tr.Trimmed) != 1 {
+			t.Fatalf("trim entries: %+v", got)
+		}
+		if w := (auditTrimmed{Kind: "tool", Reason: "max_entries", Count: 25, From: idTime(t, removed[len(removed)-1].ID), To: idTime(t, removed[0].ID)}); tr.Trimmed[0] != w {
+			t.Fatalf("the trim reported %+v, want %+v", tr.Trimmed[0], w)
+		}
+		logs := s.Logs("zest-mcpgateway")
+		if !strings.Contains(logs, `msg="audit entries trimmed" service=zest-mcpgateway kind=tool reason=max_entries removed=25 from=`+idTime(t, removed[len(removed)-1].ID)+" to="+idTime(t, removed[0].ID)) {
+			t.Fatalf("no log line of the trim:\n%s", logs)
+		}
+		if r := mustCtl(t, s, 0, "audit", "list", "--kind", "trim"); !strings.Contains(r.Stdout, "removed 25 tool (max_entries) "+idTime(t, removed[len(removed)-1].ID)) {
+			t.Errorf("zestctl audit list --kind trim:\n%s", r.Stdout)
+		}
+		if all, _ := listAudit(t, s, ""); len(all.Entries) != toolBound+4+1 {
+			t.Fatalf("the whole trail lists %d entries, want %d tool calls, 4 admin changes and the trim:\n%s", len(all.Entries), toolBound, summary(all.Entries))
+		}
+	}
+	t.Run("tool calls past their bound", func(t *testing.T) { toolCallsPastTheirBound(t) })
+	t.Run("tool calls past their bound, on etcd", func(t *testing.T) {
+		etcd := etcdtest.Start(t, 1)
+		toolCallsPastTheirBound(t, "ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-audit-kinds/")
+	})
+
+	t.Run("admin entries past their own bound", func(t *testing.T) {
+		u := mcptest.Start(t, mcptest.Options{})
+		s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_AUDIT_MAX_ADMIN_ENTRIES=2")
+		adminChanges(t, s, u.URL)
+		for i := range 3 {
+			if r := callTool(t, s, "aud", "echo", map[string]any{"text": fmt.Sprint(i)}); r.Status != 200 {
+				t.Fatalf("admin call: %d %s", r.Status, r.Body)
+			}
+		}
+		before := waitAudit(t, s, "", 7)
+		restartForTrim(t, s, "?kind=admin", 2)
+		a, _ := listAudit(t, s, "?kind=admin")
+		if len(a.Entries) != 2 || a.Entries[0].Action != "deny_tool_call" || a.Entries[1].Action != "delete_preset" {
+			t.Fatalf("admin entries with a bound of 2:\n%s", summary(a.Entries))
+		}
+		if tools, _ := listAudit(t, s, "?kind=tool"); len(tools.Entries) != 3 {
+			t.Fatalf("tool calls: %s", summary(tools.Entries))
+		}
+		if a.MaxAdminEntries != 2 || a.MaxEntries != 100000 {
+			t.Fatalf("bounds in the answer: max_entries %d, max_admin_entries %d", a.MaxEntries, a.MaxAdminEntries)
+		}
+		upsertServer, upsertPreset := before.Entries[6], before.Entries[5]
+		got := waitTrims(t, s)
+		if w := (auditTrimmed{Kind: "admin", Reason: "max_entries", Count: 2, From: idTime(t, upsertServer.ID), To: idTime(t, upsertPreset.ID)}); len(got) != 1 || len(got[0].Trimmed) != 1 || got[0].Trimmed[0] != w {
+			t.Fatalf("the trim reported %+v, want %+v", got, w)
+		}
+	})
+}
+
+// TestAuditWhoOfKeylessCallers: with no API key set the API routes take any token, so a token
+// names nobody: the audit trail, the activity and approvals call its holder anonymous, as
+// they do a caller with no token, and never by a hash of a token the caller chose (which
+// would let a caller pick its name, or take another's). A configured key (the admin key,
+// here) is still named by its hash.
+func TestAuditWhoOfKeylessCallers(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{})
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_APPROVAL_TIMEOUT=30s")
+	registerServer(t, s, map[string]any{"id": "aud", "transport": "streamable-http", "url": u.URL, "timeout_ms": 10000})
+	registerServer(t, s, map[string]any{"id": "guarded", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}, "approval": "required"})
+	const chosen = "Authorization: Bearer a-token-the-caller-chose"
+	echo := func(text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, text)
+	}
+	for _, c := range []struct{ text, auth string }{{"none", ""}, {"chosen", chosen}, {"admin", adminAuth}} {
+		sid, _ := fedInit(t, s, "aud", "2025-06-18", c.auth)
+		if r := fedCall(t, s, "aud", sid, echo(c.text), c.auth); r.Status != 200 {
+			t.Fatalf("call with %q: %d %s", c.auth, r.Status, r.Body)
+		}
+	}
+	want := "anonymous,anonymous," + who(adminKey) // oldest first
+	var act activityAnswer
+	waitFor(t, 10*time.Second, func() error {
+		if act, _ = listActivity(t, s, ""); len(act.Calls) != 3 {
+			return fmt.Errorf("%d calls in the activity, want 3", len(act.Calls))
+		}
+		return nil
+	})
+	if got := act.Calls[2].Who + "," + act.Calls[1].Who + "," + act.Calls[0].Who; got != want {
+		t.Errorf("the activity names the callers %s, want %s", got, want)
+	}
+	a := waitAudit(t, s, "?kind=tool", 3)
+	if got := a.Entries[2].Who + "," + a.Entries[1].Who + "," + a.Entries[0].Who; got != want {
+		t.Errorf("the audit trail names the callers %s, want %s", got, want)
+	}
+	if a, _ := listAudit(t, s, "?who="+who("a-token-the-caller-chose")); len(a.Entries) != 0 {
+		t.Errorf("a chosen token's hash names entries:\n%s", summary(a.Entries))
+	}
+
+	// A chat with the chosen token waits for approval: the approval names its caller
+	// anonymous too.
+	body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"guarded"},
+		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_guarded__echo"}},
+		"messages":    []any{map[string]any{"role": "user", "content": `{"text":"held"}`}}})
+	chat := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/api/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer a-token-the-caller-chose")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("chat: %d", resp.StatusCode)
+			}
+		}
+		chat <- err
+	}()
+	var pending map[string]any
+	waitFor(t, 10*time.Second, func() error {
+		list := asSlice(admin(t, s, "GET", "/approvals", "").JSON(t)["approvals"])
+		if len(list) != 1 {
+			return fmt.Errorf("%d pending approvals, want 1", len(list))
+		}
+		pending = list[0].(map[string]any)
+		return nil
+	})
+	if pending["who"] != "anonymous" {
+		t.Errorf("the approval names its caller %v, want anonymous", pending["who"])
+	}
+	if r := admin(t, s, "POST", "/approvals/"+pending["id"].(string)+"/approve", ""); r.Status != 200 ||
+		r.JSON(t)["approval"].(map[string]any)["decided_by"] != who(adminKey) {
+		t.Fatalf("approve: %d %s", r.Status, r.Body)
+	}
+	if err := <-chat; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,14 +21,14 @@ type auditFilters struct{ after, before, kind, server, who string }
 func (f *auditFilters) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.after, "after", "", "only entries after this entry id, or at and after this RFC 3339 time")
 	c.Flags().StringVar(&f.before, "before", "", "only entries before this entry id (a page's next_before) or RFC 3339 time")
-	c.Flags().StringVar(&f.kind, "kind", "", `"admin" (admin changes) or "tool" (tool calls); both when empty`)
+	c.Flags().StringVar(&f.kind, "kind", "", `"admin" (admin changes), "tool" (tool calls) or "trim" (the trail's trims); every kind when empty`)
 	c.Flags().StringVar(&f.server, "server", "", "only the entries of this server id")
 	c.Flags().StringVar(&f.who, "who", "", "only the entries of this caller (12 hex digits of its key's SHA-256, or anonymous)")
 }
 
 func (f *auditFilters) check() error {
-	if f.kind != "" && f.kind != "admin" && f.kind != "tool" {
-		return usagef("--kind %q: want admin or tool", f.kind)
+	if f.kind != "" && f.kind != "admin" && f.kind != "tool" && f.kind != "trim" {
+		return usagef("--kind %q: want admin, tool or trim", f.kind)
 	}
 	return nil
 }
@@ -60,6 +60,14 @@ func (a *app) auditCmd() *cobra.Command {
 					}
 					if len(e.GetChanged()) > 0 {
 						note = strings.Join(e.GetChanged(), ",")
+					}
+					for i, tr := range e.GetTrimmed() { // a trim: what it removed
+						if i == 0 {
+							note = ""
+						} else {
+							note += "; "
+						}
+						note += fmt.Sprintf("removed %d %s (%s) %s..%s", tr.GetCount(), tr.GetKind(), tr.GetReason(), tr.GetFrom(), tr.GetTo())
 					}
 					row(w, e.GetId(), e.GetTime(), e.GetKind(), e.GetWho(), e.GetAction(), e.GetServerId(), what, e.GetOutcome(), e.GetDurationMs(), note)
 				}

@@ -45,7 +45,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{"servers", "list", "--bogus"}, {"bogus"}, {"servers", "get"}, {"-o", "xml", "servers", "list"},
 		{"--timeout", "1ms", "status"}, {"call", "s", "t", "--arg", "novalue"}, {"call", "s", "t", "--json", "[1]"},
 		{"config", "emacs"}, {"config", "claude", "--server", "a", "--preset", "b"}, {"activity", "--limit", "10001"},
-		{"audit", "list", "--limit", "1001"}, {"audit", "export", "--kind", "admins"},
+		{"audit", "list", "--limit", "1001"}, {"audit", "export", "--kind", "admins"}, {"audit", "list", "--kind", "trims"},
 		{"chat", "hi"}, {"servers", "add", "--env", "NOEQUALS", "--mcpgateway-addr", "127.0.0.1:1"},
 		{"--mcpgateway-addr", "127.0.0.1:1,", "status"}, {"--inference-addr", "dns:///inference", "status"},
 	} {

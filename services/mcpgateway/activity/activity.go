@@ -1,29 +1,23 @@
 // Package activity keeps the latest tool calls mcpgateway ran, on every path (the admin
 // API, /mcp and its federated endpoints, the chat loop), in a bounded ring that the admin API
 // lists for the console (GET /internal/mcp/activity). A record says who (a short hash of the
-// caller's key, never the key), which server and tool, how long and how it ended; the
-// arguments and the result only when the operator turns that on (ZEST_ACTIVITY_DETAILS), and
-// then cut to DetailBytes each. The ring is per process: each mcpgateway replica keeps its
+// caller's key when it is a configured key, never the key; else anonymous: Callers), which
+// server and tool, how long and how it ended; the arguments and the result only when the
+// operator turns that on (ZEST_ACTIVITY_DETAILS), and then cut to DetailBytes each. The ring is per process: each mcpgateway replica keeps its
 // own.
 //
 // Recording is on the hot path of every tools/call, so it is cheap: one mutex-guarded copy of
-// a small struct into a preallocated slot, the caller's hash cached, and with details off no
-// argument or result is read or kept.
+// a small struct into a preallocated slot, the caller's name read from the context (Callers
+// named it once per gRPC call), and with details off no argument or result is read or kept.
 package activity
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/zestmcp/zest/lib/keyauth"
-	"google.golang.org/grpc/metadata"
 )
 
 // Paths a call came by.
@@ -62,7 +56,7 @@ const (
 	DetailBytes = 4 << 10
 	// MessageBytes is how much of an error's message a record keeps.
 	MessageBytes = 240
-	// Anonymous is who made a call that presented no key.
+	// Anonymous is who made a call that presented no configured key (Callers).
 	Anonymous = "anonymous"
 	// BuiltinServer is the server id of the built-in lemonade_* tools (the provider id
 	// registry.LemonadeProvider, spelled here for the packages that import no registry).
@@ -128,7 +122,6 @@ type Log struct {
 	mu      sync.Mutex
 	ring    []Record
 	last    uint64 // the id of the newest record; ids start at 1
-	who     atomic.Pointer[whoEntry]
 }
 
 // New returns a ring of size records (1 to MaxSize); details keeps arguments and results.
@@ -159,15 +152,15 @@ func (l *Log) Size() int {
 	return len(l.ring)
 }
 
-// Add records c as the newest call; who made it is read from ctx (the caller's key in the
-// incoming gRPC metadata, as the edge forwards it).
+// Add records c as the newest call; who made it is read from ctx (WhoOf: the name Callers
+// gave the caller when its call arrived).
 func (l *Log) Add(ctx context.Context, c Call) {
 	d := time.Since(c.Began)
 	countCall(c, d) // metrics.go: counted with or without a ring
 	if l == nil {
 		return
 	}
-	r := Record{Time: c.Began, Path: c.Path, Who: l.whoOf(ctx), Server: c.Server, Tool: c.Tool, Preset: c.Preset,
+	r := Record{Time: c.Began, Path: c.Path, Who: WhoOf(ctx), Server: c.Server, Tool: c.Tool, Preset: c.Preset,
 		Duration: d, Outcome: c.Outcome}
 	if c.ChatName != c.Tool {
 		r.ChatName = c.ChatName
@@ -302,46 +295,6 @@ func toolErrorText(result []byte) string {
 	return "the tool reported an error (isError) with no text"
 }
 
-// whoEntry caches the hash of the last key seen: most deployments have one or two keys.
-type whoEntry struct{ token, who string }
-
-// whoOf is who made the call of ctx: Who of its bearer token, cached.
-func (l *Log) whoOf(ctx context.Context) string {
-	token := ""
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		token = keyauth.BearerToken(v[0])
-	}
-	if token == "" {
-		return Anonymous
-	}
-	if e := l.who.Load(); e != nil && e.token == token {
-		return e.who
-	}
-	w := Who(token)
-	l.who.Store(&whoEntry{token: token, who: w})
-	return w
-}
-
 // TimeLayout is how the activity, the audit trail and approvals write a time: RFC 3339 in UTC
 // with milliseconds, always three digits (so that the text sorts as the time does).
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// WhoOf is who made the call of ctx (its bearer token in the incoming gRPC metadata), as a
-// record names it; uncached, for the paths that are not per tool call (admin changes).
-func WhoOf(ctx context.Context) string {
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		return Who(keyauth.BearerToken(v[0]))
-	}
-	return Anonymous
-}
-
-// Who names the holder of a key without revealing it: the first 12 hex digits of the key's
-// SHA-256 (Anonymous for no key). The same key is always the same name, so an operator can
-// tell callers apart and match a name to a key they hold (printf %s KEY | sha256sum).
-func Who(token string) string {
-	if token == "" {
-		return Anonymous
-	}
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:6])
-}

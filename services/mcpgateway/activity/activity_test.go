@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/metadata"
@@ -185,7 +186,7 @@ func TestDetails(t *testing.T) {
 func TestWhoAndFields(t *testing.T) {
 	l := newLog(t, 8, false)
 	key := "zest-test-key"
-	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+key))
+	ctx := NewCallers(keyauth.Keys{API: key}).Context(metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+key)))
 	began := time.Now().Add(-30 * time.Millisecond)
 	l.Add(ctx, Call{Path: PathMCP, Server: "srv", Tool: "echo", ChatName: "mcp_srv__echo", Preset: "p", Began: began, Outcome: Error, Err: errors.New(strings.Repeat("x", 1000))})
 	l.Add(ctx, Call{Path: PathMCP, Server: "srv", Tool: "echo", ChatName: "echo", Began: began, Outcome: ToolError,
@@ -235,7 +236,7 @@ func TestNilLog(t *testing.T) {
 // BenchmarkAdd is the cost a tools/call pays for its record with details off.
 func BenchmarkAdd(b *testing.B) {
 	l, _ := New(DefaultSize, false)
-	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer zest-bench-key"))
+	ctx := NewCallers(keyauth.Keys{API: "zest-bench-key"}).Context(metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer zest-bench-key")))
 	params := []byte(`{"name":"echo","arguments":{"text":"hi"}}`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
@@ -22,7 +23,8 @@ func TestCallToolActivity(t *testing.T) {
 		s := newService(t)
 		calls, _ := activity.New(4, details)
 		s.record(calls)
-		ctx := metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key-for-activity"))
+		ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key-for-activity"}).Context(
+			metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key-for-activity")))
 		in := &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL)}
 		if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 			t.Fatal(err)

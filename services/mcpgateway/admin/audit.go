@@ -30,7 +30,8 @@ func (s *Service) ListAudit(ctx context.Context, req *mcpgatewayv1.ListAuditRequ
 	}
 	dropped, failed := s.Audit.Stats()
 	out := &mcpgatewayv1.ListAuditResponse{Entries: make([]*mcpgatewayv1.AuditEntry, 0, min(limit, 64)), Details: s.Audit.Details(),
-		Retention: s.Audit.Retention().String(), MaxEntries: int32(s.Audit.MaxEntries()), Dropped: dropped, Failed: failed}
+		Retention: s.Audit.Retention().String(), MaxEntries: int32(s.Audit.MaxEntries()), MaxAdminEntries: int32(s.Audit.MaxAdminEntries()),
+		Dropped: dropped, Failed: failed}
 	more := false
 	q.Limit = limit + 1
 	err = s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {

@@ -194,7 +194,7 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	if ownPreset != "" {
 		h.Own = agg.ForMCP(ownPreset)
 	}
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
+	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -24,9 +25,13 @@ func openStore(t *testing.T) *registry.Bolt {
 	return r
 }
 
+// withKey is ctx as a gRPC call with key arrives: its metadata, its caller named (the user's
+// and the admin's keys are configured).
 func withKey(ctx context.Context, key string) context.Context {
-	return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+key))
+	return callers.Context(metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+key)))
 }
+
+var callers = activity.NewCallers(keyauth.Keys{API: "user-key", Admin: "admin-key"})
 
 // waitFor runs Wait on its own goroutine.
 func waitFor(g *Gate, ctx context.Context, a *mcpgatewayv1.Approval) <-chan *mcpgatewayv1.Approval {

@@ -1,9 +1,13 @@
 // Package audit keeps mcpgateway's audit trail: every admin change (each mutating AdminService
-// call, and whatever else calls Admin) and every tool call on every path (fed by package
-// activity, which sees them all), appended to the registry (registry.AuditLog) so that every
-// replica on the same registry shares one trail, trimmed by age (ZEST_AUDIT_RETENTION) and by
-// count (ZEST_AUDIT_MAX_ENTRIES). A tool call's arguments and result are kept only with
-// ZEST_AUDIT_DETAILS, cut at activity.DetailBytes each.
+// call, an approval's decision among them, and whatever else calls Admin) and every tool call
+// on every path (fed by package activity, which sees them all), appended to the registry
+// (registry.AuditLog) so that every replica on the same registry shares one trail, trimmed by
+// age (ZEST_AUDIT_RETENTION) and by count, each kind apart: the tool calls by
+// ZEST_AUDIT_MAX_ENTRIES, the admin entries by ZEST_AUDIT_MAX_ADMIN_ENTRIES, so that no
+// amount of tool calls pushes an admin change out. A trim that removes entries says which in
+// an entry of its own (kind "trim": their kind, how many, the time span) and in a log line at
+// info. A tool call's arguments and result are kept only with ZEST_AUDIT_DETAILS, cut at
+// activity.DetailBytes each.
 //
 // Appending is on the hot path of every tool call, so a call never waits for the registry:
 // an entry goes into a bounded queue (QueueSize) without blocking, and one goroutine writes
@@ -31,12 +35,20 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Kinds of entries.
+// Kinds of entries; the registry keeps and bounds each apart.
 const (
-	// KindAdmin is an admin change.
-	KindAdmin = "admin"
+	// KindAdmin is an admin change (an approval's decision among them).
+	KindAdmin = registry.AuditKindAdmin
 	// KindTool is a tool call.
-	KindTool = "tool"
+	KindTool = registry.AuditKindTool
+	// KindTrim is a trim's report of the entries it removed.
+	KindTrim = registry.AuditKindTrim
+)
+
+// A trim's entry: who made it (the replica that trimmed, not a caller) and its action.
+const (
+	TrimWho    = "mcpgateway"
+	TrimAction = "trim"
 )
 
 // Defaults and limits.
@@ -45,11 +57,17 @@ const (
 	DefaultRetention = 720 * time.Hour
 	// MinRetention bounds ZEST_AUDIT_RETENTION from below: shorter is not an audit trail.
 	MinRetention = time.Hour
-	// DefaultMaxEntries is how many entries are kept at most unless ZEST_AUDIT_MAX_ENTRIES
+	// DefaultMaxEntries is how many tool calls are kept at most unless ZEST_AUDIT_MAX_ENTRIES
 	// says otherwise: ~300 bytes each without details, up to ~9 KiB with them.
 	DefaultMaxEntries = 100000
-	// MaxMaxEntries bounds ZEST_AUDIT_MAX_ENTRIES (0 turns the audit trail off).
+	// MaxMaxEntries bounds ZEST_AUDIT_MAX_ENTRIES (0 turns the audit trail off) and
+	// ZEST_AUDIT_MAX_ADMIN_ENTRIES.
 	MaxMaxEntries = 10000000
+	// DefaultMaxAdminEntries is how many admin entries are kept at most, apart from the tool
+	// calls, unless ZEST_AUDIT_MAX_ADMIN_ENTRIES says otherwise (1 to MaxMaxEntries): ~300
+	// bytes each. The trims' own entries are bounded by it too, apart from both: a replica
+	// writes at most one per TrimEvery.
+	DefaultMaxAdminEntries = 100000
 	// MaxBatch is the most entries one registry write holds (under etcd's default
 	// --max-txn-ops of 128).
 	MaxBatch = 100
@@ -65,12 +83,14 @@ const (
 
 // Config configures a Log.
 type Config struct {
-	// Retention and MaxEntries bound the trail (DefaultRetention and DefaultMaxEntries when 0).
-	Retention  time.Duration
-	MaxEntries int
+	// Retention bounds the trail by age; MaxEntries the tool calls it keeps, MaxAdminEntries
+	// the admin entries (DefaultRetention, DefaultMaxEntries and DefaultMaxAdminEntries when 0).
+	Retention       time.Duration
+	MaxEntries      int
+	MaxAdminEntries int
 	// Details keeps tool calls' arguments and results.
 	Details bool
-	// Logger receives failed writes and drops; default slog.Default().
+	// Logger receives failed writes, drops and trims; default slog.Default().
 	Logger *slog.Logger
 	// FlushEvery, QueueSize and TrimEvery default to the package's constants (tests shorten them).
 	FlushEvery time.Duration
@@ -101,6 +121,9 @@ func New(store registry.AuditLog, cfg Config) *Log {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = DefaultMaxEntries
 	}
+	if cfg.MaxAdminEntries <= 0 {
+		cfg.MaxAdminEntries = DefaultMaxAdminEntries
+	}
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = FlushEvery
 	}
@@ -130,12 +153,20 @@ func (l *Log) Retention() time.Duration {
 	return l.cfg.Retention
 }
 
-// MaxEntries is how many entries are kept at most.
+// MaxEntries is how many tool calls are kept at most.
 func (l *Log) MaxEntries() int {
 	if l == nil {
 		return 0
 	}
 	return l.cfg.MaxEntries
+}
+
+// MaxAdminEntries is how many admin entries are kept at most, apart from the tool calls.
+func (l *Log) MaxAdminEntries() int {
+	if l == nil {
+		return 0
+	}
+	return l.cfg.MaxAdminEntries
 }
 
 // Stats counts the entries lost since New: dropped (the queue was full or the log closed)
@@ -299,16 +330,30 @@ func (l *Log) write(batch []*mcpgatewayv1.AuditEntry) {
 	}
 }
 
-// trim applies the retention and the count bound.
+// trim applies the retention and each kind's bound, and reports what it removed: a log line
+// at info per kind and reason, and one entry of kind trim, written at once (a full queue
+// does not lose it).
 func (l *Log) trim() {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	n, err := l.store.TrimAudit(ctx, time.Now().Add(-l.cfg.Retention), l.cfg.MaxEntries)
+	began := time.Now()
+	trimmed, err := l.store.TrimAudit(ctx, registry.AuditBounds{OlderThan: began.Add(-l.cfg.Retention),
+		MaxTool: l.cfg.MaxEntries, MaxAdmin: l.cfg.MaxAdminEntries})
 	if err != nil {
+		// What was removed before the failure is reported all the same.
 		l.log.Warn("audit trail not trimmed; the next trim tries again", "err", err, "every", l.cfg.TrimEvery)
-	} else if n > 0 {
-		l.log.Debug("audit trail trimmed", "removed", n)
 	}
+	if len(trimmed) == 0 {
+		return
+	}
+	e := &mcpgatewayv1.AuditEntry{Time: time.Now().UTC().Format(activity.TimeLayout), Kind: KindTrim, Who: TrimWho, Action: TrimAction,
+		Outcome: activity.OK, DurationMs: durationMs(time.Since(began))}
+	for _, t := range trimmed {
+		from, to := t.From.UTC().Format(activity.TimeLayout), t.To.UTC().Format(activity.TimeLayout)
+		l.log.Info("audit entries trimmed", "kind", t.Kind, "reason", t.Reason, "removed", t.Count, "from", from, "to", to)
+		e.Trimmed = append(e.Trimmed, &mcpgatewayv1.AuditTrimmed{Kind: t.Kind, Reason: t.Reason, Count: int32(min(t.Count, math.MaxInt32)), From: from, To: to})
+	}
+	l.write([]*mcpgatewayv1.AuditEntry{e})
 }
 
 // Close writes what is queued and stops the writer; entries recorded after it are dropped.

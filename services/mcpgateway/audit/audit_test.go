@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -20,13 +22,17 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// fakeStore records the batches written; block, when set, holds every write until closed.
+// fakeStore records the batches written and the bounds of each trim, which reports trimmed;
+// block, when set, holds every write until closed.
 type fakeStore struct {
 	mu      sync.Mutex
 	batches [][]*mcpgatewayv1.AuditEntry
 	block   chan struct{}
 	fail    error
 	trims   int
+	bounds  []registry.AuditBounds
+	trimmed []registry.AuditTrimmed
+	trimErr error
 }
 
 func (f *fakeStore) AppendAudit(_ context.Context, es []*mcpgatewayv1.AuditEntry) error {
@@ -46,11 +52,12 @@ func (f *fakeStore) ListAudit(context.Context, registry.AuditQuery, func(*mcpgat
 	return nil
 }
 
-func (f *fakeStore) TrimAudit(context.Context, time.Time, int) (int, error) {
+func (f *fakeStore) TrimAudit(_ context.Context, b registry.AuditBounds) ([]registry.AuditTrimmed, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.trims++
-	f.mu.Unlock()
-	return 0, nil
+	f.bounds = append(f.bounds, b)
+	return f.trimmed, f.trimErr
 }
 
 func (f *fakeStore) sizes() []int {
@@ -196,7 +203,7 @@ func TestInterceptor(t *testing.T) {
 	st := &fakeStore{}
 	l := New(st, Config{Logger: quiet()})
 	ic := l.UnaryInterceptor()
-	ctx := metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key"))
+	ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key"}).Context(metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key")))
 	upsert := func(ctx context.Context, req any) (any, error) {
 		NoteChanged(ctx, []string{"command", "args"})
 		return &mcpgatewayv1.UpsertServerResponse{Server: &mcpgatewayv1.ServerConfig{Id: "derived"}}, nil
@@ -267,6 +274,11 @@ func TestFilters(t *testing.T) {
 	if err != nil || q.After != id || q.Before != registry.AuditTimeBound(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)) || q.Kind != "tool" || q.Server != "fs" {
 		t.Fatalf("%+v %v", q, err)
 	}
+	for _, kind := range []string{"", KindAdmin, KindTool, KindTrim} {
+		if q, err := (Filters{Kind: kind}).Query(); err != nil || q.Kind != kind {
+			t.Errorf("kind %q: %+v %v", kind, q, err)
+		}
+	}
 	for f, want := range map[Filters]string{
 		{After: "yesterday"}:               "after",
 		{Before: strings.ToUpper(id)}:      "before",
@@ -307,4 +319,62 @@ func FuzzFilters(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTrimReports: the trim bounds the tool calls by MaxEntries and the admin entries by
+// MaxAdminEntries, and reports what the registry says it removed — a log line at info per kind
+// and reason, and one entry of kind trim by mcpgateway carrying them all — even when the trim
+// failed part way; a trim that removed nothing writes nothing.
+func TestTrimReports(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	removed := []registry.AuditTrimmed{
+		{Kind: KindTool, Reason: registry.AuditTrimMaxEntries, Count: 25, From: from, To: from.Add(time.Minute)},
+		{Kind: KindAdmin, Reason: registry.AuditTrimRetention, Count: 2, From: from.Add(-time.Hour), To: from.Add(-time.Hour + time.Second)},
+	}
+	for _, c := range []struct {
+		name    string
+		trimmed []registry.AuditTrimmed
+		err     error
+	}{{"removed", removed, nil}, {"removed, then failed", removed[:1], errors.New("no quorum")}, {"nothing removed", nil, nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			st := &fakeStore{trimmed: c.trimmed, trimErr: c.err}
+			l := New(st, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), MaxEntries: 20, MaxAdminEntries: 7, Retention: 2 * time.Hour})
+			if err := l.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.bounds) != 1 || st.bounds[0].MaxTool != 20 || st.bounds[0].MaxAdmin != 7 ||
+				time.Since(st.bounds[0].OlderThan) < 2*time.Hour || time.Since(st.bounds[0].OlderThan) > 2*time.Hour+time.Minute {
+				t.Fatalf("bounds %+v", st.bounds)
+			}
+			if c.trimmed == nil {
+				if len(st.batches) != 0 || strings.Contains(logs.String(), "trimmed") {
+					t.Fatalf("a trim that removed nothing wrote %v, logged %s", st.batches, logs.String())
+				}
+				return
+			}
+			if len(st.batches) != 1 || len(st.batches[0]) != 1 {
+				t.Fatalf("batches %v, want the trim's entry alone", st.batches)
+			}
+			e := st.batches[0][0]
+			if e.GetKind() != KindTrim || e.GetWho() != TrimWho || e.GetAction() != TrimAction || e.GetOutcome() != activity.OK ||
+				e.GetServerId() != "" || len(e.GetTrimmed()) != len(c.trimmed) {
+				t.Fatalf("trim entry %v", e)
+			}
+			for i, r := range c.trimmed {
+				got := e.GetTrimmed()[i]
+				f, to := r.From.Format(activity.TimeLayout), r.To.Format(activity.TimeLayout)
+				if got.GetKind() != r.Kind || got.GetReason() != r.Reason || int(got.GetCount()) != r.Count || got.GetFrom() != f || got.GetTo() != to {
+					t.Errorf("trimmed[%d] = %v, want %+v", i, got, r)
+				}
+				line := fmt.Sprintf(`level=INFO msg="audit entries trimmed" kind=%s reason=%s removed=%d from=%s to=%s`, r.Kind, r.Reason, r.Count, f, to)
+				if !strings.Contains(logs.String(), line) {
+					t.Errorf("no log line %s in\n%s", line, logs.String())
+				}
+			}
+			if (c.err != nil) != strings.Contains(logs.String(), "audit trail not trimmed") {
+				t.Errorf("the failure logged? %s", logs.String())
+			}
+		})
+	}
 }

@@ -18,7 +18,7 @@ const maxFilterBytes = 128
 
 // Query checks f and makes the registry's query of it. after and before take an entry id or
 // an RFC 3339 time (a time T as after keeps the entries at T and later, as before those
-// before T); kind is "", "admin" or "tool". Errors name the parameter and the fix.
+// before T); kind is "", "admin", "tool" or "trim". Errors name the parameter and the fix.
 func (f Filters) Query() (registry.AuditQuery, error) {
 	q := registry.AuditQuery{Kind: f.Kind, Server: f.Server, Who: f.Who}
 	var err error
@@ -29,9 +29,9 @@ func (f Filters) Query() (registry.AuditQuery, error) {
 		return q, err
 	}
 	switch f.Kind {
-	case "", KindAdmin, KindTool:
+	case "", KindAdmin, KindTool, KindTrim:
 	default:
-		return q, fmt.Errorf("kind %q: want %q or %q (or nothing for both)", f.Kind, KindAdmin, KindTool)
+		return q, fmt.Errorf("kind %q: want %q, %q or %q (or nothing for every kind)", f.Kind, KindAdmin, KindTool, KindTrim)
 	}
 	for name, v := range map[string]string{"server": f.Server, "who": f.Who} {
 		if len(v) > maxFilterBytes {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/zestmcp/zest/lib/etcdtest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	bolt "go.etcd.io/bbolt"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // auditEntry is an entry at t (RFC 3339 with milliseconds, as package audit writes it).
@@ -119,7 +123,7 @@ func runAuditContract(t *testing.T, open func(t *testing.T) Registry) {
 
 	t.Run("AuditTrim", func(t *testing.T) {
 		a := open(t).(AuditLog)
-		ctx, now := t.Context(), time.Now()
+		ctx, now := t.Context(), time.Now().Truncate(time.Millisecond)
 		var batch []*mcpgatewayv1.AuditEntry
 		for i := range 3 {
 			batch = append(batch, auditEntry(now.Add(-2*time.Hour+time.Duration(i)*time.Second), "tool", fmt.Sprintf("old%d", i), "w"))
@@ -130,22 +134,93 @@ func runAuditContract(t *testing.T, open func(t *testing.T) Registry) {
 		if err := a.AppendAudit(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := a.TrimAudit(ctx, now.Add(-time.Hour), 0); err != nil || n != 3 {
-			t.Fatalf("trim by age removed %d (%v), want 3", n, err)
+		got, err := a.TrimAudit(ctx, AuditBounds{OlderThan: now.Add(-time.Hour)})
+		if want := []AuditTrimmed{{Kind: "tool", Reason: "retention", Count: 3, From: now.Add(-2 * time.Hour), To: now.Add(-2*time.Hour + 2*time.Second)}}; err != nil || !sameTrims(got, want) {
+			t.Fatalf("trim by age: %+v (%v), want %+v", got, err, want)
 		}
 		if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "new4,new3,new2,new1,new0" {
 			t.Fatalf("after the trim by age: %s", got)
 		}
-		if n, err := a.TrimAudit(ctx, now.Add(-time.Hour), 2); err != nil || n != 3 {
-			t.Fatalf("trim by count removed %d (%v), want 3", n, err)
+		got, err = a.TrimAudit(ctx, AuditBounds{OlderThan: now.Add(-time.Hour), MaxTool: 2})
+		if want := []AuditTrimmed{{Kind: "tool", Reason: "max_entries", Count: 3, From: now.Add(-time.Minute), To: now.Add(-time.Minute + 2*time.Second)}}; err != nil || !sameTrims(got, want) {
+			t.Fatalf("trim by count: %+v (%v), want %+v", got, err, want)
 		}
 		if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "new4,new3" {
 			t.Fatalf("after the trim by count: %s", got)
 		}
-		if n, err := a.TrimAudit(ctx, now.Add(-time.Hour), 2); err != nil || n != 0 {
-			t.Fatalf("a trim with nothing to do removed %d (%v)", n, err)
+		if got, err := a.TrimAudit(ctx, AuditBounds{OlderThan: now.Add(-time.Hour), MaxTool: 2}); err != nil || len(got) != 0 {
+			t.Fatalf("a trim with nothing to do reported %+v (%v)", got, err)
 		}
 	})
+
+	// Each kind is kept apart and bounded on its own: tool calls past their bound never push
+	// an admin entry out, whatever their number or order; admin entries past theirs go,
+	// oldest first; the trims' own reports are bounded apart and removed unreported. The
+	// retention removes every kind.
+	t.Run("AuditKindsApart", func(t *testing.T) {
+		a := open(t).(AuditLog)
+		ctx, now := t.Context(), time.Now().Truncate(time.Millisecond)
+		at := func(i int) time.Time { return now.Add(-time.Hour + time.Duration(i)*time.Second) }
+		var batch []*mcpgatewayv1.AuditEntry
+		for i := range 60 { // admin entries at 0, 20, 40; trims at 10, 30, 50; tool calls between
+			switch {
+			case i%20 == 0:
+				batch = append(batch, auditEntry(at(i), "admin", fmt.Sprintf("a%d", i), "w"))
+			case i%20 == 10:
+				batch = append(batch, auditEntry(at(i), "trim", fmt.Sprintf("r%d", i), "mcpgateway"))
+			default:
+				batch = append(batch, auditEntry(at(i), "tool", fmt.Sprintf("t%d", i), "w"))
+			}
+		}
+		for len(batch) > 0 { // as package audit writes them: batches of mixed kinds
+			n := min(len(batch), 25)
+			if err := a.AppendAudit(ctx, batch[:n]); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[n:]
+		}
+		if got := serversOf(listAudit(t, a, AuditQuery{Kind: "trim"}, 0)); got != "r50,r30,r10" {
+			t.Fatalf("kind trim: %s", got)
+		}
+		got, err := a.TrimAudit(ctx, AuditBounds{OlderThan: now.Add(-2 * time.Hour), MaxTool: 5, MaxAdmin: 100})
+		// 54 tool calls, the 49 oldest out: from t1 to t53 but the newest five (55-59).
+		if want := []AuditTrimmed{{Kind: "tool", Reason: "max_entries", Count: 49, From: at(1), To: at(54)}}; err != nil || !sameTrims(got, want) {
+			t.Fatalf("tool calls past 5: %+v (%v), want %+v", got, err, want)
+		}
+		if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "t59,t58,t57,t56,t55,r50,a40,r30,a20,r10,a0" {
+			t.Fatalf("after the tool calls' trim: %s", got)
+		}
+		got, err = a.TrimAudit(ctx, AuditBounds{OlderThan: now.Add(-2 * time.Hour), MaxTool: 5, MaxAdmin: 2})
+		if want := []AuditTrimmed{{Kind: "admin", Reason: "max_entries", Count: 1, From: at(0), To: at(0)}}; err != nil || !sameTrims(got, want) {
+			t.Fatalf("admin entries past 2: %+v (%v), want %+v", got, err, want)
+		}
+		if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "t59,t58,t57,t56,t55,r50,a40,r30,a20" {
+			t.Fatalf("after the admin entries' trim (the trims' reports bounded apart): %s", got)
+		}
+		got, err = a.TrimAudit(ctx, AuditBounds{OlderThan: at(41), MaxTool: 5, MaxAdmin: 2})
+		want := []AuditTrimmed{{Kind: "admin", Reason: "retention", Count: 2, From: at(20), To: at(40)}}
+		if err != nil || !sameTrims(got, want) {
+			t.Fatalf("retention: %+v (%v), want %+v", got, err, want)
+		}
+		if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "t59,t58,t57,t56,t55,r50" {
+			t.Fatalf("after the retention: %s", got)
+		}
+	})
+}
+
+// sameTrims compares reports, their times to the millisecond (ids keep nanoseconds).
+func sameTrims(got, want []AuditTrimmed) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Kind != w.Kind || g.Reason != w.Reason || g.Count != w.Count ||
+			!g.From.Truncate(time.Millisecond).Equal(w.From) || !g.To.Truncate(time.Millisecond).Equal(w.To) {
+			return false
+		}
+	}
+	return true
 }
 
 func TestAuditContractBolt(t *testing.T) {
@@ -193,4 +268,148 @@ func TestAuditContractEtcd(t *testing.T) {
 			t.Fatalf("%d entries, %d distinct ids; want 200 of each", len(all), len(seen))
 		}
 	})
+}
+
+// legacyTrail is a trail as an older build kept it, every kind among the tool calls: admin
+// entries a0 and a6 around tool calls t1 to t5, with their ids.
+func legacyTrail(t *testing.T) []*mcpgatewayv1.AuditEntry {
+	t.Helper()
+	t0 := time.Now().Add(-time.Minute)
+	var es []*mcpgatewayv1.AuditEntry
+	for i := range 7 {
+		kind, name := "tool", fmt.Sprintf("t%d", i)
+		if i == 0 || i == 6 {
+			kind, name = "admin", fmt.Sprintf("a%d", i)
+		}
+		es = append(es, auditEntry(t0.Add(time.Duration(i)*time.Second), kind, name, "w"))
+	}
+	newAuditIDs().assign(es)
+	return es
+}
+
+// checkSplit: the admin entries of a legacy trail are in their own space, listed as before,
+// and a trim of the tool calls down to one keeps them.
+func checkSplit(t *testing.T, a AuditLog) {
+	t.Helper()
+	if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "a6,t5,t4,t3,t2,t1,a0" {
+		t.Fatalf("the trail after the split: %s", got)
+	}
+	if got := serversOf(listAudit(t, a, AuditQuery{Kind: "admin"}, 0)); got != "a6,a0" {
+		t.Fatalf("admin entries after the split: %s", got)
+	}
+	if _, err := a.TrimAudit(t.Context(), AuditBounds{OlderThan: time.Now().Add(-time.Hour), MaxTool: 1, MaxAdmin: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := serversOf(listAudit(t, a, AuditQuery{}, 0)); got != "a6,t5,a0" {
+		t.Fatalf("after a trim of the tool calls to 1: %s", got)
+	}
+}
+
+// TestAuditSplitBolt: a registry whose trail an older build wrote (one bucket, every kind) has
+// its admin entries moved to their own bucket when this build opens it, once.
+func TestAuditSplitBolt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("audit_admin")); err != nil {
+			return err
+		}
+		for _, e := range legacyTrail(t) {
+			v, _ := proto.Marshal(e)
+			if err := tx.Bucket([]byte("audit")).Put([]byte(e.GetId()), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	checkSplit(t, r)
+}
+
+// TestAuditSplitEtcd: a store whose trail an older build wrote (audit/, every kind) has its
+// admin entries moved to audit_admin/ by the first replica of this build that opens it, and
+// the store marked so that no later open reads the trail again.
+func TestAuditSplitEtcd(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	first := openTestEtcd(t, c.Endpoints(), nil)
+	ctx := t.Context()
+	if _, err := first.cli.Delete(ctx, first.prefix+keyAuditSplit); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range legacyTrail(t) {
+		v, _ := proto.Marshal(e)
+		if _, err := first.cli.Put(ctx, first.prefix+"audit/"+e.GetId(), string(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := openTestEtcd(t, c.Endpoints(), func(cfg *EtcdConfig) { cfg.Prefix = first.prefix })
+	if resp, err := first.cli.Get(ctx, first.prefix+keyAuditSplit); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the store is not marked split: %v %v", resp, err)
+	}
+	if resp, err := first.cli.Get(ctx, first.prefix+"audit/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 5 {
+		t.Fatalf("audit/ holds %v keys (%v), want the 5 tool calls", resp.Count, err)
+	}
+	checkSplit(t, again)
+}
+
+// TestAuditTrimEtcdInRounds: a trim past auditScan entries deletes them in rounds and reports
+// them as one; two replicas trimming at once delete the excess between them, never more, and
+// report what each deleted.
+func TestAuditTrimEtcdInRounds(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	a := openTestEtcd(t, c.Endpoints(), nil)
+	b := openTestEtcd(t, c.Endpoints(), func(cfg *EtcdConfig) { cfg.Prefix = a.prefix })
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	const n, keep = 2600, 100
+	for i := 0; i < n; i += 100 {
+		batch := make([]*mcpgatewayv1.AuditEntry, 100)
+		for j := range batch {
+			batch[j] = auditEntry(t0.Add(time.Duration(i+j)*time.Millisecond), "tool", fmt.Sprint(i+j), "w")
+		}
+		if err := a.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bounds := AuditBounds{OlderThan: t0.Add(-time.Hour), MaxTool: keep}
+	var wg sync.WaitGroup
+	reports := make([][]AuditTrimmed, 2)
+	for i, r := range []*Etcd{a, b} {
+		wg.Go(func() {
+			got, err := r.TrimAudit(context.Background(), bounds)
+			if err != nil {
+				t.Error(err)
+			}
+			reports[i] = got
+		})
+	}
+	wg.Wait()
+	removed := 0
+	for _, rep := range reports {
+		for _, r := range rep {
+			if r.Kind != "tool" || r.Reason != "max_entries" || r.From.Before(t0) || r.To.After(t0.Add((n-keep)*time.Millisecond)) {
+				t.Errorf("report %+v", r)
+			}
+			removed += r.Count
+		}
+	}
+	left := listAudit(t, a, AuditQuery{Ascending: true}, 0)
+	if len(left) != keep || removed != n-keep || left[0].GetServerId() != fmt.Sprint(n-keep) {
+		t.Fatalf("%d left (first %s), %d reported removed; want %d left from %d, %d removed", len(left), left[0].GetServerId(), removed, keep, n-keep, n-keep)
+	}
+	got, err := a.TrimAudit(t.Context(), AuditBounds{OlderThan: t0.Add(-time.Hour), MaxTool: 10})
+	if want := []AuditTrimmed{{Kind: "tool", Reason: "max_entries", Count: keep - 10, From: t0.Add((n - keep) * time.Millisecond), To: t0.Add((n - 11) * time.Millisecond)}}; err != nil || !sameTrims(got, want) {
+		t.Fatalf("one replica: %+v (%v), want %+v", got, err, want)
+	}
 }

@@ -126,9 +126,9 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("registry %s: %w", path, err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists(bucketAudit); return err }); err != nil {
+	if err := db.Update(openAudit); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("registry %s: audit bucket: %w", path, err)
+		return nil, fmt.Errorf("registry %s: audit buckets: %w", path, err)
 	}
 	return &Bolt{db: db, audit: newAuditIDs()}, nil
 }
@@ -417,22 +417,59 @@ func decodePreset(v []byte) (*mcpgatewayv1.Preset, error) {
 // LemonadeProvider is the provider id of the built-in lemonade_* tools.
 const LemonadeProvider = "lemonade"
 
-// bucketAudit holds the audit trail: id → AuditEntry (protobuf). Ids sort in time order, so
-// the bucket's first keys are the oldest. It is created on open, outside the migrations: an
-// older build ignores it.
-var bucketAudit = []byte("audit")
+// The audit trail is kept in one bucket per kind (auditSpaces: "audit" for the tool calls,
+// "audit_admin", "audit_trim"), id → AuditEntry (protobuf). Ids sort in time order, so a
+// bucket's first keys are its oldest. The buckets are created on open, outside the
+// migrations: an older build ignores them.
+
+// openAudit creates the audit buckets. When it creates the admin entries' bucket, it moves
+// into it the admin entries an older build kept among the tool calls (once: the bucket's
+// existence says it was done).
+func openAudit(tx *bolt.Tx) error {
+	admin := auditSpaceOf(AuditKindAdmin)
+	split := tx.Bucket([]byte(admin.name)) == nil
+	for _, sp := range auditSpaces {
+		if _, err := tx.CreateBucketIfNotExists([]byte(sp.name)); err != nil {
+			return err
+		}
+	}
+	if !split {
+		return nil
+	}
+	tools, admins := tx.Bucket([]byte(auditSpaces[0].name)), tx.Bucket([]byte(admin.name))
+	var moved [][]byte
+	err := tools.ForEach(func(k, v []byte) error {
+		e := &mcpgatewayv1.AuditEntry{}
+		if err := proto.Unmarshal(v, e); err != nil {
+			return fmt.Errorf("audit entry %q: %w", k, err)
+		}
+		if e.GetKind() != AuditKindAdmin {
+			return nil
+		}
+		moved = append(moved, k)
+		return admins.Put(bytes.Clone(k), bytes.Clone(v))
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range moved {
+		if err := tools.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // AppendAudit implements AuditLog: one transaction (one fsync) for the whole batch.
 func (b *Bolt) AppendAudit(_ context.Context, entries []*mcpgatewayv1.AuditEntry) error {
 	b.audit.assign(entries)
 	return b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketAudit)
 		for _, e := range entries {
 			v, err := proto.Marshal(e)
 			if err != nil {
 				return err
 			}
-			if err := bk.Put([]byte(e.GetId()), v); err != nil {
+			if err := tx.Bucket([]byte(auditSpaceOf(e.GetKind()).name)).Put([]byte(e.GetId()), v); err != nil {
 				return err
 			}
 		}
@@ -440,74 +477,90 @@ func (b *Bolt) AppendAudit(_ context.Context, entries []*mcpgatewayv1.AuditEntry
 	})
 }
 
-// ListAudit implements AuditLog with a cursor over the id range.
+// ListAudit implements AuditLog with a cursor over the id range of each space q reads.
 func (b *Bolt) ListAudit(_ context.Context, q AuditQuery, fn func(*mcpgatewayv1.AuditEntry) bool) error {
 	return b.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketAudit).Cursor()
-		var k, v []byte
-		inRange := func(k []byte) bool {
-			return k != nil && (q.After == "" || string(k) > q.After) && (q.Before == "" || string(k) < q.Before)
+		var cursors []auditCursor
+		for _, sp := range q.spaces() {
+			cursors = append(cursors, &boltAuditCursor{c: tx.Bucket([]byte(sp.name)).Cursor(), q: q})
 		}
-		next := c.Prev
-		if q.Ascending {
-			next = c.Next
-			if q.After == "" {
-				k, v = c.First()
-			} else {
-				k, v = c.Seek([]byte(q.After))
-				if k != nil && string(k) == q.After {
-					k, v = c.Next()
-				}
-			}
-		} else {
-			if q.Before == "" {
-				k, v = c.Last()
-			} else if k, v = c.Seek([]byte(q.Before)); k == nil {
-				k, v = c.Last()
-			} else {
-				k, v = c.Prev() // the first key at or past Before is outside
-			}
-		}
-		for ; inRange(k); k, v = next() {
-			e := &mcpgatewayv1.AuditEntry{}
-			if err := proto.Unmarshal(v, e); err != nil {
-				return fmt.Errorf("audit entry %q: %w", k, err)
-			}
-			if q.matches(e) && !fn(e) {
-				return nil
-			}
-		}
-		return nil
+		return mergeAudit(q, cursors, fn)
 	})
 }
 
-// TrimAudit implements AuditLog. The count is the bucket's (bbolt keeps none, so Stats
-// walks its pages: TrimAudit runs every few minutes, not per call).
-func (b *Bolt) TrimAudit(_ context.Context, olderThan time.Time, maxEntries int) (int, error) {
-	removed := 0
+// boltAuditCursor walks one bucket's id range of q, in q's order.
+type boltAuditCursor struct {
+	c       *bolt.Cursor
+	q       AuditQuery
+	started bool
+}
+
+func (a *boltAuditCursor) next() (string, []byte, bool, error) {
+	var k, v []byte
+	q, c := a.q, a.c
+	switch {
+	case a.started && q.Ascending:
+		k, v = c.Next()
+	case a.started:
+		k, v = c.Prev()
+	case q.Ascending && q.After == "":
+		k, v = c.First()
+	case q.Ascending:
+		if k, v = c.Seek([]byte(q.After)); k != nil && string(k) == q.After {
+			k, v = c.Next()
+		}
+	case q.Before == "":
+		k, v = c.Last()
+	default:
+		if k, v = c.Seek([]byte(q.Before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev() // the first key at or past Before is outside
+		}
+	}
+	a.started = true
+	if k == nil || (q.After != "" && string(k) <= q.After) || (q.Before != "" && string(k) >= q.Before) {
+		return "", nil, false, nil
+	}
+	return string(k), v, true, nil
+}
+
+// TrimAudit implements AuditLog in one transaction. The count is each bucket's (bbolt keeps
+// none, so Stats walks its pages: TrimAudit runs every few minutes, not per call).
+func (b *Bolt) TrimAudit(_ context.Context, bd AuditBounds) ([]AuditTrimmed, error) {
+	var out []AuditTrimmed
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketAudit)
-		bound := []byte(AuditTimeBound(olderThan))
-		c := bk.Cursor()
-		for k, _ := c.First(); k != nil && bytes.Compare(k, bound) < 0; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return err
+		out = nil
+		bound := []byte(AuditTimeBound(bd.OlderThan))
+		for _, sp := range auditSpaces {
+			bk := tx.Bucket([]byte(sp.name))
+			c := bk.Cursor()
+			age := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimRetention}
+			for k, _ := c.First(); k != nil && bytes.Compare(k, bound) < 0; k, _ = c.First() {
+				age.removed(string(k), string(k), 1)
+				if err := c.Delete(); err != nil {
+					return err
+				}
 			}
-			removed++
-		}
-		if maxEntries <= 0 {
-			return nil
-		}
-		for excess := bk.Stats().KeyN - maxEntries; excess > 0; excess-- {
-			if k, _ := c.First(); k == nil {
-				break
+			out = reported(out, age)
+			max := bd.max(sp.kind)
+			if max <= 0 {
+				continue
 			}
-			if err := c.Delete(); err != nil {
-				return err
+			count := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimMaxEntries}
+			for excess := bk.Stats().KeyN - max; excess > 0; excess-- {
+				k, _ := c.First()
+				if k == nil {
+					break
+				}
+				count.removed(string(k), string(k), 1)
+				if err := c.Delete(); err != nil {
+					return err
+				}
 			}
-			removed++
+			out = reported(out, count)
 		}
 		return nil
 	})
-	return removed, err
+	return out, err
 }

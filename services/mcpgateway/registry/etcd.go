@@ -33,7 +33,10 @@ import (
 //	servers/<id>               a ServerConfig as protojson (as bbolt's)
 //	sessions/ended/<hash>      the session's expiry (Unix seconds), on a lease
 //	sessions/log_level/<hash>  expiry, a space, the level; on a lease
-//	audit/<id>                 an AuditEntry as protobuf (registry.AuditLog; no lease: TrimAudit)
+//	audit/<id>                 a tool call's AuditEntry as protobuf (registry.AuditLog; no lease: TrimAudit)
+//	audit_admin/<id>           an admin change's AuditEntry, as audit/ (auditSpaces)
+//	audit_trim/<id>            a trim's own AuditEntry, as audit/
+//	meta/audit_split           "1" once the admin entries an older build kept in audit/ were moved
 //	approvals/<id>             an Approval as protojson, on a lease (approvals.go)
 //
 // <hash> is the hex SHA-256 of the session id: the id is a bearer credential of its session
@@ -166,6 +169,10 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	}
 	e := &Etcd{cli: cli, cfg: cfg, prefix: cfg.Prefix, log: cfg.Logger, leases: map[int64]clientv3.LeaseID{}, audit: newAuditIDs()}
 	if err := e.migrate(ctx, etcdSteps, SchemaVersion); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	if err := e.splitAudit(ctx); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -692,12 +699,89 @@ func (e *Etcd) change(ev *clientv3.Event) (Change, bool) {
 	return c, true
 }
 
-// dirAudit holds the audit trail: audit/<id> → AuditEntry (protobuf). It is outside the
-// watched range [presets/, servers0).
-const dirAudit = "audit/"
+// The audit trail: <space>/<id> → AuditEntry (protobuf), one directory per kind
+// (auditSpaces). Each is outside the watched range [presets/, servers0).
+
+// auditDir is the key prefix of a space.
+func (e *Etcd) auditDir(sp auditSpace) string { return e.prefix + sp.name + "/" }
 
 // auditScan is how many keys one read of ListAudit or TrimAudit asks etcd for.
 const auditScan = 500
+
+// keyAuditSplit marks a store whose audit/ holds tool calls only (splitAudit).
+const keyAuditSplit = "meta/audit_split"
+
+// auditSplitBatch is how many entries one transaction of splitAudit moves (a put and a delete
+// each, under etcd's default --max-txn-ops of 128).
+const auditSplitBatch = 50
+
+// splitAudit moves the admin entries an older build kept in audit/, among the tool calls,
+// to their own directory, once per store (keyAuditSplit). Replicas that open the store at
+// once move the same entries: the puts and deletes are idempotent. An older build still
+// writing to the store keeps its admin entries in audit/.
+func (e *Etcd) splitAudit(ctx context.Context) error {
+	var done bool
+	err := e.call(ctx, "read "+keyAuditSplit, func(ctx context.Context) error {
+		resp, err := e.cli.Get(ctx, e.prefix+keyAuditSplit, clientv3.WithCountOnly())
+		if err == nil {
+			done = resp.Count > 0
+		}
+		return err
+	})
+	if err != nil || done {
+		return err
+	}
+	tools, admins := e.auditDir(auditSpaces[0]), e.auditDir(auditSpaceOf(AuditKindAdmin))
+	var ops []clientv3.Op
+	commit := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		err := e.call(ctx, "move admin entries out of "+auditSpaces[0].name+"/", func(ctx context.Context) error {
+			_, err := e.cli.Txn(ctx).Then(ops...).Commit()
+			return err
+		})
+		ops = ops[:0]
+		return err
+	}
+	from, to := tools, clientv3.GetPrefixRangeEnd(tools)
+	for from < to {
+		var resp *clientv3.GetResponse
+		err := e.call(ctx, "read the audit trail to split it", func(ctx context.Context) (err error) {
+			resp, err = e.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithLimit(auditScan))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			en := &mcpgatewayv1.AuditEntry{}
+			if err := proto.Unmarshal(kv.Value, en); err != nil {
+				return fmt.Errorf("registry on etcd: audit entry %q: %w", kv.Key, err)
+			}
+			if en.GetKind() != AuditKindAdmin {
+				continue
+			}
+			ops = append(ops, clientv3.OpPut(admins+strings.TrimPrefix(string(kv.Key), tools), string(kv.Value)), clientv3.OpDelete(string(kv.Key)))
+			if len(ops) >= 2*auditSplitBatch {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	if err := commit(); err != nil {
+		return err
+	}
+	return e.call(ctx, "write "+keyAuditSplit, func(ctx context.Context) error {
+		_, err := e.cli.Put(ctx, e.prefix+keyAuditSplit, "1")
+		return err
+	})
+}
 
 // AppendAudit implements AuditLog: one transaction for the batch (etcd's --max-txn-ops, 128 by
 // default, bounds a batch: package audit writes at most audit.MaxBatch).
@@ -709,7 +793,7 @@ func (e *Etcd) AppendAudit(ctx context.Context, entries []*mcpgatewayv1.AuditEnt
 		if err != nil {
 			return err
 		}
-		ops = append(ops, clientv3.OpPut(e.prefix+dirAudit+en.GetId(), string(v)))
+		ops = append(ops, clientv3.OpPut(e.auditDir(auditSpaceOf(en.GetKind()))+en.GetId(), string(v)))
 	}
 	return e.call(ctx, fmt.Sprintf("append %d audit entries", len(entries)), func(ctx context.Context) error {
 		_, err := e.cli.Txn(ctx).Then(ops...).Commit()
@@ -717,106 +801,149 @@ func (e *Etcd) AppendAudit(ctx context.Context, entries []*mcpgatewayv1.AuditEnt
 	})
 }
 
-// ListAudit implements AuditLog: linearizable reads of auditScan keys at a time, in order.
+// ListAudit implements AuditLog: linearizable reads of auditScan keys at a time of each space
+// q reads, in order, merged.
 func (e *Etcd) ListAudit(ctx context.Context, q AuditQuery, fn func(*mcpgatewayv1.AuditEntry) bool) error {
-	base := e.prefix + dirAudit
-	from, to := base, clientv3.GetPrefixRangeEnd(base)
-	if q.After != "" {
-		from = base + q.After + "\x00"
-	}
-	if q.Before != "" {
-		to = base + q.Before
-	}
-	order := clientv3.SortDescend
-	if q.Ascending {
-		order = clientv3.SortAscend
-	}
 	scan := int64(auditScan)
 	if q.Limit > 0 && !q.filtered() {
 		scan = min(scan, int64(q.Limit))
 	}
-	for from < to {
+	var cursors []auditCursor
+	for _, sp := range q.spaces() {
+		base := e.auditDir(sp)
+		c := &etcdAuditCursor{e: e, ctx: ctx, base: base, from: base, to: clientv3.GetPrefixRangeEnd(base), scan: scan, asc: q.Ascending}
+		if q.After != "" {
+			c.from = base + q.After + "\x00"
+		}
+		if q.Before != "" {
+			c.to = base + q.Before
+		}
+		cursors = append(cursors, c)
+	}
+	return mergeAudit(q, cursors, fn)
+}
+
+// etcdAuditCursor reads one space's range [from, to) a page at a time, in order.
+type etcdAuditCursor struct {
+	e        *Etcd
+	ctx      context.Context
+	base     string
+	from, to string
+	scan     int64
+	asc      bool
+	page     []*mvccpb.KeyValue
+	done     bool
+}
+
+func (c *etcdAuditCursor) next() (string, []byte, bool, error) {
+	if len(c.page) == 0 && !c.done && c.from < c.to {
+		order := clientv3.SortDescend
+		if c.asc {
+			order = clientv3.SortAscend
+		}
 		var resp *clientv3.GetResponse
-		err := e.call(ctx, "list audit entries", func(ctx context.Context) (err error) {
-			resp, err = e.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(scan))
+		err := c.e.call(c.ctx, "list audit entries", func(ctx context.Context) (err error) {
+			resp, err = c.e.cli.Get(ctx, c.from, clientv3.WithRange(c.to), clientv3.WithSort(clientv3.SortByKey, order), clientv3.WithLimit(c.scan))
 			return err
 		})
 		if err != nil {
-			return err
+			return "", nil, false, err
 		}
-		for _, kv := range resp.Kvs {
-			en := &mcpgatewayv1.AuditEntry{}
-			if err := proto.Unmarshal(kv.Value, en); err != nil {
-				return fmt.Errorf("audit entry %q: %w", kv.Key, err)
+		c.page, c.done = resp.Kvs, !resp.More || len(resp.Kvs) == 0
+		if n := len(resp.Kvs); n > 0 {
+			if last := string(resp.Kvs[n-1].Key); c.asc {
+				c.from = last + "\x00"
+			} else {
+				c.to = last
 			}
-			if q.matches(en) && !fn(en) {
-				return nil
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
-		}
-		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
-		if q.Ascending {
-			from = last + "\x00"
-		} else {
-			to = last
 		}
 	}
-	return nil
+	if len(c.page) == 0 {
+		return "", nil, false, nil
+	}
+	kv := c.page[0]
+	c.page = c.page[1:]
+	return strings.TrimPrefix(string(kv.Key), c.base), kv.Value, true, nil
 }
 
-// TrimAudit implements AuditLog with range deletes: the ids before olderThan's bound, then
-// up to the key past which maxEntries are left. Replicas trimming at once delete the same
-// ranges.
-func (e *Etcd) TrimAudit(ctx context.Context, olderThan time.Time, maxEntries int) (int, error) {
-	base := e.prefix + dirAudit
-	var removed int
-	err := e.call(ctx, "trim the audit trail by age", func(ctx context.Context) error {
-		resp, err := e.cli.Delete(ctx, base, clientv3.WithRange(base+AuditTimeBound(olderThan)))
+// TrimAudit implements AuditLog: in each space, the ids before olderThan's bound, then the
+// oldest past the space's bound, auditScan keys a round (trimRound). The bound by count is
+// counted again before each round: replicas trimming at once then never delete more than the
+// excess between them.
+func (e *Etcd) TrimAudit(ctx context.Context, b AuditBounds) ([]AuditTrimmed, error) {
+	var out []AuditTrimmed
+	for _, sp := range auditSpaces {
+		base := e.auditDir(sp)
+		age := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimRetention}
+		for {
+			read, err := e.trimRound(ctx, base, base+AuditTimeBound(b.OlderThan), auditScan, &age)
+			if err != nil {
+				return reported(out, age), err
+			}
+			if read < auditScan {
+				break
+			}
+		}
+		out = reported(out, age)
+		max := b.max(sp.kind)
+		if max <= 0 {
+			continue
+		}
+		bound := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimMaxEntries}
+		for {
+			var count int64
+			err := e.call(ctx, "count the audit entries", func(ctx context.Context) error {
+				resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
+				if err == nil {
+					count = resp.Count
+				}
+				return err
+			})
+			excess := count - int64(max)
+			if err != nil || excess <= 0 {
+				if out = reported(out, bound); err != nil {
+					return out, err
+				}
+				break
+			}
+			if _, err := e.trimRound(ctx, base, clientv3.GetPrefixRangeEnd(base), min(excess, auditScan), &bound); err != nil {
+				return reported(out, bound), err
+			}
+		}
+	}
+	return out, nil
+}
+
+// trimRound deletes the oldest keys of base before end, at most limit, and counts them in t:
+// the range from the first key it read to the last, only if both are still there (another
+// replica trimming at once deletes from the oldest too, and counts what it deleted). It
+// returns how many keys it read.
+func (e *Etcd) trimRound(ctx context.Context, base, end string, limit int64, t *AuditTrimmed) (int, error) {
+	var kvs []*mvccpb.KeyValue
+	err := e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
+		resp, err := e.cli.Get(ctx, base, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(limit))
 		if err == nil {
-			removed += int(resp.Deleted)
+			kvs = resp.Kvs
 		}
 		return err
 	})
-	if err != nil || maxEntries <= 0 {
-		return removed, err
+	if err != nil || len(kvs) == 0 {
+		return 0, err
 	}
-	var count int64
-	err = e.call(ctx, "count the audit entries", func(ctx context.Context) error {
-		resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err == nil {
-			count = resp.Count
-		}
+	first, last := string(kvs[0].Key), string(kvs[len(kvs)-1].Key)
+	var resp *clientv3.TxnResponse
+	err = e.call(ctx, "trim the audit trail", func(ctx context.Context) (err error) {
+		resp, err = e.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(first), ">", 0), clientv3.Compare(clientv3.CreateRevision(last), ">", 0)).
+			Then(clientv3.OpDelete(first, clientv3.WithRange(last+"\x00"))).Commit()
 		return err
 	})
-	for excess := count - int64(maxEntries); err == nil && excess > 0; {
-		// The key of the excess-th oldest entry, auditScan at most a round.
-		var last string
-		err = e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
-			resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(min(excess, auditScan)))
-			if err == nil && len(resp.Kvs) > 0 {
-				last = string(resp.Kvs[len(resp.Kvs)-1].Key)
-			}
-			return err
-		})
-		if err != nil || last == "" {
-			break
-		}
-		var deleted int64
-		err = e.call(ctx, "trim the audit trail by count", func(ctx context.Context) error {
-			resp, err := e.cli.Delete(ctx, base, clientv3.WithRange(last+"\x00"))
-			if err == nil {
-				deleted = resp.Deleted
-			}
-			return err
-		})
-		removed += int(deleted)
-		excess -= deleted
-		if deleted == 0 { // another replica trimmed them first
-			break
-		}
+	if err != nil {
+		return 0, err
 	}
-	return removed, err
+	if resp.Succeeded {
+		deleted := resp.Responses[0].GetResponseDeleteRange().GetDeleted()
+		t.removed(strings.TrimPrefix(first, base), strings.TrimPrefix(last, base), int(deleted))
+	}
+	return len(kvs), nil
 }

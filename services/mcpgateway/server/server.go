@@ -105,8 +105,11 @@ type Config struct {
 	MetricsAddr string
 	// AuditRetention is how long the audit trail keeps an entry (ZEST_AUDIT_RETENTION).
 	AuditRetention time.Duration
-	// AuditMaxEntries bounds the audit trail's entries (ZEST_AUDIT_MAX_ENTRIES; 0: no trail).
+	// AuditMaxEntries bounds the audit trail's tool calls (ZEST_AUDIT_MAX_ENTRIES; 0: no trail).
 	AuditMaxEntries int
+	// AuditMaxAdminEntries bounds its admin entries, apart from the tool calls
+	// (ZEST_AUDIT_MAX_ADMIN_ENTRIES).
+	AuditMaxAdminEntries int
 	// AuditDetails keeps tool calls' arguments and results in the trail (ZEST_AUDIT_DETAILS).
 	AuditDetails bool
 	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
@@ -128,7 +131,7 @@ func DefaultConfig() Config {
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
-		ApprovalTimeout: approval.DefaultTimeout,
+		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout,
 	}
 }
 
@@ -152,7 +155,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
 	fs.DurationVar(&c.AuditRetention, "audit-retention", c.AuditRetention, fmt.Sprintf("how long the audit trail keeps an entry (at least %v)", audit.MinRetention))
-	fs.IntVar(&c.AuditMaxEntries, "audit-max-entries", c.AuditMaxEntries, fmt.Sprintf("how many entries the audit trail keeps at most, the oldest trimmed first (0 to %d; 0 turns the trail off)", audit.MaxMaxEntries))
+	fs.IntVar(&c.AuditMaxEntries, "audit-max-entries", c.AuditMaxEntries, fmt.Sprintf("how many tool calls the audit trail keeps at most, the oldest trimmed first (0 to %d; 0 turns the trail off)", audit.MaxMaxEntries))
+	fs.IntVar(&c.AuditMaxAdminEntries, "audit-max-admin-entries", c.AuditMaxAdminEntries, fmt.Sprintf("how many admin changes and approval decisions the audit trail keeps at most, apart from the tool calls, the oldest trimmed first (1 to %d)", audit.MaxMaxEntries))
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
@@ -192,6 +196,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AuditMaxEntries < 0 || c.AuditMaxEntries > audit.MaxMaxEntries {
 		errs = append(errs, fmt.Errorf("audit-max-entries (ZEST_AUDIT_MAX_ENTRIES) %d: want a whole number from 0 (no audit trail) to %d", c.AuditMaxEntries, audit.MaxMaxEntries))
+	}
+	if c.AuditMaxAdminEntries < 1 || c.AuditMaxAdminEntries > audit.MaxMaxEntries {
+		errs = append(errs, fmt.Errorf("audit-max-admin-entries (ZEST_AUDIT_MAX_ADMIN_ENTRIES) %d: want a whole number from 1 to %d (to keep no trail at all, set ZEST_AUDIT_MAX_ENTRIES=0)", c.AuditMaxAdminEntries, audit.MaxMaxEntries))
 	}
 	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
 		errs = append(errs, err)
@@ -293,10 +300,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
+	// Who made each call, named once when it arrives (after the key check) for the activity,
+	// the audit trail and approvals: a configured key by its hash, any other caller anonymous.
+	serverOpts := activity.NewCallers(cfg.Keys).ServerOptions()
 	// The audit trail: every admin change (the interceptor) and every tool call (the activity's
 	// sink), appended to the registry in batches.
 	var trail *audit.Log
-	var serverOpts []grpc.ServerOption
 	if cfg.AuditMaxEntries > 0 {
 		store, ok := reg.(registry.AuditLog)
 		if !ok {
@@ -305,7 +314,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 			reg.Close()
 			return nil, fmt.Errorf("registry %T keeps no audit trail: set ZEST_AUDIT_MAX_ENTRIES=0", reg)
 		}
-		trail = audit.New(store, audit.Config{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries, Details: cfg.AuditDetails, Logger: log})
+		trail = audit.New(store, audit.Config{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries,
+			MaxAdminEntries: cfg.AuditMaxAdminEntries, Details: cfg.AuditDetails, Logger: log})
 		calls.SetSink(trail)
 		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(trail.UnaryInterceptor()))
 	}

@@ -59,21 +59,23 @@ func TestActivityVariables(t *testing.T) {
 	}
 }
 
-// TestAuditVariables: ZEST_AUDIT_RETENTION, ZEST_AUDIT_MAX_ENTRIES and ZEST_AUDIT_DETAILS
-// have their defaults, are read as every ZEST_ variable is, and a bad value is refused at
+// TestAuditVariables: ZEST_AUDIT_RETENTION, ZEST_AUDIT_MAX_ENTRIES,
+// ZEST_AUDIT_MAX_ADMIN_ENTRIES and ZEST_AUDIT_DETAILS have their defaults, are read as every ZEST_ variable is, and a bad value is refused at
 // startup with an error that names it.
 func TestAuditVariables(t *testing.T) {
 	cfg, err := parseEnv(nil)
-	if err != nil || cfg.AuditRetention != audit.DefaultRetention || cfg.AuditMaxEntries != audit.DefaultMaxEntries || cfg.AuditDetails {
+	if err != nil || cfg.AuditRetention != audit.DefaultRetention || cfg.AuditMaxEntries != audit.DefaultMaxEntries ||
+		cfg.AuditMaxAdminEntries != audit.DefaultMaxAdminEntries || cfg.AuditDetails {
 		t.Fatalf("defaults: %v %d %v %v", cfg.AuditRetention, cfg.AuditMaxEntries, cfg.AuditDetails, err)
 	}
-	cfg, err = parseEnv(map[string]string{"ZEST_AUDIT_RETENTION": "24h", "ZEST_AUDIT_MAX_ENTRIES": "0", "ZEST_AUDIT_DETAILS": "true"})
-	if err != nil || cfg.AuditRetention != 24*time.Hour || cfg.AuditMaxEntries != 0 || !cfg.AuditDetails {
+	cfg, err = parseEnv(map[string]string{"ZEST_AUDIT_RETENTION": "24h", "ZEST_AUDIT_MAX_ENTRIES": "0", "ZEST_AUDIT_DETAILS": "true", "ZEST_AUDIT_MAX_ADMIN_ENTRIES": "1"})
+	if err != nil || cfg.AuditRetention != 24*time.Hour || cfg.AuditMaxEntries != 0 || !cfg.AuditDetails || cfg.AuditMaxAdminEntries != 1 {
 		t.Fatalf("set: %v %d %v %v", cfg.AuditRetention, cfg.AuditMaxEntries, cfg.AuditDetails, err)
 	}
 	for _, bad := range []map[string]string{
 		{"ZEST_AUDIT_RETENTION": "59m"}, {"ZEST_AUDIT_RETENTION": "a month"}, {"ZEST_AUDIT_MAX_ENTRIES": "-1"},
 		{"ZEST_AUDIT_MAX_ENTRIES": "10000001"}, {"ZEST_AUDIT_DETAILS": "maybe"},
+		{"ZEST_AUDIT_MAX_ADMIN_ENTRIES": "0"}, {"ZEST_AUDIT_MAX_ADMIN_ENTRIES": "10000001"}, {"ZEST_AUDIT_MAX_ADMIN_ENTRIES": "many"},
 	} {
 		_, err := parseEnv(bad)
 		for name := range bad {

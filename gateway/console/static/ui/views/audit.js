@@ -35,9 +35,10 @@ export default {
     let shown = 0;
 
     const kind = el('select', { name: 'kind' },
-      el('option', { value: '' }, 'Admin changes and tool calls'),
+      el('option', { value: '' }, 'Every kind'),
       el('option', { value: 'admin' }, 'Admin changes'),
-      el('option', { value: 'tool' }, 'Tool calls'));
+      el('option', { value: 'tool' }, 'Tool calls'),
+      el('option', { value: 'trim' }, 'Trims of the trail'));
     const server = el('input', { name: 'server', type: 'text', autocomplete: 'off', spellcheck: 'false' });
     const who = el('input', { name: 'who', type: 'text', autocomplete: 'off', spellcheck: 'false' });
     const form = el('form', { class: 'filters' },
@@ -56,13 +57,18 @@ export default {
         el('thead', {}, el('tr', {}, ['Time', 'Who', 'Kind', 'Action or tool', 'Server', 'Outcome', 'Duration'].map((h) => el('th', { scope: 'col' }, h)))),
         tbody));
     main.append(
-      el('p', {}, 'Every admin change and every tool call on every path, kept in the registry for every replica. Entries older than the retention, or past the count bound, are trimmed.'),
+      el('p', {}, 'Every admin change and every tool call on every path, kept in the registry for every replica. Entries older than the retention, or past their kind\'s count bound (tool calls and admin changes are bounded apart), are trimmed, and each trim says what it removed.'),
       form, state, errBox, table, el('div', { class: 'actions' }, more));
 
     const row = (e) => {
       const o = OUTCOMES[e.outcome] || (e.outcome ? { icon: '✕', text: e.outcome, cls: 'error' } : { icon: '•', text: 'unknown', cls: 'disconnected' });
       const what = [];
-      if (e.kind === 'admin') {
+      if (e.kind === 'trim') {
+        what.push(el('code', {}, e.action || ''));
+        for (const t of e.trimmed || []) {
+          what.push(el('br'), el('span', { class: 'muted small' }, `removed ${t.count} ${t.kind === 'admin' ? 'admin' : 'tool call'} entr${Number(t.count) === 1 ? 'y' : 'ies'} (${t.reason}) from ${when(t.from)} to ${when(t.to)}`));
+        }
+      } else if (e.kind === 'admin') {
         what.push(el('code', {}, e.action || ''));
         if (e.target) what.push(' ', el('span', {}, e.target));
         if (e.changed && e.changed.length) what.push(el('br'), el('span', { class: 'muted small' }, `changed: ${e.changed.join(', ')}`));
@@ -79,7 +85,7 @@ export default {
       return el('tr', {},
         el('td', {}, el('time', { datetime: e.time, title: e.time }, when(e.time))),
         el('td', {}, el('code', {}, e.who || '')),
-        el('td', {}, e.kind === 'admin' ? 'Admin change' : 'Tool call'),
+        el('td', {}, { admin: 'Admin change', trim: 'Trim' }[e.kind] || 'Tool call'),
         el('td', {}, what),
         el('td', {}, e.server_id || ''),
         el('td', {}, outcome),
@@ -102,7 +108,8 @@ export default {
         more.hidden = !next;
         const lost = Number(got && got.dropped) + Number(got && got.failed);
         state.textContent = `${shown} entr${shown === 1 ? 'y' : 'ies'} shown${next ? ' (older ones: Older entries)' : ''}` +
-          (got && got.retention ? ` · kept ${got.retention.replace(/0m0s$/, '').replace(/0s$/, '')}, at most ${got.max_entries}` : '') +
+          (got && got.retention ? ` · kept ${got.retention.replace(/0m0s$/, '').replace(/0s$/, '')}, at most ${got.max_entries} tool calls` +
+            (got.max_admin_entries ? ` and ${got.max_admin_entries} admin entries` : '') : '') +
           (got && got.details ? ' · tool arguments and results recorded' : '') +
           (lost > 0 ? ` · ${lost} entr${lost === 1 ? 'y' : 'ies'} lost by this replica (queue full or registry write failed)` : '');
         app.announce(`${entries.length} entr${entries.length === 1 ? 'y' : 'ies'} loaded.`);

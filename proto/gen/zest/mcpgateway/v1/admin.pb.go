@@ -3134,7 +3134,7 @@ type ListAuditRequest struct {
 	Before string `protobuf:"bytes,2,opt,name=before,proto3" json:"before,omitempty"`
 	// limit is how many entries to answer at most, the newest that match (1-1000; 0: 100).
 	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	// kind keeps one kind: "admin" or "tool"; empty: both.
+	// kind keeps one kind: "admin", "tool" or "trim"; empty: every kind.
 	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	// server keeps the entries of one server id (a tool call's server, an admin change's target).
 	Server string `protobuf:"bytes,5,opt,name=server,proto3" json:"server,omitempty"`
@@ -3227,16 +3227,20 @@ type ListAuditResponse struct {
 	Details bool `protobuf:"varint,3,opt,name=details,proto3" json:"details,omitempty"`
 	// retention is how long entries are kept (ZEST_AUDIT_RETENTION), as a Go duration ("720h0m0s").
 	Retention string `protobuf:"bytes,4,opt,name=retention,proto3" json:"retention,omitempty"`
-	// max_entries is how many entries the registry keeps at most (ZEST_AUDIT_MAX_ENTRIES).
+	// max_entries is how many tool calls the registry keeps at most (ZEST_AUDIT_MAX_ENTRIES).
 	MaxEntries int32 `protobuf:"varint,5,opt,name=max_entries,proto3" json:"max_entries,omitempty"`
 	// dropped counts the entries this replica lost since it started because its queue to the
 	// registry was full (a registry too slow for the calls); they are in no listing.
 	Dropped uint64 `protobuf:"varint,6,opt,name=dropped,proto3" json:"dropped,omitempty"`
 	// failed counts the entries this replica lost since it started because the registry refused
 	// or did not answer their write.
-	Failed        uint64 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Failed uint64 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	// max_admin_entries is how many admin entries (admin changes, approvals' decisions) the
+	// registry keeps at most, apart from the tool calls (ZEST_AUDIT_MAX_ADMIN_ENTRIES); the
+	// trims' own entries are bounded by it too, apart from both.
+	MaxAdminEntries int32 `protobuf:"varint,8,opt,name=max_admin_entries,proto3" json:"max_admin_entries,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListAuditResponse) Reset() {
@@ -3314,6 +3318,13 @@ func (x *ListAuditResponse) GetDropped() uint64 {
 func (x *ListAuditResponse) GetFailed() uint64 {
 	if x != nil {
 		return x.Failed
+	}
+	return 0
+}
+
+func (x *ListAuditResponse) GetMaxAdminEntries() int32 {
+	if x != nil {
+		return x.MaxAdminEntries
 	}
 	return 0
 }
@@ -3454,7 +3465,9 @@ type AuditEntry struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// time is when the change or the call ended, RFC 3339 in UTC with milliseconds.
 	Time string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
-	// kind is "admin" (a change through AdminService) or "tool" (a tool call on any path).
+	// kind is "admin" (a change through AdminService, an approval's decision among them), "tool"
+	// (a tool call on any path) or "trim" (a trim of the trail that removed entries, by
+	// "mcpgateway": trimmed says what). Each kind is kept and bounded apart from the others.
 	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	// who is the first 12 hex digits of the SHA-256 of the caller's key, or "anonymous".
 	Who string `protobuf:"bytes,4,opt,name=who,proto3" json:"who,omitempty"`
@@ -3486,8 +3499,10 @@ type AuditEntry struct {
 	Result string `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
 	// result_truncated is set when result was cut.
 	ResultTruncated bool `protobuf:"varint,17,opt,name=result_truncated,proto3" json:"result_truncated,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// trimmed is what a trim removed (kind "trim"): one item per kind and reason.
+	Trimmed       []*AuditTrimmed `protobuf:"bytes,18,rep,name=trimmed,proto3" json:"trimmed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuditEntry) Reset() {
@@ -3639,6 +3654,97 @@ func (x *AuditEntry) GetResultTruncated() bool {
 	return false
 }
 
+func (x *AuditEntry) GetTrimmed() []*AuditTrimmed {
+	if x != nil {
+		return x.Trimmed
+	}
+	return nil
+}
+
+// AuditTrimmed is what one trim of the audit trail removed of one kind for one reason.
+type AuditTrimmed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is the kind of the entries removed: "tool" or "admin".
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// reason is "retention" (older than ZEST_AUDIT_RETENTION) or "max_entries" (past the kind's
+	// bound: ZEST_AUDIT_MAX_ENTRIES for tool calls, ZEST_AUDIT_MAX_ADMIN_ENTRIES for admin entries).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// count is how many entries were removed.
+	Count int32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// from is when the oldest entry removed was stored (its id's time), RFC 3339 in UTC with
+	// milliseconds.
+	From string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
+	// to is when the newest entry removed was stored, as from.
+	To            string `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditTrimmed) Reset() {
+	*x = AuditTrimmed{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditTrimmed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditTrimmed) ProtoMessage() {}
+
+func (x *AuditTrimmed) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditTrimmed.ProtoReflect.Descriptor instead.
+func (*AuditTrimmed) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *AuditTrimmed) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AuditTrimmed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AuditTrimmed) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *AuditTrimmed) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *AuditTrimmed) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
 // ListApprovalsRequest asks for the pending approvals.
 type ListApprovalsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3648,7 +3754,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +3766,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +3779,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 // ListApprovalsResponse carries the tool calls that wait for approval, oldest first.
@@ -3690,7 +3796,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3702,7 +3808,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3715,7 +3821,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -3746,7 +3852,7 @@ type ApproveToolCallRequest struct {
 
 func (x *ApproveToolCallRequest) Reset() {
 	*x = ApproveToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3758,7 +3864,7 @@ func (x *ApproveToolCallRequest) String() string {
 func (*ApproveToolCallRequest) ProtoMessage() {}
 
 func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3771,7 +3877,7 @@ func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ApproveToolCallRequest) GetId() string {
@@ -3799,7 +3905,7 @@ type ApproveToolCallResponse struct {
 
 func (x *ApproveToolCallResponse) Reset() {
 	*x = ApproveToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +3917,7 @@ func (x *ApproveToolCallResponse) String() string {
 func (*ApproveToolCallResponse) ProtoMessage() {}
 
 func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +3930,7 @@ func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallResponse.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ApproveToolCallResponse) GetApproval() *Approval {
@@ -3848,7 +3954,7 @@ type DenyToolCallRequest struct {
 
 func (x *DenyToolCallRequest) Reset() {
 	*x = DenyToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3966,7 @@ func (x *DenyToolCallRequest) String() string {
 func (*DenyToolCallRequest) ProtoMessage() {}
 
 func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3979,7 @@ func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallRequest.ProtoReflect.Descriptor instead.
 func (*DenyToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DenyToolCallRequest) GetId() string {
@@ -3901,7 +4007,7 @@ type DenyToolCallResponse struct {
 
 func (x *DenyToolCallResponse) Reset() {
 	*x = DenyToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3913,7 +4019,7 @@ func (x *DenyToolCallResponse) String() string {
 func (*DenyToolCallResponse) ProtoMessage() {}
 
 func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3926,7 +4032,7 @@ func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallResponse.ProtoReflect.Descriptor instead.
 func (*DenyToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DenyToolCallResponse) GetApproval() *Approval {
@@ -3978,7 +4084,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3990,7 +4096,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4003,7 +4109,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Approval) GetId() string {
@@ -4410,7 +4516,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x12\n" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06server\x18\x05 \x01(\tR\x06server\x12\x10\n" +
-	"\x03who\x18\x06 \x01(\tR\x03who\"\xfb\x01\n" +
+	"\x03who\x18\x06 \x01(\tR\x03who\"\xa9\x02\n" +
 	"\x11ListAuditResponse\x128\n" +
 	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\x12 \n" +
 	"\vnext_before\x18\x02 \x01(\tR\vnext_before\x12\x18\n" +
@@ -4418,7 +4524,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\tretention\x18\x04 \x01(\tR\tretention\x12 \n" +
 	"\vmax_entries\x18\x05 \x01(\x05R\vmax_entries\x12\x18\n" +
 	"\adropped\x18\x06 \x01(\x04R\adropped\x12\x16\n" +
-	"\x06failed\x18\a \x01(\x04R\x06failed\"\x80\x01\n" +
+	"\x06failed\x18\a \x01(\x04R\x06failed\x12,\n" +
+	"\x11max_admin_entries\x18\b \x01(\x05R\x11max_admin_entries\"\x80\x01\n" +
 	"\x12ExportAuditRequest\x12\x14\n" +
 	"\x05after\x18\x01 \x01(\tR\x05after\x12\x16\n" +
 	"\x06before\x18\x02 \x01(\tR\x06before\x12\x12\n" +
@@ -4426,7 +4533,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x04 \x01(\tR\x06server\x12\x10\n" +
 	"\x03who\x18\x05 \x01(\tR\x03who\"O\n" +
 	"\x13ExportAuditResponse\x128\n" +
-	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\"\xd6\x03\n" +
+	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\"\x92\x04\n" +
 	"\n" +
 	"AuditEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4446,7 +4553,14 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\targuments\x18\x0e \x01(\tR\targuments\x120\n" +
 	"\x13arguments_truncated\x18\x0f \x01(\bR\x13arguments_truncated\x12\x16\n" +
 	"\x06result\x18\x10 \x01(\tR\x06result\x12*\n" +
-	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated\"\x16\n" +
+	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated\x12:\n" +
+	"\atrimmed\x18\x12 \x03(\v2 .zest.mcpgateway.v1.AuditTrimmedR\atrimmed\"t\n" +
+	"\fAuditTrimmed\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x05 \x01(\tR\x02to\"\x16\n" +
 	"\x14ListApprovalsRequest\"s\n" +
 	"\x15ListApprovalsResponse\x12:\n" +
 	"\tapprovals\x18\x01 \x03(\v2\x1c.zest.mcpgateway.v1.ApprovalR\tapprovals\x12\x1e\n" +
@@ -4524,7 +4638,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
@@ -4572,34 +4686,35 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*ExportAuditRequest)(nil),       // 43: zest.mcpgateway.v1.ExportAuditRequest
 	(*ExportAuditResponse)(nil),      // 44: zest.mcpgateway.v1.ExportAuditResponse
 	(*AuditEntry)(nil),               // 45: zest.mcpgateway.v1.AuditEntry
-	(*ListApprovalsRequest)(nil),     // 46: zest.mcpgateway.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),    // 47: zest.mcpgateway.v1.ListApprovalsResponse
-	(*ApproveToolCallRequest)(nil),   // 48: zest.mcpgateway.v1.ApproveToolCallRequest
-	(*ApproveToolCallResponse)(nil),  // 49: zest.mcpgateway.v1.ApproveToolCallResponse
-	(*DenyToolCallRequest)(nil),      // 50: zest.mcpgateway.v1.DenyToolCallRequest
-	(*DenyToolCallResponse)(nil),     // 51: zest.mcpgateway.v1.DenyToolCallResponse
-	(*Approval)(nil),                 // 52: zest.mcpgateway.v1.Approval
-	nil,                              // 53: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 54: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 55: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 56: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
+	(*AuditTrimmed)(nil),             // 46: zest.mcpgateway.v1.AuditTrimmed
+	(*ListApprovalsRequest)(nil),     // 47: zest.mcpgateway.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 48: zest.mcpgateway.v1.ListApprovalsResponse
+	(*ApproveToolCallRequest)(nil),   // 49: zest.mcpgateway.v1.ApproveToolCallRequest
+	(*ApproveToolCallResponse)(nil),  // 50: zest.mcpgateway.v1.ApproveToolCallResponse
+	(*DenyToolCallRequest)(nil),      // 51: zest.mcpgateway.v1.DenyToolCallRequest
+	(*DenyToolCallResponse)(nil),     // 52: zest.mcpgateway.v1.DenyToolCallResponse
+	(*Approval)(nil),                 // 53: zest.mcpgateway.v1.Approval
+	nil,                              // 54: zest.mcpgateway.v1.ServerInput.EnvEntry
+	nil,                              // 55: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 56: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 57: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 58: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	53, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
+	54, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
 	2,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	54, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	55, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	2,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	56, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	56, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	56, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	55, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	56, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	56, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	57, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	57, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	57, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	56, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	57, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	57, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	4,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	6,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
 	2,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	57, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	58, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
 	7,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
 	5,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	4,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
@@ -4611,8 +4726,8 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	5,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	5,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	56, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	56, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	57, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	57, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
 	28, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
 	28, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
 	33, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
@@ -4620,54 +4735,55 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	40, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
 	45, // 32: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
 	45, // 33: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	52, // 34: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	52, // 35: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	52, // 36: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	8,  // 37: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	10, // 38: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	12, // 39: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	14, // 40: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	16, // 41: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	18, // 42: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	20, // 43: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	22, // 44: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	24, // 45: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	29, // 46: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	31, // 47: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	34, // 48: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	36, // 49: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	26, // 50: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	38, // 51: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	41, // 52: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	43, // 53: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	46, // 54: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	48, // 55: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	50, // 56: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	9,  // 57: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	11, // 58: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	13, // 59: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	15, // 60: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	17, // 61: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	19, // 62: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	21, // 63: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	23, // 64: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	25, // 65: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	30, // 66: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	32, // 67: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	35, // 68: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	37, // 69: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	27, // 70: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	39, // 71: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	42, // 72: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	44, // 73: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	47, // 74: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	49, // 75: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	51, // 76: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	57, // [57:77] is the sub-list for method output_type
-	37, // [37:57] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	46, // 34: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
+	53, // 35: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	53, // 36: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	53, // 37: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	8,  // 38: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	10, // 39: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	12, // 40: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	14, // 41: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	16, // 42: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	18, // 43: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	20, // 44: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	22, // 45: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	24, // 46: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	29, // 47: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	31, // 48: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	34, // 49: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	36, // 50: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	26, // 51: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	38, // 52: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	41, // 53: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	43, // 54: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	47, // 55: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	49, // 56: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	51, // 57: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	9,  // 58: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	11, // 59: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	13, // 60: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	15, // 61: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	17, // 62: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	19, // 63: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	21, // 64: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	23, // 65: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	25, // 66: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	30, // 67: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	32, // 68: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	35, // 69: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	37, // 70: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	27, // 71: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	39, // 72: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	42, // 73: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	44, // 74: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	48, // 75: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	50, // 76: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	52, // 77: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	58, // [58:78] is the sub-list for method output_type
+	38, // [38:58] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4686,7 +4802,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
