@@ -343,7 +343,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// The one door: every tool call of every path (the admin API, /mcp's built-in tools,
 	// /mcp/servers/{id}, /mcp/presets/{id}, the chat loop) goes through this pipeline.
 	tools := toolcall.New(toolcall.Config{MaxOutputBytes: cfg.ToolOutputMaxBytes}, servers, up, cfg.Keys,
-		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithLogger(log))
+		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithAudit(trail), toolcall.WithLogger(log))
 	mcpHandler := mcpserve.New(mcpSrv, codec, reg, tools, log)
 	adminService := admin.New(servers, up, tools, log)
 	adminService.Activity = calls

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
@@ -134,7 +135,7 @@ func (p *Pipeline) resumeApproval(ctx context.Context, c *Call, cfg *mcpgatewayv
 	if bad != "" {
 		return &ApprovalError{State: ApprovalMismatch, Approval: id, Text: "the answer to the approval's input request: " + bad}
 	}
-	d, err := p.gate.Decide(ctx, id, approve, reason)
+	d, err := p.DecideByClient(ctx, id, approve, reason)
 	if err != nil && !errors.Is(err, approval.ErrDecided) { // decided first (an administrator, the expiry): that stands
 		return fmt.Errorf("deciding the approval of a tool of %q: %w", cfg.GetId(), err)
 	}
@@ -144,6 +145,19 @@ func (p *Pipeline) resumeApproval(ctx context.Context, c *Call, cfg *mcpgatewayv
 	p.gate.Forget(ctx, id)
 	p.log.InfoContext(ctx, "tool call approval decided", "server", cfg.GetId(), "tool", c.Tool, "approval", id, "state", d.GetState())
 	return p.decided(d)
+}
+
+// DecideByClient decides approval id as an MCP client's user answered it (its elicitation's
+// answer, or a retry's), and records the decision in the audit trail.
+func (p *Pipeline) DecideByClient(ctx context.Context, id string, approve bool, reason string) (*mcpgatewayv1.Approval, error) {
+	began := time.Now()
+	d, err := p.gate.Decide(ctx, id, approve, reason)
+	action := "client_deny_tool_call"
+	if approve {
+		action = "client_approve_tool_call"
+	}
+	p.audit.Admin(ctx, action, id, d.GetServerId(), err, time.Since(began), nil)
+	return d, err
 }
 
 // decided is nil for an approved call, else why it was not run.

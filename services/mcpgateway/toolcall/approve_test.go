@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
@@ -132,10 +133,13 @@ func (c *chatLike) Held(ctx context.Context, a *mcpgatewayv1.Approval) { c.k.Hel
 // input_required answer and an approval for its arguments; the retry that answers it runs
 // the same call (its arguments in any order), and a retry with other arguments, another
 // tool's, or one answering an approval an administrator decides, is refused and never runs.
+// The client's decision is in the audit trail.
 func TestAnApprovalCoversItsCallOnly(t *testing.T) {
 	f := newFixture(t, server("sh", func(c *mcpgatewayv1.ServerConfig) {
 		c.Approval, c.ApprovalBy = serverconfig.ApprovalRequired, serverconfig.ApprovalByClient
 	}), server("adm", func(c *mcpgatewayv1.ServerConfig) { c.Approval = serverconfig.ApprovalRequired }))
+	trail := audit.New(f.reg, audit.Config{})
+	f.p.audit = trail
 	accept := json.RawMessage(`{"action":"accept"}`)
 	first := func(args string) string {
 		k := &asker{canDecide: true, modern: true}
@@ -169,6 +173,17 @@ func TestAnApprovalCoversItsCallOnly(t *testing.T) {
 	}
 	if got := f.up.dispatched(); len(got) != before+1 || !strings.Contains(got[before], "echo harmless") {
 		t.Fatalf("dispatched %v", got[before:])
+	}
+	if err := trail.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	_ = f.reg.ListAudit(t.Context(), registry.AuditQuery{}, func(e *mcpgatewayv1.AuditEntry) bool {
+		actions = append(actions, e.GetKind()+" "+e.GetAction()+" "+e.GetTarget()+" "+e.GetServerId())
+		return true
+	})
+	if want := "admin client_approve_tool_call " + id + " sh"; len(actions) != 1 || actions[0] != want {
+		t.Fatalf("audit %q, want %q", actions, want)
 	}
 	if err := retry("sh", "exec", `{"n":1, "cmd":"echo harmless"}`, id); err == nil {
 		t.Fatal("an approval was spent twice")

@@ -27,6 +27,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
+	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -129,6 +130,10 @@ func WithActivity(log *activity.Log) Option { return func(p *Pipeline) { p.activ
 // WithApprovals holds the calls that need approval in gate; without it they are refused.
 func WithApprovals(gate *approval.Gate) Option { return func(p *Pipeline) { p.gate = gate } }
 
+// WithAudit records the decisions MCP clients take on approvals in the audit trail (an
+// administrator's are recorded by its own interceptor).
+func WithAudit(trail *audit.Log) Option { return func(p *Pipeline) { p.audit = trail } }
+
 // WithLogger sets the logger (slog.Default when absent).
 func WithLogger(log *slog.Logger) Option { return func(p *Pipeline) { p.log = log } }
 
@@ -143,6 +148,7 @@ type Pipeline struct {
 	keys     keyauth.Keys
 	builtin  Builtin
 	gate     *approval.Gate
+	audit    *audit.Log
 	activity *activity.Log
 	log      *slog.Logger
 	// limits are the servers' rate_limit and max_concurrency state (limits.go).
