@@ -128,7 +128,7 @@ func (c *Config) Validate() error {
 	if c.BodyReadTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))
 	}
-	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
+	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr, c.MetricsPublic), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
 	if _, err := parseKeyLimits(c); err != nil {
 		errs = append(errs, err)
 	}

@@ -96,7 +96,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	}
 
 	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins}
-	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && listen.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
 	// Limits per key (limits.go) count the calls that passed the key check, before their body

@@ -14,9 +14,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/listen"
 )
 
 // WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
@@ -45,16 +45,6 @@ func GetOnly(h http.Handler) http.Handler {
 	})
 }
 
-// IsLoopbackHost reports whether host (no port) names this machine's loopback.
-func IsLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Guard applies the checks in front of a handler.
 type Guard struct {
 	Keys           keyauth.Keys
@@ -73,7 +63,7 @@ func (g Guard) Host(next http.Handler) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		if !IsLoopbackHost(host) {
+		if !listen.IsLoopbackHost(host) {
 			WriteError(w, http.StatusMisdirectedRequest, "Host not allowed: this server listens on loopback only")
 			return
 		}
@@ -96,7 +86,7 @@ func (g Guard) originAllowed(origin string) bool {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return u.Scheme != "" // tauri://, app:// and the like
 	}
-	return IsLoopbackHost(u.Hostname())
+	return listen.IsLoopbackHost(u.Hostname())
 }
 
 // X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.

@@ -166,7 +166,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
 	}
-	errs = append(errs, metrics.ValidateAddr("mcpgateway-metrics-addr", c.MetricsAddr),
+	errs = append(errs, metrics.ValidateAddr("mcpgateway-metrics-addr", c.MetricsAddr, c.MetricsPublic),
 		metrics.ValidateApart("mcpgateway-metrics-addr", c.MetricsAddr, "mcpgateway-addr", c.Addr))
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
