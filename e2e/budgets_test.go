@@ -1,10 +1,101 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// batchOf is a JSON-RPC batch of n copies of a request of method (ids 1…n).
+func batchOf(n int, method string) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i+1, method)
+	}
+	return "[" + strings.Join(items, ",") + "]"
+}
+
+// TestBatchIsCappedAndEachMessageCounts: with a key held to 30 requests an hour (the admin
+// key, whose budget the suite's health polls leave alone), a 2025-03-26 session's batch of 51
+// is refused (400, a JSON-RPC error naming the limit of 50) and runs nothing, and a batch of n
+// takes n of the key's rate: 20 pass, 10 more are refused with 429 when 7 are left, 7 pass,
+// and the next request is over. (Before, a batch of any length counted as one request.)
+func TestBatchIsCappedAndEachMessageCounts(t *testing.T) {
+	const key = "batch-admin-key"
+	s := startSuite(t, "LEMONADE_API_KEY=batch-api-key", "LEMONADE_ADMIN_API_KEY="+key, "ZEST_RATE_LIMIT=30/h")
+	auth := "Authorization: Bearer " + key
+	session, _ := mcpInit(t, s, "2025-03-26", auth) // 1 of 30
+	answers := func(r Response) []map[string]any {
+		var out []map[string]any
+		if err := json.Unmarshal(r.Body, &out); err != nil {
+			t.Fatalf("a batch's answer is not an array: %d %s", r.Status, r.Body)
+		}
+		return out
+	}
+	r := mcpCall(t, s, session, batchOf(51, "ping"), auth) // 2
+	if e, _ := r.JSON(t)["error"].(map[string]any); r.Status != 400 || e["code"] != -32600.0 ||
+		!strings.Contains(fmt.Sprint(e["message"]), "a JSON-RPC batch holds at most 50 messages; this one holds 51") {
+		t.Fatalf("a batch of 51: %d %s", r.Status, r.Body)
+	}
+	if r = mcpCall(t, s, session, batchOf(20, "ping"), auth); r.Status != 200 || len(answers(r)) != 20 { // 22
+		t.Fatalf("a batch of 20: %d %s", r.Status, r.Body)
+	}
+	r = mcpCall(t, s, session, batchOf(10, "ping"), auth) // 23: 9 more wanted, 7 left
+	if e, _ := r.JSON(t)["error"].(map[string]any); r.Status != 429 || e["code"] != -32029.0 || r.Header.Get("Retry-After") == "" ||
+		!strings.Contains(fmt.Sprint(e["message"]), "may make 30 requests per hour (ZEST_RATE_LIMIT), and a batch counts each of its 10 messages") {
+		t.Fatalf("a batch of 10 with 7 left: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	if r = mcpCall(t, s, session, batchOf(7, "ping"), auth); r.Status != 200 || len(answers(r)) != 7 { // 30
+		t.Fatalf("a batch of 7 with 7 left: %d %s", r.Status, r.Body)
+	}
+	if r = mcpCall(t, s, session, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, auth); r.Status != 429 {
+		t.Fatalf("a request once the batches took all 30: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestBatchAnswerStopsAtTheMessageLimit: with a 4 MiB gRPC message limit, a 2025-03-26
+// batch of 30 tools/list of a server whose list is 300 kB (9 MB of answers) is answered
+// within the limit: the lists that fit, then an error for the one that did not (it ran) and
+// for each one after it (not run), each naming ZEST_GRPC_MAX_MESSAGE_BYTES. (Before, the whole
+// answer was built and its send failed: no answer at all.)
+func TestBatchAnswerStopsAtTheMessageLimit(t *testing.T) {
+	const limit = 4 << 20
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, fmt.Sprintf("ZEST_GRPC_MAX_MESSAGE_BYTES=%d", limit), "ZEST_MAX_BODY_BYTES=1048576")
+	registerServer(t, s, map[string]any{"id": "wide", "command": "node", "args": []string{filepath.Join(repoRoot(), "e2e", "testdata", "wide-server.mjs"), "300000"}})
+	session, _ := fedInit(t, s, "wide", "2025-03-26")
+	r := fedCall(t, s, "wide", session, batchOf(30, "tools/list"))
+	var out []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if r.Status != 200 || json.Unmarshal(r.Body, &out) != nil || len(out) != 30 {
+		t.Fatalf("a batch of 30 tools/list of 300 kB: %d %.300s", r.Status, r.Body)
+	}
+	lists := 0
+	for lists < len(out) && out[lists].Result != nil {
+		lists++
+	}
+	t.Logf("%d bytes answer the batch: %d lists, then errors; mcpgateway's peak RSS %d MiB", len(r.Body), lists, peakRSS(t, s, "zest-mcpgateway"))
+	if lists < 5 || lists == len(out) || len(r.Body) > limit {
+		t.Fatalf("%d lists in an answer of %d bytes; want some, not all, within %d", lists, len(r.Body), limit)
+	}
+	for i, o := range out[lists:] {
+		want := "Not run: this batch's answer reached its limit"
+		if i == 0 {
+			want = "This request ran, but its answer of"
+		}
+		if o.ID != lists+i+1 || o.Error.Code != -32603 || !strings.HasPrefix(o.Error.Message, want) || !strings.Contains(o.Error.Message, "ZEST_GRPC_MAX_MESSAGE_BYTES") {
+			t.Fatalf("answer %d: %+v; want %q", lists+i+1, o, want)
+		}
+	}
+}
 
 // TestDiagnosticsStayOnLoopback: the profiler and the metrics port answer anyone who reaches
 // them without a key, so every binary refuses to start (exit 2, before anything listens) when

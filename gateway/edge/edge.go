@@ -126,7 +126,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
-	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
+	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive,
+		Batch: limits.batch(mcpLimited)}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))

@@ -194,6 +194,33 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	})
 }
 
+// batch counts the other n−1 messages of a JSON-RPC batch of n against the rate of its
+// caller (mcphttp.Handler.Batch; the first was counted as the request): a batch of n takes n.
+// Over the rate, or more than its burst, it writes a 429 with write and returns false.
+func (l *keyLimits) batch(write limitedWriter) func(w http.ResponseWriter, r *http.Request, n int) bool {
+	return func(w http.ResponseWriter, r *http.Request, n int) bool {
+		key, role, label := l.caller(r)
+		lim, from := l.limitsOf(role)
+		var d ratelimit.Decision
+		if !lim.Rate.IsZero() && n > lim.Rate.Burst { // the bucket never holds the whole batch
+			d = ratelimit.Decision{Reason: ratelimit.ReasonBurst, RetryAfter: lim.Rate.Fill()}
+		} else {
+			d = l.table.Take(key, lim, n-1)
+		}
+		if d.OK {
+			return true
+		}
+		secs := ratelimit.RetryAfterSeconds(d.RetryAfter)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		msg := fmt.Sprintf("Rate limit exceeded: %s may make %s (%s), and a batch counts each of its %d messages; retry after %d s", label, lim.Rate.Words("requests"), from, n, secs)
+		if d.Reason == ratelimit.ReasonBurst {
+			msg = fmt.Sprintf("Rate limit exceeded: a batch of %d messages is more than the %d requests %s may make at once (%s, %s): send at most %d per batch", n, lim.Rate.Burst, label, lim.Rate.Words("requests"), from, lim.Rate.Burst)
+		}
+		write(w, msg, max(1, d.RetryAfter.Milliseconds()))
+		return false
+	}
+}
+
 // The 429 of each route family.
 
 // openAILimited is OpenAI's rate-limit error: {"error":{"message","type":"requests","param":null,"code":"rate_limit_exceeded"}}.

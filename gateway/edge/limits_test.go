@@ -247,3 +247,43 @@ func TestLimitsOff(t *testing.T) {
 		t.Fatal("an override's rate is ignored")
 	}
 }
+
+// TestBatchCountsEachMessage: a JSON-RPC batch of n takes n of its caller's rate (the first
+// as the request, the rest once the body is read), and one longer than mcpbatch.MaxMessages is
+// refused (400) before mcpgateway sees it.
+func TestBatchCountsEachMessage(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.Keys.API, c.RateLimit = apiKey, "10/h" })
+	api := append(append([]string{}, mcpPost...), "Authorization", "Bearer "+apiKey)
+	batch := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	a := do(t, "POST", te.url+"/mcp", batch(51), api...)
+	if a.status != 400 || !strings.Contains(a.body, `"code":-32600`) || !strings.Contains(a.body, "at most 50 messages; this one holds 51") || te.mcp.count() != 0 {
+		t.Fatalf("a batch of 51: %d %s (%d exchanges)", a.status, a.body, te.mcp.count())
+	}
+	if a := do(t, "POST", te.url+"/mcp", batch(5), api...); a.status != 200 { // 1 + 5 of 10 taken
+		t.Fatalf("a batch of 5: %d %s", a.status, a.body)
+	}
+	a = do(t, "POST", te.url+"/mcp", batch(5), api...) // 7 taken, 4 more wanted, 3 left
+	e, _ := a.json(t)["error"].(map[string]any)
+	if a.status != 429 || e["code"] != float64(ratelimit.JSONRPCCode) || a.header.Get("Retry-After") == "" ||
+		!strings.Contains(a.body, "a batch counts each of its 5 messages") || te.mcp.count() != 1 {
+		t.Fatalf("a batch of 5 over the rate: %d %v %s (%d exchanges)", a.status, a.header, a.body, te.mcp.count())
+	}
+	if a := do(t, "POST", te.url+"/mcp", batch(3), api...); a.status != 200 { // 10 taken
+		t.Fatalf("a batch of 3 within what is left: %d %s", a.status, a.body)
+	}
+	if a := do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, api...); a.status != 429 {
+		t.Fatalf("a request after the batches took the 10: %d %s", a.status, a.body)
+	}
+	// More than the burst can never pass: the message says how many a batch may hold.
+	te = startEdge(t, func(c *Config) { c.Keys.API, c.RateLimit = apiKey, "5/s" })
+	if a := do(t, "POST", te.url+"/mcp", batch(6), api...); a.status != 429 || !strings.Contains(a.body, "a batch of 6 messages is more than the 5 requests") ||
+		!strings.Contains(a.body, "send at most 5 per batch") {
+		t.Fatalf("a batch over the burst: %d %s", a.status, a.body)
+	}
+}

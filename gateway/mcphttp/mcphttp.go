@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/lib/mcpbatch"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -46,6 +47,10 @@ type Handler struct {
 	Log *slog.Logger
 	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
 	KeepAlive time.Duration
+	// Batch, when set, counts the messages of a JSON-RPC batch (n of them, 2 to
+	// mcpbatch.MaxMessages) against the caller's limits, the first having been counted as the
+	// request; false means it wrote the refusal.
+	Batch func(w http.ResponseWriter, r *http.Request, n int) bool
 }
 
 // ServeHTTP dispatches on the method.
@@ -181,6 +186,17 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		}
 		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
 		return
+	}
+	// A batch is refused past mcpbatch.MaxMessages before mcpgateway reads it (which refuses
+	// it too, for its gRPC callers), and each of its messages counts as a request.
+	if n, batch := mcpbatch.Count(body); batch {
+		if n > mcpbatch.MaxMessages {
+			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
+			return
+		}
+		if n > 1 && h.Batch != nil && !h.Batch(w, r, n) {
+			return
+		}
 	}
 	stream, err := h.MCP.Exchange(outgoing(r), exchangeRequest(r, body))
 	if err != nil {

@@ -337,6 +337,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	adminService.Approvals = gate
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
+	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
+	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.
