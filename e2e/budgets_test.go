@@ -1,13 +1,102 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
+
+// edgeGauge reads one unlabelled gauge of the edge's metrics (its suite started with
+// ZEST_EDGE_METRICS_ADDR=127.0.0.1:0 and ZEST_LOG_LEVEL=info, so that the address is logged).
+func edgeGauge(t *testing.T, s *Suite, name string) (float64, error) {
+	t.Helper()
+	m := metricsServing.FindStringSubmatch(s.Logs("zest-gateway"))
+	if m == nil {
+		return 0, fmt.Errorf("the edge has not logged its metrics address")
+	}
+	resp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in the edge's metrics", name)
+}
+
+// TestDefaultsServeAMachinesOwnWork: under the default limits an evaluation harness with the
+// API key holds 128 chat completions in flight at once against its own machine, and every one
+// is answered 200. (Before, the defaults held every key to 64 in flight: the rest got 429,
+// which Lemonade never answers.) The requests are held in flight by their bodies, sent in two
+// halves: the second halves go once the edge counts all 128 in flight.
+func TestDefaultsServeAMachinesOwnWork(t *testing.T) {
+	const key, inFlight = "harness-api-key", 128
+	s := startSuite(t, "LEMONADE_API_KEY="+key, "ZEST_EDGE_METRICS_ADDR=127.0.0.1:0", "ZEST_LOG_LEVEL=info")
+	body := `{"model":"builtin-llm","messages":[{"role":"user","content":"hello from the harness"}]}`
+	half := len(body) / 2
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}, Timeout: time.Minute}
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	results := make(chan result, inFlight)
+	writers := make([]*io.PipeWriter, inFlight)
+	for i := range writers {
+		pr, pw := io.Pipe()
+		writers[i] = pw
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/api/v1/chat/completions", pr)
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		go func() {
+			resp, err := client.Do(req)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			results <- result{resp.StatusCode, string(b), err}
+		}()
+		if _, err := io.WriteString(pw, body[:half]); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	waitFor(t, 20*time.Second, func() error {
+		if len(results) > 0 { // none can be answered before its second half: this one was refused
+			r := <-results
+			t.Fatalf("a completion answered before its body was whole: %d %v %.300s", r.status, r.err, r.body)
+		}
+		n, err := edgeGauge(t, s, "zest_http_requests_in_flight")
+		if err == nil && n < inFlight {
+			err = fmt.Errorf("%v requests in flight at the edge, want %d", n, inFlight)
+		}
+		return err
+	})
+	for _, pw := range writers {
+		io.WriteString(pw, body[half:])
+		pw.Close()
+	}
+	for range inFlight {
+		r := <-results
+		if r.err != nil || r.status != 200 || !strings.Contains(r.body, `"chat.completion"`) {
+			t.Fatalf("a completion of the 128: %d %v %.300s", r.status, r.err, r.body)
+		}
+	}
+}
 
 // batchOf is a JSON-RPC batch of n copies of a request of method (ids 1…n).
 func batchOf(n int, method string) string {

@@ -47,12 +47,17 @@ type Config struct {
 	AllowedOrigins []string
 	// MetricsAddr serves GET /metrics on its own port (ZEST_EDGE_METRICS_ADDR; "off": none).
 	MetricsAddr string
-	// RateLimit is the rate of every API route per key (ZEST_RATE_LIMIT, "N/s[:burst]" or
-	// "off"); ConcurrencyLimit its calls in flight per key (ZEST_CONCURRENCY_LIMIT, 0: none);
-	// RateLimitKeys the rates of some keys ("api=50/s,admin=off,3f2a9c1b0d4e=5/s"). See limits.go.
-	RateLimit        string
-	ConcurrencyLimit int
-	RateLimitKeys    string
+	// RateLimit is the rate of every API route per key, and per loopback address for callers
+	// without one (ZEST_RATE_LIMIT, "N/s[:burst]" or "off"); ConcurrencyLimit their calls in
+	// flight (ZEST_CONCURRENCY_LIMIT, 0: none); RateLimitKeys the rates of some keys
+	// ("api=50/s,admin=off,3f2a9c1b0d4e=5/s"). AnonymousRateLimit and
+	// AnonymousConcurrencyLimit are those of a caller without a key from another address, per
+	// address (ZEST_ANONYMOUS_RATE_LIMIT, ZEST_ANONYMOUS_CONCURRENCY_LIMIT). See limits.go.
+	RateLimit                 string
+	ConcurrencyLimit          int
+	RateLimitKeys             string
+	AnonymousRateLimit        string
+	AnonymousConcurrencyLimit int
 	// RateLimitMaxCallers bounds the callers tracked at once (0: ratelimit.DefaultMaxKeys).
 	RateLimitMaxCallers int
 }
@@ -70,6 +75,7 @@ func DefaultConfig() Config {
 		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MetricsAddr: DefaultMetricsAddr,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
+		AnonymousRateLimit: DefaultAnonymousRateLimit, AnonymousConcurrencyLimit: DefaultAnonymousConcurrencyLimit,
 	}
 }
 
@@ -95,9 +101,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
-	fs.StringVar(&c.RateLimit, "rate-limit", c.RateLimit, `requests per key on every API route: N/s, N/m or N/h with an optional burst ":B", or "off"`)
-	fs.IntVar(&c.ConcurrencyLimit, "concurrency-limit", c.ConcurrencyLimit, "requests in flight per key on every API route (0: no limit)")
-	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin, anonymous or a key's 12-hex hash, and a rate may be "off"`)
+	fs.StringVar(&c.RateLimit, "rate-limit", c.RateLimit, `requests per key (and per loopback address without one) on every API route: N/s, N/m or N/h with an optional burst ":B", or "off"`)
+	fs.IntVar(&c.ConcurrencyLimit, "concurrency-limit", c.ConcurrencyLimit, "requests in flight per key (and per loopback address without one) on every API route (0: no limit)")
+	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin or a key's 12-hex hash, and a rate may be "off"`)
+	fs.StringVar(&c.AnonymousRateLimit, "anonymous-rate-limit", c.AnonymousRateLimit, `requests per address of callers without a key from other machines, on every API route: a rate, or "off"`)
+	fs.IntVar(&c.AnonymousConcurrencyLimit, "anonymous-concurrency-limit", c.AnonymousConcurrencyLimit, "requests in flight per address of callers without a key from other machines (0: no limit)")
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
