@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -212,5 +213,70 @@ func TestDiagnosticsStayOnLoopback(t *testing.T) {
 				t.Errorf("%s with %v: refused: %s", bin, c.vars, out)
 			}
 		}
+	}
+}
+
+// clientFrom is an HTTP client whose connections come from the loopback address ip (Linux
+// routes all of 127.0.0.0/8 to lo): the edge sees callers of different addresses.
+func clientFrom(ip string, keepAlive bool) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: !keepAlive, MaxConnsPerHost: 1}}
+}
+
+// TestWrongKeysAreSlowedGoodKeysAreNot: an address that presented ZEST_AUTH_FAILURE_LIMIT's
+// burst of wrong keys (5 here) gets 429 with Retry-After for any key it presents on a new
+// connection — the right one too, so that a guess is never confirmed faster — on every route
+// and the WebSocket upgrade; a client that proved the API key on its connection before goes
+// on from the same address, and another address is not slowed at all. (Before, every wrong
+// key was a 401, about 8 000 a second.)
+func TestWrongKeysAreSlowedGoodKeysAreNot(t *testing.T) {
+	const key = "slowed-api-key"
+	s := startSuite(t, "LEMONADE_API_KEY="+key, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_AUTH_FAILURE_LIMIT=5/h")
+	get := func(c *http.Client, path, key string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", s.URL+path, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	}
+	proven, guesser := clientFrom("127.0.0.2", true), clientFrom("127.0.0.2", false)
+	if code, _, body := get(proven, "/api/v1/models", key); code != 200 {
+		t.Fatalf("the good client from 127.0.0.2: %d %s", code, body)
+	}
+	for i := range 5 {
+		if code, _, body := get(guesser, "/api/v1/models", fmt.Sprint("guess-", i)); code != 401 {
+			t.Fatalf("wrong key %d of 5: %d %s", i+1, code, body)
+		}
+	}
+	for _, path := range []string{"/api/v1/models", "/mcp", "/internal/mcp/servers", "/v1/health"} {
+		code, retry, body := get(guesser, path, "guess-5")
+		if code != 429 || retry != "720" || !strings.Contains(body, "Too many failed authentications from 127.0.0.2") {
+			t.Fatalf("a 6th wrong key on %s: %d %q %s", path, code, retry, body)
+		}
+	}
+	if code, _, body := get(guesser, "/api/v1/models", key); code != 429 {
+		t.Fatalf("the right key on a new connection from the throttled address: %d %s; want 429 (unchecked)", code, body)
+	}
+	if code, _, body := get(guesser, "/logs/stream?api_key=guess-6", ""); code != 429 {
+		t.Fatalf("a WebSocket upgrade with a wrong key from the throttled address: %d %s", code, body)
+	}
+	for range 3 {
+		if code, _, body := get(proven, "/api/v1/models", key); code != 200 {
+			t.Fatalf("the client that proved its key on its connection: %d %s", code, body)
+		}
+	}
+	other := clientFrom("127.0.0.1", false)
+	if code, _, body := get(other, "/api/v1/models", key); code != 200 {
+		t.Fatalf("the right key from another address: %d %s", code, body)
+	}
+	if code, _, body := get(other, "/api/v1/models", "guess-7"); code != 401 {
+		t.Fatalf("a wrong key from another address: %d %s; want 401 (its own budget)", code, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	"github.com/zestmcp/zest/lib/service"
 )
 
@@ -60,7 +61,16 @@ type Config struct {
 	AnonymousConcurrencyLimit int
 	// RateLimitMaxCallers bounds the callers tracked at once (0: ratelimit.DefaultMaxKeys).
 	RateLimitMaxCallers int
+	// AuthFailureLimit is how many wrong keys an address may present (ZEST_AUTH_FAILURE_LIMIT,
+	// a rate with its burst, or "off"); past it, keys from that address are answered 429
+	// unchecked (httpguard/failures.go).
+	AuthFailureLimit string
 }
+
+// DefaultAuthFailureLimit lets a person mistype a key many times over (30 at once, then one
+// a second) and holds a guesser to 86 400 keys a day per address, where one edge answered
+// about 8 000 wrong keys a second.
+const DefaultAuthFailureLimit = "1/s:30"
 
 // DefaultMetricsAddr is where the edge serves GET /metrics unless ZEST_EDGE_METRICS_ADDR says
 // otherwise: its own port, never the API's (as Lemonade does).
@@ -76,6 +86,7 @@ func DefaultConfig() Config {
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
 		AnonymousRateLimit: DefaultAnonymousRateLimit, AnonymousConcurrencyLimit: DefaultAnonymousConcurrencyLimit,
+		AuthFailureLimit: DefaultAuthFailureLimit,
 	}
 }
 
@@ -106,6 +117,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin or a key's 12-hex hash, and a rate may be "off"`)
 	fs.StringVar(&c.AnonymousRateLimit, "anonymous-rate-limit", c.AnonymousRateLimit, `requests per address of callers without a key from other machines, on every API route: a rate, or "off"`)
 	fs.IntVar(&c.AnonymousConcurrencyLimit, "anonymous-concurrency-limit", c.AnonymousConcurrencyLimit, "requests in flight per address of callers without a key from other machines (0: no limit)")
+	fs.StringVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, `wrong keys an address may present: a rate with its burst (N/s, N/m or N/h, ":B"), or "off"; past it, its keys are answered 429 unchecked`)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
@@ -139,6 +151,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr, c.MetricsPublic), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
 	if _, err := parseKeyLimits(c); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := ratelimit.ParseSetting(c.AuthFailureLimit); err != nil {
+		errs = append(errs, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w, or off", err))
 	}
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))

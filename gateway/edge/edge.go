@@ -95,7 +95,12 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
 
-	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins}
+	failureRate, err := ratelimit.ParseSetting(cfg.AuthFailureLimit)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w", err)
+	}
+	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins, Failures: httpguard.NewFailures(failureRate, cfg.RateLimitMaxCallers)}
 	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && listen.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
@@ -148,7 +153,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
+	(&lemond{cfg: cfg, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }
@@ -180,7 +185,10 @@ func (e *Edge) Run(ctx context.Context) error {
 func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
 	defer e.Close()
 	// Bodies are bounded per request (bodyDeadline says why not with ReadTimeout).
-	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.cfg.IdleTimeout}
+	// Each connection remembers the key it proved (httpguard.ConnContext): another caller's
+	// wrong keys from the same address do not slow it.
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.cfg.IdleTimeout,
+		ConnContext: httpguard.ConnContext}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	e.log.Info("http serving", "addr", lis.Addr().String())

@@ -36,6 +36,7 @@ const maxSettingsBody = 64 << 10
 // lemond serves the routes.
 type lemond struct {
 	cfg     Config
+	guard   httpguard.Guard // the key checks of the WebSockets (their upgrade and auth message)
 	infer   inferencev1.InferenceServiceClient
 	options inferencev1.ModelOptionsServiceClient
 	logs    *logstream.Hub

@@ -57,8 +57,8 @@ func (l *lemond) accept(w http.ResponseWriter, r *http.Request, keyOptional bool
 	tok, has := wsToken(r)
 	authed := false
 	if has || !keyOptional {
-		if err := l.cfg.Keys.CheckAPI(tok); err != nil {
-			httpguard.WriteError(w, http.StatusUnauthorized, err.Error())
+		if err := l.guard.Verify(r, tok, l.cfg.Keys.CheckAPI); err != nil {
+			httpguard.Refuse(w, err)
 			return nil, false, nil
 		}
 		authed = true
@@ -116,13 +116,21 @@ func readWS(ctx context.Context, c *websocket.Conn) (wsMessage, error) {
 	}
 }
 
-// checkAuth answers an "auth" message: auth.ok when its token is accepted.
-func (l *lemond) checkAuth(ctx context.Context, c *websocket.Conn, m wsMessage) (bool, error) {
+// checkAuth answers an "auth" message of the socket r upgraded: auth.ok when its token is
+// accepted. A wrong token counts as a failed authentication of r's address; from an address
+// over that budget the socket is told so and closed (an error ends it).
+func (l *lemond) checkAuth(ctx context.Context, r *http.Request, c *websocket.Conn, m wsMessage) (bool, error) {
 	tok := m.Token
 	if tok == "" {
 		tok = m.APIKey
 	}
-	if l.cfg.Keys.CheckAPI(strings.TrimPrefix(tok, "Bearer ")) != nil {
+	if err := l.guard.Verify(r, strings.TrimPrefix(tok, "Bearer "), l.cfg.Keys.CheckAPI); err != nil {
+		var th *httpguard.ThrottledError
+		if errors.As(err, &th) {
+			_ = writeWS(ctx, c, wsError(err.Error()))
+			c.Close(websocket.StatusPolicyViolation, "too many failed authentications")
+			return false, err
+		}
 		return false, writeWS(ctx, c, wsError("Invalid API key"))
 	}
 	return true, writeWS(ctx, c, map[string]any{"type": "auth.ok"})
@@ -152,7 +160,7 @@ func (l *lemond) logStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if m.Type == "auth" {
-			if _, err := l.checkAuth(ctx, c, m); err != nil {
+			if _, err := l.checkAuth(ctx, r, c, m); err != nil {
 				return
 			}
 			continue
@@ -222,7 +230,7 @@ func (l *lemond) spanStream(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case m.Type == "auth":
-			ok, err := l.checkAuth(ctx, c, m)
+			ok, err := l.checkAuth(ctx, r, c, m)
 			if err != nil {
 				return
 			}

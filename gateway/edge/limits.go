@@ -134,7 +134,7 @@ func (l *keyLimits) caller(r *http.Request) (key, role, label string) {
 			return roleAPI, roleAPI, "the API key (" + keyauth.EnvAPIKey + ")"
 		}
 	}
-	addr := clientAddr(r.RemoteAddr)
+	addr := httpguard.ClientAddr(r.RemoteAddr)
 	if isLoopback(r.RemoteAddr) {
 		return "addr " + addr, roleLoopback, "the address " + addr
 	}
@@ -149,22 +149,6 @@ func isLoopback(remote string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// clientAddr is the address a caller is limited by: its IP, an IPv6 one by its /64.
-func clientAddr(remote string) string {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip.To4() == nil {
-		return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
-	}
-	return ip.String()
 }
 
 // off reports whether no caller is limited at all (both sets of limits off, no override that

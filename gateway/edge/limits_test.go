@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -230,8 +231,8 @@ func TestClientAddr(t *testing.T) {
 		"[::ffff:192.0.2.1]:1":       "192.0.2.1",
 		"not-an-address":             "not-an-address",
 	} {
-		if got := clientAddr(in); got != want {
-			t.Errorf("clientAddr(%q) = %q, want %q", in, got, want)
+		if got := httpguard.ClientAddr(in); got != want {
+			t.Errorf("ClientAddr(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

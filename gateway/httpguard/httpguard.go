@@ -51,6 +51,8 @@ type Guard struct {
 	AllowedOrigins []string
 	// LoopbackOnly refuses Host headers that do not name loopback (set when the listener is loopback).
 	LoopbackOnly bool
+	// Failures, when set, slows failed authentications per address (failures.go).
+	Failures *Failures
 }
 
 // Host refuses a foreign Host header on a loopback listener (421 Misdirected Request).
@@ -130,8 +132,8 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 // APIKey requires the API key (or the admin key) when LEMONADE_API_KEY is set.
 func (g Guard) APIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			WriteError(w, http.StatusUnauthorized, err.Error())
+		if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAPI); err != nil {
+			Refuse(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -153,12 +155,8 @@ func (g Guard) AdminNotConfigured(next http.Handler) http.Handler {
 // AdminKey requires the admin key (falling back to the API key).
 func (g Guard) AdminKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.Keys.CheckAdmin(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			if err == keyauth.ErrAdminNotConfigured {
-				WriteError(w, http.StatusForbidden, err.Error())
-				return
-			}
-			WriteError(w, http.StatusUnauthorized, err.Error())
+		if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAdmin); err != nil {
+			Refuse(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)

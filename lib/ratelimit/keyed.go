@@ -146,6 +146,32 @@ func (k *Keyed) Take(key string, l Limits, n int) Decision {
 	return Decision{OK: true, Overflow: overflow}
 }
 
+// Wait is how long key waits for one token of its bucket under limits l, without taking it
+// (0: one is there, or l has no rate). A key without an entry makes none: it waits only when
+// the table is full (it would share the overflow entry) and that entry waits.
+func (k *Keyed) Wait(key string, l Limits) time.Duration {
+	if l.Rate.IsZero() {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[key]
+	if !ok {
+		if len(k.m) < k.max || k.overflow == nil {
+			return 0
+		}
+		e = k.overflow
+	}
+	if e.lim == nil || e.limits.Rate != l.Rate {
+		return 0 // a bucket of other limits: Admit starts a full one
+	}
+	now := k.now()
+	if tokens := e.lim.TokensAt(now); tokens < 1 {
+		return max(time.Duration((1-tokens)/float64(e.lim.Limit())*float64(time.Second)), time.Millisecond)
+	}
+	return 0
+}
+
 // entry returns key's entry, making one (after a sweep at the cap) or handing out the
 // overflow entry when the table is full of busy ones. Called with mu held.
 func (k *Keyed) entry(key string, l Limits, now time.Time) (*entry, bool) {

@@ -213,3 +213,38 @@ func TestTake(t *testing.T) {
 		t.Fatal("no rate: Take refused")
 	}
 }
+
+// TestWait: Wait tells when a token is next free without taking one and without making an
+// entry for a key it does not know.
+func TestWait(t *testing.T) {
+	k, c := fakeKeyed(2)
+	l := Limits{Rate: Rate{Count: 2, Per: time.Second, Burst: 2}}
+	if w := k.Wait("a", l); w != 0 || k.Len() != 0 {
+		t.Fatalf("an unknown key: wait %v, %d entries", w, k.Len())
+	}
+	k.Admit("a", l)
+	if w := k.Wait("a", l); w != 0 {
+		t.Fatalf("one token left: wait %v", w)
+	}
+	k.Admit("a", l)
+	for range 3 { // waiting takes nothing
+		if w := k.Wait("a", l); w != 500*time.Millisecond {
+			t.Fatalf("an empty bucket at 2/s: wait %v, want 500ms", w)
+		}
+	}
+	c.add(500 * time.Millisecond)
+	if w := k.Wait("a", l); w != 0 {
+		t.Fatalf("after 500ms: wait %v", w)
+	}
+	// A full table: an unknown key waits as the overflow entry does.
+	k.Admit("b", l)
+	k.Admit("b", l)
+	k.Admit("c", l)
+	k.Admit("c", l)
+	if w := k.Wait("d", l); w == 0 {
+		t.Fatal("an unknown key beside a full table of busy keys and a spent overflow entry does not wait")
+	}
+	if w := k.Wait("a", Limits{}); w != 0 {
+		t.Fatalf("no rate: wait %v", w)
+	}
+}
