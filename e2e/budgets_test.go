@@ -2,15 +2,18 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -278,5 +281,159 @@ func TestWrongKeysAreSlowedGoodKeysAreNot(t *testing.T) {
 	}
 	if code, _, body := get(other, "/api/v1/models", "guess-7"); code != 401 {
 		t.Fatalf("a wrong key from another address: %d %s; want 401 (its own budget)", code, body)
+	}
+}
+
+// streamClient opens MCP GET streams: each holds its own connection, and the answer's headers
+// must come within 5 s (an edge out of descriptors never answers).
+var streamClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 5 * time.Second}}
+
+// openMCPStream opens the GET stream of session at url; an answer other than 200 is read whole
+// and returned with its Retry-After. The stream stays open until the test ends or close.
+func openMCPStream(t *testing.T, url, session string, headers ...string) (status int, body string, close func(), err error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		cancel()
+		return 0, "", nil, err
+	}
+	if resp.StatusCode != 200 {
+		defer cancel()
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After") + " " + string(b), nil, nil
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	return 200, "", func() { cancel(); resp.Body.Close() }, nil
+}
+
+// want429Stream checks a stream's refusal: 429, Retry-After, /mcp's JSON-RPC error -32029
+// naming the bound.
+func want429Stream(t *testing.T, what string, code int, body string, err error, msg string) {
+	t.Helper()
+	if err != nil || code != 429 || !strings.HasPrefix(body, "1 ") || !strings.Contains(body, `"code":-32029`) || !strings.Contains(body, msg) {
+		t.Fatalf("%s: %d %v %s; want 429 naming %q", what, code, err, body, msg)
+	}
+}
+
+// TestStreamsAreBoundedPerSessionKeyAndInAll: with small bounds (1 GET stream a session, 2 a
+// key, 3 in all) the stream past each bound is refused — 429, Retry-After, a JSON-RPC error
+// naming its setting — on /mcp and a federated endpoint alike, while the admin routes and
+// /live answer; a closed stream frees its place. (Before, one key opened 20 000 and the edge
+// ran out of descriptors.)
+func TestStreamsAreBoundedPerSessionKeyAndInAll(t *testing.T) {
+	const key = "streams-api-key"
+	s := startSuite(t, "LEMONADE_API_KEY="+key, "LEMONADE_ADMIN_API_KEY="+adminKey,
+		"ZEST_STREAMS_PER_SESSION=1", "ZEST_STREAMS_PER_KEY=2", "ZEST_MAX_STREAMS=3")
+	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
+	api, adm := "Authorization: Bearer "+key, adminAuth
+	a, _ := mcpInit(t, s, "2025-11-25", api)
+	b, _ := mcpInit(t, s, "2025-11-25", api)
+	c, _ := mcpInit(t, s, "2025-11-25", api)
+	d, _ := mcpInit(t, s, "2025-11-25", adm)
+	e, _ := fedInit(t, s, "echo", "2025-11-25", adm)
+
+	code, body, closeA, err := openMCPStream(t, s.URL+"/mcp", a, api)
+	if err != nil || code != 200 {
+		t.Fatalf("the first stream: %d %v %s", code, err, body)
+	}
+	code, body, _, err = openMCPStream(t, s.URL+"/mcp", a, api)
+	want429Stream(t, "a second stream of one session", code, body, err, "this session holds 1 GET streams open, its limit (ZEST_STREAMS_PER_SESSION)")
+	if code, body, _, err := openMCPStream(t, s.URL+"/mcp", b, api); err != nil || code != 200 {
+		t.Fatalf("a second session's stream: %d %v %s", code, err, body)
+	}
+	code, body, _, err = openMCPStream(t, s.URL+"/mcp", c, api)
+	want429Stream(t, "a third stream of the API key", code, body, err, "the API key (LEMONADE_API_KEY) holds 2 streams open, its limit (ZEST_STREAMS_PER_KEY)")
+	if code, body, _, err := openMCPStream(t, s.URL+"/mcp", d, adm); err != nil || code != 200 {
+		t.Fatalf("the admin key's stream: %d %v %s", code, err, body)
+	}
+	code, body, _, err = openMCPStream(t, fedURL(s, "echo"), e, adm)
+	want429Stream(t, "a fourth stream in all (federated)", code, body, err, "the edge holds 3 streams open, its limit (ZEST_MAX_STREAMS")
+	if r := do(t, "GET", s.URL+"/live", ""); r.Status != 200 {
+		t.Fatalf("/live beside the streams: %d", r.Status)
+	}
+	if r := admin(t, s, "GET", "/servers", ""); r.Status != 200 {
+		t.Fatalf("an admin route beside the streams: %d %s", r.Status, r.Body)
+	}
+	closeA()
+	waitFor(t, 10*time.Second, func() error {
+		if code, body, _, err := openMCPStream(t, s.URL+"/mcp", c, api); err != nil || code != 200 {
+			return fmt.Errorf("a stream once one closed: %d %v %s", code, err, body)
+		}
+		return nil
+	})
+}
+
+// TestStreamsLeaveDescriptorsForTheAdminRoutes: an edge started with 500 descriptors (prlimit)
+// holds streams until its bound in all — what the open-file limit leaves after the
+// descriptors it keeps for everything else, as /internal/config says — then refuses the next
+// with 429, and /live, the admin routes and an ordinary call still answer. (Before, the streams
+// took every descriptor: the edge accepted no connection at all, the admin's included.)
+func TestStreamsLeaveDescriptorsForTheAdminRoutes(t *testing.T) {
+	const nofile = 500
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) is needed: %v", err)
+	}
+	// ZEST_RATE_LIMIT=off is the default; said here so that the test measures the descriptors
+	// on an edge whose default was 100 requests a second too.
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_RATE_LIMIT=off")
+	s.Kill("zest-gateway", syscall.SIGTERM)
+	cmd := exec.Command(prlimit, fmt.Sprintf("--nofile=%d:%d", nofile, nofile), filepath.Join(binDir, "zest-gateway"))
+	cmd.Env = s.Env
+	s.procs["zest-gateway"] = startProc(t, "zest-gateway", cmd, false)
+	s.WaitHealthy()
+
+	opened, session := 0, ""
+	var refusal string
+	for opened < nofile {
+		if opened%2 == 0 { // two GET streams a session, its default bound
+			session, _ = mcpInit(t, s, "2025-11-25")
+		}
+		code, body, _, err := openMCPStream(t, s.URL+"/mcp", session)
+		if err != nil {
+			t.Fatalf("stream %d: %v (the edge ran out of descriptors?)", opened+1, err)
+		}
+		if code != 200 {
+			want429Stream(t, fmt.Sprintf("stream %d", opened+1), code, body, err, "the edge holds")
+			refusal = body
+			break
+		}
+		opened++
+	}
+	t.Logf("%d streams held with %d descriptors; then: %s", opened, nofile, refusal)
+	quick := &http.Client{Timeout: 5 * time.Second}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/live", ""}, {"GET", "/internal/mcp/servers", ""}, {"GET", "/internal/config", ""},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), c.method, s.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", session)
+		resp, err := quick.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s beside %d streams: %v", c.method, c.path, opened, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s beside %d streams: %d %s", c.method, c.path, opened, resp.StatusCode, b)
+		}
+		if c.path == "/internal/config" {
+			var cfg map[string]any
+			if json.Unmarshal(b, &cfg) != nil || cfg["max_streams"] != float64(opened) {
+				t.Fatalf("/internal/config says max_streams %v; %d were held", cfg["max_streams"], opened)
+			}
+		}
 	}
 }

@@ -61,6 +61,10 @@ type Config struct {
 	AnonymousConcurrencyLimit int
 	// RateLimitMaxCallers bounds the callers tracked at once (0: ratelimit.DefaultMaxKeys).
 	RateLimitMaxCallers int
+	// StreamsPerSession, StreamsPerKey and MaxStreams bound the MCP streams held open
+	// (ZEST_STREAMS_PER_SESSION, ZEST_STREAMS_PER_KEY, ZEST_MAX_STREAMS; 0: DefaultMaxStreams
+	// or what the open-file limit allows). See streams.go.
+	StreamsPerSession, StreamsPerKey, MaxStreams int
 	// AuthFailureLimit is how many wrong keys an address may present (ZEST_AUTH_FAILURE_LIMIT,
 	// a rate with its burst, or "off"); past it, keys from that address are answered 429
 	// unchecked (httpguard/failures.go).
@@ -86,7 +90,7 @@ func DefaultConfig() Config {
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
 		AnonymousRateLimit: DefaultAnonymousRateLimit, AnonymousConcurrencyLimit: DefaultAnonymousConcurrencyLimit,
-		AuthFailureLimit: DefaultAuthFailureLimit,
+		AuthFailureLimit: DefaultAuthFailureLimit, StreamsPerSession: DefaultStreamsPerSession, StreamsPerKey: DefaultStreamsPerKey,
 	}
 }
 
@@ -117,6 +121,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin or a key's 12-hex hash, and a rate may be "off"`)
 	fs.StringVar(&c.AnonymousRateLimit, "anonymous-rate-limit", c.AnonymousRateLimit, `requests per address of callers without a key from other machines, on every API route: a rate, or "off"`)
 	fs.IntVar(&c.AnonymousConcurrencyLimit, "anonymous-concurrency-limit", c.AnonymousConcurrencyLimit, "requests in flight per address of callers without a key from other machines (0: no limit)")
+	fs.IntVar(&c.StreamsPerSession, "streams-per-session", c.StreamsPerSession, "GET streams one MCP session may hold open at once")
+	fs.IntVar(&c.StreamsPerKey, "streams-per-key", c.StreamsPerKey, "MCP streams (GET, and 2026-07-28's subscriptions/listen) one key, or one address without a key, may hold open at once")
+	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "MCP streams held open in all (0: 4096, or fewer when the open-file limit leaves less after the descriptors kept for the other routes)")
 	fs.StringVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, `wrong keys an address may present: a rate with its burst (N/s, N/m or N/h, ":B"), or "off"; past it, its keys are answered 429 unchecked`)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
@@ -150,6 +157,12 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr, c.MetricsPublic), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
 	if _, err := parseKeyLimits(c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkStreamSettings(c); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := streamsInAll(c.MaxStreams, openFileLimit()); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := ratelimit.ParseSetting(c.AuthFailureLimit); err != nil {

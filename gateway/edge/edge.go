@@ -131,8 +131,15 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
+	inAll, err := streamsInAll(cfg.MaxStreams, openFileLimit())
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	held := holds{table: ratelimit.NewKeyed(0)}
+	streams := &streams{holds: held, perSession: cfg.StreamsPerSession, perKey: cfg.StreamsPerKey, inAll: inAll, caller: limits.caller}
 	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive,
-		Batch: limits.batch(mcpLimited)}
+		Batch: limits.batch(mcpLimited), Hold: streams.hold}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
@@ -153,7 +160,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
+	(&lemond{cfg: cfg, streams: inAll, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }

@@ -36,6 +36,7 @@ const maxSettingsBody = 64 << 10
 // lemond serves the routes.
 type lemond struct {
 	cfg     Config
+	streams int             // the bound in all on MCP streams, as the open-file limit left it (streamsInAll)
 	guard   httpguard.Guard // the key checks of the WebSockets (their upgrade and auth message)
 	infer   inferencev1.InferenceServiceClient
 	options inferencev1.ModelOptionsServiceClient
@@ -122,6 +123,9 @@ var readOnly = map[string]string{
 	"mcpgateway_addr":          "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
 	"inference_addr":           "ZEST_INFERENCE_ADDR (--inference-addr)",
 	"toolhost_addr":            "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
+	"streams_per_session":      "ZEST_STREAMS_PER_SESSION (--streams-per-session)",
+	"streams_per_key":          "ZEST_STREAMS_PER_KEY (--streams-per-key)",
+	"max_streams":              "ZEST_MAX_STREAMS (--max-streams) and the open-file limit",
 	"models_dir":               "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
 	"extra_models_dir":         "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
 	"max_loaded_models":        "nowhere: Zest loads every model it serves, with no cap per type (-1)",
@@ -153,6 +157,9 @@ func (l *lemond) snapshot() map[string]any {
 		"mcpgateway_addr":      l.cfg.McpgatewayAddr,
 		"inference_addr":       l.cfg.InferenceAddr,
 		"toolhost_addr":        l.cfg.ToolhostAddr,
+		"streams_per_session":  l.cfg.StreamsPerSession,
+		"streams_per_key":      l.cfg.StreamsPerKey,
+		"max_streams":          l.streams,
 		"models_dir":           "",
 		"extra_models_dir":     "",
 		// Zest caps no type and never evicts a model (lemond's memory settings, which GUI3's

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
@@ -181,9 +182,9 @@ func (l *keyLimits) limitsOf(role string) (lim ratelimit.Limits, rateFrom, concu
 // limitedWriter writes a 429 in a route family's shape (Retry-After is set already).
 type limitedWriter func(w http.ResponseWriter, msg string, retryAfterMs int64)
 
-// wrap limits the calls of next per caller; write answers a refused one. A GET on an MCP
-// endpoint (the long-lived stream of server messages) counts against the rate but not the
-// calls in flight: a client holds it open for hours.
+// wrap limits the calls of next per caller; write answers a refused one. A stream of an MCP
+// endpoint (mcphttp.IsStream) counts against the rate but not the calls in flight: a client
+// holds it open for hours, and the streams have bounds of their own (streams.go).
 func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	if l.off() {
 		return next
@@ -191,7 +192,7 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, role, label := l.caller(r)
 		lim, from, concurrencyFrom := l.limitsOf(role)
-		stream := r.Method == http.MethodGet && under(r.URL.Path, "/mcp")
+		stream := under(r.URL.Path, "/mcp") && mcphttp.IsStream(r)
 		if stream {
 			lim.Concurrency = 0
 		}

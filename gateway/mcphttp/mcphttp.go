@@ -51,6 +51,28 @@ type Handler struct {
 	// mcpbatch.MaxMessages) against the caller's limits, the first having been counted as the
 	// request; false means it wrote the refusal.
 	Batch func(w http.ResponseWriter, r *http.Request, n int) bool
+	// Hold, when set, admits a stream (IsStream) before it opens: release ends it; false
+	// means it wrote the refusal.
+	Hold func(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
+}
+
+// IsStream reports whether r opens a stream its client holds open: a GET, the session's
+// stream of server messages, or a POST subscriptions/listen of protocol 2026-07-28 (its
+// Mcp-Method header, which that protocol requires and mcpgateway checks against the body).
+func IsStream(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodPost && r.Header.Get(HeaderMethod) == "subscriptions/listen"
+}
+
+// hold admits r's stream (Hold); a nil release means the refusal is written.
+func (h *Handler) hold(w http.ResponseWriter, r *http.Request) (release func()) {
+	if h.Hold == nil {
+		return func() {}
+	}
+	release, ok := h.Hold(w, r)
+	if !ok {
+		return nil
+	}
+	return release
 }
 
 // ServeHTTP dispatches on the method.
@@ -90,6 +112,11 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: the Accept header of GET /mcp must include text/event-stream")
 		return
 	}
+	release := h.hold(w, r)
+	if release == nil {
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(outgoing(r))
 	defer cancel()
 	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
@@ -176,6 +203,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		WriteError(w, http.StatusUnsupportedMediaType, -32600, "Unsupported Media Type: the Content-Type header of POST /mcp must be application/json")
 		return
+	}
+	if IsStream(r) {
+		release := h.hold(w, r)
+		if release == nil {
+			return
+		}
+		defer release()
 	}
 	body, err := httpguard.ReadBody(r)
 	if err != nil {
