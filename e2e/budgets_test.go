@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 )
 
 // edgeGauge reads one unlabelled gauge of the edge's metrics (its suite started with
@@ -435,5 +438,55 @@ func TestStreamsLeaveDescriptorsForTheAdminRoutes(t *testing.T) {
 				t.Fatalf("/internal/config says max_streams %v; %d were held", cfg["max_streams"], opened)
 			}
 		}
+	}
+}
+
+// TestKeylessSocketsLeaveTheKeyedSlots: 64 span sockets opened without a key (which may send
+// it in a first message) from 16 addresses get the 16 places of their own pool (4 an address;
+// the rest 429 with Retry-After), and a GUI with the key still opens its log and span sockets
+// and is served. (Before, the 64 keyless sockets took every slot: the GUI got 503.)
+func TestKeylessSocketsLeaveTheKeyedSlots(t *testing.T) {
+	const key = "sockets-api-key"
+	s := startSuite(t, "LEMONADE_API_KEY="+key)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(s.URL, "http")
+	opened, refused := 0, 0
+	for i := range 64 {
+		from := fmt.Sprintf("127.0.0.%d", 1+i/4)
+		c, resp, err := websocket.Dial(ctx, ws+"/spans/stream?client_session_id=x", &websocket.DialOptions{HTTPClient: clientFrom(from, true)})
+		switch {
+		case err == nil:
+			opened++
+			t.Cleanup(func() { c.CloseNow() })
+		case resp != nil && resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "1":
+			refused++
+		default:
+			t.Fatalf("keyless socket %d from %s: %v %v", i+1, from, err, resp)
+		}
+	}
+	if opened != 16 || refused != 48 {
+		t.Fatalf("64 keyless span sockets: %d opened, %d refused 429; want 16 and 48", opened, refused)
+	}
+	var msg map[string]any
+	logs, _, err := websocket.Dial(ctx, ws+"/logs/stream?api_key="+key+"&client_session_id=x", nil)
+	if err != nil {
+		t.Fatalf("the GUI's log socket beside them: %v", err)
+	}
+	defer logs.CloseNow()
+	if err := wsjson.Write(ctx, logs, map[string]any{"type": "logs.subscribe", "after_seq": nil}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wsjson.Read(ctx, logs, &msg); err != nil || msg["type"] != "logs.snapshot" {
+		t.Fatalf("the GUI's log socket: %v %v", err, msg)
+	}
+	spans, _, err := websocket.Dial(ctx, ws+"/spans/stream?api_key="+key+"&client_session_id=x", nil)
+	if err != nil {
+		t.Fatalf("the GUI's span socket beside them: %v", err)
+	}
+	defer spans.CloseNow()
+	_ = wsjson.Write(ctx, spans, map[string]any{"type": "auth", "token": key})
+	if err := wsjson.Read(ctx, spans, &msg); err != nil || msg["type"] != "auth.ok" {
+		t.Fatalf("the GUI's span socket: %v %v", err, msg)
 	}
 }

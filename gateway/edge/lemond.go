@@ -42,7 +42,7 @@ type lemond struct {
 	options inferencev1.ModelOptionsServiceClient
 	logs    *logstream.Hub
 	cpu     cpuSampler
-	ws      wsLimits
+	held    holds // the WebSockets' slots, in the table of the MCP streams
 }
 
 // registerLemond adds the routes under each prefix and at the root paths GUI3 uses

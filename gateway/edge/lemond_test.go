@@ -3,6 +3,8 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -313,5 +315,114 @@ func TestSpanStream(t *testing.T) {
 	defer rcancel()
 	if err := wsjson.Read(rctx, c, &msg); err == nil {
 		t.Fatalf("a span was sent: %v", msg)
+	}
+}
+
+// TestWebSocketSlots: keyless span sockets (which send their key in a first message) have a
+// pool of their own, 4 per address and 16 in all, so that they never take a keyed caller's
+// slot; keyed sockets are bounded per key (16) and in all (64); a pending socket that proves
+// its key moves to the keyed pool; each refusal is 429 with Retry-After naming the bound. (Before,
+// 64 keyless sockets of any address took every slot: a keyed GUI got 503.)
+func TestWebSocketSlots(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{API: apiKey, Admin: adminKey} })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(path, from string) (*websocket.Conn, int, string) {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, resp, err := websocket.Dial(ctx, wsURL(te, path), &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("%s from %s: %v", path, from, err)
+			}
+			return nil, resp.StatusCode, resp.Header.Get("Retry-After")
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		return c, 101, ""
+	}
+	var pending []*websocket.Conn
+	for range wsPendingPerAddr {
+		c, code, _ := dial("/spans/stream", "127.0.0.1")
+		if c == nil {
+			t.Fatalf("a keyless span socket within the bound: %d", code)
+		}
+		pending = append(pending, c)
+	}
+	if c, code, retry := dial("/spans/stream", "127.0.0.1"); c != nil || code != 429 || retry != "1" {
+		t.Fatalf("a 5th keyless span socket of one address: %d %q", code, retry)
+	}
+	for i := 2; i <= 4; i++ { // three more addresses fill the pending pool of 16
+		for range wsPendingPerAddr {
+			if c, code, _ := dial("/spans/stream", fmt.Sprintf("127.0.0.%d", i)); c == nil {
+				t.Fatalf("a keyless span socket from 127.0.0.%d: %d", i, code)
+			}
+		}
+	}
+	if c, code, _ := dial("/spans/stream", "127.0.0.5"); c != nil || code != 429 {
+		t.Fatalf("a 17th keyless span socket: %d", code)
+	}
+	// The keyed pool is untouched: the API key's sockets up to its 16, then 429; the admin key's.
+	var msg map[string]any
+	_ = wsjson.Write(ctx, pending[0], map[string]any{"type": "auth", "token": apiKey})
+	if err := wsjson.Read(ctx, pending[0], &msg); err != nil || msg["type"] != "auth.ok" {
+		t.Fatalf("a pending socket proving its key: %v %v", err, msg)
+	}
+	for i := 1; i < wsPerKey; i++ { // the promoted socket holds the first of the 16
+		if c, code, _ := dial("/logs/stream?api_key="+apiKey, "127.0.0.1"); c == nil {
+			t.Fatalf("the API key's socket %d of %d: %d", i+1, wsPerKey, code)
+		}
+	}
+	if c, code, _ := dial("/logs/stream?api_key="+apiKey, "127.0.0.6"); c != nil || code != 429 {
+		t.Fatalf("the API key's 17th socket: %d", code)
+	}
+	if c, code, _ := dial("/logs/stream?api_key="+adminKey, "127.0.0.1"); c == nil {
+		t.Fatalf("the admin key's socket beside them: %d", code)
+	}
+	// The promoted socket left the pending pool: one keyless place is free again.
+	waitFor(t, 10*time.Second, func() error {
+		if c, code, _ := dial("/spans/stream", "127.0.0.1"); c == nil {
+			return fmt.Errorf("a keyless socket once one was promoted: %d", code)
+		}
+		return nil
+	})
+}
+
+// TestWebSocketSlotsInAll: where no key is needed every socket is keyed by its address, 16 an
+// address, 64 in all.
+func TestWebSocketSlotsInAll(t *testing.T) {
+	te := startEdge(t, nil) // the admin key alone: the log and span sockets need none
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(from string) int {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, resp, err := websocket.Dial(ctx, wsURL(te, "/logs/stream"), &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 512)
+			n, _ := resp.Body.Read(b)
+			if !strings.Contains(string(b[:n]), "its limit") {
+				t.Errorf("refusal: %s", b[:n])
+			}
+			return resp.StatusCode
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		return 101
+	}
+	for i := range wsMaxConns {
+		from := fmt.Sprintf("127.0.0.%d", 1+i/wsPerKey)
+		if i == wsPerKey { // one address full, the edge not
+			if code := dial("127.0.0.1"); code != 429 {
+				t.Fatalf("a 17th socket of one address: %d", code)
+			}
+		}
+		if code := dial(from); code != 101 {
+			t.Fatalf("socket %d from %s: %d", i+1, from, code)
+		}
+	}
+	if code := dial("127.0.0.9"); code != 429 {
+		t.Fatalf("a 65th socket: %d", code)
 	}
 }

@@ -55,14 +55,14 @@ func streamsInAll(setting, nofile int) (int, error) {
 	if nofile <= 0 {
 		return n, nil
 	}
-	room := nofile - DescriptorReserve - wsMaxConns
+	room := nofile - DescriptorReserve - wsMaxConns - wsMaxPending
 	switch {
 	case room < MinStreams:
 		return 0, fmt.Errorf("the open-file limit of %d descriptors leaves %d for streams after %d kept for the other routes and %d for the log and span sockets; the edge needs at least %d: raise it (ulimit -n, LimitNOFILE=)",
-			nofile, max(room, 0), DescriptorReserve, wsMaxConns, MinStreams)
+			nofile, max(room, 0), DescriptorReserve, wsMaxConns+wsMaxPending, MinStreams)
 	case setting > room:
 		return 0, fmt.Errorf("max-streams (ZEST_MAX_STREAMS) %d: the open-file limit of %d descriptors leaves room for %d streams after %d kept for the other routes and %d for the log and span sockets; lower it, or raise the limit (ulimit -n, LimitNOFILE=)",
-			setting, nofile, room, DescriptorReserve, wsMaxConns)
+			setting, nofile, room, DescriptorReserve, wsMaxConns+wsMaxPending)
 	}
 	return min(n, room), nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestStreamsInAll(t *testing.T) {
-	room := func(nofile int) int { return nofile - DescriptorReserve - wsMaxConns }
+	room := func(nofile int) int { return nofile - DescriptorReserve - wsMaxConns - wsMaxPending }
 	for _, c := range []struct {
 		setting, nofile, want int
 		bad                   string
@@ -21,7 +21,7 @@ func TestStreamsInAll(t *testing.T) {
 		{100, 1024, 100, ""},                // a setting within it
 		{room(1024), 1024, room(1024), ""},  // exactly what it leaves
 		{room(1024) + 1, 1024, 0, fmt.Sprintf("leaves room for %d streams", room(1024))}, // more than it leaves
-		{0, DescriptorReserve + wsMaxConns + MinStreams - 1, 0, "the edge needs at least 16"},
+		{0, DescriptorReserve + wsMaxConns + wsMaxPending + MinStreams - 1, 0, "the edge needs at least 16"},
 		{-1, 0, 0, "ZEST_MAX_STREAMS"},
 	} {
 		got, err := streamsInAll(c.setting, c.nofile)
