@@ -490,3 +490,45 @@ func TestKeylessSocketsLeaveTheKeyedSlots(t *testing.T) {
 		t.Fatalf("the GUI's span socket: %v %v", err, msg)
 	}
 }
+
+// TestEdgeAdministrationNeedsTheAdminKey: /internal/set, POST log-level and /internal/config
+// take the admin key once one is set — the API key is refused, and no key at all where only
+// the admin key is set — and a change made with it is in the audit trail (who, which edge,
+// which setting). (Before, the API key, or no key beside an admin key, set the log level to
+// fatal, and /internal/config was readable without a key.)
+func TestEdgeAdministrationNeedsTheAdminKey(t *testing.T) {
+	const key = "settings-api-key"
+	s := startSuite(t, "LEMONADE_API_KEY="+key, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	api := "Authorization: Bearer " + key
+	for _, c := range []struct{ method, path, body, auth string }{
+		{"POST", "/internal/set", `{"log_level":"fatal"}`, api}, {"POST", "/internal/set", `{"log_level":"fatal"}`, ""},
+		{"POST", "/api/v1/log-level", `{"level":"fatal"}`, api}, {"GET", "/internal/config", "", api}, {"GET", "/internal/config", "", ""},
+	} {
+		if r := do(t, c.method, s.URL+c.path, c.body, "Content-Type: application/json", c.auth); r.Status != 401 {
+			t.Errorf("%s %s with %q: %d %s; want 401", c.method, c.path, c.auth, r.Status, r.Body)
+		}
+	}
+	if r := do(t, "GET", s.URL+"/api/v1/log-level", "", api); r.Status != 200 || r.JSON(t)["level"] != "warning" {
+		t.Fatalf("GET log-level with the API key: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "POST", s.URL+"/internal/set", `{"log_level":"error"}`, "Content-Type: application/json", adminAuth); r.Status != 200 {
+		t.Fatalf("set with the admin key: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "GET", s.URL+"/internal/config", "", adminAuth); r.Status != 200 || r.JSON(t)["log_level"] != "error" {
+		t.Fatalf("/internal/config with the admin key: %d %s", r.Status, r.Body)
+	}
+	a := waitAudit(t, s, "?kind=admin", 1)
+	if len(a.Entries) != 1 {
+		t.Fatalf("admin entries: %s", summary(a.Entries))
+	}
+	e := a.Entries[0]
+	if e.Action != "set_edge_settings" || e.Who != who(adminKey) || e.Outcome != "ok" || strings.Join(e.Changed, ",") != "log_level" ||
+		!strings.HasSuffix(e.Target, "/"+strings.TrimPrefix(s.URL, "http://")) {
+		t.Fatalf("the entry of the change: %+v", e)
+	}
+
+	only := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	if r := do(t, "POST", only.URL+"/internal/set", `{"log_level":"fatal"}`, "Content-Type: application/json"); r.Status != 401 {
+		t.Fatalf("keyless set beside an admin key alone: %d %s", r.Status, r.Body)
+	}
+}

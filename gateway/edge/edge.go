@@ -113,12 +113,14 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	}
 	// Each route family answers a body over the limit, and a caller over its limits, in its
 	// own error shape.
-	guarded := func(writeError writeErrorFunc, limited limitedWriter) func(http.Handler) http.Handler {
+	guarded := func(key func(http.Handler) http.Handler, writeError writeErrorFunc, limited limitedWriter) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler {
-			return g.CORS(g.APIKey(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
+			return g.CORS(key(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	api, mcpAPI := guarded(openai.WriteError, openAILimited), guarded(mcphttp.WriteInvalidRequest, mcpLimited)
+	api, mcpAPI := guarded(g.APIKey, openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
+	// The edge's own settings (lemond.go) take the admin key once one is set.
+	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
@@ -160,7 +162,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, streams: inAll, held: held, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
+	(&lemond{cfg: cfg, log: log, streams: inAll, held: held, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs,
+		audit: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])}).register(mux, api, settings, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }

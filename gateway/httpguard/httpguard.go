@@ -163,6 +163,21 @@ func (g Guard) AdminKey(next http.Handler) http.Handler {
 	})
 }
 
+// AdminIfConfigured requires the admin key (the API key when only that one is set) once a key
+// is configured, and lets every caller in while none is — as lemond guards /internal/* — for
+// the edge's own settings, which Lemonade's GUI reads and writes on a machine without keys.
+func (g Guard) AdminIfConfigured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.Keys.AdminKey() != "" {
+			if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAdmin); err != nil {
+				Refuse(w, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // LimitBody caps request bodies at n bytes: a declared length over it is answered 413 by
 // writeError, the route family's error writer (WriteError when nil); reading past it fails
 // with *http.MaxBytesError.
