@@ -84,3 +84,27 @@ func TestFailedAuthenticationsAreSlowed(t *testing.T) {
 		t.Fatal("no rate: a throttle all the same")
 	}
 }
+
+// BenchmarkAPIKey is the key check of one request with the right key, without and with the
+// failure throttle (which also records the key on the connection).
+func BenchmarkAPIKey(b *testing.B) {
+	keys := keyauth.Keys{API: "api-key-0123", Admin: "admin-key-0123"}
+	for _, c := range []struct {
+		name string
+		g    Guard
+	}{
+		{"plain", Guard{Keys: keys}},
+		{"throttled", Guard{Keys: keys, Failures: NewFailures(ratelimit.Rate{Count: 1, Per: time.Second, Burst: 30}, 0)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := c.g.APIKey(ok)
+			r := httptest.NewRequest("GET", "/", nil)
+			r = r.WithContext(ConnContext(r.Context(), nil))
+			r.Header.Set("Authorization", "Bearer api-key-0123")
+			w := httptest.NewRecorder()
+			for b.Loop() {
+				h.ServeHTTP(w, r)
+			}
+		})
+	}
+}
