@@ -82,7 +82,7 @@ func startSuite(binDir string, extraEnv ...string) (*suite, error) {
 	for k, v := range addrs {
 		env = append(env, k+"="+v)
 	}
-	env = append(append(env, keyLimitsOff...), extraEnv...)
+	env = append(env, extraEnv...)
 	s := &suite{url: "http://" + addrs["ZEST_EDGE_ADDR"], mcpgatewayAddr: addrs["ZEST_MCPGATEWAY_ADDR"], pids: map[string]int{}, profiles: map[string]string{}}
 	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
 		cmd := exec.Command(filepath.Join(binDir, name))

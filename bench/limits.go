@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// keyLimitsOff turns the edge's limits per key off in the suites that measure throughput: a
-// benchmark's clients send thousands of requests a second from one address, over
-// ZEST_RATE_LIMIT's default. The limits scenario measures the limits themselves.
-var keyLimitsOff = []string{"ZEST_RATE_LIMIT=off", "ZEST_CONCURRENCY_LIMIT=0"}
-
 // benchLimits measures what one noisy client costs another: a quiet client (the admin key,
 // not limited by rate) reads GET /api/v1/models alone, then beside a noisy one (the API key,
 // ZEST_RATE_LIMIT=20/s) sending 10× its limit at a fixed pace, up to 64 at once.

@@ -75,7 +75,6 @@ func startTopology(binDir string, n int, etcd bool, key string) (top *topology, 
 	}()
 	env := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY="+key,
 		"ZEST_SERVICE_KEY="+serviceKey, "ZEST_SESSION_KEY=qrvKk0m7sHq1kVQ1n3m8p0Wb7cJ2xN4yT6uE9aZ5dLw")
-	env = append(env, keyLimitsOff...)
 	if etcd {
 		c := etcdtest.Start(top.tb, 3)
 		env = append(env, "ZEST_REGISTRY=etcd://"+strings.Join(c.Endpoints(), ",")+"/bench")

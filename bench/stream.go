@@ -120,7 +120,6 @@ func startEngineNode(binDir string, pace time.Duration) (string, func(), error) 
 	edge := edgeSock.addr
 	env := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "ZEST_INFERENCE_ADDR="+inf.addr, "ZEST_EDGE_ADDR="+edge,
 		"ZEST_BUILTIN_TOKEN_INTERVAL="+pace.String())
-	env = append(env, keyLimitsOff...)
 	socks := map[string]socket{"zest-inference": inf, "zest-gateway": edgeSock}
 	var procs []*exec.Cmd
 	stop := func() {

@@ -322,6 +322,9 @@ func checkPolicies(t *testing.T, dir string, m manifests) {
 				if e.Value != fmt.Sprintf("0.0.0.0:%d", want.metrics) || w.template.Annotations["prometheus.io/port"] != fmt.Sprint(want.metrics) {
 					t.Errorf("%s: %s = %q, want 0.0.0.0:%d with the prometheus.io annotations", where, e.Name, e.Value, want.metrics)
 				}
+				if env(c, "ZEST_METRICS_PUBLIC") != "true" { // the service refuses to start without it
+					t.Errorf("%s: %s is not loopback but ZEST_METRICS_PUBLIC is not true", where, e.Name)
+				}
 				continue
 			}
 			d := parseDial(e.Value)

@@ -173,7 +173,6 @@ func TestInferenceReplicaKilledUnderLoad(t *testing.T) {
 	mg, th, edge := freeAddr(t), freeAddr(t), freeAddr(t)
 	base := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=",
 		"ZEST_SERVICE_KEY="+serviceKey, "ZEST_TOOLHOST_ADDR="+th)
-	base = append(base, keyLimitsOff...)
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	var nodes []*service
 	for i := range inf {
@@ -227,7 +226,6 @@ func TestMcpgatewayReplicaKilledUnderLoad(t *testing.T) {
 	base := append(os.Environ(), "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY="+adminKey,
 		"ZEST_SERVICE_KEY="+serviceKey, "ZEST_TOOLHOST_ADDR="+th, "ZEST_INFERENCE_ADDR="+inf,
 		"ZEST_SESSION_KEY="+replicaSessionKey)
-	base = append(base, keyLimitsOff...)
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runService(t, "zest-inference", with("ZEST_BUILTIN_TOKEN_INTERVAL=25ms"))
 	runService(t, "zest-toolhost", base)

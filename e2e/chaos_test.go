@@ -67,7 +67,6 @@ func startTopology(t *testing.T) *topology {
 		"ZEST_REGISTRY=etcd://"+strings.Join(top.etcd.Endpoints(), ","),
 		"ZEST_INFERENCE_ADDR="+strings.Join(inf, ","), "ZEST_TOOLHOST_ADDR="+strings.Join(th, ","),
 		"ZEST_MCPGATEWAY_ADDR="+strings.Join(mg, ","))
-	base = append(base, keyLimitsOff...) // a load test: its clients send hundreds of calls a second from one address
 	with := func(extra ...string) []string { return append(slices.Clone(base), extra...) }
 	for i := range 2 {
 		top.inference = append(top.inference, runService(t, "zest-inference", with("ZEST_INFERENCE_ADDR="+inf[i])))

@@ -114,10 +114,9 @@ func peakRSS(t *testing.T, s *Suite, name string) int {
 // TestSizeLimits: a 6 MB WAV transcribes over REST and an 8 MB one over /mcp (base64); the
 // largest base64 audio the edge's 32 MiB body limit lets through works, one byte more is
 // 413; and 300 small calls running beside 12 streams of large and oversized uploads all get
-// their answers (the limits per key off: 300 calls in a few seconds from one address are over
-// ZEST_RATE_LIMIT's default).
+// their answers (under the default limits per key, which leave a loopback caller alone).
 func TestSizeLimits(t *testing.T) {
-	s := startSuite(t, keyLimitsOff...)
+	s := startSuite(t)
 	session, _ := mcpInit(t, s, "2025-11-25")
 	const limit = 32 << 20 // ZEST_MAX_BODY_BYTES's default
 	wav6, wav8 := toneWAVSized(6_000_000-44), toneWAVSized(8_000_000-44)

@@ -14,12 +14,6 @@ import (
 	"time"
 )
 
-// keyLimitsOff turns the limits per key off, for the load tests that measure something else
-// (replicas killed under load, the chaos test, uploads beside small calls): they send hundreds
-// of requests a second from one address, over ZEST_RATE_LIMIT's default. TestNoisyClientCannotStarveAnother
-// measures the limits themselves.
-var keyLimitsOff = []string{"ZEST_RATE_LIMIT=off", "ZEST_CONCURRENCY_LIMIT=0"}
-
 // TestNoisyClientCannotStarveAnother: one client (the API key, ZEST_RATE_LIMIT=20/s) sends
 // 10× its rate limit, many requests at once, at a fixed pace; it gets 429 with Retry-After
 // for what is over, while another client (the admin key: Lemonade has two keys, and both

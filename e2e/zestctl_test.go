@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,4 +411,60 @@ func mcpRemoteTools(t *testing.T, args []string, env map[string]string) string {
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	return await("2")
+}
+
+// TestZestctlConfigSendsNoKeyElsewhere: `zestctl config` probes --url without a key; it sends
+// a key only to the configured edge (ZEST_EDGE_ADDR), only the API key, and follows no
+// redirect. A URL that answers 401 is not the suite: it gets a placeholder configuration and
+// no key (before, it got the admin key); the configured edge that redirects the keyed probe
+// is an error, and the redirect's target sees nothing.
+func TestZestctlConfigSendsNoKeyElsewhere(t *testing.T) {
+	const apiKey, adminKey = "config-api-key", "config-admin-key"
+	var mu sync.Mutex
+	seen := map[string][]string{} // server → the Authorization of each request it got
+	server := func(name string, h http.HandlerFunc) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[name] = append(seen[name], r.Header.Get("Authorization"))
+			mu.Unlock()
+			h(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	unauthorized := func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":"Invalid or missing API key"}`, 401)
+	}
+	elsewhere := server("elsewhere", unauthorized)
+	beyond := server("beyond", unauthorized)
+	edge := server("edge", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			unauthorized(w, r)
+			return
+		}
+		http.Redirect(w, r, beyond.URL+"/mcp", http.StatusTemporaryRedirect)
+	})
+	s := &Suite{Env: append(os.Environ(), "LEMONADE_API_KEY="+apiKey, "LEMONADE_ADMIN_API_KEY="+adminKey,
+		"ZEST_EDGE_ADDR="+strings.TrimPrefix(edge.URL, "http://"))}
+
+	r := zestctl(t, s, nil, "config", "cursor", "--url", elsewhere.URL)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "Bearer <your LEMONADE_API_KEY>") || !strings.Contains(r.Stderr, "not probed with LEMONADE_API_KEY") {
+		t.Errorf("config for a URL that is not the configured edge: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = zestctl(t, s, nil, "config", "cursor", "--url", edge.URL)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "a redirect to") || !strings.Contains(r.Stderr, "does not follow") {
+		t.Errorf("config for the configured edge that redirects: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, auths := range seen {
+		for _, a := range auths {
+			if strings.Contains(a, adminKey) || (a != "" && name != "edge") {
+				t.Errorf("%s received Authorization %q", name, a)
+			}
+		}
+	}
+	if got := seen["edge"]; len(got) != 2 || got[1] != "Bearer "+apiKey {
+		t.Errorf("the configured edge received %q; want a keyless probe, then one with the API key", got)
+	}
 }

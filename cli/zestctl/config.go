@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zestmcp/zest/lib/keyauth"
 )
 
 // idPattern is the id rule of servers and presets (docs/contracts.md).
@@ -86,8 +87,10 @@ func (a *app) configCmd() *cobra.Command {
 /mcp/servers/{id} with --server, or /mcp/presets/{id} with --preset, under --url (default
 http:// + ZEST_EDGE_ADDR). With --key-required auto (the default) the endpoint is probed
 once without a key: when it answers 401 the configuration carries a placeholder for the key,
-never the key itself; a 404 (an unknown server or preset, also probed with zestctl's key) exits 3. The output is the file's content (json
-and yaml output do not apply); where it goes is printed on stderr.`,
+never the key itself. When --url is the configured edge (ZEST_EDGE_ADDR) and LEMONADE_API_KEY
+is set, a second probe with that key tells an unknown server or preset (404, exit 3); the
+admin key is never sent, nor any key to another URL, and no redirect is followed. The output is
+the file's content (json and yaml output do not apply); where it goes is printed on stderr.`,
 		Args: args(1, "claude|cursor|vscode|inspector"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if _, ok := configFiles[argv[0]]; !ok {
@@ -116,9 +119,18 @@ and yaml output do not apply); where it goes is printed on stderr.`,
 				required = true
 			case "false":
 			case "auto":
-				required, err = probeKeyRequired(endpoint, a.key, a.timeout)
+				edge := envOr(a.getenv, "ZEST_EDGE_ADDR", defaultEdgeAddr)
+				key := ""
+				if u.Host == edge {
+					key = a.getenv(keyauth.EnvAPIKey)
+				}
+				var probed bool
+				required, probed, err = probeKeyRequired(endpoint, key, a.timeout)
 				if err != nil {
 					return err
+				}
+				if required && !probed && a.getenv(keyauth.EnvAPIKey) != "" {
+					fmt.Fprintf(a.stderr, "# not probed with %s: --url is not ZEST_EDGE_ADDR (%s), and a key goes to the configured edge only; an unknown server or preset is not detected\n", keyauth.EnvAPIKey, edge)
 				}
 			default:
 				return usagef("--key-required %q: want auto, true or false", keyReq)
@@ -141,27 +153,30 @@ and yaml output do not apply); where it goes is printed on stderr.`,
 }
 
 // probeKeyRequired asks the endpoint a ping without a key: 401 means clients need one. When
-// it does and zestctl holds a key, a second ping with the key tells an unknown server or
-// preset (404, exit 3). An endpoint that cannot be reached is an error (exit 5): the
+// it does and key is set (the API key, and only for the configured edge: the caller decides),
+// a second ping with the key tells an unknown server or preset (404, exit 3); probed says
+// whether it was sent. An endpoint that cannot be reached is an error (exit 5): the
 // configuration would be a guess.
-func probeKeyRequired(endpoint, key string, timeout time.Duration) (bool, error) {
+func probeKeyRequired(endpoint, key string, timeout time.Duration) (required, probed bool, err error) {
 	code, err := ping(endpoint, "", timeout)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	required := code == http.StatusUnauthorized || code == http.StatusForbidden
+	required = code == http.StatusUnauthorized || code == http.StatusForbidden
 	if required && key != "" {
 		if code, err = ping(endpoint, key, timeout); err != nil {
-			return false, err
+			return false, false, err
 		}
+		probed = true
 	}
 	if code == http.StatusNotFound {
-		return false, exitError{code: ExitNotFound, msg: fmt.Sprintf("%s answered 404: no such server or preset (or it is not exposed)", endpoint)}
+		return false, probed, exitError{code: ExitNotFound, msg: fmt.Sprintf("%s answered 404: no such server or preset (or it is not exposed)", endpoint)}
 	}
-	return required, nil
+	return required, probed, nil
 }
 
-// ping posts a JSON-RPC ping to endpoint and returns the HTTP status.
+// ping posts a JSON-RPC ping to endpoint and returns the HTTP status. It follows no
+// redirect: a key goes to the URL it was meant for or nowhere.
 func ping(endpoint, key string, timeout time.Duration) (int, error) {
 	req, err := http.NewRequest("POST", endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
@@ -172,11 +187,14 @@ func ping(endpoint, key string, timeout time.Duration) (int, error) {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	cl := &http.Client{Timeout: min(timeout, 30*time.Second)}
+	cl := &http.Client{Timeout: min(timeout, 30*time.Second), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, exitError{code: ExitUnavailable, msg: fmt.Sprintf("probing %s: %v (give --key-required true or false to skip the probe)", endpoint, err)}
 	}
 	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return 0, exitError{code: ExitUnavailable, msg: fmt.Sprintf("probing %s: it answered %d, a redirect to %q, which zestctl does not follow: give --url the address MCP clients use, or --key-required true or false", endpoint, resp.StatusCode, resp.Header.Get("Location"))}
+	}
 	return resp.StatusCode, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	"github.com/zestmcp/zest/lib/service"
 )
 
@@ -47,15 +48,33 @@ type Config struct {
 	AllowedOrigins []string
 	// MetricsAddr serves GET /metrics on its own port (ZEST_EDGE_METRICS_ADDR; "off": none).
 	MetricsAddr string
-	// RateLimit is the rate of every API route per key (ZEST_RATE_LIMIT, "N/s[:burst]" or
-	// "off"); ConcurrencyLimit its calls in flight per key (ZEST_CONCURRENCY_LIMIT, 0: none);
-	// RateLimitKeys the rates of some keys ("api=50/s,admin=off,3f2a9c1b0d4e=5/s"). See limits.go.
-	RateLimit        string
-	ConcurrencyLimit int
-	RateLimitKeys    string
+	// RateLimit is the rate of every API route per key, and per loopback address for callers
+	// without one (ZEST_RATE_LIMIT, "N/s[:burst]" or "off"); ConcurrencyLimit their calls in
+	// flight (ZEST_CONCURRENCY_LIMIT, 0: none); RateLimitKeys the rates of some keys
+	// ("api=50/s,admin=off,3f2a9c1b0d4e=5/s"). AnonymousRateLimit and
+	// AnonymousConcurrencyLimit are those of a caller without a key from another address, per
+	// address (ZEST_ANONYMOUS_RATE_LIMIT, ZEST_ANONYMOUS_CONCURRENCY_LIMIT). See limits.go.
+	RateLimit                 string
+	ConcurrencyLimit          int
+	RateLimitKeys             string
+	AnonymousRateLimit        string
+	AnonymousConcurrencyLimit int
 	// RateLimitMaxCallers bounds the callers tracked at once (0: ratelimit.DefaultMaxKeys).
 	RateLimitMaxCallers int
+	// StreamsPerSession, StreamsPerKey and MaxStreams bound the MCP streams held open
+	// (ZEST_STREAMS_PER_SESSION, ZEST_STREAMS_PER_KEY, ZEST_MAX_STREAMS; 0: DefaultMaxStreams
+	// or what the open-file limit allows). See streams.go.
+	StreamsPerSession, StreamsPerKey, MaxStreams int
+	// AuthFailureLimit is how many wrong keys an address may present (ZEST_AUTH_FAILURE_LIMIT,
+	// a rate with its burst, or "off"); past it, keys from that address are answered 429
+	// unchecked (httpguard/failures.go).
+	AuthFailureLimit string
 }
+
+// DefaultAuthFailureLimit lets a person mistype a key many times over (30 at once, then one
+// a second) and holds a guesser to 86 400 keys a day per address, where one edge answered
+// about 8 000 wrong keys a second.
+const DefaultAuthFailureLimit = "1/s:30"
 
 // DefaultMetricsAddr is where the edge serves GET /metrics unless ZEST_EDGE_METRICS_ADDR says
 // otherwise: its own port, never the API's (as Lemonade does).
@@ -70,6 +89,8 @@ func DefaultConfig() Config {
 		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MetricsAddr: DefaultMetricsAddr,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
+		AnonymousRateLimit: DefaultAnonymousRateLimit, AnonymousConcurrencyLimit: DefaultAnonymousConcurrencyLimit,
+		AuthFailureLimit: DefaultAuthFailureLimit, StreamsPerSession: DefaultStreamsPerSession, StreamsPerKey: DefaultStreamsPerKey,
 	}
 }
 
@@ -95,9 +116,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
-	fs.StringVar(&c.RateLimit, "rate-limit", c.RateLimit, `requests per key on every API route: N/s, N/m or N/h with an optional burst ":B", or "off"`)
-	fs.IntVar(&c.ConcurrencyLimit, "concurrency-limit", c.ConcurrencyLimit, "requests in flight per key on every API route (0: no limit)")
-	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin, anonymous or a key's 12-hex hash, and a rate may be "off"`)
+	fs.StringVar(&c.RateLimit, "rate-limit", c.RateLimit, `requests per key (and per loopback address without one) on every API route: N/s, N/m or N/h with an optional burst ":B", or "off"`)
+	fs.IntVar(&c.ConcurrencyLimit, "concurrency-limit", c.ConcurrencyLimit, "requests in flight per key (and per loopback address without one) on every API route (0: no limit)")
+	fs.StringVar(&c.RateLimitKeys, "rate-limit-keys", c.RateLimitKeys, `rates of some keys: name=rate,… where a name is api, admin or a key's 12-hex hash, and a rate may be "off"`)
+	fs.StringVar(&c.AnonymousRateLimit, "anonymous-rate-limit", c.AnonymousRateLimit, `requests per address of callers without a key from other machines, on every API route: a rate, or "off"`)
+	fs.IntVar(&c.AnonymousConcurrencyLimit, "anonymous-concurrency-limit", c.AnonymousConcurrencyLimit, "requests in flight per address of callers without a key from other machines (0: no limit)")
+	fs.IntVar(&c.StreamsPerSession, "streams-per-session", c.StreamsPerSession, "GET streams one MCP session may hold open at once")
+	fs.IntVar(&c.StreamsPerKey, "streams-per-key", c.StreamsPerKey, "MCP streams (GET, and 2026-07-28's subscriptions/listen) one key, or one address without a key, may hold open at once")
+	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "MCP streams held open in all (0: 4096, or fewer when the open-file limit leaves less after the descriptors kept for the other routes)")
+	fs.StringVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, `wrong keys an address may present: a rate with its burst (N/s, N/m or N/h, ":B"), or "off"; past it, its keys are answered 429 unchecked`)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
@@ -128,9 +155,18 @@ func (c *Config) Validate() error {
 	if c.BodyReadTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))
 	}
-	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
+	errs = append(errs, metrics.ValidateAddr("edge-metrics-addr", c.MetricsAddr, c.MetricsPublic), metrics.ValidateApart("edge-metrics-addr", c.MetricsAddr, "edge-addr", c.Addr))
 	if _, err := parseKeyLimits(c); err != nil {
 		errs = append(errs, err)
+	}
+	if err := checkStreamSettings(c); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := streamsInAll(c.MaxStreams, openFileLimit()); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := ratelimit.ParseSetting(c.AuthFailureLimit); err != nil {
+		errs = append(errs, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w, or off", err))
 	}
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))

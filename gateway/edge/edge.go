@@ -95,8 +95,13 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
 
-	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins}
-	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && httpguard.IsLoopbackHost(host) {
+	failureRate, err := ratelimit.ParseSetting(cfg.AuthFailureLimit)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w", err)
+	}
+	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins, Failures: httpguard.NewFailures(failureRate, cfg.RateLimitMaxCallers)}
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && listen.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
 	// Limits per key (limits.go) count the calls that passed the key check, before their body
@@ -108,12 +113,14 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	}
 	// Each route family answers a body over the limit, and a caller over its limits, in its
 	// own error shape.
-	guarded := func(writeError writeErrorFunc, limited limitedWriter) func(http.Handler) http.Handler {
+	guarded := func(key func(http.Handler) http.Handler, writeError writeErrorFunc, limited limitedWriter) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler {
-			return g.CORS(g.APIKey(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
+			return g.CORS(key(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	api, mcpAPI := guarded(openai.WriteError, openAILimited), guarded(mcphttp.WriteInvalidRequest, mcpLimited)
+	api, mcpAPI := guarded(g.APIKey, openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
+	// The edge's own settings (lemond.go) take the admin key once one is set.
+	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
@@ -126,7 +133,15 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/live", httpguard.GetOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpguard.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})))
-	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive}
+	inAll, err := streamsInAll(cfg.MaxStreams, openFileLimit())
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	held := holds{table: ratelimit.NewKeyed(0)}
+	streams := &streams{holds: held, perSession: cfg.StreamsPerSession, perKey: cfg.StreamsPerKey, inAll: inAll, caller: limits.caller}
+	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive,
+		Batch: limits.batch(mcpLimited), Hold: streams.hold}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
@@ -147,7 +162,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs}).register(mux, api, g.CORS)
+	(&lemond{cfg: cfg, log: log, streams: inAll, held: held, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs,
+		audit: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])}).register(mux, api, settings, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil
 }
@@ -179,7 +195,10 @@ func (e *Edge) Run(ctx context.Context) error {
 func (e *Edge) Serve(ctx context.Context, lis net.Listener) error {
 	defer e.Close()
 	// Bodies are bounded per request (bodyDeadline says why not with ReadTimeout).
-	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.cfg.IdleTimeout}
+	// Each connection remembers the key it proved (httpguard.ConnContext): another caller's
+	// wrong keys from the same address do not slow it.
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.cfg.IdleTimeout,
+		ConnContext: httpguard.ConnContext}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	e.log.Info("http serving", "addr", lis.Addr().String())

@@ -41,6 +41,8 @@ type fakeAdmin struct {
 	md              []metadata.MD
 	unauthenticated bool
 	tools           *mcpgatewayv1.ListToolsResponse
+	edgeChanges     []*mcpgatewayv1.RecordEdgeChangeRequest
+	failRecord      error
 }
 
 func (f *fakeAdmin) setTools(r *mcpgatewayv1.ListToolsResponse) {
@@ -87,6 +89,24 @@ func (f *fakeAdmin) ListServers(ctx context.Context, _ *mcpgatewayv1.ListServers
 		return nil, status.Error(codes.Unauthenticated, "Invalid or missing admin API key")
 	}
 	return &mcpgatewayv1.ListServersResponse{}, nil
+}
+
+// RecordEdgeChange records the change it is told of (edgeChanges), or fails with failRecord.
+func (f *fakeAdmin) RecordEdgeChange(ctx context.Context, req *mcpgatewayv1.RecordEdgeChangeRequest) (*mcpgatewayv1.RecordEdgeChangeResponse, error) {
+	f.record(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failRecord != nil {
+		return nil, f.failRecord
+	}
+	f.edgeChanges = append(f.edgeChanges, req)
+	return &mcpgatewayv1.RecordEdgeChangeResponse{}, nil
+}
+
+func (f *fakeAdmin) recorded() []*mcpgatewayv1.RecordEdgeChangeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*mcpgatewayv1.RecordEdgeChangeRequest(nil), f.edgeChanges...)
 }
 
 func (f *fakeAdmin) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServerRequest) (*mcpgatewayv1.DeleteServerResponse, error) {

@@ -27,6 +27,9 @@ import (
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/logging"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // maxSettingsBody caps the JSON bodies of internal/set, log-level and downloads/control:
@@ -35,36 +38,87 @@ const maxSettingsBody = 64 << 10
 
 // lemond serves the routes.
 type lemond struct {
-	cfg     Config
+	cfg Config
+	log *slog.Logger
+	// audit records a change of the edge's settings in mcpgateway's audit trail (the edge keeps
+	// no state of its own): AdminService.RecordEdgeChange, with the administrator's key.
+	audit interface {
+		RecordEdgeChange(ctx context.Context, in *mcpgatewayv1.RecordEdgeChangeRequest, opts ...grpc.CallOption) (*mcpgatewayv1.RecordEdgeChangeResponse, error)
+	}
+	streams int             // the bound in all on MCP streams, as the open-file limit left it (streamsInAll)
+	guard   httpguard.Guard // the key checks of the WebSockets (their upgrade and auth message)
 	infer   inferencev1.InferenceServiceClient
 	options inferencev1.ModelOptionsServiceClient
 	logs    *logstream.Hub
 	cpu     cpuSampler
-	ws      wsLimits
+	held    holds // the WebSockets' slots, in the table of the MCP streams
 }
 
 // registerLemond adds the routes under each prefix and at the root paths GUI3 uses
 // (/internal/config, /internal/set, /logs/stream, /spans/stream), each wrapped by api (CORS,
-// API key, body limit) but the WebSockets, which check the key themselves (a browser cannot
-// send a header on an upgrade: GUI3 puts it in ?api_key=).
-func (l *lemond) register(mux *http.ServeMux, api func(http.Handler) http.Handler, cors func(http.Handler) http.Handler) {
-	small := func(h http.HandlerFunc) http.Handler {
-		return api(httpguard.LimitBody(maxSettingsBody, openai.WriteError, h))
+// API key, body limit) — or, for the edge's own settings (/internal/config, /internal/set,
+// POST log-level), by admin (the admin key once one is set, as lemond asks on /internal/*) —
+// but the WebSockets, which check the key themselves (a browser cannot send a header on an
+// upgrade: GUI3 puts it in ?api_key=).
+func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http.Handler, cors func(http.Handler) http.Handler) {
+	small := func(guard func(http.Handler) http.Handler, h http.HandlerFunc) http.Handler {
+		return guard(httpguard.LimitBody(maxSettingsBody, openai.WriteError, h))
 	}
+	// GET log-level reads, with the API key; POST sets, with the admin key.
+	logLevel := byMethod(map[string]http.Handler{http.MethodPost: small(admin, l.logLevel)}, small(api, l.logLevel))
 	for _, p := range Prefixes {
 		mux.Handle(p+"downloads", api(httpguard.GetOnly(http.HandlerFunc(l.downloads))))
-		mux.Handle(p+"downloads/control", small(post(l.downloadControl)))
+		mux.Handle(p+"downloads/control", small(api, post(l.downloadControl)))
 		mux.Handle(p+"system-stats", api(httpguard.GetOnly(http.HandlerFunc(l.systemStats))))
 		mux.Handle(p+"slots", api(httpguard.GetOnly(http.HandlerFunc(l.slots))))
-		mux.Handle(p+"log-level", small(l.logLevel))
+		mux.Handle(p+"log-level", logLevel)
 		mux.Handle(p+"models/{id}/options", api(http.HandlerFunc(l.modelOptions)))
 		mux.Handle(p+"logs/stream", cors(http.HandlerFunc(l.logStream)))
 		mux.Handle(p+"spans/stream", cors(http.HandlerFunc(l.spanStream)))
 	}
-	mux.Handle("/internal/config", api(httpguard.GetOnly(http.HandlerFunc(l.config))))
-	mux.Handle("/internal/set", small(post(l.set)))
+	mux.Handle("/internal/config", admin(httpguard.GetOnly(http.HandlerFunc(l.config))))
+	mux.Handle("/internal/set", small(admin, post(l.set)))
 	mux.Handle("/logs/stream", cors(http.HandlerFunc(l.logStream)))
 	mux.Handle("/spans/stream", cors(http.HandlerFunc(l.spanStream)))
+}
+
+// byMethod serves each method its handler, and any other method def.
+func byMethod(by map[string]http.Handler, def http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := by[r.Method]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		def.ServeHTTP(w, r)
+	})
+}
+
+// record asks mcpgateway to record a change of the edge's settings in the audit trail, before
+// it applies: false means it could not, the change is not applied, and the answer (503) is
+// written. With no admin key configured there is no administrator to name and the trail is
+// closed to every caller: the change is logged only.
+func (l *lemond) record(w http.ResponseWriter, r *http.Request, settings ...string) bool {
+	if l.cfg.Keys.AdminKey() == "" {
+		l.log.WarnContext(r.Context(), "edge settings changed without a key configured: not in the audit trail", "settings", settings)
+		return true
+	}
+	_, err := l.audit.RecordEdgeChange(forwardAuth(r), &mcpgatewayv1.RecordEdgeChangeRequest{Edge: l.edgeName(), Settings: settings})
+	if err != nil {
+		st := status.Convert(err)
+		l.log.WarnContext(r.Context(), "edge settings change not applied: the audit trail did not record it", "settings", settings, "code", st.Code().String(), "err", st.Message())
+		openai.WriteError(w, http.StatusServiceUnavailable, fmt.Sprintf("The change was not applied: mcpgateway, which keeps the audit trail, did not record it (%s: %s); try again", st.Code(), st.Message()))
+		return false
+	}
+	return true
+}
+
+// edgeName names this edge in the audit trail: its host and listen address (each replica has
+// its own settings).
+func (l *lemond) edgeName() string {
+	if h, err := os.Hostname(); err == nil {
+		return h + "/" + l.cfg.Addr
+	}
+	return l.cfg.Addr
 }
 
 func post(h http.HandlerFunc) http.HandlerFunc {
@@ -121,6 +175,9 @@ var readOnly = map[string]string{
 	"mcpgateway_addr":          "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
 	"inference_addr":           "ZEST_INFERENCE_ADDR (--inference-addr)",
 	"toolhost_addr":            "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
+	"streams_per_session":      "ZEST_STREAMS_PER_SESSION (--streams-per-session)",
+	"streams_per_key":          "ZEST_STREAMS_PER_KEY (--streams-per-key)",
+	"max_streams":              "ZEST_MAX_STREAMS (--max-streams) and the open-file limit",
 	"models_dir":               "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
 	"extra_models_dir":         "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
 	"max_loaded_models":        "nowhere: Zest loads every model it serves, with no cap per type (-1)",
@@ -152,6 +209,9 @@ func (l *lemond) snapshot() map[string]any {
 		"mcpgateway_addr":      l.cfg.McpgatewayAddr,
 		"inference_addr":       l.cfg.InferenceAddr,
 		"toolhost_addr":        l.cfg.ToolhostAddr,
+		"streams_per_session":  l.cfg.StreamsPerSession,
+		"streams_per_key":      l.cfg.StreamsPerKey,
+		"max_streams":          l.streams,
 		"models_dir":           "",
 		"extra_models_dir":     "",
 		// Zest caps no type and never evicts a model (lemond's memory settings, which GUI3's
@@ -206,6 +266,9 @@ func (l *lemond) set(w http.ResponseWriter, r *http.Request) {
 		}
 		level = lv
 	}
+	if !l.record(w, r, keys...) {
+		return
+	}
 	l.logs.Level().Set(level)
 	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "updated": map[string]any{"log_level": logstream.Severity(level)}})
 }
@@ -237,6 +300,9 @@ func (l *lemond) logLevel(w http.ResponseWriter, r *http.Request) {
 	lv, ok := logstream.ParseLevel(s)
 	if !ok {
 		openai.WriteParamError(w, http.StatusBadRequest, "level", fmt.Sprintf("'level' %q: use trace, debug, info, warning, error or fatal", s))
+		return
+	}
+	if !l.record(w, r, "log_level") {
 		return
 	}
 	l.logs.Level().Set(lv)

@@ -3,6 +3,8 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 const guiOrigin = "http://localhost:5173"
@@ -41,7 +45,8 @@ func TestCORSOnEveryAnswer(t *testing.T) {
 
 func TestInternalConfigAndSet(t *testing.T) {
 	te := startEdge(t, nil)
-	cfg := do(t, http.MethodGet, te.url+"/internal/config", "").json(t)
+	admin := []string{"Authorization", "Bearer " + adminKey}
+	cfg := do(t, http.MethodGet, te.url+"/internal/config", "", admin...).json(t)
 	for _, k := range []string{"log_level", "host", "port", "max_body_bytes", "allowed_origins", "models_dir"} {
 		if _, ok := cfg[k]; !ok {
 			t.Errorf("config lacks %q: %v", k, cfg)
@@ -50,7 +55,7 @@ func TestInternalConfigAndSet(t *testing.T) {
 	if cfg["log_level"] != "info" {
 		t.Errorf("log_level %v", cfg["log_level"])
 	}
-	a := do(t, http.MethodPost, te.url+"/internal/set", `{"log_level":"debug"}`, "Content-Type", "application/json")
+	a := do(t, http.MethodPost, te.url+"/internal/set", `{"log_level":"debug"}`, "Content-Type", "application/json", "Authorization", "Bearer "+adminKey)
 	if m := a.json(t); a.status != 200 || m["status"] != "success" || m["updated"].(map[string]any)["log_level"] != "debug" {
 		t.Fatalf("set: %d %s", a.status, a.body)
 	}
@@ -65,24 +70,24 @@ func TestInternalConfigAndSet(t *testing.T) {
 		`{"nonsense":1}`:                        "nonsense",
 		`{"log_level":"info","models_dir":"x"}`: "models_dir", // checked before any is applied
 	} {
-		a := do(t, http.MethodPost, te.url+"/internal/set", body)
+		a := do(t, http.MethodPost, te.url+"/internal/set", body, admin...)
 		e, _ := a.json(t)["error"].(map[string]any)
 		if a.status != 400 || e["param"] != param || !strings.Contains(e["message"].(string), param) {
 			t.Errorf("%s: %d %s", body, a.status, a.body)
 		}
 	}
-	if lv := do(t, http.MethodGet, te.url+"/internal/config", "").json(t)["log_level"]; lv != "debug" {
+	if lv := do(t, http.MethodGet, te.url+"/internal/config", "", admin...).json(t)["log_level"]; lv != "debug" {
 		t.Errorf("a refused set changed the level: %v", lv)
 	}
 	for _, body := range []string{``, `[]`, `{}`, `nope`} {
-		if a := do(t, http.MethodPost, te.url+"/internal/set", body); a.status != 400 {
+		if a := do(t, http.MethodPost, te.url+"/internal/set", body, admin...); a.status != 400 {
 			t.Errorf("%q: %d", body, a.status)
 		}
 	}
-	if a := do(t, http.MethodPost, te.url+"/internal/set", `{"log_level":"`+strings.Repeat("x", maxSettingsBody)+`"}`); a.status != 413 {
+	if a := do(t, http.MethodPost, te.url+"/internal/set", `{"log_level":"`+strings.Repeat("x", maxSettingsBody)+`"}`, admin...); a.status != 413 {
 		t.Errorf("oversized: %d %s", a.status, a.body)
 	}
-	if a := do(t, http.MethodGet, te.url+"/internal/set", ""); a.status != 405 {
+	if a := do(t, http.MethodGet, te.url+"/internal/set", "", admin...); a.status != 405 {
 		t.Errorf("GET set: %d", a.status)
 	}
 }
@@ -90,8 +95,9 @@ func TestInternalConfigAndSet(t *testing.T) {
 // TestLogLevelChangesWhatTheEdgeWrites: POST log-level really changes the edge's level.
 func TestLogLevelChangesWhatTheEdgeWrites(t *testing.T) {
 	te := startEdge(t, nil)
+	admin := []string{"Authorization", "Bearer " + adminKey}
 	for _, p := range Prefixes {
-		a := do(t, http.MethodPost, te.url+p+"log-level", `{"level":"error"}`)
+		a := do(t, http.MethodPost, te.url+p+"log-level", `{"level":"error"}`, admin...)
 		if m := a.json(t); a.status != 200 || m["status"] != "success" || m["level"] != "error" {
 			t.Fatalf("%s: %d %s", p, a.status, a.body)
 		}
@@ -101,7 +107,7 @@ func TestLogLevelChangesWhatTheEdgeWrites(t *testing.T) {
 	if got := len(te.log.lines(t)); got != n {
 		t.Errorf("at error, an access line (info) was written: %d → %d", n, got)
 	}
-	do(t, http.MethodPost, te.url+"/v1/log-level", `{"level":"info"}`)
+	do(t, http.MethodPost, te.url+"/v1/log-level", `{"level":"info"}`, admin...)
 	do(t, http.MethodGet, te.url+"/live", "")
 	deadline := time.Now().Add(5 * time.Second)
 	for len(te.log.lines(t)) <= n+1 && time.Now().Before(deadline) {
@@ -111,7 +117,7 @@ func TestLogLevelChangesWhatTheEdgeWrites(t *testing.T) {
 		t.Errorf("at info, no access line")
 	}
 	for _, body := range []string{`{}`, `{"level":1}`, `{"level":"loud"}`} {
-		a := do(t, http.MethodPost, te.url+"/api/v0/log-level", body)
+		a := do(t, http.MethodPost, te.url+"/api/v0/log-level", body, admin...)
 		if e, _ := a.json(t)["error"].(map[string]any); a.status != 400 || e["param"] != "level" {
 			t.Errorf("%s: %d %s", body, a.status, a.body)
 		}
@@ -313,5 +319,174 @@ func TestSpanStream(t *testing.T) {
 	defer rcancel()
 	if err := wsjson.Read(rctx, c, &msg); err == nil {
 		t.Fatalf("a span was sent: %v", msg)
+	}
+}
+
+// TestWebSocketSlots: keyless span sockets (which send their key in a first message) have a
+// pool of their own, 4 per address and 16 in all, so that they never take a keyed caller's
+// slot; keyed sockets are bounded per key (16) and in all (64); a pending socket that proves
+// its key moves to the keyed pool; each refusal is 429 with Retry-After naming the bound. (Before,
+// 64 keyless sockets of any address took every slot: a keyed GUI got 503.)
+func TestWebSocketSlots(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{API: apiKey, Admin: adminKey} })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(path, from string) (*websocket.Conn, int, string) {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, resp, err := websocket.Dial(ctx, wsURL(te, path), &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("%s from %s: %v", path, from, err)
+			}
+			return nil, resp.StatusCode, resp.Header.Get("Retry-After")
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		return c, 101, ""
+	}
+	var pending []*websocket.Conn
+	for range wsPendingPerAddr {
+		c, code, _ := dial("/spans/stream", "127.0.0.1")
+		if c == nil {
+			t.Fatalf("a keyless span socket within the bound: %d", code)
+		}
+		pending = append(pending, c)
+	}
+	if c, code, retry := dial("/spans/stream", "127.0.0.1"); c != nil || code != 429 || retry != "1" {
+		t.Fatalf("a 5th keyless span socket of one address: %d %q", code, retry)
+	}
+	for i := 2; i <= 4; i++ { // three more addresses fill the pending pool of 16
+		for range wsPendingPerAddr {
+			if c, code, _ := dial("/spans/stream", fmt.Sprintf("127.0.0.%d", i)); c == nil {
+				t.Fatalf("a keyless span socket from 127.0.0.%d: %d", i, code)
+			}
+		}
+	}
+	if c, code, _ := dial("/spans/stream", "127.0.0.5"); c != nil || code != 429 {
+		t.Fatalf("a 17th keyless span socket: %d", code)
+	}
+	// The keyed pool is untouched: the API key's sockets up to its 16, then 429; the admin key's.
+	var msg map[string]any
+	_ = wsjson.Write(ctx, pending[0], map[string]any{"type": "auth", "token": apiKey})
+	if err := wsjson.Read(ctx, pending[0], &msg); err != nil || msg["type"] != "auth.ok" {
+		t.Fatalf("a pending socket proving its key: %v %v", err, msg)
+	}
+	for i := 1; i < wsPerKey; i++ { // the promoted socket holds the first of the 16
+		if c, code, _ := dial("/logs/stream?api_key="+apiKey, "127.0.0.1"); c == nil {
+			t.Fatalf("the API key's socket %d of %d: %d", i+1, wsPerKey, code)
+		}
+	}
+	if c, code, _ := dial("/logs/stream?api_key="+apiKey, "127.0.0.6"); c != nil || code != 429 {
+		t.Fatalf("the API key's 17th socket: %d", code)
+	}
+	if c, code, _ := dial("/logs/stream?api_key="+adminKey, "127.0.0.1"); c == nil {
+		t.Fatalf("the admin key's socket beside them: %d", code)
+	}
+	// The promoted socket left the pending pool: one keyless place is free again.
+	waitFor(t, 10*time.Second, func() error {
+		if c, code, _ := dial("/spans/stream", "127.0.0.1"); c == nil {
+			return fmt.Errorf("a keyless socket once one was promoted: %d", code)
+		}
+		return nil
+	})
+}
+
+// TestWebSocketSlotsInAll: where no key is needed every socket is keyed by its address, 16 an
+// address, 64 in all.
+func TestWebSocketSlotsInAll(t *testing.T) {
+	te := startEdge(t, nil) // the admin key alone: the log and span sockets need none
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(from string) int {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, resp, err := websocket.Dial(ctx, wsURL(te, "/logs/stream"), &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 512)
+			n, _ := resp.Body.Read(b)
+			if !strings.Contains(string(b[:n]), "its limit") {
+				t.Errorf("refusal: %s", b[:n])
+			}
+			return resp.StatusCode
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		return 101
+	}
+	for i := range wsMaxConns {
+		from := fmt.Sprintf("127.0.0.%d", 1+i/wsPerKey)
+		if i == wsPerKey { // one address full, the edge not
+			if code := dial("127.0.0.1"); code != 429 {
+				t.Fatalf("a 17th socket of one address: %d", code)
+			}
+		}
+		if code := dial(from); code != 101 {
+			t.Fatalf("socket %d from %s: %d", i+1, from, code)
+		}
+	}
+	if code := dial("127.0.0.9"); code != 429 {
+		t.Fatalf("a 65th socket: %d", code)
+	}
+}
+
+// TestEdgeSettingsNeedTheAdminKey: /internal/set, POST log-level and /internal/config take the
+// admin key once one is set (the API key does not do, nor no key where only the admin key is
+// set), as lemond asks on /internal/*; GET log-level reads with the API key. A change is
+// recorded in mcpgateway's audit trail (RecordEdgeChange, with the admin's key) before it
+// applies, and is not applied when it cannot be. With no key at all, the settings are open,
+// as lemond's.
+func TestEdgeSettingsNeedTheAdminKey(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{API: apiKey, Admin: adminKey} })
+	api, admin := []string{"Authorization", "Bearer " + apiKey}, []string{"Authorization", "Bearer " + adminKey}
+	for _, c := range []struct {
+		method, path, body string
+		auth               []string
+	}{
+		{"POST", "/internal/set", `{"log_level":"fatal"}`, api}, {"POST", "/internal/set", `{"log_level":"fatal"}`, nil},
+		{"POST", "/api/v1/log-level", `{"level":"fatal"}`, api}, {"POST", "/v0/log-level", `{"level":"fatal"}`, nil},
+		{"GET", "/internal/config", "", api}, {"GET", "/internal/config", "", nil},
+	} {
+		if a := do(t, c.method, te.url+c.path, c.body, c.auth...); a.status != 401 || !strings.Contains(a.body, "admin API key") {
+			t.Errorf("%s %s with %v: %d %s; want 401", c.method, c.path, c.auth, a.status, a.body)
+		}
+	}
+	if len(te.admin.recorded()) != 0 {
+		t.Fatalf("a refused change was recorded: %v", te.admin.recorded())
+	}
+	if a := do(t, "GET", te.url+"/api/v1/log-level", "", api...); a.status != 200 || a.json(t)["level"] != "info" {
+		t.Fatalf("GET log-level with the API key: %d %s", a.status, a.body)
+	}
+	if a := do(t, "POST", te.url+"/internal/set", `{"log_level":"debug"}`, admin...); a.status != 200 {
+		t.Fatalf("set with the admin key: %d %s", a.status, a.body)
+	}
+	rec := te.admin.recorded()
+	if len(rec) != 1 || !strings.HasSuffix(rec[0].GetEdge(), "/127.0.0.1:0") || strings.Join(rec[0].GetSettings(), ",") != "log_level" {
+		t.Fatalf("recorded: %v", rec)
+	}
+	if md := te.admin.calls(); md[len(md)-1].Get("authorization")[0] != "Bearer "+adminKey {
+		t.Fatalf("recorded with %v, not the admin's key", md[len(md)-1])
+	}
+	// The trail cannot record it: not applied, 503 saying why.
+	te.admin.mu.Lock()
+	te.admin.failRecord = status.Error(codes.Unavailable, "no replica")
+	te.admin.mu.Unlock()
+	if a := do(t, "POST", te.url+"/api/v1/log-level", `{"level":"fatal"}`, admin...); a.status != 503 || !strings.Contains(a.body, "The change was not applied") {
+		t.Fatalf("log-level when the trail cannot record: %d %s", a.status, a.body)
+	}
+	if lv := do(t, "GET", te.url+"/internal/config", "", admin...).json(t)["log_level"]; lv != "debug" {
+		t.Fatalf("a change the trail did not record applied: %v", lv)
+	}
+
+	// The admin key alone: no key is no admin.
+	only := startEdge(t, nil)
+	if a := do(t, "POST", only.url+"/internal/set", `{"log_level":"fatal"}`); a.status != 401 {
+		t.Fatalf("keyless set beside an admin key: %d %s", a.status, a.body)
+	}
+	// No key at all: open, as lemond, and nothing to record.
+	open := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{} })
+	if a := do(t, "POST", open.url+"/internal/set", `{"log_level":"debug"}`); a.status != 200 || len(open.admin.recorded()) != 0 {
+		t.Fatalf("set with no key configured: %d %s (%d recorded)", a.status, a.body, len(open.admin.recorded()))
 	}
 }

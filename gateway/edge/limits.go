@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/mcphttp"
+	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
 )
@@ -20,52 +22,75 @@ import (
 // Callers are told apart by the keys Lemonade has, so the clients that share a key share its
 // budget; an anonymous caller is its address (an IPv6 address by its /64, which one host
 // usually holds whole).
+//
+// Two sets of limits, two kinds of caller. A configured key, and a caller on this machine's
+// loopback (where no key is needed, the person at the machine), take ZEST_RATE_LIMIT and
+// ZEST_CONCURRENCY_LIMIT: none by default — the operator gave them the key, or the machine,
+// and an evaluation harness at 128 completions at once is their legitimate work. A caller from
+// another address without a key takes ZEST_ANONYMOUS_RATE_LIMIT and
+// ZEST_ANONYMOUS_CONCURRENCY_LIMIT, per address: far above what a person or Lemonade's GUI
+// needs, low enough that one address looping on the API cannot take the services from the
+// others.
 
-// Defaults of the limits per key: far above what a person, Lemonade's GUI (which polls a few
-// routes every second or two) or an agent making tool calls needs, and low enough that one
-// client looping on the API cannot take the services from the others.
+// Defaults of the limits per key.
 const (
-	DefaultRateLimit        = "100/s:200"
-	DefaultConcurrencyLimit = 64
-	// MaxConcurrencyLimit bounds ZEST_CONCURRENCY_LIMIT.
+	DefaultRateLimit                 = ratelimit.Off
+	DefaultConcurrencyLimit          = 0
+	DefaultAnonymousRateLimit        = "100/s:200"
+	DefaultAnonymousConcurrencyLimit = 64
+	// MaxConcurrencyLimit bounds ZEST_CONCURRENCY_LIMIT and ZEST_ANONYMOUS_CONCURRENCY_LIMIT.
 	MaxConcurrencyLimit = 100_000
 )
 
-// Roles an override names besides a key's hash.
+// Roles an override names besides a key's hash, and the roles of keyless callers.
 const (
 	roleAPI       = "api"
 	roleAdmin     = "admin"
-	roleAnonymous = "anonymous"
+	roleLoopback  = "loopback"  // no configured key, from this machine's loopback
+	roleAnonymous = "anonymous" // no configured key, from another address
 )
 
 // keyLimits holds the limits per key and their state.
 type keyLimits struct {
 	keys      keyauth.Keys
-	def       ratelimit.Limits
+	def       ratelimit.Limits          // keys and loopback
+	anonymous ratelimit.Limits          // keyless callers from another address
 	overrides map[string]ratelimit.Rate // role → rate (zero: not limited by rate)
 	table     *ratelimit.Keyed
 }
 
-// parseKeyLimits reads ZEST_RATE_LIMIT, ZEST_CONCURRENCY_LIMIT and ZEST_RATE_LIMIT_KEYS; an
-// error names the setting and the fix.
+// parseKeyLimits reads ZEST_RATE_LIMIT, ZEST_CONCURRENCY_LIMIT, ZEST_ANONYMOUS_RATE_LIMIT,
+// ZEST_ANONYMOUS_CONCURRENCY_LIMIT and ZEST_RATE_LIMIT_KEYS; an error names the setting and
+// the fix.
 func parseKeyLimits(c *Config) (*keyLimits, error) {
 	def, err := ratelimit.ParseSetting(c.RateLimit)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit (ZEST_RATE_LIMIT): %w, or off", err)
 	}
-	if c.ConcurrencyLimit < 0 || c.ConcurrencyLimit > MaxConcurrencyLimit {
-		return nil, fmt.Errorf("concurrency-limit (ZEST_CONCURRENCY_LIMIT) %d: want 0 (no limit) to %d calls in flight per key", c.ConcurrencyLimit, MaxConcurrencyLimit)
+	anon, err := ratelimit.ParseSetting(c.AnonymousRateLimit)
+	if err != nil {
+		return nil, fmt.Errorf("anonymous-rate-limit (ZEST_ANONYMOUS_RATE_LIMIT): %w, or off", err)
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"concurrency-limit", c.ConcurrencyLimit}, {"anonymous-concurrency-limit", c.AnonymousConcurrencyLimit}} {
+		if n.v < 0 || n.v > MaxConcurrencyLimit {
+			return nil, fmt.Errorf("%s (%s) %d: want 0 (no limit) to %d calls in flight per key", n.flag, envflag.EnvName(n.flag), n.v, MaxConcurrencyLimit)
+		}
 	}
 	byName, err := ratelimit.ParseOverrides(c.RateLimitKeys)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %w", err)
 	}
 	l := &keyLimits{keys: c.Keys, def: ratelimit.Limits{Rate: def, Concurrency: c.ConcurrencyLimit},
+		anonymous: ratelimit.Limits{Rate: anon, Concurrency: c.AnonymousConcurrencyLimit},
 		overrides: map[string]ratelimit.Rate{}, table: ratelimit.NewKeyed(c.RateLimitMaxCallers)}
 	for name, r := range byName {
 		role := name
 		switch name {
-		case roleAnonymous:
+		case roleAnonymous, roleLoopback:
+			return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q names no key: callers without a key from another address take ZEST_ANONYMOUS_RATE_LIMIT, those on loopback ZEST_RATE_LIMIT", name)
 		case roleAPI:
 			if c.Keys.API == "" {
 				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q names %s, which is not set: set it or drop %q", name, keyauth.EnvAPIKey, name)
@@ -81,7 +106,7 @@ func parseKeyLimits(c *Config) (*keyLimits, error) {
 			case c.Keys.API != "" && keyHash(c.Keys.API) == name:
 				role = roleAPI
 			default:
-				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q is neither a role (api, admin, anonymous) nor the hash of %s or %s (the first 12 hex digits of its SHA-256, as the activity log shows it)", name, keyauth.EnvAPIKey, keyauth.EnvAdminKey)
+				return nil, fmt.Errorf("rate-limit-keys (ZEST_RATE_LIMIT_KEYS): %q is neither a role (api, admin) nor the hash of %s or %s (the first 12 hex digits of its SHA-256, as the activity log shows it)", name, keyauth.EnvAPIKey, keyauth.EnvAdminKey)
 			}
 		}
 		if _, dup := l.overrides[role]; dup {
@@ -110,30 +135,27 @@ func (l *keyLimits) caller(r *http.Request) (key, role, label string) {
 			return roleAPI, roleAPI, "the API key (" + keyauth.EnvAPIKey + ")"
 		}
 	}
-	addr := clientAddr(r.RemoteAddr)
+	addr := httpguard.ClientAddr(r.RemoteAddr)
+	if isLoopback(r.RemoteAddr) {
+		return "addr " + addr, roleLoopback, "the address " + addr
+	}
 	return "addr " + addr, roleAnonymous, "the address " + addr
 }
 
-// clientAddr is the address a caller is limited by: its IP, an IPv6 one by its /64.
-func clientAddr(remote string) string {
+// isLoopback reports whether a remote address is this machine's loopback.
+func isLoopback(remote string) bool {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
 	}
 	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip.To4() == nil {
-		return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
-	}
-	return ip.String()
+	return ip != nil && ip.IsLoopback()
 }
 
-// off reports whether no key is limited at all (ZEST_RATE_LIMIT=off, ZEST_CONCURRENCY_LIMIT=0
-// and no override that sets a rate): the routes are served without the check.
+// off reports whether no caller is limited at all (both sets of limits off, no override that
+// sets a rate): the routes are served without the check.
 func (l *keyLimits) off() bool {
-	if !l.def.IsZero() {
+	if !l.def.IsZero() || !l.anonymous.IsZero() {
 		return false
 	}
 	for _, r := range l.overrides {
@@ -144,29 +166,33 @@ func (l *keyLimits) off() bool {
 	return true
 }
 
-// limitsOf are the limits of a role: the default, its rate overridden.
-func (l *keyLimits) limitsOf(role string) (ratelimit.Limits, string) {
-	lim, from := l.def, "ZEST_RATE_LIMIT"
-	if r, ok := l.overrides[role]; ok {
-		lim.Rate, from = r, "ZEST_RATE_LIMIT_KEYS"
+// limitsOf are the limits of a role and the settings that gave its rate and its concurrency:
+// the anonymous ones, or the default with the role's rate overridden.
+func (l *keyLimits) limitsOf(role string) (lim ratelimit.Limits, rateFrom, concurrencyFrom string) {
+	if role == roleAnonymous {
+		return l.anonymous, "ZEST_ANONYMOUS_RATE_LIMIT", "ZEST_ANONYMOUS_CONCURRENCY_LIMIT"
 	}
-	return lim, from
+	lim, rateFrom = l.def, "ZEST_RATE_LIMIT"
+	if r, ok := l.overrides[role]; ok {
+		lim.Rate, rateFrom = r, "ZEST_RATE_LIMIT_KEYS"
+	}
+	return lim, rateFrom, "ZEST_CONCURRENCY_LIMIT"
 }
 
 // limitedWriter writes a 429 in a route family's shape (Retry-After is set already).
 type limitedWriter func(w http.ResponseWriter, msg string, retryAfterMs int64)
 
-// wrap limits the calls of next per caller; write answers a refused one. A GET on an MCP
-// endpoint (the long-lived stream of server messages) counts against the rate but not the
-// calls in flight: a client holds it open for hours.
+// wrap limits the calls of next per caller; write answers a refused one. A stream of an MCP
+// endpoint (mcphttp.IsStream) counts against the rate but not the calls in flight: a client
+// holds it open for hours, and the streams have bounds of their own (streams.go).
 func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	if l.off() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, role, label := l.caller(r)
-		lim, from := l.limitsOf(role)
-		stream := r.Method == http.MethodGet && under(r.URL.Path, "/mcp")
+		lim, from, concurrencyFrom := l.limitsOf(role)
+		stream := under(r.URL.Path, "/mcp") && mcphttp.IsStream(r)
 		if stream {
 			lim.Concurrency = 0
 		}
@@ -176,7 +202,7 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			var msg string
 			if d.Reason == ratelimit.ReasonConcurrency {
-				msg = fmt.Sprintf("Too many requests: %s has %d requests in flight, its limit (ZEST_CONCURRENCY_LIMIT); retry when one has finished, after %d s", label, lim.Concurrency, secs)
+				msg = fmt.Sprintf("Too many requests: %s has %d requests in flight, its limit (%s); retry when one has finished, after %d s", label, lim.Concurrency, concurrencyFrom, secs)
 			} else {
 				msg = fmt.Sprintf("Rate limit exceeded: %s may make %s (%s); retry after %d s", label, lim.Rate.Words("requests"), from, secs)
 			}
@@ -192,6 +218,33 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 		defer d.Release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// batch counts the other n−1 messages of a JSON-RPC batch of n against the rate of its
+// caller (mcphttp.Handler.Batch; the first was counted as the request): a batch of n takes n.
+// Over the rate, or more than its burst, it writes a 429 with write and returns false.
+func (l *keyLimits) batch(write limitedWriter) func(w http.ResponseWriter, r *http.Request, n int) bool {
+	return func(w http.ResponseWriter, r *http.Request, n int) bool {
+		key, role, label := l.caller(r)
+		lim, from, _ := l.limitsOf(role)
+		var d ratelimit.Decision
+		if !lim.Rate.IsZero() && n > lim.Rate.Burst { // the bucket never holds the whole batch
+			d = ratelimit.Decision{Reason: ratelimit.ReasonBurst, RetryAfter: lim.Rate.Fill()}
+		} else {
+			d = l.table.Take(key, lim, n-1)
+		}
+		if d.OK {
+			return true
+		}
+		secs := ratelimit.RetryAfterSeconds(d.RetryAfter)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		msg := fmt.Sprintf("Rate limit exceeded: %s may make %s (%s), and a batch counts each of its %d messages; retry after %d s", label, lim.Rate.Words("requests"), from, n, secs)
+		if d.Reason == ratelimit.ReasonBurst {
+			msg = fmt.Sprintf("Rate limit exceeded: a batch of %d messages is more than the %d requests %s may make at once (%s, %s): send at most %d per batch", n, lim.Rate.Burst, label, lim.Rate.Words("requests"), from, lim.Rate.Burst)
+		}
+		write(w, msg, max(1, d.RetryAfter.Milliseconds()))
+		return false
+	}
 }
 
 // The 429 of each route family.

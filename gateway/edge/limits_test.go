@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -113,6 +115,9 @@ func TestKeyLimitSettingsNameTheFix(t *testing.T) {
 		{Config{Keys: keyauth.Keys{Admin: adminKey}, RateLimitKeys: "api=5/s"}, "names LEMONADE_API_KEY, which is not set"},
 		{Config{Keys: keyauth.Keys{API: apiKey}, RateLimitKeys: "admin=5/s"}, "names LEMONADE_ADMIN_API_KEY, which is not set"},
 		{Config{Keys: keys, RateLimitKeys: "0123456789ab=5/s"}, "neither a role"},
+		{Config{Keys: keys, RateLimitKeys: "anonymous=5/s"}, "take ZEST_ANONYMOUS_RATE_LIMIT"},
+		{Config{AnonymousRateLimit: "5 a second"}, "ZEST_ANONYMOUS_RATE_LIMIT"},
+		{Config{AnonymousConcurrencyLimit: MaxConcurrencyLimit + 1}, "ZEST_ANONYMOUS_CONCURRENCY_LIMIT"},
 		{Config{Keys: keys, RateLimitKeys: "api=5/s," + keyHash(apiKey) + "=1/s"}, "named twice"},
 	} {
 		if c.cfg.Keys == (keyauth.Keys{}) && c.want != "" && strings.HasPrefix(c.want, "ZEST") {
@@ -128,7 +133,7 @@ func TestKeyLimitSettingsNameTheFix(t *testing.T) {
 	if _, err := parseKeyLimits(&cfg); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	cfg.RateLimit, cfg.RateLimitKeys = "off", "anonymous=5/s, admin=off, "+keyHash(apiKey)+"=10/m:20"
+	cfg.RateLimit, cfg.RateLimitKeys, cfg.AnonymousRateLimit = "off", "admin=off, "+keyHash(apiKey)+"=10/m:20", "5/s"
 	if _, err := parseKeyLimits(&cfg); err != nil {
 		t.Fatalf("a full setting: %v", err)
 	}
@@ -183,7 +188,7 @@ func TestServerLimitIs429(t *testing.T) {
 // entries; once the table is full of busy callers the new ones share one budget (and are
 // told so), and once idle the entries are evicted.
 func TestCallerTableIsBounded(t *testing.T) {
-	l, err := parseKeyLimits(&Config{RateLimit: "1/s", RateLimitMaxCallers: 10})
+	l, err := parseKeyLimits(&Config{AnonymousRateLimit: "1/s", RateLimitMaxCallers: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +231,8 @@ func TestClientAddr(t *testing.T) {
 		"[::ffff:192.0.2.1]:1":       "192.0.2.1",
 		"not-an-address":             "not-an-address",
 	} {
-		if got := clientAddr(in); got != want {
-			t.Errorf("clientAddr(%q) = %q, want %q", in, got, want)
+		if got := httpguard.ClientAddr(in); got != want {
+			t.Errorf("ClientAddr(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -235,15 +240,139 @@ func TestClientAddr(t *testing.T) {
 // TestLimitsOff: with every limit off the routes are served without the check (no caller is
 // tracked); one override that sets a rate turns it on.
 func TestLimitsOff(t *testing.T) {
-	l, err := parseKeyLimits(&Config{RateLimit: "off", RateLimitKeys: "anonymous=off"})
+	l, err := parseKeyLimits(&Config{Keys: keyauth.Keys{API: apiKey}, RateLimit: "off", AnonymousRateLimit: "off", RateLimitKeys: "api=off"})
 	if err != nil || !l.off() {
-		t.Fatalf("all off: %v %v", l.off(), err)
+		t.Fatalf("all off: %v", err)
 	}
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	if fmt.Sprintf("%p", l.wrap(openAILimited, next)) != fmt.Sprintf("%p", next) {
 		t.Fatal("the check wraps the routes although every limit is off")
 	}
-	if l, _ := parseKeyLimits(&Config{RateLimit: "off", RateLimitKeys: "anonymous=5/s"}); l.off() {
+	if l, _ := parseKeyLimits(&Config{Keys: keyauth.Keys{API: apiKey}, RateLimit: "off", RateLimitKeys: "api=5/s"}); l.off() {
 		t.Fatal("an override's rate is ignored")
+	}
+	if l, _ := parseKeyLimits(&Config{AnonymousConcurrencyLimit: 3}); l.off() {
+		t.Fatal("the anonymous limits are ignored")
+	}
+}
+
+// TestBatchCountsEachMessage: a JSON-RPC batch of n takes n of its caller's rate (the first
+// as the request, the rest once the body is read), and one longer than mcpbatch.MaxMessages is
+// refused (400) before mcpgateway sees it.
+func TestBatchCountsEachMessage(t *testing.T) {
+	te := startEdge(t, func(c *Config) { c.Keys.API, c.RateLimit = apiKey, "10/h" })
+	api := append(append([]string{}, mcpPost...), "Authorization", "Bearer "+apiKey)
+	batch := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	a := do(t, "POST", te.url+"/mcp", batch(51), api...)
+	if a.status != 400 || !strings.Contains(a.body, `"code":-32600`) || !strings.Contains(a.body, "at most 50 messages; this one holds 51") || te.mcp.count() != 0 {
+		t.Fatalf("a batch of 51: %d %s (%d exchanges)", a.status, a.body, te.mcp.count())
+	}
+	if a := do(t, "POST", te.url+"/mcp", batch(5), api...); a.status != 200 { // 1 + 5 of 10 taken
+		t.Fatalf("a batch of 5: %d %s", a.status, a.body)
+	}
+	a = do(t, "POST", te.url+"/mcp", batch(5), api...) // 7 taken, 4 more wanted, 3 left
+	e, _ := a.json(t)["error"].(map[string]any)
+	if a.status != 429 || e["code"] != float64(ratelimit.JSONRPCCode) || a.header.Get("Retry-After") == "" ||
+		!strings.Contains(a.body, "a batch counts each of its 5 messages") || te.mcp.count() != 1 {
+		t.Fatalf("a batch of 5 over the rate: %d %v %s (%d exchanges)", a.status, a.header, a.body, te.mcp.count())
+	}
+	if a := do(t, "POST", te.url+"/mcp", batch(3), api...); a.status != 200 { // 10 taken
+		t.Fatalf("a batch of 3 within what is left: %d %s", a.status, a.body)
+	}
+	if a := do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, api...); a.status != 429 {
+		t.Fatalf("a request after the batches took the 10: %d %s", a.status, a.body)
+	}
+	// More than the burst can never pass: the message says how many a batch may hold.
+	te = startEdge(t, func(c *Config) { c.Keys.API, c.RateLimit = apiKey, "5/s" })
+	if a := do(t, "POST", te.url+"/mcp", batch(6), api...); a.status != 429 || !strings.Contains(a.body, "a batch of 6 messages is more than the 5 requests") ||
+		!strings.Contains(a.body, "send at most 5 per batch") {
+		t.Fatalf("a batch over the burst: %d %s", a.status, a.body)
+	}
+}
+
+// TestDefaultsLimitOnlyAnonymousCallers: under the defaults the API key, the admin key and a
+// keyless caller on loopback are not limited — 128 calls in flight at once and 1000 in a row
+// all pass (before, 64 and 200) — while a keyless caller from another address is held to
+// DefaultAnonymousConcurrencyLimit in flight and DefaultAnonymousRateLimit, told which setting.
+func TestDefaultsLimitOnlyAnonymousCallers(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Keys = keyauth.Keys{API: apiKey, Admin: adminKey}
+	l, err := parseKeyLimits(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var entered sync.WaitGroup
+	h := l.wrap(openAILimited, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered.Done()
+			<-release
+		}
+		w.WriteHeader(204)
+	}))
+	call := func(path, remote, key string) int {
+		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = remote
+		if key != "" {
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for _, c := range []struct{ name, remote, key string }{
+		{"the API key", "192.0.2.7:1", apiKey}, {"the admin key", "192.0.2.7:2", adminKey}, {"loopback", "127.0.0.1:3", ""}, {"IPv6 loopback", "[::1]:4", ""},
+	} {
+		const inFlight = 128
+		entered.Add(inFlight)
+		codes := make(chan int, inFlight)
+		for range inFlight {
+			go func() { codes <- call("/hold", c.remote, c.key) }()
+		}
+		entered.Wait() // all 128 are in the handler at once
+		close(release)
+		for range inFlight {
+			if code := <-codes; code != 204 {
+				t.Fatalf("%s, 128 in flight: %d", c.name, code)
+			}
+		}
+		release = make(chan struct{})
+		for i := range 1000 {
+			if code := call("/", c.remote, c.key); code != 204 {
+				t.Fatalf("%s, call %d of 1000 in a row: %d", c.name, i+1, code)
+			}
+		}
+	}
+	// A keyless caller from another address: 64 in flight, then a 429 naming its setting.
+	entered.Add(DefaultAnonymousConcurrencyLimit)
+	codes := make(chan int, DefaultAnonymousConcurrencyLimit)
+	for range DefaultAnonymousConcurrencyLimit {
+		go func() { codes <- call("/hold", "192.0.2.9:5", "") }()
+	}
+	entered.Wait()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "192.0.2.9:6"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 429 || !strings.Contains(w.Body.String(), "the address 192.0.2.9 has 64 requests in flight, its limit (ZEST_ANONYMOUS_CONCURRENCY_LIMIT)") {
+		t.Fatalf("a 65th anonymous call in flight: %d %s", w.Code, w.Body)
+	}
+	close(release)
+	for range DefaultAnonymousConcurrencyLimit {
+		<-codes
+	}
+	w = httptest.NewRecorder()
+	for range 200 {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+	}
+	if w.Code != 429 || !strings.Contains(w.Body.String(), "(ZEST_ANONYMOUS_RATE_LIMIT)") {
+		t.Fatalf("an anonymous caller past its burst: %d %s", w.Code, w.Body)
 	}
 }

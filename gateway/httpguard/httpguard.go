@@ -14,9 +14,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/listen"
 )
 
 // WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
@@ -45,22 +45,14 @@ func GetOnly(h http.Handler) http.Handler {
 	})
 }
 
-// IsLoopbackHost reports whether host (no port) names this machine's loopback.
-func IsLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Guard applies the checks in front of a handler.
 type Guard struct {
 	Keys           keyauth.Keys
 	AllowedOrigins []string
 	// LoopbackOnly refuses Host headers that do not name loopback (set when the listener is loopback).
 	LoopbackOnly bool
+	// Failures, when set, slows failed authentications per address (failures.go).
+	Failures *Failures
 }
 
 // Host refuses a foreign Host header on a loopback listener (421 Misdirected Request).
@@ -73,7 +65,7 @@ func (g Guard) Host(next http.Handler) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		if !IsLoopbackHost(host) {
+		if !listen.IsLoopbackHost(host) {
 			WriteError(w, http.StatusMisdirectedRequest, "Host not allowed: this server listens on loopback only")
 			return
 		}
@@ -96,7 +88,7 @@ func (g Guard) originAllowed(origin string) bool {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return u.Scheme != "" // tauri://, app:// and the like
 	}
-	return IsLoopbackHost(u.Hostname())
+	return listen.IsLoopbackHost(u.Hostname())
 }
 
 // X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.
@@ -140,8 +132,8 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 // APIKey requires the API key (or the admin key) when LEMONADE_API_KEY is set.
 func (g Guard) APIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.Keys.CheckAPI(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			WriteError(w, http.StatusUnauthorized, err.Error())
+		if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAPI); err != nil {
+			Refuse(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -163,13 +155,24 @@ func (g Guard) AdminNotConfigured(next http.Handler) http.Handler {
 // AdminKey requires the admin key (falling back to the API key).
 func (g Guard) AdminKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.Keys.CheckAdmin(keyauth.BearerToken(r.Header.Get("Authorization"))); err != nil {
-			if err == keyauth.ErrAdminNotConfigured {
-				WriteError(w, http.StatusForbidden, err.Error())
+		if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAdmin); err != nil {
+			Refuse(w, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// AdminIfConfigured requires the admin key (the API key when only that one is set) once a key
+// is configured, and lets every caller in while none is — as lemond guards /internal/* — for
+// the edge's own settings, which Lemonade's GUI reads and writes on a machine without keys.
+func (g Guard) AdminIfConfigured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.Keys.AdminKey() != "" {
+			if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAdmin); err != nil {
+				Refuse(w, err)
 				return
 			}
-			WriteError(w, http.StatusUnauthorized, err.Error())
-			return
 		}
 		next.ServeHTTP(w, r)
 	})

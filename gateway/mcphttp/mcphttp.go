@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/lib/mcpbatch"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -46,6 +47,32 @@ type Handler struct {
 	Log *slog.Logger
 	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
 	KeepAlive time.Duration
+	// Batch, when set, counts the messages of a JSON-RPC batch (n of them, 2 to
+	// mcpbatch.MaxMessages) against the caller's limits, the first having been counted as the
+	// request; false means it wrote the refusal.
+	Batch func(w http.ResponseWriter, r *http.Request, n int) bool
+	// Hold, when set, admits a stream (IsStream) before it opens: release ends it; false
+	// means it wrote the refusal.
+	Hold func(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
+}
+
+// IsStream reports whether r opens a stream its client holds open: a GET, the session's
+// stream of server messages, or a POST subscriptions/listen of protocol 2026-07-28 (its
+// Mcp-Method header, which that protocol requires and mcpgateway checks against the body).
+func IsStream(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodPost && r.Header.Get(HeaderMethod) == "subscriptions/listen"
+}
+
+// hold admits r's stream (Hold); a nil release means the refusal is written.
+func (h *Handler) hold(w http.ResponseWriter, r *http.Request) (release func()) {
+	if h.Hold == nil {
+		return func() {}
+	}
+	release, ok := h.Hold(w, r)
+	if !ok {
+		return nil
+	}
+	return release
 }
 
 // ServeHTTP dispatches on the method.
@@ -85,6 +112,11 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: the Accept header of GET /mcp must include text/event-stream")
 		return
 	}
+	release := h.hold(w, r)
+	if release == nil {
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(outgoing(r))
 	defer cancel()
 	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
@@ -172,6 +204,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusUnsupportedMediaType, -32600, "Unsupported Media Type: the Content-Type header of POST /mcp must be application/json")
 		return
 	}
+	if IsStream(r) {
+		release := h.hold(w, r)
+		if release == nil {
+			return
+		}
+		defer release()
+	}
 	body, err := httpguard.ReadBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -181,6 +220,17 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		}
 		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
 		return
+	}
+	// A batch is refused past mcpbatch.MaxMessages before mcpgateway reads it (which refuses
+	// it too, for its gRPC callers), and each of its messages counts as a request.
+	if n, batch := mcpbatch.Count(body); batch {
+		if n > mcpbatch.MaxMessages {
+			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
+			return
+		}
+		if n > 1 && h.Batch != nil && !h.Batch(w, r, n) {
+			return
+		}
 	}
 	stream, err := h.MCP.Exchange(outgoing(r), exchangeRequest(r, body))
 	if err != nil {

@@ -82,6 +82,7 @@ var methods = []struct {
 	{"/zest.mcpgateway.v1.AdminService/ExportAudit", true, "reads the registry (a stream is retried only before its first message)"},
 	{"/zest.mcpgateway.v1.AdminService/ApproveToolCall", false, "decides an approval (a waiting tool call runs): a second send would answer that it is decided"},
 	{"/zest.mcpgateway.v1.AdminService/DenyToolCall", false, "decides an approval: a second send would answer that it is decided"},
+	{"/zest.mcpgateway.v1.AdminService/RecordEdgeChange", false, "writes the audit trail: a second send would record the change twice"},
 	{"/zest.mcpgateway.v1.ChatService/Chat", false, "runs a model and tools"},
 	{"/zest.mcpgateway.v1.McpService/Exchange", false, "carries MCP messages (tools/call, initialize, …)"},
 	{"/zest.mcpgateway.v1.McpService/Listen", false, "a session's stream: the MCP client opens its GET again itself"},

@@ -10,6 +10,9 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/envflag"
 )
 
 // Environment variables of socket activation.
@@ -64,4 +67,37 @@ func sameAddr(got, want string) bool {
 		}
 	}
 	return false
+}
+
+// IsLoopbackHost reports whether host (no port) names this machine's loopback: localhost, a
+// name under .localhost, or a loopback IP (127.0.0.0/8, ::1).
+func IsLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddr reports whether a listen address (host:port) binds loopback only. An empty
+// host (":6060") or an unspecified IP (0.0.0.0, ::) binds every interface, and any other name
+// or address may be reached from elsewhere.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && IsLoopbackHost(host)
+}
+
+// ValidateUnauthenticated checks the address setting (flag) of a server that asks no key (a
+// profiler, metrics): host:port, on loopback unless the operator set publicFlag. why says what
+// anyone who reaches it could read. The error names both settings and the fix.
+func ValidateUnauthenticated(flag, addr, publicFlag string, public bool, why string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%s (%s) %q: want host:port", flag, envflag.EnvName(flag), addr)
+	}
+	if !public && !IsLoopbackAddr(addr) {
+		return fmt.Errorf("%s (%s) %q is not a loopback address and %s: bind it to 127.0.0.1 (or [::1]), or set %s=true to serve it there anyway",
+			flag, envflag.EnvName(flag), addr, why, envflag.EnvName(publicFlag))
+	}
+	return nil
 }

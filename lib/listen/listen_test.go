@@ -81,3 +81,14 @@ func TestNoHandOverBindsTheAddress(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestIsLoopbackAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:1": true, "127.9.9.9:1": true, "[::1]:1": true, "localhost:1": true, "a.localhost:1": true, "LOCALHOST.:1": true,
+		"0.0.0.0:1": false, ":1": false, "[::]:1": false, "192.0.2.1:1": false, "example.com:1": false, "127.0.0.1": false,
+	} {
+		if got := IsLoopbackAddr(addr); got != want {
+			t.Errorf("IsLoopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

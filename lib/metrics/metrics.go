@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/zestmcp/zest/lib/listen"
 )
 
 // Namespace prefixes Zest's own metric names (zest_…); the gRPC metrics keep the standard
@@ -52,16 +53,21 @@ const (
 	ShutdownTimeout = 2 * time.Second
 )
 
+// PublicFlag is the shared setting (lib/service's Common, ZEST_METRICS_PUBLIC) that lets a
+// metrics address be other than loopback.
+const PublicFlag = "metrics-public"
+
 // ValidateAddr checks a metrics address setting named flag (for the error): empty or Off
-// (disabled), or host:port.
-func ValidateAddr(flag, addr string) error {
+// (disabled), or host:port on loopback — metrics have no authentication — unless public
+// (PublicFlag) says the operator means another address.
+func ValidateAddr(flag, addr string, public bool) error {
 	if Disabled(addr) {
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("%s %q: want host:port, or %q to serve no metrics", flag, addr, Off)
 	}
-	return nil
+	return listen.ValidateUnauthenticated(flag, addr, PublicFlag, public, "metrics have no authentication (they name servers, tools and routes)")
 }
 
 // ValidateApart checks that the metrics address (flag) is not the service's own API address

@@ -73,13 +73,29 @@ func TestDisabledAndValidate(t *testing.T) {
 		if s != nil || err != nil {
 			t.Errorf("Start(%q) = %v, %v; want disabled", addr, s, err)
 		}
-		if err := metrics.ValidateAddr("x-metrics-addr", addr); err != nil {
+		if err := metrics.ValidateAddr("x-metrics-addr", addr, false); err != nil {
 			t.Errorf("ValidateAddr(%q) = %v", addr, err)
 		}
 	}
-	err := metrics.ValidateAddr("inference-metrics-addr", "13320")
+	err := metrics.ValidateAddr("inference-metrics-addr", "13320", false)
 	if err == nil || !strings.Contains(err.Error(), "inference-metrics-addr") || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("ValidateAddr(13320) = %v, want an error naming the flag and the form", err)
+	}
+	// Metrics have no authentication: an address other than loopback is refused, naming the
+	// setting that allows it, unless that setting is given.
+	for _, addr := range []string{"0.0.0.0:13320", ":13320", "[::]:13320", "192.0.2.7:13320", "metrics.example:13320"} {
+		err := metrics.ValidateAddr("inference-metrics-addr", addr, false)
+		if err == nil || !strings.Contains(err.Error(), "ZEST_INFERENCE_METRICS_ADDR") || !strings.Contains(err.Error(), "ZEST_METRICS_PUBLIC=true") {
+			t.Errorf("ValidateAddr(%q) = %v, want a refusal naming ZEST_METRICS_PUBLIC", addr, err)
+		}
+		if err := metrics.ValidateAddr("inference-metrics-addr", addr, true); err != nil {
+			t.Errorf("ValidateAddr(%q, public) = %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:13320", "127.0.0.2:0", "[::1]:13320", "localhost:13320"} {
+		if err := metrics.ValidateAddr("inference-metrics-addr", addr, false); err != nil {
+			t.Errorf("ValidateAddr(%q) = %v, want loopback accepted", addr, err)
+		}
 	}
 	if err := metrics.ValidateApart("edge-metrics-addr", "127.0.0.1:13305", "edge-addr", "127.0.0.1:13305"); err == nil ||
 		!strings.Contains(err.Error(), "edge-metrics-addr") || !strings.Contains(err.Error(), "edge-addr") {

@@ -21,6 +21,8 @@ func (l Limits) IsZero() bool { return l.Rate.IsZero() && l.Concurrency <= 0 }
 const (
 	ReasonRate        = "rate"
 	ReasonConcurrency = "concurrency"
+	// ReasonBurst refuses Take of more tokens than the bucket holds: no wait makes room.
+	ReasonBurst = "burst"
 )
 
 // Decision is the answer of Keyed.Admit. A call admitted must call Release once it is done;
@@ -118,6 +120,56 @@ func (k *Keyed) Admit(key string, l Limits) Decision {
 		e.inflight--
 		k.mu.Unlock()
 	}}
+}
+
+// Take takes n more tokens from key's bucket under limits l, for work that Admit let in as one
+// call and that turned out to be n calls more (the other messages of a JSON-RPC batch): it
+// adds nothing in flight. Refused for ReasonRate with the wait for the n tokens, or for
+// ReasonBurst when n is more than the burst (the bucket never holds n). With no rate, or
+// n ≤ 0, it takes nothing.
+func (k *Keyed) Take(key string, l Limits, n int) Decision {
+	if l.Rate.IsZero() || n <= 0 {
+		return Decision{OK: true}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	e, overflow := k.entry(key, l, now)
+	e.set(l)
+	if n > l.Rate.Burst {
+		return Decision{Reason: ReasonBurst, RetryAfter: max(l.Rate.Fill(), time.Millisecond), Overflow: overflow}
+	}
+	if !e.lim.AllowN(now, n) {
+		wait := time.Duration((float64(n) - e.lim.TokensAt(now)) / float64(e.lim.Limit()) * float64(time.Second))
+		return Decision{Reason: ReasonRate, RetryAfter: max(wait, time.Millisecond), Overflow: overflow}
+	}
+	return Decision{OK: true, Overflow: overflow}
+}
+
+// Wait is how long key waits for one token of its bucket under limits l, without taking it
+// (0: one is there, or l has no rate). A key without an entry makes none: it waits only when
+// the table is full (it would share the overflow entry) and that entry waits.
+func (k *Keyed) Wait(key string, l Limits) time.Duration {
+	if l.Rate.IsZero() {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[key]
+	if !ok {
+		if len(k.m) < k.max || k.overflow == nil {
+			return 0
+		}
+		e = k.overflow
+	}
+	if e.lim == nil || e.limits.Rate != l.Rate {
+		return 0 // a bucket of other limits: Admit starts a full one
+	}
+	now := k.now()
+	if tokens := e.lim.TokensAt(now); tokens < 1 {
+		return max(time.Duration((1-tokens)/float64(e.lim.Limit())*float64(time.Second)), time.Millisecond)
+	}
+	return 0
 }
 
 // entry returns key's entry, making one (after a sweep at the cap) or handing out the

@@ -183,3 +183,68 @@ func BenchmarkAdmitParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestTake: the rest of a batch takes its tokens from the same bucket, adds nothing in flight,
+// and is refused for rate (with the wait for all its tokens) or, more than the burst, for
+// burst.
+func TestTake(t *testing.T) {
+	k, c := fakeKeyed(0)
+	l := Limits{Rate: Rate{Count: 10, Per: time.Second, Burst: 10}, Concurrency: 1}
+	first := k.Admit("a", l)
+	if d := k.Take("a", l, 6); !d.OK {
+		t.Fatalf("6 more of 9 left: %+v", d)
+	}
+	d := k.Take("a", l, 5)
+	if d.OK || d.Reason != ReasonRate || d.RetryAfter != 200*time.Millisecond {
+		t.Fatalf("5 more of 3 left: %+v; want refused for rate, retry after 200ms (2 tokens at 10/s)", d)
+	}
+	if d := k.Take("a", l, 11); d.OK || d.Reason != ReasonBurst || d.RetryAfter != time.Second {
+		t.Fatalf("11 of a burst of 10: %+v; want ReasonBurst, retry after 1s (a full bucket)", d)
+	}
+	if d := k.Admit("a", l); d.OK || d.Reason != ReasonConcurrency {
+		t.Fatalf("Take added or released a call in flight: %+v", d)
+	}
+	first.Release()
+	c.add(200 * time.Millisecond)
+	if d := k.Take("a", l, 5); !d.OK {
+		t.Fatalf("after the wait: %+v", d)
+	}
+	if d := k.Take("b", Limits{Concurrency: 1}, 1000); !d.OK {
+		t.Fatal("no rate: Take refused")
+	}
+}
+
+// TestWait: Wait tells when a token is next free without taking one and without making an
+// entry for a key it does not know.
+func TestWait(t *testing.T) {
+	k, c := fakeKeyed(2)
+	l := Limits{Rate: Rate{Count: 2, Per: time.Second, Burst: 2}}
+	if w := k.Wait("a", l); w != 0 || k.Len() != 0 {
+		t.Fatalf("an unknown key: wait %v, %d entries", w, k.Len())
+	}
+	k.Admit("a", l)
+	if w := k.Wait("a", l); w != 0 {
+		t.Fatalf("one token left: wait %v", w)
+	}
+	k.Admit("a", l)
+	for range 3 { // waiting takes nothing
+		if w := k.Wait("a", l); w != 500*time.Millisecond {
+			t.Fatalf("an empty bucket at 2/s: wait %v, want 500ms", w)
+		}
+	}
+	c.add(500 * time.Millisecond)
+	if w := k.Wait("a", l); w != 0 {
+		t.Fatalf("after 500ms: wait %v", w)
+	}
+	// A full table: an unknown key waits as the overflow entry does.
+	k.Admit("b", l)
+	k.Admit("b", l)
+	k.Admit("c", l)
+	k.Admit("c", l)
+	if w := k.Wait("d", l); w == 0 {
+		t.Fatal("an unknown key beside a full table of busy keys and a spent overflow entry does not wait")
+	}
+	if w := k.Wait("a", Limits{}); w != 0 {
+		t.Fatalf("no rate: wait %v", w)
+	}
+}

@@ -117,6 +117,14 @@ func (r Rate) Limit() rate.Limit {
 	return rate.Limit(float64(r.Count) / r.Per.Seconds())
 }
 
+// Fill is how long r takes to fill an empty bucket (0 for the zero Rate).
+func (r Rate) Fill() time.Duration {
+	if r.IsZero() {
+		return 0
+	}
+	return time.Duration(float64(r.Burst) / float64(r.Limit()) * float64(time.Second))
+}
+
 // Words says r in words for a message: "20 calls per second (bursts of 40)".
 func (r Rate) Words(what string) string {
 	unit := map[time.Duration]string{time.Second: "second", time.Minute: "minute", time.Hour: "hour"}[r.Per]

@@ -20,6 +20,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
 	"github.com/zestmcp/zest/lib/healthcheck"
+	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/logging"
 	"github.com/zestmcp/zest/lib/tracing"
 )
@@ -62,9 +63,14 @@ type Common struct {
 	// GCPercent is the GC target used when GOGC is not set (not a flag: GOGC is the knob).
 	GCPercent int
 	// PprofAddr, when set (e.g. 127.0.0.1:6060), serves Go's profiler at /debug/pprof/ on that
-	// address (ZEST_PPROF_ADDR). For diagnosis only: it has no authentication, so keep it on
-	// loopback.
-	PprofAddr string
+	// address (ZEST_PPROF_ADDR). For diagnosis only: it has no authentication, so an address
+	// that is not loopback is refused unless PprofPublic (ZEST_PPROF_PUBLIC) says so.
+	PprofAddr   string
+	PprofPublic bool
+	// MetricsPublic (ZEST_METRICS_PUBLIC) lets the service's metrics address (each service's
+	// own setting, checked by metrics.ValidateAddr) be other than loopback: metrics have no
+	// authentication, and a scraper on another machine is a choice the operator makes.
+	MetricsPublic bool
 	// GRPCMaxMessageBytes bounds every gRPC message a service sends or receives, as server and
 	// as client (ZEST_GRPC_MAX_MESSAGE_BYTES); set the same value on every service.
 	GRPCMaxMessageBytes int
@@ -81,7 +87,9 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long in-flight requests may finish on shutdown")
-	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's profiler at /debug/pprof/ on this address (no authentication: loopback only)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's profiler at /debug/pprof/ on this address (no authentication: loopback only, unless pprof-public)")
+	fs.BoolVar(&c.PprofPublic, "pprof-public", c.PprofPublic, "let pprof-addr be an address other than loopback (the profiler has no authentication)")
+	fs.BoolVar(&c.MetricsPublic, "metrics-public", c.MetricsPublic, "let the metrics address be other than loopback (metrics have no authentication), for a scraper on another machine")
 	fs.IntVar(&c.GRPCMaxMessageBytes, "grpc-max-message-bytes", c.GRPCMaxMessageBytes, "largest gRPC message sent or received between services (set the same on every service)")
 }
 
@@ -93,7 +101,11 @@ func (c *Common) ValidateCommon() error {
 	if c.DrainTimeout <= 0 {
 		return fmt.Errorf("drain-timeout %v: want more than 0", c.DrainTimeout)
 	}
-	return nil
+	if c.PprofAddr == "" {
+		return nil
+	}
+	return listen.ValidateUnauthenticated("pprof-addr", c.PprofAddr, "pprof-public", c.PprofPublic,
+		"the profiler has no authentication and shows the process's memory")
 }
 
 // Config is what a service's own Config offers to Main.

@@ -62,3 +62,31 @@ func TestModes(t *testing.T) {
 		t.Fatalf("stamped version %q", got)
 	}
 }
+
+// TestPprofStaysOnLoopback: the profiler (no authentication) is refused on an address other
+// than loopback, with an error naming ZEST_PPROF_ADDR and the setting that allows it; with
+// ZEST_PPROF_PUBLIC it is accepted.
+func TestPprofStaysOnLoopback(t *testing.T) {
+	for _, c := range []struct {
+		addr   string
+		public bool
+		bad    string // what the error says; "" when accepted
+	}{
+		{"", false, ""},
+		{"127.0.0.1:6060", false, ""},
+		{"[::1]:6060", false, ""},
+		{"localhost:6060", false, ""},
+		{"0.0.0.0:6060", false, "ZEST_PPROF_PUBLIC=true"},
+		{":6060", false, "ZEST_PPROF_PUBLIC=true"},
+		{"192.0.2.7:6060", false, "ZEST_PPROF_PUBLIC=true"},
+		{"0.0.0.0:6060", true, ""},
+		{"6060", true, "want host:port"},
+	} {
+		cfg := DefaultCommon()
+		cfg.PprofAddr, cfg.PprofPublic = c.addr, c.public
+		err := cfg.ValidateCommon()
+		if c.bad == "" && err != nil || c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad) || !strings.Contains(err.Error(), "ZEST_PPROF_ADDR")) {
+			t.Errorf("pprof-addr %q public=%v: %v; want %q", c.addr, c.public, err, c.bad)
+		}
+	}
+}

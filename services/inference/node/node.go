@@ -66,7 +66,7 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("inference-addr %q: want host:port, e.g. 127.0.0.1:13310", c.Addr)
 	}
-	return errors.Join(metrics.ValidateAddr("inference-metrics-addr", c.MetricsAddr),
+	return errors.Join(metrics.ValidateAddr("inference-metrics-addr", c.MetricsAddr, c.MetricsPublic),
 		metrics.ValidateApart("inference-metrics-addr", c.MetricsAddr, "inference-addr", c.Addr))
 }
 

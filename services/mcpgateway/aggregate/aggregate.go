@@ -289,7 +289,7 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, provs []provider, payload []byte, out *federate.Output) error {
 	var c *call
-	return out.End(mcpserve.Batch(payload, func() (string, error) {
+	return out.End(mcpserve.Batch(ctx, payload, func() (string, error) {
 		cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
 		c = &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
 		return cl.ProtocolVersion, err

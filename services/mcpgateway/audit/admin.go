@@ -23,6 +23,7 @@ var adminActions = map[string]string{
 	mcpgatewayv1.AdminService_DeletePreset_FullMethodName:     "delete_preset",
 	mcpgatewayv1.AdminService_ApproveToolCall_FullMethodName:  "approve_tool_call",
 	mcpgatewayv1.AdminService_DenyToolCall_FullMethodName:     "deny_tool_call",
+	mcpgatewayv1.AdminService_RecordEdgeChange_FullMethodName: "set_edge_settings",
 }
 
 // UnaryInterceptor records every call of adminActions when it ends: who, the action, its
@@ -81,6 +82,8 @@ func targetOf(req, resp any) (target, server string) {
 	case *mcpgatewayv1.DenyToolCallRequest:
 		out, _ := resp.(*mcpgatewayv1.DenyToolCallResponse)
 		return r.GetId(), out.GetApproval().GetServerId()
+	case *mcpgatewayv1.RecordEdgeChangeRequest: // the edge, by its address
+		return r.GetEdge(), ""
 	case interface{ GetId() string }:
 		return r.GetId(), r.GetId()
 	}

@@ -166,7 +166,7 @@ func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequ
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
 func (h *Handler) batch(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
 	var c *call
-	return out.End(mcpserve.Batch(payload, func() (string, error) {
+	return out.End(mcpserve.Batch(ctx, payload, func() (string, error) {
 		cl, err := h.sessionFor(ctx, req)
 		c = &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
 		return cl.ProtocolVersion, err

@@ -223,7 +223,7 @@ func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequ
 func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream ExchangeStream) error {
 	ctx := stream.Context()
 	var sess *clientSession
-	final, malformed, err := Batch(payload, func() (string, error) {
+	final, malformed, err := Batch(ctx, payload, func() (string, error) {
 		claims, err := h.sessionFor(ctx, req)
 		if err != nil {
 			return "", err

@@ -171,7 +171,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, a))
 		}
 	}
-	errs = append(errs, metrics.ValidateAddr("mcpgateway-metrics-addr", c.MetricsAddr),
+	errs = append(errs, metrics.ValidateAddr("mcpgateway-metrics-addr", c.MetricsAddr, c.MetricsPublic),
 		metrics.ValidateApart("mcpgateway-metrics-addr", c.MetricsAddr, "mcpgateway-addr", c.Addr))
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("data-dir is empty: give a directory for registry.db"))
@@ -350,6 +350,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	adminService.Audit = trail
 	adminService.Approvals = gate
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
+	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
+	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// /mcp/servers/{id}: each registered server through the same transport and sessions.

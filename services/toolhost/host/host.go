@@ -145,7 +145,7 @@ func (c *Config) Validate() error {
 	if _, err := supervisor.ParseEnvAllow(c.EnvAllow); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-env-allow (ZEST_TOOLHOST_ENV_ALLOW): %w", err))
 	}
-	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr),
+	errs = append(errs, metrics.ValidateAddr("toolhost-metrics-addr", c.MetricsAddr, c.MetricsPublic),
 		metrics.ValidateApart("toolhost-metrics-addr", c.MetricsAddr, "toolhost-addr", c.Addr))
 	if _, err := sandbox.ParseMode(c.Sandbox); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-sandbox (ZEST_TOOLHOST_SANDBOX) %w", err))

@@ -39,6 +39,7 @@ const (
 	AdminService_ListApprovals_FullMethodName    = "/zest.mcpgateway.v1.AdminService/ListApprovals"
 	AdminService_ApproveToolCall_FullMethodName  = "/zest.mcpgateway.v1.AdminService/ApproveToolCall"
 	AdminService_DenyToolCall_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DenyToolCall"
+	AdminService_RecordEdgeChange_FullMethodName = "/zest.mcpgateway.v1.AdminService/RecordEdgeChange"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -103,6 +104,11 @@ type AdminServiceClient interface {
 	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
 	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
 	DenyToolCall(ctx context.Context, in *DenyToolCallRequest, opts ...grpc.CallOption) (*DenyToolCallResponse, error)
+	// RecordEdgeChange is called by the edge when an administrator changes one of its own
+	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
+	// before the change applies: the edge keeps no state, so this is how the change reaches the
+	// audit trail (action "set_edge_settings"). It changes nothing itself; no HTTP route maps it.
+	RecordEdgeChange(ctx context.Context, in *RecordEdgeChangeRequest, opts ...grpc.CallOption) (*RecordEdgeChangeResponse, error)
 }
 
 type adminServiceClient struct {
@@ -322,6 +328,16 @@ func (c *adminServiceClient) DenyToolCall(ctx context.Context, in *DenyToolCallR
 	return out, nil
 }
 
+func (c *adminServiceClient) RecordEdgeChange(ctx context.Context, in *RecordEdgeChangeRequest, opts ...grpc.CallOption) (*RecordEdgeChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordEdgeChangeResponse)
+	err := c.cc.Invoke(ctx, AdminService_RecordEdgeChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -384,6 +400,11 @@ type AdminServiceServer interface {
 	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
 	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
 	DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error)
+	// RecordEdgeChange is called by the edge when an administrator changes one of its own
+	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
+	// before the change applies: the edge keeps no state, so this is how the change reaches the
+	// audit trail (action "set_edge_settings"). It changes nothing itself; no HTTP route maps it.
+	RecordEdgeChange(context.Context, *RecordEdgeChangeRequest) (*RecordEdgeChangeResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -453,6 +474,9 @@ func (UnimplementedAdminServiceServer) ApproveToolCall(context.Context, *Approve
 }
 func (UnimplementedAdminServiceServer) DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DenyToolCall not implemented")
+}
+func (UnimplementedAdminServiceServer) RecordEdgeChange(context.Context, *RecordEdgeChangeRequest) (*RecordEdgeChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordEdgeChange not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -828,6 +852,24 @@ func _AdminService_DenyToolCall_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_RecordEdgeChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordEdgeChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RecordEdgeChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RecordEdgeChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RecordEdgeChange(ctx, req.(*RecordEdgeChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -910,6 +952,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DenyToolCall",
 			Handler:    _AdminService_DenyToolCall_Handler,
+		},
+		{
+			MethodName: "RecordEdgeChange",
+			Handler:    _AdminService_RecordEdgeChange_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
