@@ -12,10 +12,10 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // Environment variables that hold the keys: Lemonade's two, and Zest's service key, which
@@ -157,14 +157,9 @@ func exempt(fullMethod string) bool {
 	return strings.HasPrefix(fullMethod, "/grpc.health.v1.") || strings.HasPrefix(fullMethod, "/grpc.reflection.")
 }
 
-func (g Guard) check(ctx context.Context, fullMethod string) error {
+func (g Guard) check(fullMethod, authorization string) error {
 	if exempt(fullMethod) {
 		return nil
-	}
-	authorization := ""
-	// ValueFromIncomingContext reads the one key without copying the call's whole metadata.
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		authorization = v[0]
 	}
 	level := LevelAPI
 	if g.Level != nil {
@@ -197,20 +192,16 @@ func (g Guard) Authorize(authorization string, level Level) error {
 	}
 }
 
-// Unary is the unary server interceptor.
-func (g Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := g.check(ctx, info.FullMethod); err != nil {
-		return nil, err
+// Tap checks a call's key from its headers when the call arrives, before gRPC reads its
+// message (grpc.InTapHandle; grpcserve installs it): a caller without the key never has a
+// request decoded, whatever its size, and the call fails with the status Authorize returns.
+// It runs on the connection's reader goroutine, so it only compares keys.
+func (g Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	authorization := ""
+	if v := info.Header.Get("authorization"); len(v) > 0 {
+		authorization = v[0]
 	}
-	return h(ctx, req)
-}
-
-// Stream is the stream server interceptor.
-func (g Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := g.check(ss.Context(), info.FullMethod); err != nil {
-		return err
-	}
-	return h(srv, ss)
+	return ctx, g.check(info.FullMethodName, authorization)
 }
 
 // Bearer is per-RPC credentials that send a key as "authorization: Bearer <key>"; an empty key

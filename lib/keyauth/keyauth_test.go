@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 func TestCheckAdminFailsClosed(t *testing.T) {
@@ -65,6 +65,17 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
+// tapCall runs g's tap for a call of method whose headers carry auth (none when "").
+func tapCall(t *testing.T, g Guard, method, auth string) error {
+	t.Helper()
+	md := metadata.MD{}
+	if auth != "" {
+		md = metadata.Pairs("authorization", auth)
+	}
+	_, err := g.Tap(t.Context(), &tap.Info{FullMethodName: method, Header: md})
+	return err
+}
+
 func TestGuardCodes(t *testing.T) {
 	g := Guard{Keys: Keys{API: "api"}, Level: func(m string) Level {
 		switch m {
@@ -75,14 +86,8 @@ func TestGuardCodes(t *testing.T) {
 		}
 		return LevelAPI
 	}}
-	ok := func(context.Context, any) (any, error) { return "done", nil }
 	call := func(method, auth string) error {
-		ctx := t.Context()
-		if auth != "" {
-			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", auth))
-		}
-		_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, ok)
-		return err
+		return tapCall(t, g, method, auth)
 	}
 	if err := call("/grpc.health.v1.Health/Check", ""); err != nil {
 		t.Errorf("health must be exempt: %v", err)
@@ -108,7 +113,6 @@ func TestGuardCodes(t *testing.T) {
 // TestServiceLevelFailsClosed: a service method opens with the service key only — never with
 // the API or admin key — and is refused to everyone while no service key is configured.
 func TestServiceLevelFailsClosed(t *testing.T) {
-	ok := func(context.Context, any) (any, error) { return "done", nil }
 	cases := []struct {
 		name string
 		keys Keys
@@ -127,11 +131,7 @@ func TestServiceLevelFailsClosed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := Guard{Keys: c.keys, Level: func(string) Level { return LevelService }}
-			ctx := t.Context()
-			if c.auth != "" {
-				ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", c.auth))
-			}
-			_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/zest.toolhost.v1.ToolHostService/EnsureStarted"}, ok)
+			err := tapCall(t, g, "/zest.toolhost.v1.ToolHostService/EnsureStarted", c.auth)
 			if got := status.Code(err); got != c.want {
 				t.Fatalf("code %v (%v), want %v", got, err, c.want)
 			}
