@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -19,22 +20,27 @@ import (
 )
 
 // Environment variables that hold the keys: Lemonade's two, and Zest's service key, which
-// only Zest's own services hold (mcpgateway presents it to the tool host).
+// only Zest's own services hold (mcpgateway presents it to the tool host) — in the variable,
+// or in a file the other variable names, which keeps it out of the process's environment.
 const (
-	EnvAPIKey     = "LEMONADE_API_KEY"
-	EnvAdminKey   = "LEMONADE_ADMIN_API_KEY"
-	EnvServiceKey = "ZEST_SERVICE_KEY"
+	EnvAPIKey         = "LEMONADE_API_KEY"
+	EnvAdminKey       = "LEMONADE_ADMIN_API_KEY"
+	EnvServiceKey     = "ZEST_SERVICE_KEY"
+	EnvServiceKeyFile = "ZEST_SERVICE_KEY_FILE"
 )
 
 // MinServiceKeyLen is the shortest service key accepted: it guards process launches.
 const MinServiceKeyLen = 16
+
+// MaxServiceKeyFileBytes bounds the file of ZEST_SERVICE_KEY_FILE: it holds one key.
+const MaxServiceKeyFileBytes = 4096
 
 // Errors carry the exact messages Lemonade's clients expect.
 var (
 	ErrInvalidAPIKey        = errors.New("Invalid or missing API key")
 	ErrInvalidAdminKey      = errors.New("Invalid or missing admin API key")
 	ErrAdminNotConfigured   = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
-	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same value in the environment of the tool host and of mcpgateway")
+	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same key for the tool host and for mcpgateway (ZEST_SERVICE_KEY, or a file named by ZEST_SERVICE_KEY_FILE)")
 	ErrInvalidServiceKey    = errors.New("Invalid or missing service key: only Zest's own services (mcpgateway, with ZEST_SERVICE_KEY) may call the tool host")
 )
 
@@ -45,20 +51,80 @@ type Keys struct {
 	// Service is the key Zest's services present to the tool host; API and admin users never
 	// hold it.
 	Service string
+	// ServiceFile names the file that holds Service instead (ZEST_SERVICE_KEY_FILE), read by
+	// LoadServiceKey.
+	ServiceFile string
 }
 
-// FromEnv reads the keys from getenv (os.Getenv when nil).
+// FromEnv reads the keys from getenv (os.Getenv when nil). A service that uses the service
+// key reads its file with LoadServiceKey when it validates its configuration.
 func FromEnv(getenv func(string) string) Keys {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey), Service: getenv(EnvServiceKey)}
+	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey), Service: getenv(EnvServiceKey), ServiceFile: getenv(EnvServiceKeyFile)}
+}
+
+// LoadServiceKey is what a service that uses the service key calls when it validates its
+// configuration: it reads the key from ServiceFile, when that is set, into Service (clearing
+// ServiceFile, so that a second call reads nothing), then checks the key's strength. It
+// refuses both variables set at once, a file that group or others may read or write (its mode
+// allows them anything), one that is not a regular file or is larger than
+// MaxServiceKeyFileBytes, and an empty key. Surrounding white space (echo's newline) is not
+// part of the key.
+func (k *Keys) LoadServiceKey() error {
+	if err := k.loadServiceKeyFile(); err != nil {
+		return err
+	}
+	return k.CheckServiceKeyStrength()
+}
+
+func (k *Keys) loadServiceKeyFile() error {
+	path := k.ServiceFile
+	if path == "" {
+		return nil
+	}
+	if k.Service != "" {
+		return fmt.Errorf("%s and %s are both set: keep one (the file keeps the key out of the environment, where a process that can read this one's /proc entries would find it)", EnvServiceKey, EnvServiceKeyFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat() // of the file opened, not of the name, which could change in between
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s is not a regular file: name the file that holds the key", EnvServiceKeyFile, path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s %s is open to group or others (mode %04o): chmod 600 %s, so that only this service's user may read it", EnvServiceKeyFile, path, fi.Mode().Perm(), path)
+	case fi.Size() > MaxServiceKeyFileBytes:
+		return fmt.Errorf("%s %s is %d bytes long, more than %d: it must hold the key alone", EnvServiceKeyFile, path, fi.Size(), MaxServiceKeyFileBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxServiceKeyFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	key := strings.TrimSpace(string(b))
+	switch {
+	case len(b) > MaxServiceKeyFileBytes: // it grew after Stat
+		return fmt.Errorf("%s %s is more than %d bytes long: it must hold the key alone", EnvServiceKeyFile, path, MaxServiceKeyFileBytes)
+	case key == "":
+		return fmt.Errorf("%s %s is empty: write the key in it (e.g. openssl rand -hex 32 > %s)", EnvServiceKeyFile, path, path)
+	case strings.ContainsAny(key, "\r\n"):
+		return fmt.Errorf("%s %s holds more than one line: it must hold the key alone", EnvServiceKeyFile, path)
+	}
+	k.Service, k.ServiceFile = key, ""
+	return nil
 }
 
 // CheckServiceKeyStrength refuses a configured service key shorter than MinServiceKeyLen.
 func (k Keys) CheckServiceKeyStrength() error {
 	if k.Service != "" && len(k.Service) < MinServiceKeyLen {
-		return fmt.Errorf("%s is %d characters long: use at least %d random characters (e.g. openssl rand -hex 32)", EnvServiceKey, len(k.Service), MinServiceKeyLen)
+		return fmt.Errorf("the service key (%s or the file of %s) is %d characters long: use at least %d random characters (e.g. openssl rand -hex 32)", EnvServiceKey, EnvServiceKeyFile, len(k.Service), MinServiceKeyLen)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
+	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey()}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
@@ -223,7 +223,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
 	if cfg.Keys.Service == "" {
-		log.Warn("ZEST_SERVICE_KEY is not set: every ToolHostService call is refused until it is (set the same value for mcpgateway)")
+		log.Warn("the service key is not set (ZEST_SERVICE_KEY or ZEST_SERVICE_KEY_FILE): every ToolHostService call is refused until it is (set the same key for mcpgateway)")
 	}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
