@@ -82,3 +82,25 @@ func TestServiceKeyFromAFile(t *testing.T) {
 		})
 	}
 }
+
+// TestToolhostDropsLemonadeKeys: started with Lemonade's keys in its environment (one
+// environment for every service, as `make run` and a shell with the keys exported give it), the
+// tool host executes itself again without them: /proc/<pid>/environ of the same pid holds
+// neither, its log says which it dropped, and it serves as before.
+func TestToolhostDropsLemonadeKeys(t *testing.T) {
+	const apiKey = "e2e-api-key-to-drop"
+	s := startSuite(t, "LEMONADE_API_KEY="+apiKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	th := s.procs["zest-toolhost"]
+	env := environOf(t, th.cmd.Process.Pid)
+	if strings.Contains(env, apiKey) || strings.Contains(env, adminKey) {
+		t.Fatalf("the tool host holds a Lemonade key in its environment:\n%s", env)
+	}
+	if logs := s.Logs("zest-toolhost"); !strings.Contains(logs, "dropped Lemonade's keys") || !strings.Contains(logs, "LEMONADE_API_KEY") ||
+		strings.Contains(logs, apiKey) || strings.Contains(logs, adminKey) {
+		t.Fatalf("the tool host's log does not name what it dropped (or shows a key):\n%s", logs)
+	}
+	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
+	if r := admin(t, s, "POST", "/servers/echo/tools/call", `{"name":"echo","arguments":{"text":"still-serving"}}`); r.Status != 200 || !strings.Contains(string(r.Body), "still-serving") {
+		t.Fatalf("a tool call: %d %s", r.Status, r.Body)
+	}
+}

@@ -207,6 +207,7 @@ func New(cfg Config, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
+	logDroppedKeys(log)
 	envAllow, err := supervisor.ParseEnvAllow(cfg.EnvAllow) // Validate reports the refused entries
 	if err != nil {
 		log.Error("ignoring refused entries of ZEST_TOOLHOST_ENV_ALLOW", "err", err)
