@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
 // environOf is what /proc/<pid>/environ of a process shows: the environment it started with.
@@ -102,5 +106,118 @@ func TestToolhostDropsLemonadeKeys(t *testing.T) {
 	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
 	if r := admin(t, s, "POST", "/servers/echo/tools/call", `{"name":"echo","arguments":{"text":"still-serving"}}`); r.Status != 200 || !strings.Contains(string(r.Body), "still-serving") {
 		t.Fatalf("a tool call: %d %s", r.Status, r.Body)
+	}
+}
+
+// buildHostile builds the sandbox's hostile fixture server into dir.
+func buildHostile(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "hostile")
+	cmd := exec.Command("go", "build", "-o", bin, "./services/toolhost/internal/hostile")
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the hostile fixture: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestUnsandboxedServerCannotReadTheToolHost: a hostile server registered without a sandbox,
+// on a tool host running as root with its defaults, walks up its ancestors' /proc entries: the
+// tool host's environment (ZEST_SERVICE_KEY), descriptors and memory, and its shim's, are
+// refused to it — the tool host and the shim are non-dumpable, and the server runs as nobody
+// (ZEST_TOOLHOST_SERVER_UID), not as root. Only cmdline is readable, as for anyone.
+func TestUnsandboxedServerCannotReadTheToolHost(t *testing.T) {
+	hostile := buildHostile(t, sandboxWorkDir(t))
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_TOOLHOST_SERVER_UID=") // "": the default
+	registerServer(t, s, map[string]any{"id": "hostile", "command": hostile})
+	if r := admin(t, s, "POST", "/servers/hostile/connect", ""); r.Status != 200 {
+		t.Fatalf("connect: %d %s", r.Status, r.Body)
+	}
+	if sb := sandboxOf(t, s, "hostile"); sb != nil {
+		t.Fatalf("the server is sandboxed: %v", sb)
+	}
+	if text, _ := sandboxCall(t, s, "hostile", "status", nil); !strings.Contains(text, "Uid: 65534 65534 65534 65534") {
+		t.Fatalf("the unsandboxed server's status %q: want it to run as nobody", text)
+	}
+	text, isErr := sandboxCall(t, s, "hostile", "ancestors", nil)
+	if isErr {
+		t.Fatalf("ancestors: %s", text)
+	}
+	t.Logf("the server's ancestors: %s", text)
+	var got []struct {
+		Pid                       int
+		Environ, Cmdline, Fd, Mem string
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		t.Fatal(err)
+	}
+	host := s.procs["zest-toolhost"].cmd.Process.Pid
+	found := false
+	for _, a := range got {
+		found = found || a.Pid == host
+		for what, v := range map[string]string{"environ": a.Environ, "fd/": a.Fd, "mem": a.Mem} {
+			if !strings.Contains(v, "permission denied") {
+				t.Errorf("the unsandboxed server read /proc/%d/%s (the tool host is %d): %s", a.Pid, what, host, v)
+			}
+		}
+	}
+	if !found || len(got) < 2 {
+		t.Fatalf("the server's ancestors %s are not its shim and the tool host (%d)", text, host)
+	}
+}
+
+// TestToolhostAsAUserCannotBeReadByItsServers: as deployed (compose and Kubernetes run the
+// tool host as an unprivileged user), a server runs as the tool host's own user; the tool host
+// and its shims being non-dumpable is then what keeps their /proc entries (environ, fd/, mem)
+// from the server.
+func TestToolhostAsAUserCannotBeReadByItsServers(t *testing.T) {
+	const uid = 65532 // the deployment's user (deploy/compose.yaml)
+	dir := sandboxWorkDir(t)
+	hostile := buildHostile(t, dir)
+	addr := freeAddr(t)
+	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_TOOLHOST_METRICS_ADDR=off", "ZEST_LOG_LEVEL=warn",
+		"ZEST_SERVICE_KEY="+serviceKey, "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+	p := startProc(t, "zest-toolhost", cmd, false)
+	t.Cleanup(func() { p.stop(syscall.SIGTERM, 15*time.Second) })
+	c := toolhostv1.NewToolHostServiceClient(dialService(t, addr, serviceKey))
+	waitFor(t, 10*time.Second, func() error {
+		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
+		return err
+	})
+	st := ensure(t, c, "hostile", hostile)
+	args, _ := json.Marshal(map[string]any{"name": "ancestors", "arguments": map[string]any{}})
+	r, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: "hostile", Method: "tools/call", Params: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Content []struct{ Text string } }
+	if err := json.Unmarshal(r.GetResult(), &res); err != nil || len(res.Content) != 1 {
+		t.Fatalf("ancestors: %s %v", r.GetResult(), err)
+	}
+	t.Logf("the server's ancestors: %s", res.Content[0].Text)
+	var got []struct {
+		Pid                       int
+		Environ, Cmdline, Fd, Mem string
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].Text), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{int(st.GetPid()): "the shim", p.cmd.Process.Pid: "the tool host"}
+	for _, a := range got {
+		if want[a.Pid] == "" {
+			continue
+		}
+		for what, v := range map[string]string{"environ": a.Environ, "fd/": a.Fd, "mem": a.Mem} {
+			if !strings.Contains(v, "permission denied") {
+				t.Errorf("the server (uid %d, as the tool host) read %s's /proc/%d/%s: %s", uid, want[a.Pid], a.Pid, what, v)
+			}
+		}
+		delete(want, a.Pid)
+	}
+	if len(want) > 0 {
+		t.Fatalf("the server's ancestors miss %v", want)
 	}
 }
