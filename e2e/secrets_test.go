@@ -221,3 +221,39 @@ func TestToolhostAsAUserCannotBeReadByItsServers(t *testing.T) {
 		t.Fatalf("the server's ancestors miss %v", want)
 	}
 }
+
+// TestServicesAreNotDumpable: every Zest service running as a user (as deployed, or `make
+// run` by a user) keeps its /proc entries from the other processes of that user — a tool
+// server the tool host runs as the same user among them: its environment holds Lemonade's
+// keys (the edge, mcpgateway, inference), ZEST_SESSION_KEY and ZEST_SERVICE_KEY (mcpgateway).
+func TestServicesAreNotDumpable(t *testing.T) {
+	const uid = 65532
+	dir := sandboxWorkDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil { // mcpgateway's data dir, for that user
+		t.Fatal(err)
+	}
+	env, _, _ := suiteEnv(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_DATA_DIR="+filepath.Join(dir, "data"), "ZEST_LOG_LEVEL=info", "HOME="+dir)
+	asUser := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+		return cmd
+	}
+	for _, name := range []string{"zest-inference", "zest-toolhost", "zest-mcpgateway", "zest-gateway"} {
+		cmd := asUser(exec.Command(filepath.Join(binDir, name)))
+		cmd.Env, cmd.Dir = env, dir
+		p := startProc(t, name, cmd, false)
+		t.Cleanup(func() { p.stop(syscall.SIGTERM, 15*time.Second) })
+		waitFor(t, 15*time.Second, func() error { // past its start (service.Main)
+			if l := p.logs.String(); !strings.Contains(l, "grpc serving") && !strings.Contains(l, "http serving") {
+				return fmt.Errorf("%s has not started: %s", name, l)
+			}
+			return nil
+		})
+		for entry, try := range map[string]string{"environ": "cat %s", "mem": "exec 3<%s", "fd": "ls %s"} {
+			path := fmt.Sprintf("/proc/%d/%s", p.cmd.Process.Pid, entry)
+			out, err := asUser(exec.Command("/bin/sh", "-c", fmt.Sprintf(try, path))).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "Permission denied") {
+				t.Errorf("a process of %s's user read its /proc/%d/%s (%v): %.200q", name, p.cmd.Process.Pid, entry, err, out)
+			}
+		}
+	}
+}
