@@ -331,6 +331,29 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 		}
 	})
 
+	// Files in the sandbox's memory file systems take the machine's memory outside the
+	// server's address space: each is a quarter of memory_bytes (3 GiB here), where a tmpfs
+	// would otherwise take up to half of the machine's; /dev (bwrap's tmpfs of device nodes)
+	// takes no new file at all.
+	t.Run("memory file systems bounded by memory_bytes", func(t *testing.T) {
+		want := fmt.Sprintf("size %d bytes", int64(3<<30)/sandbox.TmpfsShare)
+		home, _ := os.UserHomeDir()
+		for _, dir := range []string{"/tmp", home, "/dev/shm"} {
+			if text, isErr, err := callTool(t, s, "boxed", "statfs", map[string]any{"path": dir}); err != nil || isErr || text != want {
+				t.Errorf("sandboxed %s: %q (isError %v, %v), want %q", dir, text, isErr, err, want)
+			}
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/shm/zest-test", "text": "shared memory"}); err != nil || isErr {
+			t.Errorf("sandboxed write to /dev/shm: %q %v", text, err)
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/zest-test", "text": "x"}); err != nil || !isErr || !strings.Contains(text, "permission denied") {
+			t.Errorf("sandboxed file created in /dev: %q (isError %v, %v), want permission denied", text, isErr, err)
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/null", "text": "x"}); err != nil || isErr {
+			t.Errorf("sandboxed write to /dev/null: %q %v", text, err)
+		}
+	})
+
 	t.Run("no_new_privs, seccomp, capabilities and uid", func(t *testing.T) {
 		text, _, err := callTool(t, s, "boxed", "status", nil)
 		if err != nil {

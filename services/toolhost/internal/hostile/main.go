@@ -65,7 +65,7 @@ func main() {
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, n := range []string{"read", "ancestors", "write", "connect", "fetch", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
+			for _, n := range []string{"read", "ancestors", "statfs", "write", "connect", "fetch", "udp", "signal", "unshare", "userns", "fork", "alloc", "files", "spin", "status"} {
 				tools = append(tools, tool(n))
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -99,6 +99,12 @@ func call(name string, args map[string]any) (string, error) {
 		return fmt.Sprintf("read %d bytes", len(b)), nil
 	case "ancestors":
 		return ancestors()
+	case "statfs": // how much a file system holds (a tmpfs: how much memory its files may take)
+		var st unix.Statfs_t
+		if err := unix.Statfs(str(args, "path"), &st); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("size %d bytes", st.Blocks*uint64(st.Bsize)), nil
 	case "write":
 		if err := os.WriteFile(str(args, "path"), []byte(str(args, "text")), 0o644); err != nil {
 			return "", err
