@@ -257,3 +257,33 @@ func TestServicesAreNotDumpable(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedReferenceRefusedAtRegistration: a server config whose env or bearer_token refers
+// to a variable of Zest's own services (its keys) is refused when it is registered — 400 naming
+// the field and the fix, nothing stored — rather than accepted and failing at connect (env) or
+// sent to the server (bearer_token, which mcpgateway resolves in its own environment).
+func TestReservedReferenceRefusedAtRegistration(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	for _, c := range []struct {
+		name, field, want string
+		cfg               map[string]any
+	}{
+		{"env", "env", "env TOKEN refers to ${ZEST_SERVICE_KEY}, a variable reserved for Zest's own services; no MCP server gets a ZEST_* or LEMONADE_* variable: put the value in another variable of the tool host's environment (e.g. TOKEN) and write ${TOKEN}",
+			map[string]any{"id": "leaky", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}, "env": map[string]string{"TOKEN": "${ZEST_SERVICE_KEY}"}}},
+		{"bearer_token", "bearer_token", "bearer_token refers to ${LEMONADE_ADMIN_API_KEY}, a variable reserved for Zest's own services; no MCP server gets a ZEST_* or LEMONADE_* variable: put the value in another variable of mcpgateway's environment (e.g. MCP_BEARER_TOKEN) and write ${MCP_BEARER_TOKEN}",
+			map[string]any{"id": "leaky", "transport": "streamable-http", "url": "https://mcp.example.com/mcp", "bearer_token": "${LEMONADE_ADMIN_API_KEY}"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := admin(t, s, "POST", "/servers", jsonBody(t, c.cfg))
+			if r.Status != 400 || errMessage(t, r) != "invalid server config: "+c.want {
+				t.Fatalf("register: %d %s, want 400 saying %q", r.Status, r.Body, c.want)
+			}
+			if p, _ := r.JSON(t)["error"].(map[string]any)["param"].(string); p != c.field {
+				t.Errorf("the error's param is %q, want %q (the form shows the error by that field)", p, c.field)
+			}
+			if r := admin(t, s, "GET", "/servers/leaky", ""); r.Status != 404 {
+				t.Fatalf("the refused config was stored: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+}
