@@ -53,6 +53,12 @@ func main() {
 			os.Setenv(v, "off")
 		}
 	}
+	// The fixture servers (this binary, built by go run in a private temporary directory) are
+	// for root alone: a tool host running as root keeps servers root here rather than running
+	// them as nobody (ZEST_TOOLHOST_SERVER_UID), unless the environment says otherwise.
+	if _, set := os.LookupEnv("ZEST_TOOLHOST_SERVER_UID"); !set {
+		os.Setenv("ZEST_TOOLHOST_SERVER_UID", "0")
+	}
 	binDir := flag.String("bin", "bin", "directory with the built Zest binaries")
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")

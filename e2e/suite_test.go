@@ -48,6 +48,10 @@ func TestMain(m *testing.M) {
 		binDir = dir
 	}
 	metricsOff() // metrics_test.go
+	// The suite runs as root and its fixtures lie in root's private temporary directories, so
+	// its tool hosts keep servers as root (the default runs them as nobody: TestUnsandboxedServer
+	// CannotReadTheToolHost, which sets it back).
+	os.Setenv("ZEST_TOOLHOST_SERVER_UID", "0")
 	os.Exit(m.Run())
 }
 

@@ -107,7 +107,7 @@ func TestZestctl(t *testing.T) {
 		mustCtl(t, s, 0, "servers", "add", "--json", in)
 		file := filepath.Join(t.TempDir(), "echo3.json")
 		os.WriteFile(file, []byte(fmt.Sprintf(`{"command":"node","args":[%q]}`, echo)), 0o600)
-		if m := mustCtl(t, s, 0, "servers", "add", "echo3", "--file", file, "--env", "TOKEN=${ZEST_E2E_TOKEN}", "-o", "json").JSON(t); m["env"].(map[string]any)["TOKEN"] != "${ZEST_E2E_TOKEN}" {
+		if m := mustCtl(t, s, 0, "servers", "add", "echo3", "--file", file, "--env", "TOKEN=${E2E_TOKEN}", "-o", "json").JSON(t); m["env"].(map[string]any)["TOKEN"] != "${E2E_TOKEN}" {
 			t.Fatalf("add --file = %v", m)
 		}
 		// edit changes the given fields only.

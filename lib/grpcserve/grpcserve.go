@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // DefaultDrainTimeout bounds how long in-flight calls may finish after shutdown starts.
@@ -33,7 +34,8 @@ const DefaultDrainTimeout = 10 * time.Second
 
 // Options configure a Server.
 type Options struct {
-	// Guard checks the bearer key of every call except health and reflection.
+	// Guard checks the bearer key of every call except health and reflection, from the call's
+	// headers, before its message is read (Tap).
 	Guard keyauth.Guard
 	// Logger receives lifecycle events and recovered panics; nil means slog.Default().
 	Logger *slog.Logger
@@ -53,6 +55,9 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	draining chan struct{} // closed when shutdown starts
+	// served are the methods registered when Serve began, the labels a refused call may
+	// count under (a made-up method name counts as "unknown"); read-only once serving.
+	served map[string]bool
 }
 
 // Draining is closed when shutdown starts, before the graceful stop waits for calls: a
@@ -76,14 +81,17 @@ func New(o Options) *Server {
 	rec := recoverer{log: o.Logger}
 	draining := make(chan struct{})
 	fl := failures{log: o.Logger, draining: draining}
+	s := &Server{opts: o, log: o.Logger, draining: draining}
 	sopts := append([]grpc.ServerOption{
+		// The key first, from the headers, before gRPC reads the message: a caller without
+		// the key never has a request of up to MaxMessageBytes read and decoded for it.
+		grpc.InTapHandle(s.tap(fl)),
 		// Outermost first: the request id is known to everything after it, a panic anywhere
-		// (the key check included) fails its own call, no status leaves with a message that
-		// is not UTF-8, and every failed call is logged (refused keys included).
-		// Metrics (lib/metrics) come before the recoverer and the key check, so that a panic
-		// counts as the INTERNAL its caller gets and a refused key as UNAUTHENTICATED.
-		grpc.ChainUnaryInterceptor(requestid.UnaryServer, metrics.UnaryServer, rec.unary, fl.unary, o.Guard.Unary),
-		grpc.ChainStreamInterceptor(requestid.StreamServer, metrics.StreamServer, rec.stream, fl.stream, o.Guard.Stream),
+		// fails its own call, no status leaves with a message that is not UTF-8, and every
+		// failed call is logged. Metrics (lib/metrics) come before the recoverer, so that a
+		// panic counts as the INTERNAL its caller gets.
+		grpc.ChainUnaryInterceptor(requestid.UnaryServer, metrics.UnaryServer, rec.unary, fl.unary),
+		grpc.ChainStreamInterceptor(requestid.StreamServer, metrics.StreamServer, rec.stream, fl.stream),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a
@@ -99,11 +107,35 @@ func New(o Options) *Server {
 	// handler, so the span is in the context before the interceptors above run and every line
 	// they log carries its trace id.
 	sopts = append(sopts, tracing.ServerOptions()...)
-	g := grpc.NewServer(sopts...)
-	h := health.NewServer()
-	healthpb.RegisterHealthServer(g, h)
-	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, opts: o, log: o.Logger, draining: draining}
+	s.GRPC = grpc.NewServer(sopts...)
+	s.Health = health.NewServer()
+	healthpb.RegisterHealthServer(s.GRPC, s.Health)
+	reflection.Register(s.GRPC)
+	return s
+}
+
+// tap checks a call's key (Options.Guard) when its headers arrive. A refused call is logged
+// as failures logs the others (with the request id its caller sent) and counted in
+// metrics.GRPCRefused; it never reaches the interceptors or the handler.
+func (s *Server) tap(fl failures) tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		start := time.Now()
+		ctx, err := s.opts.Guard.Tap(ctx, info)
+		if err == nil {
+			return ctx, nil
+		}
+		id := ""
+		if v := info.Header.Get(requestid.MetadataKey); len(v) > 0 {
+			id = v[0]
+		}
+		fl.logged(requestid.With(ctx, requestid.Ensure(id)), info.FullMethodName, err, start)
+		service, method := "unknown", "unknown"
+		if s.served[info.FullMethodName] {
+			service, method = metrics.SplitMethod(info.FullMethodName)
+		}
+		metrics.GRPCRefused.WithLabelValues(service, method, status.Code(err).String()).Inc()
+		return ctx, err
+	}
 }
 
 // RegisterService registers impl for desc (so *Server is a grpc.ServiceRegistrar, and the
@@ -210,8 +242,12 @@ func validUTF8(err error) error {
 // Serve serves on lis until ctx is done, then drains and returns. Every registered service
 // reports SERVING while it runs.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	for name := range s.GRPC.GetServiceInfo() {
+	s.served = map[string]bool{}
+	for name, info := range s.GRPC.GetServiceInfo() {
 		s.Health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		for _, m := range info.Methods {
+			s.served["/"+name+"/"+m.Name] = true
+		}
 	}
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	metrics.InitializeServer(s.GRPC)

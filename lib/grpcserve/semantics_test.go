@@ -9,12 +9,16 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/logging"
+	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -38,6 +42,9 @@ const (
 type echo struct {
 	cancelled chan struct{} // closed when a "wait" call sees its context end
 	once      sync.Once
+	// handled counts the calls gRPC handed to the service's method handlers, which read and
+	// decode the message (the unary one before the interceptors run).
+	handled atomic.Int32
 }
 
 func (e *echo) call(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
@@ -75,6 +82,7 @@ var echoDesc = grpc.ServiceDesc{
 	ServiceName: "zest.test.Echo",
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{{MethodName: "Call", Handler: func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		srv.(*echo).handled.Add(1)
 		in := &wrapperspb.BytesValue{}
 		if err := dec(in); err != nil {
 			return nil, err
@@ -85,6 +93,7 @@ var echoDesc = grpc.ServiceDesc{
 		})
 	}}},
 	Streams: []grpc.StreamDesc{{StreamName: "Stream", ServerStreams: true, Handler: func(srv any, ss grpc.ServerStream) error {
+		srv.(*echo).handled.Add(1)
 		in := &wrapperspb.BytesValue{}
 		if err := ss.RecvMsg(in); err != nil {
 			return err
@@ -108,13 +117,17 @@ func startEcho(t *testing.T) (*grpc.ClientConn, *echo) {
 }
 
 func startEchoAt(t *testing.T) (*grpc.ClientConn, *echo, string) {
+	return startEchoLogged(t, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func startEchoLogged(t *testing.T, log *slog.Logger) (*grpc.ClientConn, *echo, string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := New(Options{Guard: keyauth.Guard{Keys: keyauth.Keys{API: testKey}}, DrainTimeout: time.Second, MaxMessageBytes: maxBytes,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: log})
 	e := &echo{cancelled: make(chan struct{})}
 	s.RegisterService(&echoDesc, e)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,7 +190,7 @@ func TestCallSemantics(t *testing.T) {
 				t.Fatal("the handler never saw the cancellation")
 			}
 		}},
-		{"the key interceptor runs: a wrong key is refused", func(t *testing.T) {
+		{"the key check runs: a wrong key is refused", func(t *testing.T) {
 			wrong, err := grpcdial.Dial(addr, "wrong", maxBytes)
 			if err != nil {
 				t.Fatal(err)
@@ -250,6 +263,58 @@ func TestCallSemantics(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, c.run)
+	}
+}
+
+// TestKeyIsCheckedBeforeTheMessageIsRead: a call without the key, or with a wrong one, is
+// refused from its headers with the status and message the key check has always given: its
+// message is never read or decoded (no method handler runs; one over the size limit is refused
+// for its key, not for its size), on unary calls and streams alike. The refusal is logged with
+// the caller's request id and counted; a call with the key goes through on the same server.
+func TestKeyIsCheckedBeforeTheMessageIsRead(t *testing.T) {
+	var logs lockedBuffer
+	log, err := logging.New(&logs, "test", "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, e, addr := startEchoLogged(t, log)
+	refused := func() float64 {
+		return testutil.ToFloat64(metrics.GRPCRefused.WithLabelValues("zest.test.Echo", "Call", "Unauthenticated"))
+	}
+	before := refused()
+	for _, key := range []string{"", "wrong"} {
+		bad, err := grpcdial.Dial(addr, key, 2*maxBytes) // it may send more than the server takes
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		for _, body := range [][]byte{[]byte("echo"), bytes.Repeat([]byte("y"), maxBytes-64), bytes.Repeat([]byte("y"), maxBytes+1)} {
+			_, err := invoke(requestid.With(t.Context(), "rid-keyless"), bad, body)
+			if st := status.Convert(err); st.Code() != codes.Unauthenticated || st.Message() != keyauth.ErrInvalidAPIKey.Error() {
+				t.Fatalf("key %q, %d bytes: %v, want Unauthenticated %q", key, len(body), err, keyauth.ErrInvalidAPIKey)
+			}
+		}
+		st, err := bad.NewStream(t.Context(), &echoDesc.Streams[0], "/zest.test.Echo/Stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = st.SendMsg(wrapperspb.Bytes([]byte("x")))
+		_ = st.CloseSend()
+		if err := st.RecvMsg(&wrapperspb.BytesValue{}); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("key %q: stream: %v, want Unauthenticated", key, err)
+		}
+	}
+	if n := e.handled.Load(); n != 0 {
+		t.Fatalf("%d refused calls reached a method handler (their messages were read)", n)
+	}
+	if got := refused() - before; got != 6 {
+		t.Errorf("zest_grpc_server_refused_total{Call,Unauthenticated} grew by %v, want 6", got)
+	}
+	if !strings.Contains(logs.String(), `"request_id":"rid-keyless"`) || !strings.Contains(logs.String(), `"code":"Unauthenticated"`) {
+		t.Errorf("the refusals are not logged with their request id:\n%s", logs.String())
+	}
+	if got, err := invoke(t.Context(), cc, []byte("x:keyed")); err != nil || got != "keyed" || e.handled.Load() != 1 {
+		t.Fatalf("a call with the key: %q, %v (handled %d)", got, err, e.handled.Load())
 	}
 }
 

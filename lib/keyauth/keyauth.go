@@ -9,32 +9,38 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // Environment variables that hold the keys: Lemonade's two, and Zest's service key, which
-// only Zest's own services hold (mcpgateway presents it to the tool host).
+// only Zest's own services hold (mcpgateway presents it to the tool host) — in the variable,
+// or in a file the other variable names, which keeps it out of the process's environment.
 const (
-	EnvAPIKey     = "LEMONADE_API_KEY"
-	EnvAdminKey   = "LEMONADE_ADMIN_API_KEY"
-	EnvServiceKey = "ZEST_SERVICE_KEY"
+	EnvAPIKey         = "LEMONADE_API_KEY"
+	EnvAdminKey       = "LEMONADE_ADMIN_API_KEY"
+	EnvServiceKey     = "ZEST_SERVICE_KEY"
+	EnvServiceKeyFile = "ZEST_SERVICE_KEY_FILE"
 )
 
 // MinServiceKeyLen is the shortest service key accepted: it guards process launches.
 const MinServiceKeyLen = 16
+
+// MaxServiceKeyFileBytes bounds the file of ZEST_SERVICE_KEY_FILE: it holds one key.
+const MaxServiceKeyFileBytes = 4096
 
 // Errors carry the exact messages Lemonade's clients expect.
 var (
 	ErrInvalidAPIKey        = errors.New("Invalid or missing API key")
 	ErrInvalidAdminKey      = errors.New("Invalid or missing admin API key")
 	ErrAdminNotConfigured   = errors.New("MCP administration requires LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY")
-	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same value in the environment of the tool host and of mcpgateway")
+	ErrServiceNotConfigured = errors.New("the tool host requires ZEST_SERVICE_KEY: set the same key for the tool host and for mcpgateway (ZEST_SERVICE_KEY, or a file named by ZEST_SERVICE_KEY_FILE)")
 	ErrInvalidServiceKey    = errors.New("Invalid or missing service key: only Zest's own services (mcpgateway, with ZEST_SERVICE_KEY) may call the tool host")
 )
 
@@ -45,20 +51,80 @@ type Keys struct {
 	// Service is the key Zest's services present to the tool host; API and admin users never
 	// hold it.
 	Service string
+	// ServiceFile names the file that holds Service instead (ZEST_SERVICE_KEY_FILE), read by
+	// LoadServiceKey.
+	ServiceFile string
 }
 
-// FromEnv reads the keys from getenv (os.Getenv when nil).
+// FromEnv reads the keys from getenv (os.Getenv when nil). A service that uses the service
+// key reads its file with LoadServiceKey when it validates its configuration.
 func FromEnv(getenv func(string) string) Keys {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey), Service: getenv(EnvServiceKey)}
+	return Keys{API: getenv(EnvAPIKey), Admin: getenv(EnvAdminKey), Service: getenv(EnvServiceKey), ServiceFile: getenv(EnvServiceKeyFile)}
+}
+
+// LoadServiceKey is what a service that uses the service key calls when it validates its
+// configuration: it reads the key from ServiceFile, when that is set, into Service (clearing
+// ServiceFile, so that a second call reads nothing), then checks the key's strength. It
+// refuses both variables set at once, a file that group or others may read or write (its mode
+// allows them anything), one that is not a regular file or is larger than
+// MaxServiceKeyFileBytes, and an empty key. Surrounding white space (echo's newline) is not
+// part of the key.
+func (k *Keys) LoadServiceKey() error {
+	if err := k.loadServiceKeyFile(); err != nil {
+		return err
+	}
+	return k.CheckServiceKeyStrength()
+}
+
+func (k *Keys) loadServiceKeyFile() error {
+	path := k.ServiceFile
+	if path == "" {
+		return nil
+	}
+	if k.Service != "" {
+		return fmt.Errorf("%s and %s are both set: keep one (the file keeps the key out of the environment, where a process that can read this one's /proc entries would find it)", EnvServiceKey, EnvServiceKeyFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat() // of the file opened, not of the name, which could change in between
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s is not a regular file: name the file that holds the key", EnvServiceKeyFile, path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s %s is open to group or others (mode %04o): chmod 600 %s, so that only this service's user may read it", EnvServiceKeyFile, path, fi.Mode().Perm(), path)
+	case fi.Size() > MaxServiceKeyFileBytes:
+		return fmt.Errorf("%s %s is %d bytes long, more than %d: it must hold the key alone", EnvServiceKeyFile, path, fi.Size(), MaxServiceKeyFileBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxServiceKeyFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvServiceKeyFile, err)
+	}
+	key := strings.TrimSpace(string(b))
+	switch {
+	case len(b) > MaxServiceKeyFileBytes: // it grew after Stat
+		return fmt.Errorf("%s %s is more than %d bytes long: it must hold the key alone", EnvServiceKeyFile, path, MaxServiceKeyFileBytes)
+	case key == "":
+		return fmt.Errorf("%s %s is empty: write the key in it (e.g. openssl rand -hex 32 > %s)", EnvServiceKeyFile, path, path)
+	case strings.ContainsAny(key, "\r\n"):
+		return fmt.Errorf("%s %s holds more than one line: it must hold the key alone", EnvServiceKeyFile, path)
+	}
+	k.Service, k.ServiceFile = key, ""
+	return nil
 }
 
 // CheckServiceKeyStrength refuses a configured service key shorter than MinServiceKeyLen.
 func (k Keys) CheckServiceKeyStrength() error {
 	if k.Service != "" && len(k.Service) < MinServiceKeyLen {
-		return fmt.Errorf("%s is %d characters long: use at least %d random characters (e.g. openssl rand -hex 32)", EnvServiceKey, len(k.Service), MinServiceKeyLen)
+		return fmt.Errorf("the service key (%s or the file of %s) is %d characters long: use at least %d random characters (e.g. openssl rand -hex 32)", EnvServiceKey, EnvServiceKeyFile, len(k.Service), MinServiceKeyLen)
 	}
 	return nil
 }
@@ -157,14 +223,9 @@ func exempt(fullMethod string) bool {
 	return strings.HasPrefix(fullMethod, "/grpc.health.v1.") || strings.HasPrefix(fullMethod, "/grpc.reflection.")
 }
 
-func (g Guard) check(ctx context.Context, fullMethod string) error {
+func (g Guard) check(fullMethod, authorization string) error {
 	if exempt(fullMethod) {
 		return nil
-	}
-	authorization := ""
-	// ValueFromIncomingContext reads the one key without copying the call's whole metadata.
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		authorization = v[0]
 	}
 	level := LevelAPI
 	if g.Level != nil {
@@ -197,20 +258,16 @@ func (g Guard) Authorize(authorization string, level Level) error {
 	}
 }
 
-// Unary is the unary server interceptor.
-func (g Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := g.check(ctx, info.FullMethod); err != nil {
-		return nil, err
+// Tap checks a call's key from its headers when the call arrives, before gRPC reads its
+// message (grpc.InTapHandle; grpcserve installs it): a caller without the key never has a
+// request decoded, whatever its size, and the call fails with the status Authorize returns.
+// It runs on the connection's reader goroutine, so it only compares keys.
+func (g Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	authorization := ""
+	if v := info.Header.Get("authorization"); len(v) > 0 {
+		authorization = v[0]
 	}
-	return h(ctx, req)
-}
-
-// Stream is the stream server interceptor.
-func (g Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := g.check(ss.Context(), info.FullMethod); err != nil {
-		return err
-	}
-	return h(srv, ss)
+	return ctx, g.check(info.FullMethodName, authorization)
 }
 
 // Bearer is per-RPC credentials that send a key as "authorization: Bearer <key>"; an empty key

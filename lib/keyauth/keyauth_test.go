@@ -3,12 +3,15 @@ package keyauth
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 func TestCheckAdminFailsClosed(t *testing.T) {
@@ -65,6 +68,17 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
+// tapCall runs g's tap for a call of method whose headers carry auth (none when "").
+func tapCall(t *testing.T, g Guard, method, auth string) error {
+	t.Helper()
+	md := metadata.MD{}
+	if auth != "" {
+		md = metadata.Pairs("authorization", auth)
+	}
+	_, err := g.Tap(t.Context(), &tap.Info{FullMethodName: method, Header: md})
+	return err
+}
+
 func TestGuardCodes(t *testing.T) {
 	g := Guard{Keys: Keys{API: "api"}, Level: func(m string) Level {
 		switch m {
@@ -75,14 +89,8 @@ func TestGuardCodes(t *testing.T) {
 		}
 		return LevelAPI
 	}}
-	ok := func(context.Context, any) (any, error) { return "done", nil }
 	call := func(method, auth string) error {
-		ctx := t.Context()
-		if auth != "" {
-			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", auth))
-		}
-		_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, ok)
-		return err
+		return tapCall(t, g, method, auth)
 	}
 	if err := call("/grpc.health.v1.Health/Check", ""); err != nil {
 		t.Errorf("health must be exempt: %v", err)
@@ -108,7 +116,6 @@ func TestGuardCodes(t *testing.T) {
 // TestServiceLevelFailsClosed: a service method opens with the service key only — never with
 // the API or admin key — and is refused to everyone while no service key is configured.
 func TestServiceLevelFailsClosed(t *testing.T) {
-	ok := func(context.Context, any) (any, error) { return "done", nil }
 	cases := []struct {
 		name string
 		keys Keys
@@ -127,11 +134,7 @@ func TestServiceLevelFailsClosed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := Guard{Keys: c.keys, Level: func(string) Level { return LevelService }}
-			ctx := t.Context()
-			if c.auth != "" {
-				ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", c.auth))
-			}
-			_, err := g.Unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/zest.toolhost.v1.ToolHostService/EnsureStarted"}, ok)
+			err := tapCall(t, g, "/zest.toolhost.v1.ToolHostService/EnsureStarted", c.auth)
 			if got := status.Code(err); got != c.want {
 				t.Fatalf("code %v (%v), want %v", got, err, c.want)
 			}
@@ -152,5 +155,66 @@ func TestCallerIsAdmin(t *testing.T) {
 	}
 	if (Keys{}).CallerIsAdmin(with("Bearer ")) {
 		t.Fatal("with no key configured nobody is an administrator")
+	}
+}
+
+// TestLoadServiceKey: ZEST_SERVICE_KEY_FILE gives the service key from a file only this
+// service's user may read; every mistake is refused with the variable and the fix.
+func TestLoadServiceKey(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	dir := t.TempDir()
+	file := func(name, content string, mode os.FileMode) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name    string
+		keys    Keys
+		want    string // the key loaded, when no error
+		wantErr string
+	}{
+		{"no file: the variable's key", Keys{Service: key}, key, ""},
+		{"neither", Keys{}, "", ""},
+		{"a file of mode 0600, with echo's newline", Keys{ServiceFile: file("ok", key+"\n", 0o600)}, key, ""},
+		{"a file of mode 0400", Keys{ServiceFile: file("ro", key, 0o400)}, key, ""},
+		{"both set", Keys{Service: key, ServiceFile: file("both", key, 0o600)}, "", "ZEST_SERVICE_KEY and ZEST_SERVICE_KEY_FILE are both set: keep one"},
+		{"readable by others", Keys{ServiceFile: file("world", key, 0o644)}, "", "is open to group or others (mode 0644): chmod 600"},
+		{"readable by the group", Keys{ServiceFile: file("group", key, 0o640)}, "", "is open to group or others (mode 0640): chmod 600"},
+		{"writable by the group", Keys{ServiceFile: file("gw", key, 0o620)}, "", "is open to group or others (mode 0620)"},
+		{"missing", Keys{ServiceFile: filepath.Join(dir, "nope")}, "", "ZEST_SERVICE_KEY_FILE: open " + filepath.Join(dir, "nope") + ": no such file"},
+		{"a directory", Keys{ServiceFile: dir}, "", "is not a regular file"},
+		{"empty", Keys{ServiceFile: file("empty", " \n", 0o600)}, "", "is empty: write the key in it (e.g. openssl rand -hex 32 >"},
+		{"two lines", Keys{ServiceFile: file("two", key+"\n"+key+"\n", 0o600)}, "", "holds more than one line"},
+		{"at the size limit", Keys{ServiceFile: file("max", strings.Repeat("k", MaxServiceKeyFileBytes), 0o600)}, strings.Repeat("k", MaxServiceKeyFileBytes), ""},
+		{"past the size limit", Keys{ServiceFile: file("big", strings.Repeat("k", MaxServiceKeyFileBytes+1), 0o600)}, "", "is 4097 bytes long, more than 4096: it must hold the key alone"},
+		{"too short a key in the file", Keys{ServiceFile: file("short", "short\n", 0o600)}, "", "is 5 characters long: use at least 16"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := c.keys
+			err := k.LoadServiceKey()
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("LoadServiceKey = %v, want an error containing %q", err, c.wantErr)
+				}
+				if strings.Contains(err.Error(), key) {
+					t.Fatalf("the error shows the key: %v", err)
+				}
+				return
+			}
+			if err != nil || k.Service != c.want {
+				t.Fatalf("LoadServiceKey = %v, key %q, want %q", err, k.Service, c.want)
+			}
+			if err := k.LoadServiceKey(); err != nil || k.Service != c.want { // a second Validate
+				t.Fatalf("loaded again: %v, key %q", err, k.Service)
+			}
+		})
 	}
 }

@@ -24,10 +24,16 @@ var (
 	// GRPCInFlight is the calls being handled now, per method (a stream counts until it ends).
 	GRPCInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "grpc_server_in_flight",
 		Help: "gRPC calls being handled now (a stream counts until it ends)."}, []string{"grpc_service", "grpc_method"})
+	// GRPCRefused counts the calls refused from their headers, before their message was read
+	// (a missing or wrong key: grpcserve's tap), which the interceptors above never see; a
+	// method the server does not serve counts as "unknown", so callers cannot add labels.
+	GRPCRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "grpc_server_refused_total",
+		Help: "gRPC calls refused before their message was read (a missing or wrong key), per method and code."},
+		[]string{"grpc_service", "grpc_method", "grpc_code"})
 )
 
 func init() {
-	Registry.MustRegister(GRPCServer, GRPCClient, GRPCInFlight)
+	Registry.MustRegister(GRPCServer, GRPCClient, GRPCInFlight, GRPCRefused)
 }
 
 // UnaryServer and StreamServer count every call a server handles and keep it in flight while
@@ -59,7 +65,8 @@ func chainStream(outer, inner grpc.StreamServerInterceptor) grpc.StreamServerInt
 	}
 }
 
-func splitMethod(full string) (service, method string) {
+// SplitMethod splits a full method name ("/pkg.Service/Method") into its service and method.
+func SplitMethod(full string) (service, method string) {
 	full = strings.TrimPrefix(full, "/")
 	if i := strings.LastIndexByte(full, '/'); i >= 0 {
 		return full[:i], full[i+1:]
@@ -68,14 +75,14 @@ func splitMethod(full string) (service, method string) {
 }
 
 func inFlightUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	g := GRPCInFlight.WithLabelValues(splitMethod(info.FullMethod))
+	g := GRPCInFlight.WithLabelValues(SplitMethod(info.FullMethod))
 	g.Inc()
 	defer g.Dec()
 	return h(ctx, req)
 }
 
 func inFlightStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	g := GRPCInFlight.WithLabelValues(splitMethod(info.FullMethod))
+	g := GRPCInFlight.WithLabelValues(SplitMethod(info.FullMethod))
 	g.Inc()
 	defer g.Dec()
 	return h(srv, ss)

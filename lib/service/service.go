@@ -154,6 +154,9 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
+	if err := nonDumpable(); err != nil {
+		log.Warn("cannot make the process non-dumpable: other processes of its user may read its environment and memory", "err", err)
+	}
 	// Tracing (OTEL_* variables, off unless asked for) before run builds its gRPC servers and
 	// clients, which trace only when it is on; stopTracing flushes within a bounded time.
 	stopTracing, err := tracing.Setup(name, log)

@@ -164,7 +164,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
+	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey()}
 	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr), c.toolhosts().Validate())
 	for name, a := range map[string]string{"mcpgateway-addr": c.Addr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
@@ -262,7 +262,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	// The tool host launches processes: it takes only the service key, never a caller's key.
 	if cfg.Keys.Service == "" {
-		log.Warn("ZEST_SERVICE_KEY is not set: the tool host refuses every call without it, so stdio MCP servers cannot run")
+		log.Warn("the service key is not set (ZEST_SERVICE_KEY or ZEST_SERVICE_KEY_FILE): the tool host refuses every call without it, so stdio MCP servers cannot run")
 	}
 	th, err := toolhosts.New(cfg.toolhosts(), log)
 	if err != nil {

@@ -154,6 +154,12 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 			return nil, fmt.Errorf("%w: bearer_token %w", ErrInvalid, err)
 		}
 	}
+	// Zest's own variables (its keys) are no server's: refused here, where the admin makes the
+	// mistake, rather than when the tool host (env) or mcpgateway (bearer_token) resolves them.
+	if err := errors.Join(envref.CheckEnvNotReserved(cfg.GetEnv()),
+		envref.CheckNotReserved("bearer_token", cfg.GetBearerToken(), "MCP_BEARER_TOKEN", "mcpgateway's environment")); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if cfg.GetTransport() == TransportHTTP {
 		if err := CheckURL(cfg.GetUrl(), cfg.GetAllowInsecureHttp()); err != nil {
 			return nil, err

@@ -116,6 +116,11 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		if err != nil {
 			return nil, fmt.Errorf("%w: bearer_token %w", ErrUpstream, err)
 		}
+		// Registration refuses such a reference (serverconfig); a config stored before that
+		// never sends one of mcpgateway's own keys to a server either.
+		if err := envref.CheckNotReserved("bearer_token", ref, "MCP_BEARER_TOKEN", "mcpgateway's environment"); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUpstream, err)
+		}
 		v, ok := lookupEnv(name)
 		if !ok {
 			return nil, fmt.Errorf("%w: %w: %s", ErrUpstream, envref.ErrNotSet, name)

@@ -205,3 +205,23 @@ func TestHTTPSessionExpiry(t *testing.T) {
 		t.Fatalf("methods seen: %s", methods)
 	}
 }
+
+// TestHTTPNeverSendsAReservedVariable: a bearer_token that refers to one of mcpgateway's own
+// variables (stored before registration refused it) fails the connect naming the field and
+// the fix; the server is never contacted, so the key never leaves.
+func TestHTTPNeverSendsAReservedVariable(t *testing.T) {
+	t.Setenv("ZEST_SESSION_KEY", "session-key-never-sent")
+	u := mcptest.Start(t, mcptest.Options{})
+	m := New(nil, nil, nil)
+	cfg := httpConfig("leaky", u.URL)
+	cfg.BearerToken = "${ZEST_SESSION_KEY}"
+	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": "x"}})
+	_, err := m.CallTool(t.Context(), cfg, "echo", params, 0)
+	if !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "bearer_token refers to ${ZEST_SESSION_KEY}, a variable reserved for Zest's own services") ||
+		strings.Contains(err.Error(), "session-key-never-sent") {
+		t.Fatalf("a call with a reserved bearer_token: %v", err)
+	}
+	if n := u.Initializes(); n != 0 {
+		t.Fatalf("the server was contacted (%d initializes)", n)
+	}
+}

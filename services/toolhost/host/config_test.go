@@ -23,6 +23,15 @@ func TestValidate(t *testing.T) {
 		{"sandbox on", func(c *Config) { c.Sandbox, c.SandboxUID = "on", "1000:1000" }, ""},
 		{"sandbox mode unknown", func(c *Config) { c.Sandbox = "yes" }, `toolhost-sandbox (ZEST_TOOLHOST_SANDBOX) "yes": want off`},
 		{"sandbox uid root", func(c *Config) { c.SandboxUID = "0" }, `toolhost-sandbox-uid (ZEST_TOOLHOST_SANDBOX_UID) "0": want a uid above 0 (not root)`},
+		{"server uid by default nobody", func(c *Config) {
+			if c.ServerUID != "65534" {
+				c.ServerUID = "wrong default " + c.ServerUID
+			}
+		}, ""},
+		{"server uid and gid", func(c *Config) { c.ServerUID = "1000:1000" }, ""},
+		{"server uid root, the operator's choice", func(c *Config) { c.ServerUID = "0" }, ""},
+		{"server uid not a number", func(c *Config) { c.ServerUID = "nobody" }, `toolhost-server-uid (ZEST_TOOLHOST_SERVER_UID) "nobody": want a uid[:gid] such as 65534 (nobody), or 0 to run servers as root`},
+		{"server gid root", func(c *Config) { c.ServerUID = "1000:0" }, `toolhost-server-uid (ZEST_TOOLHOST_SERVER_UID) "1000:0"`},
 		{"line limit at the gRPC limit", func(c *Config) { c.MaxLineBytes = 39 << 20 }, ""},
 		{"line limit beyond the gRPC limit", func(c *Config) { c.MaxLineBytes = 39<<20 + 1 },
 			"toolhost-max-line-bytes 40894465: want 0 (follow grpc-max-message-bytes) or 1024 to 40894464 (grpc-max-message-bytes 41943040 − 1 MiB)"},

@@ -83,6 +83,10 @@ type Config struct {
 	// SandboxUID is who sandboxed servers run as when the tool host is root
 	// (ZEST_TOOLHOST_SANDBOX_UID, "uid[:gid]"; default 65534, nobody).
 	SandboxUID string
+	// ServerUID is who the servers that are not sandboxed run as when the tool host is root
+	// (ZEST_TOOLHOST_SERVER_UID, "uid[:gid]"; default 65534, nobody; "0" keeps them root, and
+	// able to read the tool host's memory and environment).
+	ServerUID string
 	// ShimPath is the tool host's own executable, run with shim.Flag between the tool host and
 	// each server (set by main; empty runs servers directly).
 	ShimPath string
@@ -103,7 +107,7 @@ func DefaultConfig() Config {
 		StderrTailBytes: d.StderrTailBytes, MaxInFlight: d.MaxInFlight, MaxStdinQueueBytes: d.MaxStdinQueueBytes,
 		MaxRelays: d.MaxRelays, StopGrace: d.StopGrace, BackoffBase: d.BackoffBase, BackoffMax: d.BackoffMax,
 		Procs: 1, Keys: keyauth.FromEnv(nil), MetricsAddr: DefaultMetricsAddr,
-		Sandbox: "off", SandboxUID: strconv.Itoa(sandbox.DefaultUID),
+		Sandbox: "off", SandboxUID: strconv.Itoa(sandbox.DefaultUID), ServerUID: strconv.Itoa(sandbox.DefaultUID),
 	}
 }
 
@@ -126,12 +130,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EnvAllow, "toolhost-env-allow", c.EnvAllow, "more variables of the tool host's environment that servers inherit, comma-separated; NAME* is a prefix (e.g. NODE_*,PYTHONPATH); ZEST_* and LEMONADE_* are refused")
 	fs.StringVar(&c.Sandbox, "toolhost-sandbox", c.Sandbox, `default for stdio servers whose config leaves sandbox.enabled out: "off" (run unconfined) or "on" (bubblewrap, seccomp, Landlock, rlimits; docs/untrusted-tools.md)`)
 	fs.StringVar(&c.SandboxUID, "toolhost-sandbox-uid", c.SandboxUID, `uid[:gid] that sandboxed servers run as when the tool host is root (not 0; default nobody); writable_paths must be writable by it`)
+	fs.StringVar(&c.ServerUID, "toolhost-server-uid", c.ServerUID, `uid[:gid] that servers without a sandbox run as when the tool host is root (default nobody): what they run must be readable by it; "0" runs them as root, which can read the tool host's memory and keys`)
 	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	errs := []error{c.ValidateCommon(), c.Keys.CheckServiceKeyStrength()}
+	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey()}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-addr %q: want host:port, e.g. 127.0.0.1:13312", c.Addr))
 	}
@@ -152,6 +157,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := sandbox.ParseUID(c.SandboxUID); err != nil {
 		errs = append(errs, fmt.Errorf("toolhost-sandbox-uid (ZEST_TOOLHOST_SANDBOX_UID) %w", err))
+	}
+	if _, _, err := parseServerUID(c.ServerUID); err != nil {
+		errs = append(errs, fmt.Errorf("toolhost-server-uid (ZEST_TOOLHOST_SERVER_UID) %w", err))
 	}
 	if c.Procs < 0 {
 		errs = append(errs, fmt.Errorf("toolhost-procs %d: want 0 (Go's default) or more", c.Procs))
@@ -207,23 +215,26 @@ func New(cfg Config, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
+	logDroppedKeys(log)
 	envAllow, err := supervisor.ParseEnvAllow(cfg.EnvAllow) // Validate reports the refused entries
 	if err != nil {
 		log.Error("ignoring refused entries of ZEST_TOOLHOST_ENV_ALLOW", "err", err)
 	}
-	sup := supervisor.New(supervisor.Config{
+	supCfg := supervisor.Config{
 		MaxLineBytes: cfg.LineLimit(), StderrTailBytes: cfg.StderrTailBytes, MaxInFlight: cfg.MaxInFlight,
 		MaxStdinQueueBytes: cfg.MaxStdinQueueBytes, MaxRelays: cfg.MaxRelays, OrphanWindow: cfg.OrphanWindow,
 		StopGrace: cfg.StopGrace, IdleTimeout: cfg.IdleTimeout, LazyStart: cfg.LazyStart,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Logger: log, Shim: shimArgv(cfg.ShimPath, cfg.StopGrace),
 		EnvAllow: envAllow, Sandbox: sandboxSettings(cfg, log),
-	})
+	}
+	supCfg.ServerUID, supCfg.ServerGID = serverUser(cfg, log)
+	sup := supervisor.New(supCfg)
 	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}, started: time.Now()}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}
 	if cfg.Keys.Service == "" {
-		log.Warn("ZEST_SERVICE_KEY is not set: every ToolHostService call is refused until it is (set the same value for mcpgateway)")
+		log.Warn("the service key is not set (ZEST_SERVICE_KEY or ZEST_SERVICE_KEY_FILE): every ToolHostService call is refused until it is (set the same key for mcpgateway)")
 	}
 	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
@@ -244,6 +255,34 @@ func sandboxSettings(cfg Config, log *slog.Logger) sandbox.Settings {
 		uid, gid = sandbox.DefaultUID, sandbox.DefaultUID
 	}
 	return sandbox.Settings{Default: on, UID: uid, GID: gid, Exe: cfg.ShimPath}
+}
+
+// parseServerUID parses ZEST_TOOLHOST_SERVER_UID: "0" (root: the operator's choice to keep
+// servers root), or a uid[:gid] as the sandbox's.
+func parseServerUID(s string) (uid, gid int, err error) {
+	if s == "0" || s == "0:0" {
+		return 0, 0, nil
+	}
+	uid, gid, err = sandbox.ParseUID(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: want a uid[:gid] such as 65534 (nobody), or 0 to run servers as root", s)
+	}
+	return uid, gid, nil
+}
+
+// serverUser is who servers without a sandbox run as (supervisor.Config.ServerUID): the
+// setting, or nobody when it is invalid (Validate reports it; nobody is the safe side). A
+// root tool host told to keep them root says what that costs.
+func serverUser(cfg Config, log *slog.Logger) (uid, gid int) {
+	uid, gid, err := parseServerUID(cfg.ServerUID)
+	if err != nil {
+		log.Error("ZEST_TOOLHOST_SERVER_UID is invalid: running servers as nobody (65534)", "err", err)
+		return sandbox.DefaultUID, sandbox.DefaultUID
+	}
+	if uid == 0 && os.Geteuid() == 0 {
+		log.Warn("servers without a sandbox run as root (ZEST_TOOLHOST_SERVER_UID=0): each can read the tool host's memory and environment, its service key included, and everything else on this machine; set a uid, or sandbox them")
+	}
+	return uid, gid
 }
 
 // shimArgv runs servers under the shim at path, which gives a server and its descendants the

@@ -62,6 +62,7 @@ func startHostAnd(t testing.TB, opts ...func(*Config)) (*Host, toolhostv1.ToolHo
 	cfg := DefaultConfig()
 	cfg.StopGrace = time.Second
 	cfg.Keys.Service = testServiceKey
+	cfg.ServerUID = "0" // no shim here, and the fixtures lie in root's private temporary directories
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -20,6 +20,7 @@ func TestWatchHeadersAndShutdown(t *testing.T) {
 	cfg.StopGrace = time.Second
 	cfg.DrainTimeout = 20 * time.Second // far longer than the test allows a stop to take
 	cfg.Keys.Service = testServiceKey
+	cfg.ServerUID = "0" // no shim here, and the fixtures lie in root's private temporary directories
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -105,6 +105,9 @@ func newSup(t *testing.T, mod func(*supervisor.Config)) *supervisor.Supervisor {
 	cfg.BackoffBase = 10 * time.Millisecond
 	cfg.Shim = []string{exe, shim.Flag, "-stop-grace=1s"}
 	cfg.Sandbox = sandbox.Settings{UID: sandbox.DefaultUID, GID: sandbox.DefaultUID, Exe: exe}
+	// As the tool host by default (ZEST_TOOLHOST_SERVER_UID): a server without a sandbox runs
+	// as nobody too, since root could read the tool host's memory and environment.
+	cfg.ServerUID, cfg.ServerGID = sandbox.DefaultUID, sandbox.DefaultUID
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -219,14 +222,22 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 
 	tmpName := fmt.Sprintf("/tmp/zest-sandbox-private-%d", time.Now().UnixNano())
 	t.Cleanup(func() { os.Remove(tmpName) })
+	outsideFile := filepath.Join(outside, "readable")
+	if err := os.WriteFile(outsideFile, []byte("anyone may read this"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, tool string
 		args       map[string]any
 		boxedErr   string // what the sandboxed call's error says
 		plainOK    string // what the unconfined call's text says
-		after      func(t *testing.T, boxed bool)
+		// plainErr, when set, is what the unconfined call's error says instead: it runs as
+		// nobody (not as the tool host's root), which stops it too
+		plainErr string
+		after    func(t *testing.T, boxed bool)
 	}{
-		{name: "read /etc/shadow", tool: "read", args: map[string]any{"path": "/etc/shadow"}, boxedErr: "permission denied", plainOK: "read "},
+		{name: "read /etc/shadow", tool: "read", args: map[string]any{"path": "/etc/shadow"}, boxedErr: "permission denied", plainErr: "permission denied"},
+		{name: "read a file outside its paths", tool: "read", args: map[string]any{"path": outsideFile}, boxedErr: "no such file or directory", plainOK: "read 20 bytes"},
 		{name: "write outside its paths", tool: "write", args: map[string]any{"path": filepath.Join(outside, "x"), "text": "pwned"},
 			boxedErr: "no such file or directory", plainOK: "written",
 			after: func(t *testing.T, boxed bool) {
@@ -235,8 +246,13 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 					t.Errorf("boxed=%v: file outside: %v", boxed, err)
 				}
 			}},
-		{name: "write a system file", tool: "write", args: map[string]any{"path": "/etc/zest-sandbox-test"}, boxedErr: "read-only file system", plainOK: "written",
-			after: func(t *testing.T, boxed bool) { os.Remove("/etc/zest-sandbox-test") }},
+		{name: "write a system file", tool: "write", args: map[string]any{"path": "/etc/zest-sandbox-test"}, boxedErr: "read-only file system", plainErr: "permission denied",
+			after: func(t *testing.T, boxed bool) {
+				if _, err := os.Stat("/etc/zest-sandbox-test"); !errors.Is(err, os.ErrNotExist) {
+					os.Remove("/etc/zest-sandbox-test")
+					t.Errorf("boxed=%v: /etc/zest-sandbox-test was written", boxed)
+				}
+			}},
 		{name: "connect out", tool: "connect", args: map[string]any{"addr": ln.Addr().String()}, boxedErr: "connect", plainOK: "connected",
 			after: func(t *testing.T, boxed bool) {
 				want := int32(1)
@@ -258,7 +274,7 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 					t.Errorf("boxed=%v: the listener got %d datagrams", boxed, n)
 				}
 			}},
-		{name: "signal the tool host's processes", tool: "signal", args: map[string]any{"pid": os.Getpid()}, boxedErr: "no such process", plainOK: "signalled"},
+		{name: "signal the tool host's processes", tool: "signal", args: map[string]any{"pid": os.Getpid()}, boxedErr: "no such process", plainErr: "operation not permitted"},
 		{name: "forbidden system call (seccomp)", tool: "unshare", boxedErr: "operation not permitted", plainOK: "unshare allowed"},
 		{name: "nested user namespace (bwrap --disable-userns)", tool: "userns", boxedErr: "new user namespace", plainOK: "user namespace made"},
 		{name: "write /proc/self/comm (landlock)", tool: "write", args: map[string]any{"path": "/proc/self/comm", "text": "x"}, boxedErr: "permission denied", plainOK: "written"},
@@ -276,7 +292,9 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 					t.Fatalf("%s: call failed outright: %v", id, err)
 				case id == "boxed" && (!isErr || !strings.Contains(text, c.boxedErr)):
 					t.Errorf("sandboxed %s: %q (isError %v), want an error saying %q", c.tool, text, isErr, c.boxedErr)
-				case id == "plain" && (isErr || !strings.Contains(text, c.plainOK)):
+				case id == "plain" && c.plainErr != "" && (!isErr || !strings.Contains(text, c.plainErr)):
+					t.Errorf("unconfined %s: %q (isError %v), want an error saying %q", c.tool, text, isErr, c.plainErr)
+				case id == "plain" && c.plainErr == "" && (isErr || !strings.Contains(text, c.plainOK)):
 					t.Errorf("unconfined %s: %q (isError %v), want %q", c.tool, text, isErr, c.plainOK)
 				}
 				if c.after != nil {
@@ -313,6 +331,29 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 		}
 	})
 
+	// Files in the sandbox's memory file systems take the machine's memory outside the
+	// server's address space: each is a quarter of memory_bytes (3 GiB here), where a tmpfs
+	// would otherwise take up to half of the machine's; /dev (bwrap's tmpfs of device nodes)
+	// takes no new file at all.
+	t.Run("memory file systems bounded by memory_bytes", func(t *testing.T) {
+		want := fmt.Sprintf("size %d bytes", int64(3<<30)/sandbox.TmpfsShare)
+		home, _ := os.UserHomeDir()
+		for _, dir := range []string{"/tmp", home, "/dev/shm"} {
+			if text, isErr, err := callTool(t, s, "boxed", "statfs", map[string]any{"path": dir}); err != nil || isErr || text != want {
+				t.Errorf("sandboxed %s: %q (isError %v, %v), want %q", dir, text, isErr, err, want)
+			}
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/shm/zest-test", "text": "shared memory"}); err != nil || isErr {
+			t.Errorf("sandboxed write to /dev/shm: %q %v", text, err)
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/zest-test", "text": "x"}); err != nil || !isErr || !strings.Contains(text, "permission denied") {
+			t.Errorf("sandboxed file created in /dev: %q (isError %v, %v), want permission denied", text, isErr, err)
+		}
+		if text, isErr, err := callTool(t, s, "boxed", "write", map[string]any{"path": "/dev/null", "text": "x"}); err != nil || isErr {
+			t.Errorf("sandboxed write to /dev/null: %q %v", text, err)
+		}
+	})
+
 	t.Run("no_new_privs, seccomp, capabilities and uid", func(t *testing.T) {
 		text, _, err := callTool(t, s, "boxed", "status", nil)
 		if err != nil {
@@ -324,8 +365,50 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 			}
 		}
 		text, _, _ = callTool(t, s, "plain", "status", nil)
-		if !strings.Contains(text, "NoNewPrivs: 0") || !strings.Contains(text, "Uid: 0 ") {
-			t.Errorf("unconfined status %q: want root without no_new_privs", text)
+		if !strings.Contains(text, "NoNewPrivs: 0") || !strings.Contains(text, "Uid: 65534 65534 65534 65534") {
+			t.Errorf("unconfined status %q: want nobody (not the tool host's root) without no_new_privs", text)
+		}
+	})
+
+	// The tool host's environment holds its keys (ZEST_SERVICE_KEY, and whatever else it was
+	// given): no server may read it, nor the shim's, through /proc. The unconfined server walks
+	// up to them and is refused everything but cmdline (which holds no secret: the tool host
+	// takes none in its arguments); the sandboxed one does not see them at all.
+	t.Run("read the ancestors' /proc entries (the tool host's environment)", func(t *testing.T) {
+		text, isErr, err := callTool(t, s, "plain", "ancestors", nil)
+		if err != nil || isErr {
+			t.Fatalf("unconfined ancestors: %q %v", text, err)
+		}
+		t.Logf("the unconfined server's ancestors: %s", text)
+		var got []struct {
+			Pid                       int
+			Environ, Cmdline, Fd, Mem string
+		}
+		if err := json.Unmarshal([]byte(text), &got); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := s.Status("plain")
+		shimPid, hostPid := int(st.GetPid()), os.Getpid()
+		seen := map[int]bool{}
+		for _, a := range got {
+			seen[a.Pid] = true
+			if a.Pid != shimPid && a.Pid != hostPid {
+				continue
+			}
+			for what, v := range map[string]string{"environ": a.Environ, "fd/": a.Fd, "mem": a.Mem} {
+				if !strings.Contains(v, "permission denied") {
+					t.Errorf("the unconfined server read /proc/%d/%s (the shim is %d, the tool host %d): %s", a.Pid, what, shimPid, hostPid, v)
+				}
+			}
+			if !strings.HasSuffix(a.Cmdline, " bytes") {
+				t.Errorf("/proc/%d/cmdline: %s, want it readable (as for anyone)", a.Pid, a.Cmdline)
+			}
+		}
+		if !seen[shimPid] || !seen[hostPid] {
+			t.Fatalf("the unconfined server's ancestors %s miss its shim (%d) or the tool host (%d)", text, shimPid, hostPid)
+		}
+		if text, _, err := callTool(t, s, "boxed", "ancestors", nil); err != nil || text != "[]" {
+			t.Errorf("sandboxed ancestors: %q %v, want none (its parent is its pid namespace's init)", text, err)
 		}
 	})
 

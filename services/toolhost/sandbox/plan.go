@@ -47,6 +47,13 @@ const (
 	DefaultOpenFiles   = 1024    // RLIMIT_NOFILE
 )
 
+// TmpfsShare is the part of memory_bytes each of a sandbox's memory file systems may hold:
+// its private /tmp, $HOME and /dev/shm are tmpfs, whose files take the machine's memory outside
+// the server's address space (RLIMIT_AS does not count them) and would otherwise grow to half
+// of it each. With a quarter each, a server holds at most memory_bytes of address space and
+// ¾ of memory_bytes in files.
+const TmpfsShare = 4
+
 // Bounds of the limits a config may set.
 const (
 	MinMemoryBytes = 64 << 20
@@ -294,6 +301,10 @@ func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []str
 	}
 	return p, nil
 }
+
+// TmpfsBytes is the size of each of the sandbox's memory file systems (/tmp, a private
+// $HOME, /dev/shm): MemoryBytes / TmpfsShare.
+func (p *Plan) TmpfsBytes() int64 { return p.MemoryBytes / TmpfsShare }
 
 // lookBwrap finds bubblewrap or says how to install it.
 func lookBwrap() (string, error) {

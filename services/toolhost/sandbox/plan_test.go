@@ -83,11 +83,12 @@ func TestBwrapArgs(t *testing.T) {
 		return false, false, ""
 	}
 	p := &Plan{Network: NetworkNone, Command: "/srv/mcp/bin/server", Exe: "/usr/bin/zest-toolhost", Home: "/root",
-		Writable: []string{"/srv/mcp/data"}, Readable: []string{"/srv/mcp"}, Dir: "/srv/mcp"}
+		Writable: []string{"/srv/mcp/data"}, Readable: []string{"/srv/mcp"}, Dir: "/srv/mcp", MemoryBytes: 2 << 30}
 	got := strings.Join(BwrapArgs(p, 5, stat), " ")
 	for _, want := range []string{
 		"--unshare-user --disable-userns --unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --die-with-parent --new-session --cap-drop ALL --unshare-net",
-		"--ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp --tmpfs /root",
+		// each memory file system a quarter of memory_bytes (512 MiB)
+		"--ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc --proc /proc --dev /dev --size 536870912 --tmpfs /dev/shm --size 536870912 --tmpfs /tmp --size 536870912 --tmpfs /root",
 		// parents before children; the program is covered by /srv/mcp, the tool host by /usr
 		"--ro-bind-try /srv/mcp /srv/mcp --bind /srv/mcp/data /srv/mcp/data --chdir /srv/mcp --seccomp 5",
 	} {

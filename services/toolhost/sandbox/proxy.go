@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,12 +45,32 @@ type ProxyOptions struct {
 	Logger   *slog.Logger
 	// Resolve looks up a host name (net.DefaultResolver when nil; tests stub it).
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// OwnAddrs lists the addresses of the tool host's machine, every interface's (OwnAddrs, the
+	// default, when nil; tests stub it): a name that leads to one is refused, public or not.
+	OwnAddrs func() ([]netip.Addr, error)
+}
+
+// OwnAddrs are the addresses of this machine's interfaces, read again at each call (an
+// interface may come up or change its address while the proxy runs).
+func OwnAddrs() ([]netip.Addr, error) {
+	prefixes, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(prefixes))
+	for _, a := range prefixes {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out, nil
 }
 
 // Proxy is one sandboxed server's filtering HTTP proxy, in the tool host, on a unix socket in
 // a directory of its own that the sandbox binds read-only. It admits CONNECT (TLS) and plain
 // absolute-URI HTTP requests to the hosts allow_hosts names, resolves names itself and
-// refuses names that lead to loopback, private or link-local addresses.
+// refuses names that lead to loopback, private or link-local addresses, or to one of the tool
+// host's own addresses.
 type Proxy struct {
 	Dir, Socket string
 	allow       []Allow
@@ -80,6 +101,9 @@ func StartProxy(o ProxyOptions) (*Proxy, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.OwnAddrs == nil {
+		o.OwnAddrs = OwnAddrs
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -203,19 +227,36 @@ func (p *Proxy) check(ctx context.Context, hostport string, defPort int) ([]neti
 	if err != nil {
 		return nil, &refusal{http.StatusBadGateway, fmt.Sprintf("zest sandbox proxy: cannot resolve %s: %v", host, err)}
 	}
+	// The machine's own addresses: a service listening on all interfaces is reached through a
+	// public one as well as through loopback.
+	own, err := p.opts.OwnAddrs()
+	if err != nil {
+		return nil, &refusal{http.StatusBadGateway, fmt.Sprintf("zest sandbox proxy: cannot list this machine's addresses to check %s against them: %v", host, err)}
+	}
 	var out []netip.AddrPort
-	var private []string
+	var private, self []string
 	for _, ip := range ips {
-		if publicAddr(ip) {
-			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
-		} else {
-			private = append(private, ip.Unmap().String())
+		ip = ip.Unmap()
+		switch {
+		case !publicAddr(ip):
+			private = append(private, ip.String())
+		case slices.Contains(own, ip):
+			self = append(self, ip.String())
+		default:
+			out = append(out, netip.AddrPortFrom(ip, uint16(port)))
 		}
 	}
 	if len(out) == 0 {
+		var why []string
+		if len(private) > 0 {
+			why = append(why, strings.Join(private, ", ")+", a loopback, private or link-local address")
+		}
+		if len(self) > 0 {
+			why = append(why, strings.Join(self, ", ")+", an address of the tool host's own machine")
+		}
 		return nil, &refusal{http.StatusForbidden, fmt.Sprintf(
-			"zest sandbox proxy: %s resolves to %s, a loopback, private or link-local address, which a name in sandbox.allow_hosts may not lead to: if the server must reach it, write the IP address itself in sandbox.allow_hosts",
-			host, strings.Join(private, ", "))}
+			"zest sandbox proxy: %s resolves to %s, which a name in sandbox.allow_hosts may not lead to: if the server must reach it, write the IP address itself in sandbox.allow_hosts",
+			host, strings.Join(why, "; "))}
 	}
 	return out, nil
 }

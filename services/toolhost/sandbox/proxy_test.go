@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,49 @@ func TestProxyBoundsConnections(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
 	if err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("the third connection after a slot freed: %v %v, want 403", resp, err)
+	}
+}
+
+// TestProxyRefusesNamesThatLeadToTheHostItself: a name that resolves to one of the tool host's
+// own addresses — any interface's, a public one included, where a service listening on all
+// interfaces answers — is refused like a private address; the operator may still write that IP.
+func TestProxyRefusesNamesThatLeadToTheHostItself(t *testing.T) {
+	self := netip.MustParseAddr("198.51.100.7") // public, and this machine's (stubbed)
+	p, err := StartProxy(ProxyOptions{
+		AllowHosts: []string{"*.example.com", "198.51.100.7:8080"},
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			return map[string][]netip.Addr{
+				"self.example.com":   {self},
+				"mapped.example.com": {netip.MustParseAddr("::ffff:198.51.100.7")},
+				"both.example.com":   {self, netip.MustParseAddr("10.0.0.1")},
+				"mixed.example.com":  {self, netip.MustParseAddr("203.0.113.5")},
+			}[host], nil
+		},
+		OwnAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("127.0.0.1"), self}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for host, want := range map[string]string{
+		"self.example.com:443":   "self.example.com resolves to 198.51.100.7, an address of the tool host's own machine, which a name in sandbox.allow_hosts may not lead to: if the server must reach it, write the IP address itself",
+		"mapped.example.com:443": "resolves to 198.51.100.7, an address of the tool host's own machine",
+		"both.example.com:443":   "resolves to 10.0.0.1, a loopback, private or link-local address; 198.51.100.7, an address of the tool host's own machine",
+	} {
+		if _, resp, body := connectVia(t, p, host); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, want) {
+			t.Errorf("CONNECT %s: %d %q, want 403 containing %q", host, resp.StatusCode, body, want)
+		}
+	}
+	// Only the other addresses of a name are dialled; the IP the operator wrote is reached.
+	if addrs, f := p.check(t.Context(), "mixed.example.com:443", 443); f != nil || len(addrs) != 1 || addrs[0].String() != "203.0.113.5:443" {
+		t.Errorf("mixed.example.com: %v %v, want 203.0.113.5:443 alone", addrs, f)
+	}
+	if addrs, f := p.check(t.Context(), "198.51.100.7:8080", 80); f != nil || len(addrs) != 1 || addrs[0].String() != "198.51.100.7:8080" {
+		t.Errorf("the IP written in allow_hosts: %v %v, want it admitted", addrs, f)
+	}
+
+	own, err := OwnAddrs() // the real list: this machine's loopback at least
+	if err != nil || !slices.Contains(own, netip.MustParseAddr("127.0.0.1")) {
+		t.Errorf("OwnAddrs() = %v, %v: want 127.0.0.1 among them", own, err)
 	}
 }

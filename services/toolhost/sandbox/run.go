@@ -195,10 +195,13 @@ func BwrapArgs(p *Plan, fd int, stat func(string) (bool, bool, string)) []string
 			system = append(system, d)
 		}
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	// Memory file systems, each bounded (TmpfsBytes): /dev's own tmpfs (bwrap's, device nodes)
+	// takes no new file (Landlock), /dev/shm, /tmp and the private home take what fits.
+	size := strconv.FormatInt(p.TmpfsBytes(), 10)
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp")
 	declared := append(slices.Clone(p.Readable), p.Writable...)
 	if p.Home != "" && !covered(p.Home, system, declared, []string{"/tmp"}) {
-		a = append(a, "--tmpfs", p.Home) // a private, empty, writable home (npm's and uv's caches)
+		a = append(a, "--size", size, "--tmpfs", p.Home) // a private, empty, writable home (npm's and uv's caches)
 	}
 	// Declared paths, parents before children so that a child's bind is not hidden.
 	type bind struct {
@@ -282,18 +285,19 @@ func InnerMain(args []string) int {
 }
 
 // restrictLandlock allows reading the system directories and declared paths, writing the
-// writable ones, /tmp, /dev and the private home, and (network none) no TCP at all or
-// (network proxy) a TCP connect to the forwarder's port alone; it also
-// scopes signals and abstract unix sockets to the sandbox (ABI 6+).
+// writable ones, /tmp, /dev/shm and the private home, and the device nodes of /dev (no new file
+// there: /dev is a tmpfs of no bound), and (network none) no TCP at all or (network proxy) a
+// TCP connect to the forwarder's port alone; it also scopes signals and abstract unix sockets
+// to the sandbox (ABI 6+).
 func restrictLandlock(p *Plan) error {
 	var ro, rw []string
 	ro = append(ro, SystemDirs...)
-	ro = append(ro, "/proc")
+	ro = append(ro, "/proc", "/dev")
 	ro = append(ro, p.Readable...)
 	if p.Dir != "" {
 		ro = append(ro, p.Dir)
 	}
-	rw = append(rw, "/tmp", "/dev")
+	rw = append(rw, "/tmp", "/dev/shm")
 	rw = append(rw, p.Writable...)
 	if p.Home != "" {
 		rw = append(rw, p.Home)
@@ -318,6 +322,7 @@ func restrictLandlock(p *Plan) error {
 			rules = append(rules, landlock.ROFiles(f).IgnoreIfMissing())
 		}
 	}
+	rules = append(rules, landlock.RWFiles("/dev")) // /dev/null, /dev/tty…: written, never created
 	cfg := landlock.V7.BestEffort()
 	if p.Network == NetworkHost {
 		if err := cfg.RestrictPaths(rules...); err != nil {

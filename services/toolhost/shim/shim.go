@@ -33,6 +33,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -40,8 +41,15 @@ import (
 )
 
 // Flag is the first argument that runs the tool host binary as a shim: zest-toolhost
-// --zest-shim [-stop-grace D] -- <command> <args…>.
+// --zest-shim [-stop-grace D] [-uid U -gid G] -- <command> <args…>.
 const Flag = "--zest-shim"
+
+// RunAs is the shim's arguments that run the server as uid:gid (with no supplementary group)
+// while the shim itself stays as it was started (root): the server can then neither read nor
+// signal its shim, which still kills every descendant in the end.
+func RunAs(uid, gid int) []string {
+	return []string{"-uid=" + strconv.Itoa(uid), "-gid=" + strconv.Itoa(gid)}
+}
 
 // CleanupTimeout bounds the shim's final kill-and-reap rounds; the tool host waits at least
 // this long (after the stop grace) before it SIGKILLs the process group itself.
@@ -51,8 +59,17 @@ const CleanupTimeout = time.Second
 func Main(args []string) int {
 	fs := flag.NewFlagSet("zest-shim", flag.ContinueOnError)
 	grace := fs.Duration("stop-grace", 2*time.Second, "after passing SIGTERM on, how long the server and its descendants have to exit before they are SIGKILLed")
+	uid := fs.Int("uid", -1, "run the server as this uid (with -gid); -1: as the shim runs")
+	gid := fs.Int("gid", -1, "the server's gid, with -uid")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	// Like the tool host, the shim may not be read by what it runs: its /proc entries (environ,
+	// mem, fd/) are then closed to the server when both run as the same user, and only root
+	// with CAP_SYS_PTRACE reads them (which is why the tool host runs servers as another user
+	// when it is root).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "zest shim: cannot make itself non-dumpable (the server may read its /proc entries): %v\n", err)
 	}
 	args = fs.Args()
 	if len(args) == 0 {
@@ -70,6 +87,12 @@ func Main(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if *uid >= 0 {
+		if *gid < 0 {
+			*gid = *uid
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "zest shim: start %s: %v\n", args[0], err)
 		return 127

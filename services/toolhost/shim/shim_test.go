@@ -257,3 +257,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestRunAsAnotherUser: with RunAs the server runs as that user with no supplementary group,
+// while the shim stays root and non-dumpable: the server can neither read its shim's
+// environment and descriptors nor signal it. Without RunAs the server runs as the shim does.
+func TestRunAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("run as root, as make test does: the shim drops to another user only from root")
+	}
+	probe := `id -u; id -G; cat /proc/$PPID/environ >/dev/null 2>&1 && echo environ-read || echo environ-refused; ` +
+		`ls /proc/$PPID/fd >/dev/null 2>&1 && echo fd-read || echo fd-refused; kill -0 $PPID 2>/dev/null && echo signalled || echo signal-refused`
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"as nobody", append(RunAs(65534, 65534), "--", "/bin/sh", "-c", probe), []string{"65534", "65534", "environ-refused", "fd-refused", "signal-refused"}},
+		{"as the shim runs (root)", []string{"--", "/bin/sh", "-c", probe}, []string{"0", "0", "environ-read", "fd-read", "signalled"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd, out, in := runShim(t, c.args...)
+			in.Close()
+			for _, want := range c.want {
+				line, err := out.ReadString('\n')
+				if got := strings.TrimSpace(line); err != nil || got != want {
+					t.Fatalf("got %q (%v), want %q", got, err, want)
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("the shim: %v", err)
+			}
+		})
+	}
+}

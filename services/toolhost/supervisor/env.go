@@ -3,9 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/zestmcp/zest/lib/envref"
@@ -23,18 +21,9 @@ var DefaultEnvAllow = []string{
 	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
 }
 
-// reservedPrefixes start the variables of Zest's own services (keys, addresses, settings): no
-// server ever gets one, whatever the allow-list says, and no spec may refer to one.
-var reservedPrefixes = []string{"ZEST_", "LEMONADE_"}
-
-func reserved(name string) bool {
-	for _, p := range reservedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
+// reserved names the variables of Zest's own services (envref.ReservedPrefixes): no server
+// ever gets one, whatever the allow-list says, and no spec may refer to one.
+func reserved(name string) bool { return envref.Reserved(name) }
 
 var allowPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
@@ -71,7 +60,7 @@ func ParseEnvAllow(list string) ([]string, error) {
 
 // coversReserved returns the reserved prefix that variables starting with prefix may have.
 func coversReserved(prefix string) string {
-	for _, p := range reservedPrefixes {
+	for _, p := range envref.ReservedPrefixes {
 		if strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p) {
 			return strings.TrimSuffix(p, "_")
 		}
@@ -114,21 +103,11 @@ func (f envFilter) allows(name string) bool {
 	return false
 }
 
-// checkReferences refuses a spec whose env refers to a variable of Zest's own.
+// checkReferences refuses a spec whose env refers to a variable of Zest's own: mcpgateway
+// refuses such a config when it is saved (serverconfig), and this is the second line, for a
+// spec that comes from elsewhere.
 func checkReferences(env map[string]string) error {
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		v, err := envref.Variable(env[k])
-		if err != nil || !reserved(v) {
-			continue
-		}
-		fix := k
-		if reserved(fix) {
-			fix = "MCP_" + k
-		}
-		return fmt.Errorf("env %s refers to ${%s}, a variable %w; no server gets a ZEST_* or LEMONADE_* variable: put the value in another variable of the tool host's environment (e.g. %s) and write ${%s}",
-			k, v, ErrReservedVariable, fix, fix)
-	}
-	return nil
+	return envref.CheckEnvNotReserved(env)
 }
 
 // childEnv is a server's whole environment: the variables of the tool host's environ that

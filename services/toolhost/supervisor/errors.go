@@ -1,6 +1,10 @@
 package supervisor
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zestmcp/zest/lib/envref"
+)
 
 // Errors of the supervisor; the gRPC layer maps them (and stdio's and envref's) to codes.
 var (
@@ -14,7 +18,7 @@ var (
 	ErrHandshake = errors.New("MCP handshake failed")
 	// ErrReservedVariable means a spec refers to, or the operator's allow-list names, a
 	// variable of Zest's own services (ZEST_*, LEMONADE_*), which no server gets.
-	ErrReservedVariable = errors.New("reserved for Zest's own services")
+	ErrReservedVariable = envref.ErrReserved
 	// ErrStopped means the server was stopped while its child started.
 	ErrStopped = errors.New("MCP server was stopped")
 	// ErrMoving means the server is draining to stop on this tool host (StopDrained: it moved

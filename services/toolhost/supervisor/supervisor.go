@@ -24,7 +24,9 @@ import (
 	"github.com/zestmcp/zest/lib/envref"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/sandbox"
+	"github.com/zestmcp/zest/services/toolhost/shim"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -73,6 +75,11 @@ type Config struct {
 	// Sandbox is the operator's sandbox default and user (package sandbox): a server runs
 	// sandboxed when its spec says so or, saying nothing, when Sandbox.Default is set.
 	Sandbox sandbox.Settings
+	// ServerUID and ServerGID, when ServerUID is above 0 and the tool host runs as root, are
+	// who the servers that are not sandboxed run as (their shims stay root; sandboxed servers
+	// run as Sandbox.UID): root could read the tool host's memory and environment, its service
+	// key included, whatever else stopped it. 0 runs them as the tool host runs. Needs Shim.
+	ServerUID, ServerGID int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -109,7 +116,11 @@ type watcher struct {
 	ch chan Event
 }
 
-// New returns a supervisor; Close stops every child.
+// New returns a supervisor; Close stops every child. It makes the process non-dumpable
+// (PR_SET_DUMPABLE 0): the process that runs untrusted servers must not be theirs to read —
+// its /proc entries (environ, mem, maps, fd/) then open only to root with CAP_SYS_PTRACE, so a
+// server running as the same user reads none of them, and core dumps, which would hold the
+// service key, are off.
 func New(cfg Config) *Supervisor {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
@@ -122,6 +133,9 @@ func New(cfg Config) *Supervisor {
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		cfg.Logger.Error("cannot make the tool host non-dumpable: servers running as its user may read its environment and memory", "err", err)
 	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{}),
 		envAllow: newEnvFilter(DefaultEnvAllow, cfg.EnvAllow)}
@@ -390,6 +404,9 @@ func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSp
 			err = fmt.Errorf("%w (the sandbox hides %s: it gives the server a private /tmp and $HOME; add the directory to sandbox.readable_paths, or writable_paths)", err, strings.Join(hidden, ", "))
 		}
 	}
+	if uid, _, other := srv.sup.serverUser(); err != nil && !stopped && plan == nil && other {
+		err = fmt.Errorf("%w (the tool host is root, so this server runs as uid %d, ZEST_TOOLHOST_SERVER_UID: its program, working directory and files must be readable by that user, and $HOME is the tool host's; or sandbox it)", err, uid)
+	}
 	srv.starting = nil
 	l.err = err
 	srv.everRan = true
@@ -410,6 +427,19 @@ func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSp
 	srv.mu.Unlock()
 	close(l.done)
 	srv.sup.publish(srv.id, srv.status(), nil)
+}
+
+// serverUser is who a server that is not sandboxed runs as, when that is another user than
+// the tool host's (ServerUID is set and the tool host is root).
+func (s *Supervisor) serverUser() (uid, gid int, other bool) {
+	if s.cfg.ServerUID <= 0 || os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	gid = s.cfg.ServerGID
+	if gid <= 0 {
+		gid = s.cfg.ServerUID
+	}
+	return s.cfg.ServerUID, gid, true
 }
 
 // backoff is the delay before restart number n of a crash loop: none for the first crash,
@@ -441,8 +471,14 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 		p.ProxySocket = proxy.Socket
 		plan = &p
 	}
+	shimArgv := s.cfg.Shim
 	if plan != nil { // the shim runs the sandbox's outer step, which runs the server
 		path, args = plan.Argv(path, args)
+	} else if uid, gid, other := s.serverUser(); other {
+		if len(shimArgv) == 0 {
+			return nil, fmt.Errorf("%w: running servers as uid %d needs the shim (Config.Shim)", stdio.ErrLaunch, uid)
+		}
+		shimArgv = append(slices.Clip(shimArgv), shim.RunAs(uid, gid)...)
 	}
 	// The callbacks run on the conn's goroutines, which may start before Start has returned
 	// conn: they wait for it (Start starts them only on success, right before returning).
@@ -452,7 +488,7 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 		Path: path, Args: args, Dir: spec.GetWorkingDir(), Env: env,
 		MaxLineBytes: s.cfg.MaxLineBytes, StderrTailBytes: s.cfg.StderrTailBytes, MaxInFlight: s.cfg.MaxInFlight,
 		MaxStdinQueueBytes: s.cfg.MaxStdinQueueBytes, MaxRelays: s.cfg.MaxRelays, OrphanWindow: s.cfg.OrphanWindow,
-		StopGrace: s.cfg.StopGrace, Shim: s.cfg.Shim, Logger: s.log.With("server", spec.GetId()),
+		StopGrace: s.cfg.StopGrace, Shim: shimArgv, Logger: s.log.With("server", spec.GetId()),
 		OnNotification: func(method string, msg []byte) { <-ready; srv.onNotification(conn, method, msg) },
 		OnExit: func(err error) {
 			<-ready

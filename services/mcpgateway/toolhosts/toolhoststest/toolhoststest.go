@@ -88,6 +88,7 @@ func (h *Host) listen(addr string) {
 	}
 	cfg := host.DefaultConfig()
 	cfg.Name, cfg.StopGrace, cfg.Keys.Service = h.name, time.Second, Key
+	cfg.ServerUID = "0" // no shim here, and the fixtures lie in root's private temporary directories
 	th := host.New(cfg, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	tl := &trackingListener{Listener: l, conns: map[net.Conn]struct{}{}}

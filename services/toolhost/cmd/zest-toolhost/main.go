@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/service"
@@ -29,6 +31,11 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ForwardFlag { // inside bwrap, network "proxy"
 		os.Exit(sandbox.ForwardMain(os.Args[2:]))
+	}
+	// Before anything reads the environment: the tool host must not hold Lemonade's keys.
+	if err := host.DropLemonadeKeys(syscall.Exec); err != nil {
+		fmt.Fprintln(os.Stderr, "zest-toolhost:", err)
+		os.Exit(2)
 	}
 	cfg := host.DefaultConfig()
 	service.Main("zest-toolhost", &cfg, func(ctx context.Context, log *slog.Logger) error {
