@@ -216,7 +216,7 @@ func TestHTTPNeverSendsAReservedVariable(t *testing.T) {
 	cfg := httpConfig("leaky", u.URL)
 	cfg.BearerToken = "${ZEST_SESSION_KEY}"
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": "x"}})
-	_, err := m.CallTool(t.Context(), cfg, "echo", params, 0)
+	_, err := m.DispatchToolCall(t.Context(), cfg, params, 0, Hooks{})
 	if !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "bearer_token refers to ${ZEST_SESSION_KEY}, a variable reserved for Zest's own services") ||
 		strings.Contains(err.Error(), "session-key-never-sent") {
 		t.Fatalf("a call with a reserved bearer_token: %v", err)
