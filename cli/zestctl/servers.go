@@ -252,14 +252,14 @@ func unmarshalInput(b []byte, wrap string, m proto.Message) error {
 }
 
 // apply sets on in every field whose flag was given.
-func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) error {
+func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerConfig) error {
 	set := fs.Changed
-	if set("transport") && in.Transport != nil && in.GetTransport() != f.transport {
+	if set("transport") && in.GetTransport() != "" && in.GetTransport() != f.transport {
 		// Switching transports drops the other transport's fields (mcpgateway refuses a mix).
 		if strings.HasPrefix(f.transport, "stdio") {
-			in.Url, in.BearerToken, in.AllowInsecureHttp = nil, nil, nil
+			in.Url, in.BearerToken, in.AllowInsecureHttp = "", "", false
 		} else {
-			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost, in.Sandbox = nil, nil, nil, nil, nil, nil
+			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost, in.Sandbox = "", nil, "", nil, nil, nil
 		}
 	}
 	str := func(flag string, v string, dst **string) {
@@ -267,13 +267,18 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 			*dst = proto.String(v)
 		}
 	}
-	str("id", f.id, &in.Id)
-	str("name", f.name, &in.Name)
-	str("transport", f.transport, &in.Transport)
-	str("command", f.command, &in.Command)
-	str("working-dir", f.workingDir, &in.WorkingDir)
-	str("url", f.url, &in.Url)
-	str("bearer-token", f.bearer, &in.BearerToken)
+	plain := func(flag string, v string, dst *string) {
+		if set(flag) {
+			*dst = v
+		}
+	}
+	plain("id", f.id, &in.Id)
+	plain("name", f.name, &in.Name)
+	plain("transport", f.transport, &in.Transport)
+	plain("command", f.command, &in.Command)
+	plain("working-dir", f.workingDir, &in.WorkingDir)
+	plain("url", f.url, &in.Url)
+	plain("bearer-token", f.bearer, &in.BearerToken)
 	str("tool-host", f.toolHost, &in.ToolHost)
 	str("approval", f.approval, &in.Approval)
 	str("approval-by", f.approvalBy, &in.ApprovalBy)
@@ -300,7 +305,7 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 		}
 	}
 	if set("allow-insecure-http") {
-		in.AllowInsecureHttp = proto.Bool(f.insecure)
+		in.AllowInsecureHttp = f.insecure
 	}
 	if set("enabled") {
 		in.Enabled = proto.Bool(f.enabled)
@@ -320,16 +325,18 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) err
 
 // inputOf turns a stored server into the input that stores it again unchanged, so that edit
 // changes only the fields whose flags are given.
-func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
-	in := &mcpgatewayv1.ServerInput{
-		Id: proto.String(s.GetId()), Name: proto.String(s.GetName()), Transport: proto.String(s.GetTransport()),
+func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerConfig {
+	in := &mcpgatewayv1.ServerConfig{
+		Id: s.GetId(), Name: s.GetName(), Transport: s.GetTransport(), Command: s.GetCommand(), Args: s.GetArgs(),
+		WorkingDir: s.GetWorkingDir(), Env: s.GetEnv(), Url: s.GetUrl(), BearerToken: s.GetBearerToken(), AllowInsecureHttp: s.GetAllowInsecureHttp(),
 		Enabled: proto.Bool(s.GetEnabled()), Expose: proto.Bool(s.GetExpose()), ToolsAllow: s.GetToolsAllow(), ToolsDeny: s.GetToolsDeny(),
+		ApprovalTools: s.GetApprovalTools(),
 	}
 	if s.GetTimeoutMs() != 0 {
 		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
 	}
-	if s.GetApproval() != "" || len(s.GetApprovalTools()) > 0 {
-		in.Approval, in.ApprovalTools = proto.String(s.GetApproval()), s.GetApprovalTools()
+	if s.GetApproval() != "" {
+		in.Approval = proto.String(s.GetApproval())
 	}
 	if s.GetApprovalBy() != "" {
 		in.ApprovalBy = proto.String(s.GetApprovalBy())
@@ -344,20 +351,8 @@ func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
 		in.MaxConcurrency = proto.Int32(s.GetMaxConcurrency())
 	}
 	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
-	opt := func(v string) *string {
-		if v == "" {
-			return nil
-		}
-		return proto.String(v)
-	}
-	in.Command, in.WorkingDir, in.Url, in.BearerToken = opt(s.GetCommand()), opt(s.GetWorkingDir()), opt(s.GetUrl()), opt(s.GetBearerToken())
-	in.ToolHost = opt(s.GetToolHost())
-	in.Args = s.GetArgs()
-	if len(s.GetEnv()) > 0 {
-		in.Env = s.GetEnv()
-	}
-	if s.GetAllowInsecureHttp() {
-		in.AllowInsecureHttp = proto.Bool(true)
+	if s.GetToolHost() != "" {
+		in.ToolHost = proto.String(s.GetToolHost())
 	}
 	return in
 }
@@ -384,7 +379,7 @@ func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 		}
 		ctx, cancel := a.ctx(cmd)
 		defer cancel()
-		in := &mcpgatewayv1.ServerInput{}
+		in := &mcpgatewayv1.ServerConfig{}
 		if edit {
 			got, err := adm.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: argv[0]})
 			if err != nil {
@@ -405,7 +400,7 @@ func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 			if cmd.Flags().Changed("id") && f.id != argv[0] {
 				return usagef("the ID argument %q and --id %q differ: give one", argv[0], f.id)
 			}
-			in.Id = proto.String(argv[0])
+			in.Id = argv[0]
 		}
 		if err := f.apply(cmd.Flags(), in); err != nil {
 			return err

@@ -120,7 +120,7 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	if err := f.apply(fs, in); err != nil {
 		t.Fatal(err)
 	}
-	want := &mcpgatewayv1.ServerInput{Id: proto.String("e"), Name: proto.String("E"), Transport: proto.String("stdio"), Command: proto.String("node"),
+	want := &mcpgatewayv1.ServerConfig{Id: "e", Name: "E", Transport: "stdio", Command: "node",
 		Args: []string{"b.mjs", "--flag"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true), Expose: proto.Bool(true),
 		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}, ToolHost: proto.String("th-1"),
 		Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}} // kept: an edit never unconfines
@@ -133,7 +133,7 @@ func TestEditKeepsOtherFields(t *testing.T) {
 	_ = fs2.Parse([]string{"--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"})
 	in = inputOf(st)
 	_ = f2.apply(fs2, in)
-	if in.Command != nil || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.Sandbox != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
+	if in.Command != "" || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.Sandbox != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
 		t.Fatalf("switched input = %v", in)
 	}
 }
@@ -156,7 +156,7 @@ func TestToolHostFlag(t *testing.T) {
 		if err := f.apply(fs, in); err != nil {
 			t.Fatal(err)
 		}
-		if !proto.Equal(&mcpgatewayv1.ServerInput{ToolHost: in.ToolHost}, &mcpgatewayv1.ServerInput{ToolHost: tc.want}) {
+		if !proto.Equal(&mcpgatewayv1.ServerConfig{ToolHost: in.ToolHost}, &mcpgatewayv1.ServerConfig{ToolHost: tc.want}) {
 			t.Errorf("%v: tool_host %v, want %v", tc.args, in.ToolHost, *tc.want)
 		}
 	}
@@ -236,7 +236,7 @@ func TestApprovalFlags(t *testing.T) {
 // and --max-concurrency 0 remove them.
 func TestLimitFlags(t *testing.T) {
 	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", RateLimit: "5/s", MaxConcurrency: 2}
-	parse := func(args ...string) *mcpgatewayv1.ServerInput {
+	parse := func(args ...string) *mcpgatewayv1.ServerConfig {
 		f := &serverFlags{}
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		f.register(fs)

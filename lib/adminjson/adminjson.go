@@ -54,16 +54,16 @@ var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_serv
 var presetFields = []string{"id", "name", "model", "system_prompt", "mcp_server_ids", "tools_enabled"}
 
 // Server reads a server config body (POST /internal/mcp/servers and /servers/test).
-func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
+func Server(body []byte) (*mcpgatewayv1.ServerConfig, error) {
 	f, err := fold(body, ErrServer, "server", `{"id":"echo","command":"node","args":["server.js"]}`, serverAliases, serverFields, serverStateFields)
 	if err != nil {
 		return nil, err
 	}
 	r := reader{f: f, kind: ErrServer}
-	in := &mcpgatewayv1.ServerInput{
-		Id: r.str("id"), Name: r.str("name"), Transport: r.str("transport"), Command: r.str("command"),
-		Args: r.strs("args"), WorkingDir: r.str("working_dir"), Env: r.strMap("env"), Url: r.str("url"),
-		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
+	in := &mcpgatewayv1.ServerConfig{
+		Id: value(r.str("id")), Name: value(r.str("name")), Transport: value(r.str("transport")), Command: value(r.str("command")),
+		Args: r.strs("args"), WorkingDir: value(r.str("working_dir")), Env: r.strMap("env"), Url: value(r.str("url")),
+		BearerToken: value(r.str("bearer_token")), AllowInsecureHttp: value(r.boolean("allow_insecure_http")),
 		Enabled: r.boolean("enabled"), TimeoutMs: r.whole32("timeout_ms", "milliseconds"),
 		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
 		ToolHost: r.str("tool_host"), MaxOutputBytes: r.whole32("max_output_bytes", "bytes"),
@@ -72,6 +72,15 @@ func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
 	}
 	in.Sandbox = r.sandbox("sandbox")
 	return in, r.err
+}
+
+// value is *p, or the zero value when p is nil (a field without presence).
+func value[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // Preset reads a preset body (POST /internal/mcp/presets).

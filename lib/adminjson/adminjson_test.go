@@ -22,7 +22,7 @@ func TestServerShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if in.GetId() != "e" || in.GetCommand() != "node" || in.GetTimeoutMs() != 5000 || in.GetWorkingDir() != "/tmp" ||
-				len(in.GetArgs()) != 1 || in.Url != nil || in.Enabled != nil {
+				len(in.GetArgs()) != 1 || in.GetUrl() != "" || in.Enabled != nil {
 				t.Fatalf("%v", in)
 			}
 		})

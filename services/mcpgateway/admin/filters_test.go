@@ -32,7 +32,7 @@ func TestToolFilters(t *testing.T) {
 	ctx := t.Context()
 	upsert := func(allow, deny []string) {
 		t.Helper()
-		in := &mcpgatewayv1.ServerInput{Id: proto.String("every"), Transport: proto.String("http"), Url: proto.String(u.URL), ToolsAllow: allow, ToolsDeny: deny}
+		in := &mcpgatewayv1.ServerConfig{Id: "every", Transport: "http", Url: u.URL, ToolsAllow: allow, ToolsDeny: deny}
 		r, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in})
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +110,7 @@ func TestToolFilters(t *testing.T) {
 	}
 
 	// A change of more than the filters reconnects on next use, as any config change does.
-	in := &mcpgatewayv1.ServerInput{Id: proto.String("every"), Transport: proto.String("http"), Url: proto.String(u.URL), TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"echo"}}
+	in := &mcpgatewayv1.ServerConfig{Id: "every", Transport: "http", Url: u.URL, TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"echo"}}
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +119,8 @@ func TestToolFilters(t *testing.T) {
 	}
 	refused("echo", "tools_deny", "echo", `tools_deny pattern "echo"`)
 
-	ts, err := s.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Transport: proto.String("http"), Url: proto.String(u.URL), ToolsDeny: []string{"*-env"}}})
+	ts, err := s.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Transport: "http", Url: u.URL, ToolsDeny: []string{"*-env"}}})
 	if err != nil || names(ts.GetServer().GetTools()) != "echo,get-sum" || !slices.Equal(ts.GetServer().GetToolsDeny(), []string{"*-env"}) {
 		t.Fatalf("TestServer: %v %v", ts, err)
 	}
@@ -137,8 +137,8 @@ func noViolations(t *testing.T, u *mcptest.Upstream) {
 // A bad pattern is refused with InvalidArgument (the edge answers 400) naming the field.
 func TestUpsertRefusesABadPattern(t *testing.T) {
 	s := newService(t)
-	_, err := s.UpsertServer(t.Context(), &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Id: proto.String("e"), Command: proto.String("node"), ToolsDeny: []string{"echo", "[a"}}})
+	_, err := s.UpsertServer(t.Context(), &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Id: "e", Command: "node", ToolsDeny: []string{"echo", "[a"}}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tools_deny[1] "[a" is not a valid glob pattern`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -101,8 +101,8 @@ func snapshot(t *testing.T, c *Catalog) *Snapshot {
 func TestSnapshotFollowsChanges(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
-	a := &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true}
-	b := &mcpgatewayv1.ServerConfig{Id: "b", Name: "B", Enabled: true}
+	a := &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true)}
+	b := &mcpgatewayv1.ServerConfig{Id: "b", Name: "B", Enabled: proto.Bool(true)}
 	f.put(a)
 	f.put(b)
 	steps := []struct {
@@ -118,10 +118,10 @@ func TestSnapshotFollowsChanges(t *testing.T) {
 		{"the same names listed again", func() { f.list("b", "mid") },
 			"mcp_a__alpha,mcp_a__beta,mcp_a__zeta,mcp_b__mid"},
 		{"tools_deny edited", func() {
-			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true, ToolsDeny: []string{"a*"}})
+			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true), ToolsDeny: []string{"a*"}})
 		}, "mcp_a__beta,mcp_a__zeta,mcp_b__mid"},
 		{"tools_allow edited", func() {
-			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true, ToolsAllow: []string{"z*"}})
+			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true), ToolsAllow: []string{"z*"}})
 		}, "mcp_a__zeta,mcp_b__mid"},
 		{"disconnected", func() { f.mu.Lock(); f.disconnect("b"); f.mu.Unlock() }, "mcp_a__zeta"},
 		{"reconnected with other tools", func() { f.list("b", "new") }, "mcp_a__zeta,mcp_b__new"},
@@ -149,7 +149,7 @@ func TestSnapshotRebuildsOnlyChangedServers(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
 	for _, id := range []string{"a", "b"} {
-		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: true})
+		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: proto.Bool(true)})
 		f.list(id, "t1", "t2")
 	}
 	s1 := snapshot(t, c)
@@ -163,7 +163,7 @@ func TestSnapshotRebuildsOnlyChangedServers(t *testing.T) {
 	}
 	// An equal config under another pointer (a registry that decodes on every read) is
 	// no change.
-	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "a", Enabled: true})
+	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "a", Enabled: proto.Bool(true)})
 	if s3 := snapshot(t, c); s3 != s2 {
 		t.Fatal("an equal config made a new snapshot")
 	}
@@ -175,7 +175,7 @@ func TestSnapshotViews(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
 	for _, id := range []string{"a", "b", "c"} {
-		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: true})
+		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: proto.Bool(true)})
 	}
 	f.list("a", "zeta", "alpha")
 	f.list("b", "mid")
@@ -201,7 +201,7 @@ func TestSnapshotViews(t *testing.T) {
 func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
-	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true})
+	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true)})
 	f.list("a", "one", "two")
 	old := snapshot(t, c)
 	f.list("a", "one", "two", "three")

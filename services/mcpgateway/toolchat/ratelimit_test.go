@@ -1,6 +1,7 @@
 package toolchat
 
 import (
+	"google.golang.org/protobuf/proto"
 	"io"
 	"log/slog"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // the chat goes on.
 func TestToolCallOverTheServerRateLimit(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{})
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 30000, RateLimit: "1/h"}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(30000), RateLimit: proto.String("1/h")}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestServerLimitsOnEveryEntry: max_concurrency and rate_limit hold on each way a tools/call
@@ -18,7 +19,7 @@ func TestServerLimitsOnEveryEntry(t *testing.T) {
 	u := mcptest.Start(t, mcptest.Options{})
 	m := New(nil, nil, nil)
 	t.Cleanup(func() { m.Close(t.Context()) })
-	cfg := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 5000, MaxConcurrency: 1}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5000), MaxConcurrency: proto.Int32(1)}
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}})
 	entries := map[string]func() error{
 		"Call":     func() error { _, err := m.Call(t.Context(), cfg, "tools/call", params, 0); return err },
@@ -50,7 +51,7 @@ func TestServerLimitsOnEveryEntry(t *testing.T) {
 	}
 
 	// The rate: all entries draw on one bucket of the server.
-	cfg = &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 5000, RateLimit: "4/h"}
+	cfg = &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5000), RateLimit: proto.String("4/h")}
 	ok := 0
 	for range 2 {
 		for _, call := range entries {

@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestLimitToolResult(t *testing.T) {
@@ -37,12 +38,12 @@ func TestOutputLimitDefault(t *testing.T) {
 		t.Fatalf("default %d", m.MaxOutputBytes(cfg))
 	}
 	m.SetMaxOutputBytes(2048)
-	if m.MaxOutputBytes(cfg) != 2048 || m.MaxOutputBytes(&mcpgatewayv1.ServerConfig{MaxOutputBytes: 4096}) != 4096 {
+	if m.MaxOutputBytes(cfg) != 2048 || m.MaxOutputBytes(&mcpgatewayv1.ServerConfig{MaxOutputBytes: proto.Int32(4096)}) != 4096 {
 		t.Fatal("the operator's default or the server's own limit is not used")
 	}
 
 	u := mcptest.Start(t, mcptest.Options{})
-	http := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 5000}
+	http := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5000)}
 	t.Cleanup(func() { m.Close(t.Context()) })
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": strings.Repeat("a", 3000)}})
 	raw, err := m.CallTool(t.Context(), http, "echo", params, 0)

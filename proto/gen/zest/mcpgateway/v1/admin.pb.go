@@ -78,271 +78,6 @@ func (AdminErrorReason) EnumDescriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
-// ServerInput is a server config as an admin sends it. Every field an admin may leave out has
-// presence, so that mcpgateway applies docs/contracts.md's defaults and tells an absent field from an
-// empty one (a stdio field in a streamable-http config is refused, and the reverse).
-type ServerInput struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}; when absent it is derived from name, the command or the URL.
-	Id *string `protobuf:"bytes,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
-	// name is shown to people and in tool descriptions (default: id).
-	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
-	// transport is "stdio" (default) or "streamable-http" (alias "http").
-	Transport *string `protobuf:"bytes,3,opt,name=transport,proto3,oneof" json:"transport,omitempty"`
-	// command is the stdio program.
-	Command *string `protobuf:"bytes,4,opt,name=command,proto3,oneof" json:"command,omitempty"`
-	// args are the stdio program's arguments.
-	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
-	// working_dir is the stdio program's working directory.
-	WorkingDir *string `protobuf:"bytes,6,opt,name=working_dir,proto3,oneof" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references (raw values are refused).
-	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// url is the Streamable HTTP endpoint.
-	Url *string `protobuf:"bytes,8,opt,name=url,proto3,oneof" json:"url,omitempty"`
-	// bearer_token is a ${VAR} reference sent as Authorization: Bearer.
-	BearerToken *string `protobuf:"bytes,9,opt,name=bearer_token,proto3,oneof" json:"bearer_token,omitempty"`
-	// allow_insecure_http permits plain http to a non-loopback host.
-	AllowInsecureHttp *bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3,oneof" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected (default true).
-	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call (1000-300000, default 30000).
-	TimeoutMs *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
-	// tools_allow are glob patterns (path.Match, case-sensitive) over tool names: when any are
-	// given, only tools matching one of them are exposed (at most 64 patterns of 1-128 characters).
-	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
-	// over allow (at most 64 patterns of 1-128 characters).
-	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id} (default true); when false only
-	// callers holding the admin key reach it there.
-	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
-	// files live on one machine); empty: placed on a healthy tool host by its id. [A-Za-z0-9_.-]{1,253}.
-	ToolHost *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server on every path (admin API,
-	// /mcp/servers/{id}, presets, chat): a larger result is answered as a CallToolResult with
-	// isError true that names the size and the limit (1024-41943040; absent: the operator's
-	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
-	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
-	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
-	// {"enabled": true/false}. Refused for a streamable-http server.
-	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the tool calls of this server on every path, all callers together, as
-	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent or "": no limit of its own).
-	// Over it a call fails: RESOURCE_EXHAUSTED with RetryInfo on CallTool, JSON-RPC error
-	// -32029 over MCP, an isError tool result in the chat loop.
-	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the tool calls of this server in flight at once, all callers
-	// together (1-1024; absent or 0: no limit of its own).
-	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
-	// approval is "required" (every tool of the server needs a person's approval before a chat
-	// or MCP client calls it: docs/untrusted-tools.md) or "none" (default; approval_tools may
-	// still name some). The admin API's own CallTool is never held.
-	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
-	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
-	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by says who decides a call that needs approval: "admin" (default: only the admin
-	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
-	// is held on every path) or "client" (an MCP client's user, through elicitation or
-	// input_required; chats and the admin API still wait for an administrator).
-	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ServerInput) Reset() {
-	*x = ServerInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ServerInput) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ServerInput) ProtoMessage() {}
-
-func (x *ServerInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ServerInput.ProtoReflect.Descriptor instead.
-func (*ServerInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *ServerInput) GetId() string {
-	if x != nil && x.Id != nil {
-		return *x.Id
-	}
-	return ""
-}
-
-func (x *ServerInput) GetName() string {
-	if x != nil && x.Name != nil {
-		return *x.Name
-	}
-	return ""
-}
-
-func (x *ServerInput) GetTransport() string {
-	if x != nil && x.Transport != nil {
-		return *x.Transport
-	}
-	return ""
-}
-
-func (x *ServerInput) GetCommand() string {
-	if x != nil && x.Command != nil {
-		return *x.Command
-	}
-	return ""
-}
-
-func (x *ServerInput) GetArgs() []string {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
-func (x *ServerInput) GetWorkingDir() string {
-	if x != nil && x.WorkingDir != nil {
-		return *x.WorkingDir
-	}
-	return ""
-}
-
-func (x *ServerInput) GetEnv() map[string]string {
-	if x != nil {
-		return x.Env
-	}
-	return nil
-}
-
-func (x *ServerInput) GetUrl() string {
-	if x != nil && x.Url != nil {
-		return *x.Url
-	}
-	return ""
-}
-
-func (x *ServerInput) GetBearerToken() string {
-	if x != nil && x.BearerToken != nil {
-		return *x.BearerToken
-	}
-	return ""
-}
-
-func (x *ServerInput) GetAllowInsecureHttp() bool {
-	if x != nil && x.AllowInsecureHttp != nil {
-		return *x.AllowInsecureHttp
-	}
-	return false
-}
-
-func (x *ServerInput) GetEnabled() bool {
-	if x != nil && x.Enabled != nil {
-		return *x.Enabled
-	}
-	return false
-}
-
-func (x *ServerInput) GetTimeoutMs() int32 {
-	if x != nil && x.TimeoutMs != nil {
-		return *x.TimeoutMs
-	}
-	return 0
-}
-
-func (x *ServerInput) GetToolsAllow() []string {
-	if x != nil {
-		return x.ToolsAllow
-	}
-	return nil
-}
-
-func (x *ServerInput) GetToolsDeny() []string {
-	if x != nil {
-		return x.ToolsDeny
-	}
-	return nil
-}
-
-func (x *ServerInput) GetExpose() bool {
-	if x != nil && x.Expose != nil {
-		return *x.Expose
-	}
-	return false
-}
-
-func (x *ServerInput) GetToolHost() string {
-	if x != nil && x.ToolHost != nil {
-		return *x.ToolHost
-	}
-	return ""
-}
-
-func (x *ServerInput) GetMaxOutputBytes() int32 {
-	if x != nil && x.MaxOutputBytes != nil {
-		return *x.MaxOutputBytes
-	}
-	return 0
-}
-
-func (x *ServerInput) GetSandbox() *Sandbox {
-	if x != nil {
-		return x.Sandbox
-	}
-	return nil
-}
-
-func (x *ServerInput) GetRateLimit() string {
-	if x != nil && x.RateLimit != nil {
-		return *x.RateLimit
-	}
-	return ""
-}
-
-func (x *ServerInput) GetMaxConcurrency() int32 {
-	if x != nil && x.MaxConcurrency != nil {
-		return *x.MaxConcurrency
-	}
-	return 0
-}
-
-func (x *ServerInput) GetApproval() string {
-	if x != nil && x.Approval != nil {
-		return *x.Approval
-	}
-	return ""
-}
-
-func (x *ServerInput) GetApprovalTools() []string {
-	if x != nil {
-		return x.ApprovalTools
-	}
-	return nil
-}
-
-func (x *ServerInput) GetApprovalBy() string {
-	if x != nil && x.ApprovalBy != nil {
-		return *x.ApprovalBy
-	}
-	return ""
-}
-
 // Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
 // field has presence so that an absent one takes the default. A server without a sandbox
 // takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
@@ -377,7 +112,7 @@ type Sandbox struct {
 
 func (x *Sandbox) Reset() {
 	*x = Sandbox{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +124,7 @@ func (x *Sandbox) String() string {
 func (*Sandbox) ProtoMessage() {}
 
 func (x *Sandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +137,7 @@ func (x *Sandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
 func (*Sandbox) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Sandbox) GetEnabled() bool {
@@ -468,14 +203,25 @@ func (x *Sandbox) GetOpenFiles() int32 {
 	return 0
 }
 
-// ServerConfig is a registered server as stored: secrets only as ${VAR} references.
+// ServerConfig is a server config: what an admin sends (UpsertServer, UpdateServer,
+// TestServer) and what the registry stores, one message for both (AIP-134). Secrets are only
+// ${VAR} references. A field whose absence means something other than its zero value has
+// presence: enabled, timeout_ms and expose (absent: their defaults) and the Zest fields that
+// may be left unset (absent: the server sets none of its own). Lemonade's fields are id through
+// timeout_ms; the others are Zest's (docs/contracts.md, "Upserts and updates": an upsert
+// replaces Lemonade's fields and keeps the Zest fields it leaves out).
+//
+// As stored (mcpgateway's answers, the registry): id, name, transport, enabled, timeout_ms
+// and expose are always set; a Zest field is set only when it holds something other than its
+// default (approval "none", approval_by "admin", an empty rate_limit or tool_host, a 0 limit
+// are stored unset).
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}.
+	// id matches [A-Za-z0-9_.-]{1,96}; when empty it is derived from name, the command or the URL.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// name is shown to people and in tool descriptions (default: id).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// transport is "stdio" or "streamable-http".
+	// transport is "stdio" (default) or "streamable-http" (alias "http").
 	Transport string `protobuf:"bytes,3,opt,name=transport,proto3" json:"transport,omitempty"`
 	// command is the stdio program.
 	Command string `protobuf:"bytes,4,opt,name=command,proto3" json:"command,omitempty"`
@@ -483,7 +229,7 @@ type ServerConfig struct {
 	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
 	// working_dir is the stdio program's working directory.
 	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,proto3" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references.
+	// env maps variable names to ${VAR} references (raw values are refused).
 	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// url is the Streamable HTTP endpoint.
 	Url string `protobuf:"bytes,8,opt,name=url,proto3" json:"url,omitempty"`
@@ -491,39 +237,59 @@ type ServerConfig struct {
 	BearerToken string `protobuf:"bytes,9,opt,name=bearer_token,proto3" json:"bearer_token,omitempty"`
 	// allow_insecure_http permits plain http to a non-loopback host.
 	AllowInsecureHttp bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected.
-	Enabled bool `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call (1000-300000).
-	TimeoutMs int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
-	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
+	// enabled servers may be connected (absent: true).
+	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// timeout_ms bounds connect and each call (1000-300000; absent: 30000).
+	TimeoutMs *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
+	// tools_allow are glob patterns (path.Match, case-sensitive) over tool names: when any are
+	// given, only tools matching one of them are exposed (at most 64 patterns of 1-128 characters).
 	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
+	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
+	// over allow (at most 64 patterns of 1-128 characters).
 	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name; empty: placed by its id.
-	ToolHost string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
-	MaxOutputBytes int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX).
+	// expose serves the server to API callers at /mcp/servers/{id} (absent: true); when false only
+	// callers holding the admin key reach it there.
+	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
+	// files live on one machine); absent or empty: placed on a healthy tool host by its id.
+	// [A-Za-z0-9_.-]{1,253}.
+	ToolHost *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
+	// max_output_bytes bounds one tools/call result of the server on every path (admin API,
+	// /mcp/servers/{id}, presets, chat): a larger result is answered as a CallToolResult with
+	// isError true that names the size and the limit (1024-41943040; absent or 0: the operator's
+	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
+	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
+	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
+	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
+	// {"enabled": true/false}. Refused for a streamable-http server.
 	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
-	RateLimit string `protobuf:"bytes,19,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
-	MaxConcurrency int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
-	// approval is "required" or "none".
-	Approval string `protobuf:"bytes,21,opt,name=approval,proto3" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names whose calls need approval.
+	// rate_limit bounds the tool calls of this server on every path, all callers together, as
+	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent or "": no limit of its own).
+	// Over it a call fails: RESOURCE_EXHAUSTED with RetryInfo on CallTool, JSON-RPC error
+	// -32029 over MCP, an isError tool result in the chat loop.
+	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
+	// max_concurrency bounds the tool calls of this server in flight at once, all callers
+	// together (1-1024; absent or 0: no limit of its own).
+	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
+	// approval is "required" (every tool of the server needs a person's approval before a chat
+	// or MCP client calls it: docs/untrusted-tools.md) or "none" (absent; approval_tools may
+	// still name some). The admin API's own CallTool is never held.
+	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
+	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
+	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
 	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by is who decides a call that needs approval: "admin" or "client"; empty: "admin".
-	ApprovalBy    string `protobuf:"bytes,23,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
+	// approval_by says who decides a call that needs approval: "admin" (absent: only the admin
+	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
+	// is held on every path) or "client" (an MCP client's user, through elicitation or
+	// input_required; chats and the admin API still wait for an administrator).
+	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +301,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +314,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ServerConfig) GetId() string {
@@ -622,15 +388,15 @@ func (x *ServerConfig) GetAllowInsecureHttp() bool {
 }
 
 func (x *ServerConfig) GetEnabled() bool {
-	if x != nil {
-		return x.Enabled
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
 	}
 	return false
 }
 
 func (x *ServerConfig) GetTimeoutMs() int32 {
-	if x != nil {
-		return x.TimeoutMs
+	if x != nil && x.TimeoutMs != nil {
+		return *x.TimeoutMs
 	}
 	return 0
 }
@@ -650,22 +416,22 @@ func (x *ServerConfig) GetToolsDeny() []string {
 }
 
 func (x *ServerConfig) GetExpose() bool {
-	if x != nil {
-		return x.Expose
+	if x != nil && x.Expose != nil {
+		return *x.Expose
 	}
 	return false
 }
 
 func (x *ServerConfig) GetToolHost() string {
-	if x != nil {
-		return x.ToolHost
+	if x != nil && x.ToolHost != nil {
+		return *x.ToolHost
 	}
 	return ""
 }
 
 func (x *ServerConfig) GetMaxOutputBytes() int32 {
-	if x != nil {
-		return x.MaxOutputBytes
+	if x != nil && x.MaxOutputBytes != nil {
+		return *x.MaxOutputBytes
 	}
 	return 0
 }
@@ -678,22 +444,22 @@ func (x *ServerConfig) GetSandbox() *Sandbox {
 }
 
 func (x *ServerConfig) GetRateLimit() string {
-	if x != nil {
-		return x.RateLimit
+	if x != nil && x.RateLimit != nil {
+		return *x.RateLimit
 	}
 	return ""
 }
 
 func (x *ServerConfig) GetMaxConcurrency() int32 {
-	if x != nil {
-		return x.MaxConcurrency
+	if x != nil && x.MaxConcurrency != nil {
+		return *x.MaxConcurrency
 	}
 	return 0
 }
 
 func (x *ServerConfig) GetApproval() string {
-	if x != nil {
-		return x.Approval
+	if x != nil && x.Approval != nil {
+		return *x.Approval
 	}
 	return ""
 }
@@ -706,8 +472,8 @@ func (x *ServerConfig) GetApprovalTools() []string {
 }
 
 func (x *ServerConfig) GetApprovalBy() string {
-	if x != nil {
-		return x.ApprovalBy
+	if x != nil && x.ApprovalBy != nil {
+		return *x.ApprovalBy
 	}
 	return ""
 }
@@ -739,7 +505,7 @@ type ToolEntry struct {
 
 func (x *ToolEntry) Reset() {
 	*x = ToolEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +517,7 @@ func (x *ToolEntry) String() string {
 func (*ToolEntry) ProtoMessage() {}
 
 func (x *ToolEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +530,7 @@ func (x *ToolEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEntry.ProtoReflect.Descriptor instead.
 func (*ToolEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ToolEntry) GetServerId() string {
@@ -905,7 +671,7 @@ type ServerState struct {
 
 func (x *ServerState) Reset() {
 	*x = ServerState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +683,7 @@ func (x *ServerState) String() string {
 func (*ServerState) ProtoMessage() {}
 
 func (x *ServerState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +696,7 @@ func (x *ServerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerState.ProtoReflect.Descriptor instead.
 func (*ServerState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServerState) GetId() string {
@@ -1187,7 +953,7 @@ type ProcessState struct {
 
 func (x *ProcessState) Reset() {
 	*x = ProcessState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +965,7 @@ func (x *ProcessState) String() string {
 func (*ProcessState) ProtoMessage() {}
 
 func (x *ProcessState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +978,7 @@ func (x *ProcessState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessState.ProtoReflect.Descriptor instead.
 func (*ProcessState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ProcessState) GetState() string {
@@ -1281,7 +1047,7 @@ type SandboxStatus struct {
 
 func (x *SandboxStatus) Reset() {
 	*x = SandboxStatus{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1059,7 @@ func (x *SandboxStatus) String() string {
 func (*SandboxStatus) ProtoMessage() {}
 
 func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1072,7 @@ func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
 func (*SandboxStatus) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SandboxStatus) GetActive() []string {
@@ -1332,7 +1098,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1110,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1123,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 // ListServersResponse lists registered servers.
@@ -1371,7 +1137,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1149,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1162,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerState {
@@ -1415,7 +1181,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1193,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1206,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 // ListToolsResponse carries the catalog.
@@ -1454,7 +1220,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1232,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1245,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolEntry {
@@ -1500,7 +1266,7 @@ type GetServerRequest struct {
 
 func (x *GetServerRequest) Reset() {
 	*x = GetServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1278,7 @@ func (x *GetServerRequest) String() string {
 func (*GetServerRequest) ProtoMessage() {}
 
 func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1291,7 @@ func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerRequest.ProtoReflect.Descriptor instead.
 func (*GetServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetServerRequest) GetId() string {
@@ -1546,7 +1312,7 @@ type GetServerResponse struct {
 
 func (x *GetServerResponse) Reset() {
 	*x = GetServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1324,7 @@ func (x *GetServerResponse) String() string {
 func (*GetServerResponse) ProtoMessage() {}
 
 func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1337,7 @@ func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerResponse.ProtoReflect.Descriptor instead.
 func (*GetServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetServerResponse) GetServer() *ServerState {
@@ -1585,14 +1351,14 @@ func (x *GetServerResponse) GetServer() *ServerState {
 type UpsertServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server is the config; mcpgateway checks it rule by rule.
-	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Server        *ServerConfig `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertServerRequest) Reset() {
 	*x = UpsertServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1370,7 @@ func (x *UpsertServerRequest) String() string {
 func (*UpsertServerRequest) ProtoMessage() {}
 
 func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,10 +1383,10 @@ func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerRequest.ProtoReflect.Descriptor instead.
 func (*UpsertServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *UpsertServerRequest) GetServer() *ServerInput {
+func (x *UpsertServerRequest) GetServer() *ServerConfig {
 	if x != nil {
 		return x.Server
 	}
@@ -1638,7 +1404,7 @@ type UpsertServerResponse struct {
 
 func (x *UpsertServerResponse) Reset() {
 	*x = UpsertServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1416,7 @@ func (x *UpsertServerResponse) String() string {
 func (*UpsertServerResponse) ProtoMessage() {}
 
 func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1429,7 @@ func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerResponse.ProtoReflect.Descriptor instead.
 func (*UpsertServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpsertServerResponse) GetServer() *ServerConfig {
@@ -1677,14 +1443,14 @@ func (x *UpsertServerResponse) GetServer() *ServerConfig {
 type TestServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server is the config to try.
-	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Server        *ServerConfig `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestServerRequest) Reset() {
 	*x = TestServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1462,7 @@ func (x *TestServerRequest) String() string {
 func (*TestServerRequest) ProtoMessage() {}
 
 func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,10 +1475,10 @@ func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerRequest.ProtoReflect.Descriptor instead.
 func (*TestServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *TestServerRequest) GetServer() *ServerInput {
+func (x *TestServerRequest) GetServer() *ServerConfig {
 	if x != nil {
 		return x.Server
 	}
@@ -1730,7 +1496,7 @@ type TestServerResponse struct {
 
 func (x *TestServerResponse) Reset() {
 	*x = TestServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1508,7 @@ func (x *TestServerResponse) String() string {
 func (*TestServerResponse) ProtoMessage() {}
 
 func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1521,7 @@ func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerResponse.ProtoReflect.Descriptor instead.
 func (*TestServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TestServerResponse) GetServer() *ServerState {
@@ -1776,7 +1542,7 @@ type DeleteServerRequest struct {
 
 func (x *DeleteServerRequest) Reset() {
 	*x = DeleteServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1554,7 @@ func (x *DeleteServerRequest) String() string {
 func (*DeleteServerRequest) ProtoMessage() {}
 
 func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1567,7 @@ func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerRequest.ProtoReflect.Descriptor instead.
 func (*DeleteServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteServerRequest) GetId() string {
@@ -1822,7 +1588,7 @@ type DeleteServerResponse struct {
 
 func (x *DeleteServerResponse) Reset() {
 	*x = DeleteServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1600,7 @@ func (x *DeleteServerResponse) String() string {
 func (*DeleteServerResponse) ProtoMessage() {}
 
 func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1613,7 @@ func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerResponse.ProtoReflect.Descriptor instead.
 func (*DeleteServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteServerResponse) GetRemoved() string {
@@ -1868,7 +1634,7 @@ type ConnectServerRequest struct {
 
 func (x *ConnectServerRequest) Reset() {
 	*x = ConnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +1646,7 @@ func (x *ConnectServerRequest) String() string {
 func (*ConnectServerRequest) ProtoMessage() {}
 
 func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +1659,7 @@ func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConnectServerRequest) GetId() string {
@@ -1914,7 +1680,7 @@ type ConnectServerResponse struct {
 
 func (x *ConnectServerResponse) Reset() {
 	*x = ConnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +1692,7 @@ func (x *ConnectServerResponse) String() string {
 func (*ConnectServerResponse) ProtoMessage() {}
 
 func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +1705,7 @@ func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConnectServerResponse) GetServer() *ServerState {
@@ -1960,7 +1726,7 @@ type DisconnectServerRequest struct {
 
 func (x *DisconnectServerRequest) Reset() {
 	*x = DisconnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +1738,7 @@ func (x *DisconnectServerRequest) String() string {
 func (*DisconnectServerRequest) ProtoMessage() {}
 
 func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +1751,7 @@ func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerRequest.ProtoReflect.Descriptor instead.
 func (*DisconnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DisconnectServerRequest) GetId() string {
@@ -2006,7 +1772,7 @@ type DisconnectServerResponse struct {
 
 func (x *DisconnectServerResponse) Reset() {
 	*x = DisconnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +1784,7 @@ func (x *DisconnectServerResponse) String() string {
 func (*DisconnectServerResponse) ProtoMessage() {}
 
 func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +1797,7 @@ func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerResponse.ProtoReflect.Descriptor instead.
 func (*DisconnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DisconnectServerResponse) GetServer() *ServerState {
@@ -2052,7 +1818,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +1830,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +1843,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RefreshToolsRequest) GetId() string {
@@ -2098,7 +1864,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +1876,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +1889,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RefreshToolsResponse) GetServer() *ServerState {
@@ -2150,7 +1916,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +1928,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +1941,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CallToolRequest) GetId() string {
@@ -2221,7 +1987,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +1999,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2012,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CallToolResponse) GetServerId() string {
@@ -2291,7 +2057,7 @@ type Preset struct {
 
 func (x *Preset) Reset() {
 	*x = Preset{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2069,7 @@ func (x *Preset) String() string {
 func (*Preset) ProtoMessage() {}
 
 func (x *Preset) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2082,7 @@ func (x *Preset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preset.ProtoReflect.Descriptor instead.
 func (*Preset) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Preset) GetId() string {
@@ -2370,7 +2136,7 @@ type ListPresetsRequest struct {
 
 func (x *ListPresetsRequest) Reset() {
 	*x = ListPresetsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2148,7 @@ func (x *ListPresetsRequest) String() string {
 func (*ListPresetsRequest) ProtoMessage() {}
 
 func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2161,7 @@ func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
 func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 // ListPresetsResponse lists the presets.
@@ -2409,7 +2175,7 @@ type ListPresetsResponse struct {
 
 func (x *ListPresetsResponse) Reset() {
 	*x = ListPresetsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2187,7 @@ func (x *ListPresetsResponse) String() string {
 func (*ListPresetsResponse) ProtoMessage() {}
 
 func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2200,7 @@ func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
 func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListPresetsResponse) GetPresets() []*Preset {
@@ -2455,7 +2221,7 @@ type GetPresetRequest struct {
 
 func (x *GetPresetRequest) Reset() {
 	*x = GetPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2233,7 @@ func (x *GetPresetRequest) String() string {
 func (*GetPresetRequest) ProtoMessage() {}
 
 func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2246,7 @@ func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
 func (*GetPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetPresetRequest) GetId() string {
@@ -2501,7 +2267,7 @@ type GetPresetResponse struct {
 
 func (x *GetPresetResponse) Reset() {
 	*x = GetPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2279,7 @@ func (x *GetPresetResponse) String() string {
 func (*GetPresetResponse) ProtoMessage() {}
 
 func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2292,7 @@ func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
 func (*GetPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetPresetResponse) GetPreset() *Preset {
@@ -2557,7 +2323,7 @@ type PresetInput struct {
 
 func (x *PresetInput) Reset() {
 	*x = PresetInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2335,7 @@ func (x *PresetInput) String() string {
 func (*PresetInput) ProtoMessage() {}
 
 func (x *PresetInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2348,7 @@ func (x *PresetInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresetInput.ProtoReflect.Descriptor instead.
 func (*PresetInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PresetInput) GetId() string {
@@ -2638,7 +2404,7 @@ type UpsertPresetRequest struct {
 
 func (x *UpsertPresetRequest) Reset() {
 	*x = UpsertPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2650,7 +2416,7 @@ func (x *UpsertPresetRequest) String() string {
 func (*UpsertPresetRequest) ProtoMessage() {}
 
 func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2663,7 +2429,7 @@ func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpsertPresetRequest) GetPreset() *PresetInput {
@@ -2684,7 +2450,7 @@ type UpsertPresetResponse struct {
 
 func (x *UpsertPresetResponse) Reset() {
 	*x = UpsertPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2462,7 @@ func (x *UpsertPresetResponse) String() string {
 func (*UpsertPresetResponse) ProtoMessage() {}
 
 func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2475,7 @@ func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpsertPresetResponse) GetPreset() *Preset {
@@ -2730,7 +2496,7 @@ type DeletePresetRequest struct {
 
 func (x *DeletePresetRequest) Reset() {
 	*x = DeletePresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2508,7 @@ func (x *DeletePresetRequest) String() string {
 func (*DeletePresetRequest) ProtoMessage() {}
 
 func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2521,7 @@ func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
 func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeletePresetRequest) GetId() string {
@@ -2776,7 +2542,7 @@ type DeletePresetResponse struct {
 
 func (x *DeletePresetResponse) Reset() {
 	*x = DeletePresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2554,7 @@ func (x *DeletePresetResponse) String() string {
 func (*DeletePresetResponse) ProtoMessage() {}
 
 func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +2567,7 @@ func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
 func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeletePresetResponse) GetRemoved() string {
@@ -2825,7 +2591,7 @@ type ListActivityRequest struct {
 
 func (x *ListActivityRequest) Reset() {
 	*x = ListActivityRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2837,7 +2603,7 @@ func (x *ListActivityRequest) String() string {
 func (*ListActivityRequest) ProtoMessage() {}
 
 func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2850,7 +2616,7 @@ func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityRequest.ProtoReflect.Descriptor instead.
 func (*ListActivityRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListActivityRequest) GetLimit() int32 {
@@ -2884,7 +2650,7 @@ type ListActivityResponse struct {
 
 func (x *ListActivityResponse) Reset() {
 	*x = ListActivityResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2662,7 @@ func (x *ListActivityResponse) String() string {
 func (*ListActivityResponse) ProtoMessage() {}
 
 func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +2675,7 @@ func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityResponse.ProtoReflect.Descriptor instead.
 func (*ListActivityResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListActivityResponse) GetCalls() []*ActivityCall {
@@ -2982,7 +2748,7 @@ type ActivityCall struct {
 
 func (x *ActivityCall) Reset() {
 	*x = ActivityCall{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +2760,7 @@ func (x *ActivityCall) String() string {
 func (*ActivityCall) ProtoMessage() {}
 
 func (x *ActivityCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +2773,7 @@ func (x *ActivityCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivityCall.ProtoReflect.Descriptor instead.
 func (*ActivityCall) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActivityCall) GetId() uint64 {
@@ -3138,7 +2904,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +2916,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +2929,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListAuditRequest) GetAfter() string {
@@ -3233,7 +2999,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3011,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3024,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -3329,7 +3095,7 @@ type ExportAuditRequest struct {
 
 func (x *ExportAuditRequest) Reset() {
 	*x = ExportAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3107,7 @@ func (x *ExportAuditRequest) String() string {
 func (*ExportAuditRequest) ProtoMessage() {}
 
 func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3120,7 @@ func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditRequest.ProtoReflect.Descriptor instead.
 func (*ExportAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExportAuditRequest) GetAfter() string {
@@ -3403,7 +3169,7 @@ type ExportAuditResponse struct {
 
 func (x *ExportAuditResponse) Reset() {
 	*x = ExportAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3181,7 @@ func (x *ExportAuditResponse) String() string {
 func (*ExportAuditResponse) ProtoMessage() {}
 
 func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3194,7 @@ func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditResponse.ProtoReflect.Descriptor instead.
 func (*ExportAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExportAuditResponse) GetEntries() []*AuditEntry {
@@ -3484,7 +3250,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +3262,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +3275,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AuditEntry) GetId() string {
@@ -3640,7 +3406,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +3418,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +3431,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 // ListApprovalsResponse carries the tool calls that wait for approval, oldest first.
@@ -3682,7 +3448,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3694,7 +3460,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3707,7 +3473,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -3738,7 +3504,7 @@ type ApproveToolCallRequest struct {
 
 func (x *ApproveToolCallRequest) Reset() {
 	*x = ApproveToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +3516,7 @@ func (x *ApproveToolCallRequest) String() string {
 func (*ApproveToolCallRequest) ProtoMessage() {}
 
 func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +3529,7 @@ func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ApproveToolCallRequest) GetId() string {
@@ -3791,7 +3557,7 @@ type ApproveToolCallResponse struct {
 
 func (x *ApproveToolCallResponse) Reset() {
 	*x = ApproveToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +3569,7 @@ func (x *ApproveToolCallResponse) String() string {
 func (*ApproveToolCallResponse) ProtoMessage() {}
 
 func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +3582,7 @@ func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallResponse.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ApproveToolCallResponse) GetApproval() *Approval {
@@ -3840,7 +3606,7 @@ type DenyToolCallRequest struct {
 
 func (x *DenyToolCallRequest) Reset() {
 	*x = DenyToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3618,7 @@ func (x *DenyToolCallRequest) String() string {
 func (*DenyToolCallRequest) ProtoMessage() {}
 
 func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3631,7 @@ func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallRequest.ProtoReflect.Descriptor instead.
 func (*DenyToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DenyToolCallRequest) GetId() string {
@@ -3893,7 +3659,7 @@ type DenyToolCallResponse struct {
 
 func (x *DenyToolCallResponse) Reset() {
 	*x = DenyToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +3671,7 @@ func (x *DenyToolCallResponse) String() string {
 func (*DenyToolCallResponse) ProtoMessage() {}
 
 func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +3684,7 @@ func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallResponse.ProtoReflect.Descriptor instead.
 func (*DenyToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DenyToolCallResponse) GetApproval() *Approval {
@@ -3964,7 +3730,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3976,7 +3742,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3989,7 +3755,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Approval) GetId() string {
@@ -4087,63 +3853,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\t\n" +
-	"\vServerInput\x12\x13\n" +
-	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
-	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
-	"\ttransport\x18\x03 \x01(\tH\x02R\ttransport\x88\x01\x01\x12\x1d\n" +
-	"\acommand\x18\x04 \x01(\tH\x03R\acommand\x88\x01\x01\x12\x12\n" +
-	"\x04args\x18\x05 \x03(\tR\x04args\x12%\n" +
-	"\vworking_dir\x18\x06 \x01(\tH\x04R\vworking_dir\x88\x01\x01\x12:\n" +
-	"\x03env\x18\a \x03(\v2(.zest.mcpgateway.v1.ServerInput.EnvEntryR\x03env\x12\x15\n" +
-	"\x03url\x18\b \x01(\tH\x05R\x03url\x88\x01\x01\x12'\n" +
-	"\fbearer_token\x18\t \x01(\tH\x06R\fbearer_token\x88\x01\x01\x125\n" +
-	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bH\aR\x13allow_insecure_http\x88\x01\x01\x12\x1d\n" +
-	"\aenabled\x18\v \x01(\bH\bR\aenabled\x88\x01\x01\x12#\n" +
-	"\n" +
-	"timeout_ms\x18\f \x01(\x05H\tR\n" +
-	"timeout_ms\x88\x01\x01\x12 \n" +
-	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
-	"\n" +
-	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x12\x1b\n" +
-	"\x06expose\x18\x0f \x01(\bH\n" +
-	"R\x06expose\x88\x01\x01\x12!\n" +
-	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x12/\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05H\fR\x10max_output_bytes\x88\x01\x01\x125\n" +
-	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12#\n" +
-	"\n" +
-	"rate_limit\x18\x13 \x01(\tH\rR\n" +
-	"rate_limit\x88\x01\x01\x12-\n" +
-	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x0eR\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
-	"\bapproval\x18\x15 \x01(\tH\x0fR\bapproval\x88\x01\x01\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
-	"\vapproval_by\x18\x17 \x01(\tH\x10R\vapproval_by\x88\x01\x01\x1a6\n" +
-	"\bEnvEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
-	"\x03_idB\a\n" +
-	"\x05_nameB\f\n" +
-	"\n" +
-	"_transportB\n" +
-	"\n" +
-	"\b_commandB\x0e\n" +
-	"\f_working_dirB\x06\n" +
-	"\x04_urlB\x0f\n" +
-	"\r_bearer_tokenB\x16\n" +
-	"\x14_allow_insecure_httpB\n" +
-	"\n" +
-	"\b_enabledB\r\n" +
-	"\v_timeout_msB\t\n" +
-	"\a_exposeB\f\n" +
-	"\n" +
-	"_tool_hostB\x13\n" +
-	"\x11_max_output_bytesB\r\n" +
-	"\v_rate_limitB\x12\n" +
-	"\x10_max_concurrencyB\v\n" +
-	"\t_approvalB\x0e\n" +
-	"\f_approval_by\"\xa4\x03\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x03\n" +
 	"\aSandbox\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1d\n" +
 	"\anetwork\x18\x02 \x01(\tH\x01R\anetwork\x88\x01\x01\x12 \n" +
@@ -4163,7 +3873,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\r_memory_bytesB\v\n" +
 	"\t_max_pidsB\x0e\n" +
 	"\f_cpu_secondsB\r\n" +
-	"\v_open_files\"\xc2\x06\n" +
+	"\v_open_files\"\xf8\a\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4175,29 +3885,40 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x03url\x18\b \x01(\tR\x03url\x12\"\n" +
 	"\fbearer_token\x18\t \x01(\tR\fbearer_token\x120\n" +
 	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bR\x13allow_insecure_http\x12\x18\n" +
-	"\aenabled\x18\v \x01(\bR\aenabled\x12\x1e\n" +
+	" \x01(\bR\x13allow_insecure_http\x12\x1d\n" +
+	"\aenabled\x18\v \x01(\bH\x00R\aenabled\x88\x01\x01\x12#\n" +
 	"\n" +
-	"timeout_ms\x18\f \x01(\x05R\n" +
-	"timeout_ms\x12 \n" +
+	"timeout_ms\x18\f \x01(\x05H\x01R\n" +
+	"timeout_ms\x88\x01\x01\x12 \n" +
 	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
 	"\n" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x0f \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x12*\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05R\x10max_output_bytes\x125\n" +
-	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
+	"tools_deny\x12\x1b\n" +
+	"\x06expose\x18\x0f \x01(\bH\x02R\x06expose\x88\x01\x01\x12!\n" +
+	"\ttool_host\x18\x10 \x01(\tH\x03R\ttool_host\x88\x01\x01\x12/\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05H\x04R\x10max_output_bytes\x88\x01\x01\x125\n" +
+	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12#\n" +
 	"\n" +
-	"rate_limit\x18\x13 \x01(\tR\n" +
-	"rate_limit\x12(\n" +
-	"\x0fmax_concurrency\x18\x14 \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
-	"\bapproval\x18\x15 \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12 \n" +
-	"\vapproval_by\x18\x17 \x01(\tR\vapproval_by\x1a6\n" +
+	"rate_limit\x18\x13 \x01(\tH\x05R\n" +
+	"rate_limit\x88\x01\x01\x12-\n" +
+	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x06R\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
+	"\bapproval\x18\x15 \x01(\tH\aR\bapproval\x88\x01\x01\x12&\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
+	"\vapproval_by\x18\x17 \x01(\tH\bR\vapproval_by\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
+	"\n" +
+	"\b_enabledB\r\n" +
+	"\v_timeout_msB\t\n" +
+	"\a_exposeB\f\n" +
+	"\n" +
+	"_tool_hostB\x13\n" +
+	"\x11_max_output_bytesB\r\n" +
+	"\v_rate_limitB\x12\n" +
+	"\x10_max_concurrencyB\v\n" +
+	"\t_approvalB\x0e\n" +
+	"\f_approval_by\"\xd9\x02\n" +
 	"\tToolEntry\x12\x1c\n" +
 	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12 \n" +
 	"\vserver_name\x18\x02 \x01(\tR\vserver_name\x12\x12\n" +
@@ -4280,13 +4001,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10GetServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"L\n" +
 	"\x11GetServerResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"Z\n" +
-	"\x13UpsertServerRequest\x127\n" +
-	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"P\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"[\n" +
+	"\x13UpsertServerRequest\x128\n" +
+	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06serverJ\x04\b\x01\x10\x02R\x04body\"P\n" +
 	"\x14UpsertServerResponse\x128\n" +
-	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"X\n" +
-	"\x11TestServerRequest\x127\n" +
-	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"Y\n" +
+	"\x11TestServerRequest\x128\n" +
+	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
 	"\x12TestServerResponse\x127\n" +
 	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"%\n" +
 	"\x13DeleteServerRequest\x12\x0e\n" +
@@ -4493,150 +4214,146 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
-	(*ServerInput)(nil),              // 1: zest.mcpgateway.v1.ServerInput
-	(*Sandbox)(nil),                  // 2: zest.mcpgateway.v1.Sandbox
-	(*ServerConfig)(nil),             // 3: zest.mcpgateway.v1.ServerConfig
-	(*ToolEntry)(nil),                // 4: zest.mcpgateway.v1.ToolEntry
-	(*ServerState)(nil),              // 5: zest.mcpgateway.v1.ServerState
-	(*ProcessState)(nil),             // 6: zest.mcpgateway.v1.ProcessState
-	(*SandboxStatus)(nil),            // 7: zest.mcpgateway.v1.SandboxStatus
-	(*ListServersRequest)(nil),       // 8: zest.mcpgateway.v1.ListServersRequest
-	(*ListServersResponse)(nil),      // 9: zest.mcpgateway.v1.ListServersResponse
-	(*ListToolsRequest)(nil),         // 10: zest.mcpgateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 11: zest.mcpgateway.v1.ListToolsResponse
-	(*GetServerRequest)(nil),         // 12: zest.mcpgateway.v1.GetServerRequest
-	(*GetServerResponse)(nil),        // 13: zest.mcpgateway.v1.GetServerResponse
-	(*UpsertServerRequest)(nil),      // 14: zest.mcpgateway.v1.UpsertServerRequest
-	(*UpsertServerResponse)(nil),     // 15: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 16: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 17: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 18: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 19: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 20: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 21: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 22: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 23: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 24: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 25: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 26: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 27: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 28: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 29: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 30: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 31: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 32: zest.mcpgateway.v1.GetPresetResponse
-	(*PresetInput)(nil),              // 33: zest.mcpgateway.v1.PresetInput
-	(*UpsertPresetRequest)(nil),      // 34: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 35: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 36: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 37: zest.mcpgateway.v1.DeletePresetResponse
-	(*ListActivityRequest)(nil),      // 38: zest.mcpgateway.v1.ListActivityRequest
-	(*ListActivityResponse)(nil),     // 39: zest.mcpgateway.v1.ListActivityResponse
-	(*ActivityCall)(nil),             // 40: zest.mcpgateway.v1.ActivityCall
-	(*ListAuditRequest)(nil),         // 41: zest.mcpgateway.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 42: zest.mcpgateway.v1.ListAuditResponse
-	(*ExportAuditRequest)(nil),       // 43: zest.mcpgateway.v1.ExportAuditRequest
-	(*ExportAuditResponse)(nil),      // 44: zest.mcpgateway.v1.ExportAuditResponse
-	(*AuditEntry)(nil),               // 45: zest.mcpgateway.v1.AuditEntry
-	(*ListApprovalsRequest)(nil),     // 46: zest.mcpgateway.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),    // 47: zest.mcpgateway.v1.ListApprovalsResponse
-	(*ApproveToolCallRequest)(nil),   // 48: zest.mcpgateway.v1.ApproveToolCallRequest
-	(*ApproveToolCallResponse)(nil),  // 49: zest.mcpgateway.v1.ApproveToolCallResponse
-	(*DenyToolCallRequest)(nil),      // 50: zest.mcpgateway.v1.DenyToolCallRequest
-	(*DenyToolCallResponse)(nil),     // 51: zest.mcpgateway.v1.DenyToolCallResponse
-	(*Approval)(nil),                 // 52: zest.mcpgateway.v1.Approval
-	nil,                              // 53: zest.mcpgateway.v1.ServerInput.EnvEntry
-	nil,                              // 54: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 55: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 56: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
+	(*Sandbox)(nil),                  // 1: zest.mcpgateway.v1.Sandbox
+	(*ServerConfig)(nil),             // 2: zest.mcpgateway.v1.ServerConfig
+	(*ToolEntry)(nil),                // 3: zest.mcpgateway.v1.ToolEntry
+	(*ServerState)(nil),              // 4: zest.mcpgateway.v1.ServerState
+	(*ProcessState)(nil),             // 5: zest.mcpgateway.v1.ProcessState
+	(*SandboxStatus)(nil),            // 6: zest.mcpgateway.v1.SandboxStatus
+	(*ListServersRequest)(nil),       // 7: zest.mcpgateway.v1.ListServersRequest
+	(*ListServersResponse)(nil),      // 8: zest.mcpgateway.v1.ListServersResponse
+	(*ListToolsRequest)(nil),         // 9: zest.mcpgateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 10: zest.mcpgateway.v1.ListToolsResponse
+	(*GetServerRequest)(nil),         // 11: zest.mcpgateway.v1.GetServerRequest
+	(*GetServerResponse)(nil),        // 12: zest.mcpgateway.v1.GetServerResponse
+	(*UpsertServerRequest)(nil),      // 13: zest.mcpgateway.v1.UpsertServerRequest
+	(*UpsertServerResponse)(nil),     // 14: zest.mcpgateway.v1.UpsertServerResponse
+	(*TestServerRequest)(nil),        // 15: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 16: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 17: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 18: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 19: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 20: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 21: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 22: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 23: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 24: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 25: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 26: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 27: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 28: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 29: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 30: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 31: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 32: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 33: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 34: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 35: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 36: zest.mcpgateway.v1.DeletePresetResponse
+	(*ListActivityRequest)(nil),      // 37: zest.mcpgateway.v1.ListActivityRequest
+	(*ListActivityResponse)(nil),     // 38: zest.mcpgateway.v1.ListActivityResponse
+	(*ActivityCall)(nil),             // 39: zest.mcpgateway.v1.ActivityCall
+	(*ListAuditRequest)(nil),         // 40: zest.mcpgateway.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 41: zest.mcpgateway.v1.ListAuditResponse
+	(*ExportAuditRequest)(nil),       // 42: zest.mcpgateway.v1.ExportAuditRequest
+	(*ExportAuditResponse)(nil),      // 43: zest.mcpgateway.v1.ExportAuditResponse
+	(*AuditEntry)(nil),               // 44: zest.mcpgateway.v1.AuditEntry
+	(*ListApprovalsRequest)(nil),     // 45: zest.mcpgateway.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 46: zest.mcpgateway.v1.ListApprovalsResponse
+	(*ApproveToolCallRequest)(nil),   // 47: zest.mcpgateway.v1.ApproveToolCallRequest
+	(*ApproveToolCallResponse)(nil),  // 48: zest.mcpgateway.v1.ApproveToolCallResponse
+	(*DenyToolCallRequest)(nil),      // 49: zest.mcpgateway.v1.DenyToolCallRequest
+	(*DenyToolCallResponse)(nil),     // 50: zest.mcpgateway.v1.DenyToolCallResponse
+	(*Approval)(nil),                 // 51: zest.mcpgateway.v1.Approval
+	nil,                              // 52: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	nil,                              // 53: zest.mcpgateway.v1.ServerState.EnvEntry
+	(*structpb.Struct)(nil),          // 54: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 55: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	53, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
-	2,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	54, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	2,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	56, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	56, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	56, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	55, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	56, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	56, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	4,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	6,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	2,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	57, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	7,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
-	5,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	5,  // 17: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	1,  // 18: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	3,  // 19: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	1,  // 20: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	5,  // 21: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	5,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	5,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	5,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	56, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	56, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	28, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	28, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	33, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	28, // 30: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	40, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	45, // 32: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	45, // 33: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	52, // 34: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	52, // 35: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	52, // 36: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	8,  // 37: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	10, // 38: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	12, // 39: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	14, // 40: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	16, // 41: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	18, // 42: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	20, // 43: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	22, // 44: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	24, // 45: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	29, // 46: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	31, // 47: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	34, // 48: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	36, // 49: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	26, // 50: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	38, // 51: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	41, // 52: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	43, // 53: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	46, // 54: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	48, // 55: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	50, // 56: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	9,  // 57: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	11, // 58: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	13, // 59: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	15, // 60: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	17, // 61: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	19, // 62: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	21, // 63: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	23, // 64: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	25, // 65: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	30, // 66: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	32, // 67: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	35, // 68: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	37, // 69: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	27, // 70: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	39, // 71: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	42, // 72: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	44, // 73: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	47, // 74: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	49, // 75: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	51, // 76: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	57, // [57:77] is the sub-list for method output_type
-	37, // [37:57] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	52, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	1,  // 1: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	54, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	54, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	54, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	53, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
+	54, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	54, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	1,  // 10: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	55, // 11: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	6,  // 12: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
+	4,  // 13: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 14: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	4,  // 15: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	2,  // 16: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	2,  // 17: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	2,  // 18: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 19: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 20: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 21: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 22: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	54, // 23: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	54, // 24: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	27, // 25: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	27, // 26: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	32, // 27: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	27, // 28: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	39, // 29: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	44, // 30: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	44, // 31: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	51, // 32: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	51, // 33: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	51, // 34: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	7,  // 35: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	9,  // 36: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	11, // 37: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	13, // 38: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	15, // 39: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	17, // 40: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	19, // 41: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	21, // 42: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	23, // 43: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	28, // 44: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	30, // 45: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	33, // 46: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	35, // 47: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	25, // 48: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	37, // 49: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	40, // 50: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	42, // 51: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	45, // 52: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	47, // 53: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	49, // 54: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	8,  // 55: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	10, // 56: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	12, // 57: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	14, // 58: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	16, // 59: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	18, // 60: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	20, // 61: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	22, // 62: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	24, // 63: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	29, // 64: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	31, // 65: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	34, // 66: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	36, // 67: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	26, // 68: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	38, // 69: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	41, // 70: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	43, // 71: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	46, // 72: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	48, // 73: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	50, // 74: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	55, // [55:75] is the sub-list for method output_type
+	35, // [35:55] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4646,16 +4363,16 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[4].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[25].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[32].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[24].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
