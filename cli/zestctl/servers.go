@@ -40,7 +40,8 @@ func (a *app) serversCmd() *cobra.Command {
 				return a.emit(map[string]any{"servers": plainList(r.GetServers())}, func(w io.Writer) {
 					fmt.Fprintln(w, "ID\tTRANSPORT\tSTATUS\tTOOLS\tENABLED\tEXPOSE\tTOOL HOST\tTARGET\tLAST ERROR")
 					for _, s := range r.GetServers() {
-						row(w, s.GetId(), s.GetTransport(), s.GetStatus(), len(s.GetTools()), s.GetEnabled(), s.GetExpose(), placement(s), target(s), s.GetLastError())
+						c := s.GetConfig()
+						row(w, c.GetId(), c.GetTransport(), s.GetStatus(), len(s.GetTools()), c.GetEnabled(), c.GetExpose(), placement(s), target(s), s.GetLastError())
 					}
 				})
 			}),
@@ -87,10 +88,11 @@ func (a *app) serversCmd() *cobra.Command {
 
 // target is what a server runs or reaches, for the table.
 func target(s *mcpgatewayv1.ServerState) string {
-	if s.GetUrl() != "" {
-		return s.GetUrl()
+	c := s.GetConfig()
+	if c.GetUrl() != "" {
+		return c.GetUrl()
 	}
-	return strings.TrimSpace(s.GetCommand() + " " + strings.Join(s.GetArgs(), " "))
+	return strings.TrimSpace(c.GetCommand() + " " + strings.Join(c.GetArgs(), " "))
 }
 
 func (a *app) serverIDCmd(use, short, spin string, call func(*cobra.Command, mcpgatewayv1.AdminServiceClient, string) (*mcpgatewayv1.ServerState, error)) *cobra.Command {
@@ -118,18 +120,19 @@ func (a *app) serverIDCmd(use, short, spin string, call func(*cobra.Command, mcp
 }
 
 func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
+	c := s.GetConfig()
 	return a.emit(s, func(w io.Writer) {
-		row(w, "id", s.GetId())
-		row(w, "name", s.GetName())
-		row(w, "transport", s.GetTransport())
+		row(w, "id", c.GetId())
+		row(w, "name", c.GetName())
+		row(w, "transport", c.GetTransport())
 		row(w, "target", target(s))
-		if s.GetTransport() == "stdio" {
+		if c.GetTransport() == "stdio" {
 			row(w, "tool_host", placement(s))
 		}
 		row(w, "status", s.GetStatus())
-		row(w, "enabled", s.GetEnabled())
-		row(w, "expose", s.GetExpose())
-		row(w, "timeout_ms", s.GetTimeoutMs())
+		row(w, "enabled", c.GetEnabled())
+		row(w, "expose", c.GetExpose())
+		row(w, "timeout_ms", c.GetTimeoutMs())
 		if s.GetProtocolVersion() != "" {
 			row(w, "protocol", s.GetProtocolVersion())
 		}
@@ -154,7 +157,7 @@ func placement(s *mcpgatewayv1.ServerState) string {
 	switch {
 	case p == "":
 		return "-"
-	case p == s.GetToolHost():
+	case p == s.GetConfig().GetToolHost():
 		return p + " (pinned)"
 	}
 	return p
@@ -323,38 +326,13 @@ func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerConfig) er
 	return nil
 }
 
-// inputOf turns a stored server into the input that stores it again unchanged, so that edit
-// changes only the fields whose flags are given.
+// inputOf turns a stored server into the input that stores it again unchanged (its config),
+// so that edit changes only the fields whose flags are given.
 func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerConfig {
-	in := &mcpgatewayv1.ServerConfig{
-		Id: s.GetId(), Name: s.GetName(), Transport: s.GetTransport(), Command: s.GetCommand(), Args: s.GetArgs(),
-		WorkingDir: s.GetWorkingDir(), Env: s.GetEnv(), Url: s.GetUrl(), BearerToken: s.GetBearerToken(), AllowInsecureHttp: s.GetAllowInsecureHttp(),
-		Enabled: proto.Bool(s.GetEnabled()), Expose: proto.Bool(s.GetExpose()), ToolsAllow: s.GetToolsAllow(), ToolsDeny: s.GetToolsDeny(),
-		ApprovalTools: s.GetApprovalTools(),
+	if s.GetConfig() == nil {
+		return &mcpgatewayv1.ServerConfig{}
 	}
-	if s.GetTimeoutMs() != 0 {
-		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
-	}
-	if s.GetApproval() != "" {
-		in.Approval = proto.String(s.GetApproval())
-	}
-	if s.GetApprovalBy() != "" {
-		in.ApprovalBy = proto.String(s.GetApprovalBy())
-	}
-	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
-		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
-	}
-	if s.GetRateLimit() != "" {
-		in.RateLimit = proto.String(s.GetRateLimit())
-	}
-	if s.GetMaxConcurrency() != 0 {
-		in.MaxConcurrency = proto.Int32(s.GetMaxConcurrency())
-	}
-	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
-	if s.GetToolHost() != "" {
-		in.ToolHost = proto.String(s.GetToolHost())
-	}
-	return in
+	return proto.CloneOf(s.GetConfig())
 }
 
 func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {

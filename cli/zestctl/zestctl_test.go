@@ -107,9 +107,9 @@ func TestClientConfigShapes(t *testing.T) {
 // TestEditKeepsOtherFields: edit stores the server again with only the given flags changed,
 // and a transport switch drops the other transport's fields.
 func TestEditKeepsOtherFields(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"},
-		Env: map[string]string{"K": "${K}"}, Enabled: true, Expose: true, TimeoutMs: 30000, ToolsDeny: []string{"x*"},
-		ToolHost: "th-1", Placement: "th-1", Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}}
+	st := &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"},
+		Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000), ToolsDeny: []string{"x*"},
+		ToolHost: proto.String("th-1"), Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}}, Placement: "th-1"}
 	f := &serverFlags{}
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	f.register(fs)
@@ -141,7 +141,7 @@ func TestEditKeepsOtherFields(t *testing.T) {
 // TestToolHostFlag: --tool-host pins, --tool-host "" unpins, and the placement shows where a
 // server runs, marked when pinned there.
 func TestToolHostFlag(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", ToolHost: "th-1", Placement: "th-1"}
+	st := &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "e", Transport: "stdio", Command: "node", ToolHost: proto.String("th-1")}, Placement: "th-1"}
 	for _, tc := range []struct {
 		args []string
 		want *string
@@ -161,10 +161,10 @@ func TestToolHostFlag(t *testing.T) {
 		}
 	}
 	for s, want := range map[*mcpgatewayv1.ServerState]string{
-		st:                                      "th-1 (pinned)",
-		{Transport: "stdio", Placement: "th-2"}: "th-2",
-		{Transport: "stdio", ToolHost: "th-1", Placement: "th-1"}: "th-1 (pinned)",
-		{Transport: "streamable-http"}:                            "-",
+		st: "th-1 (pinned)",
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "stdio"}, Placement: "th-2"}:                                 "th-2",
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "stdio", ToolHost: proto.String("th-1")}, Placement: "th-1"}: "th-1 (pinned)",
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "streamable-http"}}:                                          "-",
 	} {
 		if got := placement(s); got != want {
 			t.Errorf("placement(%v) = %q, want %q", s, got, want)
@@ -174,7 +174,7 @@ func TestToolHostFlag(t *testing.T) {
 
 // TestEditJSONKeepsOtherFields: edit --json sets the fields the JSON holds and keeps the rest.
 func TestEditJSONKeepsOtherFields(t *testing.T) {
-	in := inputOf(&mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"}, Enabled: true, TimeoutMs: 30000})
+	in := inputOf(&mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"}, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(30000)}})
 	if err := unmarshalInput([]byte(`{"server":{"timeout_ms":5000,"args":["b.mjs"]}}`), "server", in); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestToolhostAddrs(t *testing.T) {
 
 // TestApprovalFlags: --approval and --approval-tools set their fields; edit keeps them.
 func TestApprovalFlags(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", Approval: "required", ApprovalTools: []string{"rm"}}
+	st := &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "e", Transport: "stdio", Command: "node", Approval: proto.String("required"), ApprovalTools: []string{"rm"}}}
 	for _, tc := range []struct {
 		args     []string
 		approval string
@@ -235,7 +235,7 @@ func TestApprovalFlags(t *testing.T) {
 // TestLimitFlags: edit keeps a server's limits unless their flags are given; --rate-limit ""
 // and --max-concurrency 0 remove them.
 func TestLimitFlags(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", RateLimit: "5/s", MaxConcurrency: 2}
+	st := &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "e", Transport: "stdio", Command: "node", RateLimit: proto.String("5/s"), MaxConcurrency: proto.Int32(2)}}
 	parse := func(args ...string) *mcpgatewayv1.ServerConfig {
 		f := &serverFlags{}
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)

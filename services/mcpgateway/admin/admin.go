@@ -96,27 +96,19 @@ func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsReques
 	return snap.ListTools(), nil
 }
 
-// stateOf is the config part of a server's state.
+// stateOf is the state of the server of config c before its connection is looked at: c, with
+// approval and approval_by shown as what they mean when the server sets none.
 func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	out := &mcpgatewayv1.ServerState{
-		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
-		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
-		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), ApprovalBy: serverconfig.ApprovalBy(c), Tools: []*mcpgatewayv1.ToolEntry{},
-		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
+	if c.Approval == nil || c.ApprovalBy == nil {
+		c = proto.CloneOf(c)
+		if c.Approval == nil {
+			c.Approval = proto.String(serverconfig.ApprovalNone)
+		}
+		if c.ApprovalBy == nil {
+			c.ApprovalBy = proto.String(serverconfig.ApprovalBy(c))
+		}
 	}
-	if out.Approval == "" { // stored as absent: shown as what it means
-		out.Approval = serverconfig.ApprovalNone
-	}
-	out.Sandbox = c.GetSandbox()
-	if out.Args == nil {
-		out.Args = []string{}
-	}
-	if out.Env == nil {
-		out.Env = map[string]string{}
-	}
-	return out
+	return &mcpgatewayv1.ServerState{Config: c, Tools: []*mcpgatewayv1.ToolEntry{}}
 }
 
 // state is a config plus its connection state and tools, from the catalog as it is now.

@@ -80,7 +80,7 @@ func TestToolFilters(t *testing.T) {
 
 	upsert([]string{"echo", "get-*"}, nil)
 	c, err := s.ConnectServer(ctx, &mcpgatewayv1.ConnectServerRequest{Id: "every"})
-	if err != nil || names(c.GetServer().GetTools()) != "echo,get-env,get-sum" || !slices.Equal(c.GetServer().GetToolsAllow(), []string{"echo", "get-*"}) {
+	if err != nil || names(c.GetServer().GetTools()) != "echo,get-env,get-sum" || !slices.Equal(c.GetServer().GetConfig().GetToolsAllow(), []string{"echo", "get-*"}) {
 		t.Fatalf("ConnectServer: %v %v", c, err)
 	}
 	shown("echo,get-env,get-sum")
@@ -121,7 +121,7 @@ func TestToolFilters(t *testing.T) {
 
 	ts, err := s.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: &mcpgatewayv1.ServerConfig{
 		Transport: "http", Url: u.URL, ToolsDeny: []string{"*-env"}}})
-	if err != nil || names(ts.GetServer().GetTools()) != "echo,get-sum" || !slices.Equal(ts.GetServer().GetToolsDeny(), []string{"*-env"}) {
+	if err != nil || names(ts.GetServer().GetTools()) != "echo,get-sum" || !slices.Equal(ts.GetServer().GetConfig().GetToolsDeny(), []string{"*-env"}) {
 		t.Fatalf("TestServer: %v %v", ts, err)
 	}
 	noViolations(t, u)

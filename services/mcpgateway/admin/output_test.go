@@ -30,7 +30,7 @@ func TestCallToolOutputLimit(t *testing.T) {
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"}); err != nil || st.GetServer().GetMaxOutputBytes() != 1024 {
+	if st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"}); err != nil || st.GetServer().GetConfig().GetMaxOutputBytes() != 1024 {
 		t.Fatalf("state %v %v", st, err)
 	}
 	call := func(text string) *structpb.Struct {

@@ -53,7 +53,7 @@ func TestCallToolServerLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"})
-	if err != nil || st.GetServer().GetRateLimit() != "1/h" || st.GetServer().GetMaxConcurrency() != 4 {
+	if err != nil || st.GetServer().GetConfig().GetRateLimit() != "1/h" || st.GetServer().GetConfig().GetMaxConcurrency() != 4 {
 		t.Fatalf("state %v %v", st, err)
 	}
 	call := func() error {

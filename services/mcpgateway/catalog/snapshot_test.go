@@ -209,14 +209,14 @@ func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	codec := c.Codec()
 	info, _ := structpb.NewStruct(map[string]any{"name": "srv", "nested": map[string]any{"list": []any{1, "x", nil}}})
 	state := func(tools []*mcpgatewayv1.ToolEntry) *mcpgatewayv1.ServerState {
-		return &mcpgatewayv1.ServerState{Id: "a", Name: "A", Args: []string{"x", "y"}, Env: map[string]string{"K": "${K}", "J": "${J}"},
-			TimeoutMs: 5000, Connected: true, ServerInfo: info, Tools: tools, TestOnly: proto.Bool(false),
-			Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 7}, ToolsDeny: []string{"z*"}}
+		return &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Args: []string{"x", "y"}, Env: map[string]string{"K": "${K}", "J": "${J}"},
+			TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"z*"}}, Connected: true, ServerInfo: info, Tools: tools, TestOnly: proto.Bool(false),
+			Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 7}}
 	}
 	servers := []proto.Message{
 		&mcpgatewayv1.ListServersResponse{},
 		// the snapshot's own entries: their kept encodings are appended
-		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(s.Server("a")), {Id: "b"}}},
+		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(s.Server("a")), {Config: &mcpgatewayv1.ServerConfig{Id: "b"}}}},
 		// an older snapshot's entries of the server: encoded here
 		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(old.Server("a")), state(nil)}},
 	}

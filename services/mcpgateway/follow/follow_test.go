@@ -245,7 +245,7 @@ func TestAnotherReplicasWrites(t *testing.T) {
 	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u1.URL})
 	within(t, "registered through A: GetServer on B", func() bool {
 		r, err := b.admin.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "s"})
-		return err == nil && r.GetServer().GetUrl() == u1.URL
+		return err == nil && r.GetServer().GetConfig().GetUrl() == u1.URL
 	})
 	ls, err := b.admin.ListServers(ctx, &mcpgatewayv1.ListServersRequest{})
 	if err != nil || len(ls.GetServers()) != 1 {
@@ -400,7 +400,7 @@ func TestAFailedWatchStartsAgainAndResyncs(t *testing.T) {
 	within(t, "after the watch failed: the deleted server forgotten", func() bool { return b.up.Config("gone") == nil && u2.Deletes() == 1 })
 	within(t, "after the watch failed: the moved config read again", func() bool {
 		r, err := b.admin.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "moved"})
-		return err == nil && r.GetServer().GetUrl() == u2.URL
+		return err == nil && r.GetServer().GetConfig().GetUrl() == u2.URL
 	})
 	// The presets come last in a Resync's reactions: wait for them as for the rest.
 	within(t, "after the watch failed: the aggregate told every preset may have changed", func() bool { return b.presets.saw("preset:") })

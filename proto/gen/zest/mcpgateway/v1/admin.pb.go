@@ -596,33 +596,16 @@ func (x *ToolEntry) GetOpenaiTool() *structpb.Struct {
 	return nil
 }
 
-// ServerState is a server config plus its connection state.
+// ServerState is a server's config and its connection state. Over HTTP the edge writes the
+// config's fields among the state's own, as one flat object (Lemonade's shape: {id, name, …,
+// status, connected, tools, …}), every field of the config present (an unset one as its zero
+// value): no field of the state has the JSON name of a field of ServerConfig.
 type ServerState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}.
-	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// name is shown to people.
-	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// transport is "stdio" or "streamable-http".
-	Transport string `protobuf:"bytes,3,opt,name=transport,proto3" json:"transport,omitempty"`
-	// command is the stdio program.
-	Command string `protobuf:"bytes,4,opt,name=command,proto3" json:"command,omitempty"`
-	// args are the stdio program's arguments.
-	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
-	// working_dir is the stdio program's working directory.
-	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,proto3" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references.
-	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// url is the Streamable HTTP endpoint.
-	Url string `protobuf:"bytes,8,opt,name=url,proto3" json:"url,omitempty"`
-	// bearer_token is a ${VAR} reference.
-	BearerToken string `protobuf:"bytes,9,opt,name=bearer_token,proto3" json:"bearer_token,omitempty"`
-	// allow_insecure_http permits plain http to a non-loopback host.
-	AllowInsecureHttp bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected.
-	Enabled bool `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call.
-	TimeoutMs int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	// config is the server's config as stored, with approval and approval_by shown as what they
+	// mean when the server sets none ("none", "admin"). A client that sends a state back as a
+	// config sends these back too: the state's own fields below are ignored then.
+	Config *ServerConfig `protobuf:"bytes,34,opt,name=config,proto3" json:"config,omitempty"`
 	// status is "disconnected", "connected", "error" or "disabled".
 	Status string `protobuf:"bytes,13,opt,name=status,proto3" json:"status,omitempty"`
 	// connected is true while a session is open.
@@ -641,30 +624,8 @@ type ServerState struct {
 	TestOnly *bool `protobuf:"varint,20,opt,name=test_only,proto3,oneof" json:"test_only,omitempty"`
 	// process is the tool host's view of a stdio server's process (GetServer only).
 	Process *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
-	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
-	ToolsAllow []string `protobuf:"bytes,22,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
-	ToolsDeny []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name (its config's); empty: placed by its id. Where it runs is placement.
-	ToolHost string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
-	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy. Read-only: a state sent back as a config leaves it out.
-	Placement string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
-	MaxOutputBytes int32 `protobuf:"varint,27,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX). What is active is process.sandbox.
-	Sandbox *Sandbox `protobuf:"bytes,28,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
-	RateLimit string `protobuf:"bytes,29,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
-	MaxConcurrency int32 `protobuf:"varint,30,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
-	// approval is "required" or "none".
-	Approval string `protobuf:"bytes,31,opt,name=approval,proto3" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names whose calls need approval.
-	ApprovalTools []string `protobuf:"bytes,32,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by is who decides a call that needs approval: "admin" or "client".
-	ApprovalBy    string `protobuf:"bytes,33,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
+	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy.
+	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,88 +660,11 @@ func (*ServerState) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *ServerState) GetId() string {
+func (x *ServerState) GetConfig() *ServerConfig {
 	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *ServerState) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *ServerState) GetTransport() string {
-	if x != nil {
-		return x.Transport
-	}
-	return ""
-}
-
-func (x *ServerState) GetCommand() string {
-	if x != nil {
-		return x.Command
-	}
-	return ""
-}
-
-func (x *ServerState) GetArgs() []string {
-	if x != nil {
-		return x.Args
+		return x.Config
 	}
 	return nil
-}
-
-func (x *ServerState) GetWorkingDir() string {
-	if x != nil {
-		return x.WorkingDir
-	}
-	return ""
-}
-
-func (x *ServerState) GetEnv() map[string]string {
-	if x != nil {
-		return x.Env
-	}
-	return nil
-}
-
-func (x *ServerState) GetUrl() string {
-	if x != nil {
-		return x.Url
-	}
-	return ""
-}
-
-func (x *ServerState) GetBearerToken() string {
-	if x != nil {
-		return x.BearerToken
-	}
-	return ""
-}
-
-func (x *ServerState) GetAllowInsecureHttp() bool {
-	if x != nil {
-		return x.AllowInsecureHttp
-	}
-	return false
-}
-
-func (x *ServerState) GetEnabled() bool {
-	if x != nil {
-		return x.Enabled
-	}
-	return false
-}
-
-func (x *ServerState) GetTimeoutMs() int32 {
-	if x != nil {
-		return x.TimeoutMs
-	}
-	return 0
 }
 
 func (x *ServerState) GetStatus() string {
@@ -846,86 +730,9 @@ func (x *ServerState) GetProcess() *ProcessState {
 	return nil
 }
 
-func (x *ServerState) GetToolsAllow() []string {
-	if x != nil {
-		return x.ToolsAllow
-	}
-	return nil
-}
-
-func (x *ServerState) GetToolsDeny() []string {
-	if x != nil {
-		return x.ToolsDeny
-	}
-	return nil
-}
-
-func (x *ServerState) GetExpose() bool {
-	if x != nil {
-		return x.Expose
-	}
-	return false
-}
-
-func (x *ServerState) GetToolHost() string {
-	if x != nil {
-		return x.ToolHost
-	}
-	return ""
-}
-
 func (x *ServerState) GetPlacement() string {
 	if x != nil {
 		return x.Placement
-	}
-	return ""
-}
-
-func (x *ServerState) GetMaxOutputBytes() int32 {
-	if x != nil {
-		return x.MaxOutputBytes
-	}
-	return 0
-}
-
-func (x *ServerState) GetSandbox() *Sandbox {
-	if x != nil {
-		return x.Sandbox
-	}
-	return nil
-}
-
-func (x *ServerState) GetRateLimit() string {
-	if x != nil {
-		return x.RateLimit
-	}
-	return ""
-}
-
-func (x *ServerState) GetMaxConcurrency() int32 {
-	if x != nil {
-		return x.MaxConcurrency
-	}
-	return 0
-}
-
-func (x *ServerState) GetApproval() string {
-	if x != nil {
-		return x.Approval
-	}
-	return ""
-}
-
-func (x *ServerState) GetApprovalTools() []string {
-	if x != nil {
-		return x.ApprovalTools
-	}
-	return nil
-}
-
-func (x *ServerState) GetApprovalBy() string {
-	if x != nil {
-		return x.ApprovalBy
 	}
 	return ""
 }
@@ -3928,23 +3735,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xfa\t\n" +
-	"\vServerState\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
-	"\ttransport\x18\x03 \x01(\tR\ttransport\x12\x18\n" +
-	"\acommand\x18\x04 \x01(\tR\acommand\x12\x12\n" +
-	"\x04args\x18\x05 \x03(\tR\x04args\x12 \n" +
-	"\vworking_dir\x18\x06 \x01(\tR\vworking_dir\x12:\n" +
-	"\x03env\x18\a \x03(\v2(.zest.mcpgateway.v1.ServerState.EnvEntryR\x03env\x12\x10\n" +
-	"\x03url\x18\b \x01(\tR\x03url\x12\"\n" +
-	"\fbearer_token\x18\t \x01(\tR\fbearer_token\x120\n" +
-	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bR\x13allow_insecure_http\x12\x18\n" +
-	"\aenabled\x18\v \x01(\bR\aenabled\x12\x1e\n" +
-	"\n" +
-	"timeout_ms\x18\f \x01(\x05R\n" +
-	"timeout_ms\x12\x16\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x91\x06\n" +
+	"\vServerState\x128\n" +
+	"\x06config\x18\" \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06config\x12\x16\n" +
 	"\x06status\x18\r \x01(\tR\x06status\x12\x1c\n" +
 	"\tconnected\x18\x0e \x01(\bR\tconnected\x12\x1e\n" +
 	"\n" +
@@ -3955,28 +3748,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fcapabilities\x18\x12 \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x123\n" +
 	"\x05tools\x18\x13 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\x12!\n" +
 	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x12:\n" +
-	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12 \n" +
-	"\vtools_allow\x18\x16 \x03(\tR\vtools_allow\x12\x1e\n" +
+	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12\x1c\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacementB\f\n" +
 	"\n" +
-	"tools_deny\x18\x17 \x03(\tR\n" +
-	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
-	"\tplacement\x18\x1a \x01(\tR\tplacement\x12*\n" +
-	"\x10max_output_bytes\x18\x1b \x01(\x05R\x10max_output_bytes\x125\n" +
-	"\asandbox\x18\x1c \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
-	"\n" +
-	"rate_limit\x18\x1d \x01(\tR\n" +
-	"rate_limit\x12(\n" +
-	"\x0fmax_concurrency\x18\x1e \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
-	"\bapproval\x18\x1f \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18  \x03(\tR\x0eapproval_tools\x12 \n" +
-	"\vapproval_by\x18! \x01(\tR\vapproval_by\x1a6\n" +
-	"\bEnvEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
-	"\n" +
-	"_test_only\"\x97\x02\n" +
+	"_test_onlyJ\x04\b\x01\x10\rJ\x04\b\x16\x10\x1aJ\x04\b\x1b\x10\"R\x02idR\x04nameR\ttransportR\acommandR\x04argsR\vworking_dirR\x03envR\x03urlR\fbearer_tokenR\x13allow_insecure_httpR\aenabledR\n" +
+	"timeout_msR\vtools_allowR\n" +
+	"tools_denyR\x06exposeR\ttool_hostR\x10max_output_bytesR\asandboxR\n" +
+	"rate_limitR\x0fmax_concurrencyR\bapprovalR\x0eapproval_toolsR\vapproval_by\"\x97\x02\n" +
 	"\fProcessState\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12:\n" +
@@ -4214,7 +3992,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*Sandbox)(nil),                  // 1: zest.mcpgateway.v1.Sandbox
@@ -4269,91 +4047,89 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*DenyToolCallResponse)(nil),     // 50: zest.mcpgateway.v1.DenyToolCallResponse
 	(*Approval)(nil),                 // 51: zest.mcpgateway.v1.Approval
 	nil,                              // 52: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 53: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 54: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 55: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 53: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	52, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	1,  // 1: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	54, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	54, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	54, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	53, // 5: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	54, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	54, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	53, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	53, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	53, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	2,  // 5: zest.mcpgateway.v1.ServerState.config:type_name -> zest.mcpgateway.v1.ServerConfig
+	53, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	53, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	1,  // 10: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	55, // 11: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	6,  // 12: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
-	4,  // 13: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 14: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	4,  // 15: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	2,  // 16: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	2,  // 17: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	2,  // 18: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	4,  // 19: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 20: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 21: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 22: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	54, // 23: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	54, // 24: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	27, // 25: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	27, // 26: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	32, // 27: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	27, // 28: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	39, // 29: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	44, // 30: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	44, // 31: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	51, // 32: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	51, // 33: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	51, // 34: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	7,  // 35: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	9,  // 36: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	11, // 37: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	13, // 38: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	15, // 39: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	17, // 40: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	19, // 41: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	21, // 42: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	23, // 43: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	28, // 44: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	30, // 45: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	33, // 46: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	35, // 47: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	25, // 48: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	37, // 49: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	40, // 50: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	42, // 51: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	45, // 52: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	47, // 53: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	49, // 54: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	8,  // 55: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	10, // 56: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	12, // 57: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	14, // 58: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	16, // 59: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	18, // 60: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	20, // 61: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	22, // 62: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	24, // 63: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	29, // 64: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	31, // 65: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	34, // 66: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	36, // 67: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	26, // 68: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	38, // 69: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	41, // 70: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	43, // 71: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	46, // 72: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	48, // 73: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	50, // 74: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	55, // [55:75] is the sub-list for method output_type
-	35, // [35:55] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	54, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	6,  // 11: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
+	4,  // 12: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	3,  // 13: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	4,  // 14: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	2,  // 15: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	2,  // 16: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	2,  // 17: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 18: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 19: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 20: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 21: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	53, // 22: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	53, // 23: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	27, // 24: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	27, // 25: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	32, // 26: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	27, // 27: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	39, // 28: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	44, // 29: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	44, // 30: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	51, // 31: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	51, // 32: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	51, // 33: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	7,  // 34: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	9,  // 35: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	11, // 36: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	13, // 37: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	15, // 38: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	17, // 39: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	19, // 40: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	21, // 41: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	23, // 42: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	28, // 43: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	30, // 44: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	33, // 45: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	35, // 46: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	25, // 47: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	37, // 48: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	40, // 49: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	42, // 50: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	45, // 51: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	47, // 52: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	49, // 53: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	8,  // 54: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	10, // 55: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	12, // 56: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	14, // 57: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	16, // 58: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	18, // 59: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	20, // 60: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	22, // 61: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	24, // 62: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	29, // 63: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	31, // 64: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	34, // 65: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	36, // 66: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	26, // 67: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	38, // 68: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	41, // 69: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	43, // 70: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	46, // 71: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	48, // 72: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	50, // 73: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	54, // [54:74] is the sub-list for method output_type
+	34, // [34:54] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4372,7 +4148,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
