@@ -55,9 +55,9 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		switch req := v.(type) {
 		case *mcpgatewayv1.UpsertServerRequest:
-			req.Server, err = adminjson.Server(body)
+			req.Server, req.UpdateMask, err = adminjson.Server(body)
 		case *mcpgatewayv1.TestServerRequest:
-			req.Server, err = adminjson.Server(body)
+			req.Server, _, err = adminjson.Server(body)
 		case *mcpgatewayv1.UpsertPresetRequest:
 			req.Preset, err = adminjson.Preset(body)
 		case *mcpgatewayv1.CallToolRequest:

@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/lib/jsonerr"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -53,11 +54,13 @@ var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_serv
 
 var presetFields = []string{"id", "name", "model", "system_prompt", "mcp_server_ids", "tools_enabled"}
 
-// Server reads a server config body (POST /internal/mcp/servers and /servers/test).
-func Server(body []byte) (*mcpgatewayv1.ServerConfig, error) {
+// Server reads a server config body (POST /internal/mcp/servers and /servers/test) and the
+// mask of the fields it names (their snake_case names, sorted; a null is not named: it means
+// absent), so that an upsert tells a field sent empty from one left out.
+func Server(body []byte) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error) {
 	f, err := fold(body, ErrServer, "server", `{"id":"echo","command":"node","args":["server.js"]}`, serverAliases, serverFields, serverStateFields)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := reader{f: f, kind: ErrServer}
 	in := &mcpgatewayv1.ServerConfig{
@@ -71,7 +74,17 @@ func Server(body []byte) (*mcpgatewayv1.ServerConfig, error) {
 		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole32("max_concurrency", "tool calls"),
 	}
 	in.Sandbox = r.sandbox("sandbox")
-	return in, r.err
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	mask := &fieldmaskpb.FieldMask{}
+	for k := range f {
+		if _, ok := r.get(k); ok && slices.Contains(serverFields, k) {
+			mask.Paths = append(mask.Paths, k)
+		}
+	}
+	sort.Strings(mask.Paths)
+	return in, mask, nil
 }
 
 // value is *p, or the zero value when p is nil (a field without presence).

@@ -17,7 +17,7 @@ func TestServerShapes(t *testing.T) {
 		"nulls mean absent": `{"id":"e","command":"node","args":["a.js"],"timeout_ms":5000,"working_dir":"/tmp","url":null,"enabled":null}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			in, err := Server([]byte(body))
+			in, _, err := Server([]byte(body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestServerRefusals(t *testing.T) {
 		"tool_allow typo":      {`{"id":"a","tool_allow":["x"]}`, `unknown field "tool_allow": the fields are id, name, transport, command, args, working_dir, env, url, bearer_token, allow_insecure_http, enabled, timeout_ms, tools_allow, tools_deny`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Server([]byte(c.body))
+			_, _, err := Server([]byte(c.body))
 			if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("err = %v, want %q", err, c.msg)
 			}
@@ -82,7 +82,7 @@ func TestServerToolFilters(t *testing.T) {
 		"unicode kept as sent": {`{"tools_allow":["caf\u00e9*"]}`, []string{"café*"}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in, err := Server([]byte(c.body))
+			in, _, err := Server([]byte(c.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func FuzzServer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := Server(body)
+		in, _, err := Server(body)
 		if err != nil {
 			msg := err.Error()
 			if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
@@ -153,15 +153,15 @@ func FuzzServer(f *testing.F) {
 // TestServerExpose: expose is read with presence (absent stays absent, for the default true),
 // and a wrong type names the field.
 func TestServerExpose(t *testing.T) {
-	in, err := Server([]byte(`{"id":"e","command":"node"}`))
+	in, _, err := Server([]byte(`{"id":"e","command":"node"}`))
 	if err != nil || in.Expose != nil {
 		t.Fatalf("absent expose: %v, %v", in, err)
 	}
-	in, err = Server([]byte(`{"id":"e","command":"node","expose":false}`))
+	in, _, err = Server([]byte(`{"id":"e","command":"node","expose":false}`))
 	if err != nil || in.Expose == nil || in.GetExpose() {
 		t.Fatalf("expose false: %v, %v", in, err)
 	}
-	if _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
+	if _, _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
 		t.Fatalf("expose of the wrong type: %v", err)
 	}
 }
@@ -195,4 +195,17 @@ func FuzzReason(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServerMask: the mask names the fields the body holds, by their snake_case names, a
+// camelCase one folded, an empty list included; a null (absent) and a state field sent back
+// are not named.
+func TestServerMask(t *testing.T) {
+	_, mask, err := Server([]byte(`{"server":{"id":"e","command":"node","toolsDeny":[],"rate_limit":"","expose":null,"status":"connected","sandbox":false}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mask.GetPaths(), ","); got != "command,id,rate_limit,sandbox,tools_deny" {
+		t.Fatalf("mask %s", got)
+	}
 }

@@ -144,30 +144,48 @@ func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) 
 	return out
 }
 
-// UpsertServer validates and stores a config. A changed config of a connected server
-// disconnects it; it reconnects on next use. A change of its tool filters alone does not:
+// UpsertServer validates and stores a config: a new server as sent (with the defaults), a
+// registered one with its Lemonade fields replaced and the Zest fields the request leaves out
+// kept (serverconfig.Upsert). A changed config of a connected server disconnects it; it
+// reconnects on next use. A change of its tool filters, approvals or limits alone does not:
 // they apply at once to what the open connection listed.
 func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
 	s.upsertMu.Lock()
 	defer s.upsertMu.Unlock()
-	cfg, err := serverconfig.Parse(req.GetServer(), func(id string) bool {
+	var old *mcpgatewayv1.ServerConfig
+	if id := req.GetServer().GetId(); id != "" {
+		var err error
+		if old, err = s.reg.GetServer(ctx, id); err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return nil, toStatus(err)
+		}
+	}
+	in, err := serverconfig.Upsert(old, req.GetServer(), req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	cfg, err := serverconfig.Parse(in, func(id string) bool {
 		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	old, err := s.reg.GetServer(ctx, cfg.GetId())
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
-		return nil, toStatus(err)
+	if err := s.store(ctx, old, cfg); err != nil {
+		return nil, err
 	}
+	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
+}
+
+// store writes cfg, the config of a server whose stored one was old (nil when new), notes the
+// fields it changed for the audit trail and applies the change to the replica's live state.
+func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig) error {
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
-		return nil, toStatus(err)
+		return toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, cfg))
 	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
-	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
+	return nil
 }
 
 // TestServer connects to a config without saving it, lists its tools and disconnects.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 func names(entries []*mcpgatewayv1.ToolEntry) string {
@@ -33,7 +34,9 @@ func TestToolFilters(t *testing.T) {
 	upsert := func(allow, deny []string) {
 		t.Helper()
 		in := &mcpgatewayv1.ServerConfig{Id: "every", Transport: "http", Url: u.URL, ToolsAllow: allow, ToolsDeny: deny}
-		r, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in})
+		// Named in the mask, an empty list clears the stored one.
+		mask := &fieldmaskpb.FieldMask{Paths: []string{"tools_allow", "tools_deny"}}
+		r, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in, UpdateMask: mask})
 		if err != nil {
 			t.Fatal(err)
 		}

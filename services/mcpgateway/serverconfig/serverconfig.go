@@ -126,11 +126,9 @@ func Parse(in *mcpgatewayv1.ServerConfig, taken func(id string) bool) (*mcpgatew
 	if err := parseApproval(cfg); err != nil {
 		return nil, err
 	}
-	switch strings.ToLower(cfg.GetTransport()) {
-	case "", TransportStdio:
-		cfg.Transport = TransportStdio
-	case TransportHTTP, "http", "streamable_http", "streamablehttp":
-		cfg.Transport = TransportHTTP
+	switch t := transportOf(cfg); t {
+	case TransportStdio, TransportHTTP:
+		cfg.Transport = t
 	default:
 		return nil, invalid("transport %q: use stdio or streamable-http (alias http)", truncate(cfg.GetTransport(), 40))
 	}

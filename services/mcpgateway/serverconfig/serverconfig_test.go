@@ -14,7 +14,7 @@ import (
 // parse reads js as the edge does (lib/adminjson) and checks it as mcpgateway does, so that the
 // tables cover both halves of an admin body's way in.
 func parse(js string, taken func(string) bool) (*mcpgatewayv1.ServerConfig, error) {
-	in, err := adminjson.Server([]byte(js))
+	in, _, err := adminjson.Server([]byte(js))
 	if err != nil {
 		return nil, err
 	}

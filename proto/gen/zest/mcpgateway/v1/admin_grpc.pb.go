@@ -56,7 +56,10 @@ type AdminServiceClient interface {
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
 	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
 	GetServer(ctx context.Context, in *GetServerRequest, opts ...grpc.CallOption) (*GetServerResponse, error)
-	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
+	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
+	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
+	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// fields, never erases a server's policy by saving it.
 	UpsertServer(ctx context.Context, in *UpsertServerRequest, opts ...grpc.CallOption) (*UpsertServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
 	TestServer(ctx context.Context, in *TestServerRequest, opts ...grpc.CallOption) (*TestServerResponse, error)
@@ -337,7 +340,10 @@ type AdminServiceServer interface {
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
 	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
 	GetServer(context.Context, *GetServerRequest) (*GetServerResponse, error)
-	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
+	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
+	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
+	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// fields, never erases a server's policy by saving it.
 	UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
 	TestServer(context.Context, *TestServerRequest) (*TestServerResponse, error)
