@@ -3,11 +3,18 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 // gui3Save is the body Lemonade's GUI3 posts to /internal/mcp/servers when Edit → Save is
@@ -158,4 +165,95 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return slices.Equal(x, y)
+}
+
+// TestServerPatch: PATCH /internal/mcp/servers/{id} is a JSON merge patch of the config: the
+// members it names change (a null to its default, the sandbox member by member), every other
+// field stays; it is checked as an upsert is, names unknown ids 404, takes the admin key only,
+// and its audit entry names the fields it changed.
+func TestServerPatch(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	echo := filepath.Join(peersDir(t), "echo-server.mjs")
+	registerServer(t, s, map[string]any{"id": "p", "name": "P", "command": "node", "args": []string{echo}, "timeout_ms": 5000,
+		"tools_deny": []string{"get-*"}, "rate_limit": "10/s", "approval": "required", "expose": false,
+		"sandbox": map[string]any{"enabled": false, "network": "none", "writable_paths": []string{"/tmp/p"}}})
+	patch := func(id, body string, headers ...string) Response {
+		t.Helper()
+		return do(t, "PATCH", s.URL+"/internal/mcp/servers/"+id, body, append([]string{"Content-Type: application/json"}, headers...)...)
+	}
+	r := patch("p", `{"rate_limit":null,"enabled":false,"sandbox":{"network":"host"}}`, adminAuth)
+	if r.Status != 200 {
+		t.Fatalf("PATCH: %d %s", r.Status, r.Body)
+	}
+	st := admin(t, s, "GET", "/servers/p", "").JSON(t)["server"].(map[string]any)
+	for k, want := range map[string]any{"rate_limit": "", "enabled": false, "name": "P", "timeout_ms": 5000.0, "approval": "required",
+		"expose": false, "tools_deny": []any{"get-*"}, "args": []any{echo}} {
+		if !jsonEqual(st[k], want) {
+			t.Errorf("after the PATCH %s = %v, want %v", k, st[k], want)
+		}
+	}
+	if sb := st["sandbox"].(map[string]any); sb["network"] != "host" || sb["enabled"] != false || !jsonEqual(sb["writable_paths"], []any{"/tmp/p"}) {
+		t.Errorf("sandbox after the PATCH: %v", sb)
+	}
+	for _, c := range []struct {
+		id, body string
+		status   int
+		msg      string
+	}{
+		{"p", `{"timeout_ms":10}`, 400, "timeout_ms 10 is out of range"},
+		{"p", `{"transport":"http","url":"https://h.example/mcp"}`, 400, "command is a stdio field"},
+		{"p", `{"id":"q"}`, 400, "id is the server's, from the path"},
+		{"p", `{"rate_limits":"1/s"}`, 400, `unknown field "rate_limits"`},
+		{"nope", `{"enabled":true}`, 404, "nope"},
+	} {
+		r := patch(c.id, c.body, adminAuth)
+		if r.Status != c.status || !strings.Contains(errMessage(t, r), c.msg) {
+			t.Errorf("PATCH %s %s: %d %s, want %d %q", c.id, c.body, r.Status, r.Body, c.status, c.msg)
+		}
+	}
+	if r := patch("p", `{"enabled":true}`, fedAPIAuth); r.Status != 401 && r.Status != 403 {
+		t.Errorf("PATCH with the API key: %d %s", r.Status, r.Body)
+	}
+	if r := patch("p", `{"enabled":true}`); r.Status != 401 && r.Status != 403 {
+		t.Errorf("PATCH with no key: %d %s", r.Status, r.Body)
+	}
+	// The trail: the upsert, the PATCH that changed three fields, the two refused by mcpgateway.
+	a := waitAudit(t, s, "?kind=admin&server=p", 4)
+	var ok []auditEntry
+	for _, e := range a.Entries {
+		if e.Action == "update_server" && e.Outcome == "ok" {
+			ok = append(ok, e)
+		}
+	}
+	if len(ok) != 1 || strings.Join(ok[0].Changed, ",") != "enabled,sandbox,rate_limit" {
+		t.Errorf("audit: %s", summary(a.Entries))
+	}
+}
+
+// TestUpdateServerOverGRPC: a program changes one field with UpdateServer and a field mask, and
+// a Lemonade-shaped UpsertServer keeps the rest of the policy; the API key is refused.
+func TestUpdateServerOverGRPC(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	ctx := t.Context()
+	addr := envOf(s.Env, "ZEST_MCPGATEWAY_ADDR")
+	adm := mcpgatewayv1.NewAdminServiceClient(dialService(t, addr, adminKey))
+	echo := filepath.Join(peersDir(t), "echo-server.mjs")
+	if _, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "g", Command: "node", Args: []string{echo},
+		ToolsDeny: []string{"x"}, MaxConcurrency: proto.Int32(2), Expose: proto.Bool(false)}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := adm.UpdateServer(ctx, &mcpgatewayv1.UpdateServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "g", MaxConcurrency: proto.Int32(5)},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"max_concurrency", "tools_deny"}}})
+	if err != nil || r.GetServer().GetMaxConcurrency() != 5 || len(r.GetServer().GetToolsDeny()) != 0 || r.GetServer().GetExpose() || r.GetServer().GetArgs()[0] != echo {
+		t.Fatalf("UpdateServer: %v %v", r.GetServer(), err)
+	}
+	u, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "g", Name: "G", Command: "node", Args: []string{echo}}})
+	if err != nil || u.GetServer().GetMaxConcurrency() != 5 || u.GetServer().GetExpose() || u.GetServer().GetName() != "G" {
+		t.Fatalf("a Lemonade-shaped UpsertServer: %v %v", u.GetServer(), err)
+	}
+	api := mcpgatewayv1.NewAdminServiceClient(dialService(t, addr, fedAPIKey))
+	_, err = api.UpdateServer(ctx, &mcpgatewayv1.UpdateServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "g", Expose: proto.Bool(true)}})
+	if c := status.Code(err); c != codes.PermissionDenied && c != codes.Unauthenticated {
+		t.Fatalf("UpdateServer with the API key: %v", err)
+	}
 }

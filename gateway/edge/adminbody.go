@@ -56,6 +56,8 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		switch req := v.(type) {
 		case *mcpgatewayv1.UpsertServerRequest:
 			req.Server, req.UpdateMask, err = adminjson.Server(body)
+		case *mcpgatewayv1.UpdateServerRequest:
+			req.Server, req.UpdateMask, err = adminjson.ServerPatch(body)
 		case *mcpgatewayv1.TestServerRequest:
 			req.Server, _, err = adminjson.Server(body)
 		case *mcpgatewayv1.UpsertPresetRequest:

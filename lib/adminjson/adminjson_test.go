@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 func TestServerShapes(t *testing.T) {
@@ -136,16 +138,18 @@ func FuzzServer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, _, err := Server(body)
-		if err != nil {
-			msg := err.Error()
-			if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
-				t.Fatalf("bad error %q", msg)
+		for _, read := range []func([]byte) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error){Server, ServerPatch} {
+			in, mask, err := read(body)
+			if err != nil {
+				msg := err.Error()
+				if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
+					t.Fatalf("bad error %q", msg)
+				}
+				continue
 			}
-			return
-		}
-		if in == nil {
-			t.Fatal("nil input without an error")
+			if in == nil || mask == nil {
+				t.Fatal("nil input without an error")
+			}
 		}
 	})
 }
@@ -207,5 +211,50 @@ func TestServerMask(t *testing.T) {
 	}
 	if got := strings.Join(mask.GetPaths(), ","); got != "command,id,rate_limit,sandbox,tools_deny" {
 		t.Fatalf("mask %s", got)
+	}
+}
+
+// TestServerPatch: a merge patch names each member, a null to clear it; the sandbox member by
+// member ("sandbox.network"), true or false as its enabled; an id is refused (the path's).
+func TestServerPatch(t *testing.T) {
+	in, mask, err := ServerPatch([]byte(`{"rateLimit":null,"tools_deny":[],"enabled":false,"sandbox":{"network":"host","writablePaths":null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mask.GetPaths(), ","); got != "enabled,rate_limit,sandbox.network,sandbox.writable_paths,tools_deny" {
+		t.Fatalf("mask %s", got)
+	}
+	if in.RateLimit != nil || in.Enabled == nil || in.GetEnabled() || in.GetSandbox().GetNetwork() != "host" {
+		t.Fatalf("patch %v", in)
+	}
+	if _, mask, err := ServerPatch([]byte(`{"server":{"sandbox":false}}`)); err != nil || strings.Join(mask.GetPaths(), ",") != "sandbox.enabled" {
+		t.Fatalf("sandbox false: %v %v", mask, err)
+	}
+	if _, mask, err := ServerPatch([]byte(`{"sandbox":null}`)); err != nil || strings.Join(mask.GetPaths(), ",") != "sandbox" {
+		t.Fatalf("sandbox null: %v %v", mask, err)
+	}
+	for body, msg := range map[string]string{
+		`{"id":"x","enabled":true}`:   "id is the server's, from the path: leave it out of a PATCH body",
+		`{}`:                          `the body is empty: send a server such as {"enabled":false}`,
+		`{"enabled":"no"}`:            "enabled must be true or false, not a string",
+		`{"rate_limits":"1/s"}`:       `unknown field "rate_limits"`,
+		`{"sandbox":{"maxPids":1.5}}`: "sandbox.max_pids 1.5 must be a whole number from 0 to 2147483647",
+	} {
+		if _, _, err := ServerPatch([]byte(body)); !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", body, err, msg)
+		}
+	}
+}
+
+// TestEveryNumberHasAUnit: an integer field's errors say what it counts.
+func TestEveryNumberHasAUnit(t *testing.T) {
+	for _, fs := range []fieldSet{serverFields, sandboxFields} {
+		fields := fs.md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if k := fd.Kind(); (k == protoreflect.Int32Kind || k == protoreflect.Int64Kind) && units[fd.FullName()] == "" {
+				t.Errorf("%s has no unit in units", fd.FullName())
+			}
+		}
 	}
 }

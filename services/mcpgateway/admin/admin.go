@@ -188,6 +188,33 @@ func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig
 	return nil
 }
 
+// UpdateServer changes the fields of a registered server that the request's mask names and
+// keeps every other (serverconfig.Update), checked as an upsert is; an unknown id is NotFound.
+func (s *Service) UpdateServer(ctx context.Context, req *mcpgatewayv1.UpdateServerRequest) (*mcpgatewayv1.UpdateServerResponse, error) {
+	s.upsertMu.Lock()
+	defer s.upsertMu.Unlock()
+	id := req.GetServer().GetId()
+	if id == "" {
+		return nil, toStatus(fmt.Errorf("%w: server.id is required: the id of the server to update", serverconfig.ErrInvalid))
+	}
+	old, err := s.reg.GetServer(ctx, id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	in, err := serverconfig.Update(old, req.GetServer(), req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	cfg, err := serverconfig.Parse(in, nil)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.store(ctx, old, cfg); err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.UpdateServerResponse{Server: cfg}, nil
+}
+
 // TestServer connects to a config without saving it, lists its tools and disconnects.
 func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRequest) (*mcpgatewayv1.TestServerResponse, error) {
 	cfg, err := serverconfig.Parse(req.GetServer(), nil)

@@ -14,7 +14,7 @@ import (
 // does. Zest's are the rest — the server's policy: an upsert keeps those it leaves out, so
 // that a client that knows only Lemonade's fields (GUI3's Edit → Save, Lemonade's smoke
 // script) never erases a server's filters, approvals, limits or visibility. Every field of
-// ServerConfig is one or the other (TestEveryFieldIsLemonadesOrZests).
+// ServerConfig that lemonadeFields does not name is Zest's (TestLemonadeFieldsExist).
 var lemonadeFields = []protoreflect.Name{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
 	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms"}
 
@@ -108,6 +108,37 @@ func Upsert(stored, in *mcpgatewayv1.ServerConfig, mask []string) (*mcpgatewayv1
 			}
 		}
 	}
+	return out, nil
+}
+
+// Update returns the config an update of stored stores (before Parse checks it): the fields
+// mask names, from in — set when in holds them, cleared (to their defaults) when it does not;
+// "sandbox.network" and the like set one field of the sandbox. An empty mask names the fields
+// in populates (AIP-134); "*" names every field. in.id names the server and never changes.
+func Update(stored, in *mcpgatewayv1.ServerConfig, mask []string) (*mcpgatewayv1.ServerConfig, error) {
+	if in == nil {
+		return Parse(nil, nil)
+	}
+	switch {
+	case len(mask) == 0:
+		in.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+			mask = append(mask, string(fd.Name()))
+			return true
+		})
+	case slices.Contains(mask, "*"):
+		if len(mask) > 1 {
+			return nil, invalid(`update_mask "*" replaces the whole config: send it alone`)
+		}
+		mask = nil
+		for i := range configFields.Len() {
+			mask = append(mask, string(configFields.Get(i).Name()))
+		}
+	}
+	if err := checkPaths(mask, true); err != nil {
+		return nil, err
+	}
+	out := merge(stored, in, mask)
+	out.Id = stored.GetId() // in.id names the server: it is never changed
 	return out, nil
 }
 

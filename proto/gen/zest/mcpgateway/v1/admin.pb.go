@@ -1261,6 +1261,113 @@ func (x *UpsertServerResponse) GetServer() *ServerConfig {
 	return nil
 }
 
+// UpdateServerRequest changes some fields of a registered server (over HTTP: PATCH with a
+// JSON merge patch of the config, bare or wrapped in {"server":{...}}; the id is the path's).
+type UpdateServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server holds the new values of the fields update_mask names; server.id names the server.
+	Server *ServerConfig `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// update_mask names the fields to change, by their snake_case names: one that server holds is
+	// set, one it leaves unset (or empty) is cleared to its default (enabled true, timeout_ms
+	// 30000, a Zest limit none). A field of the sandbox is named as "sandbox.network" and changes
+	// alone; "sandbox" replaces the whole sandbox. Absent or empty: the fields server populates;
+	// "*": every field. Over HTTP the members of the body, a null naming a field to clear, an
+	// object's members (the sandbox's) naming its fields.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,proto3" json:"update_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerRequest) Reset() {
+	*x = UpdateServerRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerRequest) ProtoMessage() {}
+
+func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
+func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpdateServerRequest) GetServer() *ServerConfig {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *UpdateServerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+// UpdateServerResponse returns the config as stored after the update.
+type UpdateServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the config as stored.
+	Server        *ServerConfig `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerResponse) Reset() {
+	*x = UpdateServerResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerResponse) ProtoMessage() {}
+
+func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
+func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UpdateServerResponse) GetServer() *ServerConfig {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
 // TestServerRequest carries a server config to try without saving it.
 type TestServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1272,7 +1379,7 @@ type TestServerRequest struct {
 
 func (x *TestServerRequest) Reset() {
 	*x = TestServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1391,7 @@ func (x *TestServerRequest) String() string {
 func (*TestServerRequest) ProtoMessage() {}
 
 func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1404,7 @@ func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerRequest.ProtoReflect.Descriptor instead.
 func (*TestServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TestServerRequest) GetServer() *ServerConfig {
@@ -1318,7 +1425,7 @@ type TestServerResponse struct {
 
 func (x *TestServerResponse) Reset() {
 	*x = TestServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1437,7 @@ func (x *TestServerResponse) String() string {
 func (*TestServerResponse) ProtoMessage() {}
 
 func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1450,7 @@ func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerResponse.ProtoReflect.Descriptor instead.
 func (*TestServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TestServerResponse) GetServer() *ServerState {
@@ -1364,7 +1471,7 @@ type DeleteServerRequest struct {
 
 func (x *DeleteServerRequest) Reset() {
 	*x = DeleteServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1483,7 @@ func (x *DeleteServerRequest) String() string {
 func (*DeleteServerRequest) ProtoMessage() {}
 
 func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1496,7 @@ func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerRequest.ProtoReflect.Descriptor instead.
 func (*DeleteServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteServerRequest) GetId() string {
@@ -1410,7 +1517,7 @@ type DeleteServerResponse struct {
 
 func (x *DeleteServerResponse) Reset() {
 	*x = DeleteServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1529,7 @@ func (x *DeleteServerResponse) String() string {
 func (*DeleteServerResponse) ProtoMessage() {}
 
 func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1542,7 @@ func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerResponse.ProtoReflect.Descriptor instead.
 func (*DeleteServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteServerResponse) GetRemoved() string {
@@ -1456,7 +1563,7 @@ type ConnectServerRequest struct {
 
 func (x *ConnectServerRequest) Reset() {
 	*x = ConnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1575,7 @@ func (x *ConnectServerRequest) String() string {
 func (*ConnectServerRequest) ProtoMessage() {}
 
 func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1588,7 @@ func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConnectServerRequest) GetId() string {
@@ -1502,7 +1609,7 @@ type ConnectServerResponse struct {
 
 func (x *ConnectServerResponse) Reset() {
 	*x = ConnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1621,7 @@ func (x *ConnectServerResponse) String() string {
 func (*ConnectServerResponse) ProtoMessage() {}
 
 func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1634,7 @@ func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConnectServerResponse) GetServer() *ServerState {
@@ -1548,7 +1655,7 @@ type DisconnectServerRequest struct {
 
 func (x *DisconnectServerRequest) Reset() {
 	*x = DisconnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1667,7 @@ func (x *DisconnectServerRequest) String() string {
 func (*DisconnectServerRequest) ProtoMessage() {}
 
 func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1680,7 @@ func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerRequest.ProtoReflect.Descriptor instead.
 func (*DisconnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DisconnectServerRequest) GetId() string {
@@ -1594,7 +1701,7 @@ type DisconnectServerResponse struct {
 
 func (x *DisconnectServerResponse) Reset() {
 	*x = DisconnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1713,7 @@ func (x *DisconnectServerResponse) String() string {
 func (*DisconnectServerResponse) ProtoMessage() {}
 
 func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1726,7 @@ func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerResponse.ProtoReflect.Descriptor instead.
 func (*DisconnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DisconnectServerResponse) GetServer() *ServerState {
@@ -1640,7 +1747,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1759,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1772,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RefreshToolsRequest) GetId() string {
@@ -1686,7 +1793,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1698,7 +1805,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1711,7 +1818,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RefreshToolsResponse) GetServer() *ServerState {
@@ -1738,7 +1845,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1857,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1870,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallToolRequest) GetId() string {
@@ -1809,7 +1916,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1928,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1941,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CallToolResponse) GetServerId() string {
@@ -1879,7 +1986,7 @@ type Preset struct {
 
 func (x *Preset) Reset() {
 	*x = Preset{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +1998,7 @@ func (x *Preset) String() string {
 func (*Preset) ProtoMessage() {}
 
 func (x *Preset) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2011,7 @@ func (x *Preset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preset.ProtoReflect.Descriptor instead.
 func (*Preset) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Preset) GetId() string {
@@ -1958,7 +2065,7 @@ type ListPresetsRequest struct {
 
 func (x *ListPresetsRequest) Reset() {
 	*x = ListPresetsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2077,7 @@ func (x *ListPresetsRequest) String() string {
 func (*ListPresetsRequest) ProtoMessage() {}
 
 func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2090,7 @@ func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
 func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 // ListPresetsResponse lists the presets.
@@ -1997,7 +2104,7 @@ type ListPresetsResponse struct {
 
 func (x *ListPresetsResponse) Reset() {
 	*x = ListPresetsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2116,7 @@ func (x *ListPresetsResponse) String() string {
 func (*ListPresetsResponse) ProtoMessage() {}
 
 func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2129,7 @@ func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
 func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListPresetsResponse) GetPresets() []*Preset {
@@ -2043,7 +2150,7 @@ type GetPresetRequest struct {
 
 func (x *GetPresetRequest) Reset() {
 	*x = GetPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2162,7 @@ func (x *GetPresetRequest) String() string {
 func (*GetPresetRequest) ProtoMessage() {}
 
 func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2175,7 @@ func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
 func (*GetPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetPresetRequest) GetId() string {
@@ -2089,7 +2196,7 @@ type GetPresetResponse struct {
 
 func (x *GetPresetResponse) Reset() {
 	*x = GetPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2208,7 @@ func (x *GetPresetResponse) String() string {
 func (*GetPresetResponse) ProtoMessage() {}
 
 func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2221,7 @@ func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
 func (*GetPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetPresetResponse) GetPreset() *Preset {
@@ -2145,7 +2252,7 @@ type PresetInput struct {
 
 func (x *PresetInput) Reset() {
 	*x = PresetInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2264,7 @@ func (x *PresetInput) String() string {
 func (*PresetInput) ProtoMessage() {}
 
 func (x *PresetInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2277,7 @@ func (x *PresetInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresetInput.ProtoReflect.Descriptor instead.
 func (*PresetInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PresetInput) GetId() string {
@@ -2226,7 +2333,7 @@ type UpsertPresetRequest struct {
 
 func (x *UpsertPresetRequest) Reset() {
 	*x = UpsertPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2345,7 @@ func (x *UpsertPresetRequest) String() string {
 func (*UpsertPresetRequest) ProtoMessage() {}
 
 func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2358,7 @@ func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpsertPresetRequest) GetPreset() *PresetInput {
@@ -2272,7 +2379,7 @@ type UpsertPresetResponse struct {
 
 func (x *UpsertPresetResponse) Reset() {
 	*x = UpsertPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2391,7 @@ func (x *UpsertPresetResponse) String() string {
 func (*UpsertPresetResponse) ProtoMessage() {}
 
 func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2404,7 @@ func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpsertPresetResponse) GetPreset() *Preset {
@@ -2318,7 +2425,7 @@ type DeletePresetRequest struct {
 
 func (x *DeletePresetRequest) Reset() {
 	*x = DeletePresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2437,7 @@ func (x *DeletePresetRequest) String() string {
 func (*DeletePresetRequest) ProtoMessage() {}
 
 func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2450,7 @@ func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
 func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeletePresetRequest) GetId() string {
@@ -2364,7 +2471,7 @@ type DeletePresetResponse struct {
 
 func (x *DeletePresetResponse) Reset() {
 	*x = DeletePresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2483,7 @@ func (x *DeletePresetResponse) String() string {
 func (*DeletePresetResponse) ProtoMessage() {}
 
 func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2496,7 @@ func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
 func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeletePresetResponse) GetRemoved() string {
@@ -2413,7 +2520,7 @@ type ListActivityRequest struct {
 
 func (x *ListActivityRequest) Reset() {
 	*x = ListActivityRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2532,7 @@ func (x *ListActivityRequest) String() string {
 func (*ListActivityRequest) ProtoMessage() {}
 
 func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2545,7 @@ func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityRequest.ProtoReflect.Descriptor instead.
 func (*ListActivityRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListActivityRequest) GetLimit() int32 {
@@ -2472,7 +2579,7 @@ type ListActivityResponse struct {
 
 func (x *ListActivityResponse) Reset() {
 	*x = ListActivityResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2591,7 @@ func (x *ListActivityResponse) String() string {
 func (*ListActivityResponse) ProtoMessage() {}
 
 func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2604,7 @@ func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityResponse.ProtoReflect.Descriptor instead.
 func (*ListActivityResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListActivityResponse) GetCalls() []*ActivityCall {
@@ -2570,7 +2677,7 @@ type ActivityCall struct {
 
 func (x *ActivityCall) Reset() {
 	*x = ActivityCall{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2689,7 @@ func (x *ActivityCall) String() string {
 func (*ActivityCall) ProtoMessage() {}
 
 func (x *ActivityCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2702,7 @@ func (x *ActivityCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivityCall.ProtoReflect.Descriptor instead.
 func (*ActivityCall) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActivityCall) GetId() uint64 {
@@ -2726,7 +2833,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +2845,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +2858,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListAuditRequest) GetAfter() string {
@@ -2821,7 +2928,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2940,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2953,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -2917,7 +3024,7 @@ type ExportAuditRequest struct {
 
 func (x *ExportAuditRequest) Reset() {
 	*x = ExportAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3036,7 @@ func (x *ExportAuditRequest) String() string {
 func (*ExportAuditRequest) ProtoMessage() {}
 
 func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3049,7 @@ func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditRequest.ProtoReflect.Descriptor instead.
 func (*ExportAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExportAuditRequest) GetAfter() string {
@@ -2991,7 +3098,7 @@ type ExportAuditResponse struct {
 
 func (x *ExportAuditResponse) Reset() {
 	*x = ExportAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3110,7 @@ func (x *ExportAuditResponse) String() string {
 func (*ExportAuditResponse) ProtoMessage() {}
 
 func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3123,7 @@ func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditResponse.ProtoReflect.Descriptor instead.
 func (*ExportAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExportAuditResponse) GetEntries() []*AuditEntry {
@@ -3072,7 +3179,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3084,7 +3191,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3097,7 +3204,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AuditEntry) GetId() string {
@@ -3228,7 +3335,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3347,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3360,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 // ListApprovalsResponse carries the tool calls that wait for approval, oldest first.
@@ -3270,7 +3377,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3389,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3402,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -3326,7 +3433,7 @@ type ApproveToolCallRequest struct {
 
 func (x *ApproveToolCallRequest) Reset() {
 	*x = ApproveToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3445,7 @@ func (x *ApproveToolCallRequest) String() string {
 func (*ApproveToolCallRequest) ProtoMessage() {}
 
 func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3458,7 @@ func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ApproveToolCallRequest) GetId() string {
@@ -3379,7 +3486,7 @@ type ApproveToolCallResponse struct {
 
 func (x *ApproveToolCallResponse) Reset() {
 	*x = ApproveToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3498,7 @@ func (x *ApproveToolCallResponse) String() string {
 func (*ApproveToolCallResponse) ProtoMessage() {}
 
 func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3511,7 @@ func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallResponse.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ApproveToolCallResponse) GetApproval() *Approval {
@@ -3428,7 +3535,7 @@ type DenyToolCallRequest struct {
 
 func (x *DenyToolCallRequest) Reset() {
 	*x = DenyToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3440,7 +3547,7 @@ func (x *DenyToolCallRequest) String() string {
 func (*DenyToolCallRequest) ProtoMessage() {}
 
 func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3453,7 +3560,7 @@ func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallRequest.ProtoReflect.Descriptor instead.
 func (*DenyToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DenyToolCallRequest) GetId() string {
@@ -3481,7 +3588,7 @@ type DenyToolCallResponse struct {
 
 func (x *DenyToolCallResponse) Reset() {
 	*x = DenyToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3600,7 @@ func (x *DenyToolCallResponse) String() string {
 func (*DenyToolCallResponse) ProtoMessage() {}
 
 func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3613,7 @@ func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallResponse.ProtoReflect.Descriptor instead.
 func (*DenyToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DenyToolCallResponse) GetApproval() *Approval {
@@ -3552,7 +3659,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3671,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3684,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Approval) GetId() string {
@@ -3799,6 +3906,11 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\x12<\n" +
 	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_maskJ\x04\b\x01\x10\x02R\x04body\"P\n" +
 	"\x14UpsertServerResponse\x128\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"\x8d\x01\n" +
+	"\x13UpdateServerRequest\x128\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\x12<\n" +
+	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_mask\"P\n" +
+	"\x14UpdateServerResponse\x128\n" +
 	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"Y\n" +
 	"\x11TestServerRequest\x128\n" +
 	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
@@ -3969,12 +4081,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\acall_id\x18\r \x01(\tR\acall_id*\\\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
-	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\x87\x15\n" +
+	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x012\x99\x16\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
 	"\tGetServer\x12$.zest.mcpgateway.v1.GetServerRequest\x1a%.zest.mcpgateway.v1.GetServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/servers/{id}\x12\x83\x01\n" +
-	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/servers\x12\x82\x01\n" +
+	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/servers\x12\x8f\x01\n" +
+	"\fUpdateServer\x12'.zest.mcpgateway.v1.UpdateServerRequest\x1a(.zest.mcpgateway.v1.UpdateServerResponse\",\x82\xd3\xe4\x93\x02&:\x01*2!/internal/mcp/servers/{server.id}\x12\x82\x01\n" +
 	"\n" +
 	"TestServer\x12%.zest.mcpgateway.v1.TestServerRequest\x1a&.zest.mcpgateway.v1.TestServerResponse\"%\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/internal/mcp/servers/test\x12\x85\x01\n" +
 	"\fDeleteServer\x12'.zest.mcpgateway.v1.DeleteServerRequest\x1a(.zest.mcpgateway.v1.DeleteServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/servers/{id}\x12\x90\x01\n" +
@@ -4008,7 +4121,7 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*Sandbox)(nil),                  // 1: zest.mcpgateway.v1.Sandbox
@@ -4025,129 +4138,136 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*GetServerResponse)(nil),        // 12: zest.mcpgateway.v1.GetServerResponse
 	(*UpsertServerRequest)(nil),      // 13: zest.mcpgateway.v1.UpsertServerRequest
 	(*UpsertServerResponse)(nil),     // 14: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 15: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 16: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 17: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 18: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 19: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 20: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 21: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 22: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 23: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 24: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 25: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 26: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 27: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 28: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 29: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 30: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 31: zest.mcpgateway.v1.GetPresetResponse
-	(*PresetInput)(nil),              // 32: zest.mcpgateway.v1.PresetInput
-	(*UpsertPresetRequest)(nil),      // 33: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 34: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 35: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 36: zest.mcpgateway.v1.DeletePresetResponse
-	(*ListActivityRequest)(nil),      // 37: zest.mcpgateway.v1.ListActivityRequest
-	(*ListActivityResponse)(nil),     // 38: zest.mcpgateway.v1.ListActivityResponse
-	(*ActivityCall)(nil),             // 39: zest.mcpgateway.v1.ActivityCall
-	(*ListAuditRequest)(nil),         // 40: zest.mcpgateway.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 41: zest.mcpgateway.v1.ListAuditResponse
-	(*ExportAuditRequest)(nil),       // 42: zest.mcpgateway.v1.ExportAuditRequest
-	(*ExportAuditResponse)(nil),      // 43: zest.mcpgateway.v1.ExportAuditResponse
-	(*AuditEntry)(nil),               // 44: zest.mcpgateway.v1.AuditEntry
-	(*ListApprovalsRequest)(nil),     // 45: zest.mcpgateway.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),    // 46: zest.mcpgateway.v1.ListApprovalsResponse
-	(*ApproveToolCallRequest)(nil),   // 47: zest.mcpgateway.v1.ApproveToolCallRequest
-	(*ApproveToolCallResponse)(nil),  // 48: zest.mcpgateway.v1.ApproveToolCallResponse
-	(*DenyToolCallRequest)(nil),      // 49: zest.mcpgateway.v1.DenyToolCallRequest
-	(*DenyToolCallResponse)(nil),     // 50: zest.mcpgateway.v1.DenyToolCallResponse
-	(*Approval)(nil),                 // 51: zest.mcpgateway.v1.Approval
-	nil,                              // 52: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	(*structpb.Struct)(nil),          // 53: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),    // 55: google.protobuf.FieldMask
+	(*UpdateServerRequest)(nil),      // 15: zest.mcpgateway.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),     // 16: zest.mcpgateway.v1.UpdateServerResponse
+	(*TestServerRequest)(nil),        // 17: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 18: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 19: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 20: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 21: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 22: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 23: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 24: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 25: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 26: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 27: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 28: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 29: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 30: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 31: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 32: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 33: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 34: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 35: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 36: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 37: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 38: zest.mcpgateway.v1.DeletePresetResponse
+	(*ListActivityRequest)(nil),      // 39: zest.mcpgateway.v1.ListActivityRequest
+	(*ListActivityResponse)(nil),     // 40: zest.mcpgateway.v1.ListActivityResponse
+	(*ActivityCall)(nil),             // 41: zest.mcpgateway.v1.ActivityCall
+	(*ListAuditRequest)(nil),         // 42: zest.mcpgateway.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 43: zest.mcpgateway.v1.ListAuditResponse
+	(*ExportAuditRequest)(nil),       // 44: zest.mcpgateway.v1.ExportAuditRequest
+	(*ExportAuditResponse)(nil),      // 45: zest.mcpgateway.v1.ExportAuditResponse
+	(*AuditEntry)(nil),               // 46: zest.mcpgateway.v1.AuditEntry
+	(*ListApprovalsRequest)(nil),     // 47: zest.mcpgateway.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 48: zest.mcpgateway.v1.ListApprovalsResponse
+	(*ApproveToolCallRequest)(nil),   // 49: zest.mcpgateway.v1.ApproveToolCallRequest
+	(*ApproveToolCallResponse)(nil),  // 50: zest.mcpgateway.v1.ApproveToolCallResponse
+	(*DenyToolCallRequest)(nil),      // 51: zest.mcpgateway.v1.DenyToolCallRequest
+	(*DenyToolCallResponse)(nil),     // 52: zest.mcpgateway.v1.DenyToolCallResponse
+	(*Approval)(nil),                 // 53: zest.mcpgateway.v1.Approval
+	nil,                              // 54: zest.mcpgateway.v1.ServerConfig.EnvEntry
+	(*structpb.Struct)(nil),          // 55: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 56: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),    // 57: google.protobuf.FieldMask
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	52, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	54, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	1,  // 1: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	53, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	53, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	53, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	55, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	55, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	55, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
 	2,  // 5: zest.mcpgateway.v1.ServerState.config:type_name -> zest.mcpgateway.v1.ServerConfig
-	53, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	53, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	55, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	55, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
 	3,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	5,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	54, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	56, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
 	6,  // 11: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
 	4,  // 12: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
 	3,  // 13: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
 	4,  // 14: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	2,  // 15: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	55, // 16: zest.mcpgateway.v1.UpsertServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	57, // 16: zest.mcpgateway.v1.UpsertServerRequest.update_mask:type_name -> google.protobuf.FieldMask
 	2,  // 17: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	2,  // 18: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	4,  // 19: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 20: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 21: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 22: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	53, // 23: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	53, // 24: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	27, // 25: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	27, // 26: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	32, // 27: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	27, // 28: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	39, // 29: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	44, // 30: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	44, // 31: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	51, // 32: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	51, // 33: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	51, // 34: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	7,  // 35: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	9,  // 36: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	11, // 37: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	13, // 38: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	15, // 39: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	17, // 40: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	19, // 41: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	21, // 42: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	23, // 43: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	28, // 44: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	30, // 45: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	33, // 46: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	35, // 47: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	25, // 48: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	37, // 49: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	40, // 50: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	42, // 51: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	45, // 52: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	47, // 53: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	49, // 54: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	8,  // 55: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	10, // 56: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	12, // 57: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	14, // 58: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	16, // 59: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	18, // 60: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	20, // 61: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	22, // 62: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	24, // 63: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	29, // 64: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	31, // 65: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	34, // 66: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	36, // 67: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	26, // 68: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	38, // 69: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	41, // 70: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	43, // 71: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	46, // 72: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	48, // 73: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	50, // 74: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	55, // [55:75] is the sub-list for method output_type
-	35, // [35:55] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	2,  // 18: zest.mcpgateway.v1.UpdateServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	57, // 19: zest.mcpgateway.v1.UpdateServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	2,  // 20: zest.mcpgateway.v1.UpdateServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	2,  // 21: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 22: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 23: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 24: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 25: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	55, // 26: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	55, // 27: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	29, // 28: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	29, // 29: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	34, // 30: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	29, // 31: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	41, // 32: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	46, // 33: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	46, // 34: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	53, // 35: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	53, // 36: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	53, // 37: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	7,  // 38: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	9,  // 39: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	11, // 40: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	13, // 41: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	15, // 42: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
+	17, // 43: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	19, // 44: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	21, // 45: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	23, // 46: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	25, // 47: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	30, // 48: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	32, // 49: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	35, // 50: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	37, // 51: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	27, // 52: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	39, // 53: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	42, // 54: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	44, // 55: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	47, // 56: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	49, // 57: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	51, // 58: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	8,  // 59: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	10, // 60: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	12, // 61: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	14, // 62: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	16, // 63: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
+	18, // 64: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	20, // 65: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	22, // 66: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	24, // 67: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	26, // 68: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	31, // 69: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	33, // 70: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	36, // 71: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	38, // 72: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	28, // 73: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	40, // 74: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	43, // 75: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	45, // 76: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	48, // 77: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	50, // 78: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	52, // 79: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	59, // [59:80] is the sub-list for method output_type
+	38, // [38:59] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4158,15 +4278,15 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[24].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[31].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[26].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   52,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
