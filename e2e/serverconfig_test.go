@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -255,5 +256,127 @@ func TestUpdateServerOverGRPC(t *testing.T) {
 	_, err = api.UpdateServer(ctx, &mcpgatewayv1.UpdateServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "g", Expose: proto.Bool(true)}})
 	if c := status.Code(err); c != codes.PermissionDenied && c != codes.Unauthenticated {
 		t.Fatalf("UpdateServer with the API key: %v", err)
+	}
+}
+
+// everyField are a stdio and a streamable-http server that between them set every field of a
+// server config to something other than its default (a field set by neither fails
+// TestEveryConfigFieldIsHandled: give it a value here).
+var everyField = []map[string]any{
+	{"id": "every-stdio", "name": "Every stdio", "transport": "stdio", "command": "node", "args": []any{"a.js", "--flag"},
+		"working_dir": "/tmp", "env": map[string]any{"K": "${K}"}, "enabled": false, "timeout_ms": 5000.0,
+		"tools_allow": []any{"echo", "get-*"}, "tools_deny": []any{"get-env"}, "expose": false, "tool_host": "th-guard",
+		"max_output_bytes": 2048.0, "sandbox": map[string]any{"enabled": false, "network": "proxy", "allow_hosts": []any{"api.example.com"},
+			"writable_paths": []any{"/tmp/w"}, "readable_paths": []any{"/tmp/r"}, "memory_bytes": "1073741824", "max_pids": 64.0,
+			"cpu_seconds": 60.0, "open_files": 256.0},
+		"rate_limit": "5/s:9", "max_concurrency": 2.0, "approval": "required", "approval_tools": []any{"rm"}, "approval_by": "client"},
+	{"id": "every-http", "name": "Every http", "transport": "streamable-http", "url": "http://tools.example/mcp", "bearer_token": "${TOKEN}",
+		"allow_insecure_http": true, "enabled": false},
+}
+
+// TestEveryConfigFieldIsHandled guards the one contract of a server config: every field of
+// ServerConfig (and of its sandbox) is read from JSON by the edge (POST and PATCH), stored,
+// and shown in the server's state (GET /internal/mcp/servers, flat); zestctl has a flag for
+// it; the console's form shows it or names it in NOT_IN_FORM (a PATCH leaves those as stored).
+func TestEveryConfigFieldIsHandled(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	fields := (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
+	sandbox := (&mcpgatewayv1.Sandbox{}).ProtoReflect().Descriptor().Fields()
+	set := func(name string) bool {
+		return slices.ContainsFunc(everyField, func(cfg map[string]any) bool { _, ok := cfg[name]; return ok })
+	}
+	for i := range fields.Len() {
+		if name := string(fields.Get(i).Name()); !set(name) {
+			t.Errorf("everyField sets no %s: give it a value other than its default", name)
+		}
+	}
+	for i := range sandbox.Len() {
+		if name := string(sandbox.Get(i).Name()); everyField[0]["sandbox"].(map[string]any)[name] == nil {
+			t.Errorf("everyField's sandbox sets no %s", name)
+		}
+	}
+
+	// Read by the edge, stored, shown: each as sent, through POST then through PATCH.
+	states := func() map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, x := range asSlice(admin(t, s, "GET", "/servers", "").JSON(t)["servers"]) {
+			st := x.(map[string]any)
+			out[st["id"].(string)] = st
+		}
+		return out
+	}
+	shown := func(how string) {
+		t.Helper()
+		all := states()
+		for _, cfg := range everyField {
+			st := all[cfg["id"].(string)]
+			for k, want := range cfg {
+				got := st[k]
+				if k == "sandbox" { // the state spells every field of the sandbox
+					got = map[string]any{}
+					for sk := range want.(map[string]any) {
+						got.(map[string]any)[sk] = st[k].(map[string]any)[sk]
+					}
+				}
+				if !jsonEqual(got, want) {
+					t.Errorf("%s: %s's %s is shown as %v, want %v", how, cfg["id"], k, got, want)
+				}
+			}
+		}
+	}
+	for _, cfg := range everyField {
+		registerServer(t, s, cfg)
+	}
+	shown("after POST")
+	for _, cfg := range everyField {
+		id := cfg["id"].(string)
+		admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"id": id, "command": "node", "transport": "stdio"})) // a Lemonade-shaped upsert over both
+		patch := map[string]any{}
+		for k, v := range cfg {
+			if k != "id" {
+				patch[k] = v
+			}
+		}
+		if cfg["transport"] == "streamable-http" {
+			patch["command"] = nil
+		}
+		if r := do(t, "PATCH", s.URL+"/internal/mcp/servers/"+id, jsonBody(t, patch), "Content-Type: application/json", adminAuth); r.Status != 200 {
+			t.Fatalf("PATCH %s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	shown("after PATCH")
+
+	// zestctl: a flag for each field.
+	help := mustCtl(t, s, 0, "servers", "edit", "--help").Stdout
+	for i := range fields.Len() {
+		flag := "--" + strings.ReplaceAll(string(fields.Get(i).Name()), "_", "-")
+		if fields.Get(i).Name() == "args" {
+			flag = "--arg"
+		}
+		if !strings.Contains(help, flag+" ") {
+			t.Errorf("zestctl servers edit has no %s flag", flag)
+		}
+	}
+
+	// The console: the form shows each field, or NOT_IN_FORM names it.
+	js, err := os.ReadFile(filepath.Join(repoRoot(), "gateway", "console", "static", "ui", "views", "servers.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\bname: '([a-z_]+)'`).FindAllStringSubmatch(string(js), -1) {
+		handled[m[1]] = true
+	}
+	list := regexp.MustCompile(`const NOT_IN_FORM = \[([^\]]*)\]`).FindStringSubmatch(string(js))
+	if list == nil {
+		t.Fatal("servers.js has no NOT_IN_FORM list")
+	}
+	for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllStringSubmatch(list[1], -1) {
+		handled[m[1]] = true
+	}
+	for i := range fields.Len() {
+		if name := string(fields.Get(i).Name()); !handled[name] {
+			t.Errorf("the console's server form neither shows %s nor names it in NOT_IN_FORM", name)
+		}
 	}
 }

@@ -258,3 +258,15 @@ func TestEveryNumberHasAUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxMemoryAsItIsShown: memory_bytes, a 64-bit number, is shown as protojson writes it
+// (a string of digits) and read back so; any other string is refused naming the field.
+func TestSandboxMemoryAsItIsShown(t *testing.T) {
+	in, _, err := Server([]byte(`{"sandbox":{"memory_bytes":"1073741824"}}`))
+	if err != nil || in.GetSandbox().GetMemoryBytes() != 1<<30 {
+		t.Fatalf("%v %v", in, err)
+	}
+	if _, _, err := Server([]byte(`{"sandbox":{"memory_bytes":"1GB"}}`)); err == nil || !strings.Contains(err.Error(), "sandbox.memory_bytes must be a number of bytes (or a string of its decimal digits), not a string") {
+		t.Fatalf("1GB: %v", err)
+	}
+}

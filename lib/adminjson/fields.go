@@ -165,7 +165,7 @@ func (r *reader) value(m protoreflect.Message, fd protoreflect.FieldDescriptor, 
 			return protoreflect.ValueOfInt32(*v), true
 		}
 	case protoreflect.Int64Kind:
-		if v := r.whole(k, "a number of "+units[fd.FullName()], math.MaxInt64); v != nil {
+		if v := r.whole(k, "a number of "+units[fd.FullName()], math.MaxInt64, true); v != nil {
 			return protoreflect.ValueOfInt64(*v), true
 		}
 	default: // a kind no admin message has yet: refused rather than dropped

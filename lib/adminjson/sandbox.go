@@ -80,7 +80,7 @@ func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, member
 			continue
 		}
 		if fd.Kind() == protoreflect.Int32Kind { // from 0: a count of the server's own
-			if v := s.whole(key, "a number of "+units[fd.FullName()], math.MaxInt32); v != nil {
+			if v := s.whole(key, "a number of "+units[fd.FullName()], math.MaxInt32, false); v != nil {
 				m.Set(fd, protoreflect.ValueOfInt32(int32(*v)))
 			}
 		} else if v, ok := s.value(m, fd, key, raw); ok {
@@ -110,10 +110,22 @@ func (r *reader) setErr(err error) {
 	}
 }
 
-// whole reads a whole number from 0 to most (mcpgateway checks the range).
-func (r *reader) whole(k, want string, most float64) *int64 {
+// whole reads a whole number from 0 to most (mcpgateway checks the range). quoted (a 64-bit
+// field) also reads a string of decimal digits, as protojson writes such a number, so that a
+// state sent back reads as it was written.
+func (r *reader) whole(k, want string, most float64, quoted bool) *int64 {
 	raw, ok := r.get(k)
 	if !ok {
+		return nil
+	}
+	if quoted && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+				return &n
+			}
+		}
+		r.fail(k, want+" (or a string of its decimal digits)", raw)
 		return nil
 	}
 	var x float64
