@@ -287,6 +287,30 @@ func BenchmarkToolsJSON(b *testing.B) {
 			}
 		}
 	})
+	// The same tools as 30 servers' states (GET /internal/mcp/servers), each state flat with
+	// every field of its config.
+	servers := &mcpgatewayv1.ListServersResponse{}
+	for i := range 30 {
+		id := "server-" + strconv.Itoa(i)
+		servers.Servers = append(servers.Servers, &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: id, Name: id,
+			Transport: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"}, Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+			Enabled: proto.Bool(true), TimeoutMs: proto.Int32(30000), Expose: proto.Bool(true), Approval: proto.String("none"), ApprovalBy: proto.String("admin")},
+			Status: "connected", Connected: true, ProtocolVersion: "2025-11-25", Tools: list.Tools[i*13 : i*13+13]})
+	}
+	swire, err := proto.Marshal(servers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("servers from the encoding", func(b *testing.B) {
+		b.SetBytes(int64(len(swire)))
+		for b.Loop() {
+			lz := &mcpgatewayv1.ListServersResponse{}
+			lz.ProtoReflect().SetUnknown(swire)
+			if _, err := m.Marshal(lz); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // FuzzToolsJSON feeds appendJSON any bytes as a ListToolsResponse (or, with servers, a
