@@ -39,7 +39,7 @@ func checkPaths(paths []string, nested bool) error {
 		case fd == nil:
 			return invalid("update_mask path %q names no field of a server config: use its snake_case names (rate_limit, tools_deny, …)", truncate(p, 80))
 		case hasSub && (!nested || fd.Message() == nil || fd.IsList() || fd.IsMap() || fd.Message().Fields().ByName(protoreflect.Name(sub)) == nil):
-			return invalid("update_mask path %q names no field of a server config: only %s's own fields may follow a dot, as in sandbox.network", truncate(p, 80), "sandbox")
+			return invalid("update_mask path %q names no field of a server config: only the sandbox's own fields may follow a dot, as in sandbox.network", truncate(p, 80))
 		}
 	}
 	return nil
