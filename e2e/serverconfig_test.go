@@ -212,6 +212,12 @@ func TestServerPatch(t *testing.T) {
 			t.Errorf("PATCH %s %s: %d %s, want %d %q", c.id, c.body, r.Status, r.Body, c.status, c.msg)
 		}
 	}
+	// A browser on another origin (Lemonade's GUI on its dev server) may send it.
+	pre := do(t, "OPTIONS", s.URL+"/internal/mcp/servers/p", "", "Origin: http://localhost:5173", "Access-Control-Request-Method: PATCH",
+		"Access-Control-Request-Headers: content-type,authorization")
+	if pre.Status != 204 || !strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "PATCH") {
+		t.Errorf("preflight of a PATCH: %d %v", pre.Status, pre.Header)
+	}
 	if r := patch("p", `{"enabled":true}`, fedAPIAuth); r.Status != 401 && r.Status != 403 {
 		t.Errorf("PATCH with the API key: %d %s", r.Status, r.Body)
 	}
