@@ -460,7 +460,7 @@ func (top *topology) checkCatalogs(t *testing.T) {
 			}
 			var b strings.Builder
 			for _, s := range srv.GetServers() {
-				fmt.Fprintf(&b, "%s %s %s %v;", s.GetId(), s.GetStatus(), s.GetPlacement(), s.GetConnected())
+				fmt.Fprintf(&b, "%s %s %s %v;", s.GetConfig().GetId(), s.GetStatus(), s.GetPlacement(), s.GetConnected())
 			}
 			for _, tl := range tools.GetTools() {
 				j, _ := protojson.Marshal(tl)

@@ -258,8 +258,8 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("edit sets approval and limits and keeps the rest", func(t *testing.T) {
-		// Fields set through the API. An upsert replaces the whole config, so the console's edit
-		// must send back what it does not show (expose, the sandbox's details) and show the rest.
+		// Fields set through the API. The console's edit is a PATCH of the fields its form
+		// shows: what it does not show (expose, the sandbox's details) stays as stored.
 		stored := func() map[string]any {
 			st, _ := admin(t, s, "GET", "/servers/everything", "").JSON(t)["server"].(map[string]any)
 			return st
@@ -310,6 +310,20 @@ func TestConsole(t *testing.T) {
 				t.Errorf("after the console's edit %s is %s, want %s", k, got, want)
 			}
 		}
+		// The save was an update of the two fields changed, not an upsert of the whole config
+		// (its audit entry is written within 100 ms; a connect may follow it).
+		waitFor(t, uiWait, func() error {
+			a, _ := listAudit(t, s, "?kind=admin&server=everything&limit=5")
+			for _, e := range a.Entries {
+				if e.Action == "upsert_server" || e.Action == "update_server" {
+					if e.Action != "update_server" || strings.Join(e.Changed, ",") != "rate_limit,approval" {
+						return fmt.Errorf("the console's save: %s %v, want update_server of rate_limit, approval", e.Action, e.Changed)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no write in %s", summary(a.Entries))
+		})
 	})
 
 }

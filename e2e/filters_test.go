@@ -13,10 +13,13 @@ import (
 func TestToolFilters(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	everything := serverEverything(t)
+	// upsert names both filters: an upsert keeps a Zest field it leaves out, and an empty list
+	// clears one.
 	upsert := func(filters map[string]any) {
 		t.Helper()
-		cfg := map[string]any{"id": "everything", "command": "node", "args": []string{everything}}
+		cfg := map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_allow": []string{}, "tools_deny": []string{}}
 		for k, v := range filters {
+			delete(cfg, map[string]string{"toolsAllow": "tools_allow", "toolsDeny": "tools_deny"}[k])
 			cfg[k] = v
 		}
 		if r := admin(t, s, "POST", "/servers", jsonBody(t, cfg)); r.Status != 200 {

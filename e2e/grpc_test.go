@@ -33,8 +33,8 @@ func TestTypedAdminOverGRPC(t *testing.T) {
 	ctx := t.Context()
 	adm := mcpgatewayv1.NewAdminServiceClient(dialService(t, envOf(s.Env, "ZEST_MCPGATEWAY_ADDR"), adminKey))
 
-	_, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Id: proto.String("echo"), Command: proto.String("node"), Args: []string{filepath.Join(peersDir(t), "echo-server.mjs")},
+	_, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Id: "echo", Command: "node", Args: []string{filepath.Join(peersDir(t), "echo-server.mjs")},
 	}})
 	if err != nil {
 		t.Fatalf("UpsertServer: %v", err)
@@ -53,12 +53,12 @@ func TestTypedAdminOverGRPC(t *testing.T) {
 	}
 
 	// The rules hold for typed callers too, with messages that name the field.
-	_, err = adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Id: proto.String("slow"), Command: proto.String("node"), TimeoutMs: proto.Int32(10)}})
+	_, err = adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Id: "slow", Command: "node", TimeoutMs: proto.Int32(10)}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "timeout_ms 10 is out of range") {
 		t.Fatalf("a bad timeout over gRPC: %v", err)
 	}
-	_, err = adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{Id: proto.String("lemonade"), Command: proto.String("node")}})
+	_, err = adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{Id: "lemonade", Command: "node"}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "reserved") {
 		t.Fatalf("the reserved id over gRPC: %v", err)
 	}

@@ -110,10 +110,18 @@ func TestZestctl(t *testing.T) {
 		if m := mustCtl(t, s, 0, "servers", "add", "echo3", "--file", file, "--env", "TOKEN=${E2E_TOKEN}", "-o", "json").JSON(t); m["env"].(map[string]any)["TOKEN"] != "${E2E_TOKEN}" {
 			t.Fatalf("add --file = %v", m)
 		}
-		// edit changes the given fields only.
-		m = mustCtl(t, s, 0, "servers", "edit", "echo2", "--timeout-ms", "5000", "--name", "Echo Two", "-o", "json").JSON(t)
-		if m["timeout_ms"] != float64(5000) || m["name"] != "Echo Two" || m["args"].([]any)[0] != echo || m["tools_deny"].([]any)[0] != "nope*" {
+		// edit changes the given fields only (UpdateServer), the sandbox's field by field.
+		mustCtl(t, s, 0, "servers", "edit", "echo2", "--rate-limit", "50/s", "--max-output-bytes", "4096", "--sandbox", `{"enabled":false,"writable_paths":["/tmp/e2"]}`)
+		m = mustCtl(t, s, 0, "servers", "edit", "echo2", "--timeout-ms", "5000", "--name", "Echo Two", "--sandbox", `{"network":"host"}`, "-o", "json").JSON(t)
+		if m["timeout_ms"] != float64(5000) || m["name"] != "Echo Two" || m["args"].([]any)[0] != echo || m["tools_deny"].([]any)[0] != "nope*" ||
+			m["rate_limit"] != "50/s" || m["max_output_bytes"] != float64(4096) || m["sandbox"].(map[string]any)["network"] != "host" ||
+			m["sandbox"].(map[string]any)["writable_paths"].([]any)[0] != "/tmp/e2" {
 			t.Fatalf("edit = %v", m)
+		}
+		// add of a registered id replaces Lemonade's fields and keeps the Zest ones not given.
+		if m := mustCtl(t, s, 0, "servers", "add", "echo2", "--command", "node", "--arg", echo, "-o", "json").JSON(t); m["name"] != "echo2" ||
+			m["rate_limit"] != "50/s" || m["tools_deny"].([]any)[0] != "nope*" || m["timeout_ms"] != float64(30000) {
+			t.Fatalf("add over echo2 = %v", m)
 		}
 		// A rule of mcpgateway's: a raw env value is refused, the message names the field (exit 1).
 		if r := zestctl(t, s, nil, "servers", "edit", "echo2", "--env", "TOKEN=raw-secret"); r.Code != 1 || !strings.Contains(r.Stderr, "TOKEN") {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/zestmcp/zest/lib/adminjson"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -21,9 +22,14 @@ import (
 // scripts find the same keys every time.
 var pj = protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}
 
-// plain turns a message into plain JSON values (for yaml, and to embed in a larger document).
+// plain turns a message into plain JSON values (for yaml, and to embed in a larger document),
+// in the admin API's shape (lib/adminjson): a server's state one flat object, as the edge
+// writes it.
 func plain(m proto.Message) any {
 	b, err := pj.Marshal(m)
+	if err == nil {
+		b, err = adminjson.Shape(m.ProtoReflect().Descriptor(), b)
+	}
 	if err != nil {
 		return map[string]any{"error": err.Error()}
 	}

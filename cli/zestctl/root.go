@@ -277,7 +277,7 @@ func (a *app) serverIDs(cmd *cobra.Command) ([]string, error) {
 	r, err := adm.ListServers(ctx, &mcpgatewayv1.ListServersRequest{})
 	var ids []string
 	for _, s := range r.GetServers() {
-		ids = append(ids, s.GetId())
+		ids = append(ids, s.GetConfig().GetId())
 	}
 	return ids, err
 }

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 // maxInputBytes bounds a --json value or --file: the edge's admin bodies are 1 MiB at most.
@@ -40,7 +43,8 @@ func (a *app) serversCmd() *cobra.Command {
 				return a.emit(map[string]any{"servers": plainList(r.GetServers())}, func(w io.Writer) {
 					fmt.Fprintln(w, "ID\tTRANSPORT\tSTATUS\tTOOLS\tENABLED\tEXPOSE\tTOOL HOST\tTARGET\tLAST ERROR")
 					for _, s := range r.GetServers() {
-						row(w, s.GetId(), s.GetTransport(), s.GetStatus(), len(s.GetTools()), s.GetEnabled(), s.GetExpose(), placement(s), target(s), s.GetLastError())
+						c := s.GetConfig()
+						row(w, c.GetId(), c.GetTransport(), s.GetStatus(), len(s.GetTools()), c.GetEnabled(), c.GetExpose(), placement(s), target(s), s.GetLastError())
 					}
 				})
 			}),
@@ -87,10 +91,11 @@ func (a *app) serversCmd() *cobra.Command {
 
 // target is what a server runs or reaches, for the table.
 func target(s *mcpgatewayv1.ServerState) string {
-	if s.GetUrl() != "" {
-		return s.GetUrl()
+	c := s.GetConfig()
+	if c.GetUrl() != "" {
+		return c.GetUrl()
 	}
-	return strings.TrimSpace(s.GetCommand() + " " + strings.Join(s.GetArgs(), " "))
+	return strings.TrimSpace(c.GetCommand() + " " + strings.Join(c.GetArgs(), " "))
 }
 
 func (a *app) serverIDCmd(use, short, spin string, call func(*cobra.Command, mcpgatewayv1.AdminServiceClient, string) (*mcpgatewayv1.ServerState, error)) *cobra.Command {
@@ -118,18 +123,19 @@ func (a *app) serverIDCmd(use, short, spin string, call func(*cobra.Command, mcp
 }
 
 func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
+	c := s.GetConfig()
 	return a.emit(s, func(w io.Writer) {
-		row(w, "id", s.GetId())
-		row(w, "name", s.GetName())
-		row(w, "transport", s.GetTransport())
+		row(w, "id", c.GetId())
+		row(w, "name", c.GetName())
+		row(w, "transport", c.GetTransport())
 		row(w, "target", target(s))
-		if s.GetTransport() == "stdio" {
+		if c.GetTransport() == "stdio" {
 			row(w, "tool_host", placement(s))
 		}
 		row(w, "status", s.GetStatus())
-		row(w, "enabled", s.GetEnabled())
-		row(w, "expose", s.GetExpose())
-		row(w, "timeout_ms", s.GetTimeoutMs())
+		row(w, "enabled", c.GetEnabled())
+		row(w, "expose", c.GetExpose())
+		row(w, "timeout_ms", c.GetTimeoutMs())
 		if s.GetProtocolVersion() != "" {
 			row(w, "protocol", s.GetProtocolVersion())
 		}
@@ -154,47 +160,57 @@ func placement(s *mcpgatewayv1.ServerState) string {
 	switch {
 	case p == "":
 		return "-"
-	case p == s.GetToolHost():
+	case p == s.GetConfig().GetToolHost():
 		return p + " (pinned)"
 	}
 	return p
 }
 
-// serverFlags are the flags of add, edit and test: each one that is given sets its field.
+// serverFlags are the flags of add, edit and test: one per field of a server config (the
+// field's name in kebab case; args is --arg, repeated), each one that is given sets its field
+// and names it in the request's mask (TestEveryConfigFieldHasAFlag), plus --json and --file
+// for a whole config (read as the edge reads a body: lib/adminjson).
 type serverFlags struct {
-	id, name, transport, command, workingDir, url, bearer, toolHost, jsonText, file, approval, approvalBy string
-	args, env, allow, deny, approvalTools                                                                 []string
-	timeoutMs                                                                                             int32
-	insecure, enabled, expose                                                                             bool
-	// Limits of the server's tool calls (docs/untrusted-tools.md).
-	rateLimit      string
-	maxConcurrency int32
+	jsonText, file string
+}
+
+// fieldFlags maps a config field to its flag where the names differ.
+var fieldFlags = map[protoreflect.Name]string{"args": "arg"}
+
+// flagOf is the flag of config field fd.
+func flagOf(fd protoreflect.FieldDescriptor) string {
+	if f, ok := fieldFlags[fd.Name()]; ok {
+		return f
+	}
+	return strings.ReplaceAll(string(fd.Name()), "_", "-")
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.id, "id", "", "server id, [A-Za-z0-9_.-]{1,96} (default: derived from name, command or URL)")
-	fs.StringVar(&f.name, "name", "", "name shown to people (default: id)")
-	fs.StringVar(&f.transport, "transport", "", "stdio (default) or streamable-http")
-	fs.StringVar(&f.command, "command", "", "stdio program")
-	fs.StringArrayVar(&f.args, "arg", nil, "stdio program argument (repeatable, in order)")
-	fs.StringVar(&f.workingDir, "working-dir", "", "stdio program's working directory")
-	fs.StringArrayVar(&f.env, "env", nil, "KEY=${VAR} for the stdio program (repeatable; raw values are refused)")
-	fs.StringVar(&f.toolHost, "tool-host", "", "pin the stdio program to the tool host of this name (ZEST_TOOLHOST_NAME); empty: placed by Zest")
-	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint")
-	fs.StringVar(&f.bearer, "bearer-token", "", "${VAR} reference sent as Authorization: Bearer")
-	fs.BoolVar(&f.insecure, "allow-insecure-http", false, "permit plain http to a non-loopback host")
-	fs.BoolVar(&f.enabled, "enabled", true, "whether the server may be connected")
-	fs.Int32Var(&f.timeoutMs, "timeout-ms", 0, "bound of connect and each call, 1000-300000")
-	fs.StringVar(&f.rateLimit, "rate-limit", "", `tool calls of this server, all callers together: N/s, N/m or N/h with an optional burst ":B" (empty: none)`)
-	fs.Int32Var(&f.maxConcurrency, "max-concurrency", 0, "tool calls of this server in flight at once, 1-1024 (0: none)")
-	fs.StringArrayVar(&f.allow, "tools-allow", nil, "glob over tool names to expose (repeatable)")
-	fs.StringArrayVar(&f.deny, "tools-deny", nil, "glob over tool names never to expose (repeatable; deny wins)")
-	fs.BoolVar(&f.expose, "expose", true, "serve the server to API callers at /mcp/servers/{id}")
-	fs.StringVar(&f.approval, "approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
-	fs.StringVar(&f.approvalBy, "approval-by", "", `who decides a held call: "admin" (default: only the admin key) or "client" (an MCP client's user, through elicitation)`)
-	fs.StringArrayVar(&f.approvalTools, "approval-tools", nil, "glob over tool names whose calls need approval (repeatable)")
-	fs.StringVar(&f.jsonText, "json", "", "the whole config as JSON (ServerInput; flags given beside it win)")
-	fs.StringVarP(&f.file, "file", "f", "", "read the config as JSON from this file (- for stdin)")
+	fs.String("id", "", "server id, [A-Za-z0-9_.-]{1,96} (default: derived from name, command or URL)")
+	fs.String("name", "", "name shown to people (default: id)")
+	fs.String("transport", "", "stdio (default) or streamable-http; on edit, a new transport clears the other's fields not given")
+	fs.String("command", "", "stdio program")
+	fs.StringArray("arg", nil, "stdio program argument (repeatable, in order)")
+	fs.String("working-dir", "", "stdio program's working directory")
+	fs.StringArray("env", nil, "KEY=${VAR} for the stdio program (repeatable; raw values are refused)")
+	fs.String("url", "", "Streamable HTTP endpoint")
+	fs.String("bearer-token", "", "${VAR} reference sent as Authorization: Bearer")
+	fs.Bool("allow-insecure-http", false, "permit plain http to a non-loopback host")
+	fs.Bool("enabled", true, "whether the server may be connected")
+	fs.Int32("timeout-ms", 0, "bound of connect and each call, 1000-300000")
+	fs.StringArray("tools-allow", nil, `glob over tool names to expose (repeatable; --tools-allow "" alone: none, every tool exposed)`)
+	fs.StringArray("tools-deny", nil, `glob over tool names never to expose (repeatable; deny wins; --tools-deny "" alone: none)`)
+	fs.Bool("expose", true, "serve the server to API callers at /mcp/servers/{id}")
+	fs.String("tool-host", "", "pin the stdio program to the tool host of this name (ZEST_TOOLHOST_NAME); empty: placed by Zest")
+	fs.Int32("max-output-bytes", 0, "largest tools/call result of the server, 1024-41943040 (0: the operator's ZEST_TOOL_OUTPUT_MAX_BYTES)")
+	fs.String("sandbox", "", `confine the stdio program: true, false, or the sandbox as JSON, e.g. '{"network":"none","writable_paths":["/var/lib/s"]}' (on edit: its fields given change, the others stay)`)
+	fs.String("rate-limit", "", `tool calls of this server, all callers together: N/s, N/m or N/h with an optional burst ":B" (empty: none)`)
+	fs.Int32("max-concurrency", 0, "tool calls of this server in flight at once, 1-1024 (0: none)")
+	fs.String("approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
+	fs.StringArray("approval-tools", nil, `glob over tool names whose calls need approval (repeatable; --approval-tools "" alone: none)`)
+	fs.String("approval-by", "", `who decides a held call: "admin" (default: only the admin key) or "client" (an MCP client's user, through elicitation)`)
+	fs.StringVar(&f.jsonText, "json", "", "the config as JSON, as POST /internal/mcp/servers takes it (on edit: a JSON merge patch, as PATCH takes it); flags given beside it win")
+	fs.StringVarP(&f.file, "file", "f", "", "read --json's JSON from this file (- for stdin)")
 }
 
 // readInput reads --json or --file (at most maxInputBytes), or returns nil when neither is given.
@@ -238,7 +254,7 @@ func unmarshalInput(b []byte, wrap string, m proto.Message) error {
 		}
 	}
 	// protojson resets what it reads into: read into a fresh message, then set on m only the
-	// fields the JSON holds, so that edit --json keeps the stored ones it leaves out.
+	// fields the JSON holds.
 	fresh := m.ProtoReflect().New()
 	if err := protojson.Unmarshal(b, fresh.Interface()); err != nil {
 		return usagef("input JSON: %v", err)
@@ -251,122 +267,116 @@ func unmarshalInput(b []byte, wrap string, m proto.Message) error {
 	return nil
 }
 
-// apply sets on in every field whose flag was given.
-func (f *serverFlags) apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerInput) error {
-	set := fs.Changed
-	if set("transport") && in.Transport != nil && in.GetTransport() != f.transport {
-		// Switching transports drops the other transport's fields (mcpgateway refuses a mix).
-		if strings.HasPrefix(f.transport, "stdio") {
-			in.Url, in.BearerToken, in.AllowInsecureHttp = nil, nil, nil
-		} else {
-			in.Command, in.Args, in.WorkingDir, in.Env, in.ToolHost, in.Sandbox = nil, nil, nil, nil, nil, nil
-		}
-	}
-	str := func(flag string, v string, dst **string) {
-		if set(flag) {
-			*dst = proto.String(v)
-		}
-	}
-	str("id", f.id, &in.Id)
-	str("name", f.name, &in.Name)
-	str("transport", f.transport, &in.Transport)
-	str("command", f.command, &in.Command)
-	str("working-dir", f.workingDir, &in.WorkingDir)
-	str("url", f.url, &in.Url)
-	str("bearer-token", f.bearer, &in.BearerToken)
-	str("tool-host", f.toolHost, &in.ToolHost)
-	str("approval", f.approval, &in.Approval)
-	str("approval-by", f.approvalBy, &in.ApprovalBy)
-	if set("approval-tools") {
-		in.ApprovalTools = f.approvalTools
-	}
-	if set("arg") {
-		in.Args = f.args
-	}
-	if set("tools-allow") {
-		in.ToolsAllow = f.allow
-	}
-	if set("tools-deny") {
-		in.ToolsDeny = f.deny
-	}
-	if set("env") {
-		in.Env = map[string]string{}
-		for _, kv := range f.env {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return usagef("--env %q: want KEY=${VAR}", kv)
-			}
-			in.Env[k] = v
-		}
-	}
-	if set("allow-insecure-http") {
-		in.AllowInsecureHttp = proto.Bool(f.insecure)
-	}
-	if set("enabled") {
-		in.Enabled = proto.Bool(f.enabled)
-	}
-	if set("expose") {
-		in.Expose = proto.Bool(f.expose)
-	}
-	if set("timeout-ms") {
-		in.TimeoutMs = proto.Int32(f.timeoutMs)
-	}
-	str("rate-limit", f.rateLimit, &in.RateLimit)
-	if set("max-concurrency") {
-		in.MaxConcurrency = proto.Int32(f.maxConcurrency)
-	}
-	return nil
+// transportFields are the fields of each transport that edit --transport clears unless given.
+var transportFields = map[string][]string{
+	"stdio":           {"command", "args", "working_dir", "env", "tool_host", "sandbox"},
+	"streamable-http": {"url", "bearer_token", "allow_insecure_http"},
 }
 
-// inputOf turns a stored server into the input that stores it again unchanged, so that edit
-// changes only the fields whose flags are given.
-func inputOf(s *mcpgatewayv1.ServerState) *mcpgatewayv1.ServerInput {
-	in := &mcpgatewayv1.ServerInput{
-		Id: proto.String(s.GetId()), Name: proto.String(s.GetName()), Transport: proto.String(s.GetTransport()),
-		Enabled: proto.Bool(s.GetEnabled()), Expose: proto.Bool(s.GetExpose()), ToolsAllow: s.GetToolsAllow(), ToolsDeny: s.GetToolsDeny(),
-	}
-	if s.GetTimeoutMs() != 0 {
-		in.TimeoutMs = proto.Int32(s.GetTimeoutMs())
-	}
-	if s.GetApproval() != "" || len(s.GetApprovalTools()) > 0 {
-		in.Approval, in.ApprovalTools = proto.String(s.GetApproval()), s.GetApprovalTools()
-	}
-	if s.GetApprovalBy() != "" {
-		in.ApprovalBy = proto.String(s.GetApprovalBy())
-	}
-	if s.GetMaxOutputBytes() != 0 { // 0: the operator's default, which stays a default
-		in.MaxOutputBytes = proto.Int32(s.GetMaxOutputBytes())
-	}
-	if s.GetRateLimit() != "" {
-		in.RateLimit = proto.String(s.GetRateLimit())
-	}
-	if s.GetMaxConcurrency() != 0 {
-		in.MaxConcurrency = proto.Int32(s.GetMaxConcurrency())
-	}
-	in.Sandbox = s.GetSandbox() // an edit keeps the stored sandbox, never unconfines the server
-	opt := func(v string) *string {
-		if v == "" {
-			return nil
+// apply sets on in every field whose flag was given, and adds it to mask. patch (edit) reads
+// --sandbox as a merge patch of the stored sandbox, and a --transport names the other
+// transport's fields to clear.
+func apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerConfig, mask []string, patch bool) ([]string, error) {
+	m := in.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		flag := flagOf(fd)
+		if !fs.Changed(flag) {
+			continue
 		}
-		return proto.String(v)
+		name := string(fd.Name())
+		var err error
+		switch {
+		case fd.Message() != nil && !fd.IsMap(): // --sandbox: the API's JSON
+			read := adminjson.Server
+			if patch {
+				read = adminjson.ServerPatch
+			}
+			text, _ := fs.GetString(flag)
+			sb, sbMask, err := read([]byte(`{"sandbox":` + text + `}`))
+			if err != nil {
+				return nil, usagef("--%s: %v", flag, err)
+			}
+			if sb.GetSandbox() != nil {
+				m.Set(fd, sb.ProtoReflect().Get(fd))
+			}
+			mask = withPaths(mask, sbMask.GetPaths()...)
+			continue
+		case fd.IsMap(): // --env KEY=${VAR}
+			var pairs []string
+			pairs, err = fs.GetStringArray(flag)
+			mp := m.NewField(fd).Map()
+			for _, kv := range pairs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return nil, usagef("--%s %q: want KEY=${VAR}", flag, kv)
+				}
+				mp.Set(protoreflect.ValueOfString(k).MapKey(), protoreflect.ValueOfString(v))
+			}
+			m.Set(fd, protoreflect.ValueOfMap(mp))
+		case fd.IsList():
+			var items []string
+			items, err = fs.GetStringArray(flag)
+			if len(items) == 1 && items[0] == "" {
+				items = nil // --tools-deny "": the list emptied
+			}
+			l := m.NewField(fd).List()
+			for _, it := range items {
+				l.Append(protoreflect.ValueOfString(it))
+			}
+			m.Set(fd, protoreflect.ValueOfList(l))
+		case fd.Kind() == protoreflect.StringKind:
+			var v string
+			v, err = fs.GetString(flag)
+			m.Set(fd, protoreflect.ValueOfString(v))
+		case fd.Kind() == protoreflect.BoolKind:
+			var v bool
+			v, err = fs.GetBool(flag)
+			m.Set(fd, protoreflect.ValueOfBool(v))
+		case fd.Kind() == protoreflect.Int32Kind:
+			var v int32
+			v, err = fs.GetInt32(flag)
+			m.Set(fd, protoreflect.ValueOfInt32(v))
+		default:
+			return nil, fmt.Errorf("--%s: zestctl cannot set a %s field: use --json", flag, fd.Kind())
+		}
+		if err != nil {
+			return nil, usagef("--%s: %v", flag, err)
+		}
+		mask = withPaths(mask, name)
 	}
-	in.Command, in.WorkingDir, in.Url, in.BearerToken = opt(s.GetCommand()), opt(s.GetWorkingDir()), opt(s.GetUrl()), opt(s.GetBearerToken())
-	in.ToolHost = opt(s.GetToolHost())
-	in.Args = s.GetArgs()
-	if len(s.GetEnv()) > 0 {
-		in.Env = s.GetEnv()
+	if patch && fs.Changed("transport") {
+		// Moving to a transport clears the fields of the other (mcpgateway refuses a mix),
+		// unless they are given too.
+		other := "streamable-http"
+		if t := strings.ToLower(in.GetTransport()); t != "" && !strings.HasPrefix(t, "stdio") {
+			other = "stdio"
+		}
+		for _, name := range transportFields[other] {
+			if !slices.ContainsFunc(mask, func(p string) bool { return p == name || strings.HasPrefix(p, name+".") }) {
+				mask = withPaths(mask, name)
+			}
+		}
 	}
-	if s.GetAllowInsecureHttp() {
-		in.AllowInsecureHttp = proto.Bool(true)
+	return mask, nil
+}
+
+// withPaths is mask with paths added once each.
+func withPaths(mask []string, paths ...string) []string {
+	for _, p := range paths {
+		if !slices.Contains(mask, p) {
+			mask = append(mask, p)
+		}
 	}
-	return in
+	return mask
 }
 
 func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 	f := &serverFlags{}
 	short := map[string]string{
-		"add":  "Add (or replace) a server config",
-		"edit": "Change the given fields of a registered server",
+		"add":  "Add a server, or replace a registered one's Lemonade fields (its Zest fields not given are kept)",
+		"edit": "Change the given fields of a registered server (UpdateServer: the others are kept)",
 		"test": "Connect, discover and disconnect a config without saving it",
 	}[use]
 	c := &cobra.Command{Use: use, Short: short}
@@ -378,42 +388,19 @@ func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 	c.Args = wrapArgs(c.Args)
 	f.register(c.Flags())
 	c.RunE = func(cmd *cobra.Command, argv []string) error {
+		in, mask, err := a.serverInput(cmd.Flags(), f, argv, edit)
+		if err != nil {
+			return err
+		}
 		adm, err := a.admin()
 		if err != nil {
 			return err
 		}
 		ctx, cancel := a.ctx(cmd)
 		defer cancel()
-		in := &mcpgatewayv1.ServerInput{}
-		if edit {
-			got, err := adm.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: argv[0]})
-			if err != nil {
-				return err
-			}
-			in = inputOf(got.GetServer())
-		}
-		b, err := a.readInput(f.jsonText, f.file)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			if err := unmarshalInput(b, "server", in); err != nil {
-				return err
-			}
-		}
-		if len(argv) == 1 {
-			if cmd.Flags().Changed("id") && f.id != argv[0] {
-				return usagef("the ID argument %q and --id %q differ: give one", argv[0], f.id)
-			}
-			in.Id = proto.String(argv[0])
-		}
-		if err := f.apply(cmd.Flags(), in); err != nil {
-			return err
-		}
-		if edit && in.GetId() != argv[0] {
-			return usagef("edit %s cannot change the id to %q: add the new id, then rm the old one", argv[0], in.GetId())
-		}
-		if use == "test" {
+		var saved *mcpgatewayv1.ServerConfig
+		switch {
+		case use == "test":
 			sp := a.spin("testing…")
 			r, err := adm.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: in})
 			sp.Stop()
@@ -421,14 +408,58 @@ func (a *app) serverInputCmd(use string, edit bool) *cobra.Command {
 				return err
 			}
 			return a.showServer(r.GetServer())
+		case edit:
+			r, err := adm.UpdateServer(ctx, &mcpgatewayv1.UpdateServerRequest{Server: in, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}})
+			if err != nil {
+				return err
+			}
+			saved = r.GetServer()
+		default:
+			r, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}})
+			if err != nil {
+				return err
+			}
+			saved = r.GetServer()
 		}
-		r, err := adm.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in})
-		if err != nil {
-			return err
-		}
-		return a.emit(r.GetServer(), func(w io.Writer) { fmt.Fprintf(w, "saved %s\n", r.GetServer().GetId()) })
+		return a.emit(saved, func(w io.Writer) { fmt.Fprintf(w, "saved %s\n", saved.GetId()) })
 	}
 	return c
+}
+
+// serverInput is the config and mask of add, edit or test: --json or --file (read as the edge
+// reads a body, a merge patch for edit), then the ID argument, then the flags given.
+func (a *app) serverInput(fs *pflag.FlagSet, f *serverFlags, argv []string, edit bool) (*mcpgatewayv1.ServerConfig, []string, error) {
+	in := &mcpgatewayv1.ServerConfig{}
+	var mask []string
+	b, err := a.readInput(f.jsonText, f.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil {
+		read := adminjson.Server
+		if edit {
+			read = adminjson.ServerPatch
+		}
+		m, jsonMask, err := read(b)
+		if err != nil {
+			return nil, nil, usagef("--json: %v", err)
+		}
+		in, mask = m, jsonMask.GetPaths()
+	}
+	if mask, err = apply(fs, in, mask, edit); err != nil {
+		return nil, nil, err
+	}
+	if len(argv) == 1 {
+		if fs.Changed("id") && in.GetId() != argv[0] {
+			return nil, nil, usagef("the ID argument %q and --id %q differ: give one", argv[0], in.GetId())
+		}
+		in.Id = argv[0]
+		mask = withPaths(mask, "id")
+	}
+	if edit && len(mask) == 1 { // the id alone
+		return nil, nil, usagef("edit %s: give the fields to change as flags (or --json)", argv[0])
+	}
+	return in, mask, nil
 }
 
 // wrapArgs makes cobra's argument checks usage errors.

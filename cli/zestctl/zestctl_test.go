@@ -104,88 +104,6 @@ func TestClientConfigShapes(t *testing.T) {
 	}
 }
 
-// TestEditKeepsOtherFields: edit stores the server again with only the given flags changed,
-// and a transport switch drops the other transport's fields.
-func TestEditKeepsOtherFields(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"},
-		Env: map[string]string{"K": "${K}"}, Enabled: true, Expose: true, TimeoutMs: 30000, ToolsDeny: []string{"x*"},
-		ToolHost: "th-1", Placement: "th-1", Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}}
-	f := &serverFlags{}
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	f.register(fs)
-	if err := fs.Parse([]string{"--timeout-ms", "5000", "--arg", "b.mjs", "--arg", "--flag"}); err != nil {
-		t.Fatal(err)
-	}
-	in := inputOf(st)
-	if err := f.apply(fs, in); err != nil {
-		t.Fatal(err)
-	}
-	want := &mcpgatewayv1.ServerInput{Id: proto.String("e"), Name: proto.String("E"), Transport: proto.String("stdio"), Command: proto.String("node"),
-		Args: []string{"b.mjs", "--flag"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true), Expose: proto.Bool(true),
-		TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"x*"}, ToolHost: proto.String("th-1"),
-		Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), WritablePaths: []string{"/var/lib/e"}}} // kept: an edit never unconfines
-	if !proto.Equal(in, want) {
-		t.Fatalf("edit input = %v\nwant %v", in, want)
-	}
-	fs2 := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	f2 := &serverFlags{}
-	f2.register(fs2)
-	_ = fs2.Parse([]string{"--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"})
-	in = inputOf(st)
-	_ = f2.apply(fs2, in)
-	if in.Command != nil || in.Args != nil || in.Env != nil || in.ToolHost != nil || in.Sandbox != nil || in.GetUrl() != "http://127.0.0.1:9/mcp" {
-		t.Fatalf("switched input = %v", in)
-	}
-}
-
-// TestToolHostFlag: --tool-host pins, --tool-host "" unpins, and the placement shows where a
-// server runs, marked when pinned there.
-func TestToolHostFlag(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", ToolHost: "th-1", Placement: "th-1"}
-	for _, tc := range []struct {
-		args []string
-		want *string
-	}{{nil, proto.String("th-1")}, {[]string{"--tool-host", "th-2"}, proto.String("th-2")}, {[]string{"--tool-host", ""}, proto.String("")}} {
-		f := &serverFlags{}
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		f.register(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		in := inputOf(st)
-		if err := f.apply(fs, in); err != nil {
-			t.Fatal(err)
-		}
-		if !proto.Equal(&mcpgatewayv1.ServerInput{ToolHost: in.ToolHost}, &mcpgatewayv1.ServerInput{ToolHost: tc.want}) {
-			t.Errorf("%v: tool_host %v, want %v", tc.args, in.ToolHost, *tc.want)
-		}
-	}
-	for s, want := range map[*mcpgatewayv1.ServerState]string{
-		st:                                      "th-1 (pinned)",
-		{Transport: "stdio", Placement: "th-2"}: "th-2",
-		{Transport: "stdio", ToolHost: "th-1", Placement: "th-1"}: "th-1 (pinned)",
-		{Transport: "streamable-http"}:                            "-",
-	} {
-		if got := placement(s); got != want {
-			t.Errorf("placement(%v) = %q, want %q", s, got, want)
-		}
-	}
-}
-
-// TestEditJSONKeepsOtherFields: edit --json sets the fields the JSON holds and keeps the rest.
-func TestEditJSONKeepsOtherFields(t *testing.T) {
-	in := inputOf(&mcpgatewayv1.ServerState{Id: "e", Name: "E", Transport: "stdio", Command: "node", Args: []string{"a.mjs"}, Enabled: true, TimeoutMs: 30000})
-	if err := unmarshalInput([]byte(`{"server":{"timeout_ms":5000,"args":["b.mjs"]}}`), "server", in); err != nil {
-		t.Fatal(err)
-	}
-	if in.GetCommand() != "node" || in.GetName() != "E" || in.GetTimeoutMs() != 5000 || strings.Join(in.GetArgs(), ",") != "b.mjs" {
-		t.Fatalf("edit --json = %v", in)
-	}
-	if err := unmarshalInput([]byte(`{"comand":"x"}`), "server", in); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "comand") {
-		t.Fatalf("a misspelt field: %v", err)
-	}
-}
-
 func TestToolhostAddrs(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:13312":        "[127.0.0.1:13312] ",
@@ -208,54 +126,98 @@ func TestToolhostAddrs(t *testing.T) {
 	}
 }
 
-// TestApprovalFlags: --approval and --approval-tools set their fields; edit keeps them.
-func TestApprovalFlags(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", Approval: "required", ApprovalTools: []string{"rm"}}
-	for _, tc := range []struct {
-		args     []string
-		approval string
-		tools    []string
-	}{{nil, "required", []string{"rm"}}, {[]string{"--approval", "none", "--approval-tools", "delete_*", "--approval-tools", "rm?"}, "none", []string{"delete_*", "rm?"}}} {
-		f := &serverFlags{}
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		f.register(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
+// input runs add's (or, with edit, edit's) reading of the arguments and flags: the config and
+// the mask it sends.
+func input(t *testing.T, edit bool, args ...string) (*mcpgatewayv1.ServerConfig, []string, error) {
+	t.Helper()
+	f := &serverFlags{}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{}
+	return a.serverInput(fs, f, fs.Args(), edit)
+}
+
+// TestEditSendsTheGivenFields: edit sends the fields whose flags are given and names them, and
+// only them, in its mask (UpdateServer keeps the rest); a --transport clears the other
+// transport's fields not given; --sandbox on edit changes the sandbox's fields given.
+func TestEditSendsTheGivenFields(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		mask string
+		want *mcpgatewayv1.ServerConfig
+	}{
+		{[]string{"e", "--timeout-ms", "5000", "--arg", "b.mjs", "--arg", "--flag"}, "args,id,timeout_ms",
+			&mcpgatewayv1.ServerConfig{Id: "e", TimeoutMs: proto.Int32(5000), Args: []string{"b.mjs", "--flag"}}},
+		{[]string{"e", "--rate-limit", "", "--max-concurrency", "0", "--tools-deny", ""}, "id,max_concurrency,rate_limit,tools_deny",
+			&mcpgatewayv1.ServerConfig{Id: "e", RateLimit: proto.String(""), MaxConcurrency: proto.Int32(0)}},
+		{[]string{"e", "--approval", "required", "--approval-tools", "rm", "--approval-tools", "del*", "--approval-by", "client", "--expose=false"},
+			"approval,approval_by,approval_tools,expose,id", &mcpgatewayv1.ServerConfig{Id: "e", Approval: proto.String("required"),
+				ApprovalTools: []string{"rm", "del*"}, ApprovalBy: proto.String("client"), Expose: proto.Bool(false)}},
+		{[]string{"e", "--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"}, "args,command,env,id,sandbox,tool_host,transport,url,working_dir",
+			&mcpgatewayv1.ServerConfig{Id: "e", Transport: "streamable-http", Url: "http://127.0.0.1:9/mcp"}},
+		{[]string{"e", "--transport", "stdio", "--command", "node"}, "allow_insecure_http,bearer_token,command,id,transport,url",
+			&mcpgatewayv1.ServerConfig{Id: "e", Transport: "stdio", Command: "node"}},
+		{[]string{"e", "--sandbox", `{"network":"host"}`, "--tool-host", "th-1", "--max-output-bytes", "2048"}, "id,max_output_bytes,sandbox.network,tool_host",
+			&mcpgatewayv1.ServerConfig{Id: "e", Sandbox: &mcpgatewayv1.Sandbox{Network: proto.String("host")}, ToolHost: proto.String("th-1"), MaxOutputBytes: proto.Int32(2048)}},
+		{[]string{"e", "--json", `{"rate_limit":null,"env":{"K":"${K}"}}`, "--name", "E"}, "env,id,name,rate_limit",
+			&mcpgatewayv1.ServerConfig{Id: "e", Name: "E", Env: map[string]string{"K": "${K}"}}},
+	} {
+		in, mask, err := input(t, true, c.args...)
+		slices.Sort(mask)
+		if err != nil || strings.Join(mask, ",") != c.mask || !proto.Equal(in, c.want) {
+			t.Errorf("edit %q:\n%v %v %v\nwant %v %s", c.args, in, mask, err, c.want, c.mask)
 		}
-		in := inputOf(st)
-		if err := f.apply(fs, in); err != nil {
-			t.Fatal(err)
-		}
-		if in.GetApproval() != tc.approval || strings.Join(in.GetApprovalTools(), ",") != strings.Join(tc.tools, ",") {
-			t.Errorf("%v: approval %q tools %q", tc.args, in.GetApproval(), in.GetApprovalTools())
+	}
+	for args, msg := range map[string][]string{
+		"give the fields to change":    {"e"},
+		`and --id "f" differ`:          {"e", "--id", "f"},
+		"id is the server's":           {"e", "--json", `{"id":"e"}`},
+		"--env \"K\": want KEY=${VAR}": {"e", "--env", "K"},
+		"--sandbox":                    {"e", "--sandbox", "yes"},
+	} {
+		if _, _, err := input(t, true, msg...); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), args) {
+			t.Errorf("edit %q: %v, want a usage error with %q", msg, err, args)
 		}
 	}
 }
 
-// TestLimitFlags: edit keeps a server's limits unless their flags are given; --rate-limit ""
-// and --max-concurrency 0 remove them.
-func TestLimitFlags(t *testing.T) {
-	st := &mcpgatewayv1.ServerState{Id: "e", Transport: "stdio", Command: "node", RateLimit: "5/s", MaxConcurrency: 2}
-	parse := func(args ...string) *mcpgatewayv1.ServerInput {
-		f := &serverFlags{}
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		f.register(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
+// TestAddSendsItsConfig: add sends the config its flags (and --json) give, and names those
+// fields so that an empty list given clears the stored one; --sandbox replaces the sandbox.
+func TestAddSendsItsConfig(t *testing.T) {
+	in, mask, err := input(t, false, "e", "--command", "node", "--sandbox", "false", "--json", `{"tools_deny":[],"enabled":false}`)
+	slices.Sort(mask)
+	want := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node", Enabled: proto.Bool(false), Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(false)}}
+	if err != nil || !proto.Equal(in, want) || strings.Join(mask, ",") != "command,enabled,id,sandbox,tools_deny" {
+		t.Fatalf("add: %v %v %v", in, mask, err)
+	}
+}
+
+// TestEveryConfigFieldHasAFlag: add, edit and test set every field of a server config with a
+// flag of its own (its name in kebab case), which names it in the mask.
+func TestEveryConfigFieldHasAFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	(&serverFlags{}).register(fs)
+	fields := (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fs.Lookup(flagOf(fd)) == nil {
+			t.Errorf("%s has no flag --%s: add one to serverFlags.register", fd.Name(), flagOf(fd))
 		}
-		in := inputOf(st)
-		if err := f.apply(fs, in); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// TestPlacement: the placement shows where a server runs, marked when pinned there.
+func TestPlacement(t *testing.T) {
+	for s, want := range map[*mcpgatewayv1.ServerState]string{
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "stdio", ToolHost: proto.String("th-1")}, Placement: "th-1"}: "th-1 (pinned)",
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "stdio"}, Placement: "th-2"}:                                 "th-2",
+		{Config: &mcpgatewayv1.ServerConfig{Transport: "streamable-http"}}:                                          "-",
+	} {
+		if got := placement(s); got != want {
+			t.Errorf("placement(%v) = %q, want %q", s, got, want)
 		}
-		return in
-	}
-	if in := parse("--timeout-ms", "5000"); in.GetRateLimit() != "5/s" || in.GetMaxConcurrency() != 2 {
-		t.Fatalf("kept: %v", in)
-	}
-	if in := parse("--rate-limit", "10/m:3", "--max-concurrency", "8"); in.GetRateLimit() != "10/m:3" || in.GetMaxConcurrency() != 8 {
-		t.Fatalf("set: %v", in)
-	}
-	if in := parse("--rate-limit", "", "--max-concurrency", "0"); in.RateLimit == nil || in.GetRateLimit() != "" || in.GetMaxConcurrency() != 0 {
-		t.Fatalf("removed: %v", in)
 	}
 }

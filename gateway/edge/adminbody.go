@@ -23,9 +23,10 @@ func newAdminMarshaler() *adminMarshaler {
 	return &adminMarshaler{runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{EmitUnpopulated: true}}}
 }
 
-// Marshal writes an answer; a ListTools or ListServers answer kept encoded
-// (lazyAdminClient) is written straight from its encoding (appendJSON), or decoded first when
-// appendJSON declines it.
+// Marshal writes an answer in the admin answers' shape (lib/adminjson: a server's state one
+// flat object, every field of a config): a ListTools or ListServers answer kept encoded
+// (lazyAdminClient) straight from its encoding (appendJSON), or decoded first when appendJSON
+// declines it; any other answer with protojson, then adminjson.Shape.
 func (m *adminMarshaler) Marshal(v any) ([]byte, error) {
 	if msg, b, ok := lazyEncoding(v); ok {
 		if out, ok := appendJSON(make([]byte, 0, len(b)+len(b)/4), msg.ProtoReflect().Descriptor(), b); ok {
@@ -37,7 +38,11 @@ func (m *adminMarshaler) Marshal(v any) ([]byte, error) {
 		}
 		v = full
 	}
-	return m.JSONPb.Marshal(v)
+	out, err := m.JSONPb.Marshal(v)
+	if msg, ok := v.(proto.Message); ok && err == nil {
+		return adminjson.Shape(msg.ProtoReflect().Descriptor(), out)
+	}
+	return out, err
 }
 
 // NewDecoder reads the whole body and decodes it by the request it fills. grpc-gateway calls
@@ -50,9 +55,11 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		switch req := v.(type) {
 		case *mcpgatewayv1.UpsertServerRequest:
-			req.Server, err = adminjson.Server(body)
+			req.Server, req.UpdateMask, err = adminjson.Server(body)
+		case *mcpgatewayv1.UpdateServerRequest:
+			req.Server, req.UpdateMask, err = adminjson.ServerPatch(body)
 		case *mcpgatewayv1.TestServerRequest:
-			req.Server, err = adminjson.Server(body)
+			req.Server, _, err = adminjson.Server(body)
 		case *mcpgatewayv1.UpsertPresetRequest:
 			req.Preset, err = adminjson.Preset(body)
 		case *mcpgatewayv1.CallToolRequest:

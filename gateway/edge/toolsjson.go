@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
@@ -89,7 +90,9 @@ func lazyEncoding(m any) (proto.Message, []byte, bool) {
 }
 
 // appendJSON appends the JSON of the message of descriptor md encoded in b; ok is false when
-// b holds something it does not handle (the caller then decodes b and uses protojson).
+// b holds something it does not handle (the caller then decodes b and uses protojson). It
+// writes the admin answers' shape (lib/adminjson): a ServerState's config inline, every field
+// of a ServerConfig.
 func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte, bool) {
 	switch md.FullName() {
 	case "google.protobuf.Struct":
@@ -102,34 +105,52 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 	if strings.HasPrefix(string(md.FullName()), "google.protobuf.") {
 		return out, false // another well-known type: protojson's own shape
 	}
+	out = append(out, '{')
+	out, _, ok := appendMembers(out, md, b, true)
+	return append(out, '}'), ok
+}
+
+// appendMembers appends the members of the JSON object of the message of descriptor md
+// encoded in b, without braces; first says whether nothing precedes them in their object.
+func appendMembers(out []byte, md protoreflect.MessageDescriptor, b []byte, first bool) ([]byte, bool, bool) {
 	fields := md.Fields()
 	vals := make([][][]byte, fields.Len()) // the encoded values of each field, by index
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
-			return out, false
+			return out, first, false
 		}
 		b = b[n:]
 		fd := fields.ByNumber(num)
 		if fd == nil { // unknown to this edge: protojson leaves it out too
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return out, false
+				return out, first, false
 			}
 			b = b[n:]
 			continue
 		}
 		v, n := consumeValue(fd, typ, b)
 		if n < 0 || (fd.Cardinality() != protoreflect.Repeated && len(vals[fd.Index()]) > 0) {
-			return out, false // a singular field twice: proto merges, protojson decides
+			return out, first, false // a singular field twice: proto merges, protojson decides
 		}
 		b = b[n:]
 		vals[fd.Index()] = append(vals[fd.Index()], v)
 	}
-	out = append(out, '{')
-	first := true
+	every := adminjson.EveryField(md)
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if len(vals[i]) == 0 && fd.ContainingOneof() != nil {
+		var ok bool
+		if adminjson.Inlined(fd) {
+			var v []byte // an unset config: every field's zero value
+			if len(vals[i]) > 0 {
+				v = vals[i][0]
+			}
+			if out, first, ok = appendMembers(out, fd.Message(), v, first); !ok {
+				return out, first, false
+			}
+			continue
+		}
+		if len(vals[i]) == 0 && fd.ContainingOneof() != nil && !every {
 			continue // protojson emits no unpopulated oneof member
 		}
 		if !first {
@@ -138,10 +159,9 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 		first = false
 		out, _ = appendString(out, fd.JSONName())
 		out = append(out, ':')
-		var ok bool
 		if fd.IsMap() {
 			if out, ok = appendStringMap(out, vals[i]); !ok {
-				return out, false
+				return out, first, false
 			}
 			continue
 		}
@@ -152,25 +172,25 @@ func appendJSON(out []byte, md protoreflect.MessageDescriptor, b []byte) ([]byte
 					out = append(out, ',')
 				}
 				if out, ok = appendField(out, fd, v); !ok {
-					return out, false
+					return out, first, false
 				}
 			}
 			out = append(out, ']')
 			continue
 		}
 		if len(vals[i]) == 0 {
-			out = appendZero(out, fd)
+			out = appendZero(out, fd, every)
 			continue
 		}
 		if out, ok = appendField(out, fd, vals[i][0]); !ok {
-			return out, false
+			return out, first, false
 		}
 	}
-	return append(out, '}'), true
+	return out, first, true
 }
 
-// consumeValue reads one value of fd (a string, bool, int32, message or map<string, string>
-// entry, as the catalog's and the servers' states have) from b, which follows a tag of wire
+// consumeValue reads one value of fd (a string, bool, int32, int64, message or
+// map<string, string> entry, as the catalog's and the servers' states have) from b, which follows a tag of wire
 // type typ: the value's bytes and their length.
 func consumeValue(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte) ([]byte, int) {
 	if fd.IsMap() {
@@ -188,7 +208,7 @@ func consumeValue(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte)
 			return nil, -1
 		}
 		return protowire.ConsumeBytes(b)
-	case protoreflect.BoolKind, protoreflect.Int32Kind:
+	case protoreflect.BoolKind, protoreflect.Int32Kind, protoreflect.Int64Kind:
 		if typ != protowire.VarintType {
 			return nil, -1
 		}
@@ -209,6 +229,9 @@ func appendField(out []byte, fd protoreflect.FieldDescriptor, v []byte) ([]byte,
 	case protoreflect.Int32Kind:
 		x, _ := protowire.ConsumeVarint(v)
 		return strconv.AppendInt(out, int64(int32(x)), 10), true
+	case protoreflect.Int64Kind: // a string, as protojson writes 64-bit numbers
+		x, _ := protowire.ConsumeVarint(v)
+		return append(strconv.AppendInt(append(out, '"'), int64(x), 10), '"'), true
 	case protoreflect.MessageKind:
 		return appendJSON(out, fd.Message(), v)
 	}
@@ -295,18 +318,13 @@ func appendSortedObject(out []byte, pairs []mapPair, value func([]byte, []byte) 
 	return append(out, '}'), true
 }
 
-// appendZero appends what protojson with EmitUnpopulated writes for an unset singular field.
-func appendZero(out []byte, fd protoreflect.FieldDescriptor) []byte {
-	switch {
-	case fd.HasPresence():
-		return append(out, "null"...)
-	case fd.Kind() == protoreflect.BoolKind:
-		return append(out, "false"...)
-	case fd.Kind() == protoreflect.Int32Kind:
-		return append(out, '0')
-	default: // a string: consumeValue refused every other kind
-		return append(out, `""`...)
+// appendZero appends what protojson with EmitUnpopulated writes for an unset singular field
+// (null for one with presence), or, in a message written with every field, its zero value.
+func appendZero(out []byte, fd protoreflect.FieldDescriptor, every bool) []byte {
+	if every || !fd.HasPresence() {
+		return append(out, adminjson.ZeroJSON(fd)...)
 	}
+	return append(out, "null"...)
 }
 
 // appendStruct appends a google.protobuf.Struct: its fields (map<string, Value>, field 1)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -36,11 +37,15 @@ func compact(t *testing.T, b []byte) string {
 	return out.String()
 }
 
-// viaProtojson is the admin marshaler's answer for m as grpc-gateway's JSONPb writes it.
+// viaProtojson is the admin marshaler's answer for m as grpc-gateway's JSONPb writes it, in
+// the admin answers' shape (adminjson.Shape).
 func viaProtojson(t *testing.T, m proto.Message) string {
 	t.Helper()
 	b, err := newAdminMarshaler().JSONPb.Marshal(m)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = adminjson.Shape(m.ProtoReflect().Descriptor(), b); err != nil {
 		t.Fatal(err)
 	}
 	return compact(t, b)
@@ -105,28 +110,32 @@ func TestToolsJSONIsProtojsons(t *testing.T) {
 }
 
 // A ListServers answer (every server's state with its tools) is written from its encoding as
-// protojson writes it too: maps with sorted keys, int32, repeated strings, optional fields set
-// and unset; a state with a process start time (a Timestamp, which appendJSON leaves to
-// protojson) is decoded and given to protojson.
+// protojson writes it too, in the admin answers' shape (each state one flat object, every
+// field of its config): maps with sorted keys, int32, int64, repeated strings, optional fields
+// set and unset, a state without a config; a state with a process start time (a Timestamp,
+// which appendJSON leaves to protojson) is decoded and given to protojson.
 func TestServersJSONIsProtojsons(t *testing.T) {
 	info := mustStruct(t, `{"name":"srv","version":"1.0"}`)
 	tool := &mcpgatewayv1.ToolEntry{ServerId: "a", Name: "t", ChatName: "mcp_a__t", InputSchema: mustStruct(t, `{"type":"object"}`)}
-	full := &mcpgatewayv1.ServerState{Id: "a", Name: "A \"quoted\"", Transport: "stdio", Command: "node", Args: []string{"x", "", "é\n"},
-		WorkingDir: "/tmp", Env: map[string]string{"Z": "${Z}", "A": "${A}", "": "\u0001", "m": "é"}, Enabled: true, TimeoutMs: -5,
+	full := &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "a", Name: "A \"quoted\"", Transport: "stdio", Command: "node", Args: []string{"x", "", "é\n"},
+		WorkingDir: "/tmp", Env: map[string]string{"Z": "${Z}", "A": "${A}", "": "\u0001", "m": "é"}, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(-5),
+		ToolsAllow: []string{"a*"}, ToolsDeny: []string{}, Expose: proto.Bool(false), RateLimit: proto.String("5/s"), MaxConcurrency: proto.Int32(0),
+		Sandbox: &mcpgatewayv1.Sandbox{Enabled: proto.Bool(true), MemoryBytes: proto.Int64(1 << 40), WritablePaths: []string{"/w"}}},
 		Status: "connected", Connected: true, ProtocolVersion: "2025-06-18", ServerInfo: info, Capabilities: &structpb.Struct{},
-		Tools: []*mcpgatewayv1.ToolEntry{tool, tool}, TestOnly: proto.Bool(false), ToolsAllow: []string{"a*"}, ToolsDeny: []string{}, Expose: true}
+		Tools: []*mcpgatewayv1.ToolEntry{tool, tool}, TestOnly: proto.Bool(false), Placement: "th-1"}
+	id := func(id string) *mcpgatewayv1.ServerConfig { return &mcpgatewayv1.ServerConfig{Id: id} }
 	cases := []struct {
 		name     string
 		m        *mcpgatewayv1.ListServersResponse
 		declined bool
 	}{
 		{"no servers", &mcpgatewayv1.ListServersResponse{}, false},
-		{"states", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{full, {Id: "b", TimeoutMs: 2147483647}, {}}}, false},
-		{"test_only true", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{{Id: "c", TestOnly: proto.Bool(true)}}}, false},
+		{"states", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{full, {Config: &mcpgatewayv1.ServerConfig{Id: "b", TimeoutMs: proto.Int32(2147483647)}}, {}}}, false},
+		{"test_only true", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{{Config: id("c"), TestOnly: proto.Bool(true)}}}, false},
 		{"a process without a start time", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{
-			{Id: "d", Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 42, RestartCount: 1, StderrTail: "a\tb"}}}}, false},
+			{Config: id("d"), Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 42, RestartCount: 1, StderrTail: "a\tb"}}}}, false},
 		{"a process with a start time", &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{
-			{Id: "e", Process: &mcpgatewayv1.ProcessState{State: "ready", StartTime: timestamppb.New(time.Unix(1700000000, 5))}}}}, true},
+			{Config: id("e"), Process: &mcpgatewayv1.ProcessState{State: "ready", StartTime: timestamppb.New(time.Unix(1700000000, 5))}}}}, true},
 	}
 	m := newAdminMarshaler()
 	for _, c := range cases {
@@ -278,6 +287,30 @@ func BenchmarkToolsJSON(b *testing.B) {
 			}
 		}
 	})
+	// The same tools as 30 servers' states (GET /internal/mcp/servers), each state flat with
+	// every field of its config.
+	servers := &mcpgatewayv1.ListServersResponse{}
+	for i := range 30 {
+		id := "server-" + strconv.Itoa(i)
+		servers.Servers = append(servers.Servers, &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: id, Name: id,
+			Transport: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"}, Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+			Enabled: proto.Bool(true), TimeoutMs: proto.Int32(30000), Expose: proto.Bool(true), Approval: proto.String("none"), ApprovalBy: proto.String("admin")},
+			Status: "connected", Connected: true, ProtocolVersion: "2025-11-25", Tools: list.Tools[i*13 : i*13+13]})
+	}
+	swire, err := proto.Marshal(servers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("servers from the encoding", func(b *testing.B) {
+		b.SetBytes(int64(len(swire)))
+		for b.Loop() {
+			lz := &mcpgatewayv1.ListServersResponse{}
+			lz.ProtoReflect().SetUnknown(swire)
+			if _, err := m.Marshal(lz); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // FuzzToolsJSON feeds appendJSON any bytes as a ListToolsResponse (or, with servers, a
@@ -324,6 +357,9 @@ func FuzzToolsJSON(f *testing.F) {
 		want, err := jsonpb.Marshal(m)
 		if err != nil {
 			t.Fatalf("appendJSON wrote %s for a message protojson refuses: %v", got, err)
+		}
+		if want, err = adminjson.Shape(m.ProtoReflect().Descriptor(), want); err != nil {
+			t.Fatal(err)
 		}
 		if g, w := compact(t, got), compact(t, want); g != w {
 			t.Fatalf("from the encoding:\n%s\nprotojson:\n%s", g, w)

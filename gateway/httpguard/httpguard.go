@@ -100,7 +100,7 @@ func (g Guard) originAllowed(origin string) bool {
 const (
 	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-Client-Session-Id"
 	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
-	allowMethods  = "GET, POST, DELETE, OPTIONS"
+	allowMethods  = "GET, POST, PATCH, DELETE, OPTIONS"
 )
 
 // CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights.

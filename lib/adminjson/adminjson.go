@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/lib/jsonerr"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -31,60 +32,58 @@ var (
 	ErrRequest = errors.New("bad request")
 )
 
-// serverAliases maps each multi-word server field to its camelCase spelling.
-var serverAliases = map[string]string{
-	"working_dir": "workingDir", "bearer_token": "bearerToken",
-	"allow_insecure_http": "allowInsecureHttp", "timeout_ms": "timeoutMs",
-	"tools_allow": "toolsAllow", "tools_deny": "toolsDeny", "tool_host": "toolHost",
-	"max_output_bytes": "maxOutputBytes", "approval_tools": "approvalTools",
-	"approval_by": "approvalBy", "rate_limit": "rateLimit", "max_concurrency": "maxConcurrency",
+// serverExample and patchExample are what an empty or malformed server body is told to send.
+const (
+	serverExample = `{"id":"echo","command":"node","args":["server.js"]}`
+	patchExample  = `{"enabled":false}`
+)
+
+// Server reads a server config body (POST /internal/mcp/servers and /servers/test) and the
+// mask of the fields it names (their snake_case names, sorted; a null is not named: it means
+// absent), so that an upsert tells a field sent empty from one left out.
+func Server(body []byte) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error) {
+	return readServer(body, false)
 }
 
-var serverFields = []string{"id", "name", "transport", "command", "args", "working_dir", "env", "url",
-	"bearer_token", "allow_insecure_http", "enabled", "timeout_ms", "tools_allow", "tools_deny", "expose", "tool_host", "max_output_bytes",
-	"approval", "approval_tools", "approval_by", "sandbox", "rate_limit", "max_concurrency"}
+// ServerPatch reads the body of PATCH /internal/mcp/servers/{id}, a JSON merge patch of a server
+// config (RFC 7396; bare or wrapped as {"server":{…}}), and the mask UpdateServer applies: each
+// member names its field, a null one to clear (its default); the sandbox's members are named
+// one by one ("sandbox.network"), true or false as "sandbox.enabled". The id is the path's: a
+// body that names one is refused.
+func ServerPatch(body []byte) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error) {
+	return readServer(body, true)
+}
 
-// serverStateFields are read-only fields of a server state: a client that sends a state back
-// (as Lemonade's GUI does when it edits a server) is not refused for them.
-var serverStateFields = []string{"status", "connected", "last_error", "protocol_version", "server_info",
-	"capabilities", "tools", "test_only", "process", "placement"}
-
-var presetAliases = map[string]string{"system_prompt": "systemPrompt", "mcp_server_ids": "mcpServerIds", "tools_enabled": "toolsEnabled"}
-
-var presetFields = []string{"id", "name", "model", "system_prompt", "mcp_server_ids", "tools_enabled"}
-
-// Server reads a server config body (POST /internal/mcp/servers and /servers/test).
-func Server(body []byte) (*mcpgatewayv1.ServerInput, error) {
-	f, err := fold(body, ErrServer, "server", `{"id":"echo","command":"node","args":["server.js"]}`, serverAliases, serverFields, serverStateFields)
+func readServer(body []byte, patch bool) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error) {
+	example := serverExample
+	if patch {
+		example = patchExample
+	}
+	f, err := fold(body, ErrServer, "server", example, serverFields.aliases, serverFields.names, serverStateFields)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if _, ok := f["id"]; ok && patch {
+		return nil, nil, fmt.Errorf("%w: id is the server's, from the path: leave it out of a PATCH body (a server keeps its id)", ErrServer)
 	}
 	r := reader{f: f, kind: ErrServer}
-	in := &mcpgatewayv1.ServerInput{
-		Id: r.str("id"), Name: r.str("name"), Transport: r.str("transport"), Command: r.str("command"),
-		Args: r.strs("args"), WorkingDir: r.str("working_dir"), Env: r.strMap("env"), Url: r.str("url"),
-		BearerToken: r.str("bearer_token"), AllowInsecureHttp: r.boolean("allow_insecure_http"),
-		Enabled: r.boolean("enabled"), TimeoutMs: r.whole32("timeout_ms", "milliseconds"),
-		ToolsAllow: r.strs("tools_allow"), ToolsDeny: r.strs("tools_deny"), Expose: r.boolean("expose"),
-		ToolHost: r.str("tool_host"), MaxOutputBytes: r.whole32("max_output_bytes", "bytes"),
-		Approval: r.str("approval"), ApprovalTools: r.strs("approval_tools"), ApprovalBy: r.str("approval_by"),
-		RateLimit: r.str("rate_limit"), MaxConcurrency: r.whole32("max_concurrency", "tool calls"),
+	in := &mcpgatewayv1.ServerConfig{}
+	paths := r.message(in.ProtoReflect(), patch)
+	if r.err != nil {
+		return nil, nil, r.err
 	}
-	in.Sandbox = r.sandbox("sandbox")
-	return in, r.err
+	return in, &fieldmaskpb.FieldMask{Paths: paths}, nil
 }
 
 // Preset reads a preset body (POST /internal/mcp/presets).
 func Preset(body []byte) (*mcpgatewayv1.PresetInput, error) {
-	f, err := fold(body, ErrPreset, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetAliases, presetFields, nil)
+	f, err := fold(body, ErrPreset, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetFields.aliases, presetFields.names, nil)
 	if err != nil {
 		return nil, err
 	}
 	r := reader{f: f, kind: ErrPreset}
-	p := &mcpgatewayv1.PresetInput{
-		Id: r.str("id"), Name: r.str("name"), Model: r.str("model"), SystemPrompt: r.str("system_prompt"),
-		McpServerIds: r.strs("mcp_server_ids"), ToolsEnabled: r.boolean("tools_enabled"),
-	}
+	p := &mcpgatewayv1.PresetInput{}
+	r.message(p.ProtoReflect(), false)
 	return p, r.err
 }
 

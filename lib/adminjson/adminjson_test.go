@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 func TestServerShapes(t *testing.T) {
@@ -17,12 +19,12 @@ func TestServerShapes(t *testing.T) {
 		"nulls mean absent": `{"id":"e","command":"node","args":["a.js"],"timeout_ms":5000,"working_dir":"/tmp","url":null,"enabled":null}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			in, err := Server([]byte(body))
+			in, _, err := Server([]byte(body))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if in.GetId() != "e" || in.GetCommand() != "node" || in.GetTimeoutMs() != 5000 || in.GetWorkingDir() != "/tmp" ||
-				len(in.GetArgs()) != 1 || in.Url != nil || in.Enabled != nil {
+				len(in.GetArgs()) != 1 || in.GetUrl() != "" || in.Enabled != nil {
 				t.Fatalf("%v", in)
 			}
 		})
@@ -57,7 +59,7 @@ func TestServerRefusals(t *testing.T) {
 		"tool_allow typo":      {`{"id":"a","tool_allow":["x"]}`, `unknown field "tool_allow": the fields are id, name, transport, command, args, working_dir, env, url, bearer_token, allow_insecure_http, enabled, timeout_ms, tools_allow, tools_deny`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Server([]byte(c.body))
+			_, _, err := Server([]byte(c.body))
 			if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("err = %v, want %q", err, c.msg)
 			}
@@ -82,7 +84,7 @@ func TestServerToolFilters(t *testing.T) {
 		"unicode kept as sent": {`{"tools_allow":["caf\u00e9*"]}`, []string{"café*"}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in, err := Server([]byte(c.body))
+			in, _, err := Server([]byte(c.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,16 +138,18 @@ func FuzzServer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := Server(body)
-		if err != nil {
-			msg := err.Error()
-			if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
-				t.Fatalf("bad error %q", msg)
+		for _, read := range []func([]byte) (*mcpgatewayv1.ServerConfig, *fieldmaskpb.FieldMask, error){Server, ServerPatch} {
+			in, mask, err := read(body)
+			if err != nil {
+				msg := err.Error()
+				if !errors.Is(err, ErrServer) || strings.Contains(msg, "json:") || strings.Contains(msg, "proto:") || strings.Contains(msg, "Go ") {
+					t.Fatalf("bad error %q", msg)
+				}
+				continue
 			}
-			return
-		}
-		if in == nil {
-			t.Fatal("nil input without an error")
+			if in == nil || mask == nil {
+				t.Fatal("nil input without an error")
+			}
 		}
 	})
 }
@@ -153,15 +157,15 @@ func FuzzServer(f *testing.F) {
 // TestServerExpose: expose is read with presence (absent stays absent, for the default true),
 // and a wrong type names the field.
 func TestServerExpose(t *testing.T) {
-	in, err := Server([]byte(`{"id":"e","command":"node"}`))
+	in, _, err := Server([]byte(`{"id":"e","command":"node"}`))
 	if err != nil || in.Expose != nil {
 		t.Fatalf("absent expose: %v, %v", in, err)
 	}
-	in, err = Server([]byte(`{"id":"e","command":"node","expose":false}`))
+	in, _, err = Server([]byte(`{"id":"e","command":"node","expose":false}`))
 	if err != nil || in.Expose == nil || in.GetExpose() {
 		t.Fatalf("expose false: %v, %v", in, err)
 	}
-	if _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
+	if _, _, err := Server([]byte(`{"id":"e","command":"node","expose":"no"}`)); err == nil || !strings.Contains(err.Error(), "expose") {
 		t.Fatalf("expose of the wrong type: %v", err)
 	}
 }
@@ -195,4 +199,74 @@ func FuzzReason(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServerMask: the mask names the fields the body holds, by their snake_case names, a
+// camelCase one folded, an empty list included; a null (absent) and a state field sent back
+// are not named.
+func TestServerMask(t *testing.T) {
+	_, mask, err := Server([]byte(`{"server":{"id":"e","command":"node","toolsDeny":[],"rate_limit":"","expose":null,"status":"connected","sandbox":false}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mask.GetPaths(), ","); got != "command,id,rate_limit,sandbox,tools_deny" {
+		t.Fatalf("mask %s", got)
+	}
+}
+
+// TestServerPatch: a merge patch names each member, a null to clear it; the sandbox member by
+// member ("sandbox.network"), true or false as its enabled; an id is refused (the path's).
+func TestServerPatch(t *testing.T) {
+	in, mask, err := ServerPatch([]byte(`{"rateLimit":null,"tools_deny":[],"enabled":false,"sandbox":{"network":"host","writablePaths":null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mask.GetPaths(), ","); got != "enabled,rate_limit,sandbox.network,sandbox.writable_paths,tools_deny" {
+		t.Fatalf("mask %s", got)
+	}
+	if in.RateLimit != nil || in.Enabled == nil || in.GetEnabled() || in.GetSandbox().GetNetwork() != "host" {
+		t.Fatalf("patch %v", in)
+	}
+	if _, mask, err := ServerPatch([]byte(`{"server":{"sandbox":false}}`)); err != nil || strings.Join(mask.GetPaths(), ",") != "sandbox.enabled" {
+		t.Fatalf("sandbox false: %v %v", mask, err)
+	}
+	if _, mask, err := ServerPatch([]byte(`{"sandbox":null}`)); err != nil || strings.Join(mask.GetPaths(), ",") != "sandbox" {
+		t.Fatalf("sandbox null: %v %v", mask, err)
+	}
+	for body, msg := range map[string]string{
+		`{"id":"x","enabled":true}`:   "id is the server's, from the path: leave it out of a PATCH body",
+		`{}`:                          `the body is empty: send a server such as {"enabled":false}`,
+		`{"enabled":"no"}`:            "enabled must be true or false, not a string",
+		`{"rate_limits":"1/s"}`:       `unknown field "rate_limits"`,
+		`{"sandbox":{"maxPids":1.5}}`: "sandbox.max_pids 1.5 must be a whole number from 0 to 2147483647",
+	} {
+		if _, _, err := ServerPatch([]byte(body)); !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", body, err, msg)
+		}
+	}
+}
+
+// TestEveryNumberHasAUnit: an integer field's errors say what it counts.
+func TestEveryNumberHasAUnit(t *testing.T) {
+	for _, fs := range []fieldSet{serverFields, sandboxFields} {
+		fields := fs.md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if k := fd.Kind(); (k == protoreflect.Int32Kind || k == protoreflect.Int64Kind) && units[fd.FullName()] == "" {
+				t.Errorf("%s has no unit in units", fd.FullName())
+			}
+		}
+	}
+}
+
+// TestSandboxMemoryAsItIsShown: memory_bytes, a 64-bit number, is shown as protojson writes it
+// (a string of digits) and read back so; any other string is refused naming the field.
+func TestSandboxMemoryAsItIsShown(t *testing.T) {
+	in, _, err := Server([]byte(`{"sandbox":{"memory_bytes":"1073741824"}}`))
+	if err != nil || in.GetSandbox().GetMemoryBytes() != 1<<30 {
+		t.Fatalf("%v %v", in, err)
+	}
+	if _, _, err := Server([]byte(`{"sandbox":{"memory_bytes":"1GB"}}`)); err == nil || !strings.Contains(err.Error(), "sandbox.memory_bytes must be a number of bytes (or a string of its decimal digits), not a string") {
+		t.Fatalf("1GB: %v", err)
+	}
 }

@@ -10,42 +10,36 @@ import (
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
-
-// sandboxFields are the members of a server's "sandbox" object (docs/untrusted-tools.md).
-var sandboxFields = []string{"enabled", "network", "allow_hosts", "writable_paths", "readable_paths",
-	"memory_bytes", "max_pids", "cpu_seconds", "open_files"}
-
-var sandboxAliases = map[string]string{
-	"allow_hosts": "allowHosts", "writable_paths": "writablePaths", "readable_paths": "readablePaths",
-	"memory_bytes": "memoryBytes", "max_pids": "maxPids", "cpu_seconds": "cpuSeconds", "open_files": "openFiles",
-}
 
 const sandboxExample = `true, false or an object such as {"network":"none","writable_paths":["/var/lib/my-server"]}`
 
-// sandbox reads "sandbox": true, false (enabled alone) or an object of sandboxFields. The
-// members' errors name them as sandbox.<member>; mcpgateway checks the values.
-func (r *reader) sandbox(k string) *mcpgatewayv1.Sandbox {
+// sandbox reads "sandbox": true, false (enabled alone) or an object of Sandbox's fields (snake
+// or camelCase). The members' errors name them as sandbox.<member>; mcpgateway checks the
+// values. members are the fields the value names ("enabled" for true and false), for a merge
+// patch's mask; with patch a null member is named too (to clear it), else it is absent.
+func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, members []string) {
 	raw, ok := r.get(k)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	switch raw[0] {
 	case 't', 'f':
 		b := r.boolean(k)
 		if b == nil {
-			return nil
+			return nil, nil
 		}
-		return &mcpgatewayv1.Sandbox{Enabled: b}
+		return &mcpgatewayv1.Sandbox{Enabled: b}, []string{"enabled"}
 	case '{':
 	default:
 		r.fail(k, sandboxExample, raw)
-		return nil
+		return nil, nil
 	}
 	var f map[string]json.RawMessage
 	if json.Unmarshal(raw, &f) != nil {
 		r.fail(k, sandboxExample, raw)
-		return nil
+		return nil, nil
 	}
 	sub := map[string]json.RawMessage{}
 	var unknown []string
@@ -53,11 +47,11 @@ func (r *reader) sandbox(k string) *mcpgatewayv1.Sandbox {
 		if snake, ok := camelToSnake(name); ok {
 			if _, both := f[snake]; both {
 				r.setErr(fmt.Errorf("%w: %s.%s and %s.%s are the same field: send one of them", r.kind, k, snake, k, name))
-				return nil
+				return nil, nil
 			}
 			name = snake
 		}
-		if !slices.Contains(sandboxFields, name) {
+		if !slices.Contains(sandboxFields.names, name) {
 			unknown = append(unknown, strconv.Quote(name))
 			continue
 		}
@@ -65,27 +59,44 @@ func (r *reader) sandbox(k string) *mcpgatewayv1.Sandbox {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		r.setErr(fmt.Errorf("%w: unknown field %s in %s: its fields are %s", r.kind, strings.Join(unknown, ", "), k, strings.Join(sandboxFields, ", ")))
-		return nil
+		r.setErr(fmt.Errorf("%w: unknown field %s in %s: its fields are %s", r.kind, strings.Join(unknown, ", "), k, strings.Join(sandboxFields.names, ", ")))
+		return nil, nil
 	}
 	s := reader{f: sub, kind: r.kind}
-	sb := &mcpgatewayv1.Sandbox{
-		Enabled: s.boolean(k + ".enabled"), Network: s.str(k + ".network"),
-		AllowHosts: s.strs(k + ".allow_hosts"), WritablePaths: s.strs(k + ".writable_paths"), ReadablePaths: s.strs(k + ".readable_paths"),
-		MemoryBytes: s.whole(k+".memory_bytes", "a number of bytes", math.MaxInt64),
+	sb = &mcpgatewayv1.Sandbox{}
+	m := sb.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		key := k + "." + string(fd.Name())
+		raw, named := sub[key]
+		if !named {
+			continue
+		}
+		if _, ok := s.get(key); !ok { // null
+			if patch {
+				members = append(members, string(fd.Name()))
+			}
+			continue
+		}
+		if fd.Kind() == protoreflect.Int32Kind { // from 0: a count of the server's own
+			if v := s.whole(key, "a number of "+units[fd.FullName()], math.MaxInt32, false); v != nil {
+				m.Set(fd, protoreflect.ValueOfInt32(int32(*v)))
+			}
+		} else if v, ok := s.value(m, fd, key, raw); ok {
+			m.Set(fd, v)
+		}
+		members = append(members, string(fd.Name()))
 	}
-	sb.MaxPids = int32p(s.whole(k+".max_pids", "a number of processes", math.MaxInt32))
-	sb.CpuSeconds = int32p(s.whole(k+".cpu_seconds", "a number of seconds", math.MaxInt32))
-	sb.OpenFiles = int32p(s.whole(k+".open_files", "a number of files", math.MaxInt32))
 	if s.err != nil {
 		r.setErr(s.err)
-		return nil
+		return nil, nil
 	}
-	return sb
+	return sb, members
 }
 
 func camelToSnake(name string) (string, bool) {
-	for snake, camel := range sandboxAliases {
+	for snake, camel := range sandboxFields.aliases {
 		if camel == name {
 			return snake, true
 		}
@@ -99,10 +110,22 @@ func (r *reader) setErr(err error) {
 	}
 }
 
-// whole reads a whole number from 0 to most (mcpgateway checks the range).
-func (r *reader) whole(k, want string, most float64) *int64 {
+// whole reads a whole number from 0 to most (mcpgateway checks the range). quoted (a 64-bit
+// field) also reads a string of decimal digits, as protojson writes such a number, so that a
+// state sent back reads as it was written.
+func (r *reader) whole(k, want string, most float64, quoted bool) *int64 {
 	raw, ok := r.get(k)
 	if !ok {
+		return nil
+	}
+	if quoted && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+				return &n
+			}
+		}
+		r.fail(k, want+" (or a string of its decimal digits)", raw)
 		return nil
 	}
 	var x float64
@@ -116,12 +139,4 @@ func (r *reader) whole(k, want string, most float64) *int64 {
 	}
 	v := int64(x)
 	return &v
-}
-
-func int32p(v *int64) *int32 {
-	if v == nil {
-		return nil
-	}
-	n := int32(*v)
-	return &n
 }

@@ -69,6 +69,7 @@ var methods = []struct {
 	{"/zest.mcpgateway.v1.AdminService/GetPreset", true, "reads the registry"},
 	{"/zest.mcpgateway.v1.AdminService/ListActivity", true, "reads the answering replica's ring (each keeps its own)"},
 	{"/zest.mcpgateway.v1.AdminService/UpsertServer", false, "writes the registry"},
+	{"/zest.mcpgateway.v1.AdminService/UpdateServer", false, "writes the registry"},
 	{"/zest.mcpgateway.v1.AdminService/DeleteServer", false, "writes the registry"},
 	{"/zest.mcpgateway.v1.AdminService/UpsertPreset", false, "writes the registry"},
 	{"/zest.mcpgateway.v1.AdminService/DeletePreset", false, "writes the registry"},

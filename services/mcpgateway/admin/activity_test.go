@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -25,7 +24,7 @@ func TestCallToolActivity(t *testing.T) {
 		s.record(calls)
 		ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key-for-activity"}).Context(
 			metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key-for-activity")))
-		in := &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL)}
+		in := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "http", Url: u.URL}
 		if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 			t.Fatal(err)
 		}

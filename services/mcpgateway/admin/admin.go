@@ -99,27 +99,19 @@ func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsReques
 	return snap.ListTools(), nil
 }
 
-// stateOf is the config part of a server's state.
+// stateOf is the state of the server of config c before its connection is looked at: c, with
+// approval and approval_by shown as what they mean when the server sets none.
 func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	out := &mcpgatewayv1.ServerState{
-		Id: c.GetId(), Name: c.GetName(), Transport: c.GetTransport(), Command: c.GetCommand(), Args: c.GetArgs(),
-		WorkingDir: c.GetWorkingDir(), Env: c.GetEnv(), Url: c.GetUrl(), BearerToken: c.GetBearerToken(),
-		AllowInsecureHttp: c.GetAllowInsecureHttp(), Enabled: c.GetEnabled(), TimeoutMs: c.GetTimeoutMs(),
-		ToolsAllow: c.GetToolsAllow(), ToolsDeny: c.GetToolsDeny(), Expose: c.GetExpose(), ToolHost: c.GetToolHost(),
-		MaxOutputBytes: c.GetMaxOutputBytes(), Approval: c.GetApproval(), ApprovalTools: c.GetApprovalTools(), ApprovalBy: serverconfig.ApprovalBy(c), Tools: []*mcpgatewayv1.ToolEntry{},
-		RateLimit: c.GetRateLimit(), MaxConcurrency: c.GetMaxConcurrency(),
+	if c.Approval == nil || c.ApprovalBy == nil {
+		c = proto.CloneOf(c)
+		if c.Approval == nil {
+			c.Approval = proto.String(serverconfig.ApprovalNone)
+		}
+		if c.ApprovalBy == nil {
+			c.ApprovalBy = proto.String(serverconfig.ApprovalBy(c))
+		}
 	}
-	if out.Approval == "" { // stored as absent: shown as what it means
-		out.Approval = serverconfig.ApprovalNone
-	}
-	out.Sandbox = c.GetSandbox()
-	if out.Args == nil {
-		out.Args = []string{}
-	}
-	if out.Env == nil {
-		out.Env = map[string]string{}
-	}
-	return out
+	return &mcpgatewayv1.ServerState{Config: c, Tools: []*mcpgatewayv1.ToolEntry{}}
 }
 
 // state is a config plus its connection state and tools, from the catalog as it is now.
@@ -155,30 +147,75 @@ func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) 
 	return out
 }
 
-// UpsertServer validates and stores a config. A changed config of a connected server
-// disconnects it; it reconnects on next use. A change of its tool filters alone does not:
+// UpsertServer validates and stores a config: a new server as sent (with the defaults), a
+// registered one with its Lemonade fields replaced and the Zest fields the request leaves out
+// kept (serverconfig.Upsert). A changed config of a connected server disconnects it; it
+// reconnects on next use. A change of its tool filters, approvals or limits alone does not:
 // they apply at once to what the open connection listed.
 func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServerRequest) (*mcpgatewayv1.UpsertServerResponse, error) {
 	s.upsertMu.Lock()
 	defer s.upsertMu.Unlock()
-	cfg, err := serverconfig.Parse(req.GetServer(), func(id string) bool {
+	var old *mcpgatewayv1.ServerConfig
+	if id := req.GetServer().GetId(); id != "" {
+		var err error
+		if old, err = s.reg.GetServer(ctx, id); err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return nil, toStatus(err)
+		}
+	}
+	in, err := serverconfig.Upsert(old, req.GetServer(), req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	cfg, err := serverconfig.Parse(in, func(id string) bool {
 		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	old, err := s.reg.GetServer(ctx, cfg.GetId())
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
-		return nil, toStatus(err)
+	if err := s.store(ctx, old, cfg); err != nil {
+		return nil, err
 	}
+	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
+}
+
+// store writes cfg, the config of a server whose stored one was old (nil when new), notes the
+// fields it changed for the audit trail and applies the change to the replica's live state.
+func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig) error {
 	if err := s.reg.PutServer(ctx, cfg); err != nil {
-		return nil, toStatus(err)
+		return toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, cfg))
 	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
-	return &mcpgatewayv1.UpsertServerResponse{Server: cfg}, nil
+	return nil
+}
+
+// UpdateServer changes the fields of a registered server that the request's mask names and
+// keeps every other (serverconfig.Update), checked as an upsert is; an unknown id is NotFound.
+func (s *Service) UpdateServer(ctx context.Context, req *mcpgatewayv1.UpdateServerRequest) (*mcpgatewayv1.UpdateServerResponse, error) {
+	s.upsertMu.Lock()
+	defer s.upsertMu.Unlock()
+	id := req.GetServer().GetId()
+	if id == "" {
+		return nil, toStatus(fmt.Errorf("%w: server.id is required: the id of the server to update", serverconfig.ErrInvalid))
+	}
+	old, err := s.reg.GetServer(ctx, id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	in, err := serverconfig.Update(old, req.GetServer(), req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	cfg, err := serverconfig.Parse(in, nil)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.store(ctx, old, cfg); err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.UpdateServerResponse{Server: cfg}, nil
 }
 
 // TestServer connects to a config without saving it, lists its tools and disconnects.

@@ -15,7 +15,6 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
 func newService(t *testing.T) *Service {
@@ -78,7 +77,7 @@ func TestListServersDuringConnect(t *testing.T) {
 	u := mcptest.Start(t, mcptest.Options{InitializeGate: gate, OnInitialize: func() { arrived <- struct{}{} }})
 	s := newService(t)
 	ctx := t.Context()
-	body := &mcpgatewayv1.ServerInput{Id: proto.String("slow"), Transport: proto.String("streamable-http"), Url: proto.String(u.URL)}
+	body := &mcpgatewayv1.ServerConfig{Id: "slow", Transport: "streamable-http", Url: u.URL}
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: body}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // The tool list is the catalog's snapshot: read twice with nothing changed it is the same
@@ -27,7 +26,7 @@ func TestToolListFollowsTheNextChange(t *testing.T) {
 
 	s := newService(t)
 	ctx := t.Context()
-	in := &mcpgatewayv1.ServerInput{Id: proto.String("grow"), Transport: proto.String("http"), Url: proto.String(hs.URL + "/mcp"), AllowInsecureHttp: proto.Bool(true)}
+	in := &mcpgatewayv1.ServerConfig{Id: "grow", Transport: "http", Url: hs.URL + "/mcp", AllowInsecureHttp: true}
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 func names(entries []*mcpgatewayv1.ToolEntry) string {
@@ -32,8 +33,10 @@ func TestToolFilters(t *testing.T) {
 	ctx := t.Context()
 	upsert := func(allow, deny []string) {
 		t.Helper()
-		in := &mcpgatewayv1.ServerInput{Id: proto.String("every"), Transport: proto.String("http"), Url: proto.String(u.URL), ToolsAllow: allow, ToolsDeny: deny}
-		r, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in})
+		in := &mcpgatewayv1.ServerConfig{Id: "every", Transport: "http", Url: u.URL, ToolsAllow: allow, ToolsDeny: deny}
+		// Named in the mask, an empty list clears the stored one.
+		mask := &fieldmaskpb.FieldMask{Paths: []string{"tools_allow", "tools_deny"}}
+		r, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in, UpdateMask: mask})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +83,7 @@ func TestToolFilters(t *testing.T) {
 
 	upsert([]string{"echo", "get-*"}, nil)
 	c, err := s.ConnectServer(ctx, &mcpgatewayv1.ConnectServerRequest{Id: "every"})
-	if err != nil || names(c.GetServer().GetTools()) != "echo,get-env,get-sum" || !slices.Equal(c.GetServer().GetToolsAllow(), []string{"echo", "get-*"}) {
+	if err != nil || names(c.GetServer().GetTools()) != "echo,get-env,get-sum" || !slices.Equal(c.GetServer().GetConfig().GetToolsAllow(), []string{"echo", "get-*"}) {
 		t.Fatalf("ConnectServer: %v %v", c, err)
 	}
 	shown("echo,get-env,get-sum")
@@ -110,7 +113,7 @@ func TestToolFilters(t *testing.T) {
 	}
 
 	// A change of more than the filters reconnects on next use, as any config change does.
-	in := &mcpgatewayv1.ServerInput{Id: proto.String("every"), Transport: proto.String("http"), Url: proto.String(u.URL), TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"echo"}}
+	in := &mcpgatewayv1.ServerConfig{Id: "every", Transport: "http", Url: u.URL, TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"echo"}}
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +122,9 @@ func TestToolFilters(t *testing.T) {
 	}
 	refused("echo", "tools_deny", "echo", `tools_deny pattern "echo"`)
 
-	ts, err := s.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Transport: proto.String("http"), Url: proto.String(u.URL), ToolsDeny: []string{"*-env"}}})
-	if err != nil || names(ts.GetServer().GetTools()) != "echo,get-sum" || !slices.Equal(ts.GetServer().GetToolsDeny(), []string{"*-env"}) {
+	ts, err := s.TestServer(ctx, &mcpgatewayv1.TestServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Transport: "http", Url: u.URL, ToolsDeny: []string{"*-env"}}})
+	if err != nil || names(ts.GetServer().GetTools()) != "echo,get-sum" || !slices.Equal(ts.GetServer().GetConfig().GetToolsDeny(), []string{"*-env"}) {
 		t.Fatalf("TestServer: %v %v", ts, err)
 	}
 	noViolations(t, u)
@@ -137,8 +140,8 @@ func noViolations(t *testing.T, u *mcptest.Upstream) {
 // A bad pattern is refused with InvalidArgument (the edge answers 400) naming the field.
 func TestUpsertRefusesABadPattern(t *testing.T) {
 	s := newService(t)
-	_, err := s.UpsertServer(t.Context(), &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerInput{
-		Id: proto.String("e"), Command: proto.String("node"), ToolsDeny: []string{"echo", "[a"}}})
+	_, err := s.UpsertServer(t.Context(), &mcpgatewayv1.UpsertServerRequest{Server: &mcpgatewayv1.ServerConfig{
+		Id: "e", Command: "node", ToolsDeny: []string{"echo", "[a"}}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tools_deny[1] "[a" is not a valid glob pattern`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -19,18 +19,18 @@ func TestCallToolOutputLimit(t *testing.T) {
 	u := mcptest.Start(t, mcptest.Options{})
 	s := newService(t)
 	ctx := t.Context()
-	for _, n := range []int32{0, 1023, 40<<20 + 1, -5} {
-		in := &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL), MaxOutputBytes: proto.Int32(n)}
+	for _, n := range []int32{1023, 40<<20 + 1, -5} {
+		in := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "http", Url: u.URL, MaxOutputBytes: proto.Int32(n)}
 		_, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "max_output_bytes") || !strings.Contains(err.Error(), "from 1024 (1 KiB) to 41943040") {
 			t.Errorf("max_output_bytes %d: %v", n, err)
 		}
 	}
-	in := &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL), MaxOutputBytes: proto.Int32(1024)}
+	in := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "http", Url: u.URL, MaxOutputBytes: proto.Int32(1024)}
 	if _, err := s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"}); err != nil || st.GetServer().GetMaxOutputBytes() != 1024 {
+	if st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"}); err != nil || st.GetServer().GetConfig().GetMaxOutputBytes() != 1024 {
 		t.Fatalf("state %v %v", st, err)
 	}
 	call := func(text string) *structpb.Struct {

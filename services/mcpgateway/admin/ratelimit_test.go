@@ -19,12 +19,12 @@ func TestCallToolServerLimits(t *testing.T) {
 	u := mcptest.Start(t, mcptest.Options{})
 	s := newService(t)
 	ctx := t.Context()
-	server := func(rate string, conc int32) *mcpgatewayv1.ServerInput {
-		return &mcpgatewayv1.ServerInput{Id: proto.String("echo"), Transport: proto.String("http"), Url: proto.String(u.URL),
+	server := func(rate string, conc int32) *mcpgatewayv1.ServerConfig {
+		return &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "http", Url: u.URL,
 			RateLimit: proto.String(rate), MaxConcurrency: proto.Int32(conc)}
 	}
 	for _, c := range []struct {
-		in    *mcpgatewayv1.ServerInput
+		in    *mcpgatewayv1.ServerConfig
 		field string
 	}{
 		{server("20", 0), "rate_limit"},
@@ -53,7 +53,7 @@ func TestCallToolServerLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := s.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "echo"})
-	if err != nil || st.GetServer().GetRateLimit() != "1/h" || st.GetServer().GetMaxConcurrency() != 4 {
+	if err != nil || st.GetServer().GetConfig().GetRateLimit() != "1/h" || st.GetServer().GetConfig().GetMaxConcurrency() != 4 {
 		t.Fatalf("state %v %v", st, err)
 	}
 	call := func() error {

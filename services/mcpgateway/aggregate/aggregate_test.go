@@ -138,12 +138,12 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	}
 	t.Cleanup(func() { reg.Close() })
 	for _, cfg := range []*mcpgatewayv1.ServerConfig{
-		{Id: "alpha", Transport: "streamable-http", Url: alphaURL, Enabled: true, Expose: true, TimeoutMs: 5000, ToolsDeny: []string{"secret"}},
-		{Id: "beta", Transport: "streamable-http", Url: betaURL, Enabled: true, Expose: true, TimeoutMs: 5000},
-		{Id: "hidden", Transport: "streamable-http", Url: alphaURL, Enabled: true, Expose: false, TimeoutMs: 5000},
-		{Id: "off", Transport: "streamable-http", Url: alphaURL, Enabled: false, Expose: true, TimeoutMs: 5000},
-		{Id: "down", Transport: "streamable-http", Url: downURL, Enabled: true, Expose: true, TimeoutMs: 2000},
-		{Id: "many", Transport: "streamable-http", Url: manyHTTP.URL, Enabled: true, Expose: true, TimeoutMs: 5000},
+		{Id: "alpha", Transport: "streamable-http", Url: alphaURL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"secret"}},
+		{Id: "beta", Transport: "streamable-http", Url: betaURL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000)},
+		{Id: "hidden", Transport: "streamable-http", Url: alphaURL, Enabled: proto.Bool(true), Expose: proto.Bool(false), TimeoutMs: proto.Int32(5000)},
+		{Id: "off", Transport: "streamable-http", Url: alphaURL, Enabled: proto.Bool(false), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000)},
+		{Id: "down", Transport: "streamable-http", Url: downURL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(2000)},
+		{Id: "many", Transport: "streamable-http", Url: manyHTTP.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000)},
 	} {
 		if err := reg.PutServer(t.Context(), cfg); err != nil {
 			t.Fatal(err)
@@ -706,7 +706,7 @@ func TestChangedWakesTheStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	alpha = proto.CloneOf(alpha)
-	alpha.Enabled = false
+	alpha.Enabled = proto.Bool(false)
 	if err := f.reg.PutServer(t.Context(), alpha); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestToolResultOverTheServerLimit: a preset's tools/call is held to its server's
@@ -17,7 +18,7 @@ func TestToolResultOverTheServerLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tight := &mcpgatewayv1.ServerConfig{Id: "tight", Transport: alpha.GetTransport(), Url: alpha.GetUrl(), Enabled: true, Expose: true, TimeoutMs: 5000, MaxOutputBytes: 1024}
+	tight := &mcpgatewayv1.ServerConfig{Id: "tight", Transport: alpha.GetTransport(), Url: alpha.GetUrl(), Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), MaxOutputBytes: proto.Int32(1024)}
 	if err := f.reg.PutServer(t.Context(), tight); err != nil {
 		t.Fatal(err)
 	}

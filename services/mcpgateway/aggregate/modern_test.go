@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -243,7 +244,7 @@ func TestModernBridgesProviderRequests(t *testing.T) {
 	// client's).
 	for _, id := range []string{"asker", "other"} {
 		u := mcptest.Start(t, mcptest.Options{Ask: true})
-		if err := f.reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: id, Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 5000}); err != nil {
+		if err := f.reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: id, Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestToolCallOverTheServerRateLimit: a preset's tools/call is held to its server's
@@ -16,7 +17,7 @@ func TestToolCallOverTheServerRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limited := &mcpgatewayv1.ServerConfig{Id: "limited", Transport: alpha.GetTransport(), Url: alpha.GetUrl(), Enabled: true, Expose: true, TimeoutMs: 5000, RateLimit: "1/h"}
+	limited := &mcpgatewayv1.ServerConfig{Id: "limited", Transport: alpha.GetTransport(), Url: alpha.GetUrl(), Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), RateLimit: proto.String("1/h")}
 	if err := f.reg.PutServer(t.Context(), limited); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 // CallTool is a tool call: activity records it, as every path's.
 var adminActions = map[string]string{
 	mcpgatewayv1.AdminService_UpsertServer_FullMethodName:     "upsert_server",
+	mcpgatewayv1.AdminService_UpdateServer_FullMethodName:     "update_server",
 	mcpgatewayv1.AdminService_TestServer_FullMethodName:       "test_server",
 	mcpgatewayv1.AdminService_DeleteServer_FullMethodName:     "delete_server",
 	mcpgatewayv1.AdminService_ConnectServer_FullMethodName:    "connect_server",
@@ -66,6 +67,8 @@ func targetOf(req, resp any) (target, server string) {
 			target = out.GetServer().GetId()
 		}
 		return target, target
+	case *mcpgatewayv1.UpdateServerRequest:
+		return r.GetServer().GetId(), r.GetServer().GetId()
 	case *mcpgatewayv1.TestServerRequest:
 		return r.GetServer().GetId(), r.GetServer().GetId()
 	case *mcpgatewayv1.UpsertPresetRequest:

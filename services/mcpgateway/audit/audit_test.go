@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // fakeStore records the batches written and the bounds of each trim, which reports trimmed;
@@ -244,8 +245,8 @@ func TestInterceptor(t *testing.T) {
 
 // TestChanged names the fields that differ, and every set field of a creation.
 func TestChanged(t *testing.T) {
-	old := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"x"}, Env: map[string]string{"K": "${K}"}, Enabled: true}
-	cur := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"y"}, Env: map[string]string{"K": "${K2}"}, Enabled: true, TimeoutMs: 5}
+	old := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"x"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true)}
+	cur := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"y"}, Env: map[string]string{"K": "${K2}"}, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5)}
 	if got := strings.Join(Changed(old, cur), ","); got != "args,env,timeout_ms" {
 		t.Fatalf("changed %q", got)
 	}

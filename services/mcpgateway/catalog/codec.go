@@ -78,7 +78,7 @@ func (c *Catalog) encodeServers(r *mcpgatewayv1.ListServersResponse) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		wires := snap.wiresOf(st.GetId(), st.GetTools())
+		wires := snap.wiresOf(st.GetConfig().GetId(), st.GetTools())
 		for i, e := range st.GetTools() {
 			w := wires[i]
 			if w == nil {

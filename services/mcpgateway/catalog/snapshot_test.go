@@ -101,8 +101,8 @@ func snapshot(t *testing.T, c *Catalog) *Snapshot {
 func TestSnapshotFollowsChanges(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
-	a := &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true}
-	b := &mcpgatewayv1.ServerConfig{Id: "b", Name: "B", Enabled: true}
+	a := &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true)}
+	b := &mcpgatewayv1.ServerConfig{Id: "b", Name: "B", Enabled: proto.Bool(true)}
 	f.put(a)
 	f.put(b)
 	steps := []struct {
@@ -118,10 +118,10 @@ func TestSnapshotFollowsChanges(t *testing.T) {
 		{"the same names listed again", func() { f.list("b", "mid") },
 			"mcp_a__alpha,mcp_a__beta,mcp_a__zeta,mcp_b__mid"},
 		{"tools_deny edited", func() {
-			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true, ToolsDeny: []string{"a*"}})
+			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true), ToolsDeny: []string{"a*"}})
 		}, "mcp_a__beta,mcp_a__zeta,mcp_b__mid"},
 		{"tools_allow edited", func() {
-			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true, ToolsAllow: []string{"z*"}})
+			f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true), ToolsAllow: []string{"z*"}})
 		}, "mcp_a__zeta,mcp_b__mid"},
 		{"disconnected", func() { f.mu.Lock(); f.disconnect("b"); f.mu.Unlock() }, "mcp_a__zeta"},
 		{"reconnected with other tools", func() { f.list("b", "new") }, "mcp_a__zeta,mcp_b__new"},
@@ -149,7 +149,7 @@ func TestSnapshotRebuildsOnlyChangedServers(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
 	for _, id := range []string{"a", "b"} {
-		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: true})
+		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: proto.Bool(true)})
 		f.list(id, "t1", "t2")
 	}
 	s1 := snapshot(t, c)
@@ -163,7 +163,7 @@ func TestSnapshotRebuildsOnlyChangedServers(t *testing.T) {
 	}
 	// An equal config under another pointer (a registry that decodes on every read) is
 	// no change.
-	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "a", Enabled: true})
+	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "a", Enabled: proto.Bool(true)})
 	if s3 := snapshot(t, c); s3 != s2 {
 		t.Fatal("an equal config made a new snapshot")
 	}
@@ -175,7 +175,7 @@ func TestSnapshotViews(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
 	for _, id := range []string{"a", "b", "c"} {
-		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: true})
+		f.put(&mcpgatewayv1.ServerConfig{Id: id, Name: id, Enabled: proto.Bool(true)})
 	}
 	f.list("a", "zeta", "alpha")
 	f.list("b", "mid")
@@ -201,7 +201,7 @@ func TestSnapshotViews(t *testing.T) {
 func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	f := newFake()
 	c := New(f, f, nil)
-	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: true})
+	f.put(&mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Enabled: proto.Bool(true)})
 	f.list("a", "one", "two")
 	old := snapshot(t, c)
 	f.list("a", "one", "two", "three")
@@ -209,14 +209,14 @@ func TestCodecSendsTheKeptEncoding(t *testing.T) {
 	codec := c.Codec()
 	info, _ := structpb.NewStruct(map[string]any{"name": "srv", "nested": map[string]any{"list": []any{1, "x", nil}}})
 	state := func(tools []*mcpgatewayv1.ToolEntry) *mcpgatewayv1.ServerState {
-		return &mcpgatewayv1.ServerState{Id: "a", Name: "A", Args: []string{"x", "y"}, Env: map[string]string{"K": "${K}", "J": "${J}"},
-			TimeoutMs: 5000, Connected: true, ServerInfo: info, Tools: tools, TestOnly: proto.Bool(false),
-			Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 7}, ToolsDeny: []string{"z*"}}
+		return &mcpgatewayv1.ServerState{Config: &mcpgatewayv1.ServerConfig{Id: "a", Name: "A", Args: []string{"x", "y"}, Env: map[string]string{"K": "${K}", "J": "${J}"},
+			TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"z*"}}, Connected: true, ServerInfo: info, Tools: tools, TestOnly: proto.Bool(false),
+			Process: &mcpgatewayv1.ProcessState{State: "ready", Pid: 7}}
 	}
 	servers := []proto.Message{
 		&mcpgatewayv1.ListServersResponse{},
 		// the snapshot's own entries: their kept encodings are appended
-		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(s.Server("a")), {Id: "b"}}},
+		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(s.Server("a")), {Config: &mcpgatewayv1.ServerConfig{Id: "b"}}}},
 		// an older snapshot's entries of the server: encoded here
 		&mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{state(old.Server("a")), state(nil)}},
 	}

@@ -42,7 +42,7 @@ func open(t *testing.T) (*countingRegistry, *Registry) {
 func TestReadsSeeWrites(t *testing.T) {
 	c, r := open(t)
 	ctx := t.Context()
-	a := &mcpgatewayv1.ServerConfig{Id: "a", Enabled: true}
+	a := &mcpgatewayv1.ServerConfig{Id: "a", Enabled: proto.Bool(true)}
 	if err := c.Registry.PutServer(ctx, a); err != nil { // written before the cache existed
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestReadsSeeWrites(t *testing.T) {
 	if c.reads != 1 {
 		t.Fatalf("%d registry reads for 3 gets, want 1", c.reads)
 	}
-	if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "a", Enabled: false}); err != nil {
+	if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "a", Enabled: proto.Bool(false)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.GetServer(ctx, "a"); got.GetEnabled() {
@@ -93,7 +93,7 @@ func TestAFillThatRacedAWriteIsDropped(t *testing.T) {
 	}
 	t.Cleanup(func() { bolt.Close() })
 	ctx := t.Context()
-	old := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node"}
+	old := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node", Enabled: proto.Bool(true), Expose: proto.Bool(true)}
 	newer := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node", ToolsDeny: []string{"*"}}
 	if err := bolt.PutServer(ctx, old); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestListServersFromMemory(t *testing.T) {
 	if err := c.Registry.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "b"}); err != nil { // before the cache
 		t.Fatal(err)
 	}
-	a := &mcpgatewayv1.ServerConfig{Id: "a", Enabled: true}
+	a := &mcpgatewayv1.ServerConfig{Id: "a", Enabled: proto.Bool(true)}
 	if err := r.PutServer(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestResyncReadsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A write memory missed (the watch lost it).
-	if err := c.Registry.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "a", Enabled: true}); err != nil {
+	if err := c.Registry.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "a", Enabled: proto.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.GetServer(ctx, "a"); got.GetEnabled() {
@@ -257,7 +257,7 @@ func TestAFillThatRacedAChangeIsDropped(t *testing.T) {
 	}
 	t.Cleanup(func() { bolt.Close() })
 	ctx := t.Context()
-	old := &mcpgatewayv1.ServerConfig{Id: "e"}
+	old := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: proto.Bool(true), Expose: proto.Bool(true)}
 	if err := bolt.PutServer(ctx, old); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestAWriteOvertakenByAChangeIsNotKept(t *testing.T) {
 	ctx := t.Context()
 	o := &overtakingRegistry{Registry: bolt}
 	c := New(o)
-	theirs := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: true}
+	theirs := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: proto.Bool(true)}
 	o.during = func() {
 		if err := bolt.PutServer(ctx, theirs); err != nil {
 			t.Error(err)
@@ -354,7 +354,7 @@ func TestOwnWriteBackBeforeItReturns(t *testing.T) {
 	if err := c.PutServer(ctx, before); err != nil {
 		t.Fatal(err)
 	}
-	mine := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: true}
+	mine := &mcpgatewayv1.ServerConfig{Id: "e", Enabled: proto.Bool(true)}
 	var old *mcpgatewayv1.ServerConfig
 	o.during = func() {
 		old = c.Apply(registry.Change{Kind: registry.ServerPut, ID: "e", Server: proto.CloneOf(mine)})

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // upstreamServer is an in-process Streamable HTTP MCP server (mcp-go): tools echo, secret
@@ -74,11 +75,11 @@ func newFixture(t *testing.T, url string) fixture {
 	}
 	t.Cleanup(func() { reg.Close() })
 	for _, cfg := range []*mcpgatewayv1.ServerConfig{
-		{Id: "up", Transport: "streamable-http", Url: url, Enabled: true, Expose: true, TimeoutMs: 5000, ToolsDeny: []string{"secret"}},
-		{Id: "hidden", Transport: "streamable-http", Url: url, Enabled: true, Expose: false, TimeoutMs: 5000},
-		{Id: "off", Transport: "streamable-http", Url: url, Enabled: false, Expose: true, TimeoutMs: 5000},
-		{Id: "small", Transport: "streamable-http", Url: url, Enabled: true, Expose: true, TimeoutMs: 5000, MaxOutputBytes: 1024},
-		{Id: "limited", Transport: "streamable-http", Url: url, Enabled: true, Expose: true, TimeoutMs: 5000, RateLimit: "1/h"},
+		{Id: "up", Transport: "streamable-http", Url: url, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), ToolsDeny: []string{"secret"}},
+		{Id: "hidden", Transport: "streamable-http", Url: url, Enabled: proto.Bool(true), Expose: proto.Bool(false), TimeoutMs: proto.Int32(5000)},
+		{Id: "off", Transport: "streamable-http", Url: url, Enabled: proto.Bool(false), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000)},
+		{Id: "small", Transport: "streamable-http", Url: url, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), MaxOutputBytes: proto.Int32(1024)},
+		{Id: "limited", Transport: "streamable-http", Url: url, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(5000), RateLimit: proto.String("1/h")},
 	} {
 		if err := reg.PutServer(t.Context(), cfg); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
-	"google.golang.org/protobuf/proto"
 )
 
 // On a real etcd of three members: replica B, whose only endpoint is member 0, keeps serving
@@ -32,7 +31,7 @@ func TestOnEtcdAReplicaCatchesUpAfterItsMemberCameBack(t *testing.T) {
 	}
 	a, b := startReplica(t, open(c.Endpoints()[1:])), startReplica(t, open(c.Endpoints()[:1]))
 	ctx := t.Context()
-	in := &mcpgatewayv1.ServerInput{Id: proto.String("s"), Transport: proto.String("http"), Url: proto.String(u.URL)}
+	in := &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u.URL}
 	upsert(t, a.admin, in)
 	within(t, "registered through A: on B", func() bool {
 		_, err := b.admin.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "s"})
@@ -45,7 +44,7 @@ func TestOnEtcdAReplicaCatchesUpAfterItsMemberCameBack(t *testing.T) {
 	c.Kill(0)
 	in.ToolsDeny = []string{"secret"}
 	upsert(t, a.admin, in)
-	upsert(t, a.admin, &mcpgatewayv1.ServerInput{Id: proto.String("later"), Transport: proto.String("http"), Url: proto.String(u.URL)})
+	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "later", Transport: "http", Url: u.URL})
 	// B serves what it holds: the config in memory, the open connection.
 	if _, err := b.admin.CallTool(ctx, &mcpgatewayv1.CallToolRequest{Id: "s", Name: "secret"}); err != nil {
 		t.Fatalf("B without its etcd member: %v", err)

@@ -217,7 +217,7 @@ func waitWatching(t *testing.T, s *shared, n int) {
 	within(t, "watches started", func() bool { return s.watching() == n })
 }
 
-func upsert(t *testing.T, a *admin.Service, in *mcpgatewayv1.ServerInput) {
+func upsert(t *testing.T, a *admin.Service, in *mcpgatewayv1.ServerConfig) {
 	t.Helper()
 	if _, err := a.UpsertServer(t.Context(), &mcpgatewayv1.UpsertServerRequest{Server: in}); err != nil {
 		t.Fatal(err)
@@ -245,10 +245,10 @@ func TestAnotherReplicasWrites(t *testing.T) {
 	waitWatching(t, store, 2)
 	ctx := t.Context()
 
-	upsert(t, a.admin, &mcpgatewayv1.ServerInput{Id: proto.String("s"), Transport: proto.String("http"), Url: proto.String(u1.URL)})
+	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u1.URL})
 	within(t, "registered through A: GetServer on B", func() bool {
 		r, err := b.admin.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "s"})
-		return err == nil && r.GetServer().GetUrl() == u1.URL
+		return err == nil && r.GetServer().GetConfig().GetUrl() == u1.URL
 	})
 	ls, err := b.admin.ListServers(ctx, &mcpgatewayv1.ListServersRequest{})
 	if err != nil || len(ls.GetServers()) != 1 {
@@ -264,7 +264,7 @@ func TestAnotherReplicasWrites(t *testing.T) {
 
 	// A filter change through A: B shows and calls what the filters expose, on the same
 	// connection, and its sessions of s are told.
-	upsert(t, a.admin, &mcpgatewayv1.ServerInput{Id: proto.String("s"), Transport: proto.String("http"), Url: proto.String(u1.URL),
+	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u1.URL,
 		ToolsDeny: []string{"secret"}})
 	within(t, "filter changed through A: ListTools on B", func() bool {
 		lt, err := b.admin.ListTools(ctx, &mcpgatewayv1.ListToolsRequest{})
@@ -281,7 +281,7 @@ func TestAnotherReplicasWrites(t *testing.T) {
 
 	// A connection change, written straight to the store (a replica this test does not
 	// run): B closes its connection to u1 and calls u2.
-	moved := &mcpgatewayv1.ServerConfig{Id: "s", Transport: "streamable-http", Url: u2.URL, Enabled: true, Expose: true, ToolsDeny: []string{"secret"}}
+	moved := &mcpgatewayv1.ServerConfig{Id: "s", Transport: "streamable-http", Url: u2.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), ToolsDeny: []string{"secret"}}
 	if err := store.PutServer(ctx, moved); err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +326,14 @@ func TestOwnWriteComesBackHarmlessly(t *testing.T) {
 	a := startReplica(t, store)
 	waitWatching(t, store, 1)
 	ctx := t.Context()
-	upsert(t, a.admin, &mcpgatewayv1.ServerInput{Id: proto.String("s"), Transport: proto.String("http"), Url: proto.String(u.URL)})
+	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u.URL})
 	if _, err := a.admin.ConnectServer(ctx, &mcpgatewayv1.ConnectServerRequest{Id: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	a.mu.Lock()
 	a.notes = nil
 	a.mu.Unlock()
-	upsert(t, a.admin, &mcpgatewayv1.ServerInput{Id: proto.String("s"), Transport: proto.String("http"), Url: proto.String(u.URL), ToolsDeny: []string{"echo"}})
+	upsert(t, a.admin, &mcpgatewayv1.ServerConfig{Id: "s", Transport: "http", Url: u.URL, ToolsDeny: []string{"echo"}})
 	// A marker written after it: once the watch delivered the marker, it delivered the write.
 	if err := store.PutPreset(ctx, &mcpgatewayv1.Preset{Id: "marker"}); err != nil {
 		t.Fatal(err)
@@ -386,15 +386,15 @@ func TestAFailedWatchStartsAgainAndResyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(&mcpgatewayv1.ServerConfig{Id: "moved", Transport: "streamable-http", Url: u1.URL, Enabled: true, Expose: true})
-	put(&mcpgatewayv1.ServerConfig{Id: "gone", Transport: "streamable-http", Url: u2.URL, Enabled: true, Expose: true})
+	put(&mcpgatewayv1.ServerConfig{Id: "moved", Transport: "streamable-http", Url: u1.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true)})
+	put(&mcpgatewayv1.ServerConfig{Id: "gone", Transport: "streamable-http", Url: u2.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true)})
 	for _, id := range []string{"moved", "gone"} {
 		if _, err := b.admin.ConnectServer(ctx, &mcpgatewayv1.ConnectServerRequest{Id: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Missed: moved moves to u2, gone is deleted.
-	put(&mcpgatewayv1.ServerConfig{Id: "moved", Transport: "streamable-http", Url: u2.URL, Enabled: true, Expose: true})
+	put(&mcpgatewayv1.ServerConfig{Id: "moved", Transport: "streamable-http", Url: u2.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true)})
 	if err := store.Registry.DeleteServer(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestAFailedWatchStartsAgainAndResyncs(t *testing.T) {
 	within(t, "after the watch failed: the deleted server forgotten", func() bool { return b.up.Config("gone") == nil && u2.Deletes() == 1 })
 	within(t, "after the watch failed: the moved config read again", func() bool {
 		r, err := b.admin.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: "moved"})
-		return err == nil && r.GetServer().GetUrl() == u2.URL
+		return err == nil && r.GetServer().GetConfig().GetUrl() == u2.URL
 	})
 	// The presets come last in a Resync's reactions: wait for them as for the rest.
 	within(t, "after the watch failed: the aggregate told every preset may have changed", func() bool { return b.presets.saw("preset:") })

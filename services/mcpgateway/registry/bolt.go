@@ -76,12 +76,12 @@ func exposeStoredServers(tx *bolt.Tx) error {
 	type kv struct{ k, v []byte }
 	var out []kv
 	err := b.ForEach(func(k, v []byte) error {
-		cfg := &mcpgatewayv1.ServerConfig{}
-		if err := protojson.Unmarshal(v, cfg); err != nil {
+		cfg, err := decodeServer(v)
+		if err != nil {
 			return fmt.Errorf("server %q: %w", k, err)
 		}
-		cfg.Expose = true
-		nv, err := protojson.Marshal(cfg)
+		cfg.Expose = proto.Bool(true)
+		nv, err := encodeServer(cfg)
 		if err != nil {
 			return err
 		}
@@ -160,8 +160,8 @@ func (b *Bolt) ListServers(context.Context) ([]*mcpgatewayv1.ServerConfig, error
 	var out []*mcpgatewayv1.ServerConfig
 	err := b.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketServers).ForEach(func(k, v []byte) error {
-			cfg := &mcpgatewayv1.ServerConfig{}
-			if err := protojson.Unmarshal(v, cfg); err != nil {
+			cfg, err := decodeServer(v)
+			if err != nil {
 				return fmt.Errorf("server %q: %w", k, err)
 			}
 			out = append(out, cfg)
@@ -173,13 +173,15 @@ func (b *Bolt) ListServers(context.Context) ([]*mcpgatewayv1.ServerConfig, error
 
 // GetServer implements Registry.
 func (b *Bolt) GetServer(_ context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
-	cfg := &mcpgatewayv1.ServerConfig{}
+	var cfg *mcpgatewayv1.ServerConfig
 	err := b.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketServers).Get([]byte(id))
 		if v == nil {
 			return fmt.Errorf("server %q: %w", id, ErrNotFound)
 		}
-		return protojson.Unmarshal(v, cfg)
+		var err error
+		cfg, err = decodeServer(v)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -192,7 +194,7 @@ func (b *Bolt) PutServer(_ context.Context, cfg *mcpgatewayv1.ServerConfig) erro
 	if cfg.GetId() == "" {
 		return errors.New("server id is empty")
 	}
-	v, err := protojson.Marshal(cfg)
+	v, err := encodeServer(cfg)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestBoltRoundTripSurvivesReopen(t *testing.T) {
@@ -474,7 +475,7 @@ func TestMigrationFromV5ExposesStoredServers(t *testing.T) {
 	if err != nil || !cfg.GetExpose() || cfg.GetCommand() != "node" || !cfg.GetEnabled() {
 		t.Fatalf("old server after the migration: %v, %v", cfg, err)
 	}
-	cfg.Expose = false
+	cfg.Expose = proto.Bool(false)
 	if err := r.PutServer(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

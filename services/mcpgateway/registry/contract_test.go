@@ -11,6 +11,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/etcdtest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // runContract checks what every Registry promises, whatever stores it: each subtest opens a
@@ -69,14 +70,14 @@ func runContract(t *testing.T, open func(t *testing.T) Registry) {
 	// omits a false bool: the read must not turn it back on).
 	t.Run("ToolFiltersAndExposeRoundTrip", func(t *testing.T) {
 		r, ctx := open(t), t.Context()
-		if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "f", Command: "node", ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}, Expose: true}); err != nil {
+		if err := r.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "f", Command: "node", ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}, Expose: proto.Bool(true)}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := r.GetServer(ctx, "f")
 		if err != nil || strings.Join(got.GetToolsAllow(), ",") != "echo,get-*" || strings.Join(got.GetToolsDeny(), ",") != "get-env" || !got.GetExpose() {
 			t.Fatalf("f: %v %v", got, err)
 		}
-		got.Expose = false
+		got.Expose = proto.Bool(false)
 		if err := r.PutServer(ctx, got); err != nil {
 			t.Fatal(err)
 		}

@@ -343,8 +343,8 @@ func (e *Etcd) ListServers(ctx context.Context) ([]*mcpgatewayv1.ServerConfig, e
 	}
 	out := make([]*mcpgatewayv1.ServerConfig, 0, len(kvs))
 	for _, kv := range kvs {
-		cfg := &mcpgatewayv1.ServerConfig{}
-		if err := protojson.Unmarshal(kv.Value, cfg); err != nil {
+		cfg, err := decodeServer(kv.Value)
+		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", strings.TrimPrefix(string(kv.Key), e.prefix+dirServers), err)
 		}
 		out = append(out, cfg)
@@ -361,8 +361,8 @@ func (e *Etcd) GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerCo
 	if v == nil {
 		return nil, fmt.Errorf("server %q: %w", id, ErrNotFound)
 	}
-	cfg := &mcpgatewayv1.ServerConfig{}
-	if err := protojson.Unmarshal(v, cfg); err != nil {
+	cfg, err := decodeServer(v)
+	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", id, err)
 	}
 	return cfg, nil
@@ -373,7 +373,7 @@ func (e *Etcd) PutServer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) er
 	if cfg.GetId() == "" {
 		return errors.New("server id is empty")
 	}
-	v, err := protojson.Marshal(cfg)
+	v, err := encodeServer(cfg)
 	if err != nil {
 		return err
 	}
@@ -679,8 +679,8 @@ func (e *Etcd) change(ev *clientv3.Event) (Change, bool) {
 		c.ID = strings.TrimPrefix(key, dirServers)
 		c.Kind = ServerDeleted
 		if put {
-			c.Kind, c.Server = ServerPut, &mcpgatewayv1.ServerConfig{}
-			err = protojson.Unmarshal(ev.Kv.Value, c.Server)
+			c.Kind = ServerPut
+			c.Server, err = decodeServer(ev.Kv.Value)
 		}
 	case strings.HasPrefix(key, dirPresets):
 		c.ID = strings.TrimPrefix(key, dirPresets)

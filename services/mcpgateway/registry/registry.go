@@ -10,6 +10,8 @@ import (
 	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // SchemaVersion is the layout this build reads and writes (2 added ended /mcp sessions,
@@ -89,4 +91,29 @@ type Change struct {
 // does not implement it.
 type Watcher interface {
 	Watch(ctx context.Context, fn func(Change)) error
+}
+
+// encodeServer is a server config as both stores keep it: protojson, unpopulated fields left
+// out (a field with presence is written when set, even to its zero value).
+func encodeServer(cfg *mcpgatewayv1.ServerConfig) ([]byte, error) { return protojson.Marshal(cfg) }
+
+// decodeServer reads a stored server config. enabled and expose are set as stored configs
+// always have them: a record written before they had presence left a false one out (protojson
+// omits a false bool without presence), and an absent one still means false there, never
+// "unset, so the default true" — a disabled or hidden server stays so when an update merges
+// into it (schema 6 set expose on every record, so absent is false for both). A replica of an
+// older build keeps writing records so while a newer one reads them: this read, not a one-time
+// migration, is what keeps their meaning.
+func decodeServer(v []byte) (*mcpgatewayv1.ServerConfig, error) {
+	cfg := &mcpgatewayv1.ServerConfig{}
+	if err := protojson.Unmarshal(v, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Enabled == nil {
+		cfg.Enabled = proto.Bool(false)
+	}
+	if cfg.Expose == nil {
+		cfg.Expose = proto.Bool(false)
+	}
+	return cfg, nil
 }

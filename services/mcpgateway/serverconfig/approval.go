@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // Values of a server config's approval.
@@ -15,7 +16,7 @@ const (
 
 // Values of a server config's approval_by: who decides a call that needs approval.
 const (
-	// ApprovalByAdmin (the default, stored as ""): only the admin key decides, on every path.
+	// ApprovalByAdmin (the default, stored unset): only the admin key decides, on every path.
 	ApprovalByAdmin = "admin"
 	// ApprovalByClient: an MCP client's user decides the calls made over MCP (elicitation,
 	// input_required); chats and the admin API still wait for an administrator.
@@ -25,30 +26,26 @@ const (
 // FieldApprovalTools names approval_tools in errors.
 const FieldApprovalTools = "approval_tools"
 
-// parseApproval checks approval and approval_tools of in into cfg: approval is "required" or
-// "none" (any case; absent is "none", stored as ""), approval_tools the globs tools_allow takes.
-func parseApproval(in *mcpgatewayv1.ServerInput, cfg *mcpgatewayv1.ServerConfig) error {
-	if in.Approval != nil {
-		switch v := strings.ToLower(strings.TrimSpace(in.GetApproval())); v {
-		case ApprovalRequired:
-			cfg.Approval = ApprovalRequired
-		case ApprovalNone, "":
-			cfg.Approval = "" // none is the default: stored as absent
-		default:
-			return invalid(`approval %q: use "required" (every tool of the server waits for a person's approval) or "none" (only the tools approval_tools names, if any)`, truncate(in.GetApproval(), 40))
-		}
+// parseApproval checks approval, approval_by and approval_tools of cfg: approval is
+// "required" or "none" (any case; "none" is the default, stored unset), approval_by "admin"
+// (the default, stored unset) or "client", approval_tools the globs tools_allow takes.
+func parseApproval(cfg *mcpgatewayv1.ServerConfig) error {
+	switch v := strings.ToLower(strings.TrimSpace(cfg.GetApproval())); v {
+	case ApprovalRequired:
+		cfg.Approval = proto.String(ApprovalRequired)
+	case ApprovalNone, "":
+		cfg.Approval = nil
+	default:
+		return invalid(`approval %q: use "required" (every tool of the server waits for a person's approval) or "none" (only the tools approval_tools names, if any)`, truncate(cfg.GetApproval(), 40))
 	}
-	if in.ApprovalBy != nil {
-		switch v := strings.ToLower(strings.TrimSpace(in.GetApprovalBy())); v {
-		case ApprovalByClient:
-			cfg.ApprovalBy = ApprovalByClient
-		case ApprovalByAdmin, "":
-			cfg.ApprovalBy = "" // admin is the default: stored as absent
-		default:
-			return invalid(`approval_by %q: use "admin" (only the admin key decides a held call) or "client" (an MCP client's user decides through elicitation)`, truncate(in.GetApprovalBy(), 40))
-		}
+	switch v := strings.ToLower(strings.TrimSpace(cfg.GetApprovalBy())); v {
+	case ApprovalByClient:
+		cfg.ApprovalBy = proto.String(ApprovalByClient)
+	case ApprovalByAdmin, "":
+		cfg.ApprovalBy = nil
+	default:
+		return invalid(`approval_by %q: use "admin" (only the admin key decides a held call) or "client" (an MCP client's user decides through elicitation)`, truncate(cfg.GetApprovalBy(), 40))
 	}
-	cfg.ApprovalTools = in.GetApprovalTools()
 	return checkToolPatterns(FieldApprovalTools, cfg.GetApprovalTools())
 }
 

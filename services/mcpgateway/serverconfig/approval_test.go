@@ -8,6 +8,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/adminjson"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestParseApproval(t *testing.T) {
@@ -61,7 +62,7 @@ func TestNeedsApproval(t *testing.T) {
 		want bool
 	}{
 		{&mcpgatewayv1.ServerConfig{}, "echo", false},
-		{&mcpgatewayv1.ServerConfig{Approval: ApprovalRequired}, "echo", true},
+		{&mcpgatewayv1.ServerConfig{Approval: proto.String(ApprovalRequired)}, "echo", true},
 		{&mcpgatewayv1.ServerConfig{ApprovalTools: []string{"delete_*", "rm"}}, "delete_file", true},
 		{&mcpgatewayv1.ServerConfig{ApprovalTools: []string{"delete_*", "rm"}}, "rm", true},
 		{&mcpgatewayv1.ServerConfig{ApprovalTools: []string{"delete_*", "rm"}}, "read_file", false},

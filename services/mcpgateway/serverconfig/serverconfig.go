@@ -19,6 +19,7 @@ import (
 	"github.com/zestmcp/zest/lib/envref"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -47,22 +48,25 @@ const (
 // MaxMaxConcurrency bounds max_concurrency: more calls in flight than this is no limit.
 const MaxMaxConcurrency = 1024
 
-// parseLimits checks rate_limit and max_concurrency and stores them, the rate as
+// parseLimits checks rate_limit and max_concurrency of cfg and stores them, the rate as
 // ratelimit.Rate writes it. "" and 0 — what a server's state shows when it has none, and a
-// client sends back — are no limit of the server's own.
-func parseLimits(in *mcpgatewayv1.ServerInput, cfg *mcpgatewayv1.ServerConfig) error {
-	if s := in.GetRateLimit(); s != "" {
+// client sends back — are no limit of the server's own, stored unset.
+func parseLimits(cfg *mcpgatewayv1.ServerConfig) error {
+	s := strings.TrimSpace(cfg.GetRateLimit())
+	cfg.RateLimit = nil
+	if s != "" {
 		r, err := ratelimit.Parse(s)
 		if err != nil {
 			return invalid("rate_limit %q is not a rate: write %s for the tool calls of this server, all callers together, or leave it out for none", truncate(s, 40), ratelimit.Syntax)
 		}
-		cfg.RateLimit = r.String()
+		cfg.RateLimit = proto.String(r.String())
 	}
-	if n := in.GetMaxConcurrency(); n != 0 {
+	if n := cfg.GetMaxConcurrency(); n != 0 {
 		if n < 1 || n > MaxMaxConcurrency {
 			return invalid("max_concurrency %d is out of range: use a whole number of tool calls in flight at once from 1 to %d, or 0 (or leave it out) for no limit", n, MaxMaxConcurrency)
 		}
-		cfg.MaxConcurrency = n
+	} else {
+		cfg.MaxConcurrency = nil
 	}
 	return nil
 }
@@ -85,40 +89,32 @@ func invalid(format string, a ...any) error {
 var ReservedIDs = []string{LemonadeProvider}
 
 // Parse checks a config an admin sent (over HTTP the edge has read Lemonade's JSON into in)
-// and returns it as stored, with docs/contracts.md's defaults. taken reports whether an id is already
-// used, for deriving a missing id; it is not consulted when in names an id.
-func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewayv1.ServerConfig, error) {
+// and returns it as stored, with docs/contracts.md's defaults: id, name, transport, enabled,
+// timeout_ms and expose set; a Zest field set only when it holds something other than its
+// default. Parse of a config as stored returns it unchanged. taken reports whether an id is
+// already used, for deriving a missing id; it is not consulted when in names an id.
+func Parse(in *mcpgatewayv1.ServerConfig, taken func(id string) bool) (*mcpgatewayv1.ServerConfig, error) {
 	if in == nil {
 		return nil, invalid(`the server is missing: send a server such as {"id":"echo","command":"node","args":["server.js"]}`)
 	}
-	cfg := &mcpgatewayv1.ServerConfig{
-		Id: in.GetId(), Name: in.GetName(), Transport: in.GetTransport(), Command: in.GetCommand(),
-		Args: in.GetArgs(), WorkingDir: in.GetWorkingDir(), Env: in.GetEnv(), Url: in.GetUrl(),
-		BearerToken: in.GetBearerToken(), AllowInsecureHttp: in.GetAllowInsecureHttp(),
-		Enabled: true, TimeoutMs: DefaultTimeoutMs, ToolsAllow: in.GetToolsAllow(), ToolsDeny: in.GetToolsDeny(),
-		Expose: true, ToolHost: in.GetToolHost(),
+	cfg := proto.CloneOf(in)
+	if cfg.Enabled == nil {
+		cfg.Enabled = proto.Bool(true)
 	}
-	if in.Enabled != nil {
-		cfg.Enabled = in.GetEnabled()
+	if cfg.Expose == nil {
+		cfg.Expose = proto.Bool(true)
 	}
-	if in.Expose != nil {
-		cfg.Expose = in.GetExpose()
+	if cfg.TimeoutMs == nil {
+		cfg.TimeoutMs = proto.Int32(DefaultTimeoutMs)
+	} else if t := cfg.GetTimeoutMs(); t < MinTimeoutMs || t > MaxTimeoutMs {
+		return nil, invalid("timeout_ms %d is out of range: use a whole number from %d to %d", t, MinTimeoutMs, MaxTimeoutMs)
 	}
-	if in.TimeoutMs != nil {
-		t := in.GetTimeoutMs()
-		if t < MinTimeoutMs || t > MaxTimeoutMs {
-			return nil, invalid("timeout_ms %d is out of range: use a whole number from %d to %d", t, MinTimeoutMs, MaxTimeoutMs)
-		}
-		cfg.TimeoutMs = t
+	if n := cfg.GetMaxOutputBytes(); n == 0 {
+		cfg.MaxOutputBytes = nil // the operator's default
+	} else if n < MinMaxOutputBytes || n > MaxMaxOutputBytes {
+		return nil, invalid("max_output_bytes %d is out of range: use a whole number of bytes from %d (1 KiB) to %d (40 MiB, the gRPC message limit), or 0 (or leave it out) for the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES)", n, MinMaxOutputBytes, MaxMaxOutputBytes)
 	}
-	if in.MaxOutputBytes != nil {
-		n := in.GetMaxOutputBytes()
-		if n < MinMaxOutputBytes || n > MaxMaxOutputBytes {
-			return nil, invalid("max_output_bytes %d is out of range: use a whole number of bytes from %d (1 KiB) to %d (40 MiB, the gRPC message limit), or leave it out for the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES)", n, MinMaxOutputBytes, MaxMaxOutputBytes)
-		}
-		cfg.MaxOutputBytes = n
-	}
-	if err := parseLimits(in, cfg); err != nil {
+	if err := parseLimits(cfg); err != nil {
 		return nil, err
 	}
 	if err := checkToolPatterns(FieldToolsAllow, cfg.GetToolsAllow()); err != nil {
@@ -127,21 +123,22 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 	if err := checkToolPatterns(FieldToolsDeny, cfg.GetToolsDeny()); err != nil {
 		return nil, err
 	}
-	if err := parseApproval(in, cfg); err != nil {
+	if err := parseApproval(cfg); err != nil {
 		return nil, err
 	}
-	switch strings.ToLower(cfg.GetTransport()) {
-	case "", TransportStdio:
-		cfg.Transport = TransportStdio
-	case TransportHTTP, "http", "streamable_http", "streamablehttp":
-		cfg.Transport = TransportHTTP
+	switch t := transportOf(cfg); t {
+	case TransportStdio, TransportHTTP:
+		cfg.Transport = t
 	default:
 		return nil, invalid("transport %q: use stdio or streamable-http (alias http)", truncate(cfg.GetTransport(), 40))
 	}
-	if err := checkTransportFields(cfg, in); err != nil {
+	if cfg.GetToolHost() == "" {
+		cfg.ToolHost = nil // placed by Zest
+	}
+	if err := checkTransportFields(cfg); err != nil {
 		return nil, err
 	}
-	sb, err := parseSandbox(in.GetSandbox(), cfg.GetTransport())
+	sb, err := parseSandbox(cfg.GetSandbox(), cfg.GetTransport())
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +178,15 @@ func Parse(in *mcpgatewayv1.ServerInput, taken func(id string) bool) (*mcpgatewa
 	return cfg, nil
 }
 
-// checkTransportFields refuses the fields of the other transport. An empty args list or env
-// map says nothing and is accepted on either.
-func checkTransportFields(cfg *mcpgatewayv1.ServerConfig, in *mcpgatewayv1.ServerInput) error {
+// checkTransportFields refuses the fields of the other transport that say something: an
+// empty string, list or map, or allow_insecure_http false, says nothing and is accepted on
+// either.
+func checkTransportFields(cfg *mcpgatewayv1.ServerConfig) error {
 	if cfg.GetTransport() == TransportStdio {
 		for _, f := range []struct {
 			k       string
 			present bool
-		}{{"url", in.Url != nil}, {"bearer_token", in.BearerToken != nil}, {"allow_insecure_http", in.AllowInsecureHttp != nil}} {
+		}{{"url", cfg.GetUrl() != ""}, {"bearer_token", cfg.GetBearerToken() != ""}, {"allow_insecure_http", cfg.GetAllowInsecureHttp()}} {
 			if f.present {
 				return invalid("%s is a streamable-http field; this server's transport is stdio (set transport to streamable-http, or remove %s)", f.k, f.k)
 			}
@@ -204,7 +202,7 @@ func checkTransportFields(cfg *mcpgatewayv1.ServerConfig, in *mcpgatewayv1.Serve
 	for _, f := range []struct {
 		k       string
 		present bool
-	}{{"command", in.Command != nil}, {"args", len(in.GetArgs()) > 0}, {"working_dir", in.WorkingDir != nil}, {"env", len(in.GetEnv()) > 0}, {"tool_host", in.GetToolHost() != ""}} {
+	}{{"command", cfg.GetCommand() != ""}, {"args", len(cfg.GetArgs()) > 0}, {"working_dir", cfg.GetWorkingDir() != ""}, {"env", len(cfg.GetEnv()) > 0}, {"tool_host", cfg.GetToolHost() != ""}} {
 		if f.present {
 			return invalid("%s is a stdio field; this server's transport is streamable-http (remove %s)", f.k, f.k)
 		}

@@ -40,7 +40,7 @@ func FuzzServerConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := adminjson.Server(data)
+		in, _, err := adminjson.Server(data)
 		if err != nil {
 			checkParsed(t, nil, err)
 			return

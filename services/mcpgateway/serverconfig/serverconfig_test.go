@@ -14,7 +14,7 @@ import (
 // parse reads js as the edge does (lib/adminjson) and checks it as mcpgateway does, so that the
 // tables cover both halves of an admin body's way in.
 func parse(js string, taken func(string) bool) (*mcpgatewayv1.ServerConfig, error) {
-	in, err := adminjson.Server([]byte(js))
+	in, _, err := adminjson.Server([]byte(js))
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +57,9 @@ func TestParseValid(t *testing.T) {
 		{"pinned, camelCase", `{"id":"e","command":"node","toolHost":"th-1"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "th-1") }},
 		{"placement sent back is ignored", `{"id":"e","command":"node","placement":"th-2"}`, func(t *testing.T, c map[string]any) { want(t, c, "tool_host", "") }},
 		{"no max_output_bytes: the operator's default", `{"id":"e","command":"node"}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 0.0) }},
+		{"max_output_bytes 0, as a state shows it: the operator's default", `{"id":"e","command":"node","max_output_bytes":0}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "max_output_bytes", 0.0)
+		}},
 		{"max_output_bytes at its bounds", `{"id":"e","command":"node","max_output_bytes":1024}`, func(t *testing.T, c map[string]any) { want(t, c, "max_output_bytes", 1024.0) }},
 		{"no limits of its own", `{"id":"e","command":"node","rate_limit":"","max_concurrency":0}`, func(t *testing.T, c map[string]any) {
 			want(t, c, "rate_limit", "", "max_concurrency", 0.0)
@@ -119,7 +122,7 @@ func TestParseInvalid(t *testing.T) {
 		{"timeout too small", `{"id":"a","command":"x","timeout_ms":999}`, "timeout_ms 999 is out of range: use a whole number from 1000 to 300000"},
 		{"timeout too large", `{"id":"a","command":"x","timeout_ms":300001}`, "out of range"},
 		{"max_output_bytes too small", `{"id":"a","command":"x","max_output_bytes":1023}`, "max_output_bytes 1023 is out of range: use a whole number of bytes from 1024 (1 KiB) to 41943040 (40 MiB, the gRPC message limit)"},
-		{"max_output_bytes zero", `{"id":"a","command":"x","maxOutputBytes":0}`, "max_output_bytes 0 is out of range"},
+		{"max_output_bytes negative", `{"id":"a","command":"x","maxOutputBytes":-1}`, "max_output_bytes -1 is out of range"},
 		{"max_output_bytes too large", `{"id":"a","command":"x","max_output_bytes":41943041}`, "max_output_bytes 41943041 is out of range"},
 		{"max_output_bytes a string", `{"id":"a","command":"x","max_output_bytes":"1MB"}`, "max_output_bytes must be a number of bytes, not a string"},
 		{"rate_limit without a unit", `{"id":"a","command":"x","rate_limit":"20"}`, `rate_limit "20" is not a rate: write N/s, N/m or N/h with an optional burst ":B" (e.g. "20/s", "600/m", "20/s:40") for the tool calls of this server`},
@@ -205,11 +208,11 @@ func TestParsePreset(t *testing.T) {
 // TestParseExpose: expose defaults to true, false is kept, and a change of expose alone is
 // the same connection (no reconnect).
 func TestParseExpose(t *testing.T) {
-	cfg, err := Parse(&mcpgatewayv1.ServerInput{Id: proto.String("e"), Command: proto.String("node")}, nil)
+	cfg, err := Parse(&mcpgatewayv1.ServerConfig{Id: "e", Command: "node"}, nil)
 	if err != nil || !cfg.GetExpose() {
 		t.Fatalf("default: %v, %v", cfg, err)
 	}
-	hidden, err := Parse(&mcpgatewayv1.ServerInput{Id: proto.String("e"), Command: proto.String("node"), Expose: proto.Bool(false)}, nil)
+	hidden, err := Parse(&mcpgatewayv1.ServerConfig{Id: "e", Command: "node", Expose: proto.Bool(false)}, nil)
 	if err != nil || hidden.GetExpose() {
 		t.Fatalf("expose false: %v, %v", hidden, err)
 	}
@@ -255,5 +258,45 @@ func TestField(t *testing.T) {
 	}
 	if got := Field(errors.New("id is wrong")); got != "" {
 		t.Errorf("not a validation error: %q", got)
+	}
+}
+
+// TestParseStoresTheNormalForm: Parse sets enabled, timeout_ms and expose, leaves a Zest field
+// that holds its default unset (approval "none", approval_by "admin", an empty rate_limit or
+// tool_host, 0 limits), and returns a config as stored unchanged.
+func TestParseStoresTheNormalForm(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"e","command":"node"}`,
+		`{"id":"e","command":"node","approval":"none","approval_by":"admin","rate_limit":"","tool_host":"","max_concurrency":0,"max_output_bytes":0}`,
+	} {
+		cfg, err := parse(body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &mcpgatewayv1.ServerConfig{Id: "e", Name: "e", Transport: "stdio", Command: "node",
+			Enabled: proto.Bool(true), TimeoutMs: proto.Int32(DefaultTimeoutMs), Expose: proto.Bool(true)}
+		if !proto.Equal(cfg, want) {
+			t.Errorf("%s stored as %v, want %v", body, cfg, want)
+		}
+	}
+	for _, body := range []string{
+		`{"id":"e","command":"node","enabled":false,"expose":false,"timeout_ms":5000,"tool_host":"th","max_output_bytes":2048,
+			"rate_limit":"5/s:9","max_concurrency":2,"approval":"Required","approval_by":"CLIENT","approval_tools":["rm"],
+			"tools_allow":["a*"],"tools_deny":["ab"],"sandbox":{"network":"none"}}`,
+		`{"id":"h","transport":"http","url":"https://h/mcp","bearer_token":"${T}","allow_insecure_http":true}`,
+	} {
+		cfg, err := parse(body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse(cfg, nil)
+		if err != nil || !proto.Equal(again, cfg) {
+			t.Errorf("Parse of a stored config changed it: %v, %v\nwas %v", again, err, cfg)
+		}
+		if cfg.GetApproval() != ApprovalRequired || cfg.GetApprovalBy() != ApprovalByClient || cfg.GetSandbox().Enabled == nil {
+			if cfg.GetTransport() == TransportStdio {
+				t.Errorf("stored %v: want approval and approval_by in lower case, the sandbox enabled", cfg)
+			}
+		}
 	}
 }

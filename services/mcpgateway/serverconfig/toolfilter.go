@@ -118,9 +118,9 @@ func SameConnection(a, b *mcpgatewayv1.ServerConfig) bool {
 	}
 	a, b = proto.CloneOf(a), proto.CloneOf(b)
 	a.ToolsAllow, a.ToolsDeny, b.ToolsAllow, b.ToolsDeny = nil, nil, nil, nil
-	a.Expose, b.Expose = false, false
-	a.Approval, a.ApprovalTools, b.Approval, b.ApprovalTools = "", nil, "", nil
-	a.ApprovalBy, b.ApprovalBy = "", ""
-	a.RateLimit, b.RateLimit, a.MaxConcurrency, b.MaxConcurrency = "", "", 0, 0
+	a.Expose, b.Expose = nil, nil
+	a.Approval, a.ApprovalTools, b.Approval, b.ApprovalTools = nil, nil, nil, nil
+	a.ApprovalBy, b.ApprovalBy = nil, nil
+	a.RateLimit, b.RateLimit, a.MaxConcurrency, b.MaxConcurrency = nil, nil, nil, nil
 	return proto.Equal(a, b)
 }

@@ -124,7 +124,7 @@ func TestCheckTool(t *testing.T) {
 }
 
 func TestSameConnection(t *testing.T) {
-	base := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node", Args: []string{"a.js"}, Enabled: true, TimeoutMs: 30000}
+	base := &mcpgatewayv1.ServerConfig{Id: "e", Command: "node", Args: []string{"a.js"}, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(30000)}
 	with := func(f func(c *mcpgatewayv1.ServerConfig)) *mcpgatewayv1.ServerConfig {
 		c := proto.CloneOf(base)
 		f(c)
@@ -140,11 +140,13 @@ func TestSameConnection(t *testing.T) {
 		"filters changed":          {filtered, with(func(c *mcpgatewayv1.ServerConfig) { c.ToolsDeny = []string{"y", "z"} }), true},
 		"args changed":             {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Args = []string{"b.js"} }), false},
 		"filters and args changed": {filtered, with(func(c *mcpgatewayv1.ServerConfig) { c.Args, c.ToolsAllow = nil, []string{"a"} }), false},
-		"timeout changed":          {base, with(func(c *mcpgatewayv1.ServerConfig) { c.TimeoutMs = 1000 }), false},
-		"disabled":                 {filtered, with(func(c *mcpgatewayv1.ServerConfig) { c.Enabled, c.ToolsAllow = false, []string{"echo"} }), false},
+		"timeout changed":          {base, with(func(c *mcpgatewayv1.ServerConfig) { c.TimeoutMs = proto.Int32(1000) }), false},
+		"disabled":                 {filtered, with(func(c *mcpgatewayv1.ServerConfig) { c.Enabled, c.ToolsAllow = proto.Bool(false), []string{"echo"} }), false},
 		"nil against a config":     {nil, base, false},
-		"approval set":             {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Approval, c.ApprovalTools = ApprovalRequired, []string{"rm"} }), true},
-		"approval and args":        {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Approval, c.Args = ApprovalRequired, nil }), false},
+		"approval set": {base, with(func(c *mcpgatewayv1.ServerConfig) {
+			c.Approval, c.ApprovalTools = proto.String(ApprovalRequired), []string{"rm"}
+		}), true},
+		"approval and args": {base, with(func(c *mcpgatewayv1.ServerConfig) { c.Approval, c.Args = proto.String(ApprovalRequired), nil }), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := proto.CloneOf(c.a)

@@ -13,6 +13,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 // asker is an MCP client's approver: it records what it was told and asked; decide, when
@@ -56,7 +57,7 @@ func (k *asker) AskClient(_ context.Context, a *mcpgatewayv1.Approval) []byte {
 // client that could approve itself is not asked — and runs it only once the admin key
 // approves it; a denial says so and nothing runs.
 func TestApprovalByAdminHoldsEveryPath(t *testing.T) {
-	f := newFixture(t, server("sh", func(c *mcpgatewayv1.ServerConfig) { c.Approval = serverconfig.ApprovalRequired }))
+	f := newFixture(t, server("sh", func(c *mcpgatewayv1.ServerConfig) { c.Approval = proto.String(serverconfig.ApprovalRequired) }))
 	admin := as(context.Background(), "admin-key")
 	for _, approve := range []bool{true, false} {
 		for _, e := range Entries {
@@ -92,7 +93,7 @@ func TestApprovalByAdminHoldsEveryPath(t *testing.T) {
 // without a client (a chat, the admin API) wait for an administrator.
 func TestApprovalByClient(t *testing.T) {
 	f := newFixture(t, server("sh", func(c *mcpgatewayv1.ServerConfig) {
-		c.ApprovalTools, c.ApprovalBy = []string{"exec"}, serverconfig.ApprovalByClient
+		c.ApprovalTools, c.ApprovalBy = []string{"exec"}, proto.String(serverconfig.ApprovalByClient)
 	}))
 	call := func(k Approver, args string) (json.RawMessage, error) {
 		return f.p.Invoke(as(t.Context(), "api-key"), &Call{Entry: EntryServer, Server: "sh", Tool: "exec", Params: params("exec", args), Approver: k})
@@ -136,8 +137,8 @@ func (c *chatLike) Held(ctx context.Context, a *mcpgatewayv1.Approval) { c.k.Hel
 // The client's decision is in the audit trail.
 func TestAnApprovalCoversItsCallOnly(t *testing.T) {
 	f := newFixture(t, server("sh", func(c *mcpgatewayv1.ServerConfig) {
-		c.Approval, c.ApprovalBy = serverconfig.ApprovalRequired, serverconfig.ApprovalByClient
-	}), server("adm", func(c *mcpgatewayv1.ServerConfig) { c.Approval = serverconfig.ApprovalRequired }))
+		c.Approval, c.ApprovalBy = proto.String(serverconfig.ApprovalRequired), proto.String(serverconfig.ApprovalByClient)
+	}), server("adm", func(c *mcpgatewayv1.ServerConfig) { c.Approval = proto.String(serverconfig.ApprovalRequired) }))
 	trail := audit.New(f.reg, audit.Config{})
 	f.p.audit = trail
 	accept := json.RawMessage(`{"action":"accept"}`)

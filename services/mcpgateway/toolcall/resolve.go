@@ -7,11 +7,12 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 // builtinConfig stands for the built-in provider in the chain: enabled, exposed, with no
 // filters, approvals or limits of its own; its output is held to the operator's default.
-var builtinConfig = &mcpgatewayv1.ServerConfig{Id: serverconfig.LemonadeProvider, Name: serverconfig.LemonadeProvider, Enabled: true, Expose: true}
+var builtinConfig = &mcpgatewayv1.ServerConfig{Id: serverconfig.LemonadeProvider, Name: serverconfig.LemonadeProvider, Enabled: proto.Bool(true), Expose: proto.Bool(true)}
 
 // servesBuiltin reports whether entry serves the built-in tools: /mcp, presets and chats
 // have them as a provider; the admin API and /mcp/servers/{id} serve registered servers only.

@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 )
 
 var testKeys = keyauth.Keys{API: "api-key", Admin: "admin-key"}
@@ -112,7 +113,7 @@ func params(tool, args string) json.RawMessage {
 }
 
 func server(id string, set func(*mcpgatewayv1.ServerConfig)) *mcpgatewayv1.ServerConfig {
-	cfg := &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: "streamable-http", Url: "http://127.0.0.1:1/mcp", Enabled: true, Expose: true}
+	cfg := &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: "streamable-http", Url: "http://127.0.0.1:1/mcp", Enabled: proto.Bool(true), Expose: proto.Bool(true)}
 	if set != nil {
 		set(cfg)
 	}
@@ -124,8 +125,8 @@ func server(id string, set func(*mcpgatewayv1.ServerConfig)) *mcpgatewayv1.Serve
 // point but the admin API's, with the same words; the admin key reaches the hidden one; the
 // chain stops there, before any dispatch.
 func TestAHiddenServerDoesNotExist(t *testing.T) {
-	f := newFixture(t, server("open", nil), server("hidden", func(c *mcpgatewayv1.ServerConfig) { c.Expose = false }),
-		server("off", func(c *mcpgatewayv1.ServerConfig) { c.Enabled = false }))
+	f := newFixture(t, server("open", nil), server("hidden", func(c *mcpgatewayv1.ServerConfig) { c.Expose = proto.Bool(false) }),
+		server("off", func(c *mcpgatewayv1.ServerConfig) { c.Enabled = proto.Bool(false) }))
 	for _, e := range Entries {
 		if e == EntryAdmin {
 			continue
@@ -160,7 +161,7 @@ func TestAHiddenServerDoesNotExist(t *testing.T) {
 // on every entry point, each call counted; a refused call never reaches the server.
 func TestTheChainRefusesBeforeTheServer(t *testing.T) {
 	f := newFixture(t, server("fs", func(c *mcpgatewayv1.ServerConfig) {
-		c.ToolsDeny, c.RateLimit, c.MaxOutputBytes = []string{"rm"}, "5/h", 1024
+		c.ToolsDeny, c.RateLimit, c.MaxOutputBytes = []string{"rm"}, proto.String("5/h"), proto.Int32(1024)
 	}))
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("a", 2000) + `"}]}`)
 	f.up.answer = func(p json.RawMessage) (json.RawMessage, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -80,7 +81,7 @@ func (m *twoCalls) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingServ
 func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	if err := reg.PutServer(t.Context(), &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL,
-		Enabled: true, Expose: true, TimeoutMs: 30000, ApprovalTools: []string{"rm"}}); err != nil {
+		Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000), ApprovalTools: []string{"rm"}}); err != nil {
 		t.Fatal(err)
 	}
 	model := &twoCalls{names: [2]string{"mcp_every__rm", "mcp_every__get-sum"}}
@@ -113,7 +114,7 @@ func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 func TestApprovalPausesTheCall(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "rm"}})
 	// rm needs approval (approval_tools); get-sum does not.
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000),
 		ApprovalTools: []string{"r?"}}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func newLoop(inference inferencev1.InferenceServiceClient, reg *registry.Bolt, u
 func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
 	ctx := t.Context()
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000),
 		ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}}
 	if err := reg.PutServer(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 		}
 	})
 	t.Run("a server disabled during the chat is not called", func(t *testing.T) {
-		change(func(c *mcpgatewayv1.ServerConfig) { c.Enabled = false })
+		change(func(c *mcpgatewayv1.ServerConfig) { c.Enabled = proto.Bool(false) })
 		d := chatWith(t, l, "mcp_every__get-sum")
 		calls := d.GetToolCalls()
 		if len(calls) != 1 || !calls[0].GetIsError() || !strings.Contains(d.GetMessage().GetContent(), `MCP server "every" is not registered (or not enabled)`) {

@@ -11,6 +11,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestToolOutputHygiene: the model reads a tool's text inside the marker, without control
@@ -19,8 +20,8 @@ import (
 // never cut JSON.
 func TestToolOutputHygiene(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{})
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000,
-		MaxOutputBytes: 1024}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000),
+		MaxOutputBytes: proto.Int32(1024)}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}

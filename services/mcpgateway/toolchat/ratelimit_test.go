@@ -9,6 +9,7 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestToolCallOverTheServerRateLimit: in the chat loop a call over its server's rate_limit is
@@ -16,7 +17,7 @@ import (
 // the chat goes on.
 func TestToolCallOverTheServerRateLimit(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{})
-	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: true, Expose: true, TimeoutMs: 30000, RateLimit: "1/h"}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "every", Name: "every", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000), RateLimit: proto.String("1/h")}
 	if err := reg.PutServer(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}

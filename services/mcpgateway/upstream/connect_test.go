@@ -83,7 +83,7 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 
 	// A changed config reconnects: the old session is ended, a new one initialized.
 	changed := proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)
-	changed.TimeoutMs = 20000
+	changed.TimeoutMs = proto.Int32(20000)
 	if err := m.Connect(t.Context(), changed); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestCallUsesTheConnectionOfItsConfig(t *testing.T) {
 		t.Errorf("the old server's session was ended %d times, want 1", before.Deletes())
 	}
 	off := proto.CloneOf(moved)
-	off.Enabled = false
+	off.Enabled = proto.Bool(false)
 	if _, err := m.DispatchToolCall(t.Context(), off, params, 0, Hooks{}); !errors.Is(err, ErrDisabled) {
 		t.Fatalf("a call with a disabled config: %v, want ErrDisabled", err)
 	}
@@ -230,7 +230,7 @@ func TestInfoAndListToolsUseTheConnectionOfTheirConfig(t *testing.T) {
 		t.Fatalf("ListTools with the new URL: %d tools, %v; the new server saw %d initializes", len(tools), err, after.Initializes())
 	}
 	off := proto.CloneOf(moved)
-	off.Enabled = false
+	off.Enabled = proto.Bool(false)
 	if _, err := m.Info(t.Context(), off); !errors.Is(err, ErrDisabled) {
 		t.Fatalf("Info of a disabled config: %v", err)
 	}

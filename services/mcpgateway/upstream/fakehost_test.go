@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // fakeHost is an in-process tool host: its servers' tools are whatever the test sets, its
@@ -170,5 +171,5 @@ func (f *fakeHost) Watch(_ *toolhostv1.WatchRequest, stream toolhostv1.ToolHostS
 }
 
 func stdioConfig(id string) *mcpgatewayv1.ServerConfig {
-	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: serverconfig.TransportStdio, Command: "fake", Enabled: true, TimeoutMs: 5000}
+	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: serverconfig.TransportStdio, Command: "fake", Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5000)}
 }

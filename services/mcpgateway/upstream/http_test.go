@@ -15,10 +15,11 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 func httpConfig(id, url string) *mcpgatewayv1.ServerConfig {
-	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: serverconfig.TransportHTTP, Url: url, Enabled: true, TimeoutMs: 10000}
+	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: serverconfig.TransportHTTP, Url: url, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(10000)}
 }
 
 // waitUntil polls cond until it holds or d passes.

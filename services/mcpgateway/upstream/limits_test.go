@@ -7,6 +7,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/mcptest"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestGenericCallsRefuseToolsCall: a tools/call reaches a server only through the tool-call
@@ -16,7 +17,7 @@ func TestGenericCallsRefuseToolsCall(t *testing.T) {
 	u := mcptest.Start(t, mcptest.Options{})
 	m := New(nil, nil, nil)
 	t.Cleanup(func() { m.Close(t.Context()) })
-	cfg := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: true, TimeoutMs: 5000}
+	cfg := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(5000)}
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}})
 	for name, call := range map[string]func() error{
 		"Call":     func() error { _, err := m.Call(t.Context(), cfg, "tools/call", params, 0); return err },

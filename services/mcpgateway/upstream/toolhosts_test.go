@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestMain(m *testing.M) { toolhoststest.Main(m) }
@@ -84,7 +85,7 @@ func waitFor(t *testing.T, d time.Duration, f func() error) time.Duration {
 
 func childConfig(t *testing.T, id, pin string) *mcpgatewayv1.ServerConfig {
 	cmd, args := toolhoststest.Server(t)
-	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: "stdio", Command: cmd, Args: args, Enabled: true, TimeoutMs: 10000, ToolHost: pin}
+	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: "stdio", Command: cmd, Args: args, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(10000), ToolHost: proto.String(pin)}
 }
 
 // callTool calls tool with args and returns the text of its answer.

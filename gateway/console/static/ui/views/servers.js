@@ -22,51 +22,61 @@ function badge(app, status) {
 
 function lines(text) { return text.split('\n').map((l) => l.trim()).filter(Boolean); }
 
-// formBody reads the form into the admin API's server config; fields the form does not show
-// are kept from existing (the stored server) where dropping them would change its safety.
-function formBody(form, editingId, existing) {
+// formBody reads the form into the admin API's server config: every field the form shows, an
+// empty one as null (its default). It is a JSON merge patch: an edit sends it with PATCH, so
+// that the fields the form does not show (NOT_IN_FORM, the sandbox's details) stay as stored;
+// a new server is posted with it (a null is a field left out). The transport chosen clears
+// the other transport's fields.
+function formBody(form) {
   const v = (n) => (form.elements[n] ? form.elements[n].value.trim() : '');
+  const orNull = (x) => (x === '' ? null : x);
+  const num = (n) => (v(n) === '' ? null : Number(v(n)));
   const http = form.elements.transport.value === 'streamable-http';
-  const body = { name: v('name'), transport: http ? 'streamable-http' : 'stdio' };
-  if (editingId) body.id = editingId;
-  if (v('timeout_ms')) body.timeout_ms = Number(v('timeout_ms'));
+  const body = { name: orNull(v('name')), transport: http ? 'streamable-http' : 'stdio', timeout_ms: num('timeout_ms') };
+  const stdio = { command: null, args: null, working_dir: null, env: null, tool_host: null, sandbox: null };
   if (http) {
-    body.url = v('url');
-    if (v('bearer_token')) body.bearer_token = v('bearer_token');
-    body.allow_insecure_http = form.elements.allow_insecure_http.checked;
+    Object.assign(body, stdio, { url: v('url'), bearer_token: orNull(v('bearer_token')), allow_insecure_http: form.elements.allow_insecure_http.checked });
   } else {
-    body.command = v('command');
-    body.args = form.elements.args.value.split('\n').map((a) => a.replace(/\r$/, '')).filter((a) => a !== '');
-    if (v('working_dir')) body.working_dir = v('working_dir');
     const env = {};
     for (const l of lines(form.elements.env.value)) {
       const i = l.indexOf('=');
       if (i <= 0) throw Object.assign(new Error(`Environment line "${l}": write KEY=\${KEY}`), { param: 'env' });
       env[l.slice(0, i).trim()] = l.slice(i + 1).trim();
     }
-    body.env = env;
-    if (v('tool_host')) body.tool_host = v('tool_host');
-    // On keeps the stored details (network, paths, limits), which the form does not show.
-    const stored = existing && existing.sandbox && typeof existing.sandbox === 'object' ? existing.sandbox : {};
-    if (v('sandbox') === 'on') body.sandbox = { ...stored, enabled: true };
-    else if (v('sandbox') === 'off') body.sandbox = { ...stored, enabled: false };
+    // The sandbox's enabled alone: on and off keep its stored details (network, paths, limits).
+    const sandbox = { '': null, on: { enabled: true }, off: { enabled: false } }[v('sandbox')];
+    Object.assign(body, { url: null, bearer_token: null, allow_insecure_http: null }, {
+      command: v('command'),
+      args: form.elements.args.value.split('\n').map((a) => a.replace(/\r$/, '')).filter((a) => a !== ''),
+      working_dir: orNull(v('working_dir')), env, tool_host: orNull(v('tool_host')), sandbox,
+    });
   }
   body.tools_allow = lines(form.elements.tools_allow.value);
   body.tools_deny = lines(form.elements.tools_deny.value);
   body.approval = v('approval') || 'none';
   body.approval_tools = lines(form.elements.approval_tools.value);
   body.approval_by = v('approval_by') || 'admin';
-  if (v('rate_limit')) body.rate_limit = v('rate_limit');
-  if (v('max_concurrency')) body.max_concurrency = Number(v('max_concurrency'));
-  if (v('max_output_bytes')) body.max_output_bytes = Number(v('max_output_bytes'));
-  // An upsert replaces the whole config: the fields the form does not show are sent back as
-  // stored, so that an edit never re-enables or exposes a server.
-  if (existing) {
-    for (const k of KEPT) {
-      if (existing[k] !== undefined && existing[k] !== null) body[k] = existing[k];
-    }
-  }
+  body.rate_limit = orNull(v('rate_limit'));
+  body.max_concurrency = num('max_concurrency');
+  body.max_output_bytes = num('max_output_bytes');
   return body;
+}
+
+// NOT_IN_FORM are the config fields the form does not show: the id is the path's (derived from
+// the name for a new server); enabled and expose are set through the API or zestctl. An edit,
+// a merge patch, leaves them as stored.
+const NOT_IN_FORM = ['id', 'enabled', 'expose'];
+
+// mergePatch applies a JSON merge patch (RFC 7396) to a copy of target: what Zest does with
+// formBody on PATCH, so that a test connection tries the config the edit would store.
+function mergePatch(target, patch) {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out = target && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
 }
 
 // sandboxChoice is the form's choice for a server's stored sandbox: '' (the tool host's
@@ -77,9 +87,6 @@ function sandboxChoice(s) {
   if (!sb || typeof sb !== 'object' || Object.keys(sb).length === 0) return '';
   return sb.enabled === false ? 'off' : 'on'; // an object without enabled asks for the sandbox
 }
-
-// KEPT are the config fields the form does not show.
-const KEPT = ['enabled', 'expose'];
 
 function serverForm(app, existing, onSaved) {
   const { el, field } = app;
@@ -173,7 +180,8 @@ function serverForm(app, existing, onSaved) {
     app.clearFieldErrors(form);
     result.replaceChildren(el('p', {}, 'Testing…'));
     try {
-      const body = formBody(form, s.id, s);
+      // Editing, the config the edit would store; a state's read-only fields are ignored.
+      const body = existing ? mergePatch(s, formBody(form)) : formBody(form);
       if (!body.name && !body.id) body.name = 'test';
       const r = await app.api('POST', '/internal/mcp/servers/test', body);
       const n = ((r.server && r.server.tools) || []).length;
@@ -189,7 +197,9 @@ function serverForm(app, existing, onSaved) {
     app.clearFieldErrors(form);
     let saved;
     try {
-      saved = (await app.api('POST', '/internal/mcp/servers', formBody(form, s.id, s))).server;
+      saved = existing
+        ? (await app.api('PATCH', `/internal/mcp/servers/${encodeURIComponent(s.id)}`, formBody(form))).server
+        : (await app.api('POST', '/internal/mcp/servers', formBody(form))).server;
     } catch (e) {
       showError(e);
       return;
@@ -282,8 +292,8 @@ export default {
       }));
     };
     const actions = {
-      // The form starts from the server as stored now, not the list's copy of the last poll:
-      // an upsert replaces the whole config, so a stale copy would undo a change made since.
+      // The form starts from the server as stored now, not the list's copy of the last poll,
+      // so that it shows what a change made since has set.
       edit: async (s) => {
         let stored = s;
         try { stored = (await app.api('GET', `/internal/mcp/servers/${encodeURIComponent(s.id)}`)).server || s; } catch (e) { /* the list's copy */ }

@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -180,271 +181,6 @@ func (*RecordEdgeChangeResponse) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
-// ServerInput is a server config as an admin sends it. Every field an admin may leave out has
-// presence, so that mcpgateway applies docs/contracts.md's defaults and tells an absent field from an
-// empty one (a stdio field in a streamable-http config is refused, and the reverse).
-type ServerInput struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}; when absent it is derived from name, the command or the URL.
-	Id *string `protobuf:"bytes,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
-	// name is shown to people and in tool descriptions (default: id).
-	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
-	// transport is "stdio" (default) or "streamable-http" (alias "http").
-	Transport *string `protobuf:"bytes,3,opt,name=transport,proto3,oneof" json:"transport,omitempty"`
-	// command is the stdio program.
-	Command *string `protobuf:"bytes,4,opt,name=command,proto3,oneof" json:"command,omitempty"`
-	// args are the stdio program's arguments.
-	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
-	// working_dir is the stdio program's working directory.
-	WorkingDir *string `protobuf:"bytes,6,opt,name=working_dir,proto3,oneof" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references (raw values are refused).
-	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// url is the Streamable HTTP endpoint.
-	Url *string `protobuf:"bytes,8,opt,name=url,proto3,oneof" json:"url,omitempty"`
-	// bearer_token is a ${VAR} reference sent as Authorization: Bearer.
-	BearerToken *string `protobuf:"bytes,9,opt,name=bearer_token,proto3,oneof" json:"bearer_token,omitempty"`
-	// allow_insecure_http permits plain http to a non-loopback host.
-	AllowInsecureHttp *bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3,oneof" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected (default true).
-	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call (1000-300000, default 30000).
-	TimeoutMs *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
-	// tools_allow are glob patterns (path.Match, case-sensitive) over tool names: when any are
-	// given, only tools matching one of them are exposed (at most 64 patterns of 1-128 characters).
-	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
-	// over allow (at most 64 patterns of 1-128 characters).
-	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id} (default true); when false only
-	// callers holding the admin key reach it there.
-	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
-	// files live on one machine); empty: placed on a healthy tool host by its id. [A-Za-z0-9_.-]{1,253}.
-	ToolHost *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server on every path (admin API,
-	// /mcp/servers/{id}, presets, chat): a larger result is answered as a CallToolResult with
-	// isError true that names the size and the limit (1024-41943040; absent: the operator's
-	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
-	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
-	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
-	// {"enabled": true/false}. Refused for a streamable-http server.
-	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the tool calls of this server on every path, all callers together, as
-	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent or "": no limit of its own).
-	// Over it a call fails: RESOURCE_EXHAUSTED with RetryInfo on CallTool, JSON-RPC error
-	// -32029 over MCP, an isError tool result in the chat loop.
-	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the tool calls of this server in flight at once, all callers
-	// together (1-1024; absent or 0: no limit of its own).
-	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
-	// approval is "required" (every tool of the server needs a person's approval before a chat
-	// or MCP client calls it: docs/untrusted-tools.md) or "none" (default; approval_tools may
-	// still name some). The admin API's own CallTool is never held.
-	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
-	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
-	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by says who decides a call that needs approval: "admin" (default: only the admin
-	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
-	// is held on every path) or "client" (an MCP client's user, through elicitation or
-	// input_required; chats and the admin API still wait for an administrator).
-	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ServerInput) Reset() {
-	*x = ServerInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ServerInput) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ServerInput) ProtoMessage() {}
-
-func (x *ServerInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ServerInput.ProtoReflect.Descriptor instead.
-func (*ServerInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *ServerInput) GetId() string {
-	if x != nil && x.Id != nil {
-		return *x.Id
-	}
-	return ""
-}
-
-func (x *ServerInput) GetName() string {
-	if x != nil && x.Name != nil {
-		return *x.Name
-	}
-	return ""
-}
-
-func (x *ServerInput) GetTransport() string {
-	if x != nil && x.Transport != nil {
-		return *x.Transport
-	}
-	return ""
-}
-
-func (x *ServerInput) GetCommand() string {
-	if x != nil && x.Command != nil {
-		return *x.Command
-	}
-	return ""
-}
-
-func (x *ServerInput) GetArgs() []string {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
-func (x *ServerInput) GetWorkingDir() string {
-	if x != nil && x.WorkingDir != nil {
-		return *x.WorkingDir
-	}
-	return ""
-}
-
-func (x *ServerInput) GetEnv() map[string]string {
-	if x != nil {
-		return x.Env
-	}
-	return nil
-}
-
-func (x *ServerInput) GetUrl() string {
-	if x != nil && x.Url != nil {
-		return *x.Url
-	}
-	return ""
-}
-
-func (x *ServerInput) GetBearerToken() string {
-	if x != nil && x.BearerToken != nil {
-		return *x.BearerToken
-	}
-	return ""
-}
-
-func (x *ServerInput) GetAllowInsecureHttp() bool {
-	if x != nil && x.AllowInsecureHttp != nil {
-		return *x.AllowInsecureHttp
-	}
-	return false
-}
-
-func (x *ServerInput) GetEnabled() bool {
-	if x != nil && x.Enabled != nil {
-		return *x.Enabled
-	}
-	return false
-}
-
-func (x *ServerInput) GetTimeoutMs() int32 {
-	if x != nil && x.TimeoutMs != nil {
-		return *x.TimeoutMs
-	}
-	return 0
-}
-
-func (x *ServerInput) GetToolsAllow() []string {
-	if x != nil {
-		return x.ToolsAllow
-	}
-	return nil
-}
-
-func (x *ServerInput) GetToolsDeny() []string {
-	if x != nil {
-		return x.ToolsDeny
-	}
-	return nil
-}
-
-func (x *ServerInput) GetExpose() bool {
-	if x != nil && x.Expose != nil {
-		return *x.Expose
-	}
-	return false
-}
-
-func (x *ServerInput) GetToolHost() string {
-	if x != nil && x.ToolHost != nil {
-		return *x.ToolHost
-	}
-	return ""
-}
-
-func (x *ServerInput) GetMaxOutputBytes() int32 {
-	if x != nil && x.MaxOutputBytes != nil {
-		return *x.MaxOutputBytes
-	}
-	return 0
-}
-
-func (x *ServerInput) GetSandbox() *Sandbox {
-	if x != nil {
-		return x.Sandbox
-	}
-	return nil
-}
-
-func (x *ServerInput) GetRateLimit() string {
-	if x != nil && x.RateLimit != nil {
-		return *x.RateLimit
-	}
-	return ""
-}
-
-func (x *ServerInput) GetMaxConcurrency() int32 {
-	if x != nil && x.MaxConcurrency != nil {
-		return *x.MaxConcurrency
-	}
-	return 0
-}
-
-func (x *ServerInput) GetApproval() string {
-	if x != nil && x.Approval != nil {
-		return *x.Approval
-	}
-	return ""
-}
-
-func (x *ServerInput) GetApprovalTools() []string {
-	if x != nil {
-		return x.ApprovalTools
-	}
-	return nil
-}
-
-func (x *ServerInput) GetApprovalBy() string {
-	if x != nil && x.ApprovalBy != nil {
-		return *x.ApprovalBy
-	}
-	return ""
-}
-
 // Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
 // field has presence so that an absent one takes the default. A server without a sandbox
 // takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
@@ -479,7 +215,7 @@ type Sandbox struct {
 
 func (x *Sandbox) Reset() {
 	*x = Sandbox{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +227,7 @@ func (x *Sandbox) String() string {
 func (*Sandbox) ProtoMessage() {}
 
 func (x *Sandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +240,7 @@ func (x *Sandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
 func (*Sandbox) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Sandbox) GetEnabled() bool {
@@ -570,14 +306,25 @@ func (x *Sandbox) GetOpenFiles() int32 {
 	return 0
 }
 
-// ServerConfig is a registered server as stored: secrets only as ${VAR} references.
+// ServerConfig is a server config: what an admin sends (UpsertServer, UpdateServer,
+// TestServer) and what the registry stores, one message for both (AIP-134). Secrets are only
+// ${VAR} references. A field whose absence means something other than its zero value has
+// presence: enabled, timeout_ms and expose (absent: their defaults) and the Zest fields that
+// may be left unset (absent: the server sets none of its own). Lemonade's fields are id through
+// timeout_ms; the others are Zest's (docs/contracts.md, "Upserts and updates": an upsert
+// replaces Lemonade's fields and keeps the Zest fields it leaves out).
+//
+// As stored (mcpgateway's answers, the registry): id, name, transport, enabled, timeout_ms
+// and expose are always set; a Zest field is set only when it holds something other than its
+// default (approval "none", approval_by "admin", an empty rate_limit or tool_host, a 0 limit
+// are stored unset).
 type ServerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}.
+	// id matches [A-Za-z0-9_.-]{1,96}; when empty it is derived from name, the command or the URL.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// name is shown to people and in tool descriptions (default: id).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// transport is "stdio" or "streamable-http".
+	// transport is "stdio" (default) or "streamable-http" (alias "http").
 	Transport string `protobuf:"bytes,3,opt,name=transport,proto3" json:"transport,omitempty"`
 	// command is the stdio program.
 	Command string `protobuf:"bytes,4,opt,name=command,proto3" json:"command,omitempty"`
@@ -585,7 +332,7 @@ type ServerConfig struct {
 	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
 	// working_dir is the stdio program's working directory.
 	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,proto3" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references.
+	// env maps variable names to ${VAR} references (raw values are refused).
 	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// url is the Streamable HTTP endpoint.
 	Url string `protobuf:"bytes,8,opt,name=url,proto3" json:"url,omitempty"`
@@ -593,39 +340,59 @@ type ServerConfig struct {
 	BearerToken string `protobuf:"bytes,9,opt,name=bearer_token,proto3" json:"bearer_token,omitempty"`
 	// allow_insecure_http permits plain http to a non-loopback host.
 	AllowInsecureHttp bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected.
-	Enabled bool `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call (1000-300000).
-	TimeoutMs int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
-	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
+	// enabled servers may be connected (absent: true).
+	Enabled *bool `protobuf:"varint,11,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// timeout_ms bounds connect and each call (1000-300000; absent: 30000).
+	TimeoutMs *int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3,oneof" json:"timeout_ms,omitempty"`
+	// tools_allow are glob patterns (path.Match, case-sensitive) over tool names: when any are
+	// given, only tools matching one of them are exposed (at most 64 patterns of 1-128 characters).
 	ToolsAllow []string `protobuf:"bytes,13,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
+	// tools_deny are glob patterns over tool names: a matching tool is never exposed; deny wins
+	// over allow (at most 64 patterns of 1-128 characters).
 	ToolsDeny []string `protobuf:"bytes,14,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose bool `protobuf:"varint,15,opt,name=expose,proto3" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name; empty: placed by its id.
-	ToolHost string `protobuf:"bytes,16,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
-	MaxOutputBytes int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX).
+	// expose serves the server to API callers at /mcp/servers/{id} (absent: true); when false only
+	// callers holding the admin key reach it there.
+	Expose *bool `protobuf:"varint,15,opt,name=expose,proto3,oneof" json:"expose,omitempty"`
+	// tool_host pins a stdio server to the tool host of that name (ZEST_TOOLHOST_NAME; a server's
+	// files live on one machine); absent or empty: placed on a healthy tool host by its id.
+	// [A-Za-z0-9_.-]{1,253}.
+	ToolHost *string `protobuf:"bytes,16,opt,name=tool_host,proto3,oneof" json:"tool_host,omitempty"`
+	// max_output_bytes bounds one tools/call result of the server on every path (admin API,
+	// /mcp/servers/{id}, presets, chat): a larger result is answered as a CallToolResult with
+	// isError true that names the size and the limit (1024-41943040; absent or 0: the operator's
+	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
+	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
+	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
+	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
+	// {"enabled": true/false}. Refused for a streamable-http server.
 	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
-	RateLimit string `protobuf:"bytes,19,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
-	MaxConcurrency int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
-	// approval is "required" or "none".
-	Approval string `protobuf:"bytes,21,opt,name=approval,proto3" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names whose calls need approval.
+	// rate_limit bounds the tool calls of this server on every path, all callers together, as
+	// "N/s", "N/m" or "N/h" with an optional burst "N/s:B" (absent or "": no limit of its own).
+	// Over it a call fails: RESOURCE_EXHAUSTED with RetryInfo on CallTool, JSON-RPC error
+	// -32029 over MCP, an isError tool result in the chat loop.
+	RateLimit *string `protobuf:"bytes,19,opt,name=rate_limit,proto3,oneof" json:"rate_limit,omitempty"`
+	// max_concurrency bounds the tool calls of this server in flight at once, all callers
+	// together (1-1024; absent or 0: no limit of its own).
+	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
+	// approval is "required" (every tool of the server needs a person's approval before a chat
+	// or MCP client calls it: docs/untrusted-tools.md) or "none" (absent; approval_tools may
+	// still name some). The admin API's own CallTool is never held.
+	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
+	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need
+	// approval even when approval is "none" (at most 64 patterns of 1-128 characters).
 	ApprovalTools []string `protobuf:"bytes,22,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by is who decides a call that needs approval: "admin" or "client"; empty: "admin".
-	ApprovalBy    string `protobuf:"bytes,23,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
+	// approval_by says who decides a call that needs approval: "admin" (absent: only the admin
+	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
+	// is held on every path) or "client" (an MCP client's user, through elicitation or
+	// input_required; chats and the admin API still wait for an administrator).
+	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +404,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +417,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServerConfig) GetId() string {
@@ -724,15 +491,15 @@ func (x *ServerConfig) GetAllowInsecureHttp() bool {
 }
 
 func (x *ServerConfig) GetEnabled() bool {
-	if x != nil {
-		return x.Enabled
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
 	}
 	return false
 }
 
 func (x *ServerConfig) GetTimeoutMs() int32 {
-	if x != nil {
-		return x.TimeoutMs
+	if x != nil && x.TimeoutMs != nil {
+		return *x.TimeoutMs
 	}
 	return 0
 }
@@ -752,22 +519,22 @@ func (x *ServerConfig) GetToolsDeny() []string {
 }
 
 func (x *ServerConfig) GetExpose() bool {
-	if x != nil {
-		return x.Expose
+	if x != nil && x.Expose != nil {
+		return *x.Expose
 	}
 	return false
 }
 
 func (x *ServerConfig) GetToolHost() string {
-	if x != nil {
-		return x.ToolHost
+	if x != nil && x.ToolHost != nil {
+		return *x.ToolHost
 	}
 	return ""
 }
 
 func (x *ServerConfig) GetMaxOutputBytes() int32 {
-	if x != nil {
-		return x.MaxOutputBytes
+	if x != nil && x.MaxOutputBytes != nil {
+		return *x.MaxOutputBytes
 	}
 	return 0
 }
@@ -780,22 +547,22 @@ func (x *ServerConfig) GetSandbox() *Sandbox {
 }
 
 func (x *ServerConfig) GetRateLimit() string {
-	if x != nil {
-		return x.RateLimit
+	if x != nil && x.RateLimit != nil {
+		return *x.RateLimit
 	}
 	return ""
 }
 
 func (x *ServerConfig) GetMaxConcurrency() int32 {
-	if x != nil {
-		return x.MaxConcurrency
+	if x != nil && x.MaxConcurrency != nil {
+		return *x.MaxConcurrency
 	}
 	return 0
 }
 
 func (x *ServerConfig) GetApproval() string {
-	if x != nil {
-		return x.Approval
+	if x != nil && x.Approval != nil {
+		return *x.Approval
 	}
 	return ""
 }
@@ -808,8 +575,8 @@ func (x *ServerConfig) GetApprovalTools() []string {
 }
 
 func (x *ServerConfig) GetApprovalBy() string {
-	if x != nil {
-		return x.ApprovalBy
+	if x != nil && x.ApprovalBy != nil {
+		return *x.ApprovalBy
 	}
 	return ""
 }
@@ -841,7 +608,7 @@ type ToolEntry struct {
 
 func (x *ToolEntry) Reset() {
 	*x = ToolEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +620,7 @@ func (x *ToolEntry) String() string {
 func (*ToolEntry) ProtoMessage() {}
 
 func (x *ToolEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +633,7 @@ func (x *ToolEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEntry.ProtoReflect.Descriptor instead.
 func (*ToolEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToolEntry) GetServerId() string {
@@ -932,33 +699,16 @@ func (x *ToolEntry) GetOpenaiTool() *structpb.Struct {
 	return nil
 }
 
-// ServerState is a server config plus its connection state.
+// ServerState is a server's config and its connection state. Over HTTP the edge writes the
+// config's fields among the state's own, as one flat object (Lemonade's shape: {id, name, …,
+// status, connected, tools, …}), every field of the config present (an unset one as its zero
+// value): no field of the state has the JSON name of a field of ServerConfig.
 type ServerState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id matches [A-Za-z0-9_.-]{1,96}.
-	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// name is shown to people.
-	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// transport is "stdio" or "streamable-http".
-	Transport string `protobuf:"bytes,3,opt,name=transport,proto3" json:"transport,omitempty"`
-	// command is the stdio program.
-	Command string `protobuf:"bytes,4,opt,name=command,proto3" json:"command,omitempty"`
-	// args are the stdio program's arguments.
-	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
-	// working_dir is the stdio program's working directory.
-	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,proto3" json:"working_dir,omitempty"`
-	// env maps variable names to ${VAR} references.
-	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// url is the Streamable HTTP endpoint.
-	Url string `protobuf:"bytes,8,opt,name=url,proto3" json:"url,omitempty"`
-	// bearer_token is a ${VAR} reference.
-	BearerToken string `protobuf:"bytes,9,opt,name=bearer_token,proto3" json:"bearer_token,omitempty"`
-	// allow_insecure_http permits plain http to a non-loopback host.
-	AllowInsecureHttp bool `protobuf:"varint,10,opt,name=allow_insecure_http,proto3" json:"allow_insecure_http,omitempty"`
-	// enabled servers may be connected.
-	Enabled bool `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	// timeout_ms bounds connect and each call.
-	TimeoutMs int32 `protobuf:"varint,12,opt,name=timeout_ms,proto3" json:"timeout_ms,omitempty"`
+	// config is the server's config as stored, with approval and approval_by shown as what they
+	// mean when the server sets none ("none", "admin"). A client that sends a state back as a
+	// config sends these back too: the state's own fields below are ignored then.
+	Config *ServerConfig `protobuf:"bytes,34,opt,name=config,proto3" json:"config,omitempty"`
 	// status is "disconnected", "connected", "error" or "disabled".
 	Status string `protobuf:"bytes,13,opt,name=status,proto3" json:"status,omitempty"`
 	// connected is true while a session is open.
@@ -977,37 +727,15 @@ type ServerState struct {
 	TestOnly *bool `protobuf:"varint,20,opt,name=test_only,proto3,oneof" json:"test_only,omitempty"`
 	// process is the tool host's view of a stdio server's process (GetServer only).
 	Process *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
-	// tools_allow are glob patterns over tool names; when any are set, only matching tools are exposed.
-	ToolsAllow []string `protobuf:"bytes,22,rep,name=tools_allow,proto3" json:"tools_allow,omitempty"`
-	// tools_deny are glob patterns over tool names; a matching tool is never exposed (deny wins).
-	ToolsDeny []string `protobuf:"bytes,23,rep,name=tools_deny,proto3" json:"tools_deny,omitempty"`
-	// expose serves the server to API callers at /mcp/servers/{id}; when false only the admin key reaches it there.
-	Expose bool `protobuf:"varint,24,opt,name=expose,proto3" json:"expose,omitempty"`
-	// tool_host pins a stdio server to the tool host of that name (its config's); empty: placed by its id. Where it runs is placement.
-	ToolHost string `protobuf:"bytes,25,opt,name=tool_host,proto3" json:"tool_host,omitempty"`
-	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy. Read-only: a state sent back as a config leaves it out.
-	Placement string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
-	// max_output_bytes bounds one tools/call result of the server; 0: the operator's default (ZEST_TOOL_OUTPUT_MAX_BYTES).
-	MaxOutputBytes int32 `protobuf:"varint,27,opt,name=max_output_bytes,proto3" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process; unset: the tool host's default (ZEST_TOOLHOST_SANDBOX). What is active is process.sandbox.
-	Sandbox *Sandbox `protobuf:"bytes,28,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
-	// rate_limit bounds the server's tool calls, all callers together ("N/s[:burst]"); empty: none of its own.
-	RateLimit string `protobuf:"bytes,29,opt,name=rate_limit,proto3" json:"rate_limit,omitempty"`
-	// max_concurrency bounds the server's tool calls in flight at once; 0: none of its own.
-	MaxConcurrency int32 `protobuf:"varint,30,opt,name=max_concurrency,proto3" json:"max_concurrency,omitempty"`
-	// approval is "required" or "none".
-	Approval string `protobuf:"bytes,31,opt,name=approval,proto3" json:"approval,omitempty"`
-	// approval_tools are glob patterns over tool names whose calls need approval.
-	ApprovalTools []string `protobuf:"bytes,32,rep,name=approval_tools,proto3" json:"approval_tools,omitempty"`
-	// approval_by is who decides a call that needs approval: "admin" or "client".
-	ApprovalBy    string `protobuf:"bytes,33,opt,name=approval_by,proto3" json:"approval_by,omitempty"`
+	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy.
+	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerState) Reset() {
 	*x = ServerState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +747,7 @@ func (x *ServerState) String() string {
 func (*ServerState) ProtoMessage() {}
 
 func (x *ServerState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,91 +760,14 @@ func (x *ServerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerState.ProtoReflect.Descriptor instead.
 func (*ServerState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *ServerState) GetId() string {
+func (x *ServerState) GetConfig() *ServerConfig {
 	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *ServerState) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *ServerState) GetTransport() string {
-	if x != nil {
-		return x.Transport
-	}
-	return ""
-}
-
-func (x *ServerState) GetCommand() string {
-	if x != nil {
-		return x.Command
-	}
-	return ""
-}
-
-func (x *ServerState) GetArgs() []string {
-	if x != nil {
-		return x.Args
+		return x.Config
 	}
 	return nil
-}
-
-func (x *ServerState) GetWorkingDir() string {
-	if x != nil {
-		return x.WorkingDir
-	}
-	return ""
-}
-
-func (x *ServerState) GetEnv() map[string]string {
-	if x != nil {
-		return x.Env
-	}
-	return nil
-}
-
-func (x *ServerState) GetUrl() string {
-	if x != nil {
-		return x.Url
-	}
-	return ""
-}
-
-func (x *ServerState) GetBearerToken() string {
-	if x != nil {
-		return x.BearerToken
-	}
-	return ""
-}
-
-func (x *ServerState) GetAllowInsecureHttp() bool {
-	if x != nil {
-		return x.AllowInsecureHttp
-	}
-	return false
-}
-
-func (x *ServerState) GetEnabled() bool {
-	if x != nil {
-		return x.Enabled
-	}
-	return false
-}
-
-func (x *ServerState) GetTimeoutMs() int32 {
-	if x != nil {
-		return x.TimeoutMs
-	}
-	return 0
 }
 
 func (x *ServerState) GetStatus() string {
@@ -1182,86 +833,9 @@ func (x *ServerState) GetProcess() *ProcessState {
 	return nil
 }
 
-func (x *ServerState) GetToolsAllow() []string {
-	if x != nil {
-		return x.ToolsAllow
-	}
-	return nil
-}
-
-func (x *ServerState) GetToolsDeny() []string {
-	if x != nil {
-		return x.ToolsDeny
-	}
-	return nil
-}
-
-func (x *ServerState) GetExpose() bool {
-	if x != nil {
-		return x.Expose
-	}
-	return false
-}
-
-func (x *ServerState) GetToolHost() string {
-	if x != nil {
-		return x.ToolHost
-	}
-	return ""
-}
-
 func (x *ServerState) GetPlacement() string {
 	if x != nil {
 		return x.Placement
-	}
-	return ""
-}
-
-func (x *ServerState) GetMaxOutputBytes() int32 {
-	if x != nil {
-		return x.MaxOutputBytes
-	}
-	return 0
-}
-
-func (x *ServerState) GetSandbox() *Sandbox {
-	if x != nil {
-		return x.Sandbox
-	}
-	return nil
-}
-
-func (x *ServerState) GetRateLimit() string {
-	if x != nil {
-		return x.RateLimit
-	}
-	return ""
-}
-
-func (x *ServerState) GetMaxConcurrency() int32 {
-	if x != nil {
-		return x.MaxConcurrency
-	}
-	return 0
-}
-
-func (x *ServerState) GetApproval() string {
-	if x != nil {
-		return x.Approval
-	}
-	return ""
-}
-
-func (x *ServerState) GetApprovalTools() []string {
-	if x != nil {
-		return x.ApprovalTools
-	}
-	return nil
-}
-
-func (x *ServerState) GetApprovalBy() string {
-	if x != nil {
-		return x.ApprovalBy
 	}
 	return ""
 }
@@ -1289,7 +863,7 @@ type ProcessState struct {
 
 func (x *ProcessState) Reset() {
 	*x = ProcessState{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +875,7 @@ func (x *ProcessState) String() string {
 func (*ProcessState) ProtoMessage() {}
 
 func (x *ProcessState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +888,7 @@ func (x *ProcessState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessState.ProtoReflect.Descriptor instead.
 func (*ProcessState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessState) GetState() string {
@@ -1383,7 +957,7 @@ type SandboxStatus struct {
 
 func (x *SandboxStatus) Reset() {
 	*x = SandboxStatus{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +969,7 @@ func (x *SandboxStatus) String() string {
 func (*SandboxStatus) ProtoMessage() {}
 
 func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +982,7 @@ func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
 func (*SandboxStatus) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SandboxStatus) GetActive() []string {
@@ -1434,7 +1008,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1020,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1033,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 // ListServersResponse lists registered servers.
@@ -1473,7 +1047,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1059,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1072,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerState {
@@ -1517,7 +1091,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1103,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1116,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 // ListToolsResponse carries the catalog.
@@ -1556,7 +1130,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1142,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1155,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolEntry {
@@ -1602,7 +1176,7 @@ type GetServerRequest struct {
 
 func (x *GetServerRequest) Reset() {
 	*x = GetServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1188,7 @@ func (x *GetServerRequest) String() string {
 func (*GetServerRequest) ProtoMessage() {}
 
 func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1201,7 @@ func (x *GetServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerRequest.ProtoReflect.Descriptor instead.
 func (*GetServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetServerRequest) GetId() string {
@@ -1648,7 +1222,7 @@ type GetServerResponse struct {
 
 func (x *GetServerResponse) Reset() {
 	*x = GetServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1234,7 @@ func (x *GetServerResponse) String() string {
 func (*GetServerResponse) ProtoMessage() {}
 
 func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1247,7 @@ func (x *GetServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerResponse.ProtoReflect.Descriptor instead.
 func (*GetServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetServerResponse) GetServer() *ServerState {
@@ -1686,15 +1260,22 @@ func (x *GetServerResponse) GetServer() *ServerState {
 // UpsertServerRequest carries a server config to store (over HTTP: bare, or wrapped in {"server":{...}}).
 type UpsertServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// server is the config; mcpgateway checks it rule by rule.
-	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// server is the config; mcpgateway checks it rule by rule. Its Lemonade fields (id through
+	// timeout_ms) are taken as sent, an absent one as its default. Its Zest fields are taken when
+	// populated or named in update_mask; for a registered server the others keep their stored
+	// values (a new server gets the defaults).
+	Server *ServerConfig `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// update_mask names Zest fields to take from server even when unset or empty, which clears
+	// them (an empty tools_deny, an unset rate_limit): top-level field names. The edge names
+	// every field of the JSON body, so that "tools_deny": [] clears over HTTP.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertServerRequest) Reset() {
 	*x = UpsertServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1287,7 @@ func (x *UpsertServerRequest) String() string {
 func (*UpsertServerRequest) ProtoMessage() {}
 
 func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,12 +1300,19 @@ func (x *UpsertServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerRequest.ProtoReflect.Descriptor instead.
 func (*UpsertServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *UpsertServerRequest) GetServer() *ServerInput {
+func (x *UpsertServerRequest) GetServer() *ServerConfig {
 	if x != nil {
 		return x.Server
+	}
+	return nil
+}
+
+func (x *UpsertServerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
 	}
 	return nil
 }
@@ -1740,7 +1328,7 @@ type UpsertServerResponse struct {
 
 func (x *UpsertServerResponse) Reset() {
 	*x = UpsertServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1340,7 @@ func (x *UpsertServerResponse) String() string {
 func (*UpsertServerResponse) ProtoMessage() {}
 
 func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,10 +1353,117 @@ func (x *UpsertServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertServerResponse.ProtoReflect.Descriptor instead.
 func (*UpsertServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpsertServerResponse) GetServer() *ServerConfig {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// UpdateServerRequest changes some fields of a registered server (over HTTP: PATCH with a
+// JSON merge patch of the config, bare or wrapped in {"server":{...}}; the id is the path's).
+type UpdateServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server holds the new values of the fields update_mask names; server.id names the server.
+	Server *ServerConfig `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// update_mask names the fields to change, by their snake_case names: one that server holds is
+	// set, one it leaves unset (or empty) is cleared to its default (enabled true, timeout_ms
+	// 30000, a Zest limit none). A field of the sandbox is named as "sandbox.network" and changes
+	// alone; "sandbox" replaces the whole sandbox. Absent or empty: the fields server populates;
+	// "*": every field. Over HTTP the members of the body, a null naming a field to clear, an
+	// object's members (the sandbox's) naming its fields.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,proto3" json:"update_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerRequest) Reset() {
+	*x = UpdateServerRequest{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerRequest) ProtoMessage() {}
+
+func (x *UpdateServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerRequest.ProtoReflect.Descriptor instead.
+func (*UpdateServerRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *UpdateServerRequest) GetServer() *ServerConfig {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *UpdateServerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+// UpdateServerResponse returns the config as stored after the update.
+type UpdateServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the config as stored.
+	Server        *ServerConfig `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServerResponse) Reset() {
+	*x = UpdateServerResponse{}
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServerResponse) ProtoMessage() {}
+
+func (x *UpdateServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServerResponse.ProtoReflect.Descriptor instead.
+func (*UpdateServerResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *UpdateServerResponse) GetServer() *ServerConfig {
 	if x != nil {
 		return x.Server
 	}
@@ -1779,14 +1474,14 @@ func (x *UpsertServerResponse) GetServer() *ServerConfig {
 type TestServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// server is the config to try.
-	Server        *ServerInput `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Server        *ServerConfig `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestServerRequest) Reset() {
 	*x = TestServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1493,7 @@ func (x *TestServerRequest) String() string {
 func (*TestServerRequest) ProtoMessage() {}
 
 func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[17]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,10 +1506,10 @@ func (x *TestServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerRequest.ProtoReflect.Descriptor instead.
 func (*TestServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *TestServerRequest) GetServer() *ServerInput {
+func (x *TestServerRequest) GetServer() *ServerConfig {
 	if x != nil {
 		return x.Server
 	}
@@ -1832,7 +1527,7 @@ type TestServerResponse struct {
 
 func (x *TestServerResponse) Reset() {
 	*x = TestServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1539,7 @@ func (x *TestServerResponse) String() string {
 func (*TestServerResponse) ProtoMessage() {}
 
 func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[18]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1552,7 @@ func (x *TestServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestServerResponse.ProtoReflect.Descriptor instead.
 func (*TestServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TestServerResponse) GetServer() *ServerState {
@@ -1878,7 +1573,7 @@ type DeleteServerRequest struct {
 
 func (x *DeleteServerRequest) Reset() {
 	*x = DeleteServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1585,7 @@ func (x *DeleteServerRequest) String() string {
 func (*DeleteServerRequest) ProtoMessage() {}
 
 func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[19]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +1598,7 @@ func (x *DeleteServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerRequest.ProtoReflect.Descriptor instead.
 func (*DeleteServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteServerRequest) GetId() string {
@@ -1924,7 +1619,7 @@ type DeleteServerResponse struct {
 
 func (x *DeleteServerResponse) Reset() {
 	*x = DeleteServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +1631,7 @@ func (x *DeleteServerResponse) String() string {
 func (*DeleteServerResponse) ProtoMessage() {}
 
 func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[20]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +1644,7 @@ func (x *DeleteServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteServerResponse.ProtoReflect.Descriptor instead.
 func (*DeleteServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteServerResponse) GetRemoved() string {
@@ -1970,7 +1665,7 @@ type ConnectServerRequest struct {
 
 func (x *ConnectServerRequest) Reset() {
 	*x = ConnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +1677,7 @@ func (x *ConnectServerRequest) String() string {
 func (*ConnectServerRequest) ProtoMessage() {}
 
 func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[21]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +1690,7 @@ func (x *ConnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConnectServerRequest) GetId() string {
@@ -2016,7 +1711,7 @@ type ConnectServerResponse struct {
 
 func (x *ConnectServerResponse) Reset() {
 	*x = ConnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +1723,7 @@ func (x *ConnectServerResponse) String() string {
 func (*ConnectServerResponse) ProtoMessage() {}
 
 func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[22]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +1736,7 @@ func (x *ConnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectServerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConnectServerResponse) GetServer() *ServerState {
@@ -2062,7 +1757,7 @@ type DisconnectServerRequest struct {
 
 func (x *DisconnectServerRequest) Reset() {
 	*x = DisconnectServerRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +1769,7 @@ func (x *DisconnectServerRequest) String() string {
 func (*DisconnectServerRequest) ProtoMessage() {}
 
 func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[23]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +1782,7 @@ func (x *DisconnectServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerRequest.ProtoReflect.Descriptor instead.
 func (*DisconnectServerRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DisconnectServerRequest) GetId() string {
@@ -2108,7 +1803,7 @@ type DisconnectServerResponse struct {
 
 func (x *DisconnectServerResponse) Reset() {
 	*x = DisconnectServerResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +1815,7 @@ func (x *DisconnectServerResponse) String() string {
 func (*DisconnectServerResponse) ProtoMessage() {}
 
 func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[24]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +1828,7 @@ func (x *DisconnectServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisconnectServerResponse.ProtoReflect.Descriptor instead.
 func (*DisconnectServerResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DisconnectServerResponse) GetServer() *ServerState {
@@ -2154,7 +1849,7 @@ type RefreshToolsRequest struct {
 
 func (x *RefreshToolsRequest) Reset() {
 	*x = RefreshToolsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +1861,7 @@ func (x *RefreshToolsRequest) String() string {
 func (*RefreshToolsRequest) ProtoMessage() {}
 
 func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[25]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +1874,7 @@ func (x *RefreshToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsRequest.ProtoReflect.Descriptor instead.
 func (*RefreshToolsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RefreshToolsRequest) GetId() string {
@@ -2200,7 +1895,7 @@ type RefreshToolsResponse struct {
 
 func (x *RefreshToolsResponse) Reset() {
 	*x = RefreshToolsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +1907,7 @@ func (x *RefreshToolsResponse) String() string {
 func (*RefreshToolsResponse) ProtoMessage() {}
 
 func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[26]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +1920,7 @@ func (x *RefreshToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshToolsResponse.ProtoReflect.Descriptor instead.
 func (*RefreshToolsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RefreshToolsResponse) GetServer() *ServerState {
@@ -2252,7 +1947,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +1959,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[27]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +1972,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CallToolRequest) GetId() string {
@@ -2323,7 +2018,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2030,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[28]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2043,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CallToolResponse) GetServerId() string {
@@ -2393,7 +2088,7 @@ type Preset struct {
 
 func (x *Preset) Reset() {
 	*x = Preset{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2100,7 @@ func (x *Preset) String() string {
 func (*Preset) ProtoMessage() {}
 
 func (x *Preset) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[29]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2113,7 @@ func (x *Preset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preset.ProtoReflect.Descriptor instead.
 func (*Preset) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Preset) GetId() string {
@@ -2472,7 +2167,7 @@ type ListPresetsRequest struct {
 
 func (x *ListPresetsRequest) Reset() {
 	*x = ListPresetsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2179,7 @@ func (x *ListPresetsRequest) String() string {
 func (*ListPresetsRequest) ProtoMessage() {}
 
 func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[30]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2192,7 @@ func (x *ListPresetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsRequest.ProtoReflect.Descriptor instead.
 func (*ListPresetsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 // ListPresetsResponse lists the presets.
@@ -2511,7 +2206,7 @@ type ListPresetsResponse struct {
 
 func (x *ListPresetsResponse) Reset() {
 	*x = ListPresetsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2218,7 @@ func (x *ListPresetsResponse) String() string {
 func (*ListPresetsResponse) ProtoMessage() {}
 
 func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[31]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2231,7 @@ func (x *ListPresetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPresetsResponse.ProtoReflect.Descriptor instead.
 func (*ListPresetsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListPresetsResponse) GetPresets() []*Preset {
@@ -2557,7 +2252,7 @@ type GetPresetRequest struct {
 
 func (x *GetPresetRequest) Reset() {
 	*x = GetPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2264,7 @@ func (x *GetPresetRequest) String() string {
 func (*GetPresetRequest) ProtoMessage() {}
 
 func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[32]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2277,7 @@ func (x *GetPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetRequest.ProtoReflect.Descriptor instead.
 func (*GetPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetPresetRequest) GetId() string {
@@ -2603,7 +2298,7 @@ type GetPresetResponse struct {
 
 func (x *GetPresetResponse) Reset() {
 	*x = GetPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2310,7 @@ func (x *GetPresetResponse) String() string {
 func (*GetPresetResponse) ProtoMessage() {}
 
 func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[33]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2323,7 @@ func (x *GetPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPresetResponse.ProtoReflect.Descriptor instead.
 func (*GetPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetPresetResponse) GetPreset() *Preset {
@@ -2659,7 +2354,7 @@ type PresetInput struct {
 
 func (x *PresetInput) Reset() {
 	*x = PresetInput{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2366,7 @@ func (x *PresetInput) String() string {
 func (*PresetInput) ProtoMessage() {}
 
 func (x *PresetInput) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[34]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2379,7 @@ func (x *PresetInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresetInput.ProtoReflect.Descriptor instead.
 func (*PresetInput) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PresetInput) GetId() string {
@@ -2740,7 +2435,7 @@ type UpsertPresetRequest struct {
 
 func (x *UpsertPresetRequest) Reset() {
 	*x = UpsertPresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +2447,7 @@ func (x *UpsertPresetRequest) String() string {
 func (*UpsertPresetRequest) ProtoMessage() {}
 
 func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[35]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +2460,7 @@ func (x *UpsertPresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpsertPresetRequest) GetPreset() *PresetInput {
@@ -2786,7 +2481,7 @@ type UpsertPresetResponse struct {
 
 func (x *UpsertPresetResponse) Reset() {
 	*x = UpsertPresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +2493,7 @@ func (x *UpsertPresetResponse) String() string {
 func (*UpsertPresetResponse) ProtoMessage() {}
 
 func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[36]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +2506,7 @@ func (x *UpsertPresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPresetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpsertPresetResponse) GetPreset() *Preset {
@@ -2832,7 +2527,7 @@ type DeletePresetRequest struct {
 
 func (x *DeletePresetRequest) Reset() {
 	*x = DeletePresetRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +2539,7 @@ func (x *DeletePresetRequest) String() string {
 func (*DeletePresetRequest) ProtoMessage() {}
 
 func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[37]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +2552,7 @@ func (x *DeletePresetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetRequest.ProtoReflect.Descriptor instead.
 func (*DeletePresetRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeletePresetRequest) GetId() string {
@@ -2878,7 +2573,7 @@ type DeletePresetResponse struct {
 
 func (x *DeletePresetResponse) Reset() {
 	*x = DeletePresetResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2890,7 +2585,7 @@ func (x *DeletePresetResponse) String() string {
 func (*DeletePresetResponse) ProtoMessage() {}
 
 func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[38]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2903,7 +2598,7 @@ func (x *DeletePresetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePresetResponse.ProtoReflect.Descriptor instead.
 func (*DeletePresetResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeletePresetResponse) GetRemoved() string {
@@ -2927,7 +2622,7 @@ type ListActivityRequest struct {
 
 func (x *ListActivityRequest) Reset() {
 	*x = ListActivityRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +2634,7 @@ func (x *ListActivityRequest) String() string {
 func (*ListActivityRequest) ProtoMessage() {}
 
 func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[39]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +2647,7 @@ func (x *ListActivityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityRequest.ProtoReflect.Descriptor instead.
 func (*ListActivityRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListActivityRequest) GetLimit() int32 {
@@ -2986,7 +2681,7 @@ type ListActivityResponse struct {
 
 func (x *ListActivityResponse) Reset() {
 	*x = ListActivityResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +2693,7 @@ func (x *ListActivityResponse) String() string {
 func (*ListActivityResponse) ProtoMessage() {}
 
 func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[40]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +2706,7 @@ func (x *ListActivityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActivityResponse.ProtoReflect.Descriptor instead.
 func (*ListActivityResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListActivityResponse) GetCalls() []*ActivityCall {
@@ -3084,7 +2779,7 @@ type ActivityCall struct {
 
 func (x *ActivityCall) Reset() {
 	*x = ActivityCall{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3096,7 +2791,7 @@ func (x *ActivityCall) String() string {
 func (*ActivityCall) ProtoMessage() {}
 
 func (x *ActivityCall) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[41]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3109,7 +2804,7 @@ func (x *ActivityCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivityCall.ProtoReflect.Descriptor instead.
 func (*ActivityCall) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActivityCall) GetId() uint64 {
@@ -3240,7 +2935,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +2947,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[42]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +2960,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListAuditRequest) GetAfter() string {
@@ -3339,7 +3034,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3046,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[43]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3059,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -3442,7 +3137,7 @@ type ExportAuditRequest struct {
 
 func (x *ExportAuditRequest) Reset() {
 	*x = ExportAuditRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3454,7 +3149,7 @@ func (x *ExportAuditRequest) String() string {
 func (*ExportAuditRequest) ProtoMessage() {}
 
 func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[44]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3467,7 +3162,7 @@ func (x *ExportAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditRequest.ProtoReflect.Descriptor instead.
 func (*ExportAuditRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExportAuditRequest) GetAfter() string {
@@ -3516,7 +3211,7 @@ type ExportAuditResponse struct {
 
 func (x *ExportAuditResponse) Reset() {
 	*x = ExportAuditResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3528,7 +3223,7 @@ func (x *ExportAuditResponse) String() string {
 func (*ExportAuditResponse) ProtoMessage() {}
 
 func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[45]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3541,7 +3236,7 @@ func (x *ExportAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportAuditResponse.ProtoReflect.Descriptor instead.
 func (*ExportAuditResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExportAuditResponse) GetEntries() []*AuditEntry {
@@ -3601,7 +3296,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3308,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[46]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3321,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AuditEntry) GetId() string {
@@ -3776,7 +3471,7 @@ type AuditTrimmed struct {
 
 func (x *AuditTrimmed) Reset() {
 	*x = AuditTrimmed{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +3483,7 @@ func (x *AuditTrimmed) String() string {
 func (*AuditTrimmed) ProtoMessage() {}
 
 func (x *AuditTrimmed) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[47]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +3496,7 @@ func (x *AuditTrimmed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditTrimmed.ProtoReflect.Descriptor instead.
 func (*AuditTrimmed) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AuditTrimmed) GetKind() string {
@@ -3848,7 +3543,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3555,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[48]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3568,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 // ListApprovalsResponse carries the tool calls that wait for approval, oldest first.
@@ -3890,7 +3585,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +3597,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[49]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +3610,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -3946,7 +3641,7 @@ type ApproveToolCallRequest struct {
 
 func (x *ApproveToolCallRequest) Reset() {
 	*x = ApproveToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3958,7 +3653,7 @@ func (x *ApproveToolCallRequest) String() string {
 func (*ApproveToolCallRequest) ProtoMessage() {}
 
 func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[50]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3971,7 +3666,7 @@ func (x *ApproveToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ApproveToolCallRequest) GetId() string {
@@ -3999,7 +3694,7 @@ type ApproveToolCallResponse struct {
 
 func (x *ApproveToolCallResponse) Reset() {
 	*x = ApproveToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4011,7 +3706,7 @@ func (x *ApproveToolCallResponse) String() string {
 func (*ApproveToolCallResponse) ProtoMessage() {}
 
 func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[51]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4024,7 +3719,7 @@ func (x *ApproveToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolCallResponse.ProtoReflect.Descriptor instead.
 func (*ApproveToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{51}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ApproveToolCallResponse) GetApproval() *Approval {
@@ -4048,7 +3743,7 @@ type DenyToolCallRequest struct {
 
 func (x *DenyToolCallRequest) Reset() {
 	*x = DenyToolCallRequest{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +3755,7 @@ func (x *DenyToolCallRequest) String() string {
 func (*DenyToolCallRequest) ProtoMessage() {}
 
 func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[52]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +3768,7 @@ func (x *DenyToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallRequest.ProtoReflect.Descriptor instead.
 func (*DenyToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{52}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DenyToolCallRequest) GetId() string {
@@ -4101,7 +3796,7 @@ type DenyToolCallResponse struct {
 
 func (x *DenyToolCallResponse) Reset() {
 	*x = DenyToolCallResponse{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[53]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +3808,7 @@ func (x *DenyToolCallResponse) String() string {
 func (*DenyToolCallResponse) ProtoMessage() {}
 
 func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[53]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +3821,7 @@ func (x *DenyToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyToolCallResponse.ProtoReflect.Descriptor instead.
 func (*DenyToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{53}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DenyToolCallResponse) GetApproval() *Approval {
@@ -4178,7 +3873,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[54]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +3885,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[54]
+	mi := &file_zest_mcpgateway_v1_admin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +3898,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{54}
+	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Approval) GetId() string {
@@ -4315,67 +4010,11 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
 	"\x17RecordEdgeChangeRequest\x12\x12\n" +
 	"\x04edge\x18\x01 \x01(\tR\x04edge\x12\x1a\n" +
 	"\bsettings\x18\x02 \x03(\tR\bsettings\"\x1a\n" +
-	"\x18RecordEdgeChangeResponse\"\x89\t\n" +
-	"\vServerInput\x12\x13\n" +
-	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
-	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12!\n" +
-	"\ttransport\x18\x03 \x01(\tH\x02R\ttransport\x88\x01\x01\x12\x1d\n" +
-	"\acommand\x18\x04 \x01(\tH\x03R\acommand\x88\x01\x01\x12\x12\n" +
-	"\x04args\x18\x05 \x03(\tR\x04args\x12%\n" +
-	"\vworking_dir\x18\x06 \x01(\tH\x04R\vworking_dir\x88\x01\x01\x12:\n" +
-	"\x03env\x18\a \x03(\v2(.zest.mcpgateway.v1.ServerInput.EnvEntryR\x03env\x12\x15\n" +
-	"\x03url\x18\b \x01(\tH\x05R\x03url\x88\x01\x01\x12'\n" +
-	"\fbearer_token\x18\t \x01(\tH\x06R\fbearer_token\x88\x01\x01\x125\n" +
-	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bH\aR\x13allow_insecure_http\x88\x01\x01\x12\x1d\n" +
-	"\aenabled\x18\v \x01(\bH\bR\aenabled\x88\x01\x01\x12#\n" +
-	"\n" +
-	"timeout_ms\x18\f \x01(\x05H\tR\n" +
-	"timeout_ms\x88\x01\x01\x12 \n" +
-	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
-	"\n" +
-	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x12\x1b\n" +
-	"\x06expose\x18\x0f \x01(\bH\n" +
-	"R\x06expose\x88\x01\x01\x12!\n" +
-	"\ttool_host\x18\x10 \x01(\tH\vR\ttool_host\x88\x01\x01\x12/\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05H\fR\x10max_output_bytes\x88\x01\x01\x125\n" +
-	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12#\n" +
-	"\n" +
-	"rate_limit\x18\x13 \x01(\tH\rR\n" +
-	"rate_limit\x88\x01\x01\x12-\n" +
-	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x0eR\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
-	"\bapproval\x18\x15 \x01(\tH\x0fR\bapproval\x88\x01\x01\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
-	"\vapproval_by\x18\x17 \x01(\tH\x10R\vapproval_by\x88\x01\x01\x1a6\n" +
-	"\bEnvEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
-	"\x03_idB\a\n" +
-	"\x05_nameB\f\n" +
-	"\n" +
-	"_transportB\n" +
-	"\n" +
-	"\b_commandB\x0e\n" +
-	"\f_working_dirB\x06\n" +
-	"\x04_urlB\x0f\n" +
-	"\r_bearer_tokenB\x16\n" +
-	"\x14_allow_insecure_httpB\n" +
-	"\n" +
-	"\b_enabledB\r\n" +
-	"\v_timeout_msB\t\n" +
-	"\a_exposeB\f\n" +
-	"\n" +
-	"_tool_hostB\x13\n" +
-	"\x11_max_output_bytesB\r\n" +
-	"\v_rate_limitB\x12\n" +
-	"\x10_max_concurrencyB\v\n" +
-	"\t_approvalB\x0e\n" +
-	"\f_approval_by\"\xa4\x03\n" +
+	"\x18RecordEdgeChangeResponse\"\xa4\x03\n" +
 	"\aSandbox\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12\x1d\n" +
 	"\anetwork\x18\x02 \x01(\tH\x01R\anetwork\x88\x01\x01\x12 \n" +
@@ -4395,7 +4034,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\r_memory_bytesB\v\n" +
 	"\t_max_pidsB\x0e\n" +
 	"\f_cpu_secondsB\r\n" +
-	"\v_open_files\"\xc2\x06\n" +
+	"\v_open_files\"\xf8\a\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4407,29 +4046,40 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x03url\x18\b \x01(\tR\x03url\x12\"\n" +
 	"\fbearer_token\x18\t \x01(\tR\fbearer_token\x120\n" +
 	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bR\x13allow_insecure_http\x12\x18\n" +
-	"\aenabled\x18\v \x01(\bR\aenabled\x12\x1e\n" +
+	" \x01(\bR\x13allow_insecure_http\x12\x1d\n" +
+	"\aenabled\x18\v \x01(\bH\x00R\aenabled\x88\x01\x01\x12#\n" +
 	"\n" +
-	"timeout_ms\x18\f \x01(\x05R\n" +
-	"timeout_ms\x12 \n" +
+	"timeout_ms\x18\f \x01(\x05H\x01R\n" +
+	"timeout_ms\x88\x01\x01\x12 \n" +
 	"\vtools_allow\x18\r \x03(\tR\vtools_allow\x12\x1e\n" +
 	"\n" +
 	"tools_deny\x18\x0e \x03(\tR\n" +
-	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x0f \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x10 \x01(\tR\ttool_host\x12*\n" +
-	"\x10max_output_bytes\x18\x11 \x01(\x05R\x10max_output_bytes\x125\n" +
-	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
+	"tools_deny\x12\x1b\n" +
+	"\x06expose\x18\x0f \x01(\bH\x02R\x06expose\x88\x01\x01\x12!\n" +
+	"\ttool_host\x18\x10 \x01(\tH\x03R\ttool_host\x88\x01\x01\x12/\n" +
+	"\x10max_output_bytes\x18\x11 \x01(\x05H\x04R\x10max_output_bytes\x88\x01\x01\x125\n" +
+	"\asandbox\x18\x12 \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12#\n" +
 	"\n" +
-	"rate_limit\x18\x13 \x01(\tR\n" +
-	"rate_limit\x12(\n" +
-	"\x0fmax_concurrency\x18\x14 \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
-	"\bapproval\x18\x15 \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12 \n" +
-	"\vapproval_by\x18\x17 \x01(\tR\vapproval_by\x1a6\n" +
+	"rate_limit\x18\x13 \x01(\tH\x05R\n" +
+	"rate_limit\x88\x01\x01\x12-\n" +
+	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x06R\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
+	"\bapproval\x18\x15 \x01(\tH\aR\bapproval\x88\x01\x01\x12&\n" +
+	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
+	"\vapproval_by\x18\x17 \x01(\tH\bR\vapproval_by\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
+	"\n" +
+	"\b_enabledB\r\n" +
+	"\v_timeout_msB\t\n" +
+	"\a_exposeB\f\n" +
+	"\n" +
+	"_tool_hostB\x13\n" +
+	"\x11_max_output_bytesB\r\n" +
+	"\v_rate_limitB\x12\n" +
+	"\x10_max_concurrencyB\v\n" +
+	"\t_approvalB\x0e\n" +
+	"\f_approval_by\"\xd9\x02\n" +
 	"\tToolEntry\x12\x1c\n" +
 	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12 \n" +
 	"\vserver_name\x18\x02 \x01(\tR\vserver_name\x12\x12\n" +
@@ -4439,23 +4089,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xfa\t\n" +
-	"\vServerState\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
-	"\ttransport\x18\x03 \x01(\tR\ttransport\x12\x18\n" +
-	"\acommand\x18\x04 \x01(\tR\acommand\x12\x12\n" +
-	"\x04args\x18\x05 \x03(\tR\x04args\x12 \n" +
-	"\vworking_dir\x18\x06 \x01(\tR\vworking_dir\x12:\n" +
-	"\x03env\x18\a \x03(\v2(.zest.mcpgateway.v1.ServerState.EnvEntryR\x03env\x12\x10\n" +
-	"\x03url\x18\b \x01(\tR\x03url\x12\"\n" +
-	"\fbearer_token\x18\t \x01(\tR\fbearer_token\x120\n" +
-	"\x13allow_insecure_http\x18\n" +
-	" \x01(\bR\x13allow_insecure_http\x12\x18\n" +
-	"\aenabled\x18\v \x01(\bR\aenabled\x12\x1e\n" +
-	"\n" +
-	"timeout_ms\x18\f \x01(\x05R\n" +
-	"timeout_ms\x12\x16\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x91\x06\n" +
+	"\vServerState\x128\n" +
+	"\x06config\x18\" \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06config\x12\x16\n" +
 	"\x06status\x18\r \x01(\tR\x06status\x12\x1c\n" +
 	"\tconnected\x18\x0e \x01(\bR\tconnected\x12\x1e\n" +
 	"\n" +
@@ -4466,28 +4102,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\fcapabilities\x18\x12 \x01(\v2\x17.google.protobuf.StructR\fcapabilities\x123\n" +
 	"\x05tools\x18\x13 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\x12!\n" +
 	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x12:\n" +
-	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12 \n" +
-	"\vtools_allow\x18\x16 \x03(\tR\vtools_allow\x12\x1e\n" +
+	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12\x1c\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacementB\f\n" +
 	"\n" +
-	"tools_deny\x18\x17 \x03(\tR\n" +
-	"tools_deny\x12\x16\n" +
-	"\x06expose\x18\x18 \x01(\bR\x06expose\x12\x1c\n" +
-	"\ttool_host\x18\x19 \x01(\tR\ttool_host\x12\x1c\n" +
-	"\tplacement\x18\x1a \x01(\tR\tplacement\x12*\n" +
-	"\x10max_output_bytes\x18\x1b \x01(\x05R\x10max_output_bytes\x125\n" +
-	"\asandbox\x18\x1c \x01(\v2\x1b.zest.mcpgateway.v1.SandboxR\asandbox\x12\x1e\n" +
-	"\n" +
-	"rate_limit\x18\x1d \x01(\tR\n" +
-	"rate_limit\x12(\n" +
-	"\x0fmax_concurrency\x18\x1e \x01(\x05R\x0fmax_concurrency\x12\x1a\n" +
-	"\bapproval\x18\x1f \x01(\tR\bapproval\x12&\n" +
-	"\x0eapproval_tools\x18  \x03(\tR\x0eapproval_tools\x12 \n" +
-	"\vapproval_by\x18! \x01(\tR\vapproval_by\x1a6\n" +
-	"\bEnvEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
-	"\n" +
-	"_test_only\"\x97\x02\n" +
+	"_test_onlyJ\x04\b\x01\x10\rJ\x04\b\x16\x10\x1aJ\x04\b\x1b\x10\"R\x02idR\x04nameR\ttransportR\acommandR\x04argsR\vworking_dirR\x03envR\x03urlR\fbearer_tokenR\x13allow_insecure_httpR\aenabledR\n" +
+	"timeout_msR\vtools_allowR\n" +
+	"tools_denyR\x06exposeR\ttool_hostR\x10max_output_bytesR\asandboxR\n" +
+	"rate_limitR\x0fmax_concurrencyR\bapprovalR\x0eapproval_toolsR\vapproval_by\"\x97\x02\n" +
 	"\fProcessState\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12:\n" +
@@ -4512,13 +4133,19 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10GetServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"L\n" +
 	"\x11GetServerResponse\x127\n" +
-	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"Z\n" +
-	"\x13UpsertServerRequest\x127\n" +
-	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"P\n" +
+	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"\x99\x01\n" +
+	"\x13UpsertServerRequest\x128\n" +
+	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\x12<\n" +
+	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_maskJ\x04\b\x01\x10\x02R\x04body\"P\n" +
 	"\x14UpsertServerResponse\x128\n" +
-	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"X\n" +
-	"\x11TestServerRequest\x127\n" +
-	"\x06server\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.ServerInputR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"\x8d\x01\n" +
+	"\x13UpdateServerRequest\x128\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\x12<\n" +
+	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_mask\"P\n" +
+	"\x14UpdateServerResponse\x128\n" +
+	"\x06server\x18\x01 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06server\"Y\n" +
+	"\x11TestServerRequest\x128\n" +
+	"\x06server\x18\x02 \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06serverJ\x04\b\x01\x10\x02R\x04body\"M\n" +
 	"\x12TestServerResponse\x127\n" +
 	"\x06server\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.ServerStateR\x06server\"%\n" +
 	"\x13DeleteServerRequest\x12\x0e\n" +
@@ -4697,12 +4324,13 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
 	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x01\x12)\n" +
-	"%ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN\x10\x022\xf6\x15\n" +
+	"%ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN\x10\x022\x88\x17\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
 	"\tGetServer\x12$.zest.mcpgateway.v1.GetServerRequest\x1a%.zest.mcpgateway.v1.GetServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/internal/mcp/servers/{id}\x12\x83\x01\n" +
-	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/servers\x12\x82\x01\n" +
+	"\fUpsertServer\x12'.zest.mcpgateway.v1.UpsertServerRequest\x1a(.zest.mcpgateway.v1.UpsertServerResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/internal/mcp/servers\x12\x8f\x01\n" +
+	"\fUpdateServer\x12'.zest.mcpgateway.v1.UpdateServerRequest\x1a(.zest.mcpgateway.v1.UpdateServerResponse\",\x82\xd3\xe4\x93\x02&:\x01*2!/internal/mcp/servers/{server.id}\x12\x82\x01\n" +
 	"\n" +
 	"TestServer\x12%.zest.mcpgateway.v1.TestServerRequest\x1a&.zest.mcpgateway.v1.TestServerResponse\"%\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/internal/mcp/servers/test\x12\x85\x01\n" +
 	"\fDeleteServer\x12'.zest.mcpgateway.v1.DeleteServerRequest\x1a(.zest.mcpgateway.v1.DeleteServerResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/internal/mcp/servers/{id}\x12\x90\x01\n" +
@@ -4737,156 +4365,159 @@ func file_zest_mcpgateway_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_zest_mcpgateway_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_zest_mcpgateway_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(AdminErrorReason)(0),            // 0: zest.mcpgateway.v1.AdminErrorReason
 	(*RecordEdgeChangeRequest)(nil),  // 1: zest.mcpgateway.v1.RecordEdgeChangeRequest
 	(*RecordEdgeChangeResponse)(nil), // 2: zest.mcpgateway.v1.RecordEdgeChangeResponse
-	(*ServerInput)(nil),              // 3: zest.mcpgateway.v1.ServerInput
-	(*Sandbox)(nil),                  // 4: zest.mcpgateway.v1.Sandbox
-	(*ServerConfig)(nil),             // 5: zest.mcpgateway.v1.ServerConfig
-	(*ToolEntry)(nil),                // 6: zest.mcpgateway.v1.ToolEntry
-	(*ServerState)(nil),              // 7: zest.mcpgateway.v1.ServerState
-	(*ProcessState)(nil),             // 8: zest.mcpgateway.v1.ProcessState
-	(*SandboxStatus)(nil),            // 9: zest.mcpgateway.v1.SandboxStatus
-	(*ListServersRequest)(nil),       // 10: zest.mcpgateway.v1.ListServersRequest
-	(*ListServersResponse)(nil),      // 11: zest.mcpgateway.v1.ListServersResponse
-	(*ListToolsRequest)(nil),         // 12: zest.mcpgateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 13: zest.mcpgateway.v1.ListToolsResponse
-	(*GetServerRequest)(nil),         // 14: zest.mcpgateway.v1.GetServerRequest
-	(*GetServerResponse)(nil),        // 15: zest.mcpgateway.v1.GetServerResponse
-	(*UpsertServerRequest)(nil),      // 16: zest.mcpgateway.v1.UpsertServerRequest
-	(*UpsertServerResponse)(nil),     // 17: zest.mcpgateway.v1.UpsertServerResponse
-	(*TestServerRequest)(nil),        // 18: zest.mcpgateway.v1.TestServerRequest
-	(*TestServerResponse)(nil),       // 19: zest.mcpgateway.v1.TestServerResponse
-	(*DeleteServerRequest)(nil),      // 20: zest.mcpgateway.v1.DeleteServerRequest
-	(*DeleteServerResponse)(nil),     // 21: zest.mcpgateway.v1.DeleteServerResponse
-	(*ConnectServerRequest)(nil),     // 22: zest.mcpgateway.v1.ConnectServerRequest
-	(*ConnectServerResponse)(nil),    // 23: zest.mcpgateway.v1.ConnectServerResponse
-	(*DisconnectServerRequest)(nil),  // 24: zest.mcpgateway.v1.DisconnectServerRequest
-	(*DisconnectServerResponse)(nil), // 25: zest.mcpgateway.v1.DisconnectServerResponse
-	(*RefreshToolsRequest)(nil),      // 26: zest.mcpgateway.v1.RefreshToolsRequest
-	(*RefreshToolsResponse)(nil),     // 27: zest.mcpgateway.v1.RefreshToolsResponse
-	(*CallToolRequest)(nil),          // 28: zest.mcpgateway.v1.CallToolRequest
-	(*CallToolResponse)(nil),         // 29: zest.mcpgateway.v1.CallToolResponse
-	(*Preset)(nil),                   // 30: zest.mcpgateway.v1.Preset
-	(*ListPresetsRequest)(nil),       // 31: zest.mcpgateway.v1.ListPresetsRequest
-	(*ListPresetsResponse)(nil),      // 32: zest.mcpgateway.v1.ListPresetsResponse
-	(*GetPresetRequest)(nil),         // 33: zest.mcpgateway.v1.GetPresetRequest
-	(*GetPresetResponse)(nil),        // 34: zest.mcpgateway.v1.GetPresetResponse
-	(*PresetInput)(nil),              // 35: zest.mcpgateway.v1.PresetInput
-	(*UpsertPresetRequest)(nil),      // 36: zest.mcpgateway.v1.UpsertPresetRequest
-	(*UpsertPresetResponse)(nil),     // 37: zest.mcpgateway.v1.UpsertPresetResponse
-	(*DeletePresetRequest)(nil),      // 38: zest.mcpgateway.v1.DeletePresetRequest
-	(*DeletePresetResponse)(nil),     // 39: zest.mcpgateway.v1.DeletePresetResponse
-	(*ListActivityRequest)(nil),      // 40: zest.mcpgateway.v1.ListActivityRequest
-	(*ListActivityResponse)(nil),     // 41: zest.mcpgateway.v1.ListActivityResponse
-	(*ActivityCall)(nil),             // 42: zest.mcpgateway.v1.ActivityCall
-	(*ListAuditRequest)(nil),         // 43: zest.mcpgateway.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 44: zest.mcpgateway.v1.ListAuditResponse
-	(*ExportAuditRequest)(nil),       // 45: zest.mcpgateway.v1.ExportAuditRequest
-	(*ExportAuditResponse)(nil),      // 46: zest.mcpgateway.v1.ExportAuditResponse
-	(*AuditEntry)(nil),               // 47: zest.mcpgateway.v1.AuditEntry
-	(*AuditTrimmed)(nil),             // 48: zest.mcpgateway.v1.AuditTrimmed
-	(*ListApprovalsRequest)(nil),     // 49: zest.mcpgateway.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),    // 50: zest.mcpgateway.v1.ListApprovalsResponse
-	(*ApproveToolCallRequest)(nil),   // 51: zest.mcpgateway.v1.ApproveToolCallRequest
-	(*ApproveToolCallResponse)(nil),  // 52: zest.mcpgateway.v1.ApproveToolCallResponse
-	(*DenyToolCallRequest)(nil),      // 53: zest.mcpgateway.v1.DenyToolCallRequest
-	(*DenyToolCallResponse)(nil),     // 54: zest.mcpgateway.v1.DenyToolCallResponse
-	(*Approval)(nil),                 // 55: zest.mcpgateway.v1.Approval
-	nil,                              // 56: zest.mcpgateway.v1.ServerInput.EnvEntry
+	(*Sandbox)(nil),                  // 3: zest.mcpgateway.v1.Sandbox
+	(*ServerConfig)(nil),             // 4: zest.mcpgateway.v1.ServerConfig
+	(*ToolEntry)(nil),                // 5: zest.mcpgateway.v1.ToolEntry
+	(*ServerState)(nil),              // 6: zest.mcpgateway.v1.ServerState
+	(*ProcessState)(nil),             // 7: zest.mcpgateway.v1.ProcessState
+	(*SandboxStatus)(nil),            // 8: zest.mcpgateway.v1.SandboxStatus
+	(*ListServersRequest)(nil),       // 9: zest.mcpgateway.v1.ListServersRequest
+	(*ListServersResponse)(nil),      // 10: zest.mcpgateway.v1.ListServersResponse
+	(*ListToolsRequest)(nil),         // 11: zest.mcpgateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 12: zest.mcpgateway.v1.ListToolsResponse
+	(*GetServerRequest)(nil),         // 13: zest.mcpgateway.v1.GetServerRequest
+	(*GetServerResponse)(nil),        // 14: zest.mcpgateway.v1.GetServerResponse
+	(*UpsertServerRequest)(nil),      // 15: zest.mcpgateway.v1.UpsertServerRequest
+	(*UpsertServerResponse)(nil),     // 16: zest.mcpgateway.v1.UpsertServerResponse
+	(*UpdateServerRequest)(nil),      // 17: zest.mcpgateway.v1.UpdateServerRequest
+	(*UpdateServerResponse)(nil),     // 18: zest.mcpgateway.v1.UpdateServerResponse
+	(*TestServerRequest)(nil),        // 19: zest.mcpgateway.v1.TestServerRequest
+	(*TestServerResponse)(nil),       // 20: zest.mcpgateway.v1.TestServerResponse
+	(*DeleteServerRequest)(nil),      // 21: zest.mcpgateway.v1.DeleteServerRequest
+	(*DeleteServerResponse)(nil),     // 22: zest.mcpgateway.v1.DeleteServerResponse
+	(*ConnectServerRequest)(nil),     // 23: zest.mcpgateway.v1.ConnectServerRequest
+	(*ConnectServerResponse)(nil),    // 24: zest.mcpgateway.v1.ConnectServerResponse
+	(*DisconnectServerRequest)(nil),  // 25: zest.mcpgateway.v1.DisconnectServerRequest
+	(*DisconnectServerResponse)(nil), // 26: zest.mcpgateway.v1.DisconnectServerResponse
+	(*RefreshToolsRequest)(nil),      // 27: zest.mcpgateway.v1.RefreshToolsRequest
+	(*RefreshToolsResponse)(nil),     // 28: zest.mcpgateway.v1.RefreshToolsResponse
+	(*CallToolRequest)(nil),          // 29: zest.mcpgateway.v1.CallToolRequest
+	(*CallToolResponse)(nil),         // 30: zest.mcpgateway.v1.CallToolResponse
+	(*Preset)(nil),                   // 31: zest.mcpgateway.v1.Preset
+	(*ListPresetsRequest)(nil),       // 32: zest.mcpgateway.v1.ListPresetsRequest
+	(*ListPresetsResponse)(nil),      // 33: zest.mcpgateway.v1.ListPresetsResponse
+	(*GetPresetRequest)(nil),         // 34: zest.mcpgateway.v1.GetPresetRequest
+	(*GetPresetResponse)(nil),        // 35: zest.mcpgateway.v1.GetPresetResponse
+	(*PresetInput)(nil),              // 36: zest.mcpgateway.v1.PresetInput
+	(*UpsertPresetRequest)(nil),      // 37: zest.mcpgateway.v1.UpsertPresetRequest
+	(*UpsertPresetResponse)(nil),     // 38: zest.mcpgateway.v1.UpsertPresetResponse
+	(*DeletePresetRequest)(nil),      // 39: zest.mcpgateway.v1.DeletePresetRequest
+	(*DeletePresetResponse)(nil),     // 40: zest.mcpgateway.v1.DeletePresetResponse
+	(*ListActivityRequest)(nil),      // 41: zest.mcpgateway.v1.ListActivityRequest
+	(*ListActivityResponse)(nil),     // 42: zest.mcpgateway.v1.ListActivityResponse
+	(*ActivityCall)(nil),             // 43: zest.mcpgateway.v1.ActivityCall
+	(*ListAuditRequest)(nil),         // 44: zest.mcpgateway.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 45: zest.mcpgateway.v1.ListAuditResponse
+	(*ExportAuditRequest)(nil),       // 46: zest.mcpgateway.v1.ExportAuditRequest
+	(*ExportAuditResponse)(nil),      // 47: zest.mcpgateway.v1.ExportAuditResponse
+	(*AuditEntry)(nil),               // 48: zest.mcpgateway.v1.AuditEntry
+	(*AuditTrimmed)(nil),             // 49: zest.mcpgateway.v1.AuditTrimmed
+	(*ListApprovalsRequest)(nil),     // 50: zest.mcpgateway.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 51: zest.mcpgateway.v1.ListApprovalsResponse
+	(*ApproveToolCallRequest)(nil),   // 52: zest.mcpgateway.v1.ApproveToolCallRequest
+	(*ApproveToolCallResponse)(nil),  // 53: zest.mcpgateway.v1.ApproveToolCallResponse
+	(*DenyToolCallRequest)(nil),      // 54: zest.mcpgateway.v1.DenyToolCallRequest
+	(*DenyToolCallResponse)(nil),     // 55: zest.mcpgateway.v1.DenyToolCallResponse
+	(*Approval)(nil),                 // 56: zest.mcpgateway.v1.Approval
 	nil,                              // 57: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	nil,                              // 58: zest.mcpgateway.v1.ServerState.EnvEntry
-	(*structpb.Struct)(nil),          // 59: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 60: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 58: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),    // 60: google.protobuf.FieldMask
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
-	56, // 0: zest.mcpgateway.v1.ServerInput.env:type_name -> zest.mcpgateway.v1.ServerInput.EnvEntry
-	4,  // 1: zest.mcpgateway.v1.ServerInput.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	57, // 2: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
-	4,  // 3: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	59, // 4: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	59, // 5: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	59, // 6: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	58, // 7: zest.mcpgateway.v1.ServerState.env:type_name -> zest.mcpgateway.v1.ServerState.EnvEntry
-	59, // 8: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	59, // 9: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	6,  // 10: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	8,  // 11: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	4,  // 12: zest.mcpgateway.v1.ServerState.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	60, // 13: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	9,  // 14: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
-	7,  // 15: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	6,  // 16: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	7,  // 17: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	3,  // 18: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	5,  // 19: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	3,  // 20: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerInput
-	7,  // 21: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	7,  // 22: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	7,  // 23: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	7,  // 24: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	59, // 25: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	59, // 26: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	30, // 27: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	30, // 28: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	35, // 29: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	30, // 30: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	42, // 31: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	47, // 32: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	47, // 33: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	48, // 34: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
-	55, // 35: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	55, // 36: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	55, // 37: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	10, // 38: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	12, // 39: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	14, // 40: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	16, // 41: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	18, // 42: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	20, // 43: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	22, // 44: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	24, // 45: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	26, // 46: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	31, // 47: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	33, // 48: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	36, // 49: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	38, // 50: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	28, // 51: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	40, // 52: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	43, // 53: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	45, // 54: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	49, // 55: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	51, // 56: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	53, // 57: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	1,  // 58: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
-	11, // 59: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	13, // 60: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	15, // 61: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	17, // 62: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	19, // 63: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	21, // 64: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	23, // 65: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	25, // 66: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	27, // 67: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	32, // 68: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	34, // 69: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	37, // 70: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	39, // 71: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	29, // 72: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	41, // 73: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	44, // 74: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	46, // 75: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	50, // 76: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	52, // 77: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	54, // 78: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	2,  // 79: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
-	59, // [59:80] is the sub-list for method output_type
-	38, // [38:59] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	57, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
+	3,  // 1: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
+	58, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	58, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	58, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	4,  // 5: zest.mcpgateway.v1.ServerState.config:type_name -> zest.mcpgateway.v1.ServerConfig
+	58, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	58, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	5,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	7,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	59, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	8,  // 11: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
+	6,  // 12: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	5,  // 13: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	6,  // 14: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 15: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	60, // 16: zest.mcpgateway.v1.UpsertServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	4,  // 17: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 18: zest.mcpgateway.v1.UpdateServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	60, // 19: zest.mcpgateway.v1.UpdateServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	4,  // 20: zest.mcpgateway.v1.UpdateServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 21: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	6,  // 22: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 23: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 24: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 25: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	58, // 26: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	58, // 27: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	31, // 28: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	31, // 29: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	36, // 30: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	31, // 31: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	43, // 32: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	48, // 33: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	48, // 34: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	49, // 35: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
+	56, // 36: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	56, // 37: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	56, // 38: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	9,  // 39: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	11, // 40: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	13, // 41: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	15, // 42: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	17, // 43: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
+	19, // 44: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	21, // 45: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	23, // 46: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	25, // 47: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	27, // 48: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	32, // 49: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	34, // 50: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	37, // 51: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	39, // 52: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	29, // 53: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	41, // 54: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	44, // 55: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	46, // 56: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	50, // 57: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	52, // 58: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	54, // 59: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	1,  // 60: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
+	10, // 61: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	12, // 62: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	14, // 63: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	16, // 64: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	18, // 65: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
+	20, // 66: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	22, // 67: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	24, // 68: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	26, // 69: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	28, // 70: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	33, // 71: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	35, // 72: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	38, // 73: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	40, // 74: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	30, // 75: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	42, // 76: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	45, // 77: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	47, // 78: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	51, // 79: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	53, // 80: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	55, // 81: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	2,  // 82: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
+	61, // [61:83] is the sub-list for method output_type
+	39, // [39:61] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4896,16 +4527,16 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[6].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[27].OneofWrappers = []any{}
-	file_zest_mcpgateway_v1_admin_proto_msgTypes[34].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[5].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_admin_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_admin_proto_rawDesc), len(file_zest_mcpgateway_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   58,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	AdminService_ListTools_FullMethodName        = "/zest.mcpgateway.v1.AdminService/ListTools"
 	AdminService_GetServer_FullMethodName        = "/zest.mcpgateway.v1.AdminService/GetServer"
 	AdminService_UpsertServer_FullMethodName     = "/zest.mcpgateway.v1.AdminService/UpsertServer"
+	AdminService_UpdateServer_FullMethodName     = "/zest.mcpgateway.v1.AdminService/UpdateServer"
 	AdminService_TestServer_FullMethodName       = "/zest.mcpgateway.v1.AdminService/TestServer"
 	AdminService_DeleteServer_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DeleteServer"
 	AdminService_ConnectServer_FullMethodName    = "/zest.mcpgateway.v1.AdminService/ConnectServer"
@@ -57,8 +58,17 @@ type AdminServiceClient interface {
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
 	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
 	GetServer(ctx context.Context, in *GetServerRequest, opts ...grpc.CallOption) (*GetServerResponse, error)
-	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
+	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
+	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
+	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// fields, never erases a server's policy by saving it.
 	UpsertServer(ctx context.Context, in *UpsertServerRequest, opts ...grpc.CallOption) (*UpsertServerResponse, error)
+	// UpdateServer is called by PATCH /internal/mcp/servers/{id} (zestctl servers edit, the
+	// console's edit) to change the fields of a registered server that update_mask names and keep
+	// every other (AIP-134); over HTTP the body is a JSON merge patch of the config (RFC 7396) and
+	// its members are the mask. It checks the result as UpsertServer does; an unknown id is
+	// NOT_FOUND.
+	UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
 	TestServer(ctx context.Context, in *TestServerRequest, opts ...grpc.CallOption) (*TestServerResponse, error)
 	// DeleteServer is called by DELETE /internal/mcp/servers/{id} to disconnect and forget a server.
@@ -153,6 +163,16 @@ func (c *adminServiceClient) UpsertServer(ctx context.Context, in *UpsertServerR
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpsertServerResponse)
 	err := c.cc.Invoke(ctx, AdminService_UpsertServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateServer(ctx context.Context, in *UpdateServerRequest, opts ...grpc.CallOption) (*UpdateServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateServerResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateServer_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -353,8 +373,17 @@ type AdminServiceServer interface {
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
 	// GetServer is called by GET /internal/mcp/servers/{id} to show one server, with its process state on the tool host.
 	GetServer(context.Context, *GetServerRequest) (*GetServerResponse, error)
-	// UpsertServer is called by POST /internal/mcp/servers to add or replace a server config.
+	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
+	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
+	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// fields, never erases a server's policy by saving it.
 	UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error)
+	// UpdateServer is called by PATCH /internal/mcp/servers/{id} (zestctl servers edit, the
+	// console's edit) to change the fields of a registered server that update_mask names and keep
+	// every other (AIP-134); over HTTP the body is a JSON merge patch of the config (RFC 7396) and
+	// its members are the mask. It checks the result as UpsertServer does; an unknown id is
+	// NOT_FOUND.
+	UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error)
 	// TestServer is called by POST /internal/mcp/servers/test to connect, discover and disconnect without saving.
 	TestServer(context.Context, *TestServerRequest) (*TestServerResponse, error)
 	// DeleteServer is called by DELETE /internal/mcp/servers/{id} to disconnect and forget a server.
@@ -426,6 +455,9 @@ func (UnimplementedAdminServiceServer) GetServer(context.Context, *GetServerRequ
 }
 func (UnimplementedAdminServiceServer) UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpsertServer not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateServer(context.Context, *UpdateServerRequest) (*UpdateServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateServer not implemented")
 }
 func (UnimplementedAdminServiceServer) TestServer(context.Context, *TestServerRequest) (*TestServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TestServer not implemented")
@@ -567,6 +599,24 @@ func _AdminService_UpsertServer_Handler(srv interface{}, ctx context.Context, de
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).UpsertServer(ctx, req.(*UpsertServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateServer(ctx, req.(*UpdateServerRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -892,6 +942,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpsertServer",
 			Handler:    _AdminService_UpsertServer_Handler,
+		},
+		{
+			MethodName: "UpdateServer",
+			Handler:    _AdminService_UpdateServer_Handler,
 		},
 		{
 			MethodName: "TestServer",
