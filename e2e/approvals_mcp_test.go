@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -121,7 +121,9 @@ func TestApprovalThroughMCPElicitation(t *testing.T) {
 	// held until an administrator decides it, with the arguments it will run with.
 	for _, approve := range []bool{true, false} {
 		done := make(chan Response, 1)
-		go func() { done <- admin(t, s, "POST", "/servers/guarded/tools/call", `{"name":"echo","arguments":{"text":"admin"}}`) }()
+		go func() {
+			done <- admin(t, s, "POST", "/servers/guarded/tools/call", `{"name":"echo","arguments":{"text":"admin"}}`)
+		}()
 		id := pendingApproval(t, s, "guarded", "echo", `{"text":"admin"}`)
 		decision := "deny"
 		if approve {
