@@ -69,6 +69,9 @@ start() {
       if [ -z "$fd" ] || [ "$f" != 3 ]; then exec {f}<&-; fi
     done
     if [ -n "$fd" ]; then export LISTEN_FDS=1; fi
+    # The tool host needs neither Lemonade key, and its servers must not be able to read
+    # them: it would drop them itself, with a warning.
+    if [ "$1" = zest-toolhost ]; then unset LEMONADE_API_KEY LEMONADE_ADMIN_API_KEY; fi
     exec "$bin/$1"
   ) &
 }
