@@ -197,7 +197,7 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing
 prometheus: ## Install Debian's prometheus for the metrics e2e test when it is missing
 	@scripts/ensure-apt.sh prometheus
 
-# Sandboxed stdio servers (docs/untrusted-tools.md) run under Debian's bubblewrap; the tool
+# Sandboxed stdio servers (docs/operator/untrusted-tools.md) run under Debian's bubblewrap; the tool
 # host's sandbox tests need it (apt-get install when missing; a no-op when present).
 .PHONY: bubblewrap
 bubblewrap: ## Install Debian's bubblewrap (bwrap) for the sandboxed stdio servers when it is missing
