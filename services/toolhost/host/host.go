@@ -100,7 +100,7 @@ const DefaultMetricsAddr = "127.0.0.1:13322"
 func DefaultConfig() Config {
 	d := supervisor.DefaultConfig()
 	common := service.DefaultCommon()
-	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
+	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (docs/decisions.md, "The Go runtime's knobs")
 	name, _ := os.Hostname()
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312", Name: name,
