@@ -12,7 +12,7 @@ BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
 # Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy e2e
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy docs e2e
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
 	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost \
 	cli/cmd/zestctl
@@ -197,7 +197,7 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing
 prometheus: ## Install Debian's prometheus for the metrics e2e test when it is missing
 	@scripts/ensure-apt.sh prometheus
 
-# Sandboxed stdio servers (docs/untrusted-tools.md) run under Debian's bubblewrap; the tool
+# Sandboxed stdio servers (docs/operator/untrusted-tools.md) run under Debian's bubblewrap; the tool
 # host's sandbox tests need it (apt-get install when missing; a no-op when present).
 .PHONY: bubblewrap
 bubblewrap: ## Install Debian's bubblewrap (bwrap) for the sandboxed stdio servers when it is missing

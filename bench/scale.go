@@ -17,7 +17,7 @@ import (
 // The scale scenario: the same calls through a topology of 1 of each service (bbolt, then
 // etcd) and of 2 of each (on etcd), on this machine's cores. On 2 cores a second replica
 // cannot add throughput (every process competes for the same cores); the figures show what
-// the hops and the registry cost, and docs/scale-out.md models bigger machines from them.
+// the hops and the registry cost, and docs/operator/scale-out.md models bigger machines from them.
 
 // benchTB is the etcdtest.TB of a program: a failure ends the bench.
 type benchTB struct {

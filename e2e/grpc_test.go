@@ -27,7 +27,7 @@ func dialService(t *testing.T, addr, key string) *grpc.ClientConn {
 }
 
 // TestTypedAdminOverGRPC: a program registers a server, connects it and calls a tool with typed
-// messages over gRPC (the README's Go example), and sees its process state.
+// messages over gRPC (the Go example of docs/user/grpc.md), and sees its process state.
 func TestTypedAdminOverGRPC(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	ctx := t.Context()

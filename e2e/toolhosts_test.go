@@ -45,7 +45,7 @@ func startTwoToolHosts(t *testing.T) *twoToolHosts {
 		}
 	})
 	// The edge's health checks one tool host address (it dials one address per service
-	// until client-side balancing over lists lands: docs/scale-out.md); the test reads health
+	// until client-side balancing over lists lands: docs/operator/scale-out.md); the test reads health
 	// only before any tool host dies.
 	runService(t, "zest-gateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_EDGE_ADDR="+edge, "ZEST_TOOLHOST_ADDR="+l.addrs["th-a"]))
 	l.s = &Suite{URL: "http://" + edge, t: t, key: fedAPIKey}

@@ -89,7 +89,8 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 auth=""
-[ -n "${LEMONADE_API_KEY:-}" ] && auth=" -H 'authorization: Bearer \$LEMONADE_API_KEY'"
+# Double quotes, so that the shell the lines are pasted into expands the variable.
+[ -n "${LEMONADE_API_KEY:-}" ] && auth=" -H \"authorization: Bearer \$LEMONADE_API_KEY\""
 if [ -n "$generated_admin_key" ]; then
   console="Console: http://$edge/#key=$generated_admin_key
   (an admin key made for this run, since LEMONADE_ADMIN_API_KEY was not set; it ends with Ctrl-C)"

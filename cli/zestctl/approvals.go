@@ -57,7 +57,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 		c.Flags().StringVar(&reason, "reason", "", "why (at most 500 bytes; told to the model with a denial)")
 		return c
 	}
-	c := &cobra.Command{Use: "approvals", Short: "Tool calls that wait for approval (docs/untrusted-tools.md)"}
+	c := &cobra.Command{Use: "approvals", Short: "Tool calls that wait for approval (docs/operator/untrusted-tools.md)"}
 	c.AddCommand(list, decide("approve"), decide("deny"))
 	return c
 }

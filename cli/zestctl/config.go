@@ -14,7 +14,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 )
 
-// idPattern is the id rule of servers and presets (docs/contracts.md).
+// idPattern is the id rule of servers and presets (docs/dev/contracts.md).
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
 
 // ClientConfig is the configuration of MCP client for url, in the same shapes as the web

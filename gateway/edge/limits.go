@@ -15,7 +15,7 @@ import (
 	"github.com/zestmcp/zest/lib/ratelimit"
 )
 
-// Limits per key (docs/untrusted-tools.md): every API route counts its caller's calls in a
+// Limits per key (docs/operator/untrusted-tools.md): every API route counts its caller's calls in a
 // token bucket and its calls in flight, per caller — the admin key, the API key, or for a
 // caller that presents neither (no key configured, or a route open without one) its address —
 // and refuses a call over either with 429, Retry-After and the route family's error shape.

@@ -10,7 +10,7 @@ import (
 	"github.com/zestmcp/zest/lib/ratelimit"
 )
 
-// Streams and sockets a caller holds open (docs/security.md, "Limits"): each holds one of the
+// Streams and sockets a caller holds open (docs/operator/security.md, "Limits"): each holds one of the
 // edge's descriptors for as long as its client keeps it — hours — so each is bounded per
 // session, per caller (a key, or the address of a caller without one) and in all, and the
 // bound in all leaves DescriptorReserve descriptors to everything else: the admin routes,

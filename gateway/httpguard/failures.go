@@ -14,7 +14,7 @@ import (
 	"github.com/zestmcp/zest/lib/ratelimit"
 )
 
-// Failed authentications are slowed per address (docs/security.md): each request that
+// Failed authentications are slowed per address (docs/operator/security.md): each request that
 // presents a key that is wrong takes a token of its address's bucket (Failures); while the
 // bucket is empty, a key from that address is not even compared — the answer is 429 with
 // Retry-After, whatever the key — so a guesser learns nothing faster than the bucket refills.

@@ -73,7 +73,7 @@ func (g Guard) Host(next http.Handler) http.Handler {
 	})
 }
 
-// originAllowed applies docs/contracts.md's Origin rule.
+// originAllowed applies docs/dev/contracts.md's Origin rule.
 func (g Guard) originAllowed(origin string) bool {
 	if origin == "" {
 		return true

@@ -238,7 +238,7 @@ func TestPostChecksAccept(t *testing.T) {
 		accept string
 		ok     bool
 	}{
-		{"application/json, text/event-stream", true}, // the TypeScript SDK, README's curl lines
+		{"application/json, text/event-stream", true}, // the TypeScript SDK, the curl lines of docs/user/mcp-clients.md
 		{"text/event-stream, application/json", true}, // the conformance suite
 		{"application/json,text/event-stream;q=0.5", true},
 		{"*/*", true}, // curl without -H accept

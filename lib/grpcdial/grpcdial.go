@@ -64,7 +64,7 @@ const (
 // again to another (policy.go). When key is not empty every call carries it as a bearer
 // token; every call carries its context's request id. Messages up to maxMsg bytes
 // (DefaultMaxMessageBytes when 0) go both ways. Connections are plaintext: services talk on
-// loopback or on a private network (see the README's deployment notes). opts come last (a
+// loopback or on a private network (docs/operator/deploy.md, "Networks"). opts come last (a
 // probe of one process passes grpc.WithDisableHealthCheck to read its status itself).
 func Dial(target, key string, maxMsg int, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	t, err := ParseTarget(target)

@@ -29,7 +29,7 @@ import (
 // is set in its environment (Common.GCPercent; the tool host keeps Go's 100 to stay small).
 // Go's default collects whenever the heap doubles; the edge's and mcpgateway's live heaps are a
 // few MB, so collecting at 5× costs ~10 MB more per process and gave the tool-call chain
-// ~30% more calls/s (README, "Benchmarks"). GOGC=100 restores Go's default; GOMEMLIMIT caps
+// ~30% more calls/s (docs/dev/benchmarks.md, "Tuning"). GOGC=100 restores Go's default; GOMEMLIMIT caps
 // the heap.
 const GCPercent = 400
 

@@ -8,7 +8,7 @@ import (
 	"github.com/zestmcp/zest/lib/tracing/otlptest"
 )
 
-// BenchmarkSpanOff is what a would-be span costs when tracing is off (the README quotes it).
+// BenchmarkSpanOff is what a would-be span costs when tracing is off (docs/dev/benchmarks.md quotes it).
 func BenchmarkSpanOff(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()

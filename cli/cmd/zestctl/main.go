@@ -1,6 +1,6 @@
 // Command zestctl administers a running Zest suite over its typed gRPC contracts: MCP
 // servers, tools, presets, chats, sessions, activity, health, and ready client configs.
-// Exit codes are documented in the README's zestctl section and in package zestctl.
+// Exit codes are documented in docs/operator/zestctl.md and in package zestctl.
 package main
 
 import (

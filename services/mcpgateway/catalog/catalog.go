@@ -1,4 +1,4 @@
-// Package catalog names external tools for chat without collisions (docs/contracts.md's chat_name
+// Package catalog names external tools for chat without collisions (docs/dev/contracts.md's chat_name
 // algorithm) and builds the catalog entries and OpenAI function definitions of the tools a
 // server exposes (its tools_allow and tools_deny, decided by serverconfig.CheckTool).
 //

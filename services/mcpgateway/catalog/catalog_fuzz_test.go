@@ -11,7 +11,7 @@ import (
 
 var chatNameShape = regexp.MustCompile(`^mcp_[A-Za-z0-9_-]+$`)
 
-// FuzzChatName checks ChatName against docs/contracts.md's chat_name rule for any server id and
+// FuzzChatName checks ChatName against docs/dev/contracts.md's chat_name rule for any server id and
 // tool name, and that a second pair whose parts clean to the same text gets another name.
 // The second pair is made from the first: each character the cleaning replaces is swapped
 // for one of other's characters, and pad puts '_' around the parts.
@@ -33,7 +33,7 @@ func FuzzChatName(f *testing.F) {
 			t.Fatalf("ChatName(%q, %q) = %q (%d characters): want ^mcp_[A-Za-z0-9_-]+$, at most 64", server, tool, name, len(name))
 		}
 		if want := designChatName(server, tool); name != want {
-			t.Fatalf("ChatName(%q, %q) = %q, docs/contracts.md's rule gives %q", server, tool, name, want)
+			t.Fatalf("ChatName(%q, %q) = %q, docs/dev/contracts.md's rule gives %q", server, tool, name, want)
 		}
 		if again := ChatName(server, tool); again != name {
 			t.Fatalf("ChatName(%q, %q) gave %q, then %q", server, tool, name, again)
@@ -50,7 +50,7 @@ func FuzzChatName(f *testing.F) {
 			return
 		}
 		// Two pairs whose parts clean alike: at least one was changed by cleaning, so it
-		// carries the hash suffix, and docs/contracts.md's hash input server_id + "\n" + tool tells
+		// carries the hash suffix, and docs/dev/contracts.md's hash input server_id + "\n" + tool tells
 		// them apart unless the two inputs are the same text: ("a", "\nx") and ("a\n", "x")
 		// get one name by the rule. Server ids never hold a newline (serverconfig.IDPattern).
 		if name2 := ChatName(server2, tool2); name2 == name && server2+"\n"+tool2 != server+"\n"+tool {
@@ -59,7 +59,7 @@ func FuzzChatName(f *testing.F) {
 	})
 }
 
-// designChatName is docs/contracts.md's chat_name rule written out on its own, as the oracle:
+// designChatName is docs/dev/contracts.md's chat_name rule written out on its own, as the oracle:
 // clean each part (characters outside [A-Za-z0-9_-] → '_', counted per Unicode character;
 // trim '_'; empty → "tool"); name = "mcp_" + server + "__" + tool; when cleaning changed
 // anything or a cleaned part holds "__", append '_' + 16 hex digits of FNV-1a-64 over

@@ -79,7 +79,7 @@ func TestTranscribeAudioPathLimit(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), `audio_path "over.wav" has 1048577 bytes; the limit is 1048576`) || m.audio != nil {
 		t.Fatalf("over the limit: %s", text(res))
 	}
-	// The default is 25 MiB, as the README says.
+	// The default is 25 MiB, as docs/user/builtin-tools.md says.
 	if tools.audioLimit = 0; tools.maxAudio() != 25<<20 {
 		t.Fatalf("default limit %d", tools.maxAudio())
 	}

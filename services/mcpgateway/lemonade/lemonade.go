@@ -171,7 +171,7 @@ func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferen
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(done.Text()), mcp.NewTextContent(string(detail))}}, nil
 }
 
-// resolveModel applies docs/contracts.md's rule: the named model; else a loaded model of the type;
+// resolveModel applies docs/dev/contracts.md's rule: the named model; else a loaded model of the type;
 // else a downloaded one; else nothing, answered with a needs_model result.
 func (t *Tools) resolveModel(ctx context.Context, typ inferencev1.ModelType, model string, allowDownload bool) (chosen string, _ *mcp.CallToolResult, _ error) {
 	if model != "" {

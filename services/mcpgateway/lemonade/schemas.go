@@ -1,6 +1,6 @@
 package lemonade
 
-// Argument schemas of the built-in tools, with Lemonade's names (docs/contracts.md, "Built-in tools").
+// Argument schemas of the built-in tools, with Lemonade's names (docs/dev/contracts.md, "Built-in tools").
 
 const samplingProps = `
     "temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature."},

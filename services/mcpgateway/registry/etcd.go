@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The etcd layout, under the prefix (docs/scale-out.md):
+// The etcd layout, under the prefix (docs/operator/scale-out.md):
 //
 //	meta/schema_version        "6" (decimal, as bbolt's)
 //	presets/<id>               a Preset as protojson, unpopulated fields included (as bbolt's)

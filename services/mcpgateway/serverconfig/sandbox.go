@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// parseSandbox checks a server's sandbox (docs/untrusted-tools.md) with the tool host's own
+// parseSandbox checks a server's sandbox (docs/operator/untrusted-tools.md) with the tool host's own
 // rules and returns it as stored. A sandbox object that leaves enabled out is enabled: giving
 // the details says the wish; only enabled false (or "sandbox": false) opts out of the
 // operator's default, and a server without any sandbox takes that default.

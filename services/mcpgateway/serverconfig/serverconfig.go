@@ -1,6 +1,6 @@
 // Package serverconfig checks the server configs and presets that admins send (over HTTP the
 // edge has read Lemonade's JSON shapes into the typed messages; over gRPC programs send them
-// as they are): every rule of docs/contracts.md with a message that names the field, the defaults,
+// as they are): every rule of docs/dev/contracts.md with a message that names the field, the defaults,
 // and the id derived when missing. It also decides which tools a server exposes (CheckTool,
 // by its tools_allow and tools_deny), for every path that shows or runs them.
 package serverconfig
@@ -89,7 +89,7 @@ func invalid(format string, a ...any) error {
 var ReservedIDs = []string{LemonadeProvider}
 
 // Parse checks a config an admin sent (over HTTP the edge has read Lemonade's JSON into in)
-// and returns it as stored, with docs/contracts.md's defaults: id, name, transport, enabled,
+// and returns it as stored, with docs/dev/contracts.md's defaults: id, name, transport, enabled,
 // timeout_ms and expose set; a Zest field set only when it holds something other than its
 // default. Parse of a config as stored returns it unchanged. taken reports whether an id is
 // already used, for deriving a missing id; it is not consulted when in names an id.

@@ -5,7 +5,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// Limits per server (docs/untrusted-tools.md): a server's rate_limit and max_concurrency bound
+// Limits per server (docs/operator/untrusted-tools.md): a server's rate_limit and max_concurrency bound
 // its tool calls, all callers and entry points together, each call counted once (a batch's
 // calls each count). The state is this replica's: N replicas of mcpgateway let a server up to
 // N times its limits.

@@ -78,7 +78,7 @@ type Config struct {
 	// MetricsAddr serves GET /metrics (ZEST_TOOLHOST_METRICS_ADDR; "off": none).
 	MetricsAddr string
 	// Sandbox is the default for servers whose spec leaves sandbox.enabled out
-	// (ZEST_TOOLHOST_SANDBOX): "off" or "on" (docs/untrusted-tools.md).
+	// (ZEST_TOOLHOST_SANDBOX): "off" or "on" (docs/operator/untrusted-tools.md).
 	Sandbox string
 	// SandboxUID is who sandboxed servers run as when the tool host is root
 	// (ZEST_TOOLHOST_SANDBOX_UID, "uid[:gid]"; default 65534, nobody).
@@ -100,7 +100,7 @@ const DefaultMetricsAddr = "127.0.0.1:13322"
 func DefaultConfig() Config {
 	d := supervisor.DefaultConfig()
 	common := service.DefaultCommon()
-	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (README)
+	common.GCPercent = 100 // Go's default: the tool host's RSS target is 30 MB (docs/decisions.md, "The Go runtime's knobs")
 	name, _ := os.Hostname()
 	return Config{
 		Common: common, Addr: "127.0.0.1:13312", Name: name,
@@ -128,7 +128,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BackoffBase, "toolhost-backoff-base", c.BackoffBase, "first restart delay of a crash loop (doubles per crash)")
 	fs.DurationVar(&c.BackoffMax, "toolhost-backoff-max", c.BackoffMax, "longest restart delay of a crash loop")
 	fs.StringVar(&c.EnvAllow, "toolhost-env-allow", c.EnvAllow, "more variables of the tool host's environment that servers inherit, comma-separated; NAME* is a prefix (e.g. NODE_*,PYTHONPATH); ZEST_* and LEMONADE_* are refused")
-	fs.StringVar(&c.Sandbox, "toolhost-sandbox", c.Sandbox, `default for stdio servers whose config leaves sandbox.enabled out: "off" (run unconfined) or "on" (bubblewrap, seccomp, Landlock, rlimits; docs/untrusted-tools.md)`)
+	fs.StringVar(&c.Sandbox, "toolhost-sandbox", c.Sandbox, `default for stdio servers whose config leaves sandbox.enabled out: "off" (run unconfined) or "on" (bubblewrap, seccomp, Landlock, rlimits; docs/operator/untrusted-tools.md)`)
 	fs.StringVar(&c.SandboxUID, "toolhost-sandbox-uid", c.SandboxUID, `uid[:gid] that sandboxed servers run as when the tool host is root (not 0; default nobody); writable_paths must be writable by it`)
 	fs.StringVar(&c.ServerUID, "toolhost-server-uid", c.ServerUID, `uid[:gid] that servers without a sandbox run as when the tool host is root (default nobody): what they run must be readable by it; "0" runs them as root, which can read the tool host's memory and keys`)
 	fs.IntVar(&c.Procs, "toolhost-procs", c.Procs, "OS threads running the tool host's Go code (GOMAXPROCS; 0: Go's default, one per core; the GOMAXPROCS variable wins)")

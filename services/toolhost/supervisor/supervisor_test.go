@@ -381,7 +381,7 @@ func TestStopWhileStarting(t *testing.T) {
 // stderr that explains it, not with Node's version trailer; the status keeps stderr whole.
 func TestStartFailureSaysWhy(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is required (Node 20, see README): %v", err)
+		t.Fatalf("node is required (Node 20, see CONTRIBUTING.md): %v", err)
 	}
 	s := newSup(t, nil)
 	_, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "missing", Command: "node", Args: []string{"/nonexistent.js"}, TimeoutMs: 10000}, false)

@@ -181,7 +181,7 @@ func (*RecordEdgeChangeResponse) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
-// Sandbox says how a stdio server's process is confined (docs/untrusted-tools.md). Every
+// Sandbox says how a stdio server's process is confined (docs/operator/untrusted-tools.md). Every
 // field has presence so that an absent one takes the default. A server without a sandbox
 // takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
 type Sandbox struct {
@@ -311,7 +311,7 @@ func (x *Sandbox) GetOpenFiles() int32 {
 // ${VAR} references. A field whose absence means something other than its zero value has
 // presence: enabled, timeout_ms and expose (absent: their defaults) and the Zest fields that
 // may be left unset (absent: the server sets none of its own). Lemonade's fields are id through
-// timeout_ms; the others are Zest's (docs/contracts.md, "Upserts and updates": an upsert
+// timeout_ms; the others are Zest's (docs/dev/contracts.md, "Upserts and updates": an upsert
 // replaces Lemonade's fields and keeps the Zest fields it leaves out).
 //
 // As stored (mcpgateway's answers, the registry): id, name, transport, enabled, timeout_ms
@@ -362,7 +362,7 @@ type ServerConfig struct {
 	// isError true that names the size and the limit (1024-41943040; absent or 0: the operator's
 	// ZEST_TOOL_OUTPUT_MAX_BYTES, 1 MiB by default).
 	MaxOutputBytes *int32 `protobuf:"varint,17,opt,name=max_output_bytes,proto3,oneof" json:"max_output_bytes,omitempty"`
-	// sandbox confines a stdio server's process on a Linux tool host (docs/untrusted-tools.md);
+	// sandbox confines a stdio server's process on a Linux tool host (docs/operator/untrusted-tools.md);
 	// absent: the tool host's default (ZEST_TOOLHOST_SANDBOX). In JSON `true`/`false` stand for
 	// {"enabled": true/false}. Refused for a streamable-http server.
 	Sandbox *Sandbox `protobuf:"bytes,18,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
@@ -375,7 +375,7 @@ type ServerConfig struct {
 	// together (1-1024; absent or 0: no limit of its own).
 	MaxConcurrency *int32 `protobuf:"varint,20,opt,name=max_concurrency,proto3,oneof" json:"max_concurrency,omitempty"`
 	// approval is "required" (every tool of the server needs a person's approval before a chat
-	// or MCP client calls it: docs/untrusted-tools.md) or "none" (absent; approval_tools may
+	// or MCP client calls it: docs/operator/untrusted-tools.md) or "none" (absent; approval_tools may
 	// still name some). The admin API's own CallTool is never held.
 	Approval *string `protobuf:"bytes,21,opt,name=approval,proto3,oneof" json:"approval,omitempty"`
 	// approval_tools are glob patterns over tool names (as tools_allow) whose calls need

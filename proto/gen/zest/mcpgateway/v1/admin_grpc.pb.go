@@ -60,7 +60,7 @@ type AdminServiceClient interface {
 	GetServer(ctx context.Context, in *GetServerRequest, opts ...grpc.CallOption) (*GetServerResponse, error)
 	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
 	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
-	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// (docs/dev/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
 	// fields, never erases a server's policy by saving it.
 	UpsertServer(ctx context.Context, in *UpsertServerRequest, opts ...grpc.CallOption) (*UpsertServerResponse, error)
 	// UpdateServer is called by PATCH /internal/mcp/servers/{id} (zestctl servers edit, the
@@ -375,7 +375,7 @@ type AdminServiceServer interface {
 	GetServer(context.Context, *GetServerRequest) (*GetServerResponse, error)
 	// UpsertServer is called by POST /internal/mcp/servers to add a server, or to replace a
 	// registered one's Lemonade fields while keeping the Zest fields the request leaves out
-	// (docs/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
+	// (docs/dev/contracts.md, "Upserts and updates"): Lemonade's GUI, which knows only its own
 	// fields, never erases a server's policy by saving it.
 	UpsertServer(context.Context, *UpsertServerRequest) (*UpsertServerResponse, error)
 	// UpdateServer is called by PATCH /internal/mcp/servers/{id} (zestctl servers edit, the

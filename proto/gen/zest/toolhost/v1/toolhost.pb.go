@@ -99,7 +99,7 @@ type ServerSpec struct {
 	Env map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// timeout_ms bounds the handshake and each call that sets no deadline of its own.
 	TimeoutMs int32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	// sandbox says how the child is confined (docs/untrusted-tools.md); unset takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
+	// sandbox says how the child is confined (docs/operator/untrusted-tools.md); unset takes the tool host's default (ZEST_TOOLHOST_SANDBOX).
 	Sandbox       *Sandbox `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
