@@ -108,7 +108,7 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		emit = func(string, []byte) {}
 	}
 	if waiting == nil {
-		waiting = &waiters{}
+		waiting = newWaiters()
 	}
 	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit, waiting: waiting}
 	if ref := cfg.GetBearerToken(); ref != "" {
