@@ -217,12 +217,12 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 }
 
 // rpcError is err as a gRPC status: a missing preset of /mcp (ZEST_MCP_PRESET) is the
-// operator's to fix (HTTP 500 with the message).
+// operator's to fix, not the client's (Internal: HTTP 500 with the message).
 func rpcError(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(codes.FailedPrecondition, err.Error())
+	return status.Error(codes.Internal, err.Error())
 }
 
 // session checks a session id for the endpoint, and its MCP-Protocol-Version header.
