@@ -112,8 +112,9 @@ type fixture struct {
 // newFixture serves McpService with servers alpha (secret denied), beta (tools paged),
 // hidden (expose false, at alpha's URL), off (disabled) and down (nothing listens), the
 // built-in tool lemonade_echo, and presets: "all" (lemonade, alpha, beta, hidden), "two"
-// (alpha, down), "off" (off). /mcp serves preset ownPreset when it is not "".
-func newFixture(t testing.TB, ownPreset string) fixture {
+// (alpha, down), "off" (off). /mcp serves preset ownPreset when it is not "". The handler
+// checks its GET streams every 50 ms unless opts say otherwise.
+func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)
@@ -165,7 +166,6 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	}
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	fed := federate.New(reg, up, codec, reg, testKeys, nil)
 	srv := mcpserve.NewMCPServer("test")
 	srv.AddTool(mcp.NewTool("lemonade_echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("builtin echo: " + req.GetString("message", "")), nil
@@ -185,15 +185,15 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	})
 	calls, _ := activity.New(activity.DefaultSize, false)
 	tools := toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithActivity(calls))
-	h := mcpserve.New(srv, codec, reg, tools, nil)
-	agg := New(reg, up, h, fed, codec, reg, testKeys, nil)
-	agg.ListenCheck = 50 * time.Millisecond
-	fed.Tools, agg.Tools = tools, tools
+	builtin := mcpserve.New(srv, codec, reg, tools, nil)
+	fed := federate.New(reg, up, tools, codec, reg, testKeys, nil)
+	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond)}, opts...)...)
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
-	h.Federation, h.Presets = fed, agg
+	var own mcpserve.Federation = builtin
 	if ownPreset != "" {
-		h.Own = agg.ForMCP(ownPreset)
+		own = agg.ForMCP(ownPreset)
 	}
+	h := mcpserve.NewRoutes(own, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
 }
@@ -672,8 +672,7 @@ func TestClientResponses(t *testing.T) {
 // through any replica) make the GET streams read their presets at once, not at their next ListenCheck: a session
 // whose preset's providers changed is told its lists changed.
 func TestChangedWakesTheStreams(t *testing.T) {
-	f := newFixture(t, "")
-	f.agg.ListenCheck = time.Hour
+	f := newFixture(t, "", WithListenCheck(time.Hour))
 	ctx := withKey(t.Context(), testKeys.API)
 	off, _ := f.open(t, ctx, "off")
 	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})

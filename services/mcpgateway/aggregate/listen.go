@@ -93,7 +93,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	return l.Serve(ctx, fanout.Stream{
 		Send:    send,
 		Expires: h.sessions.Expires(cl),
-		Every:   h.ListenCheck,
+		Every:   h.listenCheck,
 		Wake:    wake,
 		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
