@@ -162,7 +162,7 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 }
 
 // ForMCP serves /mcp with preset id's providers in place of the built-in tools
-// (ZEST_MCP_PRESET): mcpserve.Handler.Own.
+// (ZEST_MCP_PRESET): the Federation mcpserve.NewRoutes serves /mcp with.
 func (h *Handler) ForMCP(id string) mcpserve.Federation {
 	return own{h: h, ep: endpoint{preset: id, own: true}}
 }

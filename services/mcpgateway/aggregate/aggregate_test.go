@@ -669,7 +669,7 @@ func TestClientResponses(t *testing.T) {
 }
 
 // TestChangedWakesTheStreams: PresetChanged and ServerChanged (a preset or a server written
-// through any replica) make the GET streams read their presets at once, not at their next ListenCheck: a session
+// through any replica) make the GET streams read their presets at once, not at their next listen check: a session
 // whose preset's providers changed is told its lists changed.
 func TestChangedWakesTheStreams(t *testing.T) {
 	f := newFixture(t, "", WithListenCheck(time.Hour))
