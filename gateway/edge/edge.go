@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/zestmcp/zest/gateway/console"
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/gateway/logstream"
 	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
@@ -231,51 +231,40 @@ func (e *Edge) Close() error {
 	return errors.Join(errs...)
 }
 
-// adminError writes Lemonade's admin error shape with the status of its table: 400 for a
-// bad body and for a tools/call of a tool the server's filters do not expose; 404 for an
-// unknown id on every route; on the routes that reach an MCP server (connect, refresh-tools,
-// tools/call, test) every other failure is 502.
+// adminError writes Lemonade's admin error shape with the status of the one table
+// (httpstatus), and what the admin routes say beyond a code: a body over the limit is 413; a
+// tools/call of a tool the server's filters do not expose is 400, one that waits for an
+// approval not given is 403 (both FailedPrecondition with a reason); on the routes that reach
+// an MCP server (connect, refresh-tools, tools/call, test) a failure that is not the caller's
+// (no bad argument, key, unknown id or limit) is 502.
 func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
 	st := status.Convert(err)
 	msg := st.Message()
-	code := runtime.HTTPStatusFromCode(st.Code())
+	code := httpstatus.FromCode(st.Code())
 	switch {
 	case strings.Contains(msg, "http: request body too large"):
 		code, msg = http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(limit)
-	case st.Code() == codes.InvalidArgument, st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:
+	case st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:
 		code = http.StatusBadRequest
 	case st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:
 		code = http.StatusForbidden // the call needs approval and was not run: the message says why
-	case st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied:
-	case st.Code() == codes.ResourceExhausted: // a server over its rate_limit or max_concurrency
-		code = http.StatusTooManyRequests
-		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retryDelay(st))))
-	case st.Code() == codes.NotFound: // only the registry's unknown id: upstream failures are Unavailable
-		code = http.StatusNotFound
+	case callersOwn(st.Code()):
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway
 	}
-	writeAdminErrorParam(w, code, msg, badField(st))
+	httpstatus.SetHeaders(w.Header(), st)
+	writeAdminErrorParam(w, code, msg, httpstatus.BadField(st))
 }
 
-// retryDelay is the wait a status's RetryInfo asks for (0 without one).
-func retryDelay(st *status.Status) time.Duration {
-	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			return ri.GetRetryDelay().AsDuration()
-		}
+// callersOwn are the codes of refusals the caller can fix (a bad argument, a key, an unknown
+// id — the registry's, since upstream failures are Unavailable — or a limit): their status
+// is the table's on every admin route.
+func callersOwn(c codes.Code) bool {
+	switch c {
+	case codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied, codes.ResourceExhausted, codes.NotFound:
+		return true
 	}
-	return 0
-}
-
-// badField is the request field an InvalidArgument names (BadRequest details), or "".
-func badField(st *status.Status) string {
-	for _, d := range st.Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
-			return br.GetFieldViolations()[0].GetField()
-		}
-	}
-	return ""
+	return false
 }
 
 // adminReason is the AdminErrorReason of st's ErrorInfo (UNSPECIFIED without one): a tool

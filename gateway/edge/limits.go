@@ -10,6 +10,7 @@ import (
 
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/mcphttp"
+	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
@@ -250,16 +251,12 @@ func (l *keyLimits) batch(write limitedWriter) func(w http.ResponseWriter, r *ht
 // The 429 of each route family.
 
 // openAILimited is OpenAI's rate-limit error: {"error":{"message","type":"requests","param":null,"code":"rate_limit_exceeded"}}.
-func openAILimited(w http.ResponseWriter, msg string, _ int64) {
-	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
-		"message": msg, "type": "requests", "param": nil, "code": "rate_limit_exceeded"}})
-}
+func openAILimited(w http.ResponseWriter, msg string, _ int64) { openai.WriteLimited(w, msg) }
 
 // mcpLimited is a JSON-RPC error response (id null: the edge has not read the request) with
 // ratelimit.JSONRPCCode and the wait in data.retry_after_ms.
 func mcpLimited(w http.ResponseWriter, msg string, retryAfterMs int64) {
-	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
-		"code": ratelimit.JSONRPCCode, "message": msg, "data": map[string]any{"retry_after_ms": retryAfterMs}}})
+	mcphttp.WriteLimited(w, msg, retryAfterMs)
 }
 
 // adminLimited is the admin routes' shape with status_code 429.

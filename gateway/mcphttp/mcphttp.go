@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/lib/mcpbatch"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -325,33 +327,29 @@ func (h *Handler) log() *slog.Logger {
 	return h.Log
 }
 
-// writeStatus maps a gRPC error from mcpgateway to HTTP, in one place. Key and permission
-// refusals keep the edge's own shape and status (the same answer whichever of the edge and
-// mcpgateway refused); transport failures are logged and answered with a fixed message.
+// writeStatus writes a gRPC error from mcpgateway as a JSON-RPC error (id null; -32600 for a
+// refusal, -32603 for a failure) with the status of the one table (httpstatus). Key and
+// permission refusals keep the edge's own shape (the same answer whichever of the edge and
+// mcpgateway refused); transport failures are logged and answered with a fixed message. A
+// call its client cancelled is not answered.
 func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
-	msg := st.Message()
-	code := http.StatusInternalServerError
+	code, msg := httpstatus.FromCode(st.Code()), st.Message()
+	httpstatus.SetHeaders(w.Header(), st)
 	switch st.Code() {
-	case codes.InvalidArgument:
-		code = http.StatusBadRequest
-	case codes.NotFound:
-		code = http.StatusNotFound
-	case codes.Unauthenticated:
-		httpguard.WriteError(w, http.StatusUnauthorized, msg) // the edge adds WWW-Authenticate
-		return
-	case codes.PermissionDenied:
-		httpguard.WriteError(w, http.StatusForbidden, msg)
-		return
-	case codes.Unimplemented:
-		code = http.StatusMethodNotAllowed
-	case codes.Unavailable:
-		h.log().WarnContext(r.Context(), "mcpgateway unavailable", "err", err)
-		code, msg = http.StatusServiceUnavailable, "Service Unavailable: mcpgateway cannot be reached; try again shortly"
-	case codes.DeadlineExceeded:
-		code, msg = http.StatusGatewayTimeout, "Gateway Timeout: mcpgateway did not answer in time"
 	case codes.Canceled:
 		return // the client went away
+	case codes.Unauthenticated, codes.PermissionDenied:
+		httpguard.WriteError(w, code, msg) // the edge adds WWW-Authenticate to a 401
+		return
+	case codes.Unavailable:
+		h.log().WarnContext(r.Context(), "mcpgateway unavailable", "err", err)
+		msg = "Service Unavailable: mcpgateway cannot be reached; try again shortly"
+	case codes.DeadlineExceeded:
+		msg = "Gateway Timeout: mcpgateway did not answer in time"
+	case codes.ResourceExhausted:
+		WriteLimited(w, msg, max(1, httpstatus.RetryDelay(st).Milliseconds()))
+		return
 	}
 	rpc := -32600
 	if code >= 500 {
@@ -389,6 +387,13 @@ func (h *Handler) writeBroken(w http.ResponseWriter, body []byte, err error) {
 // every answer /mcp gives that is not mcpgateway's own.
 func WriteError(w http.ResponseWriter, httpStatus, code int, msg string) {
 	httpguard.WriteJSON(w, httpStatus, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}
+
+// WriteLimited writes /mcp's answer over a limit (429): a JSON-RPC error (id null) with
+// ratelimit.JSONRPCCode and the wait in data.retry_after_ms; the caller sets Retry-After.
+func WriteLimited(w http.ResponseWriter, msg string, retryAfterMs int64) {
+	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code": ratelimit.JSONRPCCode, "message": msg, "data": map[string]any{"retry_after_ms": retryAfterMs}}})
 }
 
 // WriteInvalidRequest is WriteError with JSON-RPC's Invalid Request (-32600): /mcp's writer

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -306,7 +308,10 @@ func TestPostOverTheLimitIs413JSONRPC(t *testing.T) {
 	}
 }
 
-// TestStatusMapping: each gRPC status of mcpgateway has one HTTP answer.
+// TestStatusMapping: each gRPC status of mcpgateway has one HTTP answer, the one table's
+// (httpstatus): a JSON-RPC error, -32600 for a refusal and -32603 for a failure; key refusals
+// in the edge's own shape; a limit as the edge's own 429 (ratelimit.JSONRPCCode, Retry-After);
+// fixed words for a transport failure.
 func TestStatusMapping(t *testing.T) {
 	var mu sync.Mutex
 	var next error
@@ -316,30 +321,35 @@ func TestStatusMapping(t *testing.T) {
 		return next
 	}}
 	srv := serve(t, f, 1<<20)
+	send := func(c codes.Code, msg string) answer {
+		mu.Lock()
+		next = status.Error(c, msg)
+		mu.Unlock()
+		return post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	}
+	for c := codes.Unknown; c <= codes.Unauthenticated; c++ {
+		if a := send(c, "refused"); a.status != httpstatus.FromCode(c) {
+			t.Errorf("%v: %d, the table says %d (%s)", c, a.status, httpstatus.FromCode(c), a.body)
+		}
+	}
 	for _, tc := range []struct {
 		code     codes.Code
 		msg      string
-		status   int
 		rpc      int    // 0: the edge's {"error":…} shape
 		wantText string // in the answer's message
 	}{
-		{codes.InvalidArgument, "Mcp-Session-Id header is required", 400, -32600, "Mcp-Session-Id header is required"},
-		{codes.NotFound, "session not found", 404, -32600, "session not found"},
-		{codes.Unauthenticated, "Invalid or missing API key", 401, 0, "Invalid or missing API key"},
-		{codes.PermissionDenied, "not allowed", 403, 0, "not allowed"},
-		{codes.Unimplemented, "unknown method", 405, -32600, "unknown method"},
-		{codes.Unavailable, "connection error: desc = \"transport: Error while dialing\"", 503, -32603, "mcpgateway cannot be reached"},
-		{codes.DeadlineExceeded, "context deadline exceeded", 504, -32603, "did not answer in time"},
-		{codes.Internal, "internal error (incident 1)", 500, -32603, "internal error (incident 1)"},
+		{codes.InvalidArgument, "Mcp-Session-Id header is required", -32600, "Mcp-Session-Id header is required"},
+		{codes.NotFound, "session not found", -32600, "session not found"},
+		{codes.Unauthenticated, "Invalid or missing API key", 0, "Invalid or missing API key"},
+		{codes.PermissionDenied, "not allowed", 0, "not allowed"},
+		{codes.Unimplemented, "unknown method", -32603, "unknown method"},
+		{codes.ResourceExhausted, "over the server's rate_limit", ratelimit.JSONRPCCode, "rate_limit"},
+		{codes.Unavailable, "connection error: desc = \"transport: Error while dialing\"", -32603, "mcpgateway cannot be reached"},
+		{codes.DeadlineExceeded, "context deadline exceeded", -32603, "did not answer in time"},
+		{codes.Internal, "internal error (incident 1)", -32603, "internal error (incident 1)"},
 	} {
 		t.Run(tc.code.String(), func(t *testing.T) {
-			mu.Lock()
-			next = status.Error(tc.code, tc.msg)
-			mu.Unlock()
-			a := post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-			if a.status != tc.status {
-				t.Fatalf("status %d, want %d (%s)", a.status, tc.status, a.body)
-			}
+			a := send(tc.code, tc.msg)
 			if tc.rpc == 0 {
 				var m map[string]string
 				if err := json.Unmarshal([]byte(a.body), &m); err != nil || m["error"] != tc.wantText {
@@ -347,6 +357,9 @@ func TestStatusMapping(t *testing.T) {
 				}
 			} else if code, msg := rpcError(t, a); code != tc.rpc || !strings.Contains(msg, tc.wantText) || strings.Contains(msg, "transport") {
 				t.Fatalf("error %d %q", code, msg)
+			}
+			if (tc.code == codes.ResourceExhausted) != (a.header.Get("Retry-After") != "") {
+				t.Errorf("Retry-After %q", a.header.Get("Retry-After"))
 			}
 		})
 	}

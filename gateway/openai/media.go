@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -43,12 +43,8 @@ func (a *API) registerMedia(mux *http.ServeMux, prefix string, wrap func(http.Ha
 func writeMediaStatus(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
 	if st.Code() == codes.InvalidArgument {
-		for _, d := range st.Details() {
-			if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
-				writeError(w, http.StatusBadRequest, "invalid_request_error", br.GetFieldViolations()[0].GetField(), st.Message())
-				return
-			}
-		}
+		writeStatusParam(w, err, httpstatus.BadField(st))
+		return
 	}
 	writeStatus(w, err)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/codes"
@@ -91,8 +92,9 @@ func jsonKind(v any) string {
 	return "object"
 }
 
-// writeModelStatus maps a management error to HTTP: as writeStatus, but an engine that is
-// down is named as such (503), not as the inference service.
+// writeModelStatus writes a management error as writeStatus does, naming model_name where
+// the refusal is about it; an engine that is down is named as such (503), not as the
+// inference service.
 func writeModelStatus(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
 	switch st.Code() {
@@ -101,11 +103,11 @@ func writeModelStatus(w http.ResponseWriter, err error) {
 		if strings.HasPrefix(st.Message(), "model_name") {
 			param = "model_name"
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", param, st.Message())
+		writeStatusParam(w, err, param)
 	case codes.NotFound:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_name", st.Message())
+		writeStatusParam(w, err, "model_name")
 	case codes.Unavailable:
-		writeError(w, http.StatusServiceUnavailable, "api_error", "", st.Message())
+		writeError(w, httpstatus.FromCode(st.Code()), "api_error", "", st.Message())
 	default:
 		writeStatus(w, err)
 	}

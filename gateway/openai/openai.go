@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
+	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -79,24 +80,45 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 	writeError(w, code, "invalid_request_error", "", msg)
 }
 
-// writeStatus maps an inference error to HTTP, in one place.
+// writeStatus writes an inference error in OpenAI's shape with the status of the one table
+// (httpstatus): the type is authentication_error for a 401, invalid_request_error for another
+// refusal (4xx; a NotFound names the model), api_error for a failure (5xx); an unreachable
+// inference service is named as such. A call its client cancelled is not answered.
 func writeStatus(w http.ResponseWriter, err error) {
+	writeStatusParam(w, err, "")
+}
+
+// writeStatusParam is writeStatus naming param as the field a refusal is about (NotFound names
+// the model unless param says otherwise).
+func writeStatusParam(w http.ResponseWriter, err error, param string) {
 	st := status.Convert(err)
-	switch st.Code() {
-	case codes.InvalidArgument:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", st.Message())
-	case codes.NotFound:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model", st.Message())
-	case codes.Unauthenticated:
-		writeError(w, http.StatusUnauthorized, "authentication_error", "", st.Message())
-	case codes.DeadlineExceeded:
-		writeError(w, http.StatusGatewayTimeout, "api_error", "", st.Message())
-	case codes.Canceled:
-	case codes.Unavailable:
-		writeError(w, http.StatusServiceUnavailable, "api_error", "", "inference service unavailable: "+st.Message())
-	default:
-		writeError(w, http.StatusInternalServerError, "api_error", "", st.Message())
+	code, msg := httpstatus.FromCode(st.Code()), st.Message()
+	typ := "invalid_request_error"
+	httpstatus.SetHeaders(w.Header(), st)
+	switch {
+	case st.Code() == codes.Canceled:
+		return
+	case code == http.StatusTooManyRequests:
+		WriteLimited(w, msg)
+		return
+	case code == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case st.Code() == codes.NotFound && param == "":
+		param = "model"
+	case st.Code() == codes.Unavailable:
+		msg = "inference service unavailable: " + msg
 	}
+	if code >= 500 {
+		typ, param = "api_error", ""
+	}
+	writeError(w, code, typ, param, msg)
+}
+
+// WriteLimited writes OpenAI's rate-limit error (429): {"error":{"message","type":"requests",
+// "param":null,"code":"rate_limit_exceeded"}}; the caller sets Retry-After.
+func WriteLimited(w http.ResponseWriter, msg string) {
+	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+		"message": msg, "type": "requests", "param": nil, "code": "rate_limit_exceeded"}})
 }
 
 func modelJSON(m *inferencev1.Model) map[string]any {

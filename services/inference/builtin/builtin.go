@@ -28,13 +28,19 @@ const (
 type Engine struct {
 	created int64
 	models  []*inferencev1.Model
-	// TokenInterval paces builtin-llm's stream like a real model's (0: as fast as it can),
-	// for measuring what a relay adds.
-	TokenInterval time.Duration
+	// tokenInterval paces builtin-llm's stream (WithTokenInterval).
+	tokenInterval time.Duration
 }
 
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithTokenInterval paces builtin-llm's stream like a real model's, d between tokens (0: as
+// fast as it can), for measuring what a relay adds.
+func WithTokenInterval(d time.Duration) Option { return func(e *Engine) { e.tokenInterval = d } }
+
 // New returns the built-in engine; created stamps its models.
-func New(created time.Time) *Engine {
+func New(created time.Time, opts ...Option) *Engine {
 	c := created.Unix()
 	m := func(id string, t inferencev1.ModelType, desc string, labels ...string) *inferencev1.Model {
 		return &inferencev1.Model{
@@ -53,6 +59,9 @@ func New(created time.Time) *Engine {
 	}}
 	e.models = append(e.models, mediaModels(c)...) // speech.go
 	e.models = append(e.models, e.TextModels()...)
+	for _, o := range opts {
+		o(e)
+	}
 	return e
 }
 
@@ -101,8 +110,8 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if e.TokenInterval > 0 && i > 0 {
-			t := time.NewTimer(e.TokenInterval)
+		if e.tokenInterval > 0 && i > 0 {
+			t := time.NewTimer(e.tokenInterval)
 			select {
 			case <-ctx.Done():
 				t.Stop()

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zestmcp/zest/lib/tooloutput"
@@ -184,4 +185,24 @@ func TestChatCallsAMentionedFunction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTokenInterval: WithTokenInterval paces builtin-llm's stream, the interval between each
+// word and the next; without it the words come at once.
+func TestTokenInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		req := &inferencev1.ChatRequest{Model: LLM, Messages: []*inferencev1.ChatMessage{user("one two")}} // 4 words answered
+		for _, c := range []struct {
+			opts []Option
+			want time.Duration
+		}{{nil, 0}, {[]Option{WithTokenInterval(time.Second)}, 3 * time.Second}} {
+			began := time.Now()
+			if err := New(began, c.opts...).Chat(t.Context(), req, func(*inferencev1.ChatResponse) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(began); took != c.want {
+				t.Errorf("%d option(s): the stream took %v, want %v", len(c.opts), took, c.want)
+			}
+		}
+	})
 }

@@ -117,15 +117,15 @@ func embed(text string, dims int) []float32 {
 	return out
 }
 
-// pause waits TokenInterval before every token but the first, like a model producing them.
+// pause waits the token interval (WithTokenInterval) before every token but the first, like a model producing them.
 func (e *Engine) pause(ctx context.Context, i int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if e.TokenInterval <= 0 || i == 0 {
+	if e.tokenInterval <= 0 || i == 0 {
 		return nil
 	}
-	t := time.NewTimer(e.TokenInterval)
+	t := time.NewTimer(e.tokenInterval)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -100,8 +100,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	be := builtin.New(time.Now())
-	be.TokenInterval = cfg.BuiltinTokenInterval
+	be := builtin.New(time.Now(), builtin.WithTokenInterval(cfg.BuiltinTokenInterval))
 	n := &Node{cfg: cfg, log: log, builtin: be, openai: oe}
 	n.srv = grpcserve.New(grpcserve.Options{Guard: keyauth.Guard{Keys: cfg.Keys}, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
 	n.srv.RegisterService(&inferencev1.InferenceService_ServiceDesc, n)

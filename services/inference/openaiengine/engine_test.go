@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/sse"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/modelfile"
 )
@@ -137,5 +138,32 @@ func TestPerReplicaBoundWaitsWithinTheDeadline(t *testing.T) {
 	err := e.Chat(ctx, &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
 	if !errors.Is(err, ErrNoReplica) || !strings.Contains(err.Error(), "all 2 request slots busy") {
 		t.Fatalf("third request: %v", err)
+	}
+}
+
+// TestEndlessStreamLineIsAnError: an engine whose event stream never ends its line fails the
+// chat with an error that names the limit, after at most maxCompletionBytes of it, and nothing
+// is relayed.
+func TestEndlessStreamLineIsAnError(t *testing.T) {
+	var sent int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c1","choices":[{"delta":{"content":"`)
+		piece := strings.Repeat("a", 64<<10)
+		for {
+			n, err := io.WriteString(w, piece)
+			sent += n
+			if err != nil || sent > 4*maxCompletionBytes {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	e := engine(t, "up", srv.URL+"/v1")
+	relayed := 0
+	err := e.Chat(t.Context(), &inferencev1.ChatRequest{Model: "m", Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "x"}}},
+		func(*inferencev1.ChatResponse) error { relayed++; return nil })
+	if !errors.Is(err, sse.ErrTooLong) || !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "67108864 bytes") || relayed != 0 {
+		t.Fatalf("an endless line: %v (%d chunks relayed)", err, relayed)
 	}
 }

@@ -1,7 +1,6 @@
 package openaiengine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -207,43 +206,21 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		// An engine that ignored "stream": one JSON completion.
 		var c chunk
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&c); err != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxCompletionBytes)).Decode(&c); err != nil {
 			return fmt.Errorf("%w: the completion is not JSON: %v", ErrUpstream, err)
 		}
 		return send(c.toResponse(req.GetModel(), true))
 	}
-	rd := bufio.NewReaderSize(resp.Body, 64<<10)
-	for {
-		line, err := rd.ReadBytes('\n')
-		if len(line) > 0 {
-			line = bytes.TrimSpace(line)
-			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = bytes.TrimSpace(data)
-				if string(data) == "[DONE]" {
-					return nil
-				}
-				var c chunk
-				if jerr := json.Unmarshal(data, &c); jerr != nil {
-					return fmt.Errorf("%w: a stream chunk is not JSON: %v", ErrUpstream, jerr)
-				}
-				if c.Error != nil {
-					return fmt.Errorf("%w: %s", ErrUpstream, c.Error.Message)
-				}
-				if serr := send(c.toResponse(req.GetModel(), false)); serr != nil {
-					return serr
-				}
-			}
+	return readEvents(ctx, resp.Body, func(data []byte) (bool, error) {
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return false, fmt.Errorf("%w: a stream chunk is not JSON: %v", ErrUpstream, err)
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w: the stream broke: %v", ErrUpstream, err)
+		if c.Error != nil {
+			return false, fmt.Errorf("%w: %s", ErrUpstream, c.Error.Message)
 		}
-	}
+		return false, send(c.toResponse(req.GetModel(), false))
+	})
 }
 
 // chunk is an OpenAI chat.completion(.chunk).

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +128,44 @@ func TestErrorText(t *testing.T) {
 		if got := errorText([]byte(body)); got != want {
 			t.Errorf("%s: %q", body, got)
 		}
+	}
+}
+
+// TestPullLineBound: a pull progress line (lemond's SSE, Ollama's NDJSON) longer than
+// maxManageLine fails the pull, after at most that much of it, instead of being gathered whole.
+func TestPullLineBound(t *testing.T) {
+	for _, c := range []struct{ kind, base, start string }{
+		{KindLemonade, "/api/v1", "event: progress\ndata: {\"file\":\""},
+		{KindOllama, "/v1", `{"status":"`},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			var sent atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/pull") {
+					return
+				}
+				if c.kind == KindLemonade {
+					w.Header().Set("Content-Type", "text/event-stream")
+				}
+				io.WriteString(w, c.start)
+				piece := strings.Repeat("a", 4096)
+				for sent.Load() < 64*maxManageLine {
+					n, err := io.WriteString(w, piece)
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}))
+			t.Cleanup(srv.Close)
+			e := managed(t, c.kind, srv.URL+c.base)
+			_, err := e.Manage(t.Context(), "m", OpPull, nil, func(Progress) error { return nil })
+			if !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "too long") {
+				t.Fatalf("an endless progress line: %v", err)
+			}
+			if n := sent.Load(); n >= 64*maxManageLine {
+				t.Errorf("the engine sent all of its %d bytes: nothing stopped reading", n)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/sse"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -32,12 +33,21 @@ func (e *Engine) postRaw(ctx context.Context, m *Model, path string, body []byte
 	})
 }
 
+// maxCompletionBytes bounds a completion an engine answers as one JSON body, and one line of
+// its event stream (which may carry a whole completion in one chunk): an engine that sends an
+// endless line gets an error (sse.ErrTooLong), not the inference service's memory.
+const maxCompletionBytes = 64 << 20
+
 // readEvents calls each with the data of every event of an event stream as it arrives, until
-// [DONE], the end of the body, or each answers stop.
+// [DONE], the end of the body, or each answers stop. A line or an event longer than
+// maxCompletionBytes breaks the stream.
 func readEvents(ctx context.Context, body io.Reader, each func(data []byte) (stop bool, err error)) error {
-	rd := bufio.NewReaderSize(body, 64<<10)
+	rd := bufio.NewReaderSize(sse.Limit(body, maxCompletionBytes), 64<<10)
 	for {
 		line, err := rd.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			line = nil // cut short: not an event
+		}
 		if data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:")); ok {
 			data = bytes.TrimSpace(data)
 			if string(data) == "[DONE]" {
@@ -54,7 +64,7 @@ func readEvents(ctx context.Context, body io.Reader, each func(data []byte) (sto
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w: the stream broke: %v", ErrUpstream, err)
+			return fmt.Errorf("%w: the stream broke: %w", ErrUpstream, err)
 		}
 	}
 }
@@ -157,7 +167,7 @@ func (e *Engine) Completions(ctx context.Context, req *inferencev1.CompletionsRe
 	defer resp.Body.Close()
 	if !isEventStream(resp) { // an engine that ignored "stream": one JSON completion
 		var c completionChunk
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&c); err != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxCompletionBytes)).Decode(&c); err != nil {
 			return fmt.Errorf("%w: the completion is not JSON: %v", ErrUpstream, err)
 		}
 		return send(c.toResponse(req.GetModel()))
@@ -277,7 +287,7 @@ func (e *Engine) Responses(ctx context.Context, req *inferencev1.ResponsesReques
 	model := req.GetModel()
 	if !isEventStream(resp) { // an engine that ignored "stream": one response object
 		var r responseObject
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxCompletionBytes)).Decode(&r); err != nil {
 			return fmt.Errorf("%w: the response is not JSON: %v", ErrUpstream, err)
 		}
 		for i, it := range r.Output {

@@ -124,16 +124,23 @@ type Log struct {
 	last    uint64 // the id of the newest record; ids start at 1
 }
 
+// Option configures a Log.
+type Option func(*Log)
+
+// WithSink makes every record go to sink too (the audit trail).
+func WithSink(sink Sink) Option { return func(l *Log) { l.sink = sink } }
+
 // New returns a ring of size records (1 to MaxSize); details keeps arguments and results.
-func New(size int, details bool) (*Log, error) {
+func New(size int, details bool, opts ...Option) (*Log, error) {
 	if size < 1 || size > MaxSize {
 		return nil, fmt.Errorf("activity ring size %d: want a whole number from 1 to %d", size, MaxSize)
 	}
-	return &Log{details: details, ring: make([]Record, size)}, nil
+	l := &Log{details: details, ring: make([]Record, size)}
+	for _, o := range opts {
+		o(l)
+	}
+	return l, nil
 }
-
-// SetSink makes every record go to sink too (set before the first Add).
-func (l *Log) SetSink(sink Sink) { l.sink = sink }
 
 // Details reports whether records keep arguments and results.
 func (l *Log) Details() bool { return l != nil && l.details }

@@ -256,9 +256,8 @@ func (s *sinkRecords) Record(_ context.Context, r Record) { s.got = append(s.got
 // for them, whatever the ring keeps; the ring keeps them only with its own details on.
 func TestSinkDetails(t *testing.T) {
 	for _, c := range []struct{ ring, sink bool }{{false, true}, {true, false}, {false, false}} {
-		l, _ := New(4, c.ring)
 		s := &sinkRecords{details: c.sink}
-		l.SetSink(s)
+		l, _ := New(4, c.ring, WithSink(s))
 		l.Add(t.Context(), Call{Path: PathMCP, Server: "s", Tool: "t", Began: time.Now(), Outcome: OK, Args: []byte(`{"a":1}`), Result: []byte(`{}`)})
 		ring, _ := l.List(0, 0)
 		if len(s.got) != 1 || (s.got[0].Arguments != "") != c.sink || (s.got[0].Result != "") != c.sink {

@@ -19,9 +19,8 @@ import (
 func TestCallToolActivity(t *testing.T) {
 	for _, details := range []bool{false, true} {
 		u := mcptest.Start(t, mcptest.Options{})
-		s := newService(t)
 		calls, _ := activity.New(4, details)
-		s.record(calls)
+		s := newRecordingService(t, calls)
 		ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key-for-activity"}).Context(
 			metadata.NewIncomingContext(t.Context(), metadata.Pairs("authorization", "Bearer admin-key-for-activity")))
 		in := &mcpgatewayv1.ServerConfig{Id: "echo", Transport: "http", Url: u.URL}

@@ -39,32 +39,54 @@ type Service struct {
 	tools *toolcall.Pipeline
 	cat   *catalog.Catalog
 	log   *slog.Logger
-	// Audit is the audit trail ListAudit and ExportAudit read (nil: the trail is off). Its
-	// interceptor records the admin changes; Activity feeds it the tool calls.
-	Audit *audit.Log
-	// Activity is what ListActivity lists: the tool calls of every path, which the tool-call
-	// pipeline records in it; nil lists nothing.
-	Activity *activity.Log
-	// Changes applies each write of a server or preset to the replica's live state (its
-	// connections, its sessions): the same path as another replica's writes, seen by the
-	// registry's watch. New gives one that closes and forgets connections; mcpgateway gives
-	// one that tells the sessions too.
-	Changes *follow.Replica
-	// Approvals lists and decides the tool calls that wait for approval (the pipeline's
-	// gate); nil: none are held.
-	Approvals *approval.Gate
+	// audit is the audit trail ListAudit and ExportAudit read (nil: the trail is off).
+	audit *audit.Log
+	// activity is what ListActivity lists (nil lists nothing).
+	activity *activity.Log
+	// changes applies each write of a server or preset to the replica's live state.
+	changes *follow.Replica
+	// approvals lists and decides the tool calls that wait for approval (nil: none are held).
+	approvals *approval.Gate
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// WithAudit is the audit trail ListAudit and ExportAudit read (without it, or nil, the trail
+// is off). Its interceptor records the admin changes; the activity feeds it the tool calls.
+func WithAudit(trail *audit.Log) Option { return func(s *Service) { s.audit = trail } }
+
+// WithActivity is what ListActivity lists: the tool calls of every path, which the tool-call
+// pipeline records in it (without it, nothing).
+func WithActivity(calls *activity.Log) Option { return func(s *Service) { s.activity = calls } }
+
+// WithChanges applies each write of a server or preset to the replica's live state (its
+// connections, its sessions): the same path as another replica's writes, seen by the
+// registry's watch. Without it, New's closes and forgets connections; mcpgateway's tells the
+// sessions too.
+func WithChanges(changes *follow.Replica) Option { return func(s *Service) { s.changes = changes } }
+
+// WithApprovals lists and decides the tool calls that wait for approval (the pipeline's gate;
+// without it, or nil, none are held).
+func WithApprovals(gate *approval.Gate) Option { return func(s *Service) { s.approvals = gate } }
+
 // New returns the admin service. reg is the registry every write of a server goes through
 // (configcache.Registry in mcpgateway, so that reads on the hot paths need no registry read).
 // tools is the tool-call pipeline CallTool goes through.
-func New(reg registry.Registry, up *upstream.Manager, tools *toolcall.Pipeline, log *slog.Logger) *Service {
+func New(reg registry.Registry, up *upstream.Manager, tools *toolcall.Pipeline, log *slog.Logger, opts ...Option) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{reg: reg, up: up, tools: tools, cat: catalog.New(reg, up, log), log: log, Changes: follow.New(up, log)}
+	s := &Service{reg: reg, up: up, tools: tools, cat: catalog.New(reg, up, log), log: log}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.changes == nil {
+		s.changes = follow.New(up, log)
+	}
+	return s
 }
 
 // Catalog is the tool catalog the service answers from: its snapshot is shared by every
@@ -186,7 +208,7 @@ func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig
 		return toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, cfg))
-	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
+	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
 	return nil
 }
@@ -249,7 +271,7 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
-	s.Changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
+	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
 
@@ -383,9 +405,9 @@ func (s *Service) ListActivity(_ context.Context, req *mcpgatewayv1.ListActivity
 	case limit == 0:
 		limit = DefaultActivityLimit
 	}
-	calls, latest := s.Activity.List(req.GetAfter(), limit)
+	calls, latest := s.activity.List(req.GetAfter(), limit)
 	out := &mcpgatewayv1.ListActivityResponse{Calls: make([]*mcpgatewayv1.ActivityCall, 0, len(calls)), Latest: latest,
-		Details: s.Activity.Details(), Size: int32(s.Activity.Size())}
+		Details: s.activity.Details(), Size: int32(s.activity.Size())}
 	for _, c := range calls {
 		out.Calls = append(out.Calls, &mcpgatewayv1.ActivityCall{
 			Id: c.ID, Time: c.Time.UTC().Format(activity.TimeLayout), Path: c.Path, Who: c.Who, ServerId: c.Server, Tool: c.Tool,

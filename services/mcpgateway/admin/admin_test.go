@@ -17,7 +17,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-func newService(t *testing.T) *Service {
+func newService(t *testing.T, opts ...Option) *Service {
+	t.Helper()
+	return newRecordingService(t, nil, opts...)
+}
+
+// newRecordingService is newService whose pipeline records its calls in calls (when not nil),
+// which ListActivity lists.
+func newRecordingService(t *testing.T, calls *activity.Log, opts ...Option) *Service {
 	t.Helper()
 	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
 	if err != nil {
@@ -26,13 +33,12 @@ func newService(t *testing.T) *Service {
 	t.Cleanup(func() { reg.Close() })
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	return New(reg, up, toolcall.New(toolcall.Config{}, reg, up, keyauth.Keys{}), nil)
-}
-
-// record makes s's pipeline record its calls in calls, which ListActivity lists.
-func (s *Service) record(calls *activity.Log) {
-	s.Activity = calls
-	s.tools = toolcall.New(toolcall.Config{}, s.reg, s.up, keyauth.Keys{}, toolcall.WithActivity(calls))
+	var recorded []toolcall.Option
+	if calls != nil {
+		recorded = append(recorded, toolcall.WithActivity(calls))
+		opts = append(opts, WithActivity(calls))
+	}
+	return New(reg, up, toolcall.New(toolcall.Config{}, reg, up, keyauth.Keys{}, recorded...), nil, opts...)
 }
 
 // An unknown server id is NotFound on every route that names one (the edge answers 404),

@@ -12,14 +12,14 @@ import (
 
 // ListApprovals implements AdminService: the calls that wait for approval, on every replica.
 func (s *Service) ListApprovals(ctx context.Context, _ *mcpgatewayv1.ListApprovalsRequest) (*mcpgatewayv1.ListApprovalsResponse, error) {
-	if s.Approvals == nil {
+	if s.approvals == nil {
 		return nil, status.Error(codes.Unimplemented, "this mcpgateway holds no approvals")
 	}
-	list, err := s.Approvals.Pending(ctx)
+	list, err := s.approvals.Pending(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &mcpgatewayv1.ListApprovalsResponse{Approvals: list, TimeoutMs: s.Approvals.Timeout().Milliseconds()}, nil
+	return &mcpgatewayv1.ListApprovalsResponse{Approvals: list, TimeoutMs: s.approvals.Timeout().Milliseconds()}, nil
 }
 
 // ApproveToolCall implements AdminService.
@@ -41,7 +41,7 @@ func (s *Service) DenyToolCall(ctx context.Context, req *mcpgatewayv1.DenyToolCa
 }
 
 func (s *Service) decide(ctx context.Context, id string, approve bool, reason string) (*mcpgatewayv1.Approval, error) {
-	if s.Approvals == nil {
+	if s.approvals == nil {
 		return nil, status.Error(codes.Unimplemented, "this mcpgateway holds no approvals")
 	}
 	if id == "" {
@@ -50,7 +50,7 @@ func (s *Service) decide(ctx context.Context, id string, approve bool, reason st
 	if len(reason) > approval.MaxReason {
 		return nil, status.Errorf(codes.InvalidArgument, "reason is %d bytes; at most %d are kept: shorten it", len(reason), approval.MaxReason)
 	}
-	a, err := s.Approvals.Decide(ctx, id, approve, reason)
+	a, err := s.approvals.Decide(ctx, id, approve, reason)
 	switch {
 	case errors.Is(err, approval.ErrNotFound):
 		return nil, status.Errorf(codes.NotFound, "approval %q is not pending: it was decided, expired or withdrawn, or never existed; GET /internal/mcp/approvals lists the pending ones", id)

@@ -17,7 +17,7 @@ const exportBatch = 100
 // ListAudit lists a page of the audit trail, newest first (the admin key guards every
 // AdminService call: the trail is for administrators only).
 func (s *Service) ListAudit(ctx context.Context, req *mcpgatewayv1.ListAuditRequest) (*mcpgatewayv1.ListAuditResponse, error) {
-	if s.Audit == nil {
+	if s.audit == nil {
 		return nil, status.Error(codes.FailedPrecondition, audit.ErrOff.Error())
 	}
 	limit, err := audit.Limit(req.GetLimit())
@@ -28,13 +28,13 @@ func (s *Service) ListAudit(ctx context.Context, req *mcpgatewayv1.ListAuditRequ
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %v", errBadRequest, err))
 	}
-	dropped, failed := s.Audit.Stats()
-	out := &mcpgatewayv1.ListAuditResponse{Entries: make([]*mcpgatewayv1.AuditEntry, 0, min(limit, 64)), Details: s.Audit.Details(),
-		Retention: s.Audit.Retention().String(), MaxEntries: int32(s.Audit.MaxEntries()), MaxAdminEntries: int32(s.Audit.MaxAdminEntries()),
+	dropped, failed := s.audit.Stats()
+	out := &mcpgatewayv1.ListAuditResponse{Entries: make([]*mcpgatewayv1.AuditEntry, 0, min(limit, 64)), Details: s.audit.Details(),
+		Retention: s.audit.Retention().String(), MaxEntries: int32(s.audit.MaxEntries()), MaxAdminEntries: int32(s.audit.MaxAdminEntries()),
 		Dropped: dropped, Failed: failed}
 	more := false
 	q.Limit = limit + 1
-	err = s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
+	err = s.audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
 		if len(out.Entries) == limit {
 			more = true
 			return false
@@ -53,7 +53,7 @@ func (s *Service) ListAudit(ctx context.Context, req *mcpgatewayv1.ListAuditRequ
 
 // ExportAudit streams every entry the filters select, oldest first, exportBatch a message.
 func (s *Service) ExportAudit(req *mcpgatewayv1.ExportAuditRequest, stream grpc.ServerStreamingServer[mcpgatewayv1.ExportAuditResponse]) error {
-	if s.Audit == nil {
+	if s.audit == nil {
 		return status.Error(codes.FailedPrecondition, audit.ErrOff.Error())
 	}
 	q, err := audit.Filters{After: req.GetAfter(), Before: req.GetBefore(), Kind: req.GetKind(), Server: req.GetServer(), Who: req.GetWho()}.Query()
@@ -66,7 +66,7 @@ func (s *Service) ExportAudit(req *mcpgatewayv1.ExportAuditRequest, stream grpc.
 	ctx := stream.Context()
 	for {
 		batch := make([]*mcpgatewayv1.AuditEntry, 0, exportBatch)
-		err := s.Audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
+		err := s.audit.Store().ListAudit(ctx, q, func(e *mcpgatewayv1.AuditEntry) bool {
 			batch = append(batch, e)
 			return len(batch) < exportBatch
 		})

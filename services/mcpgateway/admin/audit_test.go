@@ -46,9 +46,9 @@ func TestAuditListAndExport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := newService(t)
-	s.Audit = audit.New(reg, audit.Config{})
-	defer s.Audit.Close(t.Context())
+	trail := audit.New(reg, audit.Config{})
+	defer trail.Close(t.Context())
+	s := newService(t, WithAudit(trail))
 
 	r, err := s.ListAudit(t.Context(), &mcpgatewayv1.ListAuditRequest{Limit: 100})
 	if err != nil || len(r.GetEntries()) != 100 || r.GetEntries()[0].GetTool() != "249" || r.GetNextBefore() != r.GetEntries()[99].GetId() {
@@ -84,7 +84,7 @@ func TestAuditListAndExport(t *testing.T) {
 	if err := s.ExportAudit(&mcpgatewayv1.ExportAuditRequest{Before: "x"}, st); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("export before=x: %v", err)
 	}
-	s.Audit = nil
+	s = newService(t) // the trail off
 	if _, err := s.ListAudit(t.Context(), &mcpgatewayv1.ListAuditRequest{}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("off: %v", err)
 	}

@@ -23,9 +23,9 @@ func TestRecordEdgeChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	s := newService(t)
-	s.Audit = audit.New(reg, audit.Config{FlushEvery: time.Millisecond})
-	intercept := s.Audit.UnaryInterceptor()
+	trail := audit.New(reg, audit.Config{FlushEvery: time.Millisecond})
+	s := newService(t, WithAudit(trail))
+	intercept := trail.UnaryInterceptor()
 	call := func(req *mcpgatewayv1.RecordEdgeChangeRequest) error {
 		_, err := intercept(t.Context(), req, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.AdminService_RecordEdgeChange_FullMethodName},
 			func(ctx context.Context, req any) (any, error) {
@@ -46,7 +46,7 @@ func TestRecordEdgeChange(t *testing.T) {
 			t.Errorf("%v: %v; want InvalidArgument", bad, err)
 		}
 	}
-	if err := s.Audit.Close(t.Context()); err != nil {
+	if err := trail.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var got []*mcpgatewayv1.AuditEntry

@@ -53,7 +53,7 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 		return nil, toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, p))
-	s.Changes.Changed(ctx, registry.Change{Kind: registry.PresetPut, ID: p.GetId(), Preset: p}, nil)
+	s.changes.Changed(ctx, registry.Change{Kind: registry.PresetPut, ID: p.GetId(), Preset: p}, nil)
 	return &mcpgatewayv1.UpsertPresetResponse{Preset: p}, nil
 }
 
@@ -62,6 +62,6 @@ func (s *Service) DeletePreset(ctx context.Context, req *mcpgatewayv1.DeletePres
 	if err := s.reg.DeletePreset(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
-	s.Changes.Changed(ctx, registry.Change{Kind: registry.PresetDeleted, ID: req.GetId()}, nil)
+	s.changes.Changed(ctx, registry.Change{Kind: registry.PresetDeleted, ID: req.GetId()}, nil)
 	return &mcpgatewayv1.DeletePresetResponse{Removed: req.GetId()}, nil
 }

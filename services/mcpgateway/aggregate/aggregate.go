@@ -78,22 +78,35 @@ type Handler struct {
 	// names of the built-in tools: fixed once the server is built, read once.
 	namesOnce sync.Once
 	names     []string
-	// ListenCheck is how often an open GET stream checks that its session was not ended,
+	// listenCheck is how often an open GET stream checks that its session was not ended,
 	// reads its log level again, and reads its preset again (a changed provider set is
 	// announced with list_changed).
-	ListenCheck time.Duration
-	// Tools is the tool-call pipeline every tools/call goes through, and the one rule of
+	listenCheck time.Duration
+	// tools is the tool-call pipeline every tools/call goes through, and the one rule of
 	// which servers a caller may reach (providers).
-	Tools *toolcall.Pipeline
+	tools *toolcall.Pipeline
 }
 
-// New returns the handler. Call Notify with every upstream notification.
-func New(reg Registry, up Upstreams, builtin Builtin, fed *federate.Handler, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger) *Handler {
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithListenCheck sets how often an open GET stream checks that its session was not ended,
+// reads its log level and its preset again (mcpserve.DefaultListenCheck).
+func WithListenCheck(d time.Duration) Option { return func(h *Handler) { h.listenCheck = d } }
+
+// New returns the handler: every tools/call goes through tools, the tool-call pipeline, whose
+// rule says which servers a caller may reach; builtin is the "lemonade" provider's tools, fed
+// the other providers' calls. Call Notify with every upstream notification.
+func New(reg Registry, up Upstreams, tools *toolcall.Pipeline, builtin Builtin, fed *federate.Handler, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger, opts ...Option) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{reg: reg, up: up, builtin: builtin, fed: fed, sessions: codec, store: store, keys: keys, log: log,
-		ListenCheck: 2 * time.Second, hub: fanout.NewHub(), owners: owners{m: map[string]string{}}}
+	h := &Handler{reg: reg, up: up, tools: tools, builtin: builtin, fed: fed, sessions: codec, store: store, keys: keys, log: log,
+		listenCheck: mcpserve.DefaultListenCheck, hub: fanout.NewHub(), owners: owners{m: map[string]string{}}}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
 
 // builtinNames are the names of the built-in tools.
@@ -149,7 +162,7 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 }
 
 // ForMCP serves /mcp with preset id's providers in place of the built-in tools
-// (ZEST_MCP_PRESET): mcpserve.Handler.Own.
+// (ZEST_MCP_PRESET): the Federation mcpserve.NewRoutes serves /mcp with.
 func (h *Handler) ForMCP(id string) mcpserve.Federation {
 	return own{h: h, ep: endpoint{preset: id, own: true}}
 }
@@ -202,7 +215,7 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 		}
 		// The one rule of who reaches a server: one that is not registered, disabled or
 		// hidden from this caller is left out alike.
-		cfg, err := h.Tools.Resolve(ctx, toolcall.EntryPreset, id)
+		cfg, err := h.tools.Resolve(ctx, toolcall.EntryPreset, id)
 		var unknown *toolcall.UnknownServerError
 		switch {
 		case errors.As(err, &unknown):
@@ -217,12 +230,12 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 }
 
 // rpcError is err as a gRPC status: a missing preset of /mcp (ZEST_MCP_PRESET) is the
-// operator's to fix (HTTP 500 with the message).
+// operator's to fix, not the client's (Internal: HTTP 500 with the message).
 func rpcError(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(codes.FailedPrecondition, err.Error())
+	return status.Error(codes.Internal, err.Error())
 }
 
 // session checks a session id for the endpoint, and its MCP-Protocol-Version header.
@@ -301,9 +314,6 @@ func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.Exch
 // ServerName is the serverInfo.name of a preset's endpoint.
 func ServerName(preset string) string { return "zest-preset-" + preset }
 
-// Version is reported as serverInfo.version (set by the server wiring).
-var Version = "0.1.0"
-
 // initialize negotiates the client's version as /mcp does, issues a session id bound to the
 // endpoint and answers with Zest's serverInfo, the union of the providers' capabilities and
 // instructions that name the providers (describe).
@@ -321,7 +331,7 @@ func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider,
 
 // serverInfo is Zest's identity on the endpoint.
 func serverInfo(ep endpoint) map[string]any {
-	return map[string]any{"name": ServerName(ep.preset), "version": Version}
+	return map[string]any{"name": ServerName(ep.preset), "version": mcpserve.ServerVersion}
 }
 
 // describe is what the endpoint says of itself (initialize, and server/discover of

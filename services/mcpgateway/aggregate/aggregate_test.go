@@ -112,8 +112,9 @@ type fixture struct {
 // newFixture serves McpService with servers alpha (secret denied), beta (tools paged),
 // hidden (expose false, at alpha's URL), off (disabled) and down (nothing listens), the
 // built-in tool lemonade_echo, and presets: "all" (lemonade, alpha, beta, hidden), "two"
-// (alpha, down), "off" (off). /mcp serves preset ownPreset when it is not "".
-func newFixture(t testing.TB, ownPreset string) fixture {
+// (alpha, down), "off" (off). /mcp serves preset ownPreset when it is not "". The handler
+// checks its GET streams every 50 ms unless opts say otherwise.
+func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	t.Helper()
 	alpha, alphaURL := upstreamServer(t, "alpha", false)
 	_, betaURL := upstreamServer(t, "beta", true)
@@ -165,7 +166,6 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	}
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	fed := federate.New(reg, up, codec, reg, testKeys, nil)
 	srv := mcpserve.NewMCPServer("test")
 	srv.AddTool(mcp.NewTool("lemonade_echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("builtin echo: " + req.GetString("message", "")), nil
@@ -185,15 +185,15 @@ func newFixture(t testing.TB, ownPreset string) fixture {
 	})
 	calls, _ := activity.New(activity.DefaultSize, false)
 	tools := toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithActivity(calls))
-	h := mcpserve.New(srv, codec, reg, tools, nil)
-	agg := New(reg, up, h, fed, codec, reg, testKeys, nil)
-	agg.ListenCheck = 50 * time.Millisecond
-	fed.Tools, agg.Tools = tools, tools
+	builtin := mcpserve.New(srv, codec, reg, tools, nil)
+	fed := federate.New(reg, up, tools, codec, reg, testKeys, nil)
+	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond)}, opts...)...)
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
-	h.Federation, h.Presets = fed, agg
+	var own mcpserve.Federation = builtin
 	if ownPreset != "" {
-		h.Own = agg.ForMCP(ownPreset)
+		own = agg.ForMCP(ownPreset)
 	}
+	h := mcpserve.NewRoutes(own, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
 }
@@ -520,8 +520,9 @@ func TestMCPServesAPreset(t *testing.T) {
 	if _, msgs, err := f.exchange(api, "", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "ZEST_MCP_PRESET") {
 		t.Errorf("/mcp after its preset was deleted: %q %v", msgs, err)
 	}
+	// Internal: the operator's to fix, answered 500 with the message (httpstatus).
 	if stream, err := f.mcp.Listen(api, &mcpgatewayv1.ListenRequest{SessionId: sess}); err == nil {
-		if _, err := stream.Recv(); status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "ZEST_MCP_PRESET") {
+		if _, err := stream.Recv(); status.Code(err) != codes.Internal || !strings.Contains(status.Convert(err).Message(), "ZEST_MCP_PRESET") {
 			t.Errorf("GET /mcp after its preset was deleted: %v", err)
 		}
 	}
@@ -668,11 +669,10 @@ func TestClientResponses(t *testing.T) {
 }
 
 // TestChangedWakesTheStreams: PresetChanged and ServerChanged (a preset or a server written
-// through any replica) make the GET streams read their presets at once, not at their next ListenCheck: a session
+// through any replica) make the GET streams read their presets at once, not at their next listen check: a session
 // whose preset's providers changed is told its lists changed.
 func TestChangedWakesTheStreams(t *testing.T) {
-	f := newFixture(t, "")
-	f.agg.ListenCheck = time.Hour
+	f := newFixture(t, "", WithListenCheck(time.Hour))
 	ctx := withKey(t.Context(), testKeys.API)
 	off, _ := f.open(t, ctx, "off")
 	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})

@@ -168,7 +168,7 @@ func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, name strin
 	defer cancel(nil)
 	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
 	sctx, end := c.h.builtin.WithSession(ctx, c.sessionID, c.claims, func(n []byte) error { c.out.Note(n); return c.out.Err() })
-	res, err := c.h.Tools.Invoke(sctx, &toolcall.Call{Entry: toolcall.EntryPreset, Server: serverconfig.LemonadeProvider, Tool: name,
+	res, err := c.h.tools.Invoke(sctx, &toolcall.Call{Entry: toolcall.EntryPreset, Server: serverconfig.LemonadeProvider, Tool: name,
 		Preset: c.ep.preset, Params: params})
 	if endErr := end(); endErr != nil && err == nil {
 		err = endErr

@@ -28,7 +28,7 @@ func (h *Handler) Notify(server string, msg []byte) {
 // PresetChanged is told that preset id was written or deleted, through any replica ("":
 // every preset may have changed, after the registry's watch missed changes). It forgets which
 // provider listed the URIs of the preset, and wakes the GET streams to read their presets
-// again at once: those whose providers changed are told their lists changed, as ListenCheck
+// again at once: those whose providers changed are told their lists changed, as the listen check
 // would tell them later.
 func (h *Handler) PresetChanged(id string) {
 	if id == "" {
@@ -93,7 +93,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	return l.Serve(ctx, fanout.Stream{
 		Send:    send,
 		Expires: h.sessions.Expires(cl),
-		Every:   h.ListenCheck,
+		Every:   h.listenCheck,
 		Wake:    wake,
 		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {

@@ -111,7 +111,7 @@ func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provide
 		}
 		err := l.Serve(ctx, fanout.Stream{
 			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.ListenCheck,
+			Every: h.listenCheck,
 			Wake:  wake,
 			Check: check,
 			Pass:  sub.Pass,

@@ -100,14 +100,14 @@ func elicitation(a *mcpgatewayv1.Approval) map[string]any {
 // answerApproval decides the approval named by an elicitation's answer (the relay's ref past
 // approvalRef): accept approves, decline and cancel deny, and so does a JSON-RPC error.
 func (c *call) answerApproval(ctx context.Context, id string, msg mcpserve.Message, result json.RawMessage, errMsg string) []byte {
-	if c.h.Tools.Approvals() == nil {
+	if c.h.tools.Approvals() == nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: this mcpgateway holds no approvals")
 	}
 	approve, reason, bad := toolcall.ElicitationDecision(result, errMsg)
 	if bad != "" {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+bad)
 	}
-	if _, err := c.h.Tools.DecideByClient(ctx, id, approve, reason); err != nil {
+	if _, err := c.h.tools.DecideByClient(ctx, id, approve, reason); err != nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: the approval this answers is no longer pending: "+err.Error())
 	}
 	return nil

@@ -26,7 +26,7 @@ func TestAnswerApproval(t *testing.T) {
 	t.Cleanup(func() { reg.Close() })
 	gate := approval.New(reg, time.Minute, nil)
 	tools := toolcall.New(toolcall.Config{}, reg, nil, testKeys, toolcall.WithApprovals(gate))
-	c := &call{h: &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil)), Tools: tools}}
+	c := &call{h: New(reg, nil, tools, nil, reg, testKeys, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	msg := mcpserve.Message{ID: json.RawMessage(`"zr.x"`)}
 	for _, tc := range []struct {
 		result, errMsg, state, reason, bad string

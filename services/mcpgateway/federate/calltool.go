@@ -64,7 +64,7 @@ func (h *Handler) CallTool(ctx context.Context, sessionID string, cl session.Cla
 	if tc.Name != tc.Tool {
 		chat = tc.Name
 	}
-	res, err := h.Tools.Invoke(ctx, &toolcall.Call{Entry: tc.Entry, Server: tc.Server.GetId(), Tool: tc.Tool, ChatName: chat, Preset: tc.Preset,
+	res, err := h.tools.Invoke(ctx, &toolcall.Call{Entry: tc.Entry, Server: tc.Server.GetId(), Tool: tc.Tool, ChatName: chat, Preset: tc.Preset,
 		Params: params, Hooks: c.hooks(params), Approver: &approver{c: c, msg: msg, progressToken: progressToken(params)}, Retry: retry})
 	switch {
 	case err != nil && errors.Is(context.Cause(ctx), errCancelled):

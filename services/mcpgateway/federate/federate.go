@@ -64,26 +64,38 @@ type Handler struct {
 	keys     keyauth.Keys
 	log      *slog.Logger
 	hub      *fanout.Hub
-	// ListenCheck is how often an open GET stream checks that its session was not ended
+	// listenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere, and reads its log level again.
-	ListenCheck time.Duration
-	// Tools is the tool-call pipeline every tools/call goes through (CallTool), and the one
+	listenCheck time.Duration
+	// tools is the tool-call pipeline every tools/call goes through (CallTool), and the one
 	// rule of which servers a caller may reach (server).
-	Tools *toolcall.Pipeline
+	tools *toolcall.Pipeline
 
 	// inflight holds the cancel functions of forwarded requests, by session and request id,
 	// for notifications/cancelled (which reaches the replica that runs the request only).
 	inflight sync.Map
 }
 
-// New returns the handler. Call Notify with every upstream notification (see
-// upstream.Manager.OnNotification).
-func New(servers Servers, up Upstreams, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger) *Handler {
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithListenCheck sets how often an open GET stream checks that its session was not ended
+// elsewhere and reads its log level again (mcpserve.DefaultListenCheck).
+func WithListenCheck(d time.Duration) Option { return func(h *Handler) { h.listenCheck = d } }
+
+// New returns the handler: every tools/call goes through tools, the tool-call pipeline, whose
+// rule says which servers a caller may reach. Call Notify with every upstream notification
+// (see upstream.Manager.OnNotification).
+func New(servers Servers, up Upstreams, tools *toolcall.Pipeline, codec *session.Codec, store mcpserve.Ended, keys keyauth.Keys, log *slog.Logger, opts ...Option) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{servers: servers, up: up, sessions: codec, store: store, keys: keys, log: log,
-		ListenCheck: 2 * time.Second, hub: fanout.NewHub()}
+	h := &Handler{servers: servers, up: up, tools: tools, sessions: codec, store: store, keys: keys, log: log,
+		listenCheck: mcpserve.DefaultListenCheck, hub: fanout.NewHub()}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
 
 var _ mcpserve.Federation = (*Handler)(nil)
@@ -92,7 +104,7 @@ var _ mcpserve.Federation = (*Handler)(nil)
 // one rule: registered, enabled, and exposed or asked for with the admin key). Every other
 // case is the same NotFound, so that a hidden server's existence is not revealed.
 func (h *Handler) server(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
-	cfg, err := h.Tools.Resolve(ctx, toolcall.EntryServer, id)
+	cfg, err := h.tools.Resolve(ctx, toolcall.EntryServer, id)
 	var unknown *toolcall.UnknownServerError
 	switch {
 	case errors.As(err, &unknown):

@@ -91,13 +91,11 @@ func newFixture(t *testing.T, url string) fixture {
 	}
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
-	fed := New(reg, up, codec, reg, testKeys, nil)
-	fed.ListenCheck = 50 * time.Millisecond
-	up.OnNotification(fed.Notify)
 	srv := mcpserve.NewMCPServer("test")
-	fed.Tools = toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)))
-	h := mcpserve.New(srv, codec, reg, fed.Tools, nil)
-	h.Federation = fed
+	tools := toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)))
+	fed := New(reg, up, tools, codec, reg, testKeys, nil, WithListenCheck(50*time.Millisecond))
+	up.OnNotification(fed.Notify)
+	h := mcpserve.NewRoutes(mcpserve.New(srv, codec, reg, tools, nil), mcpserve.WithServers(fed))
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
 	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), codec: codec, fed: fed}
 }

@@ -66,7 +66,7 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 	return l.Serve(ctx, fanout.Stream{
 		Send:    func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) },
 		Expires: h.sessions.Expires(cl),
-		Every:   h.ListenCheck,
+		Every:   h.listenCheck,
 		Check: func() (bool, error) {
 			if ended, err := h.store.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
 				return false, nil

@@ -112,7 +112,7 @@ func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 	if l != nil {
 		err := l.Serve(ctx, fanout.Stream{
 			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.ListenCheck,
+			Every: h.listenCheck,
 			Check: func() (bool, error) { return true, nil },
 			Pass:  sub.Pass,
 		})

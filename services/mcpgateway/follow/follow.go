@@ -55,16 +55,35 @@ type Presets interface {
 type Replica struct {
 	up  Upstreams
 	log *slog.Logger
-	// Notify, when set, hands a notification to the GET streams of the sessions that use a
-	// server on this replica (federate's and aggregate's Notify).
-	Notify func(server string, msg []byte)
-	// Presets, when set, is told of every change.
-	Presets Presets
-	// Timeout bounds the I/O of reacting to one change of the watch (closing a connection).
-	Timeout time.Duration
-	// Backoff is the first wait before the watch starts again after it failed; it doubles
-	// up to MaxBackoff.
-	Backoff, MaxBackoff time.Duration
+	// notify, when set, hands a notification to the GET streams of the sessions that use a
+	// server on this replica (WithNotify).
+	notify func(server string, msg []byte)
+	// presets, when set, is told of every change (WithPresets).
+	presets Presets
+	// timeout bounds the I/O of reacting to one change of the watch (closing a connection).
+	timeout time.Duration
+	// backoff is the first wait before the watch starts again after it failed; it doubles
+	// up to maxBackoff (WithBackoff).
+	backoff, maxBackoff time.Duration
+}
+
+// Option configures a Replica.
+type Option func(*Replica)
+
+// WithNotify hands each notification for the sessions that use a server on this replica
+// (notifications/tools/list_changed when its config changed) to notify: federate's and
+// aggregate's Notify.
+func WithNotify(notify func(server string, msg []byte)) Option {
+	return func(r *Replica) { r.notify = notify }
+}
+
+// WithPresets tells p of every change (the preset endpoints).
+func WithPresets(p Presets) Option { return func(r *Replica) { r.presets = p } }
+
+// WithBackoff sets the first wait before the watch starts again after it failed, which doubles
+// up to max (defaults DefaultBackoff and DefaultMaxBackoff).
+func WithBackoff(first, max time.Duration) Option {
+	return func(r *Replica) { r.backoff, r.maxBackoff = first, max }
 }
 
 // Defaults of a Replica.
@@ -75,11 +94,15 @@ const (
 )
 
 // New returns the replica's follower of changes, which closes and forgets connections of up.
-func New(up Upstreams, log *slog.Logger) *Replica {
+func New(up Upstreams, log *slog.Logger, opts ...Option) *Replica {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Replica{up: up, log: log, Timeout: DefaultTimeout, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}
+	r := &Replica{up: up, log: log, timeout: DefaultTimeout, backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // Changed makes the replica's live state agree with change c, which its config cache holds
@@ -108,18 +131,18 @@ func (r *Replica) Changed(ctx context.Context, c registry.Change, old *mcpgatewa
 			r.serverChanged(c.ID)
 		}
 	case registry.PresetPut, registry.PresetDeleted:
-		if r.Presets != nil {
-			r.Presets.PresetChanged(c.ID)
+		if r.presets != nil {
+			r.presets.PresetChanged(c.ID)
 		}
 	}
 }
 
 func (r *Replica) serverChanged(id string) {
-	if r.Notify != nil {
-		r.Notify(id, ToolsListChanged)
+	if r.notify != nil {
+		r.notify(id, ToolsListChanged)
 	}
-	if r.Presets != nil {
-		r.Presets.ServerChanged(id)
+	if r.presets != nil {
+		r.presets.ServerChanged(id)
 	}
 }
 
@@ -144,8 +167,8 @@ func (r *Replica) Resync(ctx context.Context, cache Cache, held []*mcpgatewayv1.
 			r.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: id, Server: cfg}, old)
 		}
 	}
-	if r.Presets != nil {
-		r.Presets.PresetChanged("")
+	if r.presets != nil {
+		r.presets.PresetChanged("")
 	}
 }
 
@@ -168,7 +191,7 @@ func (r *Replica) Follow(ctx context.Context, w registry.Watcher, cache Cache) {
 		}
 		q.put(it)
 	}
-	wait := r.Backoff
+	wait := r.backoff
 	for first := true; ; first = false {
 		if !first {
 			// Changes may have been missed since the last watch ended.
@@ -182,8 +205,8 @@ func (r *Replica) Follow(ctx context.Context, w registry.Watcher, cache Cache) {
 		if err == nil {
 			err = errors.New("the watch ended without an error")
 		}
-		if time.Since(began) > 10*r.MaxBackoff {
-			wait = r.Backoff // it had been watching well: a new failure starts the backoff over
+		if time.Since(began) > 10*r.maxBackoff {
+			wait = r.backoff // it had been watching well: a new failure starts the backoff over
 		}
 		r.log.WarnContext(ctx, "the registry's watch failed: this replica serves what it holds and watches again", "err", err, "retry_in", wait)
 		select {
@@ -191,7 +214,7 @@ func (r *Replica) Follow(ctx context.Context, w registry.Watcher, cache Cache) {
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, r.MaxBackoff)
+		wait = min(2*wait, r.maxBackoff)
 	}
 }
 
@@ -202,7 +225,7 @@ func (r *Replica) work(ctx context.Context, q *queue, cache Cache) {
 		if !ok {
 			return
 		}
-		cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
 		if it.c.Kind == registry.Resync {
 			r.Resync(cctx, cache, it.held)
 		} else {

@@ -174,16 +174,14 @@ func startReplica(t *testing.T, store store) *replica {
 	up := upstream.New(nil, nil, nil)
 	t.Cleanup(func() { up.Close(context.Background()) })
 	tools := toolcall.New(toolcall.Config{}, cache, up, keyauth.Keys{})
-	r := &replica{admin: admin.New(cache, up, tools, slog.New(slog.DiscardHandler)), up: up, presets: &presets{}}
-	changes := follow.New(up, slog.Default())
-	changes.Backoff, changes.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
-	changes.Presets = r.presets
-	changes.Notify = func(server string, msg []byte) {
-		r.mu.Lock()
-		r.notes = append(r.notes, server+": "+string(msg))
-		r.mu.Unlock()
-	}
-	r.admin.Changes = changes
+	r := &replica{up: up, presets: &presets{}}
+	changes := follow.New(up, slog.Default(), follow.WithBackoff(10*time.Millisecond, 50*time.Millisecond), follow.WithPresets(r.presets),
+		follow.WithNotify(func(server string, msg []byte) {
+			r.mu.Lock()
+			r.notes = append(r.notes, server+": "+string(msg))
+			r.mu.Unlock()
+		}))
+	r.admin = admin.New(cache, up, tools, slog.New(slog.DiscardHandler), admin.WithChanges(changes))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); changes.Follow(ctx, store, cache) }()

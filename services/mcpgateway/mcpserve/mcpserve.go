@@ -30,8 +30,12 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ServerName is the serverInfo.name clients see, as Lemonade answers.
-const ServerName = "lemonade-mcp"
+// ServerName and ServerVersion are the serverInfo clients see of /mcp (as Lemonade answers)
+// and, with the preset's name, of /mcp/presets/{id}.
+const (
+	ServerName    = "lemonade-mcp"
+	ServerVersion = "0.1.0"
+)
 
 // Versions are the session-era protocol versions served (negotiated by initialize),
 // preferred first.
@@ -56,58 +60,25 @@ type Ended interface {
 // call is answered with plain JSON, and a client that asks for info or debug gets it.
 const DefaultLogLevel = mcp.LoggingLevelWarning
 
-// Federation serves McpService for requests that name a registered server (server_id):
-// /mcp/servers/{id}.
+// Federation serves McpService for the requests of one kind of endpoint (Routes): the
+// built-in tools of /mcp (Handler), the registered servers of /mcp/servers/{id} (package
+// federate), the presets of /mcp/presets/{id} (package aggregate).
 type Federation interface {
 	Exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error
 	Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error
 	EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error)
 }
 
-// errNoFederation answers a request for a server when no Federation is configured.
-var errNoFederation = status.Error(codes.NotFound, "this mcpgateway serves no registered servers at /mcp/servers/{id}")
-
-// errNoPresets answers a request for a preset when no Presets is configured.
-var errNoPresets = status.Error(codes.NotFound, "this mcpgateway serves no presets at /mcp/presets/{id}")
-
-// route is who serves a request: a Federation (of a server, a preset, or /mcp's own
-// replacement), or nil for the built-in tools; err when the route is not served.
-func (h *Handler) route(serverID, presetID string) (Federation, error) {
-	switch {
-	case serverID != "":
-		if h.Federation == nil {
-			return nil, errNoFederation
-		}
-		return h.Federation, nil
-	case presetID != "":
-		if h.Presets == nil {
-			return nil, errNoPresets
-		}
-		return h.Presets, nil
-	}
-	return h.Own, nil
-}
-
-// Handler implements McpService.
+// Handler serves /mcp's built-in tools (a Federation of Routes).
 type Handler struct {
-	mcpgatewayv1.UnimplementedMcpServiceServer
 	srv      *server.MCPServer
 	sessions *session.Codec
 	ended    Ended
 	tools    *toolcall.Pipeline
 	log      *slog.Logger
-	// ListenCheck is how often an open GET stream checks that its session was not ended
+	// listenCheck is how often an open GET stream checks that its session was not ended
 	// elsewhere (DELETE may reach another replica).
-	ListenCheck time.Duration
-
-	// Federation serves the exchanges, streams and ends of /mcp/servers/{id} (requests with a
-	// server_id); nil answers them NotFound.
-	Federation Federation
-	// Presets serves those of /mcp/presets/{id} (requests with a preset_id); nil answers them
-	// NotFound.
-	Presets Federation
-	// Own, when set, serves /mcp itself in place of the built-in tools (ZEST_MCP_PRESET).
-	Own Federation
+	listenCheck time.Duration
 
 	// The tool list is fixed once the server is built: its JSON is made once.
 	toolsOnce sync.Once
@@ -117,12 +88,30 @@ type Handler struct {
 // New returns a handler serving srv's methods with sessions signed by codec; ended sessions
 // are recorded in ended; every tools/call goes through tools (with srv's tools as its
 // built-in provider: NewBuiltin).
-func New(srv *server.MCPServer, codec *session.Codec, ended Ended, tools *toolcall.Pipeline, log *slog.Logger) *Handler {
+func New(srv *server.MCPServer, codec *session.Codec, ended Ended, tools *toolcall.Pipeline, log *slog.Logger, opts ...Option) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{srv: srv, sessions: codec, ended: ended, tools: tools, log: log, ListenCheck: 2 * time.Second}
+	h := &Handler{srv: srv, sessions: codec, ended: ended, tools: tools, log: log, listenCheck: DefaultListenCheck}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
+
+var _ Federation = (*Handler)(nil)
+
+// DefaultListenCheck is how often an open GET stream of an MCP endpoint checks that its
+// session was not ended elsewhere (and, of the federated endpoints, reads its log level and
+// its preset again).
+const DefaultListenCheck = 2 * time.Second
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithListenCheck sets how often an open GET stream checks that its session was not ended
+// elsewhere (DefaultListenCheck).
+func WithListenCheck(d time.Duration) Option { return func(h *Handler) { h.listenCheck = d } }
 
 // NewMCPServer builds the mcp-go server with Zest's identity and capabilities.
 func NewMCPServer(version string) *server.MCPServer {
@@ -153,7 +142,7 @@ type ExchangeStream interface {
 }
 
 // Exchange answers one POST body.
-func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv1.McpService_ExchangeServer) error {
+func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
 	return h.exchange(req, stream)
 }
 
@@ -172,12 +161,6 @@ func (f funcStream) Context() context.Context                    { return f.ctx 
 
 // exchange answers one POST body.
 func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
-	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
-		if err != nil {
-			return err
-		}
-		return f.Exchange(req, stream)
-	}
 	if r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload()); r.Modern {
 		return h.modern(req, r, stream)
 	}
@@ -501,12 +484,6 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 // leaves, the session is ended or expires. The built-in tool set sends no server-initiated
 // messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
 func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
-		if err != nil {
-			return err
-		}
-		return f.Listen(req, stream)
-	}
 	ctx := stream.Context()
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
@@ -517,7 +494,7 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 	}
 	return fanout.NewListener().Serve(ctx, fanout.Stream{ // no server: nothing is queued
 		Expires: h.sessions.Expires(cl),
-		Every:   h.ListenCheck,
+		Every:   h.listenCheck,
 		Check: func() (bool, error) {
 			ended, err := h.ended.SessionEnded(ctx, req.GetSessionId())
 			return err != nil || !ended, nil
@@ -527,12 +504,6 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
 func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	if f, err := h.route(req.GetServerId(), req.GetPresetId()); f != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return f.EndSession(ctx, req)
-	}
 	cl, err := h.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err

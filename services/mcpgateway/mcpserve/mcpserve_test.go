@@ -98,7 +98,7 @@ func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
 	}
 	lis := bufconn.Listen(1 << 20)
 	g := grpc.NewServer()
-	mcpgatewayv1.RegisterMcpServiceServer(g, New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil))
+	mcpgatewayv1.RegisterMcpServiceServer(g, NewRoutes(New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil)))
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),

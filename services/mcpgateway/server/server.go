@@ -44,9 +44,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Version is reported as serverInfo.version.
-var Version = "0.1.0"
-
 // EnvImageDir is Lemonade's variable for the image sandbox of lemonade_generate_image.
 const EnvImageDir = "LEMONADE_MCP_IMAGE_DIR"
 
@@ -292,20 +289,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if dirs.Audio, err = filepath.Abs(dirs.Audio); err != nil {
 		return nil, err
 	}
-	// The latest tool calls of every path, for GET /internal/mcp/activity.
-	calls, err := activity.New(cfg.ActivitySize, cfg.ActivityDetails)
-	if err != nil {
-		cc.Close()
-		th.Close()
-		reg.Close()
-		return nil, err
-	}
 	// Who made each call, named once when it arrives (after the key check) for the activity,
 	// the audit trail and approvals: a configured key by its hash, any other caller anonymous.
 	serverOpts := activity.NewCallers(cfg.Keys).ServerOptions()
 	// The audit trail: every admin change (the interceptor) and every tool call (the activity's
 	// sink), appended to the registry in batches.
 	var trail *audit.Log
+	var sink []activity.Option
 	if cfg.AuditMaxEntries > 0 {
 		store, ok := reg.(registry.AuditLog)
 		if !ok {
@@ -316,10 +306,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		}
 		trail = audit.New(store, audit.Config{Retention: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries,
 			MaxAdminEntries: cfg.AuditMaxAdminEntries, Details: cfg.AuditDetails, Logger: log})
-		calls.SetSink(trail)
+		sink = append(sink, activity.WithSink(trail))
 		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(trail.UnaryInterceptor()))
 	}
-	mcpSrv := mcpserve.NewMCPServer(Version)
+	// The latest tool calls of every path, for GET /internal/mcp/activity.
+	calls, err := activity.New(cfg.ActivitySize, cfg.ActivityDetails, sink...)
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, err
+	}
+	mcpSrv := mcpserve.NewMCPServer(mcpserve.ServerVersion)
 	infer := inferencev1.NewInferenceServiceClient(cc)
 	lemonade.New(infer, dirs).Register(mcpSrv)
 	lemonade.NewModelTools(inferencev1.NewModelAdminServiceClient(cc)).Register(mcpSrv)
@@ -344,27 +342,15 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// /mcp/servers/{id}, /mcp/presets/{id}, the chat loop) goes through this pipeline.
 	tools := toolcall.New(toolcall.Config{MaxOutputBytes: cfg.ToolOutputMaxBytes}, servers, up, cfg.Keys,
 		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithAudit(trail), toolcall.WithLogger(log))
-	mcpHandler := mcpserve.New(mcpSrv, codec, reg, tools, log)
-	adminService := admin.New(servers, up, tools, log)
-	adminService.Activity = calls
-	adminService.Audit = trail
-	adminService.Approvals = gate
-	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
-	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
-	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
-	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
-		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
-	// /mcp/servers/{id}: each registered server through the same transport and sessions.
-	fed := federate.New(servers, up, codec, reg, cfg.Keys, log)
-	fed.Tools = tools
-	mcpHandler.Federation = fed
-	// /mcp/presets/{id}: a preset's providers on one endpoint (and /mcp, with ZEST_MCP_PRESET).
-	agg := aggregate.New(servers, up, mcpHandler, fed, codec, reg, cfg.Keys, log)
-	agg.Tools = tools
-	aggregate.Version = Version
-	mcpHandler.Presets = agg
+	// The three MCP endpoints: /mcp's built-in tools, /mcp/servers/{id} (each registered server
+	// through the same transport and sessions), /mcp/presets/{id} (a preset's providers on one
+	// endpoint; and /mcp, with ZEST_MCP_PRESET).
+	builtin := mcpserve.New(mcpSrv, codec, reg, tools, log)
+	fed := federate.New(servers, up, tools, codec, reg, cfg.Keys, log)
+	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log)
+	var mcp mcpserve.Federation = builtin
 	if cfg.MCPPreset != "" {
-		mcpHandler.Own = agg.ForMCP(cfg.MCPPreset)
+		mcp = agg.ForMCP(cfg.MCPPreset)
 		if _, err := reg.GetPreset(context.Background(), cfg.MCPPreset); err != nil {
 			log.Error("ZEST_MCP_PRESET names a preset that is not in the registry: /mcp answers every request with this error until it is created",
 				"preset", cfg.MCPPreset, "err", err)
@@ -372,6 +358,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 			log.Info("/mcp serves a preset's providers (ZEST_MCP_PRESET)", "preset", cfg.MCPPreset)
 		}
 	}
+	routes := mcpserve.NewRoutes(mcp, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
 	notify := func(server string, msg []byte) {
 		fed.Notify(server, msg)
 		agg.Notify(server, msg)
@@ -379,10 +366,15 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	up.OnNotification(notify)
 	// A write of a server or preset, through this replica's admin API or another replica's
 	// (the registry's watch), reaches the connections and the sessions the same way.
-	changes := follow.New(up, log)
-	changes.Notify, changes.Presets = notify, agg
-	adminService.Changes = changes
-	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, mcpHandler)
+	changes := follow.New(up, log, follow.WithNotify(notify), follow.WithPresets(agg))
+	adminService := admin.New(servers, up, tools, log,
+		admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes))
+	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
+	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
+	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
+	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
+		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
+	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, tools, cfg.Keys, log)

@@ -3,9 +3,9 @@ package serverconfig
 import (
 	"fmt"
 
+	"github.com/zestmcp/zest/lib/sandboxspec"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
-	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -20,7 +20,7 @@ func parseSandbox(in *mcpgatewayv1.Sandbox, transport string) (*mcpgatewayv1.San
 	if transport != TransportStdio {
 		return nil, invalid("sandbox is a stdio field: the tool host sandboxes the processes it starts, and a streamable-http server is not one (remove sandbox, or confine that server where it runs)")
 	}
-	if err := sandbox.Check(ToToolHost(in)); err != nil {
+	if err := sandboxspec.Check(ToToolHost(in)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	out := proto.Clone(in).(*mcpgatewayv1.Sandbox)

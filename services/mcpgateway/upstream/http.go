@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/envref"
+	"github.com/zestmcp/zest/lib/sse"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
 
 // ProtocolVersion is the session-era version offered to HTTP upstreams in initialize.
@@ -50,6 +53,9 @@ type httpSession struct {
 	progressID atomic.Int64
 	// waiting are the server's requests relayed to clients (shared by the manager's sessions).
 	waiting *waiters
+	// client is mcp-go's HTTP client: the lines and events of the server's event streams are
+	// bounded by MaxEventBytes.
+	client *http.Client
 
 	mu sync.Mutex
 	cl *client.Client
@@ -108,9 +114,13 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		emit = func(string, []byte) {}
 	}
 	if waiting == nil {
-		waiting = &waiters{}
+		waiting = newWaiters()
 	}
 	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit, waiting: waiting}
+	s.client = &http.Client{Transport: sse.Transport(nil, MaxEventBytes, func(r *http.Request) {
+		s.log.Warn("an MCP server sent an event-stream line over the limit: the stream is given up and its request fails",
+			"server", cfg.GetId(), "method", r.Method, "limit_bytes", MaxEventBytes)
+	})}
 	if ref := cfg.GetBearerToken(); ref != "" {
 		name, err := envref.Variable(ref)
 		if err != nil {
@@ -144,12 +154,11 @@ func (s *httpSession) connect(ctx context.Context) error {
 	if !s.sessionOnly && s.discover(ctx) {
 		return nil
 	}
-	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
-		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())),
+	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), s.transportOptions(
 		// The GET stream carries what the server sends outside a request, such as
 		// notifications/tools/list_changed (and, from mcp-go, sampling/createMessage); a
 		// server without one answers 405 and is not asked again.
-		transport.WithContinuousListening())
+		transport.WithContinuousListening())...)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
 	}
@@ -428,6 +437,19 @@ func (s *httpSession) close(context.Context) error {
 		_ = side.close(context.Background())
 	}
 	return nil
+}
+
+// MaxEventBytes bounds a line, and an event, of an HTTP server's event stream (package sse): a
+// server that sends an endless line fails its request instead of taking mcpgateway's memory.
+// It is twice the largest output bound (serverconfig.MaxMaxOutputBytes), so that a result
+// over any server's bound is still read and answered as too large (toolcall's output cap).
+const MaxEventBytes = 2 * serverconfig.MaxMaxOutputBytes
+
+// transportOptions are the options of every mcp-go transport to the server: its headers, its
+// bounded HTTP client, its logger; then more.
+func (s *httpSession) transportOptions(more ...transport.StreamableHTTPCOption) []transport.StreamableHTTPCOption {
+	return append([]transport.StreamableHTTPCOption{transport.WithHTTPHeaders(s.headers), transport.WithHTTPBasicClient(s.client),
+		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId()))}, more...)
 }
 
 // transportLog is the slog handler given to mcp-go's transport. Everything it logs is

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -30,8 +29,7 @@ const discoverTimeout = 5 * time.Second
 // 400 or 405, a transport error, a result without that version) leaves it to initialize.
 func (s *httpSession) discover(ctx context.Context) bool {
 	began := time.Now()
-	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), transport.WithHTTPHeaders(s.headers),
-		transport.WithHTTPLogger(slog.New(transportLog{s.log.Handler()}).With("server", s.cfg.GetId())))
+	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), s.transportOptions()...)
 	if err != nil {
 		return false
 	}
@@ -106,7 +104,7 @@ func (s *httpSession) sessionSide(ctx context.Context) *httpSession {
 	if s.side != nil || s.sideFailed {
 		return s.side
 	}
-	side := &httpSession{cfg: s.cfg, log: s.log, headers: s.headers, emit: s.emit, waiting: s.waiting, sessionOnly: true}
+	side := &httpSession{cfg: s.cfg, log: s.log, headers: s.headers, emit: s.emit, waiting: s.waiting, client: s.client, sessionOnly: true}
 	if err := side.connect(ctx); err != nil {
 		if ctx.Err() == nil {
 			s.sideFailed = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/park"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc/codes"
@@ -187,8 +188,10 @@ type waiters struct {
 	mu sync.Mutex
 	m  map[string]chan relayAnswer
 	// parked are the HTTP servers' calls parked for modern clients (park.go).
-	parked map[string]*parkedCall
+	parked *park.Calls[parkedItem]
 }
+
+func newWaiters() *waiters { return &waiters{parked: park.New(parkedItem.kind)} }
 
 func (w *waiters) add() (string, chan relayAnswer) {
 	b := make([]byte, 16)

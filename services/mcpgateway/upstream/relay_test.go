@@ -23,7 +23,7 @@ func TestAnswerServerRequestWithinACall(t *testing.T) {
 	m := New(nil, nil, nil)
 	relayed := make(chan ServerRequest, 1)
 	hooks := Hooks{Relays: Relays{Sampling: true}, OnRequest: func(r ServerRequest) { relayed <- r }}
-	ctx := context.WithValue(t.Context(), httpRelayKey{}, &httpRelay{hooks: hooks, waiting: &m.waiting})
+	ctx := context.WithValue(t.Context(), httpRelayKey{}, &httpRelay{hooks: hooks, waiting: m.waiting})
 	ask := func(ctx context.Context, method string) string {
 		req := transport.JSONRPCRequest{JSONRPC: "2.0", Method: method, Params: map[string]any{"maxTokens": 5}}
 		req.ID = mcp.NewRequestId("srv-1")

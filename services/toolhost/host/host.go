@@ -21,6 +21,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/park"
 	"github.com/zestmcp/zest/lib/service"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/sandbox"
@@ -205,7 +206,7 @@ type Host struct {
 	// relays are the children's requests waiting for a caller's client, by relay id.
 	relays relayTable
 	// parked are the CallStreams run apart from their streams (park_ms), by call id.
-	parked parkTable
+	parked *park.Calls[*toolhostv1.CallStreamResponse]
 	// started is when this process started serving, for Describe.
 	started time.Time
 }
@@ -229,7 +230,8 @@ func New(cfg Config, log *slog.Logger) *Host {
 	}
 	supCfg.ServerUID, supCfg.ServerGID = serverUser(cfg, log)
 	sup := supervisor.New(supCfg)
-	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}}, started: time.Now()}
+	h := &Host{cfg: cfg, sup: sup, log: log, relays: relayTable{waiting: map[string]stdio.Reply{}},
+		parked: park.New(itemKind), started: time.Now()}
 	// Every method launches, stops or talks to processes: only Zest's services, holding the
 	// service key, may call them; with no key configured every call is refused.
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(string) keyauth.Level { return keyauth.LevelService }}

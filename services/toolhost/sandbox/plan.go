@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/sandboxspec"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
@@ -54,37 +55,9 @@ const (
 // ¾ of memory_bytes in files.
 const TmpfsShare = 4
 
-// Bounds of the limits a config may set.
-const (
-	MinMemoryBytes = 64 << 20
-	MaxMemoryBytes = 1 << 40
-	MinPids        = 8
-	MaxPids        = 1 << 16
-	MaxCPUSeconds  = 1 << 30
-	MinOpenFiles   = 16
-	MaxOpenFiles   = 1 << 20
-)
-
-// Network modes.
-const (
-	NetworkNone  = "none"
-	NetworkHost  = "host"
-	NetworkProxy = "proxy"
-)
-
 // SystemDirs are the system's own directories a sandboxed server sees, read-only, when they
 // exist (a symbolic link among them, such as /bin → usr/bin, is recreated as the same link).
 var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
-
-// ErrBadSandbox means a sandbox config is invalid; the message names the field and the fix.
-var ErrBadSandbox = errors.New("invalid sandbox")
-
-// checkError is one refused field: its text leads with the field (as mcpgateway's config
-// errors do, which name the field first for the admin form) and it is an ErrBadSandbox.
-type checkError string
-
-func (e checkError) Error() string        { return string(e) }
-func (e checkError) Is(target error) bool { return target == ErrBadSandbox }
 
 // ErrUnavailable means a sandbox was asked for and this machine cannot run one: the server
 // does not start (never unconfined in its place).
@@ -142,82 +115,6 @@ func Enabled(sb *toolhostv1.Sandbox, def bool) bool {
 	return def
 }
 
-// Check validates the fields of sb whatever enabled says, so that a wrong config is refused
-// when it is saved rather than when it is first sandboxed.
-func Check(sb *toolhostv1.Sandbox) error {
-	if sb == nil {
-		return nil
-	}
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, checkError(fmt.Sprintf(format, a...)))
-	}
-	switch sb.GetNetwork() {
-	case "", NetworkNone, NetworkHost:
-		if len(sb.GetAllowHosts()) > 0 {
-			bad("sandbox.allow_hosts is set but network is %q: allow_hosts only applies to network \"proxy\"", network(sb))
-		}
-	case NetworkProxy:
-		if len(sb.GetAllowHosts()) == 0 {
-			bad("sandbox.network \"proxy\" needs sandbox.allow_hosts: list the hosts the server may reach (e.g. [\"api.example.com\", \"*.example.org:8443\"]), or use network \"none\"")
-		}
-		if _, err := ParseAllowList(sb.GetAllowHosts()); err != nil {
-			errs = append(errs, err)
-		}
-	default:
-		bad("sandbox.network %q: want \"none\" (default), \"host\" or \"proxy\"", sb.GetNetwork())
-	}
-	for _, l := range []struct {
-		name  string
-		paths []string
-	}{{"writable_paths", sb.GetWritablePaths()}, {"readable_paths", sb.GetReadablePaths()}} {
-		if len(l.paths) > 64 {
-			bad("sandbox.%s has %d paths: at most 64", l.name, len(l.paths))
-		}
-		for i, p := range l.paths {
-			if err := checkPath(p); err != nil {
-				bad("sandbox.%s[%d] %q %v", l.name, i, p, err)
-			}
-		}
-	}
-	if sb.MemoryBytes != nil && (sb.GetMemoryBytes() < MinMemoryBytes || sb.GetMemoryBytes() > MaxMemoryBytes) {
-		bad("sandbox.memory_bytes %d: want %d (64 MiB) to %d (1 TiB)", sb.GetMemoryBytes(), int64(MinMemoryBytes), int64(MaxMemoryBytes))
-	}
-	if sb.MaxPids != nil && (sb.GetMaxPids() < MinPids || sb.GetMaxPids() > MaxPids) {
-		bad("sandbox.max_pids %d: want %d to %d", sb.GetMaxPids(), MinPids, MaxPids)
-	}
-	if sb.CpuSeconds != nil && (sb.GetCpuSeconds() < 1 || sb.GetCpuSeconds() > MaxCPUSeconds) {
-		bad("sandbox.cpu_seconds %d: want 1 to %d", sb.GetCpuSeconds(), MaxCPUSeconds)
-	}
-	if sb.OpenFiles != nil && (sb.GetOpenFiles() < MinOpenFiles || sb.GetOpenFiles() > MaxOpenFiles) {
-		bad("sandbox.open_files %d: want %d to %d", sb.GetOpenFiles(), MinOpenFiles, MaxOpenFiles)
-	}
-	return errors.Join(errs...)
-}
-
-func checkPath(p string) error {
-	switch {
-	case !filepath.IsAbs(p):
-		return errors.New("is not absolute: give the full path, e.g. /var/lib/my-server")
-	case filepath.Clean(p) != p:
-		return fmt.Errorf("is not clean: write it as %q", filepath.Clean(p))
-	case p == "/":
-		return errors.New("is the whole file system: name the directories the server needs")
-	case len(p) > 4096:
-		return errors.New("is longer than 4096 bytes")
-	case strings.ContainsAny(p, "\x00\n"):
-		return errors.New("contains a NUL or newline")
-	}
-	return nil
-}
-
-func network(sb *toolhostv1.Sandbox) string {
-	if sb.GetNetwork() == "" {
-		return NetworkNone
-	}
-	return sb.GetNetwork()
-}
-
 // Plan is everything the outer and inner steps need, passed to them as JSON in argv (no
 // secrets: the server's environment travels as the environment).
 type Plan struct {
@@ -247,9 +144,9 @@ type Plan struct {
 
 // NewPlan resolves a sandbox for a server whose program is command (resolved), run in dir
 // with environment env. It fails when the sandbox cannot run here (ErrUnavailable) or sb is
-// invalid (ErrBadSandbox).
+// invalid (sandboxspec.ErrBadSandbox).
 func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []string) (*Plan, error) {
-	if err := Check(sb); err != nil {
+	if err := sandboxspec.Check(sb); err != nil {
 		return nil, err
 	}
 	if sb == nil { // the operator's default sandboxes a server whose spec says nothing
@@ -267,11 +164,11 @@ func NewPlan(sb *toolhostv1.Sandbox, st Settings, command, dir string, env []str
 	}
 	for i, p := range sb.GetWritablePaths() {
 		if _, err := os.Stat(p); err != nil {
-			return nil, checkError(fmt.Sprintf("sandbox.writable_paths[%d] %q does not exist on this tool host: create it, writable by the sandbox user (uid %d)", i, p, st.UID))
+			return nil, sandboxspec.FieldError(fmt.Sprintf("sandbox.writable_paths[%d] %q does not exist on this tool host: create it, writable by the sandbox user (uid %d)", i, p, st.UID))
 		}
 	}
 	p := &Plan{
-		Bwrap: bwrap, Exe: st.Exe, Network: network(sb),
+		Bwrap: bwrap, Exe: st.Exe, Network: sandboxspec.Network(sb),
 		Writable: slices.Clone(sb.GetWritablePaths()), Readable: slices.Clone(sb.GetReadablePaths()),
 		MemoryBytes: DefaultMemoryBytes, MaxPids: DefaultMaxPids, CPUSeconds: DefaultCPUSeconds, OpenFiles: DefaultOpenFiles,
 		Command: command, Dir: dir, Landlock: landlockABI(),
@@ -324,9 +221,9 @@ func (p *Plan) Argv(path string, args []string) (string, []string) {
 func (p *Plan) Status() *toolhostv1.SandboxStatus {
 	st := &toolhostv1.SandboxStatus{Active: []string{"user_namespace", "mount_namespace", "pid_namespace"}}
 	switch p.Network {
-	case NetworkNone:
+	case sandboxspec.NetworkNone:
 		st.Active = append(st.Active, "network_none")
-	case NetworkProxy:
+	case sandboxspec.NetworkProxy:
 		st.Active = append(st.Active, "network_proxy")
 	}
 	st.Active = append(st.Active, "read_only_root", "private_tmp", "no_new_privs", "capabilities_dropped", "seccomp")

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+
+	"github.com/zestmcp/zest/lib/sandboxspec"
 )
 
 // ProxyPort is where the forwarder listens inside the sandbox's own network namespace
@@ -73,7 +75,7 @@ func OwnAddrs() ([]netip.Addr, error) {
 // host's own addresses.
 type Proxy struct {
 	Dir, Socket string
-	allow       []Allow
+	allow       []sandboxspec.Allow
 	opts        ProxyOptions
 	log         *slog.Logger
 	srv         *http.Server
@@ -86,7 +88,7 @@ type Proxy struct {
 
 // StartProxy starts a proxy for one sandboxed server; Close stops it and removes its directory.
 func StartProxy(o ProxyOptions) (*Proxy, error) {
-	allow, err := ParseAllowList(o.AllowHosts)
+	allow, err := sandboxspec.ParseAllowList(o.AllowHosts)
 	if err != nil {
 		return nil, err
 	}
@@ -410,4 +412,26 @@ func (c idleConn) Read(b []byte) (int, error) {
 func (c idleConn) Write(b []byte) (int, error) {
 	_ = c.Conn.SetDeadline(time.Now().Add(c.d))
 	return c.Conn.Write(b)
+}
+
+// publicAddr says whether a name's resolved address may be reached: not loopback, link-local
+// (the cloud metadata address 169.254.169.254), private, shared (100.64/10), unspecified or
+// multicast. Only an IP literal the operator wrote reaches those.
+func publicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid(), ip.IsLoopback(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsPrivate(),
+		ip.IsUnspecified(), ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+		return false
+	}
+	for _, p := range []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("240.0.0.0/4"),
+	} {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
 }

@@ -15,6 +15,8 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/zestmcp/zest/lib/sandboxspec"
 )
 
 // landlockABI is the kernel's Landlock ABI version, 0 when it has none.
@@ -180,7 +182,7 @@ func BwrapArgs(p *Plan, fd int, stat func(string) (bool, bool, string)) []string
 		"--unshare-user", "--disable-userns", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 	}
-	if p.Network != NetworkHost {
+	if p.Network != sandboxspec.NetworkHost {
 		a = append(a, "--unshare-net") // a network namespace of its own: loopback only
 	}
 	var system []string
@@ -255,7 +257,7 @@ func InnerMain(args []string) int {
 		return 2
 	}
 	env := os.Environ()
-	if p.Network == NetworkProxy {
+	if p.Network == sandboxspec.NetworkProxy {
 		// Before the rlimits (a Go forwarder under a small RLIMIT_AS would not start) and
 		// Landlock (it binds a port the server may not); bwrap's namespaces, seccomp and user
 		// hold it all the same.
@@ -324,13 +326,13 @@ func restrictLandlock(p *Plan) error {
 	}
 	rules = append(rules, landlock.RWFiles("/dev")) // /dev/null, /dev/tty…: written, never created
 	cfg := landlock.V7.BestEffort()
-	if p.Network == NetworkHost {
+	if p.Network == sandboxspec.NetworkHost {
 		if err := cfg.RestrictPaths(rules...); err != nil {
 			return err
 		}
 		return cfg.RestrictScoped()
 	}
-	if p.Network == NetworkProxy { // TCP connect to the forwarder alone, no bind
+	if p.Network == sandboxspec.NetworkProxy { // TCP connect to the forwarder alone, no bind
 		return cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
 	}
 	return cfg.Restrict(rules...) // file system, TCP (no rule: no bind or connect) and scopes

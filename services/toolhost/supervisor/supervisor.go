@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/envref"
+	"github.com/zestmcp/zest/lib/sandboxspec"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -217,14 +218,14 @@ func (s *Supervisor) prepare(spec *toolhostv1.ServerSpec) (path string, env []st
 // sandboxPlan checks spec's sandbox and, when the server runs sandboxed, resolves how. A
 // sandbox that is asked for and cannot run here fails the start: never unconfined instead.
 func (s *Supervisor) sandboxPlan(spec *toolhostv1.ServerSpec, path string, env []string) (*sandbox.Plan, error) {
-	if err := sandbox.Check(spec.GetSandbox()); err != nil {
+	if err := sandboxspec.Check(spec.GetSandbox()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	if !sandbox.Enabled(spec.GetSandbox(), s.cfg.Sandbox.Default) {
 		return nil, nil
 	}
 	plan, err := sandbox.NewPlan(spec.GetSandbox(), s.cfg.Sandbox, path, spec.GetWorkingDir(), env)
-	if errors.Is(err, sandbox.ErrBadSandbox) {
+	if errors.Is(err, sandboxspec.ErrBadSandbox) {
 		err = fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	return plan, err
@@ -458,7 +459,7 @@ func (srv *server) launch(ctx context.Context, gen int, spec *toolhostv1.ServerS
 	s := srv.sup
 	args := spec.GetArgs()
 	var proxy *sandbox.Proxy // network "proxy": this start's filtering proxy, closed when the child exits
-	if plan != nil && plan.Network == sandbox.NetworkProxy {
+	if plan != nil && plan.Network == sandboxspec.NetworkProxy {
 		var err error
 		proxy, err = sandbox.StartProxy(sandbox.ProxyOptions{
 			AllowHosts: spec.GetSandbox().GetAllowHosts(), UID: plan.UID, GID: plan.GID,

@@ -1,4 +1,4 @@
-package sandbox
+package sandboxspec
 
 import (
 	"errors"
@@ -128,37 +128,15 @@ func ParseAllowList(list []string) ([]Allow, error) {
 	var out []Allow
 	var errs []error
 	if len(list) > MaxAllowHosts {
-		errs = append(errs, checkError(fmt.Sprintf("sandbox.allow_hosts has %d entries: at most %d (use a *.example.com wildcard for many subdomains)", len(list), MaxAllowHosts)))
+		errs = append(errs, FieldError(fmt.Sprintf("sandbox.allow_hosts has %d entries: at most %d (use a *.example.com wildcard for many subdomains)", len(list), MaxAllowHosts)))
 	}
 	for i, s := range list {
 		a, err := ParseAllow(s)
 		if err != nil {
-			errs = append(errs, checkError(fmt.Sprintf("sandbox.allow_hosts[%d] %q %v", i, s, err)))
+			errs = append(errs, FieldError(fmt.Sprintf("sandbox.allow_hosts[%d] %q %v", i, s, err)))
 			continue
 		}
 		out = append(out, a)
 	}
 	return out, errors.Join(errs...)
-}
-
-// publicAddr says whether a name's resolved address may be reached: not loopback, link-local
-// (the cloud metadata address 169.254.169.254), private, shared (100.64/10), unspecified or
-// multicast. Only an IP literal the operator wrote reaches those.
-func publicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	switch {
-	case !ip.IsValid(), ip.IsLoopback(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsPrivate(),
-		ip.IsUnspecified(), ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return false
-	}
-	for _, p := range []netip.Prefix{
-		netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"),
-		netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
-		netip.MustParsePrefix("240.0.0.0/4"),
-	} {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
 }

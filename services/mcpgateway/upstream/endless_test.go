@@ -1,0 +1,103 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// endlessServer is a session-era Streamable HTTP MCP server whose tools/call answers with an
+// event stream that never ends its first line; it stops writing once it has sent limit bytes
+// of it or the client went away. sent counts what it wrote.
+func endlessServer(t *testing.T, limit int, sent *atomic.Int64) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed) // no GET stream
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		answer := func(result string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+		}
+		switch msg.Method {
+		case "initialize":
+			answer(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"endless","version":"1"}}`)
+		case "tools/list":
+			answer(`{"tools":[{"name":"endless","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"content":[{"type":"text","text":"`)
+			piece := strings.Repeat("a", 64<<10)
+			for sent.Load() < int64(limit) {
+				n, err := io.WriteString(w, piece)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		case "server/discover":
+			w.WriteHeader(http.StatusBadRequest) // a session-era server
+		default:
+			w.WriteHeader(http.StatusAccepted) // notifications
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// syncBuffer is a log's destination that a test reads while the log is written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEndlessEventLineFailsTheCall: an HTTP server whose answer is an event stream with an
+// endless line fails the call after MaxEventBytes of it, with a warning that names the server
+// and the limit, instead of mcp-go gathering the line for ever.
+func TestEndlessEventLineFailsTheCall(t *testing.T) {
+	var sent atomic.Int64
+	u := endlessServer(t, 3*MaxEventBytes, &sent)
+	var logs syncBuffer
+	m := New(nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	cfg := httpConfig("endless", u.URL)
+	if err := m.Connect(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Disconnect(t.Context(), "endless") })
+	res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"endless","arguments":{}}`), 0, Hooks{})
+	if err == nil {
+		t.Fatalf("an endless line answered the call with %d bytes", len(res))
+	}
+	if n := sent.Load(); n >= 3*MaxEventBytes {
+		t.Errorf("the server sent all of its %d bytes: nothing stopped reading", n)
+	}
+	if l := logs.String(); !strings.Contains(l, "server=endless") || !strings.Contains(l, "limit_bytes=83886080") {
+		t.Errorf("no warning names the server and the limit:\n%s", l)
+	}
+}
