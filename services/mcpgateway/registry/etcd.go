@@ -891,22 +891,26 @@ func (e *Etcd) TrimAudit(ctx context.Context, b AuditBounds) ([]AuditTrimmed, er
 		}
 		bound := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimMaxEntries}
 		for {
+			// The count and the oldest keys come from one read, one revision: a count read
+			// apart from the keys could be another replica's, before its trim, and make this
+			// one delete past the bound (it did: two replicas at once left none).
+			var kvs []*mvccpb.KeyValue
 			var count int64
-			err := e.call(ctx, "count the audit entries", func(ctx context.Context) error {
-				resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			err := e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
+				resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(auditScan))
 				if err == nil {
-					count = resp.Count
+					kvs, count = resp.Kvs, resp.Count
 				}
 				return err
 			})
 			excess := count - int64(max)
-			if err != nil || excess <= 0 {
+			if err != nil || excess <= 0 || len(kvs) == 0 {
 				if out = reported(out, bound); err != nil {
 					return out, err
 				}
 				break
 			}
-			if _, err := e.trimRound(ctx, base, clientv3.GetPrefixRangeEnd(base), min(excess, auditScan), &bound); err != nil {
+			if err := e.deleteOldest(ctx, base, kvs[:min(excess, int64(len(kvs)))], &bound); err != nil {
 				return reported(out, bound), err
 			}
 		}
@@ -914,10 +918,8 @@ func (e *Etcd) TrimAudit(ctx context.Context, b AuditBounds) ([]AuditTrimmed, er
 	return out, nil
 }
 
-// trimRound deletes the oldest keys of base before end, at most limit, and counts them in t:
-// the range from the first key it read to the last, only if both are still there (another
-// replica trimming at once deletes from the oldest too, and counts what it deleted). It
-// returns how many keys it read.
+// trimRound deletes the oldest keys of base before end, at most limit, and counts them in t
+// (deleteOldest). It returns how many keys it read.
 func (e *Etcd) trimRound(ctx context.Context, base, end string, limit int64, t *AuditTrimmed) (int, error) {
 	var kvs []*mvccpb.KeyValue
 	err := e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
@@ -930,20 +932,28 @@ func (e *Etcd) trimRound(ctx context.Context, base, end string, limit int64, t *
 	if err != nil || len(kvs) == 0 {
 		return 0, err
 	}
+	return len(kvs), e.deleteOldest(ctx, base, kvs, t)
+}
+
+// deleteOldest deletes the range of base from the first of kvs to the last, read in one read
+// as the oldest keys, and counts it in t — only if both are still there: another replica
+// trimming at once deletes from the oldest too (and counts what it deleted), so a range whose
+// first key is gone was another's to delete.
+func (e *Etcd) deleteOldest(ctx context.Context, base string, kvs []*mvccpb.KeyValue, t *AuditTrimmed) error {
 	first, last := string(kvs[0].Key), string(kvs[len(kvs)-1].Key)
 	var resp *clientv3.TxnResponse
-	err = e.call(ctx, "trim the audit trail", func(ctx context.Context) (err error) {
+	err := e.call(ctx, "trim the audit trail", func(ctx context.Context) (err error) {
 		resp, err = e.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(first), ">", 0), clientv3.Compare(clientv3.CreateRevision(last), ">", 0)).
 			Then(clientv3.OpDelete(first, clientv3.WithRange(last+"\x00"))).Commit()
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if resp.Succeeded {
 		deleted := resp.Responses[0].GetResponseDeleteRange().GetDeleted()
 		t.removed(strings.TrimPrefix(first, base), strings.TrimPrefix(last, base), int(deleted))
 	}
-	return len(kvs), nil
+	return nil
 }
