@@ -78,13 +78,16 @@ func (s *syncBuffer) String() string {
 }
 
 // TestEndlessEventLineFailsTheCall: an HTTP server whose answer is an event stream with an
-// endless line fails the call after MaxEventBytes of it, with a warning that names the server
-// and the limit, instead of mcp-go gathering the line for ever.
+// endless line fails the call after the bound of it (MaxEventBytes; 1 MiB here, so that
+// reaching it takes no time on a busy machine), with a warning that names the server and the
+// limit, instead of mcp-go gathering the line for ever.
 func TestEndlessEventLineFailsTheCall(t *testing.T) {
+	const bound = 1 << 20
 	var sent atomic.Int64
-	u := endlessServer(t, 3*MaxEventBytes, &sent)
+	u := endlessServer(t, 64*bound, &sent) // far past the bound and what sockets buffer
 	var logs syncBuffer
 	m := New(nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	m.maxEventBytes = bound
 	cfg := httpConfig("endless", u.URL)
 	if err := m.Connect(t.Context(), cfg); err != nil {
 		t.Fatal(err)
@@ -94,10 +97,10 @@ func TestEndlessEventLineFailsTheCall(t *testing.T) {
 	if err == nil {
 		t.Fatalf("an endless line answered the call with %d bytes", len(res))
 	}
-	if n := sent.Load(); n >= 3*MaxEventBytes {
+	if n := sent.Load(); n >= 64*bound {
 		t.Errorf("the server sent all of its %d bytes: nothing stopped reading", n)
 	}
-	if l := logs.String(); !strings.Contains(l, "server=endless") || !strings.Contains(l, "limit_bytes=83886080") {
+	if l := logs.String(); !strings.Contains(l, "server=endless") || !strings.Contains(l, "limit_bytes=1048576") {
 		t.Errorf("no warning names the server and the limit:\n%s", l)
 	}
 }

@@ -109,7 +109,7 @@ type renewal struct {
 	err  error
 }
 
-func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, log *slog.Logger) (*httpSession, error) {
+func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, maxEvent int, log *slog.Logger) (*httpSession, error) {
 	if emit == nil {
 		emit = func(string, []byte) {}
 	}
@@ -117,9 +117,9 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		waiting = newWaiters()
 	}
 	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit, waiting: waiting}
-	s.client = &http.Client{Transport: sse.Transport(nil, MaxEventBytes, func(r *http.Request) {
+	s.client = &http.Client{Transport: sse.Transport(nil, maxEvent, func(r *http.Request) {
 		s.log.Warn("an MCP server sent an event-stream line over the limit: the stream is given up and its request fails",
-			"server", cfg.GetId(), "method", r.Method, "limit_bytes", MaxEventBytes)
+			"server", cfg.GetId(), "method", r.Method, "limit_bytes", maxEvent)
 	})}
 	if ref := cfg.GetBearerToken(); ref != "" {
 		name, err := envref.Variable(ref)

@@ -65,6 +65,9 @@ type Manager struct {
 	notify atomic.Pointer[func(serverID string, msg []byte)]
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting *waiters
+	// maxEventBytes bounds a line of an HTTP server's event stream (MaxEventBytes; a test
+	// sets a smaller one, so that reaching it takes no time).
+	maxEventBytes int
 }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
@@ -108,7 +111,7 @@ func NewPlaced(hosts *toolhosts.Pool, lookupEnv func(string) (string, bool), log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{hosts: hosts, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}, waiting: newWaiters()}
+	return &Manager{hosts: hosts, lookupEnv: lookupEnv, log: log, conns: map[string]*conn{}, waiting: newWaiters(), maxEventBytes: MaxEventBytes}
 }
 
 // Close ends the HTTP sessions and the connects in progress. Stdio children are left to the
@@ -171,7 +174,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		var h *httpSession
-		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.log); err == nil {
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.maxEventBytes, m.log); err == nil {
 			s = h
 		}
 	} else {
