@@ -62,8 +62,14 @@ func deadURL(t *testing.T) string {
 
 func engine(t *testing.T, upstream string, urls ...string) *Engine {
 	t.Helper()
+	return engineWithin(t, 5*time.Second, upstream, urls...)
+}
+
+// engineWithin is engine with a model whose calls time out after timeout.
+func engineWithin(t *testing.T, timeout time.Duration, upstream string, urls ...string) *Engine {
+	t.Helper()
 	f := &modelfile.File{HealthInterval: time.Hour, Models: []modelfile.Model{{ID: "m", Engine: "openai", Type: "llm",
-		UpstreamModel: upstream, BaseURLs: urls, MaxConcurrency: 2, Timeout: 5 * time.Second}}}
+		UpstreamModel: upstream, BaseURLs: urls, MaxConcurrency: 2, Timeout: timeout}}}
 	e, err := New(f, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +165,9 @@ func TestEndlessStreamLineIsAnError(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	e := engine(t, "up", srv.URL+"/v1")
+	// Reading the bound's 64 MiB takes seconds under -race on a busy machine: the call's
+	// timeout must not end it first (it did at 5 s).
+	e := engineWithin(t, 2*time.Minute, "up", srv.URL+"/v1")
 	relayed := 0
 	err := e.Chat(t.Context(), &inferencev1.ChatRequest{Model: "m", Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "x"}}},
 		func(*inferencev1.ChatResponse) error { relayed++; return nil })
