@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/zestmcp/zest/lib/testenv"
 )
 
 // Limits of the harness. Each is a ceiling: a healthy run stays well under it.
@@ -51,34 +51,6 @@ const (
 // The page's viewport, in CSS pixels at scale 1.
 const viewportWidth, viewportHeight = 1280, 900
 
-// chromiumPath is where Debian's chromium package puts its launcher (a shell script that
-// execs /usr/lib/chromium/chromium, so the process chromedp starts is Chromium itself).
-const chromiumPath = "/usr/bin/chromium"
-
-// axeScript is axe-core's browser build, installed by `make browser-deps`.
-func axeScript() string {
-	return filepath.Join(repoRoot(), "scripts", "browser", "node_modules", "axe-core", "axe.min.js")
-}
-
-// findChromium returns the browser's path: ZEST_CHROMIUM when set (another Chromium or
-// Chrome binary, e.g. on a laptop without Debian's package), else /usr/bin/chromium, else
-// `chromium` on PATH.
-func findChromium() (string, error) {
-	if p := os.Getenv("ZEST_CHROMIUM"); p != "" {
-		if _, err := exec.LookPath(p); err != nil {
-			return "", fmt.Errorf("ZEST_CHROMIUM=%s: %w (unset it to use %s)", p, err, chromiumPath)
-		}
-		return p, nil
-	}
-	if _, err := os.Stat(chromiumPath); err == nil {
-		return chromiumPath, nil
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no Chromium at %s nor on PATH: run scripts/ensure-apt.sh chromium (apt-get install chromium)", chromiumPath)
-}
-
 // browserKey holds a browser's *browserState in its context.
 type browserKey struct{}
 
@@ -97,8 +69,8 @@ func stateOf(ctx context.Context) *browserState {
 }
 
 // newBrowser starts a headless Chromium with a fresh profile in t.TempDir() and returns the
-// context of its first tab. It skips the test when Chromium is missing, unless
-// ZEST_REQUIRE_BROWSER is set (make test sets it: CI must fail, not skip). The cleanup
+// context of its first tab. It needs testenv.Chromium (skipped without it, a failure under
+// make test's ZEST_REQUIRE_ALL=1; ZEST_CHROMIUM names another binary). The cleanup
 // closes the browser, then checks that none of its processes is left, killing and reporting
 // any.
 //
@@ -106,13 +78,7 @@ func stateOf(ctx context.Context) *browserState {
 // errors are logged. Read them all with consoleMessages.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	exe, err := findChromium()
-	if err != nil {
-		if os.Getenv("ZEST_REQUIRE_BROWSER") == "" {
-			t.Skipf("browser test skipped: %v (set ZEST_REQUIRE_BROWSER=1 to make this a failure)", err)
-		}
-		t.Fatalf("ZEST_REQUIRE_BROWSER is set and %v", err)
-	}
+	exe := testenv.Need(t, testenv.Chromium, "it drives pages in a real browser")
 	// TempDir first: cleanups run last-in first-out, so the directory goes after the browser.
 	dir := t.TempDir()
 	st := &browserState{userDataDir: dir}
@@ -272,9 +238,16 @@ func (v axeViolation) String() string {
 // axeTags are the rule sets checked: WCAG 2.0 and 2.1, levels A and AA.
 const axeTags = `['wcag2a','wcag2aa','wcag21a','wcag21aa']`
 
-// runAxe injects axe-core into the current page (once) and runs it over the whole document.
-// It returns the violations and the number of rules that passed.
-func runAxe(ctx context.Context) ([]axeViolation, int, error) {
+// needAxe returns axe-core's browser build (testenv.BrowserDeps, installed by `make
+// browser-deps`).
+func needAxe(t *testing.T) string {
+	t.Helper()
+	return testenv.Need(t, testenv.BrowserDeps, "it checks pages' accessibility with axe-core")
+}
+
+// runAxe injects axe-core (axe.min.js at axeJS) into the current page (once) and runs it over
+// the whole document. It returns the violations and the number of rules that passed.
+func runAxe(ctx context.Context, axeJS string) ([]axeViolation, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, axeTimeout)
 	defer cancel()
 	present, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`typeof window.axe === 'object' && typeof window.axe.run === 'function'`))
@@ -282,15 +255,15 @@ func runAxe(ctx context.Context) ([]axeViolation, int, error) {
 		return nil, 0, fmt.Errorf("axe: checking the page: %w", err)
 	}
 	if !present {
-		src, err := os.ReadFile(axeScript())
+		src, err := os.ReadFile(axeJS)
 		if err != nil {
-			return nil, 0, fmt.Errorf("axe: %w (run `make browser-deps` to install axe-core)", err)
+			return nil, 0, fmt.Errorf("axe: %w", err)
 		}
 		// Runtime.evaluate is not subject to the page's Content-Security-Policy, so a console
 		// with a strict CSP can still be checked. The trailing `true` keeps the script's own
 		// completion value (axe's module object) from being serialized back.
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](string(src)+"\n;true")); err != nil {
-			return nil, 0, fmt.Errorf("axe: injecting %s: %w", axeScript(), err)
+			return nil, 0, fmt.Errorf("axe: injecting %s: %w", axeJS, err)
 		}
 	}
 	type result struct {
@@ -315,7 +288,7 @@ func runAxe(ctx context.Context) ([]axeViolation, int, error) {
 // listing each one; name says which page or state was checked.
 func axeCheck(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	violations, passes, err := runAxe(ctx)
+	violations, passes, err := runAxe(ctx, needAxe(t))
 	if err != nil {
 		t.Fatalf("axe %s: %v", name, err)
 	}
@@ -601,7 +574,7 @@ func TestBrowserHarness(t *testing.T) {
 
 		step("bad page: load and axe", func() {
 			navigate(t, ctx, srv.URL+"/bad")
-			violations, passes, err := runAxe(ctx)
+			violations, passes, err := runAxe(ctx, needAxe(t))
 			if err != nil {
 				t.Fatal(err)
 			}
