@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestModernUpstreamWithoutSession: an HTTP server that answers server/discover with
@@ -192,7 +193,7 @@ func TestModernUpstreamResourceSubscriptions(t *testing.T) {
 	if !errors.As(err, &rpc) || rpc.Code != mcp.INVALID_PARAMS || !strings.Contains(rpc.Message, "no such resource") {
 		t.Fatalf("a refused subscription: %v, want the server's -32602", err)
 	}
-	waitUntil(t, 5*time.Second, "the stream without the refused resource", func() bool { return slices.Equal(lastListen(), []string{"test://watched"}) })
+	waitfor.True(t, 5*time.Second, "the stream without the refused resource", func() bool { return slices.Equal(lastListen(), []string{"test://watched"}) })
 
 	// Concurrent subscriptions each wait for a stream that has theirs.
 	var wg sync.WaitGroup
