@@ -868,15 +868,15 @@ func (c *etcdAuditCursor) next() (string, []byte, bool, error) {
 
 // TrimAudit implements AuditLog: in each space, the ids before olderThan's bound, then the
 // oldest past the space's bound, auditScan keys a round (trimRound). The bound by count is
-// counted again before each round: replicas trimming at once then never delete more than the
-// excess between them.
+// counted again in each round, in the read of the keys to delete: replicas trimming at once
+// then never delete more than the excess between them.
 func (e *Etcd) TrimAudit(ctx context.Context, b AuditBounds) ([]AuditTrimmed, error) {
 	var out []AuditTrimmed
 	for _, sp := range auditSpaces {
 		base := e.auditDir(sp)
 		age := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimRetention}
 		for {
-			read, err := e.trimRound(ctx, base, base+AuditTimeBound(b.OlderThan), auditScan, &age)
+			read, err := e.trimRound(ctx, base, base+AuditTimeBound(b.OlderThan), -1, &age)
 			if err != nil {
 				return reported(out, age), err
 			}
@@ -891,39 +891,33 @@ func (e *Etcd) TrimAudit(ctx context.Context, b AuditBounds) ([]AuditTrimmed, er
 		}
 		bound := AuditTrimmed{Kind: sp.kind, Reason: AuditTrimMaxEntries}
 		for {
-			var count int64
-			err := e.call(ctx, "count the audit entries", func(ctx context.Context) error {
-				resp, err := e.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
-				if err == nil {
-					count = resp.Count
-				}
-				return err
-			})
-			excess := count - int64(max)
-			if err != nil || excess <= 0 {
+			read, err := e.trimRound(ctx, base, clientv3.GetPrefixRangeEnd(base), int64(max), &bound)
+			if err != nil || read == 0 {
 				if out = reported(out, bound); err != nil {
 					return out, err
 				}
 				break
-			}
-			if _, err := e.trimRound(ctx, base, clientv3.GetPrefixRangeEnd(base), min(excess, auditScan), &bound); err != nil {
-				return reported(out, bound), err
 			}
 		}
 	}
 	return out, nil
 }
 
-// trimRound deletes the oldest keys of base before end, at most limit, and counts them in t:
-// the range from the first key it read to the last, only if both are still there (another
-// replica trimming at once deletes from the oldest too, and counts what it deleted). It
-// returns how many keys it read.
-func (e *Etcd) trimRound(ctx context.Context, base, end string, limit int64, t *AuditTrimmed) (int, error) {
+// trimRound deletes the oldest keys of base before end, at most auditScan, and counts them in
+// t: the range from the first key it read to the last, only if both are still there (another
+// replica trimming at once deletes from the oldest too, and counts what it deleted). With keep
+// at 0 or more it deletes only those past the newest keep, counted in the same read as the
+// keys (a count read apart could be stale by the time the keys are: another replica trimmed
+// meanwhile, and the newest keys would go too). It returns how many keys it would delete.
+func (e *Etcd) trimRound(ctx context.Context, base, end string, keep int64, t *AuditTrimmed) (int, error) {
 	var kvs []*mvccpb.KeyValue
 	err := e.call(ctx, "find the oldest audit entries", func(ctx context.Context) error {
-		resp, err := e.cli.Get(ctx, base, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(limit))
+		resp, err := e.cli.Get(ctx, base, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(auditScan))
 		if err == nil {
 			kvs = resp.Kvs
+			if keep >= 0 {
+				kvs = kvs[:max(0, min(int64(len(kvs)), resp.Count-keep))]
+			}
 		}
 		return err
 	})
