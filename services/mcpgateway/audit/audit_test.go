@@ -90,7 +90,7 @@ func TestBatches(t *testing.T) {
 		for i := range 250 {
 			l.Record(t.Context(), call(i))
 		}
-		close(st.block) // the first write waited: the rest queued behind it
+		close(st.block)        // the first write waited: the rest queued behind it
 		time.Sleep(flushEvery) // the bubble's clock: the last partial batch is due
 		synctest.Wait()
 		sizes := st.sizes()
