@@ -11,19 +11,27 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 const adminKey = "admin-key-e2e"
 
 var adminAuth = "Authorization: Bearer " + adminKey
 
+// peersDir is scripts/peers, whose node_modules hold the npm peers (`make peers`): MCP
+// servers, clients and conformance suites, run on node.
 func peersDir(t *testing.T) string {
 	t.Helper()
-	d := filepath.Join(repoRoot(), "scripts", "peers")
-	if _, err := os.Stat(filepath.Join(d, "node_modules", "supergateway")); err != nil {
-		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
-	}
-	return d
+	needNode(t)
+	return filepath.Dir(testenv.Need(t, testenv.Peers, "it runs the npm MCP peers"))
+}
+
+// needNode skips a test that runs node (an MCP server or client written for Node) without it.
+func needNode(t *testing.T) {
+	t.Helper()
+	testenv.Need(t, testenv.Node, "it runs MCP servers or clients on node")
 }
 
 func admin(t *testing.T, s *Suite, method, path, body string) Response {
@@ -115,7 +123,7 @@ func startSupergateway(t *testing.T) string {
 	sock.Close()
 	t.Cleanup(func() { p.stop(syscall.SIGTERM, 5*time.Second) })
 	url := "http://127.0.0.1:" + port + "/mcp"
-	waitFor(t, 15*time.Second, func() error {
+	waitfor.NoError(t, 15*time.Second, func() error {
 		resp, err := http.Get(url)
 		if err != nil {
 			return err

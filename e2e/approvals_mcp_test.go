@@ -15,6 +15,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // approvalClient opens a 2025-11-25 session of url with mark3labs/mcp-go's client; with
@@ -151,7 +152,7 @@ func TestApprovalThroughMCPElicitation(t *testing.T) {
 func pendingApproval(t *testing.T, s *Suite, server, tool, args string) string {
 	t.Helper()
 	var id string
-	waitFor(t, 30*time.Second, func() error {
+	waitfor.NoError(t, 30*time.Second, func() error {
 		r := admin(t, s, "GET", "/approvals", "")
 		list := asSlice(r.JSON(t)["approvals"])
 		if len(list) != 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/etcdtest"
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // auditEntry is one entry of GET /internal/mcp/audit, as the edge writes it.
@@ -64,20 +65,22 @@ func listAudit(t *testing.T, s *Suite, query string) (auditAnswer, Response) {
 	return a, r
 }
 
-// waitAudit lists until n entries are there: they are written in batches every 100 ms.
+// waitAudit lists until n entries are there (they are written in batches every 100 ms), or
+// for 10 s: then it returns what is there, for the caller to say what is missing.
 func waitAudit(t *testing.T, s *Suite, query string, n int) auditAnswer {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, r := listAudit(t, s, query)
-		if r.Status != 200 {
+	var a auditAnswer
+	_, _ = waitfor.Poll(10*time.Second, func() error {
+		var r Response
+		if a, r = listAudit(t, s, query); r.Status != 200 {
 			t.Fatalf("audit: %d %s", r.Status, r.Body)
 		}
-		if len(a.Entries) >= n || time.Now().After(deadline) {
-			return a
+		if len(a.Entries) < n {
+			return fmt.Errorf("%d entries", len(a.Entries))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return a
 }
 
 // summary is kind/action/target-or-tool/who/outcome of each entry, newest first.
@@ -305,7 +308,7 @@ func TestAuditAcrossReplicas(t *testing.T) {
 	r := startReplicas(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_REGISTRY=etcd://"+strings.Join(etcd.Endpoints(), ",")+"/e2e-audit/")
 	a, b := &Suite{URL: r.urls[0], t: t}, &Suite{URL: r.urls[1], t: t}
 	registerServer(t, a, map[string]any{"id": "shared", "transport": "streamable-http", "url": hs.URL + "/mcp", "timeout_ms": 10000})
-	waitFor(t, 5*time.Second, func() error { // B follows the registry's watch
+	waitfor.NoError(t, 5*time.Second, func() error { // B follows the registry's watch
 		if r := callTool(t, b, "shared", "echo", map[string]any{"text": "b0"}); r.Status != 200 {
 			return fmt.Errorf("through B: %d %s", r.Status, r.Body)
 		}
@@ -415,7 +418,7 @@ func restartForTrim(t *testing.T, s *Suite, query string, n int) {
 	s.Kill("zest-mcpgateway", syscall.SIGTERM)
 	s.Start("zest-mcpgateway")
 	s.WaitHealthy()
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if a, r := listAudit(t, s, query); r.Status != 200 || len(a.Entries) != n {
 			return fmt.Errorf("audit%s: %d entries, want %d after the trim (%d %s)", query, len(a.Entries), n, r.Status, r.Body)
 		}
@@ -427,7 +430,7 @@ func restartForTrim(t *testing.T, s *Suite, query string, n int) {
 func waitTrims(t *testing.T, s *Suite) []trimEntry {
 	t.Helper()
 	var got []trimEntry
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if got = trims(t, s); len(got) == 0 {
 			return fmt.Errorf("no trim entry in the trail")
 		}
@@ -555,7 +558,7 @@ func TestAuditWhoOfKeylessCallers(t *testing.T) {
 	}
 	want := "anonymous,anonymous," + who(adminKey) // oldest first
 	var act activityAnswer
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if act, _ = listActivity(t, s, ""); len(act.Calls) != 3 {
 			return fmt.Errorf("%d calls in the activity, want 3", len(act.Calls))
 		}
@@ -592,7 +595,7 @@ func TestAuditWhoOfKeylessCallers(t *testing.T) {
 		chat <- err
 	}()
 	var pending map[string]any
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		list := asSlice(admin(t, s, "GET", "/approvals", "").JSON(t)["approvals"])
 		if len(list) != 1 {
 			return fmt.Errorf("%d pending approvals, want 1", len(list))

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // Client-side balancing (lib/grpcdial) seen from outside: replicas of one service behind
@@ -32,6 +34,10 @@ type loadKind struct {
 	clear   func(answer string) bool // a failure its client can act on (kinds not safe)
 }
 
+// loadCalls is how many calls of each kind killUnderLoad makes before the kill, and after the
+// killed replica serves again.
+const loadCalls = 10
+
 // loadCall is one call of the load, as its client saw it.
 type loadCall struct {
 	kind       string
@@ -41,9 +47,9 @@ type loadCall struct {
 	answer     string
 }
 
-// killUnderLoad runs kinds for a second, kills a replica (kill), restarts it a second later
-// (restart), waits until served says it serves again, runs half a second more, then checks
-// and reports the calls.
+// killUnderLoad runs kinds until each has made loadCalls calls, kills a replica (kill),
+// restarts it a second later (restart), waits until served says it serves again, runs until
+// each kind has made loadCalls calls more, then checks and reports the calls.
 func killUnderLoad(t *testing.T, kinds []loadKind, kill, restart func(), served func() int) {
 	t.Helper()
 	var (
@@ -70,22 +76,37 @@ func killUnderLoad(t *testing.T, kinds []loadKind, kill, restart func(), served 
 			})
 		}
 	}
-	time.Sleep(time.Second)
+	// made reports whether every kind has made loadCalls calls begun after since.
+	made := func(since time.Time) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			n := map[string]int{}
+			for _, c := range calls {
+				if c.start.After(since) {
+					n[c.kind]++
+				}
+			}
+			for _, k := range kinds {
+				if n[k.name] < loadCalls {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitfor.True(t, 10*time.Second, "every kind of call under way", made(time.Time{}))
 	killed := time.Now()
 	kill()
+	// Down for a second, as a process that takes that long to restart: a sleep kept on
+	// purpose, for the downtime is the scenario (the clients' reconnect backoff grows meanwhile).
 	time.Sleep(time.Second)
 	restarted := time.Now()
 	restart()
-	for served() == 0 { // a new process: its counters start from 0
-		if time.Since(restarted) > 5*time.Second {
-			stop()
-			wg.Wait()
-			t.Fatal("the restarted replica got no call within 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// A new process: its counters start from 0.
+	waitfor.True(t, 5*time.Second, "a call served by the restarted replica", func() bool { return served() > 0 })
 	rejoined := time.Since(restarted)
-	time.Sleep(500 * time.Millisecond)
+	waitfor.True(t, 10*time.Second, "every kind of call made after the rejoin", made(time.Now()))
 	stop()
 	wg.Wait()
 
@@ -262,7 +283,7 @@ func TestMcpgatewayReplicaKilledUnderLoad(t *testing.T) {
 // waitAllServe waits until every kind of call answers and every replica has served a call.
 func waitAllServe(t *testing.T, kinds []loadKind, replicas []*service) {
 	t.Helper()
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		for _, k := range kinds {
 			if ok, answer := k.do(); !ok {
 				return fmt.Errorf("%s: %s", k.name, answer)

@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // Limits of the harness. Each is a ceiling: a healthy run stays well under it.
@@ -197,20 +198,19 @@ func browserProcesses(dir string) []int {
 // waitBrowserGone waits up to limit for the processes of dir to exit, then kills those left
 // and returns their pids (none: clean exit).
 func waitBrowserGone(dir string, limit time.Duration) []int {
-	deadline := time.Now().Add(limit)
-	for {
-		pids := browserProcesses(dir)
-		if len(pids) == 0 {
-			return nil
+	var pids []int
+	if _, err := waitfor.Poll(limit, func() error {
+		if pids = browserProcesses(dir); len(pids) > 0 {
+			return fmt.Errorf("processes %v left", pids)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return pids
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err == nil {
+		return nil
 	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return pids
 }
 
 // navigate loads url in the tab and waits for its load event.
@@ -399,9 +399,7 @@ func waitText(ctx context.Context, selector, want string, timeout time.Duration)
 	}
 	var last state
 	var lastErr error
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	if _, err := waitfor.Poll(timeout, func() error {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[state](read))
 		if err == nil {
 			last, lastErr = s, nil
@@ -411,20 +409,22 @@ func waitText(ctx context.Context, selector, want string, timeout time.Duration)
 		} else if ctx.Err() == nil {
 			lastErr = err // e.g. a navigation replaced the page: try again
 		}
-		select {
-		case <-ctx.Done():
-			switch {
-			case lastErr != nil:
-				return fmt.Errorf("element %s: waiting %s for text %q: %w", selector, timeout, want, lastErr)
-			case !last.Found:
-				return fmt.Errorf("element %s: not on the page after %s (waiting for text %q)", selector, timeout, want)
-			default:
-				return fmt.Errorf("element %s: text %q after %s does not contain %q", selector, clip(last.Text, 200), timeout, want)
-			}
-		case <-tick.C:
-		}
+		return errNoText
+	}); err == nil {
+		return nil
+	}
+	switch {
+	case lastErr != nil:
+		return fmt.Errorf("element %s: waiting %s for text %q: %w", selector, timeout, want, lastErr)
+	case !last.Found:
+		return fmt.Errorf("element %s: not on the page after %s (waiting for text %q)", selector, timeout, want)
+	default:
+		return fmt.Errorf("element %s: text %q after %s does not contain %q", selector, clip(last.Text, 200), timeout, want)
 	}
 }
+
+// errNoText is waitText's condition not holding yet (its error says why once it gives up).
+var errNoText = errors.New("the text is not there yet")
 
 // mustWaitText is waitText failing the test.
 func mustWaitText(t *testing.T, ctx context.Context, selector, want string, timeout time.Duration) {

@@ -19,15 +19,22 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // edgeGauge reads one unlabelled gauge of the edge's metrics (its suite started with
 // ZEST_EDGE_METRICS_ADDR=127.0.0.1:0 and ZEST_LOG_LEVEL=info, so that the address is logged).
 func edgeGauge(t *testing.T, s *Suite, name string) (float64, error) {
 	t.Helper()
-	m := metricsServing.FindStringSubmatch(s.Logs("zest-gateway"))
+	return gauge(s.Logs("zest-gateway"), name)
+}
+
+// gauge reads one unlabelled gauge of the metrics of the service whose logs these are (started
+// with its *_METRICS_ADDR=127.0.0.1:0 and ZEST_LOG_LEVEL=info, so that the address is logged).
+func gauge(logs, name string) (float64, error) {
+	m := metricsServing.FindStringSubmatch(logs)
 	if m == nil {
-		return 0, fmt.Errorf("the edge has not logged its metrics address")
+		return 0, fmt.Errorf("the service has not logged its metrics address")
 	}
 	resp, err := http.Get("http://" + m[1] + "/metrics")
 	if err != nil {
@@ -40,7 +47,7 @@ func edgeGauge(t *testing.T, s *Suite, name string) (float64, error) {
 			return strconv.ParseFloat(v, 64)
 		}
 	}
-	return 0, fmt.Errorf("no %s in the edge's metrics", name)
+	return 0, fmt.Errorf("no %s in the metrics at %s", name, m[1])
 }
 
 // TestDefaultsServeAMachinesOwnWork: under the default limits an evaluation harness with the
@@ -82,7 +89,7 @@ func TestDefaultsServeAMachinesOwnWork(t *testing.T) {
 			t.Fatalf("request %d: %v", i+1, err)
 		}
 	}
-	waitFor(t, 20*time.Second, func() error {
+	waitfor.NoError(t, 20*time.Second, func() error {
 		if len(results) > 0 { // none can be answered before its second half: this one was refused
 			r := <-results
 			t.Fatalf("a completion answered before its body was whole: %d %v %.300s", r.status, r.err, r.body)
@@ -367,7 +374,7 @@ func TestStreamsAreBoundedPerSessionKeyAndInAll(t *testing.T) {
 		t.Fatalf("an admin route beside the streams: %d %s", r.Status, r.Body)
 	}
 	closeA()
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if code, body, _, err := openMCPStream(t, s.URL+"/mcp", c, api); err != nil || code != 200 {
 			return fmt.Errorf("a stream once one closed: %d %v %s", code, err, body)
 		}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/etcdtest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -82,14 +83,14 @@ func startTopology(t *testing.T) *topology {
 		top.urls = append(top.urls, "http://"+edge[i])
 	}
 	for _, u := range top.urls {
-		waitFor(t, 30*time.Second, func() error {
+		waitfor.NoError(t, 30*time.Second, func() error {
 			_, err := getOK(u + "/api/v1/health")
 			return err
 		})
 	}
 	// Every mcpgateway has seen both tool hosts: a server placed now stays where it is.
 	for i, g := range top.gateways {
-		waitFor(t, 10*time.Second, func() error {
+		waitfor.NoError(t, 10*time.Second, func() error {
 			for _, name := range top.thNames {
 				if !strings.Contains(g.p.logs.String(), "name="+name) {
 					return fmt.Errorf("mcpgateway %d has not seen tool host %s", i, name)
@@ -146,6 +147,38 @@ func (l *load) post(first int, path, body string, headers ...string) (int, http.
 		return resp.StatusCode, resp.Header, b, err
 	}
 	return 0, nil, nil, last
+}
+
+// chaosOps are the kinds of call of the load.
+var chaosOps = []string{"admin", "federated", "session", "chat", "write"}
+
+// chaosCalls is how many calls of each kind must succeed before the first kill, and after each
+// restart before the next; chaosDowntime is how long a killed process stays down.
+const (
+	chaosCalls    = 10
+	chaosDowntime = 3 * time.Second
+)
+
+// succeeded says which kinds of call have not succeeded n times among those begun after since.
+func (l *load) succeeded(since time.Time, n int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := map[string]int{}
+	for _, c := range l.calls {
+		if c.err == nil && c.start.After(since) {
+			ok[c.op]++
+		}
+	}
+	var short []string
+	for _, op := range chaosOps {
+		if ok[op] < n {
+			short = append(short, fmt.Sprintf("%s %d", op, ok[op]))
+		}
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("calls succeeded since %s, fewer than %d: %s", since.Format("15:04:05.000"), n, strings.Join(short, ", "))
+	}
+	return nil
 }
 
 func (l *load) record(op string, start time.Time, err error) {
@@ -271,7 +304,7 @@ func TestChaos(t *testing.T) {
 	}
 	// Registered through edge 0: callable through edge 1 (the other mcpgateway) at once.
 	for i := range 2 {
-		waitFor(t, 5*time.Second, func() error { return l.adminCall(i, "warm") })
+		waitfor.NoError(t, 5*time.Second, func() error { return l.adminCall(i, "warm") })
 	}
 	l.openSession(t)
 
@@ -284,18 +317,29 @@ func TestChaos(t *testing.T) {
 	l.run(ctx, &wg, "write", l.write)
 
 	var kills []kill
-	hold := func(d time.Duration) { time.Sleep(d) }
-	hold(2 * time.Second)
+	// underLoad waits until every kind of call has succeeded chaosCalls times among those
+	// begun after since: the load is under way (at the start), and back with a killed
+	// process restarted.
+	underLoad := func(since time.Time) {
+		t.Helper()
+		waitfor.NoError(t, 30*time.Second, func() error { return l.succeeded(since, chaosCalls) })
+	}
+	// down keeps a killed process down for chaosDowntime: a sleep kept on purpose, for the
+	// downtime is the scenario (the survivors carry the load, the clients' backoff grows).
+	down := func() { time.Sleep(chaosDowntime) }
+	underLoad(time.Time{})
 	restart := func(what string, s *service) {
 		k := kill{what: what, at: time.Now()}
 		s.p.signal(syscall.SIGKILL)
 		<-s.p.done
 		k.dead = time.Now()
-		hold(3 * time.Second)
+		down()
 		s.start()
 		k.restarted = time.Now()
 		kills = append(kills, k)
-		hold(3 * time.Second)
+		// Whole again before the next kill: the process serves, and the load with it.
+		waitfor.NoError(t, 30*time.Second, s.serving)
+		underLoad(k.restarted)
 	}
 	restart("edge 0", top.edges[0])
 	restart("mcpgateway 1", top.gateways[1])
@@ -311,11 +355,11 @@ func TestChaos(t *testing.T) {
 	k := kill{what: fmt.Sprintf("etcd member %d (the leader)", leader), at: time.Now()}
 	top.etcd.Kill(leader)
 	k.dead = time.Now()
-	hold(3 * time.Second)
+	down()
 	top.etcd.Restart(leader)
 	k.restarted = time.Now()
 	kills = append(kills, k)
-	hold(3 * time.Second)
+	underLoad(k.restarted)
 	stop()
 	wg.Wait()
 
@@ -333,7 +377,7 @@ func TestChaos(t *testing.T) {
 	for _, s := range top.toolhosts {
 		s.stop(syscall.SIGTERM)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if left := markedProcs(top.marker); len(left) > 0 {
 			return fmt.Errorf("processes %v outlived their tool hosts", left)
 		}
@@ -449,7 +493,7 @@ func (top *topology) checkCatalogs(t *testing.T) {
 	for i, addr := range top.mgAddrs {
 		adm := mcpgatewayv1.NewAdminServiceClient(dialService(t, addr, adminKey))
 		var out string
-		waitFor(t, 5*time.Second, func() error {
+		waitfor.NoError(t, 5*time.Second, func() error {
 			srv, err := adm.ListServers(t.Context(), &mcpgatewayv1.ListServersRequest{})
 			if err != nil {
 				return err
@@ -489,7 +533,7 @@ func (top *topology) checkOrphans(t *testing.T) {
 			live[s.p.cmd.Process.Pid] = true
 		}
 	}
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		for _, pid := range markedProcs(top.marker) {
 			if !descendsFrom(pid, live) {
 				return fmt.Errorf("process %d (%s) runs outside every live tool host", pid, cmdline(pid))

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // The console in a real browser (Debian's Chromium through chromedp) against the suite: each
@@ -224,13 +225,9 @@ func TestConsole(t *testing.T) {
 		mustWaitText(t, ctx, "#main table", "upsert_server", uiWait)
 		mustWaitText(t, ctx, "#main table", "get-sum", uiWait)
 		evalJS[bool](t, ctx, `(() => { const k = document.querySelector('select[name="kind"]'); k.value = 'admin'; k.form.requestSubmit(); return true; })()`)
-		deadline := time.Now().Add(uiWait)
-		for !evalJS[bool](t, ctx, `(() => { const rows = [...document.querySelectorAll('#main tbody tr')]; return rows.length > 0 && rows.every((r) => r.textContent.includes('Admin change')); })()`) {
-			if time.Now().After(deadline) {
-				t.Fatal("the kind filter did not leave the admin changes only")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitfor.True(t, uiWait, "the kind filter leaving the admin changes only", func() bool {
+			return evalJS[bool](t, ctx, `(() => { const rows = [...document.querySelectorAll('#main tbody tr')]; return rows.length > 0 && rows.every((r) => r.textContent.includes('Admin change')); })()`)
+		})
 		axeCheck(t, ctx, "audit")
 		screenshot(t, ctx, "audit")
 	})
@@ -245,7 +242,9 @@ func TestConsole(t *testing.T) {
 		do1(t, ctx, "narrow", chromedp.EmulateViewport(375, 800))
 		for _, hash := range consoleViews {
 			openView(t, ctx, s.URL, hash)
-			time.Sleep(300 * time.Millisecond) // the view's requests
+			waitfor.True(t, uiWait, hash+" loaded (its requests answered)", func() bool {
+				return !evalJS[bool](t, ctx, `document.querySelector('#main').innerText.includes('Loading')`)
+			})
 			if bg := evalJS[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(20, 20, 20)" {
 				t.Fatalf("%s: body background %s in dark mode", hash, bg)
 			}
@@ -296,7 +295,7 @@ func TestConsole(t *testing.T) {
 		evalJS[bool](t, ctx, `(document.querySelector('#server-form [name="rate_limit"]').value = '50/s') === '50/s'`)
 		axeCheck(t, ctx, "edit form with approval and limits")
 		do1(t, ctx, "save", chromedp.Click(chromedp.CSS("#save-button")))
-		waitFor(t, uiWait, func() error {
+		waitfor.NoError(t, uiWait, func() error {
 			if got := stored()["approval"]; got != "required" {
 				return fmt.Errorf("approval %v after the edit, want required", got)
 			}
@@ -312,7 +311,7 @@ func TestConsole(t *testing.T) {
 		}
 		// The save was an update of the two fields changed, not an upsert of the whole config
 		// (its audit entry is written within 100 ms; a connect may follow it).
-		waitFor(t, uiWait, func() error {
+		waitfor.NoError(t, uiWait, func() error {
 			a, _ := listAudit(t, s, "?kind=admin&server=everything&limit=5")
 			for _, e := range a.Entries {
 				if e.Action == "upsert_server" || e.Action == "update_server" {

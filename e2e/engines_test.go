@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestOpenAICompatibleEngineFailover: a second inference node, serving the built-in engines
@@ -40,7 +42,7 @@ models:
 `, urls[0], urls[1])), 0o644)
 	s := startSuite(t, "ZEST_MODELS_FILE="+models)
 
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		r, err := getOK(s.URL + "/api/v1/models")
 		if err != nil || !strings.Contains(string(r), `"id":"remote-llm"`) || !strings.Contains(string(r), `"loaded":true,"object":"model","owned_by":"zest","recipe":"openai"`) {
 			return fmt.Errorf("remote-llm not loaded: %s %v", r, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // callTool calls a tool through the admin API.
@@ -170,7 +171,7 @@ func TestExternalMCPClientHost(t *testing.T) {
 			t.Fatalf("add_tool: %d %s", r.Status, r.Body)
 		}
 		added := time.Now()
-		waitFor(t, 5*time.Second, func() error {
+		waitfor.NoError(t, 5*time.Second, func() error {
 			if toolEntry(t, s, greet) == nil {
 				return fmt.Errorf("%s is not in GET /internal/mcp/tools yet", greet)
 			}

@@ -13,21 +13,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/etcdtest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // followLimit is how soon a registry write through one replica must apply on the other.
 const followLimit = time.Second
 
-// withinLimit polls ok every 5 ms until it holds, failing when followLimit has passed since
-// began (the write); it logs how long after the write it held.
+// withinLimit waits until ok holds, failing when followLimit has passed since began (the
+// write); it logs how long after the write it held.
 func withinLimit(t *testing.T, what string, began time.Time, ok func() bool) {
 	t.Helper()
-	for !ok() {
-		if time.Since(began) > followLimit {
-			t.Fatalf("%s: not within %v", what, followLimit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.True(t, followLimit-time.Since(began), what, ok)
 	t.Logf("%s: %v after the write", what, time.Since(began).Round(100*time.Microsecond))
 }
 

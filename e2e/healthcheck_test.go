@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
@@ -76,7 +77,7 @@ func TestHealthcheckComposeModelFile(t *testing.T) {
 	cmd.Env = env
 	p := startProc(t, "zest-inference", cmd, false)
 	t.Cleanup(func() { p.stopChecked(t) })
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if code, out := runHealthcheck(t, "zest-inference", env); code != 0 {
 			return errors.New(out)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/zestmcp/zest/lib/mediatest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // testPNG is a w×h PNG with a colour gradient (opaque).
@@ -277,7 +278,7 @@ func TestMediaRelayedToAnOpenAICompatibleEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startSuite(t, "ZEST_MODELS_FILE="+models)
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		r, err := getOK(s.URL + "/api/v1/models")
 		if err != nil || strings.Count(string(r), `"loaded":true,"object":"model","owned_by":"zest","recipe":"openai"`) != 4 {
 			return fmt.Errorf("remote models not loaded: %s %v", r, err)

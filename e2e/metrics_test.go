@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // metricsVars names the variable each service binary serves its metrics on.
@@ -33,23 +36,10 @@ func metricsOff() {
 	}
 }
 
-// prometheusBin is Debian's prometheus, installed by scripts/ensure-apt.sh prometheus when missing
-// (make e2e runs it first; the test runs it too when run on its own).
+// prometheusBin is Debian's prometheus (`make prometheus`).
 func prometheusBin(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p
-	}
-	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "ensure-apt.sh"), "prometheus")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("prometheus is missing and scripts/ensure-apt.sh prometheus failed: %v", err)
-	}
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testenv.Need(t, testenv.Prometheus, "Prometheus itself scrapes the services")
 }
 
 var metricsServing = regexp.MustCompile(`msg="metrics serving"[^\n]* addr=(127\.0\.0\.1:\d+)`)
@@ -67,7 +57,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 	s := startSuite(t, extra...)
 
 	targets := map[string]string{} // service → metrics address
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		for name := range metricsVars {
 			m := metricsServing.FindStringSubmatch(s.Logs(name))
 			if m == nil {
@@ -145,7 +135,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 		return body.Data.Result, nil
 	}
 	// Every target up.
-	waitFor(t, 30*time.Second, func() error {
+	waitfor.NoError(t, 30*time.Second, func() error {
 		if !prom.running() {
 			t.Fatalf("prometheus exited: %s", prom.logs.String())
 		}
@@ -166,7 +156,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 	})
 	// The counter the test drove, as Prometheus scraped it.
 	counter := fmt.Sprintf(`zest_tool_calls_total{job="zest-mcpgateway",path="admin",server=%q,tool="echo",outcome="ok"}`, id)
-	waitFor(t, 15*time.Second, func() error {
+	waitfor.NoError(t, 15*time.Second, func() error {
 		res, err := query(counter)
 		if err != nil {
 			return err
@@ -181,7 +171,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 		`grpc_server_handled_total{job="zest-mcpgateway",grpc_service="zest.mcpgateway.v1.AdminService",grpc_method="CallTool",grpc_code="OK"}`,
 		`zest_http_requests_total{job="zest-gateway",method="POST",route="/internal/mcp/servers/{id}/tools/call",code="200"}`,
 	} {
-		waitFor(t, 15*time.Second, func() error {
+		waitfor.NoError(t, 15*time.Second, func() error {
 			res, err := query(q)
 			if err != nil {
 				return err
@@ -192,7 +182,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 			return nil
 		})
 	}
-	waitFor(t, 15*time.Second, func() error {
+	waitfor.NoError(t, 15*time.Second, func() error {
 		res, err := query(`zest_toolhost_children{job="zest-toolhost"}`)
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // fakeEngine is a small HTTP peer standing in for lemond or Ollama: it records every call
@@ -353,7 +354,7 @@ func TestModelManagement(t *testing.T) {
 		if !ok || c.Method != "POST" || c.Body["model_name"] != "Qwen3-0.6B-GGUF" || c.Body["ctx_size"] != float64(8192) || c.Body["llamacpp_backend"] != "vulkan" {
 			t.Fatalf("lemond got %+v", c)
 		}
-		waitFor(t, 5*time.Second, func() error {
+		waitfor.NoError(t, 5*time.Second, func() error {
 			l, _ := loadedInHealth(t, s)
 			if m := l["lem-llm"]; m == nil || m["recipe"] != "lemonade" || m["backend_url"] != lem.URL+"/api/v1" || m["checkpoint"] != "Qwen3-0.6B-GGUF" {
 				return fmt.Errorf("health: %v", l)
@@ -559,7 +560,7 @@ func TestModelManagement(t *testing.T) {
 		// Cancellation: the client gives up on a pull that hangs; the engine's request ends.
 		pctx, pcancel := context.WithCancel(ctx)
 		go func() {
-			waitFor(t, 10*time.Second, func() error {
+			waitfor.NoError(t, 10*time.Second, func() error {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, p := range progress {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/http"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // mcpGoConformance builds mark3labs/mcp-go's conformance example server (the fixture tools,
@@ -52,24 +54,23 @@ func mcpGoConformance(t *testing.T) string {
 			<-exited
 		}
 		url := "http://" + addr
-		up := false
-		deadline := time.Now().Add(15 * time.Second)
-		for !up && time.Now().Before(deadline) {
+		_, err = waitfor.Poll(15*time.Second, func() error {
 			select {
 			case <-exited:
-				deadline = time.Time{}
-				continue
+				return waitfor.Stop(errors.New("exited"))
 			default:
 			}
-			if resp, err := http.Get(url + "/health"); err == nil {
-				resp.Body.Close()
-				up = resp.StatusCode == http.StatusOK
+			resp, err := http.Get(url + "/health")
+			if err != nil {
+				return err
 			}
-			if !up {
-				time.Sleep(20 * time.Millisecond) // polling a process we do not control, with a deadline
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return errors.New(resp.Status)
 			}
-		}
-		if up {
+			return nil
+		})
+		if err == nil {
 			t.Cleanup(stop)
 			return url + "/mcp"
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // logLine returns the first line of logs that holds every one of parts ("" when none does).
@@ -39,7 +41,7 @@ func TestRequestIDFollowsAnAdminCallThatFails(t *testing.T) {
 		t.Fatalf("disconnect: %d %q %s", r2.Status, made, r2.Body)
 	}
 	for id, serverID := range map[string]string{"e2e-req.7f3a": "no-such-server", made: "also-missing"} {
-		waitFor(t, 10*time.Second, func() error {
+		waitfor.NoError(t, 10*time.Second, func() error {
 			edge := logLine(s.Logs("zest-gateway"), `msg="http request"`, "request_id="+id)
 			if edge == "" {
 				return fmt.Errorf("no access line for %s in the edge's log:\n%s", id, s.Logs("zest-gateway"))

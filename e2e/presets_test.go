@@ -16,6 +16,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // Presets: /mcp/presets/{id} serves a preset's providers on one MCP endpoint, and /mcp does
@@ -29,7 +30,7 @@ func presetURL(s *Suite, id string) string { return s.URL + "/mcp/presets/" + id
 func registerPresetProviders(t *testing.T, s *Suite) {
 	t.Helper()
 	everything := serverEverything(t)
-	memory := filepath.Join(repoRoot(), "scripts", "peers", "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	memory := filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 	registerServer(t, s, map[string]any{"id": "memory", "command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": "${E2E_MEMORY_FILE}"}})
 	registerServer(t, s, map[string]any{"id": "grow", "command": "node", "args": []string{filepath.Join(repoRoot(), "e2e", "testdata", "growing-server.mjs")}})
@@ -221,7 +222,7 @@ func TestPresetEndpoint(t *testing.T) {
 		if _, err := c.CallTool(ctx, call); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 15*time.Second, func() error {
+		waitfor.NoError(t, 15*time.Second, func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			if notes["notifications/tools/list_changed"] == 0 {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestNoisyClientCannotStarveAnother: one client (the API key, ZEST_RATE_LIMIT=20/s) sends
@@ -56,7 +58,9 @@ func TestNoisyClientCannotStarveAnother(t *testing.T) {
 		if err != nil || code != 200 {
 			t.Fatalf("the quiet client: %d %v", code, err)
 		}
-		time.Sleep(2 * time.Millisecond) // a client that polls, well within its own limit
+		// A client that polls, well within its own limit: a pace, kept on purpose (the load
+		// is the scenario, not a wait for something).
+		time.Sleep(2 * time.Millisecond)
 		return d
 	}
 	median := func(lat []time.Duration) time.Duration {
@@ -74,12 +78,12 @@ func TestNoisyClientCannotStarveAnother(t *testing.T) {
 	var noiseTime time.Duration
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
+	inFlight := make(chan struct{}, 64) // many at once, bounded: a client, not a fork bomb
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tick := time.NewTicker(noiseEvery)
 		defer tick.Stop()
-		inFlight := make(chan struct{}, 64) // many at once, bounded: a client, not a fork bomb
 		for {
 			select {
 			case <-ctx.Done():
@@ -128,7 +132,13 @@ func TestNoisyClientCannotStarveAnother(t *testing.T) {
 		if noisy && firstNoise.IsZero() {
 			firstNoise = began
 		}
-		time.Sleep(100 * time.Millisecond) // the noise under way (or gone) before sampling
+		// The noise under way (over its limit), or gone (none of it in flight), before sampling.
+		if noisy {
+			seen := limited.Load()
+			waitfor.True(t, 5*time.Second, "the noise over its limit", func() bool { return limited.Load() > seen })
+		} else {
+			waitfor.True(t, 5*time.Second, "the noise gone", func() bool { return len(inFlight) == 0 })
+		}
 		for range samples / rounds {
 			if noisy {
 				loadedLat = append(loadedLat, sample())

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/waitfor"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // replicaSessionKey is the one ZEST_SESSION_KEY of the replicas of a test (sessions are
@@ -34,6 +40,28 @@ func (s *service) start() {
 	cmd := exec.Command(filepath.Join(binDir, s.name))
 	cmd.Env = s.env
 	s.p = startProc(s.t, s.name, cmd, false)
+}
+
+// serving checks once that the service answers its health check: the edge's /live, the
+// others' gRPC health (SERVING).
+func (s *service) serving() error {
+	addr := envOf(s.env, listenVars[s.name])
+	if s.name == "zest-gateway" {
+		_, err := getOK("http://" + addr + "/live")
+		return err
+	}
+	cc, err := grpcdial.Dial(addr, serviceKey, 0)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(s.t.Context(), time.Second)
+	defer cancel()
+	r, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err == nil && r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		err = fmt.Errorf("%s at %s: %v", s.name, addr, r.GetStatus())
+	}
+	return err
 }
 
 // stop sends sig and waits for the service to exit (killing it after 15 s).
@@ -70,7 +98,7 @@ func startReplicas(t *testing.T, extra ...string) replicas {
 func (r replicas) waitHealthy(t *testing.T) {
 	t.Helper()
 	for _, u := range r.urls {
-		waitFor(t, 15*time.Second, func() error {
+		waitfor.NoError(t, 15*time.Second, func() error {
 			_, err := getOK(u + "/api/v1/health")
 			return err
 		})

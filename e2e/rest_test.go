@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 func multipartAudio(t *testing.T, audio []byte, fields map[string]string) (string, string) {
@@ -167,7 +169,7 @@ func TestClientCancelCancelsTheEngineRequest(t *testing.T) {
 		t.Fatalf("in flight while streaming: %v", n)
 	}
 	resp.Body.Close() // the client goes away ~5 s before the completion would end
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		if n := inFlight(); n != 0 {
 			return fmt.Errorf("still %v in flight", n)
 		}

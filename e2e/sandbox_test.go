@@ -6,12 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zestmcp/zest/lib/testenv"
 )
 
 // sandboxWorkDir is a directory the sandbox user (nobody, the tool host's default) can reach:
-// t.TempDir's parent is private to root, which the sandbox user could not even traverse.
+// t.TempDir's parent is private to root, which the sandbox user could not even traverse. Its
+// tests hand files and processes to another user, which needs root.
 func sandboxWorkDir(t *testing.T) string {
 	t.Helper()
+	testenv.Need(t, testenv.Root, "it runs servers or services as another user")
 	d, err := os.MkdirTemp("", "zest-e2e-sandbox")
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +98,7 @@ func sandboxOf(t *testing.T, s *Suite, id string) map[string]any {
 // its usual work, its state says which protections are active, and what lies outside its
 // declared paths is out of its reach. A server that opts out runs unconfined beside them.
 func TestSandboxedPeers(t *testing.T) {
+	testenv.Need(t, testenv.Bubblewrap, "it confines the peers with bwrap")
 	work := sandboxWorkDir(t)
 	memDir, fsDir := writableBy(t, work, "memory"), writableBy(t, work, "files")
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_TOOLHOST_SANDBOX=on", "E2E_MEMORY_FILE="+filepath.Join(memDir, "memory.jsonl"))

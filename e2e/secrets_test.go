@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
@@ -183,7 +184,7 @@ func TestToolhostAsAUserCannotBeReadByItsServers(t *testing.T) {
 	p := startProc(t, "zest-toolhost", cmd, false)
 	t.Cleanup(func() { p.stop(syscall.SIGTERM, 15*time.Second) })
 	c := toolhostv1.NewToolHostServiceClient(dialService(t, addr, serviceKey))
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
 		return err
 	})
@@ -242,7 +243,7 @@ func TestServicesAreNotDumpable(t *testing.T) {
 		cmd.Env, cmd.Dir = env, dir
 		p := startProc(t, name, cmd, false)
 		t.Cleanup(func() { p.stop(syscall.SIGTERM, 15*time.Second) })
-		waitFor(t, 15*time.Second, func() error { // past its start (service.Main)
+		waitfor.NoError(t, 15*time.Second, func() error { // past its start (service.Main)
 			if l := p.logs.String(); !strings.Contains(l, "grpc serving") && !strings.Contains(l, "http serving") {
 				return fmt.Errorf("%s has not started: %s", name, l)
 			}

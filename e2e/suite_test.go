@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 var binDir string
@@ -204,7 +206,7 @@ func startSuite(t *testing.T, extra ...string) *Suite {
 // WaitHealthy waits until the edge reports every service serving.
 func (s *Suite) WaitHealthy() {
 	s.t.Helper()
-	waitFor(s.t, 15*time.Second, func() error {
+	waitfor.NoError(s.t, 15*time.Second, func() error {
 		req, _ := http.NewRequest("GET", s.URL+"/api/v1/health", nil)
 		if s.key != "" {
 			req.Header.Set("Authorization", "Bearer "+s.key)
@@ -350,20 +352,6 @@ func (p *proc) stopChecked(t *testing.T) {
 	case err != nil:
 		t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.name, err, p.logs.String())
 	}
-}
-
-// waitFor polls f until it succeeds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("not ready after %v: %v", d, err)
 }
 
 // Response is an HTTP answer read whole.

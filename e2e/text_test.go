@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 var textPrefixes = []string{"/api/v1/", "/api/v0/", "/v1/", "/v0/"}
@@ -280,7 +281,7 @@ models:
     timeout: 10s
 `, upEdge)), 0o644)
 	s := startSuite(t, "ZEST_MODELS_FILE="+models)
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		r, err := getOK(s.URL + "/api/v1/models")
 		if err != nil || strings.Count(string(r), `"loaded":true,"object":"model","owned_by":"zest","recipe":"openai"`) != 2 {
 			return fmt.Errorf("remote models not loaded: %s %v", r, err)

@@ -12,16 +12,13 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
 func serverEverything(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(repoRoot(), "scripts", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
-	}
-	return p
+	return filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 }
 
 // wrapper writes a shell script that runs node as its child (a grandchild of the tool
@@ -54,7 +51,7 @@ func escapingWrapper(t *testing.T) (script, pidFile string) {
 func helperPid(t *testing.T, pidFile string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		b, err := os.ReadFile(pidFile)
 		if err == nil {
 			_, err = fmt.Sscan(string(b), &pid)
@@ -85,7 +82,7 @@ func running(pid int) bool {
 
 func waitNotRunning(t *testing.T, what string, pid int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if running(pid) {
 			return fmt.Errorf("%s: the helper %d still runs", what, pid)
 		}
@@ -108,7 +105,7 @@ func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClien
 	}
 	t.Cleanup(func() { cc.Close() })
 	c := toolhostv1.NewToolHostServiceClient(cc)
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
 		return err
 	})
@@ -169,7 +166,7 @@ func inGroups(pgids []int) []string {
 
 func waitGone(t *testing.T, what string, pgids []int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if left := inGroups(pgids); len(left) > 0 {
 			return fmt.Errorf("%s: processes left: %v", what, left)
 		}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // twoToolHosts is the layout of the tool host failover test: one inference node, two tool
@@ -31,7 +33,9 @@ func startTwoToolHosts(t *testing.T) *twoToolHosts {
 	runService(t, "zest-inference", base)
 	for _, name := range []string{"th-a", "th-b"} {
 		l.addrs[name] = freeAddr(t)
-		l.hosts[name] = runService(t, "zest-toolhost", with("ZEST_TOOLHOST_ADDR="+l.addrs[name], "ZEST_TOOLHOST_NAME="+name, "ZEST_TOOLHOST_STOP_GRACE=1s"))
+		// Metrics on a port of its own choosing, logged at info: a test reads its calls in flight.
+		l.hosts[name] = runService(t, "zest-toolhost", with("ZEST_TOOLHOST_ADDR="+l.addrs[name], "ZEST_TOOLHOST_NAME="+name, "ZEST_TOOLHOST_STOP_GRACE=1s",
+			"ZEST_TOOLHOST_METRICS_ADDR=127.0.0.1:0", "ZEST_LOG_LEVEL=info"))
 	}
 	mg, edge := freeAddr(t), freeAddr(t)
 	gw := runService(t, "zest-mcpgateway", with("ZEST_MCPGATEWAY_ADDR="+mg, "ZEST_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
@@ -52,7 +56,7 @@ func startTwoToolHosts(t *testing.T) *twoToolHosts {
 	l.s.WaitHealthy()
 	// mcpgateway places servers on the tool hosts it has seen healthy: wait until it has seen
 	// both (else a server placed on the first would move once the second shows up).
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		for _, name := range []string{"th-a", "th-b"} {
 			if !strings.Contains(gw.p.logs.String(), `msg="tool host up" service=zest-mcpgateway name=`+name+" ") {
 				return fmt.Errorf("mcpgateway has not seen %s healthy yet", name)
@@ -168,7 +172,14 @@ func TestToolHostFailover(t *testing.T) {
 	sess := mustInit(t, s, "everything")
 	viaAPI := postAsync(fedURL(s, "everything"), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":`+long+`}`,
 		append(append([]string{}, mcpHeaders...), "Mcp-Session-Id: "+sess, fedAPIAuth)...)
-	time.Sleep(500 * time.Millisecond)
+	// All three at the server: the victim's gauge of requests its children have not answered.
+	waitfor.NoError(t, 10*time.Second, func() error {
+		n, err := gauge(l.hosts[victim].p.logs.String(), "zest_toolhost_calls_in_flight")
+		if err == nil && n < 3 {
+			err = fmt.Errorf("%v calls in flight on %s", n, victim)
+		}
+		return err
+	})
 
 	killed := time.Now()
 	if err := l.hosts[victim].p.signal(syscall.SIGKILL); err != nil {
@@ -196,7 +207,7 @@ func TestToolHostFailover(t *testing.T) {
 
 	// The next call succeeds, on the other tool host.
 	var movedAfter time.Duration
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		r := admin(t, s, "POST", "/servers/everything/tools/call", `{"name":"echo","arguments":{"message":"moved"}}`)
 		if r.Status != 200 {
 			return fmt.Errorf("%d %s", r.Status, r.Body)
@@ -217,7 +228,7 @@ func TestToolHostFailover(t *testing.T) {
 	}
 
 	// Nothing the dead tool host ran is left.
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		var left []string
 		for _, pid := range below {
 			if running(pid) {
@@ -233,7 +244,7 @@ func TestToolHostFailover(t *testing.T) {
 
 	// It comes back: the server returns to it (every replica places it there again).
 	l.hosts[victim].start()
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if st := serverState(t, s, "everything"); st["placement"] != victim || st["status"] != "connected" {
 			return fmt.Errorf("placement %v, status %v", st["placement"], st["status"])
 		}
@@ -274,7 +285,7 @@ func TestToolHostPin(t *testing.T) {
 	l.hosts["th-b"].stop(syscall.SIGKILL)
 	// Once mcpgateway has seen th-b go (a call sent in the instant before may have reached it,
 	// and fails as in flight there).
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		if st := serverState(t, s, "on-th-b"); st["status"] == "connected" {
 			return fmt.Errorf("on-th-b still connected")
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/tracing/otlptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestOneTraceAcrossThreeServices: with OTEL_EXPORTER_OTLP_ENDPOINT pointing at an OTLP/gRPC
@@ -72,7 +73,7 @@ func TestOneTraceAcrossThreeServices(t *testing.T) {
 		t.Run(tc.requestID, func(t *testing.T) {
 			var traceID string
 			var spans []otlptest.Span
-			waitFor(t, 20*time.Second, func() error {
+			waitfor.NoError(t, 20*time.Second, func() error {
 				traceID, spans = "", nil
 				for _, sp := range rcv.Spans() {
 					if sp.Service == "zest-gateway" && sp.Attrs["zest.request_id"] == tc.requestID {
@@ -92,7 +93,7 @@ func TestOneTraceAcrossThreeServices(t *testing.T) {
 			t.Logf("trace %s: %d spans: %s", traceID, len(spans), strings.Join(names, " | "))
 
 			// Every line logged for the request (its request id) carries the trace id.
-			waitFor(t, 10*time.Second, func() error {
+			waitfor.NoError(t, 10*time.Second, func() error {
 				if logLine(s.Logs("zest-gateway"), `msg="http request"`, "request_id="+tc.requestID, "trace_id="+traceID) == "" {
 					return fmt.Errorf("no access line with trace_id=%s:\n%s", traceID, s.Logs("zest-gateway"))
 				}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -270,15 +271,12 @@ func TestZestctl(t *testing.T) {
 	// The audit trail of the same calls and of the servers added above: a page, and the
 	// export as JSON lines that parse.
 	t.Run("audit", func(t *testing.T) {
-		deadline := time.Now().Add(10 * time.Second)
 		var m map[string]any
-		for {
+		waitfor.True(t, 10*time.Second, "an admin entry in audit list", func() bool {
 			m = mustCtl(t, s, 0, "audit", "list", "--kind", "admin", "-o", "json").JSON(t)
-			if es, _ := m["entries"].([]any); len(es) > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			es, _ := m["entries"].([]any)
+			return len(es) > 0
+		})
 		actions := map[string]bool{}
 		for _, e := range m["entries"].([]any) {
 			actions[e.(map[string]any)["action"].(string)] = true
