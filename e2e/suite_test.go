@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 		}
 		binDir = dir
 	}
-	metricsOff() // metrics_test.go
+	metricsOff() // suite_metrics_test.go
 	// The suite runs as root and its fixtures lie in root's private temporary directories, so
 	// its tool hosts keep servers as root (the default runs them as nobody: TestUnsandboxedServer
 	// CannotReadTheToolHost, which sets it back).

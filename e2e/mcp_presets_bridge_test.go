@@ -7,7 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Bridging the MCP eras on /mcp/presets/{id}, as on /mcp/servers/{id} (bridge_test.go).
+// Bridging the MCP eras on /mcp/presets/{id}, as on /mcp/servers/{id} (mcp_bridge_test.go).
 
 // TestPresetBridgeModernClientOfStdioProvider: mark3labs/mcp-go's client (2026-07-28, with a
 // sampling handler) calls the stdio fixture's test_sampling under its chat_name through a
