@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,12 +48,6 @@ func listActivity(t *testing.T, s *Suite, query string) (activityAnswer, Respons
 		}
 	}
 	return a, r
-}
-
-// who is the name the activity gives a key.
-func who(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
 }
 
 // TestActivity: one tool call on each path — the admin API, /mcp/servers/{id} (one answered,

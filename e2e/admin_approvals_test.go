@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,54 +10,6 @@ import (
 
 	"github.com/zestmcp/zest/lib/etcdtest"
 )
-
-// approvalChat streams a chat calling mcp_guarded__echo with text, as the API key, and hands
-// each zest_event to onEvent; it returns the final text.
-func approvalChat(t *testing.T, s *Suite, text string, onEvent func(ev map[string]any)) string {
-	t.Helper()
-	body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"guarded"}, "stream": true,
-		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_guarded__echo"}},
-		"messages":    []any{map[string]any{"role": "user", "content": jsonBody(t, map[string]any{"text": text})}}})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/api/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+fedAPIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("chat: %d", resp.StatusCode)
-	}
-	var content strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
-			continue
-		}
-		var ch struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-			Event map[string]any `json:"zest_event"`
-		}
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			t.Fatalf("%s: %v", data, err)
-		}
-		if ch.Event != nil {
-			onEvent(ch.Event)
-		}
-		for _, c := range ch.Choices {
-			content.WriteString(c.Delta.Content)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return content.String()
-}
 
 // TestApprovalOverREST: a chat through the edge calling a stdio server whose approval is
 // required pauses at the call with an approval_required event; GET /internal/mcp/approvals

@@ -14,28 +14,6 @@ import (
 	"github.com/zestmcp/zest/lib/waitfor"
 )
 
-// callTool calls a tool through the admin API.
-func callTool(t *testing.T, s *Suite, id, tool string, args map[string]any) Response {
-	t.Helper()
-	return admin(t, s, "POST", "/servers/"+id+"/tools/call", jsonBody(t, map[string]any{"name": tool, "arguments": args, "timeout_ms": 10000}))
-}
-
-// resultText is the first text block of a tools/call answer.
-func resultText(t *testing.T, r Response) string {
-	t.Helper()
-	var a struct {
-		Result struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(r.Body, &a); err != nil || len(a.Result.Content) == 0 {
-		t.Fatalf("tools/call answer %d %s", r.Status, r.Body)
-	}
-	return a.Result.Content[0].Text
-}
-
 // toolEntry finds a tool of GET /internal/mcp/tools by chat_name.
 func toolEntry(t *testing.T, s *Suite, chatName string) map[string]any {
 	t.Helper()

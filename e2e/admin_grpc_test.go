@@ -6,25 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zestmcp/zest/lib/grpcdial"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
-
-func dialService(t *testing.T, addr, key string) *grpc.ClientConn {
-	t.Helper()
-	cc, err := grpcdial.Dial(addr, key, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return cc
-}
 
 // TestTypedAdminOverGRPC: a program registers a server, connects it and calls a tool with typed
 // messages over gRPC (the README's Go example), and sees its process state.

@@ -2,60 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/zestmcp/zest/lib/testenv"
-	"github.com/zestmcp/zest/lib/waitfor"
 )
-
-const adminKey = "admin-key-e2e"
-
-var adminAuth = "Authorization: Bearer " + adminKey
-
-// peersDir is scripts/peers, whose node_modules hold the npm peers (`make peers`): MCP
-// servers, clients and conformance suites, run on node.
-func peersDir(t *testing.T) string {
-	t.Helper()
-	needNode(t)
-	return filepath.Dir(testenv.Need(t, testenv.Peers, "it runs the npm MCP peers"))
-}
-
-// needNode skips a test that runs node (an MCP server or client written for Node) without it.
-func needNode(t *testing.T) {
-	t.Helper()
-	testenv.Need(t, testenv.Node, "it runs MCP servers or clients on node")
-}
-
-func admin(t *testing.T, s *Suite, method, path, body string) Response {
-	t.Helper()
-	return do(t, method, s.URL+"/internal/mcp"+path, body, "Content-Type: application/json", adminAuth)
-}
-
-func jsonBody(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func errMessage(t *testing.T, r Response) string {
-	t.Helper()
-	e, ok := r.JSON(t)["error"].(map[string]any)
-	if !ok || e["type"] != "mcp_client_error" || e["status_code"] != float64(r.Status) {
-		t.Fatalf("error shape: %d %s", r.Status, r.Body)
-	}
-	return e["message"].(string)
-}
 
 // smoke runs Lemonade's external-MCP smoke flow: upsert → connect → the tool is listed
 // under its chat_name → call it → disconnect → delete.
@@ -104,34 +57,6 @@ func smoke(t *testing.T, s *Suite, config map[string]any, tool string, args map[
 	if r := admin(t, s, "DELETE", "/servers/"+id, ""); r.Status != 404 {
 		t.Fatalf("second delete: %d %s", r.Status, r.Body)
 	}
-}
-
-// startSupergateway fronts server-everything over Streamable HTTP on a loopback port.
-func startSupergateway(t *testing.T) string {
-	t.Helper()
-	peers := peersDir(t)
-	addr := freeAddr(t)
-	port := addr[strings.LastIndexByte(addr, ':')+1:]
-	cmd := exec.Command("node", "--import", "./loopback.mjs", "node_modules/supergateway/dist/index.js",
-		"--stdio", "node node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-		"--outputTransport", "streamableHttp", "--port", port, "--stateful", "--sessionTimeout", "60000")
-	cmd.Dir = peers
-	sock := takeSocket(addr)
-	cmd.ExtraFiles = []*os.File{sock}
-	cmd.Env = append(os.Environ(), "ZEST_LISTEN_FD=3") // scripts/peers/loopback.mjs listens on it
-	p := startProc(t, "supergateway", cmd, true)
-	sock.Close()
-	t.Cleanup(func() { p.stop(syscall.SIGTERM, 5*time.Second) })
-	url := "http://127.0.0.1:" + port + "/mcp"
-	waitfor.NoError(t, 15*time.Second, func() error {
-		resp, err := http.Get(url)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	})
-	return url
 }
 
 func TestAdminSmokeFlows(t *testing.T) {

@@ -4,22 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
-
-func serverEverything(t *testing.T) string {
-	t.Helper()
-	return filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-}
 
 // wrapper writes a shell script that runs node as its child (a grandchild of the tool
 // host's shim), as npx does.
@@ -69,17 +62,6 @@ func helperPid(t *testing.T, pidFile string) int {
 	return pid
 }
 
-// running says whether pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
 func waitNotRunning(t *testing.T, what string, pid int) {
 	t.Helper()
 	waitfor.NoError(t, 10*time.Second, func() error {
@@ -88,43 +70,6 @@ func waitNotRunning(t *testing.T, what string, pid int) {
 		}
 		return nil
 	})
-}
-
-// startToolhost runs the zest-toolhost binary alone, with env added to its environment, and
-// returns its client and process (killed at cleanup).
-func startToolhost(t *testing.T, env ...string) (toolhostv1.ToolHostServiceClient, *proc) {
-	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
-	cmd.Env = append(append(os.Environ(), "ZEST_TOOLHOST_ADDR="+addr, "ZEST_LOG_LEVEL=warn", "LEMONADE_API_KEY=", "LEMONADE_ADMIN_API_KEY=", "ZEST_SERVICE_KEY="+serviceKey), env...)
-	p := startProc(t, "zest-toolhost", cmd, false)
-	t.Cleanup(func() { p.stop(syscall.SIGKILL, 15*time.Second) })
-	cc, err := grpcdial.Dial(addr, serviceKey, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	c := toolhostv1.NewToolHostServiceClient(cc)
-	waitfor.NoError(t, 10*time.Second, func() error {
-		_, err := c.ListServers(t.Context(), &toolhostv1.ListServersRequest{})
-		return err
-	})
-	return c, p
-}
-
-func ensure(t *testing.T, c toolhostv1.ToolHostServiceClient, id, command string, args ...string) *toolhostv1.ServerStatus {
-	t.Helper()
-	return ensureSpec(t, c, &toolhostv1.ServerSpec{Id: id, Command: command, Args: args, TimeoutMs: 30000})
-}
-
-func ensureSpec(t *testing.T, c toolhostv1.ToolHostServiceClient, spec *toolhostv1.ServerSpec) *toolhostv1.ServerStatus {
-	t.Helper()
-	id := spec.GetId()
-	r, err := c.EnsureStarted(t.Context(), &toolhostv1.EnsureStartedRequest{Spec: spec})
-	if err != nil {
-		t.Fatalf("EnsureStarted %s: %v", id, err)
-	}
-	return r.GetStatus()
 }
 
 func echoVia(t *testing.T, c toolhostv1.ToolHostServiceClient, id, msg string) {
@@ -287,21 +232,6 @@ require("readline").createInterface({ input: process.stdin }).on("line", (line) 
 		t.Fatal(err)
 	}
 	return p
-}
-
-// callText calls a tool and returns the text of its answer.
-func callText(t *testing.T, c toolhostv1.ToolHostServiceClient, id, tool string) string {
-	t.Helper()
-	p, _ := json.Marshal(map[string]any{"name": tool, "arguments": map[string]any{}})
-	r, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: id, Method: "tools/call", Params: p})
-	if err != nil {
-		t.Fatalf("%s on %s: %v", tool, id, err)
-	}
-	var res struct{ Content []struct{ Text string } }
-	if err := json.Unmarshal(r.GetResult(), &res); err != nil || len(res.Content) != 1 {
-		t.Fatalf("%s on %s: %s %v", tool, id, r.GetResult(), err)
-	}
-	return res.Content[0].Text
 }
 
 // TestToolhostChildEnvironment: a server started by the binary (through its shim) gets its

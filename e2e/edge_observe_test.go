@@ -11,20 +11,6 @@ import (
 	"github.com/zestmcp/zest/lib/waitfor"
 )
 
-// logLine returns the first line of logs that holds every one of parts ("" when none does).
-func logLine(logs string, parts ...string) string {
-	for _, l := range strings.Split(logs, "\n") {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(l, p)
-		}
-		if ok {
-			return l
-		}
-	}
-	return ""
-}
-
 // TestRequestIDFollowsAnAdminCallThatFails: the client's X-Request-Id comes back on the error
 // answer, on the edge's access line (with the route's pattern, not the id in the path), and on
 // mcpgateway's line for the call that failed; an id the edge makes when the client sends none

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,19 +14,6 @@ import (
 
 	"github.com/zestmcp/zest/lib/waitfor"
 )
-
-func multipartAudio(t *testing.T, audio []byte, fields map[string]string) (string, string) {
-	t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	fw, _ := mw.CreateFormFile("file", "tone.wav")
-	fw.Write(audio)
-	for k, v := range fields {
-		mw.WriteField(k, v)
-	}
-	mw.Close()
-	return b.String(), mw.FormDataContentType()
-}
 
 // TestEveryRESTRouteUnderEveryPrefix, and the bad inputs of the REST API.
 func TestEveryRESTRouteUnderEveryPrefix(t *testing.T) {

@@ -11,29 +11,6 @@ import (
 	"testing"
 )
 
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
-
-var mcpHeaders = []string{"Content-Type: application/json", "Accept: application/json, text/event-stream"}
-
-// mcpInit opens a session and returns its id and the negotiated version.
-func mcpInit(t *testing.T, s *Suite, version string, headers ...string) (string, map[string]any) {
-	t.Helper()
-	r := do(t, "POST", s.URL+"/mcp", sprintf(initBody, version), append(mcpHeaders, headers...)...)
-	if r.Status != http.StatusOK {
-		t.Fatalf("initialize: %d %s", r.Status, r.Body)
-	}
-	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		t.Fatalf("initialize returned no Mcp-Session-Id; headers %v", r.Header)
-	}
-	return id, r.JSON(t)["result"].(map[string]any)
-}
-
-func mcpCall(t *testing.T, s *Suite, session, body string, headers ...string) Response {
-	t.Helper()
-	return do(t, "POST", s.URL+"/mcp", body, append(append(mcpHeaders, "Mcp-Session-Id: "+session), headers...)...)
-}
-
 func TestWalkingSkeletonSlice(t *testing.T) {
 	s := startSuite(t)
 
@@ -277,9 +254,4 @@ func TestKeysAtTheEdgeAndOverGRPC(t *testing.T) {
 	if r.Status != http.StatusMethodNotAllowed {
 		t.Fatalf("wrong method on an admin route: %d %s", r.Status, r.Body)
 	}
-}
-
-func asSlice(v any) []any {
-	s, _ := v.([]any)
-	return s
 }

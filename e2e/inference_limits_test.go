@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,23 +90,6 @@ func expect(r reply, status int, contains ...string) error {
 		}
 	}
 	return nil
-}
-
-// peakRSS is a process's peak resident set (VmHWM) in MiB.
-func peakRSS(t *testing.T, s *Suite, name string) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.procs[name].cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return kb >> 10
-		}
-	}
-	t.Fatalf("no VmHWM for %s", name)
-	return 0
 }
 
 // TestSizeLimits: a 6 MB WAV transcribes over REST and an 8 MB one over /mcp (base64); the

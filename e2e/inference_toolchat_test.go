@@ -11,33 +11,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-type toolChatAnswer struct {
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	ZestToolCalls []struct {
-		Name     string `json:"name"`
-		ServerID string `json:"server_id"`
-		IsError  bool   `json:"is_error"`
-	} `json:"zest_tool_calls"`
-	ZestWarnings []string `json:"zest_warnings"`
-}
-
-func chatJSON(t *testing.T, s *Suite, body string) (toolChatAnswer, Response) {
-	t.Helper()
-	r := do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json")
-	var a toolChatAnswer
-	if r.Status == 200 {
-		if err := json.Unmarshal(r.Body, &a); err != nil {
-			t.Fatalf("%s: %v", r.Body, err)
-		}
-	}
-	return a, r
-}
-
 // TestChatWithMCPTools: the server-side tool loop with external and built-in providers.
 func TestChatWithMCPTools(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)

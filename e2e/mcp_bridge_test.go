@@ -9,14 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/mcptest"
 )
@@ -129,12 +125,6 @@ func (f samplerFunc) CreateMessage(ctx context.Context, r mcp.CreateMessageReque
 	return f(ctx, r)
 }
 
-type elicitorFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
-
-func (f elicitorFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return f(ctx, r)
-}
-
 // TestBridgeModernClientOfStdioUpstream: mark3labs/mcp-go's client (2026-07-28, with
 // sampling and elicitation handlers) calls the stdio fixture's test_sampling and
 // test_elicitation through /mcp/servers/{id}: the fixture's requests (session era) reach it as
@@ -171,34 +161,6 @@ func TestBridgeModernClientOfStdioUpstream(t *testing.T) {
 	if got := asked(); strings.Join(got, "|") != "sampling: what is zest?|elicitation: who are you?" {
 		t.Fatalf("the client was asked %v", got)
 	}
-}
-
-// modernPost sends one request of 2026-07-28 (no session) to url, its client declaring
-// capabilities, and returns the JSON-RPC response (the last message of an SSE stream).
-func modernPost(t *testing.T, url, method, name, params, capabilities string) map[string]any {
-	t.Helper()
-	var p map[string]any
-	if err := json.Unmarshal([]byte(params), &p); err != nil {
-		t.Fatal(err)
-	}
-	p["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": json.RawMessage(capabilities)}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
-	r := do(t, "POST", url, string(body), append(mcpHeaders, "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: "+method, "Mcp-Name: "+name)...)
-	msg := r.Body
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(r.Body), "\n") {
-			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
-				msg = []byte(data)
-			}
-		}
-	}
-	var out map[string]any
-	if json.Unmarshal(msg, &out) != nil || (r.Status != http.StatusOK && out["error"] == nil) {
-		t.Fatalf("%s %s: %d %s", method, name, r.Status, r.Body)
-	}
-	return out
 }
 
 // TestBridgeParkedCallAcrossReplicas: a modern client's call to a stdio server, asked for
@@ -345,53 +307,5 @@ func TestBridgeModernClientOfHTTPUpstream(t *testing.T) {
 	}
 	if v := u.Violations(); len(v) > 0 {
 		t.Fatalf("the upstream saw violations: %v", v)
-	}
-}
-
-// modernAskedClient is mcp-go's client with its defaults (2026-07-28) at url, initialized,
-// with a sampling handler that answers sampled and an elicitation handler that accepts
-// {"username":"ada","email":"ada@example.com"}; asked returns what the client was asked, in order
-// ("sampling: <text>", "elicitation: <message>").
-func modernAskedClient(t *testing.T, url, sampled string) (cl *mcpclient.Client, asked func() []string) {
-	t.Helper()
-	var mu sync.Mutex
-	var got []string
-	note := func(s string) {
-		mu.Lock()
-		got = append(got, s)
-		mu.Unlock()
-	}
-	tr, err := transport.NewStreamableHTTP(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl = mcpclient.NewClient(tr,
-		mcpclient.WithSamplingHandler(samplerFunc(func(_ context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var c struct {
-				Text string `json:"text"`
-			}
-			b, _ := json.Marshal(r.Messages[0].Content)
-			_ = json.Unmarshal(b, &c)
-			note("sampling: " + c.Text)
-			return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(sampled)}, Model: "e2e"}, nil
-		})),
-		mcpclient.WithElicitationHandler(elicitorFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-			note("elicitation: " + r.Params.Message)
-			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
-				Content: map[string]any{"username": "ada", "email": "ada@example.com"}}}, nil
-		})))
-	if err := cl.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-mcp-go", Version: "1"}
-	if res, err := cl.Initialize(t.Context(), init); err != nil || res.ProtocolVersion != "2026-07-28" {
-		t.Fatalf("initialize: %+v, %v", res, err)
-	}
-	return cl, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(got)
 	}
 }

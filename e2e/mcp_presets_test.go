@@ -22,8 +22,6 @@ import (
 // Presets: /mcp/presets/{id} serves a preset's providers on one MCP endpoint, and /mcp does
 // with ZEST_MCP_PRESET.
 
-func presetURL(s *Suite, id string) string { return s.URL + "/mcp/presets/" + id }
-
 // registerPresetProviders registers everything (server-everything, get-env filtered out),
 // memory (server-memory, its file in a temporary directory), grow (growing-server) and
 // hidden (server-everything, "expose": false).
@@ -42,30 +40,6 @@ func putPreset(t *testing.T, s *Suite, id string, providers ...string) {
 	if r := admin(t, s, "POST", "/presets", jsonBody(t, map[string]any{"id": id, "mcp_server_ids": providers})); r.Status != 200 {
 		t.Fatalf("preset %s: %d %s", id, r.Status, r.Body)
 	}
-}
-
-// presetCall posts one message to preset id in session.
-func presetCall(t *testing.T, s *Suite, id, session, body string, headers ...string) Response {
-	t.Helper()
-	return do(t, "POST", presetURL(s, id), body, append(append(mcpHeaders, "Mcp-Session-Id: "+session), headers...)...)
-}
-
-func presetInit(t *testing.T, s *Suite, id string, headers ...string) (string, map[string]any) {
-	t.Helper()
-	r := do(t, "POST", presetURL(s, id), sprintf(initBody, "2025-11-25"), append(mcpHeaders, headers...)...)
-	if r.Status != http.StatusOK || r.Header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize of preset %s: %d %s", id, r.Status, r.Body)
-	}
-	return r.Header.Get("Mcp-Session-Id"), firstResult(t, r)
-}
-
-func toolNames(t *testing.T, r Response) []string {
-	t.Helper()
-	var out []string
-	for _, tool := range asSlice(firstResult(t, r)["tools"]) {
-		out = append(out, tool.(map[string]any)["name"].(string))
-	}
-	return out
 }
 
 // TestPresetEndpoint drives /mcp/presets/mix (lemonade, everything, memory, grow) with the

@@ -15,53 +15,6 @@ import (
 
 // Federation: /mcp/servers/{id} serves one registered server through Zest's MCP endpoint.
 
-const fedAPIKey = "fed-api-key"
-
-var fedAPIAuth = "Authorization: Bearer " + fedAPIKey
-
-// fedURL is the endpoint of a registered server.
-func fedURL(s *Suite, id string) string { return s.URL + "/mcp/servers/" + id }
-
-// fedInit opens a session of server id and returns its id and the initialize result.
-func fedInit(t *testing.T, s *Suite, id, version string, headers ...string) (string, map[string]any) {
-	t.Helper()
-	r := do(t, "POST", fedURL(s, id), sprintf(initBody, version), append(mcpHeaders, headers...)...)
-	if r.Status != http.StatusOK || r.Header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize of %s: %d %v %s", id, r.Status, r.Header, r.Body)
-	}
-	res, ok := r.JSON(t)["result"].(map[string]any)
-	if !ok {
-		t.Fatalf("initialize of %s answered %s", id, r.Body)
-	}
-	return r.Header.Get("Mcp-Session-Id"), res
-}
-
-// fedCall posts one message to server id in session.
-func fedCall(t *testing.T, s *Suite, id, session, body string, headers ...string) Response {
-	t.Helper()
-	return do(t, "POST", fedURL(s, id), body, append(append(mcpHeaders, "Mcp-Session-Id: "+session), headers...)...)
-}
-
-// sseMessages returns the JSON-RPC messages of a body: the body itself when it is JSON, else
-// the data lines of its SSE events.
-func sseMessages(t *testing.T, r Response) []map[string]any {
-	t.Helper()
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		return []map[string]any{r.JSON(t)}
-	}
-	var out []map[string]any
-	for _, line := range strings.Split(string(r.Body), "\n") {
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			var m map[string]any
-			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				t.Fatalf("SSE data %q: %v", data, err)
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // firstResult returns the result of r's first message, failing the test (not panicking) when
 // there is none.
 func firstResult(t *testing.T, r Response) map[string]any {
@@ -130,13 +83,6 @@ func waitMessage(t *testing.T, msgs <-chan map[string]any, method string, d time
 		case <-deadline:
 			t.Fatalf("no %s on the GET stream within %v", method, d)
 		}
-	}
-}
-
-func registerServer(t *testing.T, s *Suite, cfg map[string]any) {
-	t.Helper()
-	if r := admin(t, s, "POST", "/servers", jsonBody(t, cfg)); r.Status != 200 {
-		t.Fatalf("register %v: %d %s", cfg["id"], r.Status, r.Body)
 	}
 }
 
@@ -366,13 +312,6 @@ func TestFederationStdioThroughTheSDK(t *testing.T) {
 			t.Errorf("log message %v", m)
 		}
 	})
-}
-
-// mustInit opens a session of server id with the API key.
-func mustInit(t *testing.T, s *Suite, id string) string {
-	t.Helper()
-	sess, _ := fedInit(t, s, id, "2025-11-25", fedAPIAuth)
-	return sess
 }
 
 // TestFederationHTTPUpstream: /mcp/servers/{id} of a Streamable HTTP upstream (supergateway in

@@ -13,28 +13,6 @@ import (
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
-// runHealthcheck runs one built binary with -healthcheck in env and returns its exit status
-// and output.
-func runHealthcheck(t *testing.T, bin string, env []string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, bin), "-healthcheck")
-	cmd.Env = env
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("%s -healthcheck took %v; its probe gives up after 3s", bin, took)
-	}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, string(out)
-	case errors.As(err, &exit):
-		return exit.ExitCode(), string(out)
-	}
-	t.Fatalf("%s -healthcheck: %v", bin, err)
-	return -1, ""
-}
-
 // TestHealthcheckFlag runs each real binary with -healthcheck as compose's health check does
 // (the service's own environment, so the address it probes is the one it listens on):
 // healthy against the started suite, also when the address is written 0.0.0.0:port as in a

@@ -20,29 +20,11 @@ import (
 	"github.com/zestmcp/zest/lib/waitfor"
 )
 
-// metricsVars names the variable each service binary serves its metrics on.
-var metricsVars = map[string]string{
-	"zest-gateway": "ZEST_EDGE_METRICS_ADDR", "zest-mcpgateway": "ZEST_MCPGATEWAY_METRICS_ADDR",
-	"zest-inference": "ZEST_INFERENCE_METRICS_ADDR", "zest-toolhost": "ZEST_TOOLHOST_METRICS_ADDR",
-}
-
-// metricsOff turns the metrics servers off in every service the tests start unless a test
-// says otherwise: their default ports are fixed (13319–13322), and suites run side by side.
-func metricsOff() {
-	for _, v := range metricsVars {
-		if _, set := os.LookupEnv(v); !set {
-			os.Setenv(v, "off")
-		}
-	}
-}
-
 // prometheusBin is Debian's prometheus (`make prometheus`).
 func prometheusBin(t *testing.T) string {
 	t.Helper()
 	return testenv.Need(t, testenv.Prometheus, "Prometheus itself scrapes the services")
 }
-
-var metricsServing = regexp.MustCompile(`msg="metrics serving"[^\n]* addr=(127\.0\.0\.1:\d+)`)
 
 // TestPrometheusScrapesEveryService runs Prometheus itself against a suite whose four services
 // serve metrics on ports the kernel chose (127.0.0.1:0, read from their logs): every target is

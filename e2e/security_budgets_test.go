@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,34 +19,6 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/zestmcp/zest/lib/waitfor"
 )
-
-// edgeGauge reads one unlabelled gauge of the edge's metrics (its suite started with
-// ZEST_EDGE_METRICS_ADDR=127.0.0.1:0 and ZEST_LOG_LEVEL=info, so that the address is logged).
-func edgeGauge(t *testing.T, s *Suite, name string) (float64, error) {
-	t.Helper()
-	return gauge(s.Logs("zest-gateway"), name)
-}
-
-// gauge reads one unlabelled gauge of the metrics of the service whose logs these are (started
-// with its *_METRICS_ADDR=127.0.0.1:0 and ZEST_LOG_LEVEL=info, so that the address is logged).
-func gauge(logs, name string) (float64, error) {
-	m := metricsServing.FindStringSubmatch(logs)
-	if m == nil {
-		return 0, fmt.Errorf("the service has not logged its metrics address")
-	}
-	resp, err := http.Get("http://" + m[1] + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in the metrics at %s", name, m[1])
-}
 
 // TestDefaultsServeAMachinesOwnWork: under the default limits an evaluation harness with the
 // API key holds 128 chat completions in flight at once against its own machine, and every one
