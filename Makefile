@@ -67,9 +67,22 @@ unit: peers etcd bubblewrap ## Unit tests of every module (and the tool host's m
 	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
 	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(TEST_ENV) go test -race -count=1 ./...); done
 
+# AREA runs the end-to-end tests of one area only: those of e2e/<AREA>_*_test.go (mcp, admin,
+# console, edge, inference, cluster, security, ops, suite; e2e/suite_test.go lists them).
+AREA ?=
+E2E_RUN = $(if $(AREA),-run '^($(shell grep -ho '^func Test[A-Za-z0-9_]*' e2e/$(AREA)_*_test.go 2>/dev/null | grep -v '^func TestMain$$' | sed 's/^func //' | paste -sd'|' -))$$')
+
 .PHONY: e2e
-e2e: chromium prometheus bubblewrap build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
-	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(TEST_ENV) go test -count=1 -v ./...
+e2e: chromium prometheus bubblewrap build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services (AREA=cluster: one area)
+	@if [ -n "$(AREA)" ] && ! ls e2e/$(AREA)_*_test.go >/dev/null 2>&1; then echo "make e2e: no e2e/$(AREA)_*_test.go: AREA is one of $$(ls e2e/*_test.go | sed 's|e2e/||; s|_.*||' | sort -u | paste -sd' ' -)" >&2; exit 1; fi
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(TEST_ENV) go test -count=1 -v $(E2E_RUN) ./...
+
+# make test RUNS times in a row (default 3) on a fresh clone of HEAD while BUSY busy loops
+# (default 2) hold the CPUs: scripts/stress-test.sh, docs/dev/testing.md. On a shared machine:
+# nice make stress-test.
+.PHONY: stress-test
+stress-test: ## Run make test 3 times on a fresh clone of HEAD with 2 busy loops holding the CPUs (RUNS, BUSY; logs in .cache/stress)
+	@scripts/stress-test.sh
 
 # The chaos test alone, CHAOS_RUNS times in a row (make e2e runs it once): 3 etcd members, 2 of
 # every service on loopback, one process of each kind SIGKILLed in turn under load.
