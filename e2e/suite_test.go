@@ -29,13 +29,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/testenv"
 	"github.com/zestmcp/zest/lib/waitfor"
 )
 
@@ -155,8 +155,11 @@ var listenVars = map[string]string{
 
 // repoRoot is the repository's root directory.
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	return root
 }
 
 // envOf returns the value an environment gives a variable (the last one wins, as for exec).

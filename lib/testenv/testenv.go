@@ -76,7 +76,7 @@ func Need(t TB, dep Dep, why string) string {
 	if err == nil {
 		return p
 	}
-	if Required() {
+	if required() {
 		t.Fatalf("%s=1 and this test needs %s (%s): %v; %s", EnvRequireAll, dep.name, why, err, dep.install)
 		return ""
 	}
@@ -84,15 +84,8 @@ func Need(t TB, dep Dep, why string) string {
 	return ""
 }
 
-// Required reports whether a missing dependency fails a test (ZEST_REQUIRE_ALL=1).
-func Required() bool { return os.Getenv(EnvRequireAll) == "1" }
-
-// Have reports whether dep is present, for a test that does more with it and less without
-// (it says which in its log); a test that cannot do without it calls Need.
-func Have(dep Dep) bool {
-	_, err := dep.find()
-	return err == nil
-}
+// required reports whether a missing dependency fails a test (ZEST_REQUIRE_ALL=1).
+func required() bool { return os.Getenv(EnvRequireAll) == "1" }
 
 // RepoRoot is the repository's root: the nearest directory at or above the working directory
 // that holds go.work (a test runs in its package's directory, somewhere below it).
