@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -127,7 +126,7 @@ func TestExternalMCPClientHost(t *testing.T) {
 	})
 
 	t.Run("a stdio server's new tool is listed within 5 s", func(t *testing.T) {
-		script := filepath.Join(repoRoot(), "e2e", "testdata", "growing-server.mjs")
+		script := nodeScript(t, "growing-server.mjs")
 		cfg := map[string]any{"id": stdioID, "name": "Zest stdio growing", "transport": "stdio", "command": "node", "args": []string{script}, "timeout_ms": 10000}
 		if r := admin(t, s, "POST", "/servers", jsonBody(t, map[string]any{"server": cfg})); r.Status != 200 {
 			t.Fatalf("upsert: %d %s", r.Status, r.Body)

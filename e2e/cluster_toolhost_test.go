@@ -238,6 +238,7 @@ require("readline").createInterface({ input: process.stdin }).on("line", (line) 
 // declared references and the allowed variables of the tool host, and none of the tool host's
 // keys, settings or other variables.
 func TestToolhostChildEnvironment(t *testing.T) {
+	needNode(t)
 	c, _ := startToolhost(t, "LEMONADE_ADMIN_API_KEY=admin-key-must-not-leak", "TOOLHOST_E2E_UNDECLARED=must-not-leak",
 		"TOOLHOST_E2E_SECRET=declared-value", "ZEST_TOOLHOST_ENV_ALLOW=NODE_*,TOOLHOST_E2E_EXTRA", "TOOLHOST_E2E_EXTRA=allowed", "NODE_E2E=allowed")
 	ensureSpec(t, c, &toolhostv1.ServerSpec{Id: "raw", Command: "node", Args: []string{rawServer(t)}, TimeoutMs: 30000,

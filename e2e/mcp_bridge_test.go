@@ -60,7 +60,7 @@ type bridgeResult struct {
 
 func bridgeClient(t *testing.T, url, tool, args string) (out bridgeResult) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "bridge-client.mjs"), url, fedAPIKey, tool, args)
+	cmd := exec.Command("node", nodeScript(t, "bridge-client.mjs"), url, fedAPIKey, tool, args)
 	b, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

@@ -31,7 +31,7 @@ func registerPresetProviders(t *testing.T, s *Suite) {
 	memory := filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 	registerServer(t, s, map[string]any{"id": "memory", "command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": "${E2E_MEMORY_FILE}"}})
-	registerServer(t, s, map[string]any{"id": "grow", "command": "node", "args": []string{filepath.Join(repoRoot(), "e2e", "testdata", "growing-server.mjs")}})
+	registerServer(t, s, map[string]any{"id": "grow", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}})
 	registerServer(t, s, map[string]any{"id": "hidden", "command": "node", "args": []string{everything}, "expose": false})
 }
 
@@ -55,7 +55,7 @@ func TestPresetEndpoint(t *testing.T) {
 	putPreset(t, s, "partly", "memory", "broken")
 
 	t.Run("the official SDK", func(t *testing.T) {
-		cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "preset-client.mjs"), presetURL(s, "mix"), fedAPIKey)
+		cmd := exec.Command("node", nodeScript(t, "preset-client.mjs"), presetURL(s, "mix"), fedAPIKey)
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr []byte

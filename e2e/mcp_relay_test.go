@@ -87,7 +87,7 @@ type samplingResult struct {
 // samplingClientAt is samplingClient against any MCP endpoint of Zest.
 func samplingClientAt(t *testing.T, url, tool, args string) (out samplingResult) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "sampling-client.mjs"), url, fedAPIKey, tool, args)
+	cmd := exec.Command("node", nodeScript(t, "sampling-client.mjs"), url, fedAPIKey, tool, args)
 	b, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

@@ -95,10 +95,10 @@ func TestFederationStdioThroughTheSDK(t *testing.T) {
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 	registerServer(t, s, map[string]any{"id": "hidden", "command": "node", "args": []string{everything}, "expose": false})
 	registerServer(t, s, map[string]any{"id": "off", "command": "node", "args": []string{everything}, "enabled": false})
-	registerServer(t, s, map[string]any{"id": "growing", "command": "node", "args": []string{filepath.Join(repoRoot(), "e2e", "testdata", "growing-server.mjs")}})
+	registerServer(t, s, map[string]any{"id": "growing", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}})
 
 	t.Run("the official SDK", func(t *testing.T) {
-		cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "federation-client.mjs"), fedURL(s, "everything"), fedAPIKey, "full")
+		cmd := exec.Command("node", nodeScript(t, "federation-client.mjs"), fedURL(s, "everything"), fedAPIKey, "full")
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr []byte
@@ -320,7 +320,7 @@ func TestFederationHTTPUpstream(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	url := startSupergateway(t)
 	registerServer(t, s, map[string]any{"id": "remote", "transport": "streamable-http", "url": url, "tools_allow": []string{"echo", "get-*", "trigger-*"}})
-	cmd := exec.Command("node", filepath.Join(repoRoot(), "e2e", "testdata", "federation-client.mjs"), fedURL(s, "remote"), fedAPIKey)
+	cmd := exec.Command("node", nodeScript(t, "federation-client.mjs"), fedURL(s, "remote"), fedAPIKey)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("sdk client: %v\n%s", err, out)

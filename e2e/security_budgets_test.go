@@ -137,7 +137,7 @@ func TestBatchIsCappedAndEachMessageCounts(t *testing.T) {
 func TestBatchAnswerStopsAtTheMessageLimit(t *testing.T) {
 	const limit = 4 << 20
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, fmt.Sprintf("ZEST_GRPC_MAX_MESSAGE_BYTES=%d", limit), "ZEST_MAX_BODY_BYTES=1048576")
-	registerServer(t, s, map[string]any{"id": "wide", "command": "node", "args": []string{filepath.Join(repoRoot(), "e2e", "testdata", "wide-server.mjs"), "300000"}})
+	registerServer(t, s, map[string]any{"id": "wide", "command": "node", "args": []string{nodeScript(t, "wide-server.mjs"), "300000"}})
 	session, _ := fedInit(t, s, "wide", "2025-03-26")
 	r := fedCall(t, s, "wide", session, batchOf(30, "tools/list"))
 	var out []struct {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/testenv"
 	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
@@ -93,6 +94,7 @@ func TestServiceKeyFromAFile(t *testing.T) {
 // tool host executes itself again without them: /proc/<pid>/environ of the same pid holds
 // neither, its log says which it dropped, and it serves as before.
 func TestToolhostDropsLemonadeKeys(t *testing.T) {
+	testenv.Need(t, testenv.Root, "it reads the tool host's environment, which a non-dumpable process keeps from its own user")
 	const apiKey = "e2e-api-key-to-drop"
 	s := startSuite(t, "LEMONADE_API_KEY="+apiKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	th := s.procs["zest-toolhost"]

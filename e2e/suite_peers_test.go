@@ -63,3 +63,11 @@ func startSupergateway(t *testing.T) string {
 	})
 	return url
 }
+
+// nodeScript is e2e/testdata/name, an MCP server or client that runs on node with the npm
+// peers' SDK.
+func nodeScript(t *testing.T, name string) string {
+	t.Helper()
+	peersDir(t)
+	return filepath.Join(repoRoot(), "e2e", "testdata", name)
+}
