@@ -176,6 +176,7 @@ func TestUnsandboxedServerCannotReadTheToolHost(t *testing.T) {
 func TestToolhostAsAUserCannotBeReadByItsServers(t *testing.T) {
 	const uid = 65532 // the deployment's user (deploy/compose.yaml)
 	dir := sandboxWorkDir(t)
+	traversableBy(t, filepath.Join(binDir, "zest-toolhost")) // a clone in a private directory
 	hostile := buildHostile(t, dir)
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "zest-toolhost"), "-toolhost-stop-grace", "1s")
@@ -232,6 +233,7 @@ func TestToolhostAsAUserCannotBeReadByItsServers(t *testing.T) {
 func TestServicesAreNotDumpable(t *testing.T) {
 	const uid = 65532
 	dir := sandboxWorkDir(t)
+	traversableBy(t, filepath.Join(binDir, "zest-toolhost")) // a clone in a private directory
 	if err := os.Chmod(dir, 0o777); err != nil { // mcpgateway's data dir, for that user
 		t.Fatal(err)
 	}
