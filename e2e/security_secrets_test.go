@@ -234,7 +234,8 @@ func TestServicesAreNotDumpable(t *testing.T) {
 	const uid = 65532
 	dir := sandboxWorkDir(t)
 	traversableBy(t, filepath.Join(binDir, "zest-toolhost")) // a clone in a private directory
-	if err := os.Chmod(dir, 0o777); err != nil { // mcpgateway's data dir, for that user
+	// mcpgateway's data dir, for that user.
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	env, _, _ := suiteEnv(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_DATA_DIR="+filepath.Join(dir, "data"), "ZEST_LOG_LEVEL=info", "HOME="+dir)
