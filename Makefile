@@ -55,19 +55,34 @@ run: build peers bubblewrap ## Build and run the whole suite on loopback (Ctrl-C
 .PHONY: test
 test: chromium check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end with a real browser)
 
-# Tests that run a real etcd cluster (lib/etcdtest) get the binary built by `make etcd`, and
-# fail rather than skip without it.
+# A test that needs an optional dependency (etcd, the npm peers, node, Chromium, bubblewrap,
+# Prometheus, root) says so with lib/testenv's Need, which skips it without one; the test
+# targets install them all and set ZEST_REQUIRE_ALL=1, so a missing one fails instead
+# (docs/dev/testing.md). Tests that run a real etcd cluster get the binary `make etcd` builds.
 ETCD := $(BIN)/etcd
-ETCD_TEST_ENV := ZEST_ETCD_BIN=$(ETCD) ZEST_REQUIRE_ETCD=1
+TEST_ENV := ZEST_ETCD_BIN=$(ETCD) ZEST_REQUIRE_ALL=1
 
 .PHONY: unit
 unit: peers etcd bubblewrap ## Unit tests of every module (and the tool host's module alone, without go.work)
 	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
-	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(ETCD_TEST_ENV) go test -race -count=1 ./...); done
+	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(TEST_ENV) go test -race -count=1 ./...); done
+
+# AREA runs the end-to-end tests of one area only: those of e2e/<AREA>_*_test.go (mcp, admin,
+# console, edge, inference, cluster, security, ops, suite; e2e/suite_test.go lists them).
+AREA ?=
+E2E_RUN = $(if $(AREA),-run '^($(shell grep -ho '^func Test[A-Za-z0-9_]*' e2e/$(AREA)_*_test.go 2>/dev/null | grep -v '^func TestMain$$' | sed 's/^func //' | paste -sd'|' -))$$')
 
 .PHONY: e2e
-e2e: chromium prometheus bubblewrap build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services
-	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin ZEST_REQUIRE_BROWSER=1 $(ETCD_TEST_ENV) go test -count=1 -v ./...
+e2e: chromium prometheus bubblewrap build peers browser-deps etcd ## End-to-end test: the four built binaries as separate processes, the web console in headless Chromium, Prometheus scraping the four services (AREA=cluster: one area)
+	@if [ -n "$(AREA)" ] && ! ls e2e/$(AREA)_*_test.go >/dev/null 2>&1; then echo "make e2e: no e2e/$(AREA)_*_test.go: AREA is one of $$(ls e2e/*_test.go | sed 's|e2e/||; s|_.*||' | sort -u | paste -sd' ' -)" >&2; exit 1; fi
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(TEST_ENV) go test -count=1 -v $(E2E_RUN) ./...
+
+# make test RUNS times in a row (default 3) on a fresh clone of HEAD while BUSY busy loops
+# (default 2) hold the CPUs: scripts/stress-test.sh, docs/dev/testing.md. On a shared machine:
+# nice make stress-test.
+.PHONY: stress-test
+stress-test: ## Run make test 3 times on a fresh clone of HEAD with 2 busy loops holding the CPUs (RUNS, BUSY; logs in .cache/stress)
+	@scripts/stress-test.sh
 
 # The chaos test alone, CHAOS_RUNS times in a row (make e2e runs it once): 3 etcd members, 2 of
 # every service on loopback, one process of each kind SIGKILLed in turn under load.
@@ -75,7 +90,7 @@ CHAOS_RUNS ?= 5
 
 .PHONY: chaos
 chaos: build peers etcd ## Run the chaos test (e2e TestChaos) CHAOS_RUNS times in a row (default 5), its figures in the log
-	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(ETCD_TEST_ENV) go test -count=$(CHAOS_RUNS) -failfast -v -run '^TestChaos$$' ./...
+	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(TEST_ENV) go test -count=$(CHAOS_RUNS) -failfast -v -run '^TestChaos$$' ./...
 
 # etcd's server, built from scripts/etcd: a module of its own (outside go.work, so etcd's
 # dependencies stay out of the workspace) that pins go.etcd.io/etcd/server/v3; `go install
@@ -186,7 +201,7 @@ $(BROWSER_DEPS): scripts/browser/package.json scripts/browser/package-lock.json
 browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core from the lockfile
 
 # The e2e tests drive Debian's chromium (apt-get install when missing; a no-op when present).
-# e2e sets ZEST_REQUIRE_BROWSER=1, so a missing browser fails the browser tests, never skips them.
+# e2e sets ZEST_REQUIRE_ALL=1, so a missing browser fails the browser tests, never skips them.
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the browser tests when it is missing
 	@scripts/ensure-apt.sh chromium

@@ -1,10 +1,27 @@
 // Package e2e drives the four built Zest binaries as separate processes on free loopback
 // ports, as a user would: over HTTP, through the edge.
+//
+// Its files are named by area; `make e2e AREA=<area>` runs the tests of one:
+//
+//	suite_      the harness every area shares: processes and ports (suite_test.go), HTTP,
+//	            the admin API, MCP clients, the npm peers, metrics, the browser
+//	mcp_        the MCP endpoints (/mcp, /mcp/servers/{id}, /mcp/presets/{id}), their eras,
+//	            relays and bridges, conformance suites and real clients
+//	admin_      the admin API and zestctl: servers, their config, approvals, the audit trail,
+//	            the activity, filters, output hygiene, the one door
+//	console_    the web console in a real browser
+//	edge_       the edge's own routes: REST under every prefix, request ids, keys, GUI3's calls
+//	inference_  models, chat, OpenAI routes, media, engines, size limits, the chat loop's tools
+//	cluster_    replicas, balancing, failover of tool hosts, following the registry, chaos
+//	security_   budgets and rate limits, keys before bodies, secrets, the sandbox
+//	ops_        metrics, traces, health checks, make run
+//
+// A test that needs what not every machine has (the npm peers, node, Chromium, Prometheus,
+// root, bubblewrap) says so with lib/testenv: it skips without it, and fails under make test.
 package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,12 +29,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 var binDir string
@@ -47,7 +66,7 @@ func TestMain(m *testing.M) {
 		}
 		binDir = dir
 	}
-	metricsOff() // metrics_test.go
+	metricsOff() // suite_metrics_test.go
 	// The suite runs as root and its fixtures lie in root's private temporary directories, so
 	// its tool hosts keep servers as root (the default runs them as nobody: TestUnsandboxedServer
 	// CannotReadTheToolHost, which sets it back).
@@ -136,8 +155,11 @@ var listenVars = map[string]string{
 
 // repoRoot is the repository's root directory.
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	return root
 }
 
 // envOf returns the value an environment gives a variable (the last one wins, as for exec).
@@ -204,7 +226,7 @@ func startSuite(t *testing.T, extra ...string) *Suite {
 // WaitHealthy waits until the edge reports every service serving.
 func (s *Suite) WaitHealthy() {
 	s.t.Helper()
-	waitFor(s.t, 15*time.Second, func() error {
+	waitfor.NoError(s.t, 15*time.Second, func() error {
 		req, _ := http.NewRequest("GET", s.URL+"/api/v1/health", nil)
 		if s.key != "" {
 			req.Header.Set("Authorization", "Bearer "+s.key)
@@ -350,69 +372,4 @@ func (p *proc) stopChecked(t *testing.T) {
 	case err != nil:
 		t.Errorf("%s exited with %v after SIGTERM; logs:\n%s", p.name, err, p.logs.String())
 	}
-}
-
-// waitFor polls f until it succeeds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("not ready after %v: %v", d, err)
-}
-
-// Response is an HTTP answer read whole.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body.
-func (r Response) JSON(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body is not a JSON object (status %d): %v\n%s", r.Status, err, r.Body)
-	}
-	return m
-}
-
-// do sends a request; headers are "Name: value" strings.
-func do(t *testing.T, method, url, body string, headers ...string) Response {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range headers {
-		if h == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(h, ":")
-		if strings.EqualFold(k, "Host") {
-			req.Host = strings.TrimSpace(v)
-			continue
-		}
-		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs a Debian package a test needs when its command is missing:
 #   scripts/ensure-apt.sh COMMAND [PACKAGE]     (PACKAGE defaults to COMMAND)
-# Used for chromium (the browser tests, e2e/browser_test.go), bubblewrap (the sandboxed stdio
+# Used for chromium (the browser tests, e2e/suite_browser_test.go), bubblewrap (the sandboxed stdio
 # servers, services/toolhost/sandbox) and prometheus (the metrics test,
-# e2e/metrics_test.go, which starts its own prometheus on 127.0.0.1 with its storage in a
+# e2e/ops_metrics_test.go, which starts its own prometheus on 127.0.0.1 with its storage in a
 # temporary directory; a service the package's postinst may try to start is never used).
 # Idempotent and fast when the command is there: one `command -v`, no apt call. Uses sudo only
 # when not root (a CI container usually runs as root without sudo).

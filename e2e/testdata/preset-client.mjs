@@ -1,5 +1,5 @@
 // The official TypeScript SDK as a client of a preset through Zest: /mcp/presets/{id} (or
-// /mcp with ZEST_MCP_PRESET). With the preset of e2e/presets_test.go (lemonade, everything,
+// /mcp with ZEST_MCP_PRESET). With the preset of e2e/mcp_presets_test.go (lemonade, everything,
 // memory, grow) it lists every tool (following nextCursor), calls a tool of each provider by
 // its chat_name (one with progress), reads a resource, gets a prompt, makes grow add a tool and
 // waits for tools/list_changed on the GET stream, then ends the session (DELETE). Prints one

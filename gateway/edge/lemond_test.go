@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/waitfor"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -109,13 +110,7 @@ func TestLogLevelChangesWhatTheEdgeWrites(t *testing.T) {
 	}
 	do(t, http.MethodPost, te.url+"/v1/log-level", `{"level":"info"}`, admin...)
 	do(t, http.MethodGet, te.url+"/live", "")
-	deadline := time.Now().Add(5 * time.Second)
-	for len(te.log.lines(t)) <= n+1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(te.log.lines(t)) <= n+1 {
-		t.Errorf("at info, no access line")
-	}
+	waitfor.True(t, 5*time.Second, "an access line at info", func() bool { return len(te.log.lines(t)) > n+1 })
 	for _, body := range []string{`{}`, `{"level":1}`, `{"level":"loud"}`} {
 		a := do(t, http.MethodPost, te.url+"/api/v0/log-level", body, admin...)
 		if e, _ := a.json(t)["error"].(map[string]any); a.status != 400 || e["param"] != "level" {
@@ -383,7 +378,7 @@ func TestWebSocketSlots(t *testing.T) {
 		t.Fatalf("the admin key's socket beside them: %d", code)
 	}
 	// The promoted socket left the pending pool: one keyless place is free again.
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if c, code, _ := dial("/spans/stream", "127.0.0.1"); c == nil {
 			return fmt.Errorf("a keyless socket once one was promoted: %d", code)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
@@ -186,40 +187,43 @@ func TestServerLimitIs429(t *testing.T) {
 
 // TestCallerTableIsBounded: callers from a thousand addresses leave at most the cap of
 // entries; once the table is full of busy callers the new ones share one budget (and are
-// told so), and once idle the entries are evicted.
+// told so), and once idle the entries are evicted. In a synctest bubble: the second that
+// fills every bucket again passes on the bubble's clock.
 func TestCallerTableIsBounded(t *testing.T) {
-	l, err := parseKeyLimits(&Config{AnonymousRateLimit: "1/s", RateLimitMaxCallers: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := l.wrap(openAILimited, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }))
-	call := func(addr string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("GET", "/api/v1/health", nil)
-		r.RemoteAddr = addr
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
-	shared := 0
-	for i := range 1000 {
-		w := call(fmt.Sprintf("10.0.%d.%d:5555", i/256, i%256))
-		if w.Code == 429 && strings.Contains(w.Body.String(), "share one budget") {
-			shared++
+	synctest.Test(t, func(t *testing.T) {
+		l, err := parseKeyLimits(&Config{AnonymousRateLimit: "1/s", RateLimitMaxCallers: 10})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n := l.table.Len(); n > 10 {
-			t.Fatalf("%d callers tracked, over the cap of 10", n)
+		h := l.wrap(openAILimited, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }))
+		call := func(addr string) *httptest.ResponseRecorder {
+			r := httptest.NewRequest("GET", "/api/v1/health", nil)
+			r.RemoteAddr = addr
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w
 		}
-	}
-	if shared < 900 {
-		t.Fatalf("only %d of the 990 callers past the cap shared the overflow budget", shared)
-	}
-	time.Sleep(1100 * time.Millisecond) // every bucket full again (1/s): all idle
-	if w := call("10.9.9.9:1"); w.Code != 204 {
-		t.Fatalf("a new caller after the others went idle: %d %s", w.Code, w.Body)
-	}
-	if n := l.table.Len(); n != 1 {
-		t.Fatalf("%d callers tracked after the idle ones were evicted", n)
-	}
+		shared := 0
+		for i := range 1000 {
+			w := call(fmt.Sprintf("10.0.%d.%d:5555", i/256, i%256))
+			if w.Code == 429 && strings.Contains(w.Body.String(), "share one budget") {
+				shared++
+			}
+			if n := l.table.Len(); n > 10 {
+				t.Fatalf("%d callers tracked, over the cap of 10", n)
+			}
+		}
+		if shared < 900 {
+			t.Fatalf("only %d of the 990 callers past the cap shared the overflow budget", shared)
+		}
+		time.Sleep(1100 * time.Millisecond) // the bubble's clock: every bucket full again (1/s), all idle
+		if w := call("10.9.9.9:1"); w.Code != 204 {
+			t.Fatalf("a new caller after the others went idle: %d %s", w.Code, w.Body)
+		}
+		if n := l.table.Len(); n != 1 {
+			t.Fatalf("%d callers tracked after the idle ones were evicted", n)
+		}
+	})
 }
 
 func TestClientAddr(t *testing.T) {

@@ -1,12 +1,14 @@
 package edge
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestRouteMetrics counts requests by the route template of the access line: an admin route by
@@ -34,12 +36,12 @@ func TestRouteMetrics(t *testing.T) {
 	}
 	// A handler counts itself out after its answer has gone: the client may read the answer
 	// first, so the gauge is read until it settles (any request of an earlier test included).
-	for deadline := time.Now().Add(5 * time.Second); testutil.ToFloat64(metrics.HTTPInFlight) != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("in flight 5 s after the answers: %v", testutil.ToFloat64(metrics.HTTPInFlight))
+	waitfor.NoError(t, 5*time.Second, func() error {
+		if n := testutil.ToFloat64(metrics.HTTPInFlight); n != 0 {
+			return fmt.Errorf("%v in flight after the answers", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := testutil.CollectAndCount(metrics.HTTPRequests); n == 0 {
 		t.Error("no series")
 	}

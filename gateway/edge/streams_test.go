@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 func TestStreamsInAll(t *testing.T) {
@@ -100,26 +102,10 @@ func TestStreamBounds(t *testing.T) {
 		t.Fatalf("/internal/config: %v", cfg)
 	}
 	closeFirst() // its place is free once the edge sees it gone
-	waitFor(t, 10*time.Second, func() error {
+	waitfor.NoError(t, 10*time.Second, func() error {
 		if code, body, _ := open("s3", ""); code != 200 {
 			return fmt.Errorf("a stream after one closed: %d %s", code, body)
 		}
 		return nil
 	})
-}
-
-// waitFor polls f until it succeeds or d has passed (as e2e's waitFor).
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after %v: %v", d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -4,9 +4,9 @@
 // exercise what a crash does, not what a mock says it does. StartTLS serves the client URLs
 // over https and requires client certificates, from a test CA that NewCerts generates.
 //
-// The binary is $ZEST_ETCD_BIN, else <repo>/.bin/etcd (`make etcd` builds it from the pinned
-// module in scripts/etcd). When it is missing the test is skipped, or fails when
-// ZEST_REQUIRE_ETCD=1 (make unit and make e2e set it: CI must fail, not skip).
+// The binary is testenv.Etcd: $ZEST_ETCD_BIN, else <repo>/.bin/etcd (`make etcd` builds it
+// from the pinned module in scripts/etcd). When it is missing the test is skipped, or fails
+// when ZEST_REQUIRE_ALL=1 (make test sets it: CI must fail, not skip).
 package etcdtest
 
 import (
@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,14 +27,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// Environment variables read by Start.
-const (
-	// EnvBin names the etcd binary.
-	EnvBin = "ZEST_ETCD_BIN"
-	// EnvRequire, when "1", turns a missing binary into a failure instead of a skip.
-	EnvRequire = "ZEST_REQUIRE_ETCD"
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // Timing of the members: a heartbeat every 50 ms and an election after 500 ms without one, so
@@ -100,45 +94,6 @@ type member struct {
 	exited chan struct{} // closed once cmd is reaped
 }
 
-// Bin returns the etcd binary the tests use, or why there is none.
-func Bin() (string, error) {
-	bin := os.Getenv(EnvBin)
-	if bin == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return "", fmt.Errorf("%s is not set and %w", EnvBin, err)
-		}
-		bin = filepath.Join(root, ".bin", "etcd")
-	}
-	st, err := os.Stat(bin)
-	if err != nil {
-		return "", fmt.Errorf("etcd binary: %w (run `make etcd`, or set %s)", err, EnvBin)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("etcd binary %s is not an executable file (run `make etcd`, or set %s)", bin, EnvBin)
-	}
-	return bin, nil
-}
-
-// repoRoot is the nearest directory at or above the working directory that holds go.work (a
-// test runs in its package's directory, somewhere below it).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the working directory to find <repo>/.bin/etcd")
-		}
-		dir = parent
-	}
-}
-
 // Start runs a cluster of n members (1 or 3) and returns once every member answers /health.
 // The cluster stops when the test ends.
 func Start(t TB, n int) *Cluster {
@@ -156,13 +111,7 @@ func start(t TB, n int, certs *Certs) *Cluster {
 	if certs != nil {
 		scheme = "https"
 	}
-	bin, err := Bin()
-	if err != nil {
-		if os.Getenv(EnvRequire) == "1" {
-			t.Fatalf("%s=1 and %v", EnvRequire, err)
-		}
-		t.Skipf("etcd test skipped: %v (set %s=1 to make this a failure)", err, EnvRequire)
-	}
+	bin := testenv.Need(t, testenv.Etcd, "it runs a real etcd cluster")
 	root := t.TempDir()
 	var lastErr error
 	for attempt := range startAttempts {
@@ -347,20 +296,20 @@ func (c *Cluster) waitServing(m *member, url string, check func([]byte) error, d
 	// A member accepts connections before it serves them (it waits to join the cluster): a
 	// short timeout polls again instead of waiting on a connection that may never be served.
 	client := c.httpClient(250 * time.Millisecond)
-	var last error
-	for time.Now().Before(deadline) {
+	var exitErr error
+	_, err := waitfor.Poll(time.Until(deadline), func() error {
 		select {
 		case <-exited:
-			return fmt.Errorf("etcd member %s exited while starting; its log ends:\n%s", m.name, tail(m.logPath, 2048))
+			exitErr = fmt.Errorf("etcd member %s exited while starting; its log ends:\n%s", m.name, tail(m.logPath, 2048))
+			return waitfor.Stop(exitErr)
 		default:
 		}
-		last = get(client, url, check)
-		if last == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
+		return get(client, url, check)
+	})
+	if err != nil && exitErr == nil {
+		return fmt.Errorf("etcd member %s: %s %w; its log ends:\n%s", m.name, url, err, tail(m.logPath, 2048))
 	}
-	return fmt.Errorf("etcd member %s: %s not answering after %v: %v; its log ends:\n%s", m.name, url, startTimeout, last, tail(m.logPath, 2048))
+	return err
 }
 
 func get(client *http.Client, url string, check func([]byte) error) error {

@@ -1,11 +1,14 @@
 package etcdtest
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestThreeMembersSurviveKillAndRestart: a cluster of three answers, keeps a quorum with one
@@ -21,9 +24,8 @@ func TestThreeMembersSurviveKillAndRestart(t *testing.T) {
 		t.Fatal("a killed member still answers")
 	}
 	for _, i := range []int{0, 2} {
-		if err := waitFor(client, c.ClientURL(i)); err != nil {
-			t.Fatalf("member %d with one of three killed: %v", i, err)
-		}
+		// A leader may be elected again meanwhile.
+		waitfor.NoError(t, 3*time.Second, func() error { return health(client, c.ClientURL(i)) })
 	}
 	start := time.Now()
 	c.Restart(1)
@@ -39,24 +41,6 @@ func TestThreeMembersSurviveKillAndRestart(t *testing.T) {
 	}
 }
 
-// waitFor polls /health for up to 3 s (a leader may be re-elected meanwhile).
-func waitFor(client *http.Client, url string) error {
-	var err error
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err = health(client, url); err == nil {
-			return nil
-		}
-	}
-	return err
-}
-
-func TestMissingBinarySkipsOrFails(t *testing.T) {
-	t.Setenv(EnvBin, "/nonexistent/etcd")
-	if _, err := Bin(); err == nil {
-		t.Fatal("Bin accepted a missing binary")
-	}
-}
-
 // TestLeader: one member of three says it leads; killed, another one leads.
 func TestLeader(t *testing.T) {
 	c := Start(t, 3)
@@ -65,16 +49,10 @@ func TestLeader(t *testing.T) {
 		t.Fatal("no member leads")
 	}
 	c.Kill(first)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if l := c.Leader(); l >= 0 && l != first {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader 10 s after member %d was killed", first)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.True(t, 10*time.Second, fmt.Sprintf("a new leader after member %d was killed", first), func() bool {
+		l := c.Leader()
+		return l >= 0 && l != first
+	})
 }
 
 // TestStartTLS: a member started with client TLS answers https with its certificate for

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/sse"
+	"github.com/zestmcp/zest/lib/waitfor"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/inference/modelfile"
 )
@@ -135,10 +136,7 @@ func TestPerReplicaBoundWaitsWithinTheDeadline(t *testing.T) {
 	for range 2 {
 		go e.Chat(context.Background(), &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for e.Health()[0].InFlight != 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.True(t, 2*time.Second, "both slots busy", func() bool { return e.Health()[0].InFlight == 2 })
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	err := e.Chat(ctx, &inferencev1.ChatRequest{Model: "m"}, func(*inferencev1.ChatResponse) error { return nil })

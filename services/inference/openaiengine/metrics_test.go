@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestReplicaUpMetric: while the engine runs, each replica of the model file has an up gauge
@@ -26,15 +27,9 @@ func TestReplicaUpMetric(t *testing.T) {
 zest_inference_replica_up{model="m",replica="` + dead + `"} 0
 zest_inference_replica_up{model="m",replica="` + good.URL + `/v1"} 1
 `
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err = testutil.CollectAndCompare(replicaCollector{}, strings.NewReader(want), "zest_inference_replica_up"); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitfor.NoError(t, 5*time.Second, func() error {
+		return testutil.CollectAndCompare(replicaCollector{}, strings.NewReader(want), "zest_inference_replica_up")
+	})
 	cancel()
 	<-done
 	if n := testutil.CollectAndCount(replicaCollector{}, "zest_inference_replica_up"); n != 0 {

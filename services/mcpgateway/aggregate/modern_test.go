@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -198,7 +199,6 @@ func TestModernListen(t *testing.T) {
 	// alpha gets new tools until its list_changed reaches the stream: Zest's own
 	// subscriptions/listen to alpha (a 2026-07-28 upstream) opens in the background after it
 	// connected, and a change before it is open reaches nobody.
-	deadline := time.Now().Add(10 * time.Second)
 	got := make(chan string, 1)
 	go func() {
 		item, err := stream.Recv()
@@ -208,15 +208,12 @@ func TestModernListen(t *testing.T) {
 		}
 		got <- string(item.GetMessage())
 	}()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		f.alpha.AddTool(mcp.NewTool(fmt.Sprintf("late%d", i)), nil)
-		if len(got) > 0 || time.Now().After(deadline) {
-			break
-		}
-		<-tick.C
-	}
+	late := 0
+	waitfor.True(t, 10*time.Second, "a tools/list_changed on the stream", func() bool {
+		f.alpha.AddTool(mcp.NewTool(fmt.Sprintf("late%d", late)), nil)
+		late++
+		return len(got) > 0
+	})
 	select {
 	case n := <-got:
 		var msg struct {

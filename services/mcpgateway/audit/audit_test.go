@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zestmcp/zest/lib/keyauth"
@@ -79,36 +80,37 @@ func call(i int) activity.Record {
 }
 
 // TestBatches: 250 entries queued at once are written in batches of at most MaxBatch; a
-// lone entry is written within FlushEvery, not held for more.
+// lone entry is written within FlushEvery, not held for more. The writer runs in a synctest
+// bubble: its clock moves only when everything in it waits, so "within FlushEvery" is exact.
 func TestBatches(t *testing.T) {
-	st := &fakeStore{block: make(chan struct{})}
-	l := New(st, Config{Logger: quiet(), FlushEvery: 20 * time.Millisecond})
-	for i := range 250 {
-		l.Record(t.Context(), call(i))
-	}
-	close(st.block) // the first write waited: the rest queued behind it
-	deadline := time.Now().Add(5 * time.Second)
-	for sum(st.sizes()) < 250 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	sizes := st.sizes()
-	if sum(sizes) != 250 || slices.Max(sizes) > MaxBatch || len(sizes) > 5 {
-		t.Fatalf("batches %v: want 250 entries in at most 5 batches of at most %d", sizes, MaxBatch)
-	}
-	before := len(sizes)
-	l.Record(t.Context(), call(1))
-	for len(st.sizes()) == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := st.sizes(); len(got) != before+1 || got[before] != 1 {
-		t.Fatalf("a lone entry was not flushed on its own: %v", got)
-	}
-	if err := l.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if d, f := l.Stats(); d != 0 || f != 0 {
-		t.Fatalf("dropped %d failed %d", d, f)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const flushEvery = 20 * time.Millisecond
+		st := &fakeStore{block: make(chan struct{})}
+		l := New(st, Config{Logger: quiet(), FlushEvery: flushEvery})
+		for i := range 250 {
+			l.Record(t.Context(), call(i))
+		}
+		close(st.block)        // the first write waited: the rest queued behind it
+		time.Sleep(flushEvery) // the bubble's clock: the last partial batch is due
+		synctest.Wait()
+		sizes := st.sizes()
+		if sum(sizes) != 250 || slices.Max(sizes) > MaxBatch || len(sizes) > 5 {
+			t.Fatalf("batches %v: want 250 entries in at most 5 batches of at most %d", sizes, MaxBatch)
+		}
+		before := len(sizes)
+		l.Record(t.Context(), call(1))
+		time.Sleep(flushEvery) // the bubble's clock
+		synctest.Wait()
+		if got := st.sizes(); len(got) != before+1 || got[before] != 1 {
+			t.Fatalf("a lone entry was not flushed on its own within %v: %v", flushEvery, got)
+		}
+		if err := l.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d, f := l.Stats(); d != 0 || f != 0 {
+			t.Fatalf("dropped %d failed %d", d, f)
+		}
+	})
 }
 
 func sum(xs []int) int {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
@@ -165,13 +166,15 @@ func TestModernListenStreams(t *testing.T) {
 	}()
 	// The upstream gets tools until a list_changed arrives: Zest's own listen to it (a server
 	// of 2026-07-28) opens in the background after it connected.
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; len(got) == 0 && time.Now().Before(deadline); i++ {
-		srv.AddTool(mcp.NewTool(fmt.Sprintf("late%d", i)), nil)
-		<-tick.C
-	}
+	late := 0
+	waitfor.True(t, 10*time.Second, "a tools/list_changed on the stream", func() bool {
+		if len(got) > 0 {
+			return true
+		}
+		srv.AddTool(mcp.NewTool(fmt.Sprintf("late%d", late)), nil)
+		late++
+		return false
+	})
 	select {
 	case n := <-got:
 		if n != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/admin"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
@@ -198,14 +199,7 @@ func within(t *testing.T, what string, cond func() bool) time.Duration {
 // withinFor is within with another limit.
 func withinFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
 	t.Helper()
-	began := time.Now()
-	for !cond() {
-		if time.Since(began) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	took := time.Since(began)
+	took := waitfor.True(t, limit, what, cond)
 	t.Logf("%s: %v", what, took)
 	return took
 }

@@ -3,6 +3,7 @@ package lemonade
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/waitfor"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc"
 )
@@ -194,19 +196,15 @@ func TestGenerate3DFromPromptReportsProgress(t *testing.T) {
 	}
 	// The client's transport hands notifications to its handler on goroutines of its own, so
 	// the last ones may be handled after the result: wait for them (they were all sent first).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		mu.Lock()
 		got := slices.Clone(progress)
 		mu.Unlock()
-		if slices.Contains(got, 3) && len(got) >= 3 {
-			break
+		if !slices.Contains(got, 3) || len(got) < 3 {
+			return fmt.Errorf("progress %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress %v", got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestGenerate3DHonoursCancellation(t *testing.T) {
@@ -223,15 +221,11 @@ func TestGenerate3DHonoursCancellation(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	// Cancelled while the engine works on the mesh.
-	for {
+	waitfor.True(t, 5*time.Second, "the engine working on the mesh", func() bool {
 		f.mu.Lock()
-		started := f.mesh != nil
-		f.mu.Unlock()
-		if started {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer f.mu.Unlock()
+		return f.mesh != nil
+	})
 	cancel()
 	// Cancelled before the engine call (an error) or during it (an isError result): either way it ends.
 	o := <-done

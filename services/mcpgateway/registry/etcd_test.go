@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/etcdtest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -216,20 +217,16 @@ func TestEtcdSessionEntries(t *testing.T) {
 		if ended, _ := r.SessionEnded(ctx, "short-lived"); !ended {
 			t.Fatal("not ended right after EndSession")
 		}
-		start := time.Now()
-		for {
+		waitfor.NoError(t, 6*time.Second, func() error { // a 2 s expiry
 			kvs, err := r.cli.Get(ctx, r.prefix+"sessions/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
-			if kvs.Count == 0 {
-				break
+			if kvs.Count != 0 {
+				return fmt.Errorf("%d session entries left", kvs.Count)
 			}
-			if time.Since(start) > 6*time.Second {
-				t.Fatalf("%d session entries left 6 s after a 2 s expiry", kvs.Count)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 		t.Logf("entries gone %v after their expiry", time.Since(exp).Round(time.Millisecond))
 		if ended, _ := r.SessionEnded(ctx, "short-lived"); ended {
 			t.Fatal("ended after the lease expired")

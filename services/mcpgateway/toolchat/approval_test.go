@@ -11,6 +11,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
@@ -92,13 +93,13 @@ func TestApprovalHoldsOnlyItsCall(t *testing.T) {
 		if ev.GetType() != "approval_required" {
 			return
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for strings.Join(u.ToolCalls(), ",") != "get-sum" {
-			if time.Now().After(deadline) {
-				t.Errorf("while rm waits, the server ran %q; want get-sum", u.ToolCalls())
-				break
+		if _, err := waitfor.Poll(5*time.Second, func() error {
+			if got := strings.Join(u.ToolCalls(), ","); got != "get-sum" {
+				return fmt.Errorf("while rm waits, the server ran %q; want get-sum", got)
 			}
-			time.Sleep(10 * time.Millisecond)
+			return nil
+		}); err != nil {
+			t.Error(err)
 		}
 		if _, err := gate.Decide(t.Context(), ev.GetApprovalId(), true, ""); err != nil {
 			t.Error(err)
@@ -188,16 +189,10 @@ func TestApprovalPausesTheCall(t *testing.T) {
 		if d != nil || id == "" {
 			t.Fatalf("done %v after cancel, approval %q", d, id)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if _, err := reg.GetApproval(t.Context(), id); errors.Is(err, registry.ErrNotFound) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the approval of a cancelled chat is still kept")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitfor.True(t, 5*time.Second, "the approval of a cancelled chat withdrawn", func() bool {
+			_, err := reg.GetApproval(t.Context(), id)
+			return errors.Is(err, registry.ErrNotFound)
+		})
 		if _, err := gate.Decide(t.Context(), id, true, ""); !errors.Is(err, approval.ErrNotFound) {
 			t.Fatalf("approving a withdrawn call: %v", err)
 		}

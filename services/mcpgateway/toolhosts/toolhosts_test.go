@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts/toolhoststest"
 )
 
@@ -183,22 +184,6 @@ func TestPinning(t *testing.T) {
 	}
 }
 
-// waitFor polls f every 10 ms until it returns nil or d passes.
-func waitFor(t *testing.T, d time.Duration, f func() error) time.Duration {
-	t.Helper()
-	began := time.Now()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(began)
-		}
-		if time.Since(began) > d {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func healthyNames(p *Pool) string {
 	var names []string
 	for _, h := range p.Healthy() {
@@ -226,7 +211,7 @@ func newPool(t *testing.T, c Config) *Pool {
 func TestMembersComeAndGo(t *testing.T) {
 	a, b, c := toolhoststest.Start(t, "th-a"), toolhoststest.Start(t, "th-b"), toolhoststest.Start(t, "th-c")
 	p := newPool(t, Config{Addr: a.Addr() + "," + b.Addr() + "," + c.Addr()})
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if len(p.Healthy()) != 3 {
 			return fmt.Errorf("healthy: %q", healthyNames(p))
 		}
@@ -257,7 +242,7 @@ func TestMembersComeAndGo(t *testing.T) {
 
 	stopped := time.Now()
 	c.Stop()
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		if got := healthyNames(p); got != "th-a" {
 			return fmt.Errorf("healthy after stopping th-c: %q", got)
 		}
@@ -266,7 +251,7 @@ func TestMembersComeAndGo(t *testing.T) {
 	t.Logf("a stopped tool host was noticed after %v", time.Since(stopped))
 
 	b.Restart()
-	d := waitFor(t, 3*time.Second, func() error {
+	d := waitfor.NoError(t, 3*time.Second, func() error {
 		if h, err := p.Placement(onB, ""); err != nil || h.Name != "th-b" {
 			return fmt.Errorf("%s on %v (%v)", onB, h, err)
 		}
@@ -298,7 +283,7 @@ func TestPlaceWaits(t *testing.T) {
 	}
 
 	q := newPool(t, Config{Addr: addr, Wait: 5 * time.Second})
-	go func() { time.Sleep(200 * time.Millisecond); a.Restart() }()
+	time.AfterFunc(200*time.Millisecond, a.Restart) // it comes back while Place waits
 	if h, err := q.Place(t.Context(), "x", ""); err != nil || h.Name != "th-a" {
 		t.Fatalf("a tool host that came up while waiting: %v %v", h, err)
 	}
@@ -311,15 +296,30 @@ func TestDNS(t *testing.T) {
 	_, port, _ := net.SplitHostPort(a.Addr())
 	var mu sync.Mutex
 	answer, fail := []string{"127.0.0.1"}, error(nil)
+	asked := 0 // lookups so far
 	set := func(ips []string, err error) {
 		mu.Lock()
 		answer, fail = ips, err
 		mu.Unlock()
 	}
+	// resolvedAgain waits until the pool has asked twice since: it has acted on the answer of
+	// the first (it resolves one lookup after another).
+	resolvedAgain := func() {
+		t.Helper()
+		mu.Lock()
+		since := asked
+		mu.Unlock()
+		waitfor.True(t, 3*time.Second, "two more lookups", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return asked >= since+2
+		})
+	}
 	p := newPool(t, Config{Addr: "dns:///toolhost.test:" + port, ResolveEvery: 100 * time.Millisecond,
 		LookupHost: func(_ context.Context, host string) ([]string, error) {
 			mu.Lock()
 			defer mu.Unlock()
+			asked++
 			if host != "toolhost.test" {
 				return nil, fmt.Errorf("asked for %q", host)
 			}
@@ -337,21 +337,25 @@ func TestDNS(t *testing.T) {
 			return nil
 		}
 	}
-	waitFor(t, 3*time.Second, members("127.0.0.1:"+port))
+	waitfor.NoError(t, 3*time.Second, members("127.0.0.1:"+port))
 	if h, err := p.Place(t.Context(), "x", ""); err != nil || h.Name != "th-a" {
 		t.Fatalf("placed on %v: %v", h, err)
 	}
 	// A second address (nothing listens there: a member that is down).
 	set([]string{"127.0.0.1", "127.0.0.2"}, nil)
-	waitFor(t, 3*time.Second, members("127.0.0.1:"+port+",127.0.0.2:"+port))
+	waitfor.NoError(t, 3*time.Second, members("127.0.0.1:"+port+",127.0.0.2:"+port))
 	set(nil, errors.New("SERVFAIL"))
-	time.Sleep(300 * time.Millisecond)
-	waitFor(t, time.Second, members("127.0.0.1:"+port+",127.0.0.2:"+port))
+	resolvedAgain()
+	if err := members("127.0.0.1:" + port + ",127.0.0.2:" + port)(); err != nil {
+		t.Fatalf("after a failed lookup: %v", err)
+	}
 	set([]string{}, nil)
-	time.Sleep(300 * time.Millisecond)
-	waitFor(t, time.Second, members("127.0.0.1:"+port+",127.0.0.2:"+port))
+	resolvedAgain()
+	if err := members("127.0.0.1:" + port + ",127.0.0.2:" + port)(); err != nil {
+		t.Fatalf("after an empty answer: %v", err)
+	}
 	set([]string{"127.0.0.2"}, nil)
-	waitFor(t, 3*time.Second, members("127.0.0.2:"+port))
+	waitfor.NoError(t, 3*time.Second, members("127.0.0.2:"+port))
 	if _, err := p.Placement("x", ""); !errors.Is(err, ErrNoToolHost) {
 		t.Fatalf("th-a's address is gone, yet: %v", err)
 	}
@@ -362,7 +366,7 @@ func TestDNSLocalhost(t *testing.T) {
 	a := toolhoststest.Start(t, "th-a")
 	_, port, _ := net.SplitHostPort(a.Addr())
 	p := newPool(t, Config{Addr: "dns:///localhost:" + port})
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if h, ok := p.Lookup("th-a"); !ok || h.Addr != "127.0.0.1:"+port {
 			return fmt.Errorf("th-a not found among %v", p.Members())
 		}
@@ -375,7 +379,7 @@ func TestDNSLocalhost(t *testing.T) {
 func TestSameNameTwice(t *testing.T) {
 	a, b := toolhoststest.Start(t, "twin"), toolhoststest.Start(t, "twin")
 	p := newPool(t, Config{Addr: a.Addr() + "," + b.Addr()})
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if n := len(p.Healthy()); n != 2 {
 			return fmt.Errorf("%d healthy", n)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -48,7 +49,7 @@ func TestConnectHoldsNoLockAcrossIO(t *testing.T) {
 
 	connected := make(chan error, 2)
 	go func() { connected <- m.Connect(t.Context(), cfg) }()
-	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "slow") })
+	waitfor.True(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "slow") })
 	go func() { connected <- m.Connect(t.Context(), proto.Clone(cfg).(*mcpgatewayv1.ServerConfig)) }()
 
 	quick(t, "State", time.Second, func() {
@@ -105,7 +106,7 @@ func TestFilterChangeKeepsTheConnection(t *testing.T) {
 	cfg := httpConfig("f", u.URL)
 	connected := make(chan error, 1)
 	go func() { connected <- m.Connect(t.Context(), cfg) }()
-	waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "f") })
+	waitfor.True(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "f") })
 	// Had the filtered config started a connect of its own, the first would fail as
 	// "reconfigured while connecting".
 	filtered := proto.CloneOf(cfg)
@@ -139,7 +140,7 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 		m := New(nil, nil, nil)
 		connected := make(chan error, 1)
 		go func() { connected <- m.Connect(t.Context(), httpConfig("d", u.URL)) }()
-		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "d") })
+		waitfor.True(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "d") })
 		quick(t, "Disconnect", 2*time.Second, func() {
 			if err := m.Disconnect(t.Context(), "d"); err != nil {
 				t.Error(err)
@@ -160,7 +161,7 @@ func TestDisconnectDuringConnectWins(t *testing.T) {
 		m := New(th, nil, nil)
 		connected := make(chan error, 1)
 		go func() { connected <- m.Connect(t.Context(), stdioConfig("s")) }()
-		waitUntil(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "s") })
+		waitfor.True(t, 5*time.Second, "a connect in progress", func() bool { return connecting(m, "s") })
 		quick(t, "Disconnect", 2*time.Second, func() {
 			if err := m.Disconnect(t.Context(), "s"); err != nil {
 				t.Error(err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,19 +19,6 @@ import (
 
 func httpConfig(id, url string) *mcpgatewayv1.ServerConfig {
 	return &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: serverconfig.TransportHTTP, Url: url, Enabled: proto.Bool(true), TimeoutMs: proto.Int32(10000)}
-}
-
-// waitUntil polls cond until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	began := time.Now()
-	for !cond() {
-		if time.Since(began) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(began)
 }
 
 func noViolations(t *testing.T, u *mcptest.Upstream) {

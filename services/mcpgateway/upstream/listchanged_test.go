@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
 
@@ -45,12 +46,12 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	if err := m.Connect(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "a Watch stream", func() bool { return f.watchCount() == 1 })
+	waitfor.True(t, 5*time.Second, "a Watch stream", func() bool { return f.watchCount() == 1 })
 
 	f.setTools("fx", tools("a", "b"))
 	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{
 		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}}
-	d := waitUntil(t, 5*time.Second, "tool b after list_changed", func() bool { return hasTool(m, "fx", "b") })
+	d := waitfor.True(t, 5*time.Second, "tool b after list_changed", func() bool { return hasTool(m, "fx", "b") })
 	t.Logf("new stdio tool seen %v after list_changed", d)
 
 	// Other notifications, and events of servers not connected here, list nothing: of the
@@ -63,7 +64,7 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	f.setTools("fx", tools("a", "b", "b2"))
 	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{
 		Notification: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}}
-	waitUntil(t, 5*time.Second, "tool b2 after list_changed", func() bool { return hasTool(m, "fx", "b2") })
+	waitfor.True(t, 5*time.Second, "tool b2 after list_changed", func() bool { return hasTool(m, "fx", "b2") })
 	if got := f.count(f.lists, "fx") - lists; got != 1 {
 		t.Fatalf("%d listings for one list_changed among other events, want 1", got)
 	}
@@ -74,15 +75,15 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	// The stream breaks; what changes meanwhile is read when it opens again.
 	f.setTools("fx", tools("a", "b", "c"))
 	f.breakW <- struct{}{}
-	waitUntil(t, 5*time.Second, "the Watch stream opened again", func() bool { return f.watchCount() == 2 })
-	waitUntil(t, 5*time.Second, "tool c after the stream opened again", func() bool { return hasTool(m, "fx", "c") })
+	waitfor.True(t, 5*time.Second, "the Watch stream opened again", func() bool { return f.watchCount() == 2 })
+	waitfor.True(t, 5*time.Second, "tool c after the stream opened again", func() bool { return hasTool(m, "fx", "c") })
 
 	// After the tool host has restarted (it no longer knows the server), the reopened stream
 	// reads what it can, and starts nothing: the server starts again on its next use.
 	f.lose("fx")
 	lists = f.count(f.lists, "fx")
 	f.breakW <- struct{}{}
-	waitUntil(t, 5*time.Second, "a resync after the stream opened again", func() bool { return f.count(f.lists, "fx") > lists })
+	waitfor.True(t, 5*time.Second, "a resync after the stream opened again", func() bool { return f.count(f.lists, "fx") > lists })
 	if got := f.count(f.started, "fx"); got != 1 {
 		t.Fatalf("the resync started the server (%d starts, want 1)", got)
 	}
@@ -97,7 +98,7 @@ func TestStdioToolsFollowWatch(t *testing.T) {
 	f.setTools("fx", tools("d"))
 	f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Status{Status: &toolhostv1.ServerStatus{
 		Id: "fx", State: toolhostv1.ServerState_SERVER_STATE_READY}}}
-	waitUntil(t, 5*time.Second, "tool d after a restart", func() bool { return hasTool(m, "fx", "d") && !hasTool(m, "fx", "a") })
+	waitfor.True(t, 5*time.Second, "tool d after a restart", func() bool { return hasTool(m, "fx", "d") && !hasTool(m, "fx", "a") })
 }
 
 // An HTTP server's list_changed (here mcp-go's own server adding a tool) makes mcpgateway
@@ -134,7 +135,7 @@ func TestHTTPToolsFollowListChanged(t *testing.T) {
 				t.Fatal("tools after connect")
 			}
 			srv.AddTool(mcp.NewTool("second"), echo)
-			d := waitUntil(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
+			d := waitfor.True(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
 			t.Logf("new HTTP tool seen %v after AddTool", d)
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/mcptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestParkHTTPCall: a session-era HTTP server's request during a call with Hooks.Park ends the
@@ -50,7 +51,7 @@ func TestParkHTTPCall(t *testing.T) {
 	if !errors.As(err, &asked) {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the park to pass", func() bool { return m.Parked() == 0 })
+	waitfor.True(t, 10*time.Second, "the park to pass", func() bool { return m.Parked() == 0 })
 	if _, err := m.ResumeToolCall(t.Context(), cfg, asked.Call, answer, hooks); !errors.Is(err, ErrRelayUnknown) {
 		t.Fatalf("a call whose park passed: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
@@ -59,28 +60,13 @@ func startCluster(t *testing.T, names ...string) *cluster {
 		c.m.Close(context.Background())
 		p.Close()
 	})
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if n := len(p.Healthy()); n != len(names) {
 			return fmt.Errorf("%d of %d tool hosts healthy", n, len(names))
 		}
 		return nil
 	})
 	return c
-}
-
-func waitFor(t *testing.T, d time.Duration, f func() error) time.Duration {
-	t.Helper()
-	began := time.Now()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(began)
-		}
-		if time.Since(began) > d {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func childConfig(t *testing.T, id, pin string) *mcpgatewayv1.ServerConfig {
@@ -147,12 +133,13 @@ func TestServersMoveWhenTheirToolHostDies(t *testing.T) {
 	}
 	inFlight := make(chan error, 1)
 	var failedAt time.Time
+	arrived, waitArrived := toolhoststest.Arrival(t)
 	go func() {
-		_, err := callTool(ctx, c.m, onVictim, "slow", map[string]any{"ms": 5000, "message": "never"})
+		_, err := callTool(ctx, c.m, onVictim, "slow", map[string]any{"ms": 5000, "message": "never", "arrived": arrived})
 		failedAt = time.Now()
 		inFlight <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the slow call is on its way
+	waitArrived()
 	killed := time.Now()
 	c.hosts[victim].Kill()
 	t.Logf("killing %s took %v", victim, time.Since(killed))
@@ -169,7 +156,7 @@ func TestServersMoveWhenTheirToolHostDies(t *testing.T) {
 	t.Logf("the call in flight failed %v after the kill: %v", failedAfter, err)
 
 	// Moved at once, by FollowToolHost: connected elsewhere before any call.
-	moved := waitFor(t, 3*time.Second, func() error {
+	moved := waitfor.NoError(t, 3*time.Second, func() error {
 		for id, cfg := range cfgs {
 			if before[id] != victim {
 				continue
@@ -197,13 +184,14 @@ func TestServersMoveWhenTheirToolHostDies(t *testing.T) {
 	// the calls in flight there end (a slow call on one of them succeeds).
 	interim := c.m.ToolHost(onVictim)
 	slow := make(chan error, 1)
+	arrived, waitArrived = toolhoststest.Arrival(t)
 	go func() {
-		_, err := callTool(ctx, c.m, onVictim, "slow", map[string]any{"ms": 1000, "message": "m"})
+		_, err := callTool(ctx, c.m, onVictim, "slow", map[string]any{"ms": 1000, "message": "m", "arrived": arrived})
 		slow <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitArrived()
 	c.hosts[victim].Restart()
-	waitFor(t, 3*time.Second, func() error {
+	waitfor.NoError(t, 3*time.Second, func() error {
 		for id, cfg := range cfgs {
 			if got := c.m.ToolHost(cfg); got != before[id] || !c.m.State(id).Connected {
 				return fmt.Errorf("%s on %s, want %s", id, got, before[id])
@@ -214,7 +202,7 @@ func TestServersMoveWhenTheirToolHostDies(t *testing.T) {
 	if err := <-slow; err != nil {
 		t.Fatalf("a call in flight on %s while its server moved back to %s: %v", interim, victim, err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		_, err := c.hosts[interim].Client().GetStatus(ctx, &toolhostv1.GetStatusRequest{Id: onVictim.GetId()})
 		if status.Code(err) != codes.NotFound {
 			return fmt.Errorf("%s still runs on %s after it moved back: %v", onVictim.GetId(), interim, err)
@@ -267,10 +255,17 @@ func TestCallsAcrossADeath(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Calls flow, then the tool host dies under them, and calls succeed again after it.
+	succeeded := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return ok >= n }
+	}
+	waitfor.True(t, 5*time.Second, "32 calls before the death", succeeded(32))
+	mu.Lock()
+	before := ok
+	mu.Unlock()
 	killed := time.Now()
 	c.hosts[victim].Kill()
-	time.Sleep(700 * time.Millisecond)
+	waitfor.True(t, 5*time.Second, "32 calls after the death", succeeded(before+32))
 	close(stop)
 	wg.Wait()
 	if len(other) > 0 {
@@ -303,7 +298,7 @@ func TestPinnedServer(t *testing.T) {
 		}
 	}
 	c.hosts["th-b"].Kill()
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		if st := c.m.State(cfgs[0].GetId()); st.Connected {
 			return errors.New("still connected")
 		}
@@ -323,7 +318,7 @@ func TestPinnedServer(t *testing.T) {
 	}
 	c.hosts["th-b"].Restart()
 	// Back on th-b at once, before any call (their tools are in the catalog again).
-	waitFor(t, 3*time.Second, func() error {
+	waitfor.NoError(t, 3*time.Second, func() error {
 		for _, cfg := range cfgs[1:] {
 			if st := c.m.State(cfg.GetId()); !st.Connected {
 				return fmt.Errorf("%s not connected again: %s", cfg.GetId(), st.LastError)
@@ -363,7 +358,7 @@ func TestCallThatNeverLeftGoesElsewhere(t *testing.T) {
 	changed := c.pool.Changed()
 	c.hosts[victim].Kill()
 	<-changed
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		if !c.pool.Lost(st.host, 0) {
 			return errors.New("not lost yet")
 		}
@@ -447,7 +442,7 @@ func TestFollowEveryToolHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if n := len(p.Healthy()); n != 2 {
 			return fmt.Errorf("%d healthy", n)
 		}
@@ -473,7 +468,7 @@ func TestFollowEveryToolHost(t *testing.T) {
 	if fakes[on] == nil {
 		t.Fatalf("placed on %q, want a tool host named by its address", on)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		for a, f := range fakes {
 			if f.watchCount() != 1 {
 				return fmt.Errorf("%s has %d watchers", a, f.watchCount())
@@ -489,7 +484,7 @@ func TestFollowEveryToolHost(t *testing.T) {
 		f.setTools("fx", tools("a", "elsewhere"))
 		f.events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{Notification: changed}}
 	}
-	waitFor(t, 2*time.Second, func() error {
+	waitfor.NoError(t, 2*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if notes["fx"] != 1 {
@@ -497,18 +492,25 @@ func TestFollowEveryToolHost(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(100 * time.Millisecond)
-	if hasTool(m, "fx", "elsewhere") {
-		t.Fatal("tools were read from a tool host the server does not run on")
-	}
+	// The list_changed of the tool host the server runs on next: once its tools are read, a
+	// read the other's would have started is over (a server's reads run one after another,
+	// the last after the last notification), and the other was never asked for them.
 	fakes[on].setTools("fx", tools("a", "b"))
 	fakes[on].events <- &toolhostv1.WatchResponse{Id: "fx", Kind: &toolhostv1.WatchResponse_Notification{Notification: changed}}
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		if !hasTool(m, "fx", "b") {
 			return errors.New("tool b not read after list_changed")
 		}
 		return nil
 	})
+	for a, f := range fakes {
+		f.mu.Lock()
+		lists := f.lists["fx"]
+		f.mu.Unlock()
+		if a != on && lists != 0 || hasTool(m, "fx", "elsewhere") {
+			t.Fatalf("tools were read from a tool host the server does not run on (%s listed them %d times)", a, lists)
+		}
+	}
 }
 
 // TestParkedCallResumesOnItsToolHost: a call parked for a client of MCP 2026-07-28 names the
@@ -577,7 +579,7 @@ func TestMoveBackWhileAnotherReplicaStillCallsTheOldCopy(t *testing.T) {
 	}
 	home := a.m.ToolHost(cfg)
 	a.hosts[home].Kill()
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		for _, m := range []*Manager{a.m, b} {
 			if _, err := callTool(t.Context(), m, cfg, "echo", map[string]any{"message": "y"}); err != nil {
 				return err
@@ -616,11 +618,14 @@ func TestMoveBackWhileAnotherReplicaStillCallsTheOldCopy(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	succeeded := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return ok >= n }
+	}
+	waitfor.True(t, 5*time.Second, "24 calls before the move back", succeeded(24))
 	a.hosts[home].Restart()
 	// Either replica may see the tool host back first: besides the probe period, each one's
 	// connection to it waits out its own reconnect backoff (grpcdial: from 100 ms, ×1.6).
-	waitFor(t, 5*time.Second, func() error {
+	waitfor.NoError(t, 5*time.Second, func() error {
 		for name, m := range map[string]*Manager{"A": a.m, "B": b} {
 			if got := m.ToolHost(cfg); got != home {
 				return fmt.Errorf("replica %s still calls %s", name, got)
@@ -628,7 +633,10 @@ func TestMoveBackWhileAnotherReplicaStillCallsTheOldCopy(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	moved := ok
+	mu.Unlock()
+	waitfor.True(t, 5*time.Second, "24 calls after the move back", succeeded(moved+24))
 	close(stop)
 	wg.Wait()
 	if len(failed) > 0 {

@@ -9,27 +9,24 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/testenv"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// peers is scripts/peers/node_modules, installed by `make peers` (npm ci from the lockfile).
+// peers is scripts/peers/node_modules, installed by `make peers` (npm ci from the lockfile);
+// its servers run on node.
 func peers(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "peers", "node_modules")
-	if _, err := os.Stat(filepath.Join(dir, "@modelcontextprotocol", "server-everything")); err != nil {
-		t.Fatalf("npm peers are not installed (%v): run `make peers`", err)
-	}
-	return dir
+	testenv.Need(t, testenv.Node, "it runs the npm MCP servers")
+	return testenv.Need(t, testenv.Peers, "it runs the npm MCP servers")
 }
 
 func serverSpec(t testing.TB, id, pkg string, args ...string) *toolhostv1.ServerSpec {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -97,7 +99,7 @@ func TestParkedCallExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := recvRequestThenEnd(t, stream)
-	waitUntil(t, func() bool { return h.Parked() == 0 })
+	waitfor.True(t, 10*time.Second, "no call parked", func() bool { return h.Parked() == 0 })
 	s, err := c.Resume(t.Context(), &toolhostv1.ResumeRequest{CallId: req.GetCallId()})
 	if err == nil {
 		_, err = s.Recv()
@@ -128,13 +130,13 @@ func TestParkableCallEndsWithItsCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return h.Parked() == 1 })
+	waitfor.True(t, 10*time.Second, "1 call parked", func() bool { return h.Parked() == 1 })
 	cancel()
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("the cancelled stream: %v", err)
 	}
-	waitUntil(t, func() bool { return h.Parked() == 0 })
-	waitUntil(t, func() bool {
+	waitfor.True(t, 10*time.Second, "no call parked", func() bool { return h.Parked() == 0 })
+	waitfor.True(t, 10*time.Second, "the child counted the cancellation", func() bool {
 		after, err := call(t.Context(), c, "fx", "cancelled_count", nil)
 		return err == nil && text(after) != text(before)
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
 	"google.golang.org/grpc/codes"
@@ -93,26 +94,14 @@ func TestRelayIDExpiresWithItsCall(t *testing.T) {
 		_, err := c.Answer(t.Context(), &toolhostv1.AnswerRequest{RelayId: item.GetRequest().GetRelayId(), Answer: &toolhostv1.AnswerRequest_Result{Result: []byte(`{}`)}})
 		return status.Code(err) == codes.NotFound
 	}
-	waitUntil(t, deadlineNotFound)
+	waitfor.True(t, 10*time.Second, "the relay forgotten", deadlineNotFound)
 	// The child answers the cancelled call once its elicitation failed (or, having seen the
 	// cancellation first, never: then the orphan window ends it); until then that call still
 	// counts as in flight and a new request of the child could not be attributed.
-	waitUntil(t, func() bool { return h.orphans(t, "fx") == 0 })
+	waitfor.True(t, 10*time.Second, "no orphaned call of fx", func() bool { return h.orphans(t, "fx") == 0 })
 	r, err := call(t.Context(), c, "fx", "ask", map[string]any{"method": "elicitation/create"})
 	if err != nil || !strings.Contains(text(r), "no client of the call in flight accepts elicitation/create") {
 		t.Fatalf("unary call: %v %v", r, err)
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after 10 s.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

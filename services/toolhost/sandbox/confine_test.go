@@ -2,8 +2,9 @@ package sandbox_test
 
 // These tests run real processes: the test binary plays zest-toolhost (the shim and the
 // sandbox's two steps), bwrap confines, and the hostile fixture attacks. They need root (the
-// sandbox user is nobody) and bubblewrap (`make bubblewrap`); without them they fail, they do
-// not skip, so that `make test` shows a sandbox that does not hold.
+// sandbox user is nobody) and, those that confine, bubblewrap (`make bubblewrap`): without
+// them they skip, and fail under make test (testenv's ZEST_REQUIRE_ALL=1), so that `make test`
+// shows a sandbox that does not hold.
 
 import (
 	"encoding/json"
@@ -22,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"github.com/zestmcp/zest/services/toolhost/shim"
@@ -97,9 +100,7 @@ func copyFile(from, to string) error {
 
 func newSup(t *testing.T, mod func(*supervisor.Config)) *supervisor.Supervisor {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Fatal("the sandbox tests run as root (the sandbox user is nobody): run them as root, as make test does")
-	}
+	testenv.Need(t, testenv.Root, "its servers run as nobody, and only root can switch to another user")
 	cfg := supervisor.DefaultConfig()
 	cfg.StopGrace = time.Second
 	cfg.BackoffBase = 10 * time.Millisecond
@@ -114,6 +115,12 @@ func newSup(t *testing.T, mod func(*supervisor.Config)) *supervisor.Supervisor {
 	s := supervisor.New(cfg)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// needBwrap skips a test that confines a server without bubblewrap (fails under make test).
+func needBwrap(t *testing.T) {
+	t.Helper()
+	testenv.Need(t, testenv.Bubblewrap, "it confines a server with bwrap")
 }
 
 // callTool calls a tool; it returns the text and whether the tool said isError. A call that
@@ -150,6 +157,7 @@ func writableDir(t *testing.T, name string) string {
 }
 
 func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
+	needBwrap(t)
 	s := newSup(t, nil)
 	work := writableDir(t, "work")
 	outside := filepath.Join(dir, "outside")
@@ -259,11 +267,14 @@ func TestHostileServerIsConfinedAndTheSameServerUnconfinedIsNot(t *testing.T) {
 				if boxed {
 					want = 0
 				}
-				for end := time.Now().Add(2 * time.Second); accepted.Load() != want && time.Now().Before(end); {
-					time.Sleep(5 * time.Millisecond) // the client may be connected before Accept returns
-				}
-				if n := accepted.Load(); n != want {
-					t.Errorf("boxed=%v: listener accepted %d connections", boxed, n)
+				// The client may be connected before Accept returns.
+				if _, err := waitfor.Poll(2*time.Second, func() error {
+					if n := accepted.Load(); n != want {
+						return fmt.Errorf("listener accepted %d connections", n)
+					}
+					return nil
+				}); err != nil {
+					t.Errorf("boxed=%v: %v", boxed, err)
 				}
 			}},
 		// Landlock refuses TCP connect above (EACCES) before the network namespace could; UDP,
@@ -456,6 +467,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 		}
 	})
 	t.Run("a path the sandbox hides is named", func(t *testing.T) {
+		needBwrap(t)
 		script := filepath.Join(dir, "server.sh") // under /tmp, which the sandbox replaces
 		if err := os.WriteFile(script, []byte("exit 3\n"), 0o755); err != nil {
 			t.Fatal(err)
@@ -483,6 +495,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 
 // The operator's default sandboxes a server whose spec says nothing of a sandbox.
 func TestOperatorDefaultSandboxesASpecThatSaysNothing(t *testing.T) {
+	needBwrap(t)
 	s := newSup(t, func(c *supervisor.Config) { c.Sandbox.Default = true })
 	st, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "bydefault", Command: hostile, TimeoutMs: 20000}, false)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/sandbox"
 	"google.golang.org/protobuf/proto"
@@ -30,6 +31,7 @@ func countingServer(t *testing.T, body string) (*httptest.Server, *atomic.Int32)
 }
 
 func TestNetworkProxyAdmitsAllowHostsAlone(t *testing.T) {
+	needBwrap(t)
 	s := newSup(t, nil)
 	allowed, allowedHits := countingServer(t, "hello from the allowed host")
 	other, otherHits := countingServer(t, "secret")
@@ -113,22 +115,15 @@ func TestNetworkProxyAdmitsAllowHostsAlone(t *testing.T) {
 	if _, err := s.Stop("proxied"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(forwarders(t)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("forwarders left after the server stopped: %v", forwarders(t))
+	waitfor.NoError(t, 5*time.Second, func() error {
+		if fwd := forwarders(t); len(fwd) > 0 {
+			return fmt.Errorf("forwarders left after the server stopped: %v", fwd)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
-		if _, err := os.Stat(filepath.Dir(sock)); os.IsNotExist(err) {
-			break
+		if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+			return fmt.Errorf("the proxy's directory %s is left after the server stopped", filepath.Dir(sock))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the proxy's directory %s is left after the server stopped", filepath.Dir(sock))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // forwarders are the running forwarders started from this test's binary: pid → socket.

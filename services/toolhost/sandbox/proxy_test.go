@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // connectVia opens a CONNECT tunnel through the proxy's socket and returns the response.
@@ -116,17 +118,12 @@ func TestProxyBoundsTunnelsAndIdleTime(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("an idle tunnel closed after %v", d)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		_, resp, _ := connectVia(t, p, target)
-		if resp.StatusCode == http.StatusOK {
-			break
+	waitfor.NoError(t, 3*time.Second, func() error {
+		if _, resp, _ := connectVia(t, p, target); resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the slot was not freed after the idle close: %d", resp.StatusCode)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the slot was not freed after the idle close: %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	p.Close()
 	if _, err := net.Dial("unix", p.Socket); err == nil {
 		t.Fatal("the proxy still listens after Close")

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +48,7 @@ func parent(args []string) int {
 	io.Copy(os.Stdout, out)
 	cmd.Wait()
 	for { // until killed
-		time.Sleep(time.Hour)
+		_ = unix.Pause()
 	}
 }
 
@@ -237,24 +239,14 @@ func TestOrphansAreReapedWhileTheServerRuns(t *testing.T) {
 	orphan := readPid(t, out)
 	killOnCleanup(t, orphan)
 	shimPid := cmd.Process.Pid
-	waitFor(t, "the orphan to come to the shim", func() bool {
+	waitfor.True(t, 10*time.Second, "the orphan to come to the shim", func() bool {
 		p, ok := readStat(orphan, make([]byte, 512))
 		return ok && p.ppid == shimPid
 	})
 	syscall.Kill(orphan, syscall.SIGKILL)
-	waitFor(t, "the orphan to be reaped", func() bool { return !present(orphan) })
+	waitfor.True(t, 10*time.Second, "the orphan to be reaped", func() bool { return !present(orphan) })
 	if !alive(shimPid) {
 		t.Fatal("the shim exited with its server still running")
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
 
@@ -262,9 +254,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // while the shim stays root and non-dumpable: the server can neither read its shim's
 // environment and descriptors nor signal it. Without RunAs the server runs as the shim does.
 func TestRunAsAnotherUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Fatal("run as root, as make test does: the shim drops to another user only from root")
-	}
+	testenv.Need(t, testenv.Root, "the shim drops to another user only from root")
 	probe := `id -u; id -G; cat /proc/$PPID/environ >/dev/null 2>&1 && echo environ-read || echo environ-refused; ` +
 		`ls /proc/$PPID/fd >/dev/null 2>&1 && echo fd-read || echo fd-refused; kill -0 $PPID 2>/dev/null && echo signalled || echo signal-refused`
 	for _, c := range []struct {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
 	"github.com/zestmcp/zest/services/toolhost/shim"
 )
@@ -97,7 +98,7 @@ func TestCrashFailsInFlightCallsAtOnce(t *testing.T) {
 			hung <- err
 		}()
 	}
-	waitFor(t, func() bool { return c.InFlight() == 3 })
+	waitfor.True(t, 10*time.Second, "3 calls in flight", func() bool { return c.InFlight() == 3 })
 	began := time.Now()
 	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestCancelSendsNotificationsCancelled(t *testing.T) {
 	if _, err := callTool(t, c, ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
-	waitFor(t, func() bool {
+	waitfor.True(t, 10*time.Second, "the child counted the cancellation", func() bool {
 		n, _ := callTool(t, c, t.Context(), "cancelled_count", nil)
 		return n == "1"
 	})
@@ -232,7 +233,7 @@ func TestInFlightBound(t *testing.T) {
 	for range 2 {
 		go c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil) //nolint:errcheck // cancelled at cleanup
 	}
-	waitFor(t, func() bool { return c.InFlight() == 2 })
+	waitfor.True(t, 10*time.Second, "2 calls in flight", func() bool { return c.InFlight() == 2 })
 	if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "limit 2") {
 		t.Fatalf("err = %v, want ErrBusy naming the limit", err)
 	}
@@ -315,18 +316,6 @@ func processesInGroups(t *testing.T, pgids []int) []string {
 	return left
 }
 
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if f() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 10s")
-}
-
 // TestPrettyParamsReachTheChild: params with newlines between tokens are compacted onto the
 // request's line; without that the child would read a broken line and never answer.
 func TestPrettyParamsReachTheChild(t *testing.T) {
@@ -374,7 +363,7 @@ func TestStdinQueueIsBounded(t *testing.T) {
 		}
 		bigDone <- err
 	}()
-	waitFor(t, func() bool { q, _ := c.in.state(); return q > 64<<10 })
+	waitfor.True(t, 10*time.Second, "over 64 KiB queued for stdin", func() bool { q, _ := c.in.state(); return q > 64<<10 })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -395,14 +384,14 @@ func TestStdinQueueIsBounded(t *testing.T) {
 		}
 		patientDone <- err
 	}()
-	waitFor(t, func() bool { _, w := c.in.state(); return w == 1 })
+	waitfor.True(t, 10*time.Second, "one request waiting for room", func() bool { _, w := c.in.state(); return w == 1 })
 	cctx, ccancel := context.WithCancel(t.Context())
 	cancelledDone := make(chan error, 1)
 	go func() {
 		_, err := callTool(t, c, cctx, "echo", map[string]any{"message": "cancelled"})
 		cancelledDone <- err
 	}()
-	waitFor(t, func() bool { _, w := c.in.state(); return w == 2 })
+	waitfor.True(t, 10*time.Second, "two requests waiting for room", func() bool { _, w := c.in.state(); return w == 2 })
 	ccancel()
 	if err := <-cancelledDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled request waiting for room: %v", err)

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // wire is a Conn with no process: what it writes to the child's stdin is collected.
@@ -165,7 +168,7 @@ func TestARequestIsNeverTakenForAnAnswer(t *testing.T) {
 		t.Fatalf("call 3 answered by a request: %+v", r)
 	default:
 	}
-	waitFor(t, func() bool { return strings.Count(w.peek(), "\n") == 2 })
+	waitfor.True(t, 10*time.Second, "two answers written to the child", func() bool { return strings.Count(w.peek(), "\n") == 2 })
 	if out := w.written(); !strings.Contains(out, `"code":-32600`) || !strings.Contains(out, `no client of the call in flight accepts elicitation/create`) {
 		t.Fatalf("answers to the child: %s", out)
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // relayed records the requests a call's hooks received and answers them as told.
@@ -99,7 +102,7 @@ func TestRelayNotAttributableWithTwoCallsInFlight(t *testing.T) {
 	defer cancel()
 	other := &relayed{}
 	go c.CallWith(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`), other.hooks(MethodSampling)) //nolint:errcheck // cancelled below
-	waitFor(t, func() bool { return c.InFlight() == 1 })
+	waitfor.True(t, 10*time.Second, "1 call in flight", func() bool { return c.InFlight() == 1 })
 	r := &relayed{}
 	res, err := c.CallWith(t.Context(), "tools/call", askTool(MethodSampling, 1), r.hooks(MethodSampling))
 	if err != nil {
@@ -113,7 +116,7 @@ func TestRelayNotAttributableWithTwoCallsInFlight(t *testing.T) {
 	}
 	// Once the other call is given up on, it still counts until the child answers it.
 	cancel()
-	waitFor(t, func() bool { return c.InFlight() == 0 })
+	waitfor.True(t, 10*time.Second, "no call in flight", func() bool { return c.InFlight() == 0 })
 	res, err = c.CallWith(t.Context(), "tools/call", askTool(MethodSampling, 1), r.hooks(MethodSampling))
 	if err != nil || !strings.Contains(toolText(t, res), "2 calls are in flight") || r.count() != 0 {
 		t.Fatalf("after a cancelled call: %s %v (relayed %d)", res, err, r.count())
@@ -129,7 +132,7 @@ func TestRelayEndsWithItsCall(t *testing.T) {
 		_, err := c.CallWith(ctx, "tools/call", askTool(MethodSampling, 1), r.hooks(MethodSampling))
 		done <- err
 	}()
-	waitFor(t, func() bool { return r.count() == 1 })
+	waitfor.True(t, 10*time.Second, "1 request relayed", func() bool { return r.count() == 1 })
 	if c.Relays() != 1 {
 		t.Fatalf("relays = %d, want 1", c.Relays())
 	}
@@ -157,7 +160,7 @@ func TestRelayLimit(t *testing.T) {
 		}
 		done <- string(res)
 	}()
-	waitFor(t, func() bool { return r.count() == 2 })
+	waitfor.True(t, 10*time.Second, "2 requests relayed", func() bool { return r.count() == 2 })
 	// The third request was refused at once, naming the limit; the two relayed ones wait.
 	for _, reply := range r.replies {
 		reply(json.RawMessage(`{"ok":true}`), nil)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestStdinQueueOrderAndWholeness: messages reach the reader whole and in arrival order,
@@ -29,13 +31,16 @@ func TestStdinQueueOrderAndWholeness(t *testing.T) {
 	}
 	errs := make(chan error, 3)
 	go func() { errs <- q.write(t.Context(), b) }()
-	waitFor(t, func() bool { _, n := q.state(); return n == 1 })
+	waitfor.True(t, 10*time.Second, "b waiting for room", func() bool { _, n := q.state(); return n == 1 })
 	go func() { errs <- q.write(t.Context(), c) }()
-	waitFor(t, func() bool { _, n := q.state(); return n == 2 })
+	waitfor.True(t, 10*time.Second, "b and c waiting for room", func() bool { _, n := q.state(); return n == 2 })
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { errs <- q.write(ctx, d) }()
-	waitFor(t, func() bool { _, n := q.state(); return n == 3 })
+	waitfor.True(t, 10*time.Second, "b, c and d waiting for room", func() bool { _, n := q.state(); return n == 3 })
 	cancel()
+	// d gives up before anything is read: once the reader drains the pipe, d would be
+	// admitted as soon as it fits, whether or not its goroutine has seen the cancellation.
+	waitfor.True(t, 10*time.Second, "d no longer waiting", func() bool { _, n := q.state(); return n == 2 })
 	var cancelled int
 	got := make(chan []byte, 1)
 	go func() {
@@ -49,7 +54,7 @@ func TestStdinQueueOrderAndWholeness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	waitfor.True(t, 10*time.Second, "the queue written whole", func() bool { n, _ := q.state(); return n == 0 })
 	w.Close()
 	all := <-got
 	want := string(a) + string(b) + string(c)
@@ -73,7 +78,7 @@ func TestStdinQueueFailsWaitersWhenTheChildIsGone(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- q.write(t.Context(), []byte("late\n")) }()
-	waitFor(t, func() bool { _, n := q.state(); return n == 1 })
+	waitfor.True(t, 10*time.Second, "the write waiting for room", func() bool { _, n := q.state(); return n == 1 })
 	gone := errors.New("the child is gone")
 	q.close(gone)
 	select {
@@ -141,7 +146,7 @@ func TestStdinQueueAnswersPassTheBound(t *testing.T) {
 		all, _ := io.ReadAll(r)
 		got <- all
 	}()
-	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	waitfor.True(t, 10*time.Second, "the queue written whole", func() bool { n, _ := q.state(); return n == 0 })
 	q.mu.Lock()
 	pending = q.answerBytes
 	q.mu.Unlock()
@@ -151,7 +156,7 @@ func TestStdinQueueAnswersPassTheBound(t *testing.T) {
 	if err := q.answer(answer); err != nil { // room again
 		t.Fatalf("an answer once the child read: %v", err)
 	}
-	waitFor(t, func() bool { n, _ := q.state(); return n == 0 })
+	waitfor.True(t, 10*time.Second, "the queue written whole", func() bool { n, _ := q.state(); return n == 0 })
 	w.Close()
 	all := <-got
 	want := string(big) + string(answer) + strings.Repeat(string(small), accepted) + string(answer)

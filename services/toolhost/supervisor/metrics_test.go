@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // TestChildMetrics: a start, a crash (SIGKILL), the restart of the next call and a stop are
@@ -57,14 +58,14 @@ func TestChildMetrics(t *testing.T) {
 		_, err := s.Call(t.Context(), "fx-metrics", "tools/call", json.RawMessage(`{"name":"hang"}`), 0, nil)
 		hung <- err
 	}()
-	waitFor(t, func() bool { return strings.Contains(gauge(), "zest_toolhost_calls_in_flight 1\n") })
+	waitfor.True(t, 10*time.Second, "the in-flight gauge at 1", func() bool { return strings.Contains(gauge(), "zest_toolhost_calls_in_flight 1\n") })
 	syscall.Kill(int(st.GetPid()), syscall.SIGKILL)
 	if err := <-hung; err == nil {
 		t.Fatal("the hung call succeeded")
 	}
 	// The counters are the process's: an earlier test's child may still be ending (its OnExit
 	// runs after its Stop returned), so they are compared with at least.
-	waitFor(t, func() bool { return testutil.ToFloat64(childExits.WithLabelValues("crash")) >= crashes+1 })
+	waitfor.True(t, 10*time.Second, "a crash counted", func() bool { return testutil.ToFloat64(childExits.WithLabelValues("crash")) >= crashes+1 })
 	if got, err := echo(t, s, "fx-metrics", "again"); err != nil || got != "again" {
 		t.Fatalf("call after the crash: %q %v", got, err)
 	}
@@ -77,7 +78,7 @@ func TestChildMetrics(t *testing.T) {
 		t.Errorf("starts %v, want %v", got, starts+2)
 	}
 	// OnExit runs after Stop has returned.
-	waitFor(t, func() bool { return testutil.ToFloat64(childExits.WithLabelValues("stop")) >= stops+1 })
+	waitfor.True(t, 10*time.Second, "a stop counted", func() bool { return testutil.ToFloat64(childExits.WithLabelValues("stop")) >= stops+1 })
 	if g := gauge(); !strings.Contains(g, "zest_toolhost_children 0\n") || !strings.Contains(g, "zest_toolhost_calls_in_flight 0\n") {
 		t.Fatalf("gauges after Close:\n%s", g)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/envref"
+	"github.com/zestmcp/zest/lib/testenv"
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/internal/fixturebin"
 	"github.com/zestmcp/zest/services/toolhost/stdio"
@@ -106,7 +107,7 @@ func TestSIGKILLMidCallThenNextCallRestarts(t *testing.T) {
 		_, err := s.Call(t.Context(), "fx", "tools/call", json.RawMessage(`{"name":"hang"}`), 0, nil)
 		errc <- err
 	}()
-	waitFor(t, func() bool { // the call is in flight
+	waitfor.True(t, 10*time.Second, "the call in flight", func() bool {
 		srv, err := s.get("fx")
 		if err != nil {
 			return false
@@ -192,7 +193,7 @@ func TestSecretsAreResolvedButNeverShown(t *testing.T) {
 		t.Fatalf("the child did not get the value: %s %v", res, err)
 	}
 	syscall.Kill(int(st.GetPid()), syscall.SIGKILL) // crash paths log too
-	waitFor(t, func() bool {
+	waitfor.True(t, 10*time.Second, "fx failed", func() bool {
 		st, _ := s.Status("fx")
 		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_FAILED
 	})
@@ -244,7 +245,7 @@ func TestIdleStopAndLazyStart(t *testing.T) {
 	if got, err := echo(t, s, "fx", "first"); err != nil || got != "first" {
 		t.Fatalf("first call: %q %v", got, err)
 	}
-	waitFor(t, func() bool {
+	waitfor.True(t, 10*time.Second, "fx stopped when idle", func() bool {
 		st, _ := s.Status("fx")
 		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STOPPED
 	})
@@ -296,18 +297,6 @@ func TestConcurrentFirstUseStartsOneChild(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if f() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 10s")
-}
-
 // TestLaunchOutlivesTheCallerWhoStartedIt: the caller whose call launched a slow-starting
 // server gives up; the launch goes on for the others, and nothing counts as a crash.
 func TestLaunchOutlivesTheCallerWhoStartedIt(t *testing.T) {
@@ -322,7 +311,7 @@ func TestLaunchOutlivesTheCallerWhoStartedIt(t *testing.T) {
 		_, err := s.Call(ctx, "slow", "tools/call", p, 0, nil)
 		impatient <- err
 	}()
-	waitFor(t, func() bool {
+	waitfor.True(t, 10*time.Second, "slow starting", func() bool {
 		st, _ := s.Status("slow")
 		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING
 	})
@@ -362,7 +351,7 @@ func TestStopWhileStarting(t *testing.T) {
 	waiter := make(chan error, 1)
 	go func() { _, err := echo(t, s, "slow", "x"); waiter <- err }()
 	var pid int32
-	waitFor(t, func() bool {
+	waitfor.True(t, 10*time.Second, "slow starting with a pid", func() bool {
 		st, _ := s.Status("slow")
 		pid = st.GetPid()
 		return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING && pid != 0
@@ -374,15 +363,13 @@ func TestStopWhileStarting(t *testing.T) {
 	if err := <-waiter; !errors.Is(err, ErrStopped) && !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("waiter: %v", err)
 	}
-	waitFor(t, func() bool { return syscall.Kill(int(pid), 0) != nil })
+	waitfor.True(t, 10*time.Second, "the child gone", func() bool { return syscall.Kill(int(pid), 0) != nil })
 }
 
 // TestStartFailureSaysWhy: a server that cannot start is reported with the line of its
 // stderr that explains it, not with Node's version trailer; the status keeps stderr whole.
 func TestStartFailureSaysWhy(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is required (Node 20, see CONTRIBUTING.md): %v", err)
-	}
+	testenv.Need(t, testenv.Node, "the failure it reports is Node's")
 	s := newSup(t, nil)
 	_, err := s.EnsureStarted(t.Context(), &toolhostv1.ServerSpec{Id: "missing", Command: "node", Args: []string{"/nonexistent.js"}, TimeoutMs: 10000}, false)
 	if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "Cannot find module '/nonexistent.js'") || strings.Contains(err.Error(), "Node.js v") {
@@ -403,7 +390,7 @@ func TestSpecChangeWhileStarting(t *testing.T) {
 	newSpec := spec("fx", "-pages", "1")
 	startingPid := func(s *Supervisor) int32 {
 		var pid int32
-		waitFor(t, func() bool {
+		waitfor.True(t, 10*time.Second, "fx starting with a pid", func() bool {
 			st, _ := s.Status("fx")
 			pid = st.GetPid()
 			return st.GetState() == toolhostv1.ServerState_SERVER_STATE_STARTING && pid != 0
@@ -432,7 +419,7 @@ func TestSpecChangeWhileStarting(t *testing.T) {
 		if st.GetState() != toolhostv1.ServerState_SERVER_STATE_READY || st.GetPid() == oldPid || st.GetRestartCount() != 0 {
 			t.Fatalf("status = %v, want READY in a new child (old pid %d), no restart counted", st, oldPid)
 		}
-		waitFor(t, func() bool { return syscall.Kill(int(oldPid), 0) != nil })
+		waitfor.True(t, 10*time.Second, "the old child gone", func() bool { return syscall.Kill(int(oldPid), 0) != nil })
 	})
 	t.Run("the new spec's EnsureStarted", func(t *testing.T) {
 		s := newSup(t, nil)
@@ -447,7 +434,7 @@ func TestSpecChangeWhileStarting(t *testing.T) {
 		if got, err := echo(t, s, "fx", "new"); err != nil || got != "new" {
 			t.Fatalf("call after the change: %q %v", got, err)
 		}
-		waitFor(t, func() bool { return syscall.Kill(int(oldPid), 0) != nil })
+		waitfor.True(t, 10*time.Second, "the old child gone", func() bool { return syscall.Kill(int(oldPid), 0) != nil })
 	})
 }
 
@@ -471,15 +458,10 @@ func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
 	}
 	waitInFlight := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		waitfor.True(t, 5*time.Second, fmt.Sprintf("%d calls in flight", n), func() bool {
 			srv, err := s.get("fx")
-			if err == nil && srv.admitted() == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never %d calls in flight", n)
-			}
-		}
+			return err == nil && srv.admitted() == n
+		})
 	}
 	slow := call("slow", 300)
 	waitInFlight(1)
@@ -488,7 +470,7 @@ func TestStopDrainedLetsCallsInFlightEnd(t *testing.T) {
 	go func() { _, err := s.StopDrained(t.Context(), "fx", 5*time.Second); stopped <- err }()
 	// While it drains, a new call is refused without reaching the child.
 	srv, _ := s.get("fx")
-	waitFor(t, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.draining })
+	waitfor.True(t, 10*time.Second, "the server draining", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.draining })
 	if err := <-call("echo", 0); !errors.Is(err, ErrMoving) {
 		t.Fatalf("a call during the drain: %v, want ErrMoving", err)
 	}

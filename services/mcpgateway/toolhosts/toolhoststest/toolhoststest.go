@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"github.com/zestmcp/zest/services/toolhost/host"
 )
@@ -42,14 +44,29 @@ func Main(m *testing.M) {
 
 // Server is the command and arguments of the stdio MCP server (a test binary whose TestMain
 // calls Main). Its tools: echo (arguments.message back), slow (echo after arguments.ms
-// milliseconds), pid (its process id), roots (asks its client roots/list and answers with
-// the client's answer as JSON).
+// milliseconds; it first creates the file arguments.arrived, when given: see Arrival), pid
+// (its process id), roots (asks its client roots/list and answers with the client's answer
+// as JSON).
 func Server(t testing.TB) (string, []string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return exe, []string{childArg}
+}
+
+// Arrival returns the "arrived" argument of a slow call, and a function that waits until
+// that call has reached the server (it is in flight there).
+func Arrival(t testing.TB) (string, func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "arrived")
+	return path, func() {
+		t.Helper()
+		waitfor.True(t, 10*time.Second, "the slow call at the server", func() bool {
+			_, err := os.Stat(path)
+			return err == nil
+		})
+	}
 }
 
 // Host is one tool host served in the test process.
@@ -76,16 +93,11 @@ func Start(t testing.TB, name string) *Host {
 func (h *Host) listen(addr string) {
 	h.t.Helper()
 	var l net.Listener
-	var err error
 	// The port of a host killed a moment ago may take a few tries to bind again.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	waitfor.NoError(h.t, 5*time.Second, func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
 	cfg := host.DefaultConfig()
 	cfg.Name, cfg.StopGrace, cfg.Keys.Service = h.name, time.Second, Key
 	cfg.ServerUID = "0" // no shim here, and the fixtures lie in root's private temporary directories
@@ -258,6 +270,9 @@ func serve() {
 			case "tools/call":
 				switch m.Params.Name {
 				case "slow":
+					if p, _ := m.Params.Arguments["arrived"].(string); p != "" {
+						_ = os.WriteFile(p, nil, 0o644)
+					}
 					ms, _ := m.Params.Arguments["ms"].(float64)
 					time.Sleep(time.Duration(ms) * time.Millisecond)
 					answer(m.ID, text(fmt.Sprint(m.Params.Arguments["message"])))
