@@ -183,7 +183,8 @@ func home(path string) string {
 	return parts[0]
 }
 
-// walkGo parses every product Go file under dir: not tests, test helpers (lib/*test), fixtures
+// walkGo parses every product Go file under dir: not tests, test helpers (lib/*test,
+// lib/testenv, lib/waitfor), fixtures
 // (internal/), generated code's testdata or node_modules.
 func walkGo(t *testing.T, dir string, fn func(path string, f *ast.File)) {
 	t.Helper()
@@ -195,7 +196,8 @@ func walkGo(t *testing.T, dir string, fn func(path string, f *ast.File)) {
 		if d.IsDir() {
 			switch name := d.Name(); {
 			case name == "testdata" || name == "node_modules" || name == "internal",
-				strings.HasSuffix(name, "test") && filepath.Base(filepath.Dir(path)) == "lib":
+				filepath.Base(filepath.Dir(path)) == "lib" &&
+					(strings.HasSuffix(name, "test") || name == "testenv" || name == "waitfor"):
 				return filepath.SkipDir
 			}
 			return nil
