@@ -190,15 +190,17 @@ $(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
 .PHONY: peers
 peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile
 
-# The browser tests' npm side: axe-core only, pinned, never run by node (its axe.min.js is
-# injected into the page under test), hence --ignore-scripts.
+# The browser tests' npm side, pinned: axe-core (its axe.min.js is injected into the page under
+# test), the MCP TypeScript SDK v2 client and esbuild, which bundles the client for a page.
+# --ignore-scripts: none of them needs an install script (esbuild's binary comes as
+# @esbuild/linux-x64, an optional dependency that npm installs without one).
 BROWSER_DEPS := scripts/browser/node_modules/.package-lock.json
 $(BROWSER_DEPS): scripts/browser/package.json scripts/browser/package-lock.json
 	@cd scripts/browser && npm ci --no-audit --no-fund --ignore-scripts --silent
 	@touch $@
 
 .PHONY: browser-deps
-browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core from the lockfile
+browser-deps: $(BROWSER_DEPS) ## Install the browser tests' axe-core, MCP SDK client and esbuild from the lockfile
 
 # The e2e tests drive Debian's chromium (apt-get install when missing; a no-op when present).
 # e2e sets ZEST_REQUIRE_ALL=1, so a missing browser fails the browser tests, never skips them.

@@ -76,8 +76,9 @@ func stateOf(ctx context.Context) *browserState {
 // any.
 //
 // An uncaught exception in a page fails the test (a console that throws is broken); console
-// errors are logged. Read them all with consoleMessages.
-func newBrowser(t *testing.T) context.Context {
+// errors are logged. Read them all with consoleMessages. Options in extra are added to the
+// browser's (a flag such as host-resolver-rules).
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	exe := testenv.Need(t, testenv.Chromium, "it drives pages in a real browser")
 	// TempDir first: cleanups run last-in first-out, so the directory goes after the browser.
@@ -100,6 +101,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.WindowSize(viewportWidth, viewportHeight),
 		chromedp.CombinedOutput(out),
 	}
+	opts = append(opts, extra...)
 	base, cancelBase := context.WithTimeout(context.WithValue(context.Background(), browserKey{}, st), browserLifetime)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)

@@ -14,9 +14,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"golang.org/x/net/http/httpguts"
 )
 
 // WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
@@ -91,17 +93,36 @@ func (g Guard) originAllowed(origin string) bool {
 	return listen.IsLoopbackHost(u.Hostname())
 }
 
-// X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.
+// A preflight from an allowed origin may send any request header: the origin is the trust
+// CORS decides on, and a list of names would have to follow every protocol behind the edge
+// (MCP's 2026-07-28 era adds Mcp-Method, Mcp-Name and Mcp-Param-<name>, a family no list can
+// hold). So the preflight's Access-Control-Request-Headers are granted as asked, when they are
+// header names; defaultAllowHeaders answers a preflight that asks for none.
 // Retry-After is exposed so that a browser client told 429 (limits per key) can read when to
-// come back: it is not one of the response headers CORS lets scripts read by default.
-// Last-Event-ID stays allowed although streams are not resumable: a browser client that
-// reconnects sends it, and a preflight refusing it would fail the reconnection instead of
-// giving it the new stream it gets.
+// come back: it is not one of the response headers CORS lets scripts read by default; a
+// session-era MCP client reads Mcp-Session-Id.
 const (
-	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-Client-Session-Id"
-	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
-	allowMethods  = "GET, POST, PATCH, DELETE, OPTIONS"
+	defaultAllowHeaders = "Authorization, Content-Type, Accept"
+	exposeHeaders       = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
+	allowMethods        = "GET, POST, PATCH, DELETE, OPTIONS"
+	// maxRequestHeaders bounds the Access-Control-Request-Headers a preflight may echo.
+	maxRequestHeaders = 4096
 )
+
+// allowHeaders is the Access-Control-Allow-Headers answer to a preflight that asked for
+// requested: the names it asked for, or defaultAllowHeaders when it asked for none, or for
+// something that is not a list of header names (which the browser then refuses).
+func allowHeaders(requested string) string {
+	if requested == "" || len(requested) > maxRequestHeaders {
+		return defaultAllowHeaders
+	}
+	for name := range strings.SplitSeq(requested, ",") {
+		if !httpguts.ValidHeaderFieldName(strings.TrimSpace(name)) {
+			return defaultAllowHeaders
+		}
+	}
+	return requested
+}
 
 // CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights.
 func (g Guard) CORS(next http.Handler) http.Handler {
@@ -120,7 +141,8 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 		if r.Method == http.MethodOptions {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Methods", allowMethods)
-			h.Set("Access-Control-Allow-Headers", allowHeaders)
+			h.Set("Access-Control-Allow-Headers", allowHeaders(r.Header.Get("Access-Control-Request-Headers")))
+			h.Add("Vary", "Access-Control-Request-Headers")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -58,6 +58,9 @@ var (
 	Chromium = Dep{"Chromium", "run `make chromium`, or set " + EnvChromium, findChromium}
 	// BrowserDeps is axe-core's browser build (scripts/browser); Need returns axe.min.js.
 	BrowserDeps = Dep{"axe-core", "run `make browser-deps`", findAxe}
+	// BrowserSDK is the MCP TypeScript SDK v2 client and esbuild (scripts/browser), which
+	// bundle the client for a page; Need returns scripts/browser/node_modules.
+	BrowserSDK = Dep{"the MCP TypeScript SDK v2 client and esbuild", "run `make browser-deps`", findBrowserSDK}
 	// Bubblewrap is bwrap on PATH, the sandbox of untrusted stdio servers.
 	Bubblewrap = Dep{"bubblewrap (bwrap)", "run `make bubblewrap`", lookPath("bwrap")}
 	// Prometheus is the prometheus server on PATH.
@@ -174,6 +177,20 @@ func findAxe() (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+func findBrowserSDK() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "scripts", "browser", "node_modules")
+	for _, p := range []string{"@modelcontextprotocol/client/package.json", "esbuild/lib/main.js"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // executable returns path when it is an executable file.
