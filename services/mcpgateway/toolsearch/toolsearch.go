@@ -1,0 +1,259 @@
+// Package toolsearch ranks a catalog's tools for a natural-language query: BM25 over each
+// tool's name, title, description and its arguments' names and descriptions (issue 25's tool
+// search). An Index is built once from a catalog snapshot's tools and then only read, by any
+// number of searches at once; a new catalog version builds a new one.
+//
+// Fields weigh differently (a BM25F-like sum): a word of the tool's name counts most, then its
+// title, its arguments' names, its description, and its arguments' descriptions. Words are
+// lower-cased, split at punctuation, snake_case, kebab-case and camelCase, stripped of common
+// English endings (a light stemmer: "files" and "file", "listing" and "list" meet), and a
+// short list of stop words is dropped.
+package toolsearch
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Doc is one tool as the index sees it.
+type Doc struct {
+	Key         string // what a search answers it by (the tool's chat_name)
+	Server      string // the server's id, for the server filter
+	Name        string
+	Title       string
+	Description string
+	Params      []Param // the input schema's properties
+}
+
+// Param is one argument of a tool.
+type Param struct {
+	Name, Description string
+}
+
+// The fields' weights, and BM25's parameters.
+const (
+	weightName      = 3.0
+	weightTitle     = 2.0
+	weightParamName = 1.0
+	weightDesc      = 1.0
+	weightParamDesc = 0.5
+	k1              = 1.2
+	b               = 0.75
+	// MaxQueryBytes bounds the query a search reads; longer ones are cut.
+	MaxQueryBytes = 1024
+)
+
+// posting is one document's weighted count of a term.
+type posting struct {
+	doc int
+	tf  float64
+}
+
+// Index is the search index of one catalog version.
+type Index struct {
+	docs     []Doc
+	postings map[string][]posting // by term, in document order
+	docLen   []float64            // weighted words per document
+	avgLen   float64
+}
+
+// Build indexes docs. The index keeps docs (not copies): they must not change afterwards.
+func Build(docs []Doc) *Index {
+	ix := &Index{docs: docs, postings: map[string][]posting{}, docLen: make([]float64, len(docs))}
+	total := 0.0
+	for i, d := range docs {
+		tf := map[string]float64{}
+		add := func(text string, w float64) {
+			for _, t := range Terms(text) {
+				tf[t] += w
+				ix.docLen[i] += w
+			}
+		}
+		add(d.Name, weightName)
+		add(d.Title, weightTitle)
+		add(d.Description, weightDesc)
+		for _, p := range d.Params {
+			add(p.Name, weightParamName)
+			add(p.Description, weightParamDesc)
+		}
+		for t, n := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{i, n})
+		}
+		total += ix.docLen[i]
+	}
+	if len(docs) > 0 {
+		ix.avgLen = total / float64(len(docs))
+	}
+	return ix
+}
+
+// Len is the number of tools indexed.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Hit is one tool found, with its score (higher is better).
+type Hit struct {
+	Doc   *Doc
+	Score float64
+}
+
+// Options narrow a search.
+type Options struct {
+	// Limit is the most hits returned (at least 1).
+	Limit int
+	// Allow, when set, keeps only the documents it accepts (a preset's servers, a server
+	// filter, what the caller may see).
+	Allow func(*Doc) bool
+}
+
+// Search returns the documents that share a term with query, best first (ties by Key), at
+// most opts.Limit of them.
+func (ix *Index) Search(query string, opts Options) []Hit {
+	if len(query) > MaxQueryBytes {
+		query = query[:MaxQueryBytes]
+	}
+	limit := max(opts.Limit, 1)
+	scores := map[int]float64{}
+	n := float64(len(ix.docs))
+	seen := map[string]bool{}
+	for _, t := range Terms(query) {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		ps := ix.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		for _, p := range ps {
+			norm := p.tf + k1*(1-b+b*ix.docLen[p.doc]/ix.avgLen)
+			scores[p.doc] += idf * p.tf * (k1 + 1) / norm
+		}
+	}
+	hits := make([]Hit, 0, len(scores))
+	for i, s := range scores {
+		d := &ix.docs[i]
+		if opts.Allow != nil && !opts.Allow(d) {
+			continue
+		}
+		hits = append(hits, Hit{d, s})
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Doc.Key, b.Doc.Key)
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits
+}
+
+// stopWords are dropped from documents and queries alike: they say nothing of a tool.
+var stopWords = map[string]bool{
+	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "by": true,
+	"can": true, "do": true, "for": true, "from": true, "i": true, "if": true, "in": true, "into": true,
+	"is": true, "it": true, "its": true, "me": true, "my": true, "of": true, "on": true, "or": true,
+	"please": true, "so": true, "that": true, "the": true, "their": true, "them": true, "then": true,
+	"there": true, "this": true, "to": true, "tool": true, "use": true, "using": true, "want": true,
+	"was": true, "we": true, "what": true, "when": true, "which": true, "will": true, "with": true,
+	"you": true, "your": true, "mcp": true,
+}
+
+// Terms splits text into the index's terms: words lower-cased, split at anything not a
+// letter or digit and at camelCase humps, stemmed, stop words dropped.
+func Terms(text string) []string {
+	var out []string
+	for _, w := range words(text) {
+		w = stem(strings.ToLower(w))
+		if w != "" && !stopWords[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// words splits text at non-alphanumerics and at a lower-to-upper change (readFile → read,
+// File; HTTPServer → HTTP, Server).
+func words(text string) []string {
+	var out []string
+	start := -1
+	var prev rune
+	for i, r := range text {
+		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+		switch {
+		case !alnum:
+			if start >= 0 {
+				out = append(out, text[start:i])
+				start = -1
+			}
+		case start < 0:
+			start = i
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			out = append(out, text[start:i])
+			start = i
+		case unicode.IsLower(r) && unicode.IsUpper(prev) && i-start > utf8.RuneLen(prev):
+			// "HTTPServer": the S begins a word; the run before it is one.
+			j := i - utf8.RuneLen(prev)
+			out = append(out, text[start:j])
+			start = j
+		}
+		prev = r
+	}
+	if start >= 0 {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// stem strips the common English endings of w (lower case), keeping at least three letters:
+// a light stemmer, enough for "files"/"file", "listing"/"list", "created"/"create",
+// "queries"/"query". Only ASCII words are stemmed: the endings are English ones.
+func stem(w string) string {
+	if len(w) <= 3 || !isASCII(w) {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "ing") && len(w) > 5:
+		w = w[:len(w)-3]
+	case strings.HasSuffix(w, "ed") && len(w) > 4:
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "es") && len(w) > 4 && strings.ContainsAny(w[len(w)-3:len(w)-2], "sxzh"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+		w = w[:len(w)-1]
+	}
+	return trimE(w)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// trimE drops a final e, and one of a doubled final consonant, so that "create", "created"
+// and "creating" meet at "creat", and "running" at "run".
+func trimE(w string) string {
+	if len(w) > 3 && w[len(w)-1] == 'e' {
+		return w[:len(w)-1]
+	}
+	if n := len(w); n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiousl", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
