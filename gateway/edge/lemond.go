@@ -74,9 +74,14 @@ func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http
 		mux.Handle(p+"slots", api(httpguard.GetOnly(http.HandlerFunc(l.slots))))
 		mux.Handle(p+"log-level", logLevel)
 		mux.Handle(p+"models/{id}/options", api(http.HandlerFunc(l.modelOptions)))
+		mux.Handle(p+"models/{id}/files", api(httpguard.GetOnly(http.HandlerFunc(l.modelFiles))))
+		mux.Handle(p+"models/{id}/runtime", api(httpguard.GetOnly(http.HandlerFunc(l.modelRuntime))))
+		mux.Handle(p+"load/command", small(api, post(l.loadCommand)))
 		mux.Handle(p+"logs/stream", cors(http.HandlerFunc(l.logStream)))
 		mux.Handle(p+"spans/stream", cors(http.HandlerFunc(l.spanStream)))
 	}
+	l.registerUnsupported(mux, func(h http.HandlerFunc) http.Handler { return api(h) },
+		func(h http.HandlerFunc) http.Handler { return small(api, h) }, cors)
 	mux.Handle("/internal/config", admin(httpguard.GetOnly(http.HandlerFunc(l.config))))
 	mux.Handle("/internal/set", small(admin, post(l.set)))
 	mux.Handle("/logs/stream", cors(http.HandlerFunc(l.logStream)))
@@ -565,17 +570,11 @@ func (l *lemond) modelOptions(w http.ResponseWriter, r *http.Request) {
 		openai.WriteStatus(w, err)
 		return
 	}
-	cmd := "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\""
-	if l.cfg.Keys.API != "" {
-		cmd += " -H \"Authorization: Bearer $LEMONADE_API_KEY\""
-	}
-	body, _ := json.Marshal(map[string]string{"model_name": resp.GetId()})
-	cmd += " -d '" + strings.ReplaceAll(string(body), "'", `'\''`) + "'"
 	opts := resp.GetOptions().AsMap()
 	httpguard.WriteJSON(w, http.StatusOK, map[string]any{
 		"model_name": resp.GetId(), "recipe": resp.GetEngine(),
 		"saved": opts, "effective": opts, "defaults": resp.GetDefaults().AsMap(),
-		"resolved_ctx_size": -1, "load_command": cmd,
+		"resolved_ctx_size": -1, "load_command": l.loadCurl(resp.GetId()),
 	})
 }
 
