@@ -50,6 +50,7 @@ type lemond struct {
 	guard   httpguard.Guard // the key checks of the WebSockets (their upgrade and auth message)
 	infer   inferencev1.InferenceServiceClient
 	options inferencev1.ModelOptionsServiceClient
+	models  inferencev1.ModelAdminServiceClient
 	logs    *logstream.Hub
 	cpu     cpuSampler
 	held    holds // the WebSockets' slots, in the table of the MCP streams
@@ -84,6 +85,7 @@ func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http
 		func(h http.HandlerFunc) http.Handler { return small(api, h) }, cors)
 	mux.Handle("/internal/config", admin(httpguard.GetOnly(http.HandlerFunc(l.config))))
 	mux.Handle("/internal/set", small(admin, post(l.set)))
+	mux.Handle("/internal/pin", small(admin, post(l.pin)))
 	mux.Handle("/logs/stream", cors(http.HandlerFunc(l.logStream)))
 	mux.Handle("/spans/stream", cors(http.HandlerFunc(l.spanStream)))
 }

@@ -83,3 +83,35 @@ func (l *lemond) loadCurl(id string) string {
 	body, _ := json.Marshal(map[string]string{"model_name": id})
 	return cmd + " -d '" + strings.ReplaceAll(string(body), "'", `'\''`) + "'"
 }
+
+// pin answers POST /internal/pin {"model_name" (or "model"), "pinned"} as lemond does
+// ({"status":"success","model_name","pinned"}): the inference node keeps the mark, which
+// health's all_models_loaded shows. Zest evicts no model, so the mark keeps nothing loaded
+// that would not stay loaded anyway (as a pin in lemond with auto_evict off).
+func (l *lemond) pin(w http.ResponseWriter, r *http.Request) {
+	body, ok := readObject(w, r)
+	if !ok {
+		return
+	}
+	var name string
+	for _, k := range []string{"model", "model_name"} {
+		if raw, present := body[k]; present && name == "" {
+			_ = json.Unmarshal(raw, &name)
+		}
+	}
+	if strings.TrimSpace(name) == "" {
+		openai.WriteParamError(w, http.StatusBadRequest, "model_name", "Parameter 'model' or 'model_name' is required: the model id, as GET /api/v1/models?show_all=true lists it")
+		return
+	}
+	var pinned *bool
+	if json.Unmarshal(body["pinned"], &pinned) != nil || pinned == nil {
+		openai.WriteParamError(w, http.StatusBadRequest, "pinned", "Parameter 'pinned' is required and must be a boolean")
+		return
+	}
+	resp, err := l.models.Pin(forwardAuth(r), &inferencev1.PinRequest{ModelName: name, Pinned: *pinned})
+	if err != nil {
+		openai.WriteStatus(w, err)
+		return
+	}
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "model_name": resp.GetModelName(), "pinned": resp.GetPinned()})
+}
