@@ -331,8 +331,9 @@ func TestLogStream(t *testing.T) {
 	}
 }
 
-// TestSpanStream: GUI3's Inspect view authenticates and gets auth.ok; then nothing (no
-// spans yet) and the socket stays open.
+// TestSpanStream: GUI3's Inspect view authenticates and gets auth.ok; with tracing off, it is
+// told once that Zest records no spans and how to turn tracing on; then nothing, and the
+// socket stays open.
 func TestSpanStream(t *testing.T) {
 	te := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{API: "api-key", Admin: adminKey} })
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -350,6 +351,10 @@ func TestSpanStream(t *testing.T) {
 	_ = wsjson.Write(ctx, c, map[string]any{"type": "auth", "token": "api-key", "client_session_id": "x"})
 	if err := wsjson.Read(ctx, c, &msg); err != nil || msg["type"] != "auth.ok" {
 		t.Fatalf("auth: %v %v", err, msg)
+	}
+	if err := wsjson.Read(ctx, c, &msg); err != nil || msg["type"] != "error" ||
+		!strings.Contains(msg["error"].(map[string]any)["message"].(string), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Fatalf("tracing off: %v %v", err, msg)
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer rcancel()
