@@ -488,6 +488,7 @@ func TestEdgeSettingsNeedTheAdminKey(t *testing.T) {
 		{"POST", "/internal/set", `{"log_level":"fatal"}`, api}, {"POST", "/internal/set", `{"log_level":"fatal"}`, nil},
 		{"POST", "/api/v1/log-level", `{"level":"fatal"}`, api}, {"POST", "/v0/log-level", `{"level":"fatal"}`, nil},
 		{"GET", "/internal/config", "", api}, {"GET", "/internal/config", "", nil},
+		{"POST", "/internal/pin", `{"model_name":"far-llm","pinned":true}`, api}, {"POST", "/internal/pin", `{"model_name":"far-llm","pinned":true}`, nil},
 	} {
 		if a := do(t, c.method, te.url+c.path, c.body, c.auth...); a.status != 401 || !strings.Contains(a.body, "admin API key") {
 			t.Errorf("%s %s with %v: %d %s; want 401", c.method, c.path, c.auth, a.status, a.body)
