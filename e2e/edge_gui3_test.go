@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+	"github.com/zestmcp/zest/lib/tracing/otlptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // gui3Call is one call of testdata/gui3-calls.json: what Lemonade's GUI3 sends and the
@@ -31,6 +34,11 @@ type gui3Call struct {
 	Auth    string          `json:"auth"`
 	WS      string          `json:"ws"`
 	Pending string          `json:"pending"`
+	// Says is what a refusal's error.message (the text GUI3 shows) must contain.
+	Says string `json:"says"`
+	// Roundtrip: the answer (a server as GET shows it) is POSTed back to /internal/mcp/servers
+	// as it is, and must be taken.
+	Roundtrip bool `json:"roundtrip"`
 }
 
 // lookup follows a dotted path (numbers index arrays) in a decoded JSON value.
@@ -73,6 +81,7 @@ func TestGUI3Calls(t *testing.T) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	for i, c := range rec.Calls {
 		name := strconv.Itoa(i) + " " + c.Step
@@ -123,6 +132,22 @@ func TestGUI3Calls(t *testing.T) {
 			t.Errorf("%s: not JSON: %s", name, r.Body)
 			continue
 		}
+		// A refusal is explained: GUI3 shows error.message (or error as a string).
+		if r.Status >= 400 {
+			msg, _ := lookup(v, "error.message")
+			if s, _ := lookup(v, "error"); msg == nil {
+				msg = s
+			}
+			if m, _ := msg.(string); m == "" || !strings.Contains(m, c.Says) {
+				t.Errorf("%s: %s %s: refused without the reason %q: %s", name, c.Method, c.Path, c.Says, r.Body)
+			}
+		}
+		if c.Roundtrip {
+			back := do(t, "POST", s.URL+"/internal/mcp/servers", string(r.Body), "Content-Type: application/json", "Authorization: Bearer "+adminKey)
+			if back.Status != 200 {
+				t.Errorf("%s: posted back as GET showed it: %d %s", name, back.Status, back.Body)
+			}
+		}
 		if c.Array {
 			if _, ok := v.([]any); !ok {
 				t.Errorf("%s: want a JSON array: %s", name, r.Body)
@@ -134,11 +159,23 @@ func TestGUI3Calls(t *testing.T) {
 			}
 		}
 	}
-	// A route lemond has and Zest does not is a 404 the browser can read (CORS), not a
-	// network error.
-	r := do(t, "GET", s.URL+"/api/v1/models/builtin-llm/files", "", "Origin: "+origin)
+	// A route no one serves is a 404 the browser can read (CORS), not a network error.
+	r := do(t, "GET", s.URL+"/api/v1/no-such-route", "", "Origin: "+origin)
 	if r.Status != 404 || r.Header.Get("Access-Control-Allow-Origin") != origin {
 		t.Errorf("unknown route: %d, Allow-Origin %q", r.Status, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// The pin holds, and last_use is in milliseconds as lemond sends it (GUI3 showed Zest's
+	// seconds as "499h uptime"): within the test's run.
+	h := do(t, "GET", s.URL+"/api/v1/health", "").JSON(t)
+	var llm map[string]any
+	for _, m := range h["all_models_loaded"].([]any) {
+		if m.(map[string]any)["model_name"] == "builtin-llm" {
+			llm = m.(map[string]any)
+		}
+	}
+	lastUse, _ := llm["last_use"].(float64)
+	if llm["pinned"] != true || lastUse < float64(started.UnixMilli()) || lastUse > float64(time.Now().UnixMilli()) {
+		t.Errorf("builtin-llm in health: %v (test started at %d ms)", llm, started.UnixMilli())
 	}
 }
 
@@ -166,10 +203,26 @@ func gui3Socket(t *testing.T, s *Suite, c gui3Call, origin string) {
 		if _, ok := msg["entries"].([]any); !ok {
 			t.Errorf("%s: snapshot without entries: %v", c.Step, msg)
 		}
+	case "realtime":
+		// GUI3's live microphone: the realtime error event GUI3 shows, then a normal close.
+		_ = wsjson.Write(ctx, conn, map[string]any{"type": "session.update", "session": map[string]any{"model": "builtin-llm"}})
+		if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "error" {
+			t.Errorf("%s: %v %v", c.Step, err, msg)
+			return
+		}
+		if e, _ := msg["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "audio/transcriptions") {
+			t.Errorf("%s: %v", c.Step, msg)
+		}
 	case "spans":
 		_ = wsjson.Write(ctx, conn, map[string]any{"type": "auth", "token": "", "client_session_id": "6f1c1d2e"})
 		if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "auth.ok" {
 			t.Errorf("%s: %v %v", c.Step, err, msg)
+			return
+		}
+		// This suite traces nothing: GUI3 is told so, and how to turn tracing on
+		// (TestGUI3TelemetryCapturesSpans has it on).
+		if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "error" || !strings.Contains(fmt.Sprint(msg["error"]), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+			t.Errorf("%s: tracing off, and not said: %v %v", c.Step, err, msg)
 		}
 	}
 	conn.Close(websocket.StatusNormalClosure, "")
@@ -223,4 +276,70 @@ func TestGUI3ModelOptions(t *testing.T) {
 	if r := do(t, "POST", s.URL+"/api/v1/models/far-llm/options", `{"ctx_size":4096}`); r.Status != 405 || !strings.Contains(string(r.Body), "ZEST_MODELS_FILE") {
 		t.Errorf("save: %d %s", r.Status, r.Body)
 	}
+}
+
+// TestGUI3TelemetryCapturesSpans: with tracing on, GUI3's Monitor → Telemetry (/spans/stream)
+// gets the edge's span of each model call as OTLP/JSON, which GUI3 parses: its trace id, the
+// route, the model, the kind; GUI3's own polls are not sent. The rest of that trace (the
+// inference node's spans) reaches the OTLP collector under the same trace id.
+func TestGUI3TelemetryCapturesSpans(t *testing.T) {
+	const origin = "http://localhost:5173"
+	rcv := otlptest.Start(t)
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.Endpoint, "OTEL_BSP_SCHEDULE_DELAY=100",
+		"OTEL_TRACES_EXPORTER=", "OTEL_SDK_DISABLED=", "OTEL_SERVICE_NAME=", "OTEL_EXPORTER_OTLP_PROTOCOL=")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// As GUI3's inspectStore opens it: no key in the URL, the key in the first message.
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.URL, "http")+"/spans/stream?client_session_id=6f1c1d2e",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {origin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	var msg map[string]any
+	_ = wsjson.Write(ctx, conn, map[string]any{"type": "auth", "token": adminKey, "client_session_id": "6f1c1d2e"})
+	if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "auth.ok" {
+		t.Fatalf("auth: %v %v", err, msg)
+	}
+	do(t, "GET", s.URL+"/api/v1/health", "", "Origin: "+origin)
+	do(t, "GET", s.URL+"/api/v1/stats", "", "Origin: "+origin)
+	r := do(t, "POST", s.URL+"/api/v1/chat/completions", `{"model":"builtin-llm","messages":[{"role":"user","content":"hello"}],"stream":true}`,
+		"Origin: "+origin, "Content-Type: application/json")
+	if r.Status != 200 {
+		t.Fatalf("chat: %d %s", r.Status, r.Body)
+	}
+	var span struct {
+		TraceID    string `json:"traceId"`
+		Name       string `json:"name"`
+		Start      string `json:"startTimeUnixNano"`
+		End        string `json:"endTimeUnixNano"`
+		Attributes []struct {
+			Key   string         `json:"key"`
+			Value map[string]any `json:"value"`
+		} `json:"attributes"`
+		Status struct {
+			Code int `json:"code"`
+		} `json:"status"`
+	}
+	if err := wsjson.Read(ctx, conn, &span); err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]any{}
+	for _, a := range span.Attributes {
+		for _, v := range a.Value {
+			attrs[a.Key] = v
+		}
+	}
+	if span.Name != "POST /api/v1/chat/completions" || len(span.TraceID) != 32 || span.Start == "" || span.End == "" || span.Status.Code == 2 ||
+		attrs["gen_ai.request.model"] != "builtin-llm" || attrs["openinference.span.kind"] != "LLM" || attrs["http.response.status_code"] != "200" {
+		t.Fatalf("span GUI3 got: %+v", span)
+	}
+	waitfor.True(t, 20*time.Second, "the inference node's span of the call at the collector, in the same trace", func() bool {
+		for _, sp := range rcv.Trace(span.TraceID) {
+			if sp.Service == "zest-inference" {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -162,7 +162,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		mux.Handle(p, api(http.HandlerFunc(notFound)))
 		mux.Handle(strings.TrimSuffix(p, "/"), api(http.HandlerFunc(notFound)))
 	}
-	(&lemond{cfg: cfg, log: log, streams: inAll, held: held, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]), logs: logs,
+	(&lemond{cfg: cfg, log: log, streams: inAll, held: held, guard: g, infer: e.infer, options: inferencev1.NewModelOptionsServiceClient(e.backend["inference"]),
+		models: inferencev1.NewModelAdminServiceClient(e.backend["inference"]), logs: logs,
 		audit: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])}).register(mux, api, settings, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
 	return e, nil

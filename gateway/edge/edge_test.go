@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 const adminKey = "admin-key-for-tests"
@@ -189,6 +190,19 @@ func (fakeInference) ListModels(context.Context, *inferencev1.ListModelsRequest)
 	return nil, status.Error(codes.Unauthenticated, "Invalid or missing API key")
 }
 
+// fakeOptions is ModelOptionsService: it knows the model "far-llm" (engine openai), no other.
+type fakeOptions struct {
+	inferencev1.UnimplementedModelOptionsServiceServer
+}
+
+func (fakeOptions) GetModelOptions(_ context.Context, in *inferencev1.GetModelOptionsRequest) (*inferencev1.GetModelOptionsResponse, error) {
+	if in.GetId() != "far-llm" {
+		return nil, status.Errorf(codes.NotFound, "model %q not found", in.GetId())
+	}
+	opts, _ := structpb.NewStruct(map[string]any{"upstream_model": "qwen", "max_concurrency": 3})
+	return &inferencev1.GetModelOptionsResponse{Id: "far-llm", Engine: "openai", Options: opts, Defaults: &structpb.Struct{}}, nil
+}
+
 // lockedBuffer is the log the edge writes while the test reads it. Each record (slog writes
 // one per Write) signals wrote, which holds one pending signal: a reader that checks the
 // lines after each signal misses none.
@@ -269,6 +283,7 @@ func startEdge(t *testing.T, configure func(*Config)) *testEdge {
 	}))
 	cfg.InferenceAddr = grpctest.Listen(t, withHealth(health.NewServer(), func(s *grpc.Server) {
 		inferencev1.RegisterInferenceServiceServer(s, fakeInference{})
+		inferencev1.RegisterModelOptionsServiceServer(s, fakeOptions{})
 	}))
 	cfg.ToolhostAddr = grpctest.Listen(t, withHealth(te.toolhost, func(*grpc.Server) {}))
 	if configure != nil {

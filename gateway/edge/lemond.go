@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type lemond struct {
 	guard   httpguard.Guard // the key checks of the WebSockets (their upgrade and auth message)
 	infer   inferencev1.InferenceServiceClient
 	options inferencev1.ModelOptionsServiceClient
+	models  inferencev1.ModelAdminServiceClient
 	logs    *logstream.Hub
 	cpu     cpuSampler
 	held    holds // the WebSockets' slots, in the table of the MCP streams
@@ -73,11 +75,17 @@ func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http
 		mux.Handle(p+"slots", api(httpguard.GetOnly(http.HandlerFunc(l.slots))))
 		mux.Handle(p+"log-level", logLevel)
 		mux.Handle(p+"models/{id}/options", api(http.HandlerFunc(l.modelOptions)))
+		mux.Handle(p+"models/{id}/files", api(httpguard.GetOnly(http.HandlerFunc(l.modelFiles))))
+		mux.Handle(p+"models/{id}/runtime", api(httpguard.GetOnly(http.HandlerFunc(l.modelRuntime))))
+		mux.Handle(p+"load/command", small(api, post(l.loadCommand)))
 		mux.Handle(p+"logs/stream", cors(http.HandlerFunc(l.logStream)))
 		mux.Handle(p+"spans/stream", cors(http.HandlerFunc(l.spanStream)))
 	}
+	l.registerUnsupported(mux, func(h http.HandlerFunc) http.Handler { return api(h) },
+		func(h http.HandlerFunc) http.Handler { return small(api, h) }, cors)
 	mux.Handle("/internal/config", admin(httpguard.GetOnly(http.HandlerFunc(l.config))))
 	mux.Handle("/internal/set", small(admin, post(l.set)))
+	mux.Handle("/internal/pin", small(admin, post(l.pin)))
 	mux.Handle("/logs/stream", cors(http.HandlerFunc(l.logStream)))
 	mux.Handle("/spans/stream", cors(http.HandlerFunc(l.spanStream)))
 }
@@ -154,35 +162,86 @@ func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMess
 
 // ---- internal/config and internal/set ----
 
-// settable are the keys internal/set changes; every other key of the config is read-only
-// here and set where readOnly says.
+// settable are the keys internal/set changes while Zest runs.
 var settable = map[string]bool{"log_level": true}
 
-// readOnly says where each read-only key is configured.
-var readOnly = map[string]string{
-	"host":                     "ZEST_EDGE_ADDR (--edge-addr)",
-	"port":                     "ZEST_EDGE_ADDR (--edge-addr)",
-	"log_format":               "ZEST_LOG_FORMAT (--log-format)",
-	"max_body_bytes":           "ZEST_MAX_BODY_BYTES (--max-body-bytes)",
-	"max_admin_body_bytes":     "ZEST_MAX_ADMIN_BODY_BYTES (--max-admin-body-bytes)",
-	"sse_keepalive":            "ZEST_SSE_KEEPALIVE (--sse-keepalive)",
-	"body_read_timeout":        "ZEST_BODY_READ_TIMEOUT (--body-read-timeout)",
-	"idle_timeout":             "ZEST_IDLE_TIMEOUT (--idle-timeout)",
-	"drain_timeout":            "ZEST_DRAIN_TIMEOUT (--drain-timeout)",
-	"allowed_origins":          "LEMONADE_ALLOWED_ORIGINS",
-	"api_key_set":              "LEMONADE_API_KEY",
-	"admin_api_key_set":        "LEMONADE_ADMIN_API_KEY",
-	"mcpgateway_addr":          "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)",
-	"inference_addr":           "ZEST_INFERENCE_ADDR (--inference-addr)",
-	"toolhost_addr":            "ZEST_TOOLHOST_ADDR (--toolhost-addr)",
-	"streams_per_session":      "ZEST_STREAMS_PER_SESSION (--streams-per-session)",
-	"streams_per_key":          "ZEST_STREAMS_PER_KEY (--streams-per-key)",
-	"max_streams":              "ZEST_MAX_STREAMS (--max-streams) and the open-file limit",
-	"models_dir":               "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
-	"extra_models_dir":         "the inference node's model file (ZEST_MODELS_FILE): Zest keeps no model directory",
-	"max_loaded_models":        "nowhere: Zest loads every model it serves, with no cap per type (-1)",
-	"auto_evict":               "nowhere: Zest never evicts a model (unload one with POST {prefix}unload)",
-	"auto_evict_threshold_pct": "nowhere: Zest never evicts a model (unload one with POST {prefix}unload)",
+// setting is a key of lemond's configuration that Zest shows in GET /internal/config but does
+// not change through /internal/set: either the edge reads it at start (env names the variable
+// and flag), or Zest has one value only and why says what it does instead. Setting a key to
+// the value it has is accepted and changes nothing (GUI3's Settings save every key of a
+// section, changed or not).
+type setting struct {
+	env  string
+	why  string
+	same []any // other spellings of the value it has (GUI3 sends models_dir "auto" for none)
+}
+
+// settings are the keys of GET /internal/config that /internal/set does not change.
+var settings = map[string]setting{
+	"host":                 {env: "ZEST_EDGE_ADDR (--edge-addr)"},
+	"port":                 {env: "ZEST_EDGE_ADDR (--edge-addr)"},
+	"log_format":           {env: "ZEST_LOG_FORMAT (--log-format)"},
+	"max_body_bytes":       {env: "ZEST_MAX_BODY_BYTES (--max-body-bytes)"},
+	"max_admin_body_bytes": {env: "ZEST_MAX_ADMIN_BODY_BYTES (--max-admin-body-bytes)"},
+	"sse_keepalive":        {env: "ZEST_SSE_KEEPALIVE (--sse-keepalive)"},
+	"body_read_timeout":    {env: "ZEST_BODY_READ_TIMEOUT (--body-read-timeout)"},
+	"idle_timeout":         {env: "ZEST_IDLE_TIMEOUT (--idle-timeout)"},
+	"drain_timeout":        {env: "ZEST_DRAIN_TIMEOUT (--drain-timeout)"},
+	"allowed_origins":      {env: "LEMONADE_ALLOWED_ORIGINS"},
+	"api_key_set":          {env: "LEMONADE_API_KEY"},
+	"admin_api_key_set":    {env: "LEMONADE_ADMIN_API_KEY"},
+	"mcpgateway_addr":      {env: "ZEST_MCPGATEWAY_ADDR (--mcpgateway-addr)"},
+	"inference_addr":       {env: "ZEST_INFERENCE_ADDR (--inference-addr)"},
+	"toolhost_addr":        {env: "ZEST_TOOLHOST_ADDR (--toolhost-addr)"},
+	"streams_per_session":  {env: "ZEST_STREAMS_PER_SESSION (--streams-per-session)"},
+	"streams_per_key":      {env: "ZEST_STREAMS_PER_KEY (--streams-per-key)"},
+	"max_streams":          {env: "ZEST_MAX_STREAMS (--max-streams; the open-file limit bounds it too)"},
+	"models_dir": {same: []any{"auto"}, why: "Zest keeps no model directory: each model is an entry of the inference node's model file " +
+		"(ZEST_MODELS_FILE), and its engine holds the model's files"},
+	"extra_models_dir": {why: "Zest keeps no model directory: each model is an entry of the inference node's model file " +
+		"(ZEST_MODELS_FILE), and its engine holds the model's files"},
+	"max_loaded_models":        {why: "Zest caps no model type: every model of the model file stays loaded until POST /api/v1/unload unloads it (-1 is lemond's \"unlimited\")"},
+	"auto_evict":               {why: "Zest never evicts a model to make room: unload one with POST /api/v1/unload"},
+	"auto_evict_threshold_pct": {why: "Zest never evicts a model, so it has no eviction threshold: unload one with POST /api/v1/unload"},
+	"auto_check_model_updates": {why: "Zest checks no model for updates: its engines hold their models (pull a newer one with POST /api/v1/pull where the engine can)"},
+}
+
+// setRefusal says why key cannot become the value asked for, and what to do instead.
+func setRefusal(key string) string {
+	const only = " Only log_level is changed here."
+	s, ok := settings[key]
+	switch {
+	case !ok:
+		return fmt.Sprintf("'%s' is not a Zest setting: GET /internal/config lists those Zest has.%s", key, only)
+	case s.env != "":
+		return fmt.Sprintf("'%s' cannot change while Zest runs: the edge reads it at start from %s; set it there and restart the edge.%s", key, s.env, only)
+	default:
+		return fmt.Sprintf("'%s' cannot change on Zest: %s.%s", key, s.why, only)
+	}
+}
+
+// unchanged says whether raw is the value key has (snapshot) or one of its other spellings.
+func unchanged(key string, raw json.RawMessage, now map[string]any) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	cur, ok := now[key]
+	if !ok {
+		return false
+	}
+	b, _ := json.Marshal(cur)
+	var c any
+	_ = json.Unmarshal(b, &c) // the snapshot's value as JSON decodes it (numbers as float64)
+	if reflect.DeepEqual(v, c) {
+		return true
+	}
+	for _, s := range settings[key].same {
+		if reflect.DeepEqual(v, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *lemond) snapshot() map[string]any {
@@ -215,10 +274,12 @@ func (l *lemond) snapshot() map[string]any {
 		"models_dir":           "",
 		"extra_models_dir":     "",
 		// Zest caps no type and never evicts a model (lemond's memory settings, which GUI3's
-		// Settings → Memory reads: -1 is lemond's "unlimited").
+		// Settings → Memory reads: -1 is lemond's "unlimited"), and checks no model for
+		// updates (Settings → Updates).
 		"max_loaded_models":        -1,
 		"auto_evict":               false,
 		"auto_evict_threshold_pct": 0.9,
+		"auto_check_model_updates": false,
 	}
 }
 
@@ -228,8 +289,10 @@ func (l *lemond) config(w http.ResponseWriter, _ *http.Request) {
 }
 
 // set answers POST /internal/set as Lemonade does ({"status":"success","updated":{…}}),
-// checking every key before applying any: only log_level can be set; a read-only key is a
-// 400 that names it and says where it is configured.
+// checking every key before applying any: log_level changes; another key of
+// GET /internal/config is accepted when it keeps the value it has (GUI3 saves a whole section
+// of its Settings at once) and refused otherwise with a 400 that names it, says why Zest does
+// not change it and where it is set, if anywhere; a key Zest does not have is a 400 too.
 func (l *lemond) set(w http.ResponseWriter, r *http.Request) {
 	body, ok := readObject(w, r)
 	if !ok {
@@ -244,15 +307,17 @@ func (l *lemond) set(w http.ResponseWriter, r *http.Request) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var level slog.Level
+	now := l.snapshot()
+	updated := map[string]any{}
+	var level *slog.Level
 	for _, k := range keys {
 		if !settable[k] {
-			if where, ok := readOnly[k]; ok {
-				openai.WriteParamError(w, http.StatusBadRequest, k, fmt.Sprintf("'%s' is read-only here: it is set by %s, then the service restarted; settable here: log_level", k, where))
-			} else {
-				openai.WriteParamError(w, http.StatusBadRequest, k, fmt.Sprintf("'%s' is not a Zest setting; settable here: log_level", k))
+			if !unchanged(k, body[k], now) {
+				openai.WriteParamError(w, http.StatusBadRequest, k, setRefusal(k))
+				return
 			}
-			return
+			updated[k] = now[k]
+			continue
 		}
 		var s string
 		if json.Unmarshal(body[k], &s) != nil {
@@ -264,13 +329,16 @@ func (l *lemond) set(w http.ResponseWriter, r *http.Request) {
 			openai.WriteParamError(w, http.StatusBadRequest, k, fmt.Sprintf("'log_level' %q: use trace, debug, info, warning, error or fatal", s))
 			return
 		}
-		level = lv
+		level = &lv
+		updated[k] = logstream.Severity(lv)
 	}
-	if !l.record(w, r, keys...) {
-		return
+	if level != nil {
+		if !l.record(w, r, "log_level") {
+			return
+		}
+		l.logs.Level().Set(*level)
 	}
-	l.logs.Level().Set(level)
-	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "updated": map[string]any{"log_level": logstream.Severity(level)}})
+	httpguard.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "updated": updated})
 }
 
 // logLevel answers POST {prefix}log-level {"level":…} as Lemonade does ({"status":"success",
@@ -504,17 +572,11 @@ func (l *lemond) modelOptions(w http.ResponseWriter, r *http.Request) {
 		openai.WriteStatus(w, err)
 		return
 	}
-	cmd := "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\""
-	if l.cfg.Keys.API != "" {
-		cmd += " -H \"Authorization: Bearer $LEMONADE_API_KEY\""
-	}
-	body, _ := json.Marshal(map[string]string{"model_name": resp.GetId()})
-	cmd += " -d '" + strings.ReplaceAll(string(body), "'", `'\''`) + "'"
 	opts := resp.GetOptions().AsMap()
 	httpguard.WriteJSON(w, http.StatusOK, map[string]any{
 		"model_name": resp.GetId(), "recipe": resp.GetEngine(),
 		"saved": opts, "effective": opts, "defaults": resp.GetDefaults().AsMap(),
-		"resolved_ctx_size": -1, "load_command": cmd,
+		"resolved_ctx_size": -1, "load_command": l.loadCurl(resp.GetId()),
 	})
 }
 

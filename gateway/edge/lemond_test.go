@@ -80,6 +80,47 @@ func TestInternalConfigAndSet(t *testing.T) {
 	if lv := do(t, http.MethodGet, te.url+"/internal/config", "", admin...).json(t)["log_level"]; lv != "debug" {
 		t.Errorf("a refused set changed the level: %v", lv)
 	}
+	// GUI3's Settings save a whole section: keys that keep their value are accepted, and
+	// changing nothing; a key that would change says why Zest does not and where it is set.
+	for body, want := range map[string]string{
+		// Settings → Memory, as GUI3 sends it unchanged.
+		`{"max_loaded_models":-1,"auto_evict":false,"auto_evict_threshold_pct":0.9}`: "",
+		// Settings → Model storage with both fields empty ("auto" is GUI3's none).
+		`{"models_dir":"auto","extra_models_dir":""}`:                               "",
+		`{"auto_check_model_updates":false,"log_level":"debug"}`:                    "",
+		`{"max_loaded_models":2,"auto_evict":false,"auto_evict_threshold_pct":0.9}`: "max_loaded_models|caps no model type|POST /api/v1/unload",
+		`{"max_loaded_models":-1,"auto_evict":true,"auto_evict_threshold_pct":0.9}`: "auto_evict|never evicts",
+		`{"models_dir":"/srv/models","extra_models_dir":""}`:                        "models_dir|keeps no model directory|ZEST_MODELS_FILE",
+		`{"models_dir":"auto","extra_models_dir":"/srv/more"}`:                      "extra_models_dir|keeps no model directory",
+		`{"max_body_bytes":1}`:        "max_body_bytes|ZEST_MAX_BODY_BYTES (--max-body-bytes)|restart the edge",
+		`{"llamacpp_args":"-ngl 99"}`: "llamacpp_args|not a Zest setting|GET /internal/config",
+	} {
+		a := do(t, http.MethodPost, te.url+"/internal/set", body, admin...)
+		m := a.json(t)
+		if want == "" {
+			if a.status != 200 || m["status"] != "success" {
+				t.Errorf("%s: %d %s", body, a.status, a.body)
+			}
+			continue
+		}
+		e, _ := m["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		parts := strings.Split(want, "|")
+		if a.status != 400 || e["param"] != parts[0] {
+			t.Errorf("%s: %d %s", body, a.status, a.body)
+		}
+		for _, p := range parts {
+			if !strings.Contains(msg, p) {
+				t.Errorf("%s: message lacks %q: %s", body, p, msg)
+			}
+		}
+		if strings.Contains(msg, "nowhere") || strings.Contains(msg, "the service restarted") {
+			t.Errorf("%s: garbled message: %s", body, msg)
+		}
+	}
+	if cfg := do(t, http.MethodGet, te.url+"/internal/config", "", admin...).json(t); cfg["max_loaded_models"] != -1.0 || cfg["models_dir"] != "" {
+		t.Errorf("an accepted unchanged set changed the config: %v", cfg)
+	}
 	for _, body := range []string{``, `[]`, `{}`, `nope`} {
 		if a := do(t, http.MethodPost, te.url+"/internal/set", body, admin...); a.status != 400 {
 			t.Errorf("%q: %d", body, a.status)
@@ -290,8 +331,9 @@ func TestLogStream(t *testing.T) {
 	}
 }
 
-// TestSpanStream: GUI3's Inspect view authenticates and gets auth.ok; then nothing (no
-// spans yet) and the socket stays open.
+// TestSpanStream: GUI3's Inspect view authenticates and gets auth.ok; with tracing off, it is
+// told once that Zest records no spans and how to turn tracing on; then nothing, and the
+// socket stays open.
 func TestSpanStream(t *testing.T) {
 	te := startEdge(t, func(c *Config) { c.Keys = keyauth.Keys{API: "api-key", Admin: adminKey} })
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -309,6 +351,10 @@ func TestSpanStream(t *testing.T) {
 	_ = wsjson.Write(ctx, c, map[string]any{"type": "auth", "token": "api-key", "client_session_id": "x"})
 	if err := wsjson.Read(ctx, c, &msg); err != nil || msg["type"] != "auth.ok" {
 		t.Fatalf("auth: %v %v", err, msg)
+	}
+	if err := wsjson.Read(ctx, c, &msg); err != nil || msg["type"] != "error" ||
+		!strings.Contains(msg["error"].(map[string]any)["message"].(string), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Fatalf("tracing off: %v %v", err, msg)
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer rcancel()
@@ -442,6 +488,7 @@ func TestEdgeSettingsNeedTheAdminKey(t *testing.T) {
 		{"POST", "/internal/set", `{"log_level":"fatal"}`, api}, {"POST", "/internal/set", `{"log_level":"fatal"}`, nil},
 		{"POST", "/api/v1/log-level", `{"level":"fatal"}`, api}, {"POST", "/v0/log-level", `{"level":"fatal"}`, nil},
 		{"GET", "/internal/config", "", api}, {"GET", "/internal/config", "", nil},
+		{"POST", "/internal/pin", `{"model_name":"far-llm","pinned":true}`, api}, {"POST", "/internal/pin", `{"model_name":"far-llm","pinned":true}`, nil},
 	} {
 		if a := do(t, c.method, te.url+c.path, c.body, c.auth...); a.status != 401 || !strings.Contains(a.body, "admin API key") {
 			t.Errorf("%s %s with %v: %d %s; want 401", c.method, c.path, c.auth, a.status, a.body)

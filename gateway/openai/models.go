@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 
@@ -309,11 +310,13 @@ func (a *API) systemInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 // LoadedModelsJSON is lemond's health members for the loaded models (all_models_loaded,
-// model_loaded, version), for the edge's health route.
+// model_loaded, version), for the edge's health route. last_use is in Unix milliseconds, a
+// whole number, as lemond sends it (GUI3 reads it as such: seconds showed as "499h uptime");
+// the RPC's is in seconds.
 func LoadedModelsJSON(resp *inferencev1.LoadedModelsResponse) map[string]any {
 	all := []map[string]any{}
 	for _, m := range resp.GetModels() {
-		all = append(all, map[string]any{"model_name": m.GetModelName(), "checkpoint": m.GetCheckpoint(), "last_use": m.GetLastUse(),
+		all = append(all, map[string]any{"model_name": m.GetModelName(), "checkpoint": m.GetCheckpoint(), "last_use": int64(math.Round(m.GetLastUse() * 1000)),
 			"type": m.GetType(), "device": m.GetDevice(), "pinned": m.GetPinned(), "recipe": m.GetRecipe(),
 			"backend_url": m.GetBackendUrl(), "labels": nonNil(m.GetLabels()), "recipe_options": map[string]any{}})
 	}

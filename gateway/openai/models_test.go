@@ -120,3 +120,13 @@ func TestModelRoutes(t *testing.T) {
 		t.Fatalf("engine down: %d %s", a.status, a.body)
 	}
 }
+
+// TestLoadedModelsLastUseInMilliseconds: health's last_use is Unix milliseconds, a whole
+// number, as lemond sends it (GUI3 showed seconds as "499h uptime"); the RPC's is seconds.
+func TestLoadedModelsLastUseInMilliseconds(t *testing.T) {
+	out := LoadedModelsJSON(&inferencev1.LoadedModelsResponse{Models: []*inferencev1.LoadedModel{{ModelName: "m", LastUse: 1764900000.1234}}})
+	all := out["all_models_loaded"].([]map[string]any)
+	if got, ok := all[0]["last_use"].(int64); !ok || got != 1764900000123 {
+		t.Errorf("last_use %v (%T), want 1764900000123 ms", all[0]["last_use"], all[0]["last_use"])
+	}
+}

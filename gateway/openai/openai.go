@@ -20,6 +20,8 @@ import (
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -211,6 +213,9 @@ func (a *API) chat(w http.ResponseWriter, r *http.Request) {
 		writeFieldError(w, err)
 		return
 	}
+	// The edge's span of the request names the model, as GUI3's Telemetry reads it (a no-op
+	// with tracing off).
+	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("gen_ai.request.model", req.Chat.GetModel()))
 	// The engine call ends when the client goes away: r.Context() is cancelled then.
 	stream, err := a.Inference.Chat(a.Forward(r), req.Chat)
 	if err != nil {

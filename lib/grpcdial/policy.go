@@ -57,6 +57,7 @@ var methods = []struct {
 	{"/zest.inference.v1.ModelAdminService/Unload", false, "writes: unloads models"},
 	{"/zest.inference.v1.ModelAdminService/Pull", false, "writes: downloads a model"},
 	{"/zest.inference.v1.ModelAdminService/Delete", false, "writes: deletes a model"},
+	{"/zest.inference.v1.ModelAdminService/Pin", true, "writes a mark: a second send sets the same mark"},
 	{"/zest.inference.v1.ModelOptionsService/GetModelOptions", true, "reads a model's settings"},
 	{"/zest.inference.v1.TextService/Embeddings", false, "runs a model (no side effect, but a model run is never doubled)"},
 	{"/zest.inference.v1.TextService/Completions", false, "runs a model generation"},

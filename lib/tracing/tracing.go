@@ -204,7 +204,7 @@ func setup(service string, log *slog.Logger, lookup Lookup, timeout time.Duratio
 		_ = exp.Shutdown(ctx)
 		return func() {}, fmt.Errorf("trace resource (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME): %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(s.Sampler))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSpanProcessor(spans), sdktrace.WithResource(res), sdktrace.WithSampler(s.Sampler))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(&errorLog{log: log, every: ErrorLogInterval})

@@ -243,3 +243,55 @@ func TestErrorLogIsRateLimited(t *testing.T) {
 		t.Fatalf("the second line does not count the suppressed ones: %s", logs.String())
 	}
 }
+
+// TestSubscribeSeesEndedSpans: while tracing is on, a reader gets each span ended after it
+// subscribed, as OTLP/JSON writes it; a reader that is behind loses spans rather than
+// blocking the traced code; cancel ends the subscription.
+func TestSubscribeSeesEndedSpans(t *testing.T) {
+	stop, err := setup("zest-test", nil, env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	got, cancel := Subscribe(1)
+	ctx, parent := Start(context.Background(), "parent", trace.WithAttributes(attribute.Int("n", 7), attribute.Bool("b", true)))
+	_, child := Start(ctx, "child")
+	_ = End(child, errors.New("boom"))
+	parent.End() // the buffer of 1 is full: dropped for this reader
+	s := <-got
+	j := OTLPJSON(s, attribute.String("extra", "x"))
+	tid, _ := IDs(ctx)
+	if j["name"] != "child" || j["traceId"] != tid || j["parentSpanId"] == nil || j["status"].(map[string]any)["code"] != 2 ||
+		j["status"].(map[string]any)["message"] != "boom" {
+		t.Fatalf("span JSON: %v", j)
+	}
+	if a := j["attributes"].([]map[string]any); len(a) != 1 || a[0]["key"] != "extra" {
+		t.Fatalf("attributes: %v", a)
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("a span past the buffer was kept: %s", s.Name())
+	default:
+	}
+	_, again := Start(context.Background(), "again")
+	again.End()
+	if j := OTLPJSON(<-got); j["name"] != "again" || j["parentSpanId"] != nil || j["status"].(map[string]any)["code"] != 0 {
+		t.Fatalf("span after the drop: %v", j)
+	}
+	_, p2 := Start(context.Background(), "p2", trace.WithAttributes(attribute.Int("n", 7), attribute.Bool("b", true), attribute.Float64("f", 1.5)))
+	p2.End()
+	a := OTLPJSON(<-got)["attributes"].([]map[string]any)
+	if len(a) != 3 || a[0]["value"].(map[string]any)["intValue"] != "7" || a[1]["value"].(map[string]any)["boolValue"] != true ||
+		a[2]["value"].(map[string]any)["doubleValue"] != 1.5 {
+		t.Fatalf("attribute values: %v", a)
+	}
+	cancel()
+	cancel()
+	_, after := Start(context.Background(), "after")
+	after.End()
+	select {
+	case s := <-got:
+		t.Fatalf("a span after cancel: %s", s.Name())
+	default:
+	}
+}

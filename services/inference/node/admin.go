@@ -34,11 +34,12 @@ type admin struct {
 	mu      sync.Mutex
 	state   map[string]inferencev1.ModelState // built-in models whose state changed from loaded
 	lastUse map[string]time.Time              // model id → last load or request
+	pinned  map[string]bool                   // model id → pinned (Pin)
 	stats   inferencev1.StatsResponse         // last chat and totals
 }
 
 func newAdmin(n *Node) *admin {
-	return &admin{n: n, started: time.Now(), state: map[string]inferencev1.ModelState{}, lastUse: map[string]time.Time{}}
+	return &admin{n: n, started: time.Now(), state: map[string]inferencev1.ModelState{}, lastUse: map[string]time.Time{}, pinned: map[string]bool{}}
 }
 
 // overlay returns copies of models with the built-in models' state applied and Lemonade's
@@ -298,11 +299,12 @@ func (a *admin) LoadedModels(context.Context, *inferencev1.LoadedModelsRequest) 
 		}
 		a.mu.Lock()
 		t, ok := a.lastUse[m.GetId()]
+		pinned := a.pinned[m.GetId()]
 		a.mu.Unlock()
 		if !ok {
 			t = a.started // loaded since start (the built-in models) or by the engine itself
 		}
-		lm := &inferencev1.LoadedModel{ModelName: m.GetId(), LastUse: float64(t.UnixMicro()) / 1e6, Type: loadedType(m.GetLabels()), Labels: m.GetLabels()}
+		lm := &inferencev1.LoadedModel{ModelName: m.GetId(), LastUse: float64(t.UnixMicro()) / 1e6, Type: loadedType(m.GetLabels()), Labels: m.GetLabels(), Pinned: pinned}
 		if m.GetEngine() == "builtin" {
 			lm.Checkpoint, lm.Device, lm.Recipe = m.GetId(), "cpu", "builtin"
 		} else {
@@ -315,6 +317,27 @@ func (a *admin) LoadedModels(context.Context, *inferencev1.LoadedModelsRequest) 
 		out.ModelLoaded = out.Models[0].GetModelName()
 	}
 	return out, nil
+}
+
+// Pin marks a known model pinned or not, as lemond's /internal/pin does; the mark shows in
+// LoadedModels. Zest evicts no model, so the mark changes nothing else (as a pin in lemond
+// with auto_evict off). It lives as long as this node, as lemond's does as long as its process.
+func (a *admin) Pin(_ context.Context, req *inferencev1.PinRequest) (*inferencev1.PinResponse, error) {
+	if err := required(req.GetModelName()); err != nil {
+		return nil, err
+	}
+	m, err := a.find(req.GetModelName())
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if req.GetPinned() {
+		a.pinned[m.GetId()] = true
+	} else {
+		delete(a.pinned, m.GetId())
+	}
+	a.mu.Unlock()
+	return &inferencev1.PinResponse{ModelName: m.GetId(), Pinned: req.GetPinned()}, nil
 }
 
 // maxDecodeTimes bounds the per-token times kept of the last chat.

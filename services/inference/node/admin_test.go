@@ -177,3 +177,36 @@ func TestSystemInfo(t *testing.T) {
 		t.Fatalf("system info: %v", s)
 	}
 }
+
+// TestPin: Pin marks a known model, LoadedModels shows the mark, unpinning clears it; an
+// unknown model is NotFound, a missing name InvalidArgument.
+func TestPin(t *testing.T) {
+	n := newNode(t, "")
+	ctx := t.Context()
+	pinnedOf := func() bool {
+		lm, _ := n.models.LoadedModels(ctx, &inferencev1.LoadedModelsRequest{})
+		for _, m := range lm.GetModels() {
+			if m.GetModelName() == builtin.LLM {
+				return m.GetPinned()
+			}
+		}
+		t.Fatalf("%s not loaded: %v", builtin.LLM, lm)
+		return false
+	}
+	if pinnedOf() {
+		t.Fatal("pinned before any pin")
+	}
+	r, err := n.models.Pin(ctx, &inferencev1.PinRequest{ModelName: builtin.LLM, Pinned: true})
+	if err != nil || r.GetModelName() != builtin.LLM || !r.GetPinned() || !pinnedOf() {
+		t.Fatalf("pin: %v %v, listed pinned %v", r, err, pinnedOf())
+	}
+	if _, err := n.models.Pin(ctx, &inferencev1.PinRequest{ModelName: builtin.LLM}); err != nil || pinnedOf() {
+		t.Fatalf("unpin: %v, listed pinned %v", err, pinnedOf())
+	}
+	if _, err := n.models.Pin(ctx, &inferencev1.PinRequest{ModelName: "nope", Pinned: true}); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown model: %v", err)
+	}
+	if _, err := n.models.Pin(ctx, &inferencev1.PinRequest{Pinned: true}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("no model: %v", err)
+	}
+}

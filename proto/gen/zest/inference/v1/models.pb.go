@@ -995,7 +995,8 @@ type LoadedModel struct {
 	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	// device is where it runs ("cpu" for the built-in engine; empty when the engine does not say).
 	Device string `protobuf:"bytes,5,opt,name=device,proto3" json:"device,omitempty"`
-	// pinned is always false: Zest evicts nothing.
+	// pinned is the mark Pin set (false until then). lemond's pin keeps a model from eviction;
+	// Zest evicts nothing, so here it is a mark only, as a pin is in lemond with auto_evict off.
 	Pinned bool `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
 	// recipe is the engine kind ("builtin", "lemonade", "ollama", "openai").
 	Recipe string `protobuf:"bytes,7,opt,name=recipe,proto3" json:"recipe,omitempty"`
@@ -1164,6 +1165,116 @@ func (x *LoadedModelsResponse) GetModels() []*LoadedModel {
 	return nil
 }
 
+// PinRequest names the model and the mark to set.
+type PinRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model_name is the model id.
+	ModelName string `protobuf:"bytes,1,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	// pinned is the mark: true pins, false unpins.
+	Pinned        bool `protobuf:"varint,2,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PinRequest) Reset() {
+	*x = PinRequest{}
+	mi := &file_zest_inference_v1_models_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PinRequest) ProtoMessage() {}
+
+func (x *PinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_models_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PinRequest.ProtoReflect.Descriptor instead.
+func (*PinRequest) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_models_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PinRequest) GetModelName() string {
+	if x != nil {
+		return x.ModelName
+	}
+	return ""
+}
+
+func (x *PinRequest) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+// PinResponse says the mark the model now has.
+type PinResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model_name is the model id.
+	ModelName string `protobuf:"bytes,1,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	// pinned is the mark now held.
+	Pinned        bool `protobuf:"varint,2,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PinResponse) Reset() {
+	*x = PinResponse{}
+	mi := &file_zest_inference_v1_models_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PinResponse) ProtoMessage() {}
+
+func (x *PinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_inference_v1_models_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PinResponse.ProtoReflect.Descriptor instead.
+func (*PinResponse) Descriptor() ([]byte, []int) {
+	return file_zest_inference_v1_models_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PinResponse) GetModelName() string {
+	if x != nil {
+		return x.ModelName
+	}
+	return ""
+}
+
+func (x *PinResponse) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
 var File_zest_inference_v1_models_proto protoreflect.FileDescriptor
 
 const file_zest_inference_v1_models_proto_rawDesc = "" +
@@ -1258,7 +1369,16 @@ const file_zest_inference_v1_models_proto_rawDesc = "" +
 	"\x14LoadedModelsResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12!\n" +
 	"\fmodel_loaded\x18\x02 \x01(\tR\vmodelLoaded\x126\n" +
-	"\x06models\x18\x03 \x03(\v2\x1e.zest.inference.v1.LoadedModelR\x06models2\xcd\x04\n" +
+	"\x06models\x18\x03 \x03(\v2\x1e.zest.inference.v1.LoadedModelR\x06models\"C\n" +
+	"\n" +
+	"PinRequest\x12\x1d\n" +
+	"\n" +
+	"model_name\x18\x01 \x01(\tR\tmodelName\x12\x16\n" +
+	"\x06pinned\x18\x02 \x01(\bR\x06pinned\"D\n" +
+	"\vPinResponse\x12\x1d\n" +
+	"\n" +
+	"model_name\x18\x01 \x01(\tR\tmodelName\x12\x16\n" +
+	"\x06pinned\x18\x02 \x01(\bR\x06pinned2\x93\x05\n" +
 	"\x11ModelAdminService\x12G\n" +
 	"\x04Load\x12\x1e.zest.inference.v1.LoadRequest\x1a\x1f.zest.inference.v1.LoadResponse\x12M\n" +
 	"\x06Unload\x12 .zest.inference.v1.UnloadRequest\x1a!.zest.inference.v1.UnloadResponse\x12I\n" +
@@ -1267,7 +1387,8 @@ const file_zest_inference_v1_models_proto_rawDesc = "" +
 	"\x05Stats\x12\x1f.zest.inference.v1.StatsRequest\x1a .zest.inference.v1.StatsResponse\x12Y\n" +
 	"\n" +
 	"SystemInfo\x12$.zest.inference.v1.SystemInfoRequest\x1a%.zest.inference.v1.SystemInfoResponse\x12_\n" +
-	"\fLoadedModels\x12&.zest.inference.v1.LoadedModelsRequest\x1a'.zest.inference.v1.LoadedModelsResponseB\xcb\x01\n" +
+	"\fLoadedModels\x12&.zest.inference.v1.LoadedModelsRequest\x1a'.zest.inference.v1.LoadedModelsResponse\x12D\n" +
+	"\x03Pin\x12\x1d.zest.inference.v1.PinRequest\x1a\x1e.zest.inference.v1.PinResponseB\xcb\x01\n" +
 	"\x15com.zest.inference.v1B\vModelsProtoP\x01Z?github.com/zestmcp/zest/proto/gen/zest/inference/v1;inferencev1\xa2\x02\x03ZIX\xaa\x02\x11Zest.Inference.V1\xca\x02\x11Zest\\Inference\\V1\xe2\x02\x1dZest\\Inference\\V1\\GPBMetadata\xea\x02\x13Zest::Inference::V1b\x06proto3"
 
 var (
@@ -1282,7 +1403,7 @@ func file_zest_inference_v1_models_proto_rawDescGZIP() []byte {
 	return file_zest_inference_v1_models_proto_rawDescData
 }
 
-var file_zest_inference_v1_models_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_zest_inference_v1_models_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_zest_inference_v1_models_proto_goTypes = []any{
 	(*LoadRequest)(nil),          // 0: zest.inference.v1.LoadRequest
 	(*LoadResponse)(nil),         // 1: zest.inference.v1.LoadResponse
@@ -1301,11 +1422,13 @@ var file_zest_inference_v1_models_proto_goTypes = []any{
 	(*LoadedModelsRequest)(nil),  // 14: zest.inference.v1.LoadedModelsRequest
 	(*LoadedModel)(nil),          // 15: zest.inference.v1.LoadedModel
 	(*LoadedModelsResponse)(nil), // 16: zest.inference.v1.LoadedModelsResponse
-	(*structpb.Struct)(nil),      // 17: google.protobuf.Struct
+	(*PinRequest)(nil),           // 17: zest.inference.v1.PinRequest
+	(*PinResponse)(nil),          // 18: zest.inference.v1.PinResponse
+	(*structpb.Struct)(nil),      // 19: google.protobuf.Struct
 }
 var file_zest_inference_v1_models_proto_depIdxs = []int32{
-	17, // 0: zest.inference.v1.LoadRequest.options:type_name -> google.protobuf.Struct
-	17, // 1: zest.inference.v1.PullRequest.options:type_name -> google.protobuf.Struct
+	19, // 0: zest.inference.v1.LoadRequest.options:type_name -> google.protobuf.Struct
+	19, // 1: zest.inference.v1.PullRequest.options:type_name -> google.protobuf.Struct
 	11, // 2: zest.inference.v1.Recipe.backends:type_name -> zest.inference.v1.RecipeBackend
 	12, // 3: zest.inference.v1.SystemInfoResponse.recipes:type_name -> zest.inference.v1.Recipe
 	15, // 4: zest.inference.v1.LoadedModelsResponse.models:type_name -> zest.inference.v1.LoadedModel
@@ -1316,15 +1439,17 @@ var file_zest_inference_v1_models_proto_depIdxs = []int32{
 	8,  // 9: zest.inference.v1.ModelAdminService.Stats:input_type -> zest.inference.v1.StatsRequest
 	10, // 10: zest.inference.v1.ModelAdminService.SystemInfo:input_type -> zest.inference.v1.SystemInfoRequest
 	14, // 11: zest.inference.v1.ModelAdminService.LoadedModels:input_type -> zest.inference.v1.LoadedModelsRequest
-	1,  // 12: zest.inference.v1.ModelAdminService.Load:output_type -> zest.inference.v1.LoadResponse
-	3,  // 13: zest.inference.v1.ModelAdminService.Unload:output_type -> zest.inference.v1.UnloadResponse
-	5,  // 14: zest.inference.v1.ModelAdminService.Pull:output_type -> zest.inference.v1.PullResponse
-	7,  // 15: zest.inference.v1.ModelAdminService.Delete:output_type -> zest.inference.v1.DeleteResponse
-	9,  // 16: zest.inference.v1.ModelAdminService.Stats:output_type -> zest.inference.v1.StatsResponse
-	13, // 17: zest.inference.v1.ModelAdminService.SystemInfo:output_type -> zest.inference.v1.SystemInfoResponse
-	16, // 18: zest.inference.v1.ModelAdminService.LoadedModels:output_type -> zest.inference.v1.LoadedModelsResponse
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
+	17, // 12: zest.inference.v1.ModelAdminService.Pin:input_type -> zest.inference.v1.PinRequest
+	1,  // 13: zest.inference.v1.ModelAdminService.Load:output_type -> zest.inference.v1.LoadResponse
+	3,  // 14: zest.inference.v1.ModelAdminService.Unload:output_type -> zest.inference.v1.UnloadResponse
+	5,  // 15: zest.inference.v1.ModelAdminService.Pull:output_type -> zest.inference.v1.PullResponse
+	7,  // 16: zest.inference.v1.ModelAdminService.Delete:output_type -> zest.inference.v1.DeleteResponse
+	9,  // 17: zest.inference.v1.ModelAdminService.Stats:output_type -> zest.inference.v1.StatsResponse
+	13, // 18: zest.inference.v1.ModelAdminService.SystemInfo:output_type -> zest.inference.v1.SystemInfoResponse
+	16, // 19: zest.inference.v1.ModelAdminService.LoadedModels:output_type -> zest.inference.v1.LoadedModelsResponse
+	18, // 20: zest.inference.v1.ModelAdminService.Pin:output_type -> zest.inference.v1.PinResponse
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1341,7 +1466,7 @@ func file_zest_inference_v1_models_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_inference_v1_models_proto_rawDesc), len(file_zest_inference_v1_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	ModelAdminService_Stats_FullMethodName        = "/zest.inference.v1.ModelAdminService/Stats"
 	ModelAdminService_SystemInfo_FullMethodName   = "/zest.inference.v1.ModelAdminService/SystemInfo"
 	ModelAdminService_LoadedModels_FullMethodName = "/zest.inference.v1.ModelAdminService/LoadedModels"
+	ModelAdminService_Pin_FullMethodName          = "/zest.inference.v1.ModelAdminService/Pin"
 )
 
 // ModelAdminServiceClient is the client API for ModelAdminService service.
@@ -51,6 +52,8 @@ type ModelAdminServiceClient interface {
 	SystemInfo(ctx context.Context, in *SystemInfoRequest, opts ...grpc.CallOption) (*SystemInfoResponse, error)
 	// LoadedModels is called by GET {prefix}health for the loaded models, as lemond's all_models_loaded.
 	LoadedModels(ctx context.Context, in *LoadedModelsRequest, opts ...grpc.CallOption) (*LoadedModelsResponse, error)
+	// Pin is called by POST /internal/pin (GUI3's pin toggle) to mark a model pinned or not, as health's pinned shows it.
+	Pin(ctx context.Context, in *PinRequest, opts ...grpc.CallOption) (*PinResponse, error)
 }
 
 type modelAdminServiceClient struct {
@@ -140,6 +143,16 @@ func (c *modelAdminServiceClient) LoadedModels(ctx context.Context, in *LoadedMo
 	return out, nil
 }
 
+func (c *modelAdminServiceClient) Pin(ctx context.Context, in *PinRequest, opts ...grpc.CallOption) (*PinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PinResponse)
+	err := c.cc.Invoke(ctx, ModelAdminService_Pin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ModelAdminServiceServer is the server API for ModelAdminService service.
 // All implementations must embed UnimplementedModelAdminServiceServer
 // for forward compatibility.
@@ -163,6 +176,8 @@ type ModelAdminServiceServer interface {
 	SystemInfo(context.Context, *SystemInfoRequest) (*SystemInfoResponse, error)
 	// LoadedModels is called by GET {prefix}health for the loaded models, as lemond's all_models_loaded.
 	LoadedModels(context.Context, *LoadedModelsRequest) (*LoadedModelsResponse, error)
+	// Pin is called by POST /internal/pin (GUI3's pin toggle) to mark a model pinned or not, as health's pinned shows it.
+	Pin(context.Context, *PinRequest) (*PinResponse, error)
 	mustEmbedUnimplementedModelAdminServiceServer()
 }
 
@@ -193,6 +208,9 @@ func (UnimplementedModelAdminServiceServer) SystemInfo(context.Context, *SystemI
 }
 func (UnimplementedModelAdminServiceServer) LoadedModels(context.Context, *LoadedModelsRequest) (*LoadedModelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadedModels not implemented")
+}
+func (UnimplementedModelAdminServiceServer) Pin(context.Context, *PinRequest) (*PinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pin not implemented")
 }
 func (UnimplementedModelAdminServiceServer) mustEmbedUnimplementedModelAdminServiceServer() {}
 func (UnimplementedModelAdminServiceServer) testEmbeddedByValue()                           {}
@@ -334,6 +352,24 @@ func _ModelAdminService_LoadedModels_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ModelAdminService_Pin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModelAdminServiceServer).Pin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ModelAdminService_Pin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModelAdminServiceServer).Pin(ctx, req.(*PinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ModelAdminService_ServiceDesc is the grpc.ServiceDesc for ModelAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -364,6 +400,10 @@ var ModelAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LoadedModels",
 			Handler:    _ModelAdminService_LoadedModels_Handler,
+		},
+		{
+			MethodName: "Pin",
+			Handler:    _ModelAdminService_Pin_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
