@@ -65,6 +65,15 @@ func (l *lemond) spanStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	// The tap opens before any auth.ok is sent: a model call the browser makes as soon as it
+	// is told auth.ok must find the socket subscribed (opened after, its span could end
+	// first and never be sent). Spans that end before auth.ok wait in the tap's buffer.
+	var spans <-chan sdktrace.ReadOnlySpan
+	if tracing.Enabled() {
+		var stop func()
+		spans, stop = tracing.Subscribe(spanBuffer)
+		defer stop()
+	}
 	// Spans (or the word that there are none) follow the first auth.ok, as in lemond: GUI3
 	// sends its auth message even when the URL carried the key.
 	authed := make(chan struct{})
@@ -115,15 +124,13 @@ func (l *lemond) spanStream(w http.ResponseWriter, r *http.Request) {
 	case <-done:
 		return
 	}
-	if !tracing.Enabled() {
+	if spans == nil {
 		if writeWS(ctx, c, wsError(tracingOff)) != nil {
 			return
 		}
 		<-done
 		return
 	}
-	spans, stop := tracing.Subscribe(spanBuffer)
-	defer stop()
 	for {
 		select {
 		case <-done:
