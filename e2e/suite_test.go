@@ -54,10 +54,15 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		root := repoRoot()
-		for _, pkg := range []string{"./gateway/cmd/zest-gateway", "./services/inference/cmd/zest-inference",
-			"./services/mcpgateway/cmd/zest-mcpgateway", "./services/toolhost/cmd/zest-toolhost", "./cli/cmd/zestctl"} {
+		// Each from its module's directory: zestctl's is cli/ (docs/decisions.md).
+		for _, b := range []struct{ module, pkg string }{
+			{".", "./gateway/cmd/zest-gateway"}, {".", "./services/inference/cmd/zest-inference"},
+			{".", "./services/mcpgateway/cmd/zest-mcpgateway"}, {".", "./services/toolhost/cmd/zest-toolhost"},
+			{"cli", "./cmd/zestctl"},
+		} {
+			pkg := b.pkg
 			cmd := exec.Command("go", "build", "-o", dir+"/", pkg)
-			cmd.Dir = root
+			cmd.Dir = filepath.Join(root, b.module)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {
 				fmt.Fprintln(os.Stderr, "build", pkg, err)
