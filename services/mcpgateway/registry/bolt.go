@@ -514,7 +514,7 @@ func (a *boltAuditCursor) next() (string, []byte, bool, error) {
 	case q.Before == "":
 		k, v = c.Last()
 	default:
-		if k, v = c.Seek([]byte(q.Before)); k == nil {
+		if k, _ = c.Seek([]byte(q.Before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev() // the first key at or past Before is outside
