@@ -444,7 +444,7 @@ func registeredMetrics() map[string][]string {
 			continue
 		}
 		var labels []string
-		if l := labelsRE.FindStringSubmatch(s); l != nil && l[1] != "" {
+		if l := labelsRE.FindStringSubmatch(s); len(l) > 1 && l[1] != "" {
 			labels = strings.Split(l[1], ",")
 		}
 		out[name[1]] = labels
