@@ -15,7 +15,8 @@ import (
 	"strings"
 )
 
-// EnvRequireAll, when "1", turns every missing dependency into a failure (make test sets it).
+// EnvRequireAll is the variable that, when "1", turns every missing dependency into a failure
+// (make test sets it).
 const EnvRequireAll = "ZEST_REQUIRE_ALL"
 
 // Variables that point a dependency somewhere else than its default place.

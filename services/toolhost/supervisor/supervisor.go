@@ -33,7 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// Protocol versions: the one offered, and those accepted from a server.
+// OfferedVersion is the MCP version offered to a server (AcceptedVersions, those it may answer).
 const OfferedVersion = "2025-11-25"
 
 // AcceptedVersions are the MCP versions a server may answer with.
