@@ -8,14 +8,17 @@ MAKEFLAGS += --no-print-directory
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.33.0
+GOLANGCI_LINT_VERSION := v2.15.0
 BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
-# Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy docs e2e
+# The Go modules: the product at the root (services, lib, proto, bench, docs, e2e), zestctl
+# (cli/, so cobra stays out of the services) and deploy/ (the manifests' validators: compose-go,
+# kustomize, the Kubernetes types). scripts/etcd, a fourth, is built by `make etcd` alone.
+# docs/decisions.md, "One module for the product"; deploy/boundaries_test.go holds the lines.
+MODULES := . cli deploy
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
-	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost \
-	cli/cmd/zestctl
+	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost
 
 # The version stamped into every binary (-version prints it) and image tag: git's description
 # of the checkout, "dev" outside git.
@@ -30,6 +33,7 @@ help: ## List the targets
 build: ## Build the four service binaries and zestctl into bin/
 	@mkdir -p bin
 	@for s in $(SERVICES); do go build -ldflags "$(GO_LDFLAGS)" -o bin/ ./$$s; done
+	@go -C cli build -ldflags "$(GO_LDFLAGS)" -o $(CURDIR)/bin/ ./cmd/zestctl
 	@ls bin
 
 # Images: one per service from deploy/Dockerfile's targets, tagged $(IMAGE_PREFIX)<target>:$(VERSION)
@@ -53,7 +57,7 @@ run: build peers bubblewrap ## Build and run the whole suite on loopback (Ctrl-C
 	@scripts/run.sh
 
 .PHONY: test
-test: chromium check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, gofmt, unit, end-to-end with a real browser)
+test: chromium check-generate lint breaking unit e2e ## Run every test (generated-code check, buf lint, buf breaking, go vet, golangci-lint, gofmt, unit, end-to-end with a real browser)
 
 # A test that needs an optional dependency (etcd, the npm peers, node, Chromium, bubblewrap,
 # Prometheus, root) says so with lib/testenv's Need, which skips it without one; the test
@@ -63,9 +67,8 @@ ETCD := $(BIN)/etcd
 TEST_ENV := ZEST_ETCD_BIN=$(ETCD) ZEST_REQUIRE_ALL=1
 
 .PHONY: unit
-unit: peers etcd bubblewrap ## Unit tests of every module (and the tool host's module alone, without go.work)
-	@cd services/toolhost && GOWORK=off go build ./... && GOWORK=off go vet ./...
-	@for m in $(MODULES); do [ "$$m" = e2e ] && continue; (cd $$m && $(TEST_ENV) go test -race -count=1 ./...); done
+unit: peers etcd bubblewrap ## Unit tests of every module (all but e2e/, which make e2e runs on the built binaries)
+	@for m in $(MODULES); do $(TEST_ENV) go -C $$m test -race -count=1 $$(go -C $$m list ./... | grep -v '^github.com/zestmcp/zest/e2e\(/\|$$\)'); done
 
 # AREA runs the end-to-end tests of one area only: those of e2e/<AREA>_*_test.go (mcp, admin,
 # console, edge, inference, cluster, security, ops, suite; e2e/suite_test.go lists them).
@@ -92,8 +95,8 @@ CHAOS_RUNS ?= 5
 chaos: build peers etcd ## Run the chaos test (e2e TestChaos) CHAOS_RUNS times in a row (default 5), its figures in the log
 	@cd e2e && ZEST_BIN_DIR=$(CURDIR)/bin $(TEST_ENV) go test -count=$(CHAOS_RUNS) -failfast -v -run '^TestChaos$$' ./...
 
-# etcd's server, built from scripts/etcd: a module of its own (outside go.work, so etcd's
-# dependencies stay out of the workspace) that pins go.etcd.io/etcd/server/v3; `go install
+# etcd's server, built from scripts/etcd: a module of its own (so etcd's server and its
+# dependencies stay out of the product's go.mod and go.sum) that pins go.etcd.io/etcd/server/v3; `go install
 # …@version` refuses etcd's module for its replace directives. Built again only when missing
 # or older than the module's files.
 .PHONY: etcd
@@ -126,7 +129,7 @@ fuzz: ## Run every fuzz target of every module for FUZZTIME each (default 30s), 
 
 .PHONY: vet
 vet: ## go vet every module
-	@for m in $(MODULES); do (cd $$m && go vet ./...); done
+	@for m in $(MODULES); do go -C $$m vet ./...; done
 
 .PHONY: tools
 tools: $(BUF) $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway ## Install pinned buf and protoc plugins
@@ -174,8 +177,20 @@ breaking: tools ## buf breaking (WIRE_JSON) against the committed baseline image
 proto-baseline: tools ## Refresh proto/baseline.binpb after a deliberate breaking change of a contract
 	@$(BUF) build --exclude-source-info -o $(BASELINE)
 
+# golangci-lint, pinned, from the Go module proxy (GitHub's release downloads are not
+# reachable everywhere we build); its linters and why each is on or off: .golangci.yml.
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+$(GOLANGCI_LINT):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	@mv $(BIN)/golangci-lint $@
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## golangci-lint (pinned, installed into .bin/) on every module, linters in .golangci.yml
+	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+
 .PHONY: lint
-lint: lint-proto vet ## buf lint and go vet
+lint: lint-proto vet golangci-lint ## buf lint, go vet, golangci-lint (.golangci.yml) and gofmt
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.'); exit 1; }
 
 .PHONY: clean

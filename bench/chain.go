@@ -231,10 +231,15 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 // startProfiles starts a CPU profile of this process and asks every service's profiler for one;
 // the returned func stops them and waits until all are written.
 func startProfiles(dir, label string, addrs map[string]string) func() {
-	os.MkdirAll(dir, 0o755)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "profiles: %v\n", err)
+	}
 	f, err := os.Create(filepath.Join(dir, label+"-bench.prof"))
 	if err == nil {
-		pprof.StartCPUProfile(f)
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile bench: %v\n", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -253,10 +258,13 @@ func startProfiles(dir, label string, addrs map[string]string) func() {
 			defer resp.Body.Close()
 			out, err := os.Create(filepath.Join(dir, label+"-"+name+".prof"))
 			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
 				return
 			}
 			defer out.Close()
-			io.Copy(out, resp.Body)
+			if _, err := io.Copy(out, resp.Body); err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+			}
 		}()
 	}
 	return func() {

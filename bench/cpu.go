@@ -101,7 +101,11 @@ func ticks(pid int) int64 {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	var u, st int64
-	fmt.Sscan(f[11], &u)
-	fmt.Sscan(f[12], &st)
+	if _, err := fmt.Sscan(f[11], &u); err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return 0
+	}
 	return u + st
 }

@@ -44,7 +44,7 @@ func newLoadClientMethod(method, rawURL string, header http.Header, body string)
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", method, u.RequestURI(), u.Host, len(body))
-	header.Write(&b)
+	_ = header.Write(&b) // into a bytes.Buffer, which cannot fail
 	b.WriteString("\r\n")
 	b.WriteString(body)
 	return &loadClient{addr: u.Host, req: b.Bytes(), conns: make(chan *loadConn, 1024)}, nil
@@ -62,7 +62,7 @@ func (lc *loadClient) do() (int, []byte, error) {
 		}
 		c = &loadConn{c: nc, r: bufio.NewReaderSize(nc, 16<<10)}
 	}
-	c.c.SetDeadline(time.Now().Add(60 * time.Second))
+	_ = c.c.SetDeadline(time.Now().Add(60 * time.Second)) // a conn that refuses it fails the Write below
 	if _, err := c.c.Write(lc.req); err != nil {
 		c.c.Close()
 		return 0, nil, err

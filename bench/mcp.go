@@ -129,7 +129,7 @@ func initSession(url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body) // drained for the connection's reuse; not measured
 	resp.Body.Close()
 	id := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != 200 || id == "" {

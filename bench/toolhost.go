@@ -178,9 +178,12 @@ func startDirect(name string, args ...string) (*directClient, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.w.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
-	c.w.Flush()
+	_, _ = c.w.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n") // bufio keeps the error for Flush
+	err = c.w.Flush()
 	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -214,7 +217,7 @@ func (c *directClient) call(method string, params []byte) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
 	c.mu.Lock()
-	c.w.Write(b.Bytes())
+	_, _ = c.w.Write(b.Bytes()) // bufio keeps the error for Flush, checked below
 	err := c.w.Flush()
 	c.mu.Unlock()
 	if err != nil {

@@ -1,19 +1,15 @@
-// zestctl has a module of its own so that its dependencies (cobra, yaml) stay out of the
-// services' module graphs, and its go.mod out of the way of changes to theirs.
+// zestctl has a module of its own so that its command-line framework (cobra, pflag) is in no
+// go.mod a service can import from (deploy's TestServicesLinkNoCommandLine holds the line).
 module github.com/zestmcp/zest/cli
 
 go 1.26.0
 
-replace (
-	github.com/zestmcp/zest/lib => ../lib
-	github.com/zestmcp/zest/proto => ../proto
-)
+replace github.com/zestmcp/zest => ../
 
 require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
-	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
-	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
+	github.com/zestmcp/zest v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -27,7 +23,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1 // indirect
-	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.1.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.33.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -64,7 +64,8 @@ func assignmentsAfterNew(t *testing.T, path string) []string {
 		if !ok || fn.Body == nil {
 			return true
 		}
-		built := map[*ast.Object]string{} // local variable → the constructor that returned it
+		// local variable → the constructor that returned it
+		built := map[*ast.Object]string{} //nolint:staticcheck // parsed, not type-checked: Objects resolve one function's locals, all this needs
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
 			as, ok := n.(*ast.AssignStmt)
 			if !ok {

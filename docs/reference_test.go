@@ -29,7 +29,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// root is the repository, seen from this module.
+// root is the repository, seen from this package.
 const root = ".."
 
 // The documents whose tables these tests hold to the code, and the heading each table
@@ -444,7 +444,7 @@ func registeredMetrics() map[string][]string {
 			continue
 		}
 		var labels []string
-		if l := labelsRE.FindStringSubmatch(s); l != nil && l[1] != "" {
+		if l := labelsRE.FindStringSubmatch(s); len(l) > 1 && l[1] != "" {
 			labels = strings.Split(l[1], ",")
 		}
 		out[name[1]] = labels
@@ -795,7 +795,7 @@ func TestDocPathsExist(t *testing.T) {
 var fuzzTarget = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 
 // TestFuzzTable holds docs/dev/testing.md's table of fuzz targets to the code: every fuzz
-// target of every module has a row naming it and its package, and every row's target exists.
+// target of every package has a row naming it and its package, and every row's target exists.
 func TestFuzzTable(t *testing.T) {
 	have := map[string]bool{} // "FuzzChatName services/mcpgateway/catalog"
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

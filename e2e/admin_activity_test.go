@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -166,7 +167,7 @@ func TestActivity(t *testing.T) {
 		cmd := exec.Command(filepath.Join(binDir, "zest-mcpgateway"))
 		cmd.Env = append(os.Environ(), "ZEST_DATA_DIR="+t.TempDir(), "ZEST_SERVICE_KEY="+serviceKey, "ZEST_ACTIVITY_SIZE=0")
 		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "ZEST_ACTIVITY_SIZE") {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "ZEST_ACTIVITY_SIZE") {
 			t.Fatalf("exit %v: %s", err, out)
 		}
 	})

@@ -129,8 +129,8 @@ func TestGUI3EditKeepsPolicy(t *testing.T) {
 	registerServer(t, s, guarded)
 	registerServer(t, s, map[string]any{"id": "open", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 
-	st := gui3EditSave(t, s, "guarded", nil)
-	st = gui3EditSave(t, s, "guarded", func(d map[string]string) { d["name"] = "Guarded server" })
+	gui3EditSave(t, s, "guarded", nil)
+	st := gui3EditSave(t, s, "guarded", func(d map[string]string) { d["name"] = "Guarded server" })
 	for k, want := range policy {
 		if got := st[k]; !jsonEqual(got, want) {
 			t.Errorf("after GUI3's saves %s is %v, want %v", k, got, want)

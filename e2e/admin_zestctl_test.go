@@ -439,7 +439,7 @@ func TestZestctlConfigSendsNoKeyElsewhere(t *testing.T) {
 		return srv
 	}
 	unauthorized := func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, `{"error":"Invalid or missing API key"}`, 401)
+		http.Error(w, `{"error":"Invalid or missing API key"}`, http.StatusUnauthorized)
 	}
 	elsewhere := server("elsewhere", unauthorized)
 	beyond := server("beyond", unauthorized)

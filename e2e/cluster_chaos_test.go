@@ -38,18 +38,17 @@ import (
 
 // topology is the running processes of the chaos test.
 type topology struct {
-	t          *testing.T
-	etcd       *etcdtest.Cluster
-	inference  []*service
-	toolhosts  []*service
-	gateways   []*service
-	edges      []*service
-	urls       []string // the edges
-	mgAddrs    []string // the mcpgateways' gRPC addresses
-	thNames    []string
-	marker     string // an argument only this test's stdio children carry (found in /proc)
-	peers      string
-	adminAddrs []string
+	t         *testing.T
+	etcd      *etcdtest.Cluster
+	inference []*service
+	toolhosts []*service
+	gateways  []*service
+	edges     []*service
+	urls      []string // the edges
+	mgAddrs   []string // the mcpgateways' gRPC addresses
+	thNames   []string
+	marker    string // an argument only this test's stdio children carry (found in /proc)
+	peers     string
 }
 
 func startTopology(t *testing.T) *topology {
@@ -117,7 +116,6 @@ type load struct {
 	calls  []call
 	acked  []string // presets whose creation was acknowledged (200)
 	sess   map[string]string
-	n      int
 }
 
 // post sends body to path on the first edge that takes the connection, starting at edge

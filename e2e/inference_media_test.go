@@ -396,7 +396,7 @@ func TestMediaToolsThroughMCPClient(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(images, "e2e", "src.png"), testPNG(t, 20, 20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res = call("lemonade_edit_image", "", map[string]any{"prompt": "night", "image_path": "e2e/src.png",
+	call("lemonade_edit_image", "", map[string]any{"prompt": "night", "image_path": "e2e/src.png",
 		"mask_base64": base64.StdEncoding.EncodeToString(leftMask(t, 20, 20)), "output_path": "e2e/edited.png"})
 	checkEdited(t, testPNG(t, 20, 20), readFile("e2e/edited.png"))
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"image/png"
 	"strings"
 	"testing"
@@ -99,7 +100,8 @@ func TestOpenAIGoSDK(t *testing.T) {
 }
 
 func asAPIError(err error, target **openai.Error) bool {
-	e, ok := err.(*openai.Error)
+	var e *openai.Error
+	ok := errors.As(err, &e)
 	if ok {
 		*target = e
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -59,7 +60,7 @@ func TestPresetEndpoint(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("sdk client: %v\n%s\n%s\nmcpgateway:\n%s", err, out, stderr, s.Logs("zest-mcpgateway"))
@@ -133,7 +134,7 @@ func TestPresetEndpoint(t *testing.T) {
 
 	t.Run("mcp-go's client at 2025-11-25", func(t *testing.T) {
 		c, err := mcpclient.NewStreamableHttpClient(presetURL(s, "mix"), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}),
-			transport.WithContinuousListening())
+			transport.WithContinuousListening()) //nolint:staticcheck // the session era's GET stream, which this subtest drives
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
 	}
 	// With no key set, the run makes an admin key and prints the console's link with it.
 	link := regexp.MustCompile(`Console: (http://\S+/)#key=([0-9a-f]{32})`).FindStringSubmatch(waitLine("Console: "))
-	if link == nil || link[1] != "http://"+edge+"/" {
+	if len(link) != 3 || link[1] != "http://"+edge+"/" {
 		t.Fatalf("no console link with a key: %q", seen.String())
 	}
 	if r := do(t, "GET", link[1], ""); r.Status != 200 || !strings.Contains(string(r.Body), "Zest console") {
@@ -103,8 +103,9 @@ func TestRunScriptStopsEverythingOnCtrlC(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run.sh did not exit after Ctrl-C")
 	}
-	pids := regexp.MustCompile(`\d+`).FindAllString(stopping[strings.Index(stopping, "pids"):], -1)
-	if len(pids) != 4 {
+	_, after, ok := strings.Cut(stopping, "pids")
+	pids := regexp.MustCompile(`\d+`).FindAllString(after, -1)
+	if !ok || len(pids) != 4 {
 		t.Fatalf("want four service pids in %q", stopping)
 	}
 	for _, p := range pids {

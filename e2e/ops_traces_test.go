@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -175,7 +176,7 @@ func TestTracingSettingsRefusedAtStartup(t *testing.T) {
 			cmd.Env = append(os.Environ(), "ZEST_DATA_DIR="+t.TempDir(), "ZEST_SERVICE_KEY="+serviceKey,
 				"OTEL_SDK_DISABLED=", "OTEL_TRACES_EXPORTER=", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", tc.env)
 			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
 				t.Errorf("%s with %s: exit %v: %s", svc, tc.env, err, out)
 			}
 		}

@@ -44,7 +44,11 @@ var binDir string
 // serviceKey is ZEST_SERVICE_KEY of every suite: the tool host takes no other credential.
 const serviceKey = "e2e-service-key-0123456789abcdef"
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+
+// runSuite runs the tests and returns their exit code, after its deferred calls (the
+// binaries' temporary directory) have run: os.Exit would skip them.
+func runSuite(m *testing.M) int {
 	binDir = os.Getenv("ZEST_BIN_DIR")
 	if binDir == "" {
 		// Build the binaries when the test runs on its own (make e2e passes ZEST_BIN_DIR).
@@ -54,14 +58,19 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		root := repoRoot()
-		for _, pkg := range []string{"./gateway/cmd/zest-gateway", "./services/inference/cmd/zest-inference",
-			"./services/mcpgateway/cmd/zest-mcpgateway", "./services/toolhost/cmd/zest-toolhost", "./cli/cmd/zestctl"} {
+		// Each from its module's directory: zestctl's is cli/ (docs/decisions.md).
+		for _, b := range []struct{ module, pkg string }{
+			{".", "./gateway/cmd/zest-gateway"}, {".", "./services/inference/cmd/zest-inference"},
+			{".", "./services/mcpgateway/cmd/zest-mcpgateway"}, {".", "./services/toolhost/cmd/zest-toolhost"},
+			{"cli", "./cmd/zestctl"},
+		} {
+			pkg := b.pkg
 			cmd := exec.Command("go", "build", "-o", dir+"/", pkg)
-			cmd.Dir = root
+			cmd.Dir = filepath.Join(root, b.module)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {
 				fmt.Fprintln(os.Stderr, "build", pkg, err)
-				os.Exit(1)
+				return 1
 			}
 		}
 		binDir = dir
@@ -71,7 +80,7 @@ func TestMain(m *testing.M) {
 	// its tool hosts keep servers as root (the default runs them as nobody: TestUnsandboxedServer
 	// CannotReadTheToolHost, which sets it back).
 	os.Setenv("ZEST_TOOLHOST_SERVER_UID", "0")
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 // Suite is one running copy of Zest.

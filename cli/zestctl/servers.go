@@ -224,7 +224,7 @@ func (a *app) readInput(jsonText, file string) ([]byte, error) {
 		}
 		return []byte(jsonText), nil
 	case file != "":
-		var r io.Reader = a.stdin
+		r := a.stdin
 		if file != "-" {
 			fh, err := os.Open(file)
 			if err != nil {

@@ -203,11 +203,13 @@ func (a *API) pull(w http.ResponseWriter, r *http.Request) {
 	}
 	if !streamed || !subscribe {
 		last := first
-		for ev := first; ; {
-			last = ev
-			if ev, err = stream.Recv(); err != nil {
+		for {
+			ev, rerr := stream.Recv()
+			if rerr != nil {
+				err = rerr
 				break
 			}
+			last = ev
 		}
 		if !errors.Is(err, io.EOF) {
 			writeModelStatus(w, err)

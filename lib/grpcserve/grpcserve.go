@@ -275,7 +275,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		s.GRPC.Stop()
 		<-done
 	}
-	<-errc
+	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
 	s.log.Info("grpc stopped")
 	return nil
 }

@@ -178,7 +178,8 @@ func ParseGLB(b []byte) (*GLB, error) {
 		}
 		out.BIN = chunks[1]
 	}
-	return out, out.check()
+	err := out.check() // before out is read: Go leaves the order of a return's operands open
+	return out, err
 }
 
 func (g *GLB) check() error {

@@ -34,10 +34,10 @@ const (
 )
 
 var (
-	// ErrUnknown: no call of that id is parked here (it ended, its park passed, or another
+	// ErrUnknown means no call of that id is parked here (it ended, its park passed, or another
 	// process parked it).
 	ErrUnknown = errors.New("no parked call of that id")
-	// ErrResumed: the call is being served to another caller already.
+	// ErrResumed means the call is being served to another caller already.
 	ErrResumed = errors.New("the call is being resumed already")
 )
 

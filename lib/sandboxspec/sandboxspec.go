@@ -44,7 +44,9 @@ var ErrBadSandbox = errors.New("invalid sandbox")
 // errors do, which name the field first for the admin form) and it is an ErrBadSandbox.
 type FieldError string
 
-func (e FieldError) Error() string        { return string(e) }
+func (e FieldError) Error() string { return string(e) }
+
+// Is makes every FieldError an ErrBadSandbox for errors.Is.
 func (e FieldError) Is(target error) bool { return target == ErrBadSandbox }
 
 // Check validates the fields of sb whatever enabled says, so that a wrong config is refused

@@ -175,7 +175,7 @@ func Main(name string, cfg Config, run func(ctx context.Context, log *slog.Logge
 		log.Error("service failed", "err", err)
 		stop()
 		stopTracing()
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the deferred calls are made just above, in their order
 	}
 	log.Info("service stopped")
 }

@@ -8,14 +8,15 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
-// EnvRequireAll, when "1", turns every missing dependency into a failure (make test sets it).
+// EnvRequireAll is the variable that, when "1", turns every missing dependency into a failure
+// (make test sets it).
 const EnvRequireAll = "ZEST_REQUIRE_ALL"
 
 // Variables that point a dependency somewhere else than its default place.
@@ -90,23 +91,41 @@ func Need(t TB, dep Dep, why string) string {
 // required reports whether a missing dependency fails a test (ZEST_REQUIRE_ALL=1).
 func required() bool { return os.Getenv(EnvRequireAll) == "1" }
 
+// ModulePath is the product's module, declared by the go.mod at the repository's root.
+const ModulePath = "github.com/zestmcp/zest"
+
 // RepoRoot is the repository's root: the nearest directory at or above the working directory
-// that holds go.work (a test runs in its package's directory, somewhere below it).
+// whose go.mod declares ModulePath (a test runs in its package's directory, somewhere below
+// it; cli/ and deploy/ hold modules of their own, which this walk passes by).
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+		if isProductModule(filepath.Join(dir, "go.mod")) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.work at or above the working directory: run the test inside the repository")
+			return "", fmt.Errorf("no go.mod declaring module %s at or above the working directory: run the test inside the repository", ModulePath)
 		}
 		dir = parent
 	}
+}
+
+// isProductModule reports whether the go.mod at path declares ModulePath.
+func isProductModule(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == ModulePath
+		}
+	}
+	return false
 }
 
 func lookPath(name string) func() (string, error) {

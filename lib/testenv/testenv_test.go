@@ -72,15 +72,18 @@ func TestEtcdBin(t *testing.T) {
 	}
 }
 
-// TestRepoRoot: the root holds go.work and this package lies below it.
+// TestRepoRoot: the root holds the product's go.mod and this package lies below it.
 func TestRepoRoot(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil || !strings.HasPrefix(wd, root+string(filepath.Separator)) {
-		t.Fatalf("root %s for %s: %v", root, wd, err)
+	if !isProductModule(filepath.Join(root, "go.mod")) || !strings.HasPrefix(wd, root+string(filepath.Separator)) {
+		t.Fatalf("root %s for %s: want the directory of %s's go.mod above it", root, wd, ModulePath)
+	}
+	if isProductModule(filepath.Join(root, "cli", "go.mod")) {
+		t.Fatalf("cli/go.mod taken for %s's", ModulePath)
 	}
 }
 

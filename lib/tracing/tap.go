@@ -91,7 +91,7 @@ func OTLPJSON(s sdktrace.ReadOnlySpan, extra ...attribute.KeyValue) map[string]a
 		case attribute.FLOAT64:
 			v = map[string]any{"doubleValue": kv.Value.AsFloat64()}
 		default:
-			v = map[string]any{"stringValue": kv.Value.Emit()}
+			v = map[string]any{"stringValue": kv.Value.String()}
 		}
 		attrs = append(attrs, map[string]any{"key": string(kv.Key), "value": v})
 	}

@@ -10,6 +10,7 @@
 package waitfor
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -40,7 +41,7 @@ func Poll(limit time.Duration, f func() error) (time.Duration, error) {
 		if err == nil {
 			return took, nil
 		}
-		if s, ok := err.(stopped); ok {
+		if s := (stopped{}); errors.As(err, &s) {
 			return took, s.err
 		}
 		if took > limit {

@@ -98,7 +98,23 @@ func TestStopEndsTheWait(t *testing.T) {
 			}
 			return errors.New("not yet")
 		})
-		if err != errGone || calls != 3 || took > 10*time.Millisecond {
+		if err != errGone || calls != 3 || took > 10*time.Millisecond { //nolint:errorlint // the reason itself, unwrapped, is what Poll returns
+			t.Fatalf("Poll: %v after %d calls and %v", err, calls, took)
+		}
+	})
+}
+
+// TestWrappedStopEndsTheWait: a Stop that the condition wraps with its context still ends the
+// wait at once.
+func TestWrappedStopEndsTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errGone := errors.New("the process exited")
+		calls := 0
+		took, err := Poll(time.Minute, func() error {
+			calls++
+			return fmt.Errorf("probe: %w", Stop(errGone))
+		})
+		if err != errGone || calls != 1 || took > 10*time.Millisecond { //nolint:errorlint // the reason itself, unwrapped, is what Poll returns
 			t.Fatalf("Poll: %v after %d calls and %v", err, calls, took)
 		}
 	})

@@ -58,7 +58,7 @@ func main() {
 	defer stop()
 	if err := server.NewStdioServer(s).Listen(ctx, os.Stdin, out); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "conformancefixture:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the deferred stop only unregisters the signals; exiting does that too
 	}
 }
 
@@ -177,7 +177,7 @@ func (f fixture) tools() {
 			ask := mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}}
 			ask.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(req.GetString("prompt", ""))}}
 			ask.MaxTokens = 100
-			res, err := f.s.RequestSampling(ctx, ask)
+			res, err := f.s.RequestSampling(ctx, ask) //nolint:staticcheck // the session era's sampling, which this fixture serves
 			if err != nil {
 				return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
 			}
@@ -352,7 +352,7 @@ func (f fixture) inputRequired() {
 		ask := mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}}
 		ask.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}}
 		ask.MaxTokens = maxTokens
-		res, err := f.s.RequestSampling(ctx, ask)
+		res, err := f.s.RequestSampling(ctx, ask) //nolint:staticcheck // the session era's sampling, which this fixture serves
 		if err != nil {
 			return "", err
 		}

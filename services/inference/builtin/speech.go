@@ -30,7 +30,8 @@ const (
 	// ToneSeconds is how long builtin-tts sounds one character at speed 1.
 	ToneSeconds = 0.08
 	// MinSpeed and MaxSpeed bound speed, as OpenAI's.
-	MinSpeed, MaxSpeed = 0.25, 4.0
+	MinSpeed = 0.25
+	MaxSpeed = 4.0
 	// DefaultAudioSeconds and MaxAudioSeconds bound builtin-audio's clips.
 	DefaultAudioSeconds = 5.0
 	MaxAudioSeconds     = 120.0

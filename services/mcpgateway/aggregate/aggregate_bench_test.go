@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -32,7 +31,7 @@ func BenchmarkPreset(b *testing.B) {
 		req := &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", SessionId: fed, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)}
 		for b.Loop() {
 			if _, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "alpha echo: x") {
-				b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+				b.Fatalf("%q %v", msgs, err)
 			}
 		}
 	})
@@ -49,7 +48,7 @@ func BenchmarkPreset(b *testing.B) {
 			for b.Loop() {
 				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
 				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) || !strings.Contains(string(msgs[0]), `"resultType":"complete"`) {
-					b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+					b.Fatalf("%q %v", msgs, err)
 				}
 			}
 		})
@@ -64,7 +63,7 @@ func BenchmarkPreset(b *testing.B) {
 			for b.Loop() {
 				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
 				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) {
-					b.Fatal(fmt.Sprintf("%q %v", msgs, err))
+					b.Fatalf("%q %v", msgs, err)
 				}
 			}
 		})

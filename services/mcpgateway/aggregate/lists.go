@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -158,7 +159,7 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 		return tools, "", err
 	}
 	raws, next, err := c.h.upstreamPage(ctx, p, k, cursor)
-	if err == errNotDeclared {
+	if errors.Is(err, errNotDeclared) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -223,7 +224,7 @@ func (c *call) all(ctx context.Context, p provider, k kind) ([]json.RawMessage, 
 	cursor := ""
 	for range maxPages {
 		page, next, err := c.h.upstreamPage(ctx, p, k, cursor)
-		if err == errNotDeclared {
+		if errors.Is(err, errNotDeclared) {
 			return out, nil
 		}
 		if err != nil {

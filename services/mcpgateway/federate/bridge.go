@@ -54,7 +54,7 @@ func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredErr
 		st.Refs[key] = r.Ref
 		q := map[string]any{"method": r.Method}
 		if len(r.Params) > 0 && string(r.Params) != "null" {
-			q["params"] = json.RawMessage(r.Params)
+			q["params"] = r.Params
 		}
 		requests[key] = q
 	}

@@ -67,7 +67,7 @@ func (c *call) hooks(params json.RawMessage) upstream.Hooks {
 func (c *call) relay(req upstream.ServerRequest) {
 	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": c.h.sessions.SignRelay(c.sessionID, c.cfg.GetId(), req.Ref), "method": req.Method}
 	if p := req.Params; len(p) > 0 && string(p) != "null" {
-		msg["params"] = json.RawMessage(p)
+		msg["params"] = p
 	}
 	b, err := json.Marshal(msg)
 	if err != nil {

@@ -348,7 +348,7 @@ func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte,
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(params, &p)
-		cctx := context.WithValue(h.srv.WithContext(ctx, sess), requestIDKey{}, json.RawMessage(env.ID))
+		cctx := context.WithValue(h.srv.WithContext(ctx, sess), requestIDKey{}, env.ID)
 		res, err := h.tools.Invoke(cctx, &toolcall.Call{Entry: toolcall.EntryMCP,
 			Server: serverconfig.LemonadeProvider, Tool: p.Name, Params: params})
 		out = h.toolAnswer(ctx, env.ID, p.Name, res, err)

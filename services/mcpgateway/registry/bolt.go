@@ -14,6 +14,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -112,7 +113,7 @@ func Open(path string) (*Bolt, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("registry %s is locked by another process (is another mcpgateway running on it?): %w", path, err)
 		}
 		return nil, fmt.Errorf("open registry %s: %w", path, err)
@@ -514,7 +515,7 @@ func (a *boltAuditCursor) next() (string, []byte, bool, error) {
 	case q.Before == "":
 		k, v = c.Last()
 	default:
-		if k, v = c.Seek([]byte(q.Before)); k == nil {
+		if k, _ = c.Seek([]byte(q.Before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev() // the first key at or past Before is outside

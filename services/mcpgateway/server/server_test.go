@@ -180,5 +180,6 @@ func parseEnv(env map[string]string) (Config, error) {
 	if err := envflag.Parse(fs, nil, func(k string) string { return env[k] }); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	err := cfg.Validate() // before cfg is read: Go leaves the order of a return's operands open
+	return cfg, err
 }

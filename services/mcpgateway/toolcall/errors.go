@@ -13,7 +13,7 @@ import (
 // The refusals of the chain. Each entry point words them for its caller in one place (its
 // errors.go or its rendering of an answer); the texts here are for people and models alike.
 
-// UnknownServerError: the call names no server its caller may reach through its entry point:
+// UnknownServerError means the call names no server its caller may reach through its entry point:
 // not registered, disabled, or hidden (expose false) from a caller without the admin key. The
 // three read alike. It is a registry.ErrNotFound for errors.Is.
 type UnknownServerError struct{ ID string }

@@ -70,7 +70,7 @@ func mrtrServer(t *testing.T, serve func(*server.MCPServer) http.Handler) (*Mana
 		}
 	})
 	srv.AddTool(mcp.NewTool("legacy_sample"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r, err := srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: ask})
+		r, err := srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: ask}) //nolint:staticcheck // the session era's sampling, which this test bridges
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}

@@ -158,7 +158,7 @@ func (s *httpSession) connect(ctx context.Context) error {
 		// The GET stream carries what the server sends outside a request, such as
 		// notifications/tools/list_changed (and, from mcp-go, sampling/createMessage); a
 		// server without one answers 405 and is not asked again.
-		transport.WithContinuousListening())...)
+		transport.WithContinuousListening())...) //nolint:staticcheck // session-era servers still have the GET stream (2026-07-28 removed it; modern.go serves that era)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
 	}

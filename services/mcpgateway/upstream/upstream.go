@@ -614,7 +614,7 @@ func (m *Manager) Test(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (Inf
 	if err != nil {
 		return Info{}, nil, err
 	}
-	defer s.close(context.WithoutCancel(ctx)) //nolint:errcheck // best effort
+	defer s.close(context.WithoutCancel(ctx)) // best effort
 	tools, err := s.tools(ctx, false)
 	return s.info(), tools, err
 }

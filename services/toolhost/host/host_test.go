@@ -90,7 +90,8 @@ func call(ctx context.Context, c toolhostv1.ToolHostServiceClient, id, tool stri
 		return nil, fmt.Errorf("JSON-RPC %d: %s", e.GetCode(), e.GetMessage())
 	}
 	var m map[string]any
-	return m, json.Unmarshal(r.GetResult(), &m)
+	err = json.Unmarshal(r.GetResult(), &m) // before m is read: Go leaves the order of a return's operands open
+	return m, err
 }
 
 func text(m map[string]any) string {

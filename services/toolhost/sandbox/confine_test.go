@@ -48,12 +48,11 @@ func TestMain(m *testing.M) {
 			os.Exit(sandbox.ForwardMain(os.Args[2:]))
 		}
 	}
-	code, err := setup()
-	if err != nil {
+	if _, err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code = m.Run()
+	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

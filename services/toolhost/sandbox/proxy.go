@@ -272,7 +272,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, f *refusal) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(f.status)
-	io.WriteString(w, f.text+"\n") //nolint:errcheck
+	io.WriteString(w, f.text+"\n") //nolint:errcheck // a client that went away cannot be told
 }
 
 // take bounds concurrent tunnels and requests.

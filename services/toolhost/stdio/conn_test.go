@@ -231,7 +231,7 @@ func TestRequestsFromTheChild(t *testing.T) {
 func TestInFlightBound(t *testing.T) {
 	c := start(t, func(o *Options) { o.MaxInFlight = 2 })
 	for range 2 {
-		go c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil) //nolint:errcheck // cancelled at cleanup
+		go c.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"hang"}`), nil) // cancelled at cleanup
 	}
 	waitfor.True(t, 10*time.Second, "2 calls in flight", func() bool { return c.InFlight() == 2 })
 	if _, err := callTool(t, c, t.Context(), "echo", map[string]any{"message": "x"}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "limit 2") {

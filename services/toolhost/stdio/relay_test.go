@@ -101,7 +101,7 @@ func TestRelayNotAttributableWithTwoCallsInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	other := &relayed{}
-	go c.CallWith(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`), other.hooks(MethodSampling)) //nolint:errcheck // cancelled below
+	go c.CallWith(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`), other.hooks(MethodSampling)) // cancelled below
 	waitfor.True(t, 10*time.Second, "1 call in flight", func() bool { return c.InFlight() == 1 })
 	r := &relayed{}
 	res, err := c.CallWith(t.Context(), "tools/call", askTool(MethodSampling, 1), r.hooks(MethodSampling))

@@ -33,7 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// Protocol versions: the one offered, and those accepted from a server.
+// OfferedVersion is the MCP version offered to a server (AcceptedVersions, those it may answer).
 const OfferedVersion = "2025-11-25"
 
 // AcceptedVersions are the MCP versions a server may answer with.
@@ -395,10 +395,9 @@ func (srv *server) run(ctx context.Context, l *launch, spec *toolhostv1.ServerSp
 		if conn != nil {
 			defer conn.Stop() //nolint:errcheck // outside the lock
 		}
-		conn, err = nil, fmt.Errorf("%w while it started", ErrStopped)
+		err = fmt.Errorf("%w while it started", ErrStopped)
 	case err == nil && srv.conn != conn: // exited between the handshake and now
 		err = fmt.Errorf("%w: %w", ErrHandshake, conn.Err())
-		conn = nil
 	}
 	if err != nil && !stopped && plan != nil {
 		if hidden := plan.Hidden(append([]string{spec.GetWorkingDir()}, spec.GetArgs()...)); len(hidden) > 0 {
