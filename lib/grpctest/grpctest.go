@@ -1,5 +1,5 @@
 // Package grpctest starts gRPC servers for tests: on 127.0.0.1, stopped and closed when the
-// test ends.
+// test ends; and counts the stream workers a server keeps (WorkersStartedBy).
 package grpctest
 
 import (
