@@ -466,7 +466,7 @@ func openAudit(tx *bolt.Tx) error {
 // BoltMaxAuditBatch is the most audit entries one bbolt transaction writes. A transaction's
 // commit (its pages written, then fdatasync) costs CPU whatever it holds, so the trail's
 // writer, which batches what arrives within audit.FlushEvery, spends less per entry in
-// bigger ones: 6.5–7.1 µs of CPU an entry in batches of 100, 3.7–4.2 in batches of 1,000
+// bigger ones: 6.0–7.9 µs of CPU an entry in batches of 100, 2.9–4.2 in batches of 1,000
 // (BenchmarkAppendBatch in package audit). 1,000 entries are ~300 KB, ~3 MB with details.
 const BoltMaxAuditBatch = 1000
 
