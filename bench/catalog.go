@@ -103,7 +103,7 @@ func benchCatalog(binDir, _ string, warm, dur time.Duration) error {
 		if err := get(); err != nil { // fail before measuring when the catalog is wrong
 			return err
 		}
-		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("catalog-%d", n)}
+		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("catalog-%d", n), window: dur}
 		e := runObserved(1, warm, dur, get, obs)
 		obs.report(1, e.calls)
 		g := run(1, warm, dur, list)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,7 +217,7 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println("| concurrency | calls/s | p50 | p99 | errors | RSS edge / mcpgateway / toolhost |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, conc := range []int{1, 8, 64} {
-		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("chain-c%d", conc)}
+		obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("chain-c%d", conc), window: dur}
 		r := runObserved(conc, warm, dur, call, obs)
 		obs.report(conc, r.calls)
 		e, _ := rssKB(s.pids["zest-gateway"])
@@ -229,8 +230,10 @@ func benchChain(binDir, peers string, warm, dur time.Duration) error {
 }
 
 // startProfiles starts a CPU profile of this process and asks every service's profiler for one;
-// the returned func stops them and waits until all are written.
-func startProfiles(dir, label string, addrs map[string]string) func() {
+// the returned func stops them and waits until all are written. A service profiles for window
+// (whole seconds, at least one), which should end with the caller's measured window.
+func startProfiles(dir, label string, addrs map[string]string, window time.Duration) func() {
+	seconds := max(1, int((window+time.Second-1)/time.Second))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "profiles: %v\n", err)
 	}
@@ -249,7 +252,7 @@ func startProfiles(dir, label string, addrs map[string]string) func() {
 			defer wg.Done()
 			// The server profiles until its seconds pass or the request is cancelled; cancelling
 			// loses the profile, so ask for a window that ends with ours and wait for it.
-			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/debug/pprof/profile?seconds=3", nil)
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/debug/pprof/profile?seconds="+strconv.Itoa(seconds), nil)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)

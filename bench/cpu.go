@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // cpuObserver measures, over the measured window, the CPU of each root process, of its
@@ -16,6 +17,7 @@ type cpuObserver struct {
 	roots         map[string]int    // process name → pid
 	profiles      map[string]string // process name → pprof address
 	label         string
+	window        time.Duration // the measured window: the length of each process's profile
 	before, after map[string]int64
 	stopProf      func()
 }
@@ -39,7 +41,7 @@ func (o *cpuObserver) sample() map[string]int64 {
 
 func (o *cpuObserver) begin() {
 	if dir := os.Getenv("ZEST_BENCH_PROFILE"); dir != "" && len(o.profiles) > 0 {
-		o.stopProf = startProfiles(dir, o.label, o.profiles)
+		o.stopProf = startProfiles(dir, o.label, o.profiles, o.window)
 	}
 	o.before = o.sample()
 }

@@ -98,6 +98,15 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 		{name: "mcp-go v1.2.1 one-process proxy", roots: map[string]int{"mcp-go proxy": mg.pid()}, open: httpSessions(mg.url, nil)},
 	}
 
+	targets, concs := pickTargets(targets, os.Getenv("ZEST_BENCH_TARGETS")), []int{1, 8, 64}
+	if v := os.Getenv("ZEST_BENCH_CONCURRENCY"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 1 {
+			return fmt.Errorf("ZEST_BENCH_CONCURRENCY=%q: want one concurrency, a positive integer such as 64", v)
+		}
+		concs = []int{c}
+	}
+
 	fmt.Println("### federation: `echo` on server-everything through MCP Streamable HTTP proxies")
 	fmt.Println()
 	fmt.Println("Each client opens its own session (initialize + notifications/initialized), then sends")
@@ -108,7 +117,7 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Println("| target | concurrency | calls/s | p50 | p99 | errors | Zest ÷ target (calls/s) | processes, RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var cpuRows []string
-	for _, conc := range []int{1, 8, 64} {
+	for _, conc := range concs {
 		results := make([]result, len(targets))
 		trees := make([]string, len(targets))
 		zest := 0
@@ -123,7 +132,7 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 			trees[i] = treeSummary(t.roots)
 			obs := &cpuObserver{roots: t.roots}
 			if t.zest {
-				obs.profiles, obs.label = s.profiles, fmt.Sprintf("federation-c%d", conc)
+				obs.profiles, obs.label, obs.window = s.profiles, fmt.Sprintf("federation-c%d", conc), dur
 			}
 			results[i] = runEach(warm, dur, fs, obs)
 			closeAll()
@@ -149,6 +158,9 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 		fmt.Println()
 	}
 
+	if os.Getenv("ZEST_BENCH_TARGETS") != "" {
+		return nil // a chosen few targets: the A/B loop of a CPU cut, without the memory point
+	}
 	// 1,000 federated sessions held open: every service's RSS before and after.
 	before := map[string]int{}
 	for name, pid := range s.pids {
@@ -170,6 +182,24 @@ func benchFederation(binDir, peers string, warm, dur time.Duration) error {
 	fmt.Printf("| all | | | %+.1f MB (%.1f KB a session) |\n\n", float64(total)/1024, float64(total)/n)
 	closeAll()
 	return nil
+}
+
+// pickTargets keeps the targets whose name contains one of the comma-separated words of only
+// (case-insensitive; "zest,mcp-go" keeps Zest and the mcp-go proxy), or all when only is empty.
+func pickTargets(all []fedTarget, only string) []fedTarget {
+	if only == "" {
+		return all
+	}
+	var out []fedTarget
+	for _, t := range all {
+		for _, w := range strings.Split(only, ",") {
+			if w = strings.TrimSpace(w); w != "" && strings.Contains(strings.ToLower(t.name), strings.ToLower(w)) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // httpSessions opens n MCP sessions on url, each with its own load client (its own

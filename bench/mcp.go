@@ -87,7 +87,7 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, rq := range []struct{ name, body string }{{"tools/list", list}, {"tools/call lemonade_list_models", call}} {
 		for _, conc := range []int{1, 8, 64} {
-			obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("mcp-%s-c%d", strings.Fields(rq.name)[0][6:], conc)}
+			obs := &cpuObserver{roots: s.pids, profiles: s.profiles, label: fmt.Sprintf("mcp-%s-c%d", strings.Fields(rq.name)[0][6:], conc), window: dur}
 			e := runObserved(conc, warm, dur, post(rq.body), obs)
 			obs.report(conc, e.calls)
 			d := run(conc, warm, dur, direct(rq.body))

@@ -44,6 +44,11 @@ type Options struct {
 	// MaxMessageBytes bounds each message received or sent; 0 means
 	// grpcdial.DefaultMaxMessageBytes. A larger message fails its own call only.
 	MaxMessageBytes int
+	// StreamWorkers is how many goroutines are kept to run calls; 0 means StreamWorkers, at
+	// least 8 per CPU. A service whose calls are fewer at once keeps fewer (the tool host's
+	// host.StreamWorkers): gRPC hands a call to the worker idle the longest, and a worker idle
+	// through a garbage collection has had its stack halved and grows it again.
+	StreamWorkers int
 	// ServerOptions are added to the grpc.Server.
 	ServerOptions []grpc.ServerOption
 }
@@ -64,7 +69,8 @@ type Server struct {
 // service ends its long-lived streams on it (a stream so ended is logged as expected).
 func (s *Server) Draining() <-chan struct{} { return s.draining }
 
-// StreamWorkers is the least number of goroutines kept to run calls.
+// StreamWorkers is the least number of goroutines kept to run calls unless
+// Options.StreamWorkers says otherwise.
 const StreamWorkers = 256
 
 // New builds a Server. Register services on s.GRPC before Serve.
@@ -77,6 +83,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = grpcdial.DefaultMaxMessageBytes
+	}
+	if o.StreamWorkers <= 0 {
+		o.StreamWorkers = max(StreamWorkers, 8*runtime.NumCPU())
 	}
 	rec := recoverer{log: o.Logger}
 	draining := make(chan struct{})
@@ -97,7 +106,7 @@ func New(o Options) *Server {
 		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a
 		// small call growing its stack. gRPC starts a goroutine for a call when every worker
 		// is busy, so this bounds nothing; an idle worker is a parked goroutine of a few KiB.
-		grpc.NumStreamWorkers(uint32(max(StreamWorkers, 8*runtime.NumCPU()))),
+		grpc.NumStreamWorkers(uint32(o.StreamWorkers)),
 		// Clients (lib/grpcdial) ping a silent connection every KeepaliveTime to find a
 		// vanished peer; gRPC's default policy would close a connection pinged more often
 		// than every 5 minutes.

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/logging"
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/lib/waitfor"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -161,5 +164,25 @@ func TestUnavailableIsExpectedOnlyWhileDraining(t *testing.T) {
 	f.logged(t.Context(), "/x/Y", status.Error(codes.Unavailable, "gone"), time.Now())
 	if l := level(); l != "INFO" {
 		t.Fatalf("draining: level %v", l)
+	}
+}
+
+// TestStreamWorkers: a server keeps StreamWorkers goroutines to run calls (at least 8 per
+// CPU), or as many as Options.StreamWorkers says, and they end with the server.
+func TestStreamWorkers(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, max(StreamWorkers, 8*runtime.NumCPU())}, {5, 5}} {
+		got, left := make(chan int, 1), make(chan func() int, 1)
+		go func() { // a goroutine of its own, so that its workers are told from any others
+			id := grpctest.GoroutineID()
+			s := New(Options{StreamWorkers: tc.set})
+			got <- grpctest.WorkersStartedBy(id)
+			s.GRPC.Stop()
+			left <- func() int { return grpctest.WorkersStartedBy(id) }
+		}()
+		if n := <-got; n != tc.want {
+			t.Errorf("StreamWorkers %d: %d workers, want %d", tc.set, n, tc.want)
+		}
+		count := <-left
+		waitfor.True(t, 5*time.Second, "the workers to end with the server", func() bool { return count() == 0 })
 	}
 }

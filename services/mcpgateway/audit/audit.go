@@ -11,8 +11,9 @@
 //
 // Appending is on the hot path of every tool call, so a call never waits for the registry:
 // an entry goes into a bounded queue (QueueSize) without blocking, and one goroutine writes
-// the queue in batches (at most MaxBatch entries, one registry transaction each, at least
-// every FlushEvery), and flushes what is left on Close. An entry that finds the queue full is
+// the queue in batches (at most what one transaction of the registry holds, its
+// MaxAuditBatch, one transaction each, at least every FlushEvery), and flushes what is left on
+// Close. An entry that finds the queue full is
 // dropped and counted (Stats, and ListAuditResponse.dropped), and logged at most once a
 // minute; an entry whose write failed is counted as failed.
 package audit
@@ -68,9 +69,6 @@ const (
 	// bytes each. The trims' own entries are bounded by it too, apart from both: a replica
 	// writes at most one per TrimEvery.
 	DefaultMaxAdminEntries = 100000
-	// MaxBatch is the most entries one registry write holds (under etcd's default
-	// --max-txn-ops of 128).
-	MaxBatch = 100
 	// FlushEvery is the longest an entry waits in the queue before its batch is written.
 	FlushEvery = 100 * time.Millisecond
 	// QueueSize is how many entries wait at most; past it entries are dropped and counted.
@@ -270,7 +268,8 @@ func (l *Log) run() {
 	trim := time.NewTicker(l.cfg.TrimEvery)
 	defer trim.Stop()
 	l.trim()
-	batch := make([]*mcpgatewayv1.AuditEntry, 0, MaxBatch)
+	maxBatch := max(1, l.store.MaxAuditBatch())
+	batch := make([]*mcpgatewayv1.AuditEntry, 0, maxBatch)
 	flush := func() {
 		if len(batch) > 0 {
 			l.write(batch)
@@ -284,7 +283,7 @@ func (l *Log) run() {
 		case e := <-l.q:
 			batch = append(batch, e)
 			switch {
-			case len(batch) >= MaxBatch:
+			case len(batch) >= maxBatch:
 				if timer != nil {
 					timer.Stop()
 				}
@@ -307,7 +306,7 @@ func (l *Log) run() {
 			for {
 				select {
 				case e := <-l.q:
-					if batch = append(batch, e); len(batch) >= MaxBatch {
+					if batch = append(batch, e); len(batch) >= maxBatch {
 						flush()
 					}
 				default:

@@ -25,6 +25,9 @@ type AuditLog interface {
 	// from its Time (RFC 3339; now when it does not parse), moved on by a nanosecond when this
 	// writer already used that instant: the ids of one writer grow in the order it appends.
 	AppendAudit(ctx context.Context, entries []*mcpgatewayv1.AuditEntry) error
+	// MaxAuditBatch is the most entries one AppendAudit takes: what one transaction of the
+	// store holds (BoltMaxAuditBatch, EtcdMaxAuditBatch).
+	MaxAuditBatch() int
 	// ListAudit calls fn with the entries q selects, of every kind's space merged in id order
 	// (newest first unless q.Ascending), until fn returns false or none is left.
 	ListAudit(ctx context.Context, q AuditQuery, fn func(*mcpgatewayv1.AuditEntry) bool) error

@@ -121,6 +121,22 @@ func runAuditContract(t *testing.T, open func(t *testing.T) Registry) {
 		}
 	})
 
+	t.Run("AuditFullBatch", func(t *testing.T) {
+		// The most entries the store says one write takes, in one write: every one kept.
+		a := open(t).(AuditLog)
+		now := time.Now().Truncate(time.Millisecond)
+		batch := make([]*mcpgatewayv1.AuditEntry, a.MaxAuditBatch())
+		for i := range batch {
+			batch[i] = auditEntry(now.Add(time.Duration(i)*time.Millisecond), "tool", fmt.Sprintf("s%d", i), "w")
+		}
+		if err := a.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatalf("a batch of MaxAuditBatch (%d) entries: %v", len(batch), err)
+		}
+		if got := listAudit(t, a, AuditQuery{}, 0); len(got) != len(batch) {
+			t.Fatalf("%d entries listed, want %d", len(got), len(batch))
+		}
+	})
+
 	t.Run("AuditTrim", func(t *testing.T) {
 		a := open(t).(AuditLog)
 		ctx, now := t.Context(), time.Now().Truncate(time.Millisecond)

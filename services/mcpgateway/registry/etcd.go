@@ -783,8 +783,15 @@ func (e *Etcd) splitAudit(ctx context.Context) error {
 	})
 }
 
-// AppendAudit implements AuditLog: one transaction for the batch (etcd's --max-txn-ops, 128 by
-// default, bounds a batch: package audit writes at most audit.MaxBatch).
+// EtcdMaxAuditBatch is the most audit entries one etcd transaction writes: one operation
+// each, under etcd's --max-txn-ops (128 by default).
+const EtcdMaxAuditBatch = 100
+
+// MaxAuditBatch implements AuditLog.
+func (e *Etcd) MaxAuditBatch() int { return EtcdMaxAuditBatch }
+
+// AppendAudit implements AuditLog: one transaction for the batch (at most EtcdMaxAuditBatch
+// entries).
 func (e *Etcd) AppendAudit(ctx context.Context, entries []*mcpgatewayv1.AuditEntry) error {
 	e.audit.assign(entries)
 	ops := make([]clientv3.Op, 0, len(entries))

@@ -93,6 +93,15 @@ type Config struct {
 	ShimPath string
 }
 
+// StreamWorkers is how many goroutines the tool host keeps to run gRPC calls (gRPC starts one
+// for a call that finds them all busy). Not the 256 of the other services: gRPC hands each
+// call to the worker idle the longest, so 256 workers take turns, and with the tool host's
+// garbage collector at Go's GOGC=100 (for its 30 MB RSS) each one has had its stack halved
+// by a collection since its last call and grows it again: 6–12 % of the tool host's CPU at
+// concurrency 64, 1–5 % with 64 workers, which cost it 6–8 µs a call less
+// (docs/dev/benchmarks.md, "CPU per call, measured again").
+const StreamWorkers = 64
+
 // DefaultMetricsAddr is where the tool host serves GET /metrics unless
 // ZEST_TOOLHOST_METRICS_ADDR says otherwise.
 const DefaultMetricsAddr = "127.0.0.1:13322"
@@ -238,7 +247,8 @@ func New(cfg Config, log *slog.Logger) *Host {
 	if cfg.Keys.Service == "" {
 		log.Warn("the service key is not set (ZEST_SERVICE_KEY or ZEST_SERVICE_KEY_FILE): every ToolHostService call is refused until it is (set the same key for mcpgateway)")
 	}
-	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes})
+	h.srv = grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
+		StreamWorkers: StreamWorkers})
 	h.srv.RegisterService(&toolhostv1.ToolHostService_ServiceDesc, h)
 	return h
 }

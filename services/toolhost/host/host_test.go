@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/testenv"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 	"google.golang.org/grpc/codes"
@@ -267,5 +270,22 @@ func TestDescribe(t *testing.T) {
 	if _, err := c.Stop(t.Context(), &toolhostv1.StopRequest{Id: "a", DrainMs: 300001}); status.Code(err) != codes.InvalidArgument ||
 		!strings.Contains(err.Error(), "drain_ms 300001: want 0 to 300000") {
 		t.Fatalf("drain beyond the limit: %v", err)
+	}
+}
+
+// TestStreamWorkers: the tool host keeps StreamWorkers goroutines to run calls, fewer than
+// the other services' grpcserve.StreamWorkers (see StreamWorkers for why).
+func TestStreamWorkers(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Keys.Service = testServiceKey
+	got := make(chan int, 1)
+	go func() { // a goroutine of its own, so that its workers are told from any others
+		id := grpctest.GoroutineID()
+		h := New(cfg, slog.New(slog.DiscardHandler))
+		got <- grpctest.WorkersStartedBy(id)
+		h.srv.GRPC.Stop()
+	}()
+	if n := <-got; n != StreamWorkers || n >= grpcserve.StreamWorkers {
+		t.Fatalf("%d workers, want StreamWorkers (%d), fewer than grpcserve's %d", n, StreamWorkers, grpcserve.StreamWorkers)
 	}
 }
