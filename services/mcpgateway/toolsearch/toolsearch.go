@@ -121,9 +121,11 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		query = query[:MaxQueryBytes]
 	}
 	limit := max(opts.Limit, 1)
-	scores := map[int]float64{}
+	scores := make([]float64, len(ix.docs)) // a slice, not a map: a search touches many of 500 tools
+	var touched []int
 	n := float64(len(ix.docs))
-	for t, w := range queryTerms(query) {
+	for _, qt := range queryTerms(query) {
+		t, w := qt.term, qt.w
 		ps := ix.postings[t]
 		if len(ps) == 0 {
 			continue
@@ -131,11 +133,15 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
 			norm := p.tf + k1*(1-b+b*ix.docLen[p.doc]/ix.avgLen)
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
 			scores[p.doc] += w * idf * p.tf * (k1 + 1) / norm
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
-	for i, s := range scores {
+	hits := make([]Hit, 0, len(touched))
+	for _, i := range touched {
+		s := scores[i]
 		d := &ix.docs[i]
 		if opts.Allow != nil && !opts.Allow(d) {
 			continue
@@ -168,18 +174,30 @@ func leadSentence(desc string) (lead, rest string) {
 	return desc, ""
 }
 
-// queryTerms is the query's terms, each weighing 1, and their synonyms not in the query,
-// each weighing weightSynonym.
-func queryTerms(query string) map[string]float64 {
-	out := map[string]float64{}
+// weighted is a query term and its weight.
+type weighted struct {
+	term string
+	w    float64
+}
+
+// queryTerms is the query's terms, each once and weighing 1, then their synonyms not in the
+// query, each weighing weightSynonym: in a fixed order, so that a score's sum is the same in
+// every search.
+func queryTerms(query string) []weighted {
+	var out []weighted
+	seen := map[string]bool{}
 	terms := Terms(query)
 	for _, t := range terms {
-		out[t] = 1
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, weighted{t, 1})
+		}
 	}
 	for _, t := range terms {
 		for _, s := range synonyms[t] {
-			if _, ok := out[s]; !ok {
-				out[s] = weightSynonym
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, weighted{s, weightSynonym})
 			}
 		}
 	}
