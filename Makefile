@@ -226,5 +226,5 @@ bubblewrap: ## Install Debian's bubblewrap (bwrap) for the sandboxed stdio serve
 	@scripts/ensure-apt.sh bwrap bubblewrap
 
 .PHONY: bench
-bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service); markdown tables
+bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service) and tool search over 578 real tools; markdown tables
 	@cd bench && ZEST_ETCD_BIN=$(ETCD) go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

@@ -46,3 +46,24 @@ func TestRecallOnRealCatalog(t *testing.T) {
 		t.Errorf("recall@5 = %.3f (%d of %d), want at least %.2f", ev.All.R5(), ev.All.At5, ev.All.Queries, minRecallAt5)
 	}
 }
+
+// BenchmarkSearchRealCatalog is one search's own time on the 578 real tools, the query set in
+// turn (bench's toolsearch scenario measures it at C=64).
+func BenchmarkSearchRealCatalog(b *testing.B) {
+	cat, err := searcheval.LoadCatalog(catalogPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qs, err := searcheval.LoadQueries(queriesPath, cat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix := toolsearch.Build(searcheval.Docs(cat))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q := qs[i%len(qs)]
+		ix.Search(q.Query, q.Options(5))
+		i++
+	}
+}
