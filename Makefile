@@ -205,6 +205,11 @@ $(PEERS): scripts/peers/package.json scripts/peers/package-lock.json
 .PHONY: peers
 peers: $(PEERS) ## Install the npm MCP peers (servers, SDK, conformance) from the lockfile
 
+.PHONY: tool-catalog
+tool-catalog: peers ## Harvest bench/testdata/tool-catalog.json (the tool-search benchmark's catalog) from the real npm MCP servers of scripts/peers/harvest (~1.5 GB installed there; make test needs none of it)
+	@cd scripts/peers/harvest && npm ci --no-audit --no-fund --ignore-scripts --silent
+	@scripts/peers/node_modules/.bin/node scripts/peers/harvest-tools.mjs
+
 # The browser tests' npm side, pinned: axe-core (its axe.min.js is injected into the page under
 # test), the MCP TypeScript SDK v2 client and esbuild, which bundles the client for a page.
 # --ignore-scripts: none of them needs an install script (esbuild's binary comes as
@@ -236,5 +241,5 @@ bubblewrap: ## Install Debian's bubblewrap (bwrap) for the sandboxed stdio serve
 	@scripts/ensure-apt.sh bwrap bubblewrap
 
 .PHONY: bench
-bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service); markdown tables
+bench: build peers etcd ## Benchmarks on real processes (tool host, tool-call chain, /mcp, streaming chat, federation against peers, tool catalog at 10/30/100 servers, 1 and 2 of each service) and tool search over 578 real tools; markdown tables
 	@cd bench && ZEST_ETCD_BIN=$(ETCD) go run . -bin $(CURDIR)/bin -peers $(CURDIR)/scripts/peers/node_modules

@@ -21,6 +21,10 @@
 //	catalog:  `GET /internal/mcp/tools` and AdminService.ListTools with 10, 30 and 100
 //	          connected stdio servers of 13 tools each (the bench binary as a light fixture
 //	          server): latency, bytes, RSS.
+//	toolsearch: issue 25's tool search over 500 real tools' definitions (testdata/tool-catalog.json,
+//	          harvested from npm MCP servers): index build time, recall@1/@5 on
+//	          testdata/tool-queries.json, search p50/p99 at C=64, and the tokens of tools/list
+//	          with and without search. In process: no binaries.
 package main
 
 import (
@@ -63,13 +67,13 @@ func main() {
 	peers := flag.String("peers", "scripts/peers/node_modules", "installed npm peers")
 	dur := flag.Duration("duration", 3*time.Second, "measuring time per point")
 	warm := flag.Duration("warmup", 500*time.Millisecond, "warm-up time per point")
-	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog, scale, audit or limits")
+	flag.String("only", "", "run one scenario: toolhost, chain, mcp, stream, federation, catalog, scale, audit, limits or toolsearch")
 	flag.Parse()
 	only := flag.Lookup("only").Value.String()
 	for _, sc := range []struct {
 		name string
 		run  func(string, string, time.Duration, time.Duration) error
-	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}, {"audit", benchAudit}, {"limits", benchLimits}} {
+	}{{"toolhost", benchToolhost}, {"chain", benchChain}, {"mcp", benchMCP}, {"stream", benchStream}, {"federation", benchFederation}, {"catalog", benchCatalog}, {"scale", benchScale}, {"audit", benchAudit}, {"limits", benchLimits}, {"toolsearch", benchToolsearch}} {
 		if only != "" && only != sc.name {
 			continue
 		}

@@ -36,10 +36,13 @@ type Param struct {
 // The fields' weights, and BM25's parameters.
 const (
 	weightName      = 3.0
+	weightServer    = 1.5
 	weightTitle     = 2.0
 	weightParamName = 1.0
-	weightDesc      = 1.0
+	weightLead      = 1.0 // the description's first sentence
+	weightDesc      = 0.5
 	weightParamDesc = 0.5
+	weightSynonym   = 0.5 // a query word's synonym, against the word itself
 	k1              = 1.2
 	b               = 0.75
 	// MaxQueryBytes bounds the query a search reads; longer ones are cut.
@@ -73,8 +76,11 @@ func Build(docs []Doc) *Index {
 			}
 		}
 		add(d.Name, weightName)
+		add(d.Server, weightServer)
 		add(d.Title, weightTitle)
-		add(d.Description, weightDesc)
+		lead, rest := leadSentence(d.Description)
+		add(lead, weightLead)
+		add(rest, weightDesc)
 		for _, p := range d.Params {
 			add(p.Name, weightParamName)
 			add(p.Description, weightParamDesc)
@@ -115,14 +121,11 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		query = query[:MaxQueryBytes]
 	}
 	limit := max(opts.Limit, 1)
-	scores := map[int]float64{}
+	scores := make([]float64, len(ix.docs)) // a slice, not a map: a search touches many of 500 tools
+	var touched []int
 	n := float64(len(ix.docs))
-	seen := map[string]bool{}
-	for _, t := range Terms(query) {
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
+	for _, qt := range queryTerms(query) {
+		t, w := qt.term, qt.w
 		ps := ix.postings[t]
 		if len(ps) == 0 {
 			continue
@@ -130,11 +133,15 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
 			norm := p.tf + k1*(1-b+b*ix.docLen[p.doc]/ix.avgLen)
-			scores[p.doc] += idf * p.tf * (k1 + 1) / norm
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			scores[p.doc] += w * idf * p.tf * (k1 + 1) / norm
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
-	for i, s := range scores {
+	hits := make([]Hit, 0, len(touched))
+	for _, i := range touched {
+		s := scores[i]
 		d := &ix.docs[i]
 		if opts.Allow != nil && !opts.Allow(d) {
 			continue
@@ -156,6 +163,106 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 	return hits
 }
 
+// leadSentence splits a description after its first sentence: the sentence that says what
+// the tool does, before usage notes, warnings and examples.
+func leadSentence(desc string) (lead, rest string) {
+	for i := 0; i+1 < len(desc); i++ {
+		if (desc[i] == '.' || desc[i] == '\n') && (desc[i+1] == ' ' || desc[i+1] == '\n') {
+			return desc[:i+1], desc[i+1:]
+		}
+	}
+	return desc, ""
+}
+
+// weighted is a query term and its weight.
+type weighted struct {
+	term string
+	w    float64
+}
+
+// queryTerms is the query's terms, each once and weighing 1, then their synonyms not in the
+// query, each weighing weightSynonym: in a fixed order, so that a score's sum is the same in
+// every search.
+func queryTerms(query string) []weighted {
+	var out []weighted
+	seen := map[string]bool{}
+	terms := Terms(query)
+	for _, t := range terms {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, weighted{t, 1})
+		}
+	}
+	for _, t := range terms {
+		for _, s := range synonyms[t] {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, weighted{s, weightSynonym})
+			}
+		}
+	}
+	return out
+}
+
+// synonymGroups are words a person asking for a tool and the tool's author often use for the
+// same thing: common verbs of software, and common names of the things tools act on. They are
+// general vocabulary, kept small, and never written for one query or one tool; a query's word
+// also searches its group's other words at weightSynonym.
+var synonymGroups = [][]string{
+	{"create", "make", "new", "add"},
+	{"delete", "remove", "drop", "erase", "forget"},
+	{"list", "show", "display", "enumerate"},
+	{"get", "fetch", "retrieve", "read", "view"},
+	{"search", "find", "lookup", "query", "locate"},
+	{"update", "change", "modify", "edit", "set"},
+	{"write", "save", "store", "put", "upsert", "insert"},
+	{"run", "execute", "launch", "start", "trigger"},
+	{"stop", "kill", "terminate", "end", "halt"},
+	{"move", "rename"},
+	{"copy", "clone", "duplicate", "fork"},
+	{"folder", "directory", "dir"},
+	{"picture", "photo", "image", "screenshot"},
+	{"program", "process", "app"},
+	{"bug", "issue", "ticket", "problem"},
+	{"web", "internet", "online"},
+	{"webpage", "page", "website", "site", "url", "article"},
+	{"field", "property", "attribute", "column", "schema", "mapping"},
+	{"comment", "note", "reply"},
+	{"message", "post", "chat"},
+	{"people", "user", "member", "person"},
+	{"repo", "repository", "project"},
+	{"remember", "memory", "knowledge"},
+	{"size", "space", "bytes"},
+	{"history", "log", "logs"},
+	{"type", "fill", "enter", "input"},
+	{"draw", "plot", "chart", "graph", "visualize", "visualise", "diagram"},
+	{"mongo", "mongodb"},
+	{"kubernetes", "k8s", "kubectl", "cluster"},
+	{"postgres", "postgresql"},
+	{"error", "exception", "crash", "failure"},
+	{"download", "scrape", "extract"},
+	{"order", "sort", "rank", "rerank"},
+}
+
+// synonyms maps a term to the other terms of its groups (as Terms makes them).
+var synonyms = func() map[string][]string {
+	m := map[string][]string{}
+	for _, g := range synonymGroups {
+		var terms []string
+		for _, w := range g {
+			terms = append(terms, Terms(w)...)
+		}
+		for _, t := range terms {
+			for _, u := range terms {
+				if u != t && !slices.Contains(m[t], u) {
+					m[t] = append(m[t], u)
+				}
+			}
+		}
+	}
+	return m
+}()
+
 // stopWords are dropped from documents and queries alike: they say nothing of a tool.
 var stopWords = map[string]bool{
 	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "by": true,
@@ -165,6 +272,13 @@ var stopWords = map[string]bool{
 	"there": true, "this": true, "to": true, "tool": true, "use": true, "using": true, "want": true,
 	"was": true, "we": true, "what": true, "when": true, "which": true, "will": true, "with": true,
 	"you": true, "your": true, "mcp": true,
+	// question and filler words of a request in plain words
+	"how": true, "who": true, "where": true, "why": true, "whose": true, "some": true, "any": true,
+	"each": true, "every": true, "our": true, "us": true, "have": true, "has": true, "had": true,
+	"does": true, "did": true, "just": true, "about": true, "these": true, "those": true,
+	"am": true, "been": true, "were": true, "would": true, "could": true, "should": true,
+	"let": true, "like": true, "yet": true, "very": true, "much": true, "also": true,
+	"anywhere": true, "somewhere": true, "something": true, "someone": true, "else": true,
 }
 
 // Terms splits text into the index's terms: words lower-cased, split at anything not a

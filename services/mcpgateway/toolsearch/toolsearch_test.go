@@ -112,3 +112,55 @@ func FuzzTerms(f *testing.F) {
 		Build([]Doc{{Key: "k", Name: s, Description: s}}).Search(s, Options{Limit: 3})
 	})
 }
+
+func TestServerNameIsSearched(t *testing.T) {
+	ix := Build([]Doc{
+		{Key: "a_search", Server: "slack", Name: "search", Description: "Search by title."},
+		{Key: "b_search", Server: "notion", Name: "search", Description: "Search by title."},
+	})
+	if got := keys(ix.Search("search notion", Options{Limit: 2})); len(got) == 0 || got[0] != "b_search" {
+		t.Fatalf("the server's name did not count: %v", got)
+	}
+}
+
+func TestSynonymsReachTheToolsWords(t *testing.T) {
+	ix := Build([]Doc{
+		{Key: "create_directory", Server: "fs", Name: "create_directory", Description: "Create a new directory."},
+		{Key: "read_file", Server: "fs", Name: "read_file", Description: "Read a file."},
+		{Key: "remove_item", Server: "x", Name: "remove_item", Description: "Remove an item."},
+		{Key: "delete_item", Server: "x", Name: "delete_item", Description: "Delete an item."},
+	})
+	if got := keys(ix.Search("make a folder", Options{Limit: 2})); len(got) == 0 || got[0] != "create_directory" {
+		t.Errorf("make a folder: %v", got)
+	}
+	// A synonym finds a tool, below the tool that has the query's own word.
+	if got := keys(ix.Search("delete", Options{Limit: 3})); !slices.Equal(got, []string{"delete_item", "remove_item"}) {
+		t.Errorf("delete: %v", got)
+	}
+	for t1, group := range synonymGroups {
+		for _, w := range group {
+			if len(Terms(w)) != 1 {
+				t.Errorf("synonym group %d: %q is no single term (%q)", t1, w, Terms(w))
+			}
+		}
+	}
+}
+
+func TestLeadSentenceWeighsMore(t *testing.T) {
+	ix := Build([]Doc{
+		{Key: "a", Name: "one", Description: "Shows the weather. Notes: never pass a city code."},
+		{Key: "b", Name: "two", Description: "Finds a city code. Notes: never pass the weather."},
+	})
+	if got := keys(ix.Search("weather", Options{Limit: 2})); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("weather: %v", got)
+	}
+	if got := keys(ix.Search("city code", Options{Limit: 2})); !slices.Equal(got, []string{"b", "a"}) {
+		t.Errorf("city code: %v", got)
+	}
+	if lead, rest := leadSentence("One. Two.\nThree"); lead != "One." || rest != " Two.\nThree" {
+		t.Errorf("leadSentence: %q %q", lead, rest)
+	}
+	if lead, rest := leadSentence("v1.2 is out"); lead != "v1.2 is out" || rest != "" {
+		t.Errorf("leadSentence without an end: %q %q", lead, rest)
+	}
+}

@@ -1,0 +1,69 @@
+package toolsearch_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch/searcheval"
+)
+
+// The benchmark's catalog and query set (bench/testdata): 500 real tools' definitions and the
+// natural-language requests written from their purposes.
+var (
+	catalogPath = filepath.Join("..", "..", "..", "bench", "testdata", "tool-catalog.json")
+	queriesPath = filepath.Join("..", "..", "..", "bench", "testdata", "tool-queries.json")
+)
+
+const (
+	// minRecallAt5 is the share of the query set whose expected tool BM25 alone must find
+	// among the first five. Issue 25's acceptance asks 0.9; this ranking measures 0.845 on the
+	// whole set (0.776 on the held-out third, docs/dev/benchmarks.md), and this floor keeps it
+	// from slipping while the rest is open (docs/decisions.md).
+	minRecallAt5 = 0.84
+	catalogSize  = 500 // the issue's preset of 500 tools
+	minQueries   = 100
+)
+
+func TestRecallOnRealCatalog(t *testing.T) {
+	cat, err := searcheval.LoadCatalog(catalogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := searcheval.LoadQueries(queriesPath, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Tools) < catalogSize || len(qs) < minQueries {
+		t.Fatalf("%d tools and %d queries, want at least %d and %d", len(cat.Tools), len(qs), catalogSize, minQueries)
+	}
+	ev := searcheval.Evaluate(toolsearch.Build(searcheval.Docs(cat)), qs)
+	t.Logf("recall@1 %.3f recall@5 %.3f (held-out third: @1 %.3f @5 %.3f)", ev.All.R1(), ev.All.R5(), ev.HeldOut.R1(), ev.HeldOut.R5())
+	if ev.All.R5() < minRecallAt5 {
+		for _, m := range ev.Misses {
+			t.Logf("missed %q: want %v, got %v", m.Query.Query, m.Query.Expect, m.Got)
+		}
+		t.Errorf("recall@5 = %.3f (%d of %d), want at least %.2f", ev.All.R5(), ev.All.At5, ev.All.Queries, minRecallAt5)
+	}
+}
+
+// BenchmarkSearchRealCatalog is one search's own time on the 578 real tools, the query set in
+// turn (bench's toolsearch scenario measures it at C=64).
+func BenchmarkSearchRealCatalog(b *testing.B) {
+	cat, err := searcheval.LoadCatalog(catalogPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qs, err := searcheval.LoadQueries(queriesPath, cat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix := toolsearch.Build(searcheval.Docs(cat))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q := qs[i%len(qs)]
+		ix.Search(q.Query, q.Options(5))
+		i++
+	}
+}
