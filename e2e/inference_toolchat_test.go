@@ -91,7 +91,7 @@ func TestChatWithMCPTools(t *testing.T) {
 			t.Fatalf("the output was not cut whole: %.300s", r.Body)
 		}
 		// The streaming form carries the 512-byte preview, cut the same way.
-		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), "Content-Type: application/json")
+		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"zest_events":true,"model"`, 1), "Content-Type: application/json")
 		if stream.Status != 200 || !strings.Contains(string(stream.Body), "[DONE]") {
 			t.Fatalf("stream: %d %.300s", stream.Status, stream.Body)
 		}
@@ -136,18 +136,25 @@ func TestChatWithMCPTools(t *testing.T) {
 		if err != nil || res.Choices[0].Message.Content != "The tool returned: via the sdk" {
 			t.Fatalf("%v %+v", err, res)
 		}
-		stream := client.Chat.Completions.NewStreaming(t.Context(), params, option.WithJSONSet("preset", "helper"))
-		acc := openai.ChatCompletionAccumulator{}
-		events := 0
-		for stream.Next() {
-			ch := stream.Current()
-			if strings.Contains(ch.RawJSON(), `"zest_event"`) {
-				events++
+		// The tool loop's events come only to a client that asks with zest_events.
+		for ask, want := range map[bool]int{false: 0, true: 2} {
+			opts := []option.RequestOption{option.WithJSONSet("preset", "helper")}
+			if ask {
+				opts = append(opts, option.WithJSONSet("zest_events", true))
 			}
-			acc.AddChunk(ch)
-		}
-		if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != 2 {
-			t.Fatalf("stream: %v %q, %d tool events", err, acc.Choices[0].Message.Content, events)
+			stream := client.Chat.Completions.NewStreaming(t.Context(), params, opts...)
+			acc := openai.ChatCompletionAccumulator{}
+			events := 0
+			for stream.Next() {
+				ch := stream.Current()
+				if strings.Contains(ch.RawJSON(), `"zest_event"`) {
+					events++
+				}
+				acc.AddChunk(ch)
+			}
+			if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != want {
+				t.Fatalf("stream (zest_events %v): %v %q, %d tool events", ask, err, acc.Choices[0].Message.Content, events)
+			}
 		}
 	})
 }
