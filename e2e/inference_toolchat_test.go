@@ -109,6 +109,19 @@ func TestChatWithMCPTools(t *testing.T) {
 			t.Fatalf("tool_result preview (%d bytes): %q", len(preview), preview)
 		}
 	})
+	t.Run("mcp_server_ids narrow a preset, and cannot widen it", func(t *testing.T) {
+		a, r := chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo"],"tool_choice":{"type":"function","function":{"name":"mcp_echo__echo"}},
+			"messages":[{"role":"user","content":"{\"text\":\"narrowed\"}"}]}`)
+		if r.Status != 200 || a.Choices[0].Message.Content != "The tool returned: narrowed" {
+			t.Fatalf("narrowed: %d %s", r.Status, r.Body)
+		}
+		// lemonade_list_models is not offered once the preset is narrowed to echo.
+		_, r = chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo"],"tool_choice":{"type":"function","function":{"name":"lemonade_list_models"}},
+			"messages":[{"role":"user","content":"x"}]}`)
+		wantError(t, r, 400, "tool_choice", `tool_choice names function "lemonade_list_models", which this chat does not offer: it offers mcp_echo__echo`)
+		_, r = chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo","a"],"messages":[{"role":"user","content":"x"}]}`)
+		wantError(t, r, 400, "mcp_server_ids", `mcp_server_ids names "a", which preset "helper" does not select (it selects echo, everything, lemonade)`)
+	})
 	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {
 		r := admin(t, s, "POST", "/presets", `{"id":"ghostly","mcp_server_ids":["ghost","lemonade"]}`)
 		if r.Status != 400 || !strings.Contains(errMessage(t, r), `"ghost", which is not a registered server`) {

@@ -83,9 +83,10 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 // writeStatus writes an inference error in OpenAI's shape with the status of the one table
 // (httpstatus): the type is authentication_error for a 401, invalid_request_error for another
 // refusal (4xx; a NotFound names the model), api_error for a failure (5xx); an unreachable
-// inference service is named as such. A call its client cancelled is not answered.
+// inference service is named as such; a refusal whose BadRequest detail names a field names it
+// in error.param. A call its client cancelled is not answered.
 func writeStatus(w http.ResponseWriter, err error) {
-	writeStatusParam(w, err, "")
+	writeStatusParam(w, err, httpstatus.BadField(status.Convert(err)))
 }
 
 // writeStatusParam is writeStatus naming param as the field a refusal is about (NotFound names

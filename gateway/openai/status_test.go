@@ -12,13 +12,13 @@ import (
 )
 
 // TestErrorsAnswerTheTable: every gRPC code of the inference service is answered on the
-// OpenAI routes (chat, models, media) with the one table's status (httpstatus), in OpenAI's
+// OpenAI routes (chat, models, media: writeStatus) with the one table's status (httpstatus), in OpenAI's
 // shape: api_error for a failure, authentication_error for a 401, requests for a 429 (with
 // Retry-After), invalid_request_error for another refusal; a call its client cancelled is not
 // answered.
 func TestErrorsAnswerTheTable(t *testing.T) {
 	for name, write := range map[string]func(http.ResponseWriter, error){
-		"writeStatus": writeStatus, "writeModelStatus": writeModelStatus, "writeMediaStatus": writeMediaStatus,
+		"writeStatus": writeStatus, "writeModelStatus": writeModelStatus,
 	} {
 		for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
 			w := httptest.NewRecorder()

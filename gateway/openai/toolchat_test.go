@@ -13,7 +13,10 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -21,6 +24,7 @@ import (
 type fakeChat struct {
 	mcpgatewayv1.UnimplementedChatServiceServer
 	items []*mcpgatewayv1.ChatResponse
+	err   error // the answer instead of items
 	mu    sync.Mutex
 	reqs  []*mcpgatewayv1.ChatRequest
 }
@@ -29,6 +33,9 @@ func (f *fakeChat) Chat(req *mcpgatewayv1.ChatRequest, s mcpgatewayv1.ChatServic
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
 	for _, it := range f.items {
 		if err := s.Send(it); err != nil {
 			return err
@@ -186,5 +193,21 @@ func TestToolChatRefusesBadFieldsByName(t *testing.T) {
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("%d refused requests reached ChatService", n)
+	}
+}
+
+// TestToolChatRefusalNamesItsField: a refusal of the tool loop that names its field (a
+// BadRequest detail) is answered with that field in error.param.
+func TestToolChatRefusalNamesItsField(t *testing.T) {
+	url, f := newToolChatEdge(t)
+	st, err := status.New(codes.InvalidArgument, "tool_choice names function \"x\", which this chat does not offer").
+		WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "tool_choice"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.err = st.Err()
+	msg, param := openAIError(t, postJSON(t, url+"chat/completions", `{"mcp_server_ids":["echo"],"messages":[{"role":"user","content":"hi"}]}`), http.StatusBadRequest)
+	if param != "tool_choice" || !strings.Contains(msg, "does not offer") {
+		t.Fatalf("param %v, message %q", param, msg)
 	}
 }
