@@ -52,7 +52,9 @@ func toStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, registry.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, upstream.ErrDisabled), errors.Is(err, upstream.ErrNotConnected):
+	case errors.Is(err, upstream.ErrDisabled):
+		return serverDisabled(err)
+	case errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
 		code = codes.Unavailable
@@ -77,6 +79,27 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 		Metadata: map[string]string{"server_id": e.ServerID, "tool": e.Tool, "field": e.Field, "pattern": e.Pattern},
 	})
 	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// serverDisabled is a connect or call of a disabled server: FailedPrecondition with an
+// ErrorInfo (SERVER_DISABLED) that the edge answers 409, a state of the server's
+// configuration rather than a failure of the server (502).
+func serverDisabled(err error) error {
+	st := status.New(codes.FailedPrecondition, err.Error())
+	md := map[string]string{}
+	var d *upstream.DisabledError
+	if errors.As(err, &d) {
+		md["server_id"] = d.ID
+	}
+	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED.String(),
+		Domain:   errorDomain,
+		Metadata: md,
+	})
+	if derr != nil {
 		return st.Err()
 	}
 	return withInfo.Err()

@@ -192,7 +192,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 // the connect goes on, bounded by the server's timeout, when a caller stops waiting.
 func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
 	if !cfg.GetEnabled() {
-		return fmt.Errorf("%w: %q is disabled; enable it to connect", ErrDisabled, cfg.GetId())
+		return &DisabledError{ID: cfg.GetId()}
 	}
 	host, err := m.place(ctx, cfg)
 	c := m.get(cfg.GetId())
