@@ -118,7 +118,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 			return g.CORS(key(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	api, mcpAPI := guarded(g.APIKey, openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
+	// A key refused on the OpenAI routes is answered in OpenAI's shape (its SDKs read it).
+	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
 	// The edge's own settings (lemond.go) take the admin key once one is set.
 	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 

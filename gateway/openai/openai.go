@@ -73,11 +73,19 @@ func writeError(w http.ResponseWriter, code int, typ, param, msg string) {
 	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
 }
 
-// WriteError writes OpenAI's error shape as invalid_request_error with no param: these
-// routes' writer for the answers the edge gives in their place (a body over the limit, no
-// route, a body that timed out).
+// WriteError writes OpenAI's error shape with no param: these routes' writer for the answers
+// the edge gives in their place (a body over the limit, no route, a body that timed out, a key
+// refused). A 401 is authentication_error with code invalid_api_key and a 429 OpenAI's
+// rate-limit error, as OpenAI answers them; anything else is invalid_request_error.
 func WriteError(w http.ResponseWriter, code int, msg string) {
-	writeError(w, code, "invalid_request_error", "", msg)
+	switch code {
+	case http.StatusUnauthorized:
+		httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "authentication_error", "param": nil, "code": "invalid_api_key"}})
+	case http.StatusTooManyRequests:
+		WriteLimited(w, msg)
+	default:
+		writeError(w, code, "invalid_request_error", "", msg)
+	}
 }
 
 // writeStatus writes an inference error in OpenAI's shape with the status of the one table

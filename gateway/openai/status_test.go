@@ -56,3 +56,27 @@ func TestErrorsAnswerTheTable(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteErrorIsOpenAIs: the answers the edge gives in these routes' place are OpenAI's: a
+// key refused is authentication_error with code invalid_api_key, a throttled caller OpenAI's
+// rate-limit error, anything else invalid_request_error.
+func TestWriteErrorIsOpenAIs(t *testing.T) {
+	for code, want := range map[int][2]string{
+		http.StatusUnauthorized:    {"authentication_error", "invalid_api_key"},
+		http.StatusTooManyRequests: {"requests", "rate_limit_exceeded"},
+		http.StatusNotFound:        {"invalid_request_error", ""},
+	} {
+		w := httptest.NewRecorder()
+		WriteError(w, code, "refused")
+		var body struct {
+			Error struct {
+				Type, Message string
+				Code          *string
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != code || body.Error.Type != want[0] || body.Error.Message != "refused" ||
+			(want[1] == "") != (body.Error.Code == nil) || (body.Error.Code != nil && *body.Error.Code != want[1]) {
+			t.Errorf("%d: %d %s", code, w.Code, w.Body)
+		}
+	}
+}
