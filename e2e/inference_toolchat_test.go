@@ -122,6 +122,16 @@ func TestChatWithMCPTools(t *testing.T) {
 		_, r = chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo","a"],"messages":[{"role":"user","content":"x"}]}`)
 		wantError(t, r, 400, "mcp_server_ids", `mcp_server_ids names "a", which preset "helper" does not select (it selects echo, everything, lemonade)`)
 	})
+	t.Run("a preset naming an unknown model is refused at save", func(t *testing.T) {
+		r := admin(t, s, "POST", "/presets", `{"id":"ghostmodel","model":"nope-llm","mcp_server_ids":["lemonade"]}`)
+		if r.Status != 400 || r.JSON(t)["error"].(map[string]any)["param"] != "model" ||
+			!strings.Contains(errMessage(t, r), `model "nope-llm" is not known: GET /api/v1/models lists the models`) {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if r := admin(t, s, "GET", "/presets/ghostmodel", ""); r.Status != 404 {
+			t.Fatalf("saved: %d %s", r.Status, r.Body)
+		}
+	})
 	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {
 		r := admin(t, s, "POST", "/presets", `{"id":"ghostly","mcp_server_ids":["ghost","lemonade"]}`)
 		if r.Status != 400 || !strings.Contains(errMessage(t, r), `"ghost", which is not a registered server`) {

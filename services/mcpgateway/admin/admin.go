@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
@@ -47,12 +48,20 @@ type Service struct {
 	changes *follow.Replica
 	// approvals lists and decides the tool calls that wait for approval (nil: none are held).
 	approvals *approval.Gate
+	// models checks a preset's model when it is saved (nil: not checked).
+	models inferencev1.InferenceServiceClient
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
 
 // Option configures a Service.
 type Option func(*Service)
+
+// WithModels is the inference service a preset's model is checked against when it is saved
+// (without it, a preset may name any model).
+func WithModels(infer inferencev1.InferenceServiceClient) Option {
+	return func(s *Service) { s.models = infer }
+}
 
 // WithAudit is the audit trail ListAudit and ExportAudit read (without it, or nil, the trail
 // is off). Its interceptor records the admin changes; the activity feeds it the tool calls.
