@@ -252,3 +252,33 @@ func TestToolhostRestartIsRecovered(t *testing.T) {
 	}
 	t.Logf("first call answered %v after the kill", time.Since(began))
 }
+
+// TestDisconnectHolds: a server an administrator disconnected stays disconnected — a call is
+// 409 saying how to connect it again, and its status stays "disconnected" — until the
+// administrator connects it. (A call used to reconnect it silently.)
+func TestDisconnectHolds(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
+	call := func() Response {
+		return admin(t, s, "POST", "/servers/echo/tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)
+	}
+	if r := call(); r.Status != 200 {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "POST", "/servers/echo/disconnect", ""); r.Status != 200 {
+		t.Fatalf("disconnect: %d %s", r.Status, r.Body)
+	}
+	r := call()
+	if msg := errMessage(t, r); r.Status != 409 || msg != `MCP server "echo" was disconnected by an administrator: connect it (POST /internal/mcp/servers/echo/connect, or the console's Servers view) to call it again` {
+		t.Fatalf("a call after disconnect: %d %s", r.Status, r.Body)
+	}
+	if st := admin(t, s, "GET", "/servers/echo", "").JSON(t)["server"].(map[string]any); st["status"] != "disconnected" {
+		t.Fatalf("status after a refused call: %v", st["status"])
+	}
+	if r := admin(t, s, "POST", "/servers/echo/connect", ""); r.Status != 200 {
+		t.Fatalf("connect: %d %s", r.Status, r.Body)
+	}
+	if r := call(); r.Status != 200 || !strings.Contains(string(r.Body), "hi") {
+		t.Fatalf("a call after connect: %d %s", r.Status, r.Body)
+	}
+}

@@ -50,9 +50,10 @@ func TestAdminErrorsAnswerTheTable(t *testing.T) {
 	}
 	domain := string(mcpgatewayv1.File_zest_mcpgateway_v1_admin_proto.Package())
 	for reason, want := range map[mcpgatewayv1.AdminErrorReason]int{
-		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:      http.StatusBadRequest,
-		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN: http.StatusForbidden,
-		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED:    http.StatusConflict,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:       http.StatusBadRequest,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:  http.StatusForbidden,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED:     http.StatusConflict,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED: http.StatusConflict,
 	} {
 		st, err := status.New(codes.FailedPrecondition, "refused").WithDetails(&errdetails.ErrorInfo{Domain: domain, Reason: reason.String()})
 		if err != nil {

@@ -290,6 +290,9 @@ func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectSe
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if cfg.GetEnabled() {
+		s.up.Release(cfg.GetId()) // an administrator's connect ends their disconnect
+	}
 	if err := s.up.Connect(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
@@ -300,13 +303,14 @@ func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectSe
 	return &mcpgatewayv1.ConnectServerResponse{Server: st}, nil
 }
 
-// DisconnectServer closes a server's connection.
+// DisconnectServer closes a server's connection, and keeps it closed until ConnectServer.
 func (s *Service) DisconnectServer(ctx context.Context, req *mcpgatewayv1.DisconnectServerRequest) (*mcpgatewayv1.DisconnectServerResponse, error) {
 	cfg, err := s.reg.GetServer(ctx, req.GetId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.up.Disconnect(ctx, cfg.GetId()); err != nil {
+	// The disconnect holds: no call connects the server again until ConnectServer.
+	if err := s.up.Hold(ctx, cfg.GetId()); err != nil {
 		s.log.Warn("disconnect failed", "id", cfg.GetId(), "err", err)
 	}
 	st, err := s.state(ctx, cfg)

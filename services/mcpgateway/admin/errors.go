@@ -53,7 +53,9 @@ func toStatus(err error) error {
 	case errors.Is(err, registry.ErrNotFound):
 		code = codes.NotFound
 	case errors.Is(err, upstream.ErrDisabled):
-		return serverDisabled(err)
+		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED, err)
+	case errors.As(err, new(*upstream.HeldError)):
+		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED, err)
 	case errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
@@ -84,18 +86,22 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 	return withInfo.Err()
 }
 
-// serverDisabled is a connect or call of a disabled server: FailedPrecondition with an
-// ErrorInfo (SERVER_DISABLED) that the edge answers 409, a state of the server's
-// configuration rather than a failure of the server (502).
-func serverDisabled(err error) error {
+// serverState is a connect or call of a server in a state an administrator set — disabled
+// (SERVER_DISABLED), or disconnected (SERVER_DISCONNECTED): FailedPrecondition with an
+// ErrorInfo that the edge answers 409, rather than a failure of the server (502).
+func serverState(reason mcpgatewayv1.AdminErrorReason, err error) error {
 	st := status.New(codes.FailedPrecondition, err.Error())
 	md := map[string]string{}
 	var d *upstream.DisabledError
-	if errors.As(err, &d) {
+	var h *upstream.HeldError
+	switch {
+	case errors.As(err, &d):
 		md["server_id"] = d.ID
+	case errors.As(err, &h):
+		md["server_id"] = h.ID
 	}
 	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED.String(),
+		Reason:   reason.String(),
 		Domain:   errorDomain,
 		Metadata: md,
 	})
