@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -12,11 +13,12 @@ import (
 // Zest — responses.stream() (its accumulator needs a message item added with no content, then
 // response.content_part.added), chat.completions.stream() on a chat whose tool loop Zest runs
 // (finalChatCompletion carries no zest_event: the tool loop's events are sent only to a client
-// that asks with zest_events), and runTools with a function the client runs.
+// that asks with zest_events), and runTools with a function the client runs; a chat honours
+// stop, and audio.translations is served (it was 404).
 func TestOpenAINodeSDKHelpers(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
-	cmd := exec.Command("node", nodeScript(t, "openai-node-client.mjs"), s.URL+"/api/v1", "builtin-llm", "echo", "mcp_echo__echo")
+	cmd := exec.Command("node", nodeScript(t, "openai-node-client.mjs"), s.URL+"/api/v1", "builtin-llm", "echo", "mcp_echo__echo", "builtin-transcribe")
 	b, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
@@ -35,6 +37,8 @@ func TestOpenAINodeSDKHelpers(t *testing.T) {
 			Text, Error string
 			Calls       [][]float64
 		} `json:"run_tools"`
+		ChatStop    struct{ Text, Finish, Error string } `json:"chat_stop"`
+		Translation struct{ Text, Language, Task, Error string }
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("openai-node-client printed %s: %v", b, err)
@@ -48,5 +52,11 @@ func TestOpenAINodeSDKHelpers(t *testing.T) {
 	}
 	if r := out.RunTools; r.Error != "" || r.Text != "The tool returned: 42" || len(r.Calls) != 1 || r.Calls[0][0] != 40 || r.Calls[0][1] != 2 {
 		t.Errorf("runTools: %+v", r)
+	}
+	if c := out.ChatStop; c.Error != "" || c.Text != "builtin-llm heard: one" || c.Finish != "stop" {
+		t.Errorf("a chat with stop: %+v", c)
+	}
+	if tr := out.Translation; tr.Error != "" || tr.Task != "translate" || tr.Language != "en" || !strings.Contains(tr.Text, "0.25 s of 16000 Hz mono") {
+		t.Errorf("audio.translations: %+v", tr)
 	}
 }

@@ -40,7 +40,7 @@ type InferenceServiceClient interface {
 	GetModel(ctx context.Context, in *GetModelRequest, opts ...grpc.CallOption) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatResponse], error)
-	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	// Transcribe is called by POST {prefix}audio/transcriptions, {prefix}audio/translations and lemonade_transcribe_audio to turn audio into text (English text for a translation).
 	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(ctx context.Context, in *GenerateImageRequest, opts ...grpc.CallOption) (*GenerateImageResponse, error)
@@ -138,7 +138,7 @@ type InferenceServiceServer interface {
 	GetModel(context.Context, *GetModelRequest) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error
-	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	// Transcribe is called by POST {prefix}audio/transcriptions, {prefix}audio/translations and lemonade_transcribe_audio to turn audio into text (English text for a translation).
 	Transcribe(context.Context, *TranscribeRequest) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error)
