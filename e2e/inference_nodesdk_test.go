@@ -10,8 +10,8 @@ import (
 )
 
 // TestOpenAINodeSDKHelpers: the OpenAI Node SDK's streaming helpers pass unchanged against
-// Zest — responses.stream() (its accumulator needs a message item added with no content, then
-// response.content_part.added), chat.completions.stream() on a chat whose tool loop Zest runs
+// Zest — responses.stream() of a text and of a function call (its accumulator needs a message
+// item added with no content, then response.content_part.added), chat.completions.stream() on a chat whose tool loop Zest runs
 // (finalChatCompletion carries no zest_event: the tool loop's events are sent only to a client
 // that asks with zest_events), and runTools with a function the client runs; a chat honours
 // stop, and audio.translations is served (it was 404).
@@ -28,8 +28,9 @@ func TestOpenAINodeSDKHelpers(t *testing.T) {
 		t.Fatalf("openai-node-client: %v\n%s\n%s", err, b, stderr)
 	}
 	var out struct {
-		ResponsesStream struct{ Text, Status, Deltas, Error string } `json:"responses_stream"`
-		ChatStream      struct {
+		ResponsesStream     struct{ Text, Status, Deltas, Error string }    `json:"responses_stream"`
+		ResponsesStreamCall struct{ Name, Arguments, Status, Error string } `json:"responses_stream_call"`
+		ChatStream          struct {
 			Text, Finish, Error string
 			Keys                []string
 		} `json:"chat_stream"`
@@ -46,6 +47,9 @@ func TestOpenAINodeSDKHelpers(t *testing.T) {
 	const heard = "builtin-llm heard: hello from the node sdk"
 	if r := out.ResponsesStream; r.Error != "" || r.Text != heard || r.Deltas != heard || r.Status != "completed" {
 		t.Errorf("responses.stream(): %+v", r)
+	}
+	if c := out.ResponsesStreamCall; c.Error != "" || c.Name != "get_sum" || c.Arguments != `{"a":40,"b":2}` || c.Status != "completed" {
+		t.Errorf("responses.stream() with a function call: %+v", c)
 	}
 	if c := out.ChatStream; c.Error != "" || c.Text != "The tool returned: through the node sdk" || c.Finish != "stop" || slices.Contains(c.Keys, "zest_event") {
 		t.Errorf("chat.completions.stream(): %+v", c)

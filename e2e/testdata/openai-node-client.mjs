@@ -29,6 +29,18 @@ await run("responses_stream", async () => {
   return { text: final.output_text, status: final.status, deltas: deltas.join("") };
 });
 
+await run("responses_stream_call", async () => {
+  const stream = client.responses.stream({
+    model,
+    input: 'add {"a":40,"b":2}',
+    tools: [{ type: "function", name: "get_sum", parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } } }],
+    tool_choice: { type: "function", name: "get_sum" },
+  });
+  const final = await stream.finalResponse();
+  const call = final.output.find((o) => o.type === "function_call") ?? {};
+  return { name: call.name, arguments: call.arguments, status: final.status };
+});
+
 await run("chat_stream", async () => {
   const stream = client.chat.completions.stream({
     model,
