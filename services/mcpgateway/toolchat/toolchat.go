@@ -1,10 +1,10 @@
 // Package toolchat runs the chat tool loop on the server: the tools of the providers a preset
-// (or the request) selects, as far as their servers' filters expose them, are offered to the
-// model, the tool calls it makes are run — the built-in lemonade_* tools in process, external
-// tools on their MCP servers — and the results are fed back, round after round, until the
-// model answers or the round cap is reached. Any OpenAI client can use it; streaming clients
-// also see each tool call and result as it happens, as chunks that carry a "zest_event"
-// object and no choices.
+// (narrowed by the request's, if any) or the request selects, as far as their servers' filters
+// expose them, are offered to the model, the tool calls it makes are run — the built-in
+// lemonade_* tools in process, external tools on their MCP servers — and the results are fed
+// back, round after round, until the model answers or the round cap is reached. Any OpenAI
+// client can use it; the loop streams each tool call and result as an event, which the edge
+// sends to the clients that ask (chunks that carry a "zest_event" object and no choices).
 package toolchat
 
 import (
