@@ -36,7 +36,6 @@ func (a *API) registerMedia(mux *http.ServeMux, prefix string, wrap func(http.Ha
 	mux.Handle(prefix+"3d/generations", wrap(postOnly(a.generate3D)))
 }
 
-
 func badField(w http.ResponseWriter, field, msg string) {
 	writeError(w, http.StatusBadRequest, "invalid_request_error", field, msg)
 }
