@@ -16,9 +16,10 @@ import (
 // server's policy holds on every path.
 
 // TestOneDoorHiddenServerDoesNotExist: a server with expose false cannot be called by an API
-// user on any path — a chat that names it (with tool_choice naming its tool), a preset that
-// lists it, /mcp/servers/{id} — and no answer tells it from an id never registered; its
-// process never gets the call. The admin key reaches it.
+// user on any path — a chat that names it (with tool_choice naming its tool, which the chat
+// then refuses as a tool it does not offer), a preset that lists it, /mcp/servers/{id} — and
+// no answer tells it from an id never registered; its process never gets the call. The admin
+// key reaches it.
 func TestOneDoorHiddenServerDoesNotExist(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	echo := filepath.Join(peersDir(t), "echo-server.mjs")
@@ -35,22 +36,28 @@ func TestOneDoorHiddenServerDoesNotExist(t *testing.T) {
 		}
 		return a
 	}
+	// refused is the message of a chat refused as naming a tool it does not offer.
+	refused := func(body string) string {
+		t.Helper()
+		r := do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", "Authorization: Bearer "+fedAPIKey)
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if r.Status != 400 || e["param"] != "tool_choice" || !strings.Contains(msg, "this chat offers no tools") {
+			t.Fatalf("chat %s: %d %s", body, r.Status, r.Body)
+		}
+		return msg
+	}
 	words := map[string]string{}
 	for _, id := range []string{"hidden", "nonexistent"} {
-		a := chat(fedAPIKey, `{"model":"builtin-llm","mcp_server_ids":["`+id+`"],"tool_choice":{"type":"function","function":{"name":"mcp_`+id+`__echo"}},
+		msg := refused(`{"model":"builtin-llm","mcp_server_ids":["` + id + `"],"tool_choice":{"type":"function","function":{"name":"mcp_` + id + `__echo"}},
 			"messages":[{"role":"user","content":"{\"text\":\"pwned\"}"}]}`)
-		if len(a.ZestToolCalls) != 0 || len(a.ZestWarnings) != 1 {
-			t.Fatalf("a chat naming %s: calls %v, warnings %v", id, a.ZestToolCalls, a.ZestWarnings)
-		}
-		words[id] = strings.ReplaceAll(a.ZestWarnings[0], id, "ID")
+		words[id] = strings.ReplaceAll(msg, id, "ID")
 	}
 	if words["hidden"] != words["nonexistent"] {
-		t.Fatalf("a hidden server's warning %q differs from an unknown one's %q", words["hidden"], words["nonexistent"])
+		t.Fatalf("a hidden server's refusal %q differs from an unknown one's %q", words["hidden"], words["nonexistent"])
 	}
-	if a := chat(fedAPIKey, `{"preset":"hp","tool_choice":{"type":"function","function":{"name":"mcp_hidden__echo"}},
-		"messages":[{"role":"user","content":"{\"text\":\"pwned\"}"}]}`); len(a.ZestToolCalls) != 0 {
-		t.Fatalf("a preset listing the hidden server ran %v", a.ZestToolCalls)
-	}
+	refused(`{"preset":"hp","tool_choice":{"type":"function","function":{"name":"mcp_hidden__echo"}},
+		"messages":[{"role":"user","content":"{\"text\":\"pwned\"}"}]}`)
 	for _, id := range []string{"hidden", "nonexistent"} {
 		r := do(t, "POST", fedURL(s, id), fmt.Sprintf(initBody, "2025-11-25"), append(mcpHeaders, "Authorization: Bearer "+fedAPIKey)...)
 		words["mcp "+id] = strings.ReplaceAll(string(r.Body), id, "ID")

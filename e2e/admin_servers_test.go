@@ -139,9 +139,14 @@ func TestAdminBadInput(t *testing.T) {
 	})
 	t.Run("connecting a disabled server", func(t *testing.T) {
 		admin(t, s, "POST", "/servers", `{"id":"off","command":"node","enabled":false}`)
-		r := admin(t, s, "POST", "/servers/off/connect", "")
-		if r.Status != 502 || !strings.Contains(errMessage(t, r), "disabled") {
-			t.Fatalf("%d %s", r.Status, r.Body)
+		// A state of the server's configuration, not a failure of the server: 409, saying how
+		// to enable it (it was 502, as a server that failed).
+		const says = `MCP server "off" is disabled: enable it (POST /internal/mcp/servers with {"id":"off","enabled":true}`
+		for _, call := range [][2]string{{"/servers/off/connect", ""}, {"/servers/off/tools/call", `{"name":"echo","arguments":{}}`}} {
+			r := admin(t, s, "POST", call[0], call[1])
+			if msg := errMessage(t, r); r.Status != 409 || !strings.HasPrefix(msg, says) || strings.Count(msg, "disabled") != 1 {
+				t.Fatalf("%s: %d %s", call[0], r.Status, r.Body)
+			}
 		}
 		if st := admin(t, s, "GET", "/servers", "").JSON(t)["servers"].([]any)[0].(map[string]any); st["status"] != "disabled" {
 			t.Fatalf("status %v", st["status"])
@@ -152,6 +157,24 @@ func TestAdminBadInput(t *testing.T) {
 		r := admin(t, s, "POST", "/servers/ghost/tools/call", `{"name":"echo","arguments":{}}`)
 		if r.Status != 502 || !strings.Contains(errMessage(t, r), "no such file or directory") {
 			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("a tool that outlasts timeout_ms is 504, said once", func(t *testing.T) {
+		registerServer(t, s, map[string]any{"id": "slow", "command": "node", "timeout_ms": 1000,
+			"args": []string{filepath.Join(peers, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")}})
+		r := admin(t, s, "POST", "/servers/slow/tools/call", `{"name":"trigger-long-running-operation","arguments":{"duration":30,"steps":1}}`)
+		msg := errMessage(t, r)
+		if r.Status != 504 || !strings.Contains(msg, "deadline exceeded") || strings.Count(msg, "deadline exceeded") != 1 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("a server with a url alone is an HTTP server", func(t *testing.T) {
+		// As Lemonade's mcp_servers.json takes it (no transport, no command).
+		if r := admin(t, s, "POST", "/servers", `{"id":"remote","url":"https://tools.example/mcp"}`); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if got := admin(t, s, "GET", "/servers/remote", "").JSON(t)["server"].(map[string]any); got["transport"] != "streamable-http" || got["url"] != "https://tools.example/mcp" {
+			t.Fatalf("stored as %v", got)
 		}
 	})
 	t.Run("a refused raw secret is in no byte of the registry file", func(t *testing.T) {
@@ -228,4 +251,34 @@ func TestToolhostRestartIsRecovered(t *testing.T) {
 		t.Fatalf("call after the tool host restarted: %d %s\n%s", r.Status, r.Body, s.Logs("zest-mcpgateway"))
 	}
 	t.Logf("first call answered %v after the kill", time.Since(began))
+}
+
+// TestDisconnectHolds: a server an administrator disconnected stays disconnected — a call is
+// 409 saying how to connect it again, and its status stays "disconnected" — until the
+// administrator connects it. (A call used to reconnect it silently.)
+func TestDisconnectHolds(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
+	call := func() Response {
+		return admin(t, s, "POST", "/servers/echo/tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)
+	}
+	if r := call(); r.Status != 200 {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "POST", "/servers/echo/disconnect", ""); r.Status != 200 {
+		t.Fatalf("disconnect: %d %s", r.Status, r.Body)
+	}
+	r := call()
+	if msg := errMessage(t, r); r.Status != 409 || msg != `MCP server "echo" was disconnected by an administrator: connect it (POST /internal/mcp/servers/echo/connect, or the console's Servers view) to call it again` {
+		t.Fatalf("a call after disconnect: %d %s", r.Status, r.Body)
+	}
+	if st := admin(t, s, "GET", "/servers/echo", "").JSON(t)["server"].(map[string]any); st["status"] != "disconnected" {
+		t.Fatalf("status after a refused call: %v", st["status"])
+	}
+	if r := admin(t, s, "POST", "/servers/echo/connect", ""); r.Status != 200 {
+		t.Fatalf("connect: %d %s", r.Status, r.Body)
+	}
+	if r := call(); r.Status != 200 || !strings.Contains(string(r.Body), "hi") {
+		t.Fatalf("a call after connect: %d %s", r.Status, r.Body)
+	}
 }

@@ -107,3 +107,28 @@ func asAPIError(err error, target **openai.Error) bool {
 	}
 	return ok
 }
+
+// TestOpenAIRoutesRefuseAKeyInOpenAIShape: a missing or wrong key on the OpenAI routes is a
+// 401 in OpenAI's error shape (authentication_error, code invalid_api_key), which the OpenAI
+// SDKs read as such; it was {"error":"…"}.
+func TestOpenAIRoutesRefuseAKeyInOpenAIShape(t *testing.T) {
+	const key = "openai-shape-key"
+	s := startSuite(t, "LEMONADE_API_KEY="+key)
+	for _, auth := range []string{"", "Authorization: Bearer wrong"} {
+		r := do(t, "POST", s.URL+"/api/v1/chat/completions", `{"model":"builtin-llm","messages":[{"role":"user","content":"x"}]}`, "Content-Type: application/json", auth)
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		if r.Status != 401 || e == nil || e["type"] != "authentication_error" || e["code"] != "invalid_api_key" || e["message"] == "" {
+			t.Fatalf("key %q: %d %s", auth, r.Status, r.Body)
+		}
+	}
+	client := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey("wrong"), option.WithMaxRetries(0))
+	_, err := client.Models.List(t.Context())
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Type != "authentication_error" || apiErr.Code != "invalid_api_key" {
+		t.Fatalf("the Go SDK read %v", err)
+	}
+	right := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	if _, err := right.Models.List(t.Context()); err != nil {
+		t.Fatalf("the right key: %v", err)
+	}
+}

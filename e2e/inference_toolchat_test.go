@@ -91,7 +91,7 @@ func TestChatWithMCPTools(t *testing.T) {
 			t.Fatalf("the output was not cut whole: %.300s", r.Body)
 		}
 		// The streaming form carries the 512-byte preview, cut the same way.
-		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), "Content-Type: application/json")
+		stream := do(t, "POST", s.URL+"/api/v1/chat/completions", strings.Replace(body, `"model"`, `"stream":true,"zest_events":true,"model"`, 1), "Content-Type: application/json")
 		if stream.Status != 200 || !strings.Contains(string(stream.Body), "[DONE]") {
 			t.Fatalf("stream: %d %.300s", stream.Status, stream.Body)
 		}
@@ -107,6 +107,29 @@ func TestChatWithMCPTools(t *testing.T) {
 		cut := strings.TrimSuffix(preview, "…")
 		if !strings.HasPrefix(preview, "Echo: xéé") || cut == preview || len(cut) > 512 || !utf8.ValidString(preview) || strings.ContainsRune(preview, utf8.RuneError) {
 			t.Fatalf("tool_result preview (%d bytes): %q", len(preview), preview)
+		}
+	})
+	t.Run("mcp_server_ids narrow a preset, and cannot widen it", func(t *testing.T) {
+		a, r := chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo"],"tool_choice":{"type":"function","function":{"name":"mcp_echo__echo"}},
+			"messages":[{"role":"user","content":"{\"text\":\"narrowed\"}"}]}`)
+		if r.Status != 200 || a.Choices[0].Message.Content != "The tool returned: narrowed" {
+			t.Fatalf("narrowed: %d %s", r.Status, r.Body)
+		}
+		// lemonade_list_models is not offered once the preset is narrowed to echo.
+		_, r = chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo"],"tool_choice":{"type":"function","function":{"name":"lemonade_list_models"}},
+			"messages":[{"role":"user","content":"x"}]}`)
+		wantError(t, r, 400, "tool_choice", `tool_choice names function "lemonade_list_models", which this chat does not offer: it offers mcp_echo__echo`)
+		_, r = chatJSON(t, s, `{"preset":"helper","mcp_server_ids":["echo","a"],"messages":[{"role":"user","content":"x"}]}`)
+		wantError(t, r, 400, "mcp_server_ids", `mcp_server_ids names "a", which preset "helper" does not select (it selects echo, everything, lemonade)`)
+	})
+	t.Run("a preset naming an unknown model is refused at save", func(t *testing.T) {
+		r := admin(t, s, "POST", "/presets", `{"id":"ghostmodel","model":"nope-llm","mcp_server_ids":["lemonade"]}`)
+		if r.Status != 400 || r.JSON(t)["error"].(map[string]any)["param"] != "model" ||
+			!strings.Contains(errMessage(t, r), `model "nope-llm" is not known: GET /api/v1/models lists the models`) {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if r := admin(t, s, "GET", "/presets/ghostmodel", ""); r.Status != 404 {
+			t.Fatalf("saved: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("a preset naming an unknown server is refused", func(t *testing.T) {
@@ -136,18 +159,25 @@ func TestChatWithMCPTools(t *testing.T) {
 		if err != nil || res.Choices[0].Message.Content != "The tool returned: via the sdk" {
 			t.Fatalf("%v %+v", err, res)
 		}
-		stream := client.Chat.Completions.NewStreaming(t.Context(), params, option.WithJSONSet("preset", "helper"))
-		acc := openai.ChatCompletionAccumulator{}
-		events := 0
-		for stream.Next() {
-			ch := stream.Current()
-			if strings.Contains(ch.RawJSON(), `"zest_event"`) {
-				events++
+		// The tool loop's events come only to a client that asks with zest_events.
+		for ask, want := range map[bool]int{false: 0, true: 2} {
+			opts := []option.RequestOption{option.WithJSONSet("preset", "helper")}
+			if ask {
+				opts = append(opts, option.WithJSONSet("zest_events", true))
 			}
-			acc.AddChunk(ch)
-		}
-		if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != 2 {
-			t.Fatalf("stream: %v %q, %d tool events", err, acc.Choices[0].Message.Content, events)
+			stream := client.Chat.Completions.NewStreaming(t.Context(), params, opts...)
+			acc := openai.ChatCompletionAccumulator{}
+			events := 0
+			for stream.Next() {
+				ch := stream.Current()
+				if strings.Contains(ch.RawJSON(), `"zest_event"`) {
+					events++
+				}
+				acc.AddChunk(ch)
+			}
+			if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != want {
+				t.Fatalf("stream (zest_events %v): %v %q, %d tool events", ask, err, acc.Choices[0].Message.Content, events)
+			}
 		}
 	})
 }

@@ -129,7 +129,7 @@ func summary(es []auditEntry) string {
 // each zest_event to onEvent; it returns the final text.
 func approvalChat(t *testing.T, s *Suite, text string, onEvent func(ev map[string]any)) string {
 	t.Helper()
-	body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"guarded"}, "stream": true,
+	body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"guarded"}, "stream": true, "zest_events": true,
 		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_guarded__echo"}},
 		"messages":    []any{map[string]any{"role": "user", "content": jsonBody(t, map[string]any{"text": text})}}})
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/api/v1/chat/completions", strings.NewReader(body))

@@ -31,8 +31,9 @@ func adminAnswer(t *testing.T, path string, st *status.Status) (int, int) {
 
 // TestAdminErrorsAnswerTheTable: every gRPC code is answered on the admin routes with the one
 // table's status (httpstatus), in Lemonade's shape; what the admin routes add is a route's
-// (502 for a failure behind a route that reaches an MCP server) or a reason's (a filtered tool
-// 400, an approval not given 403), never another mapping of a code.
+// (502 for a failure behind a route that reaches an MCP server, unless it ran out of time:
+// 504) or a reason's (a filtered tool 400, an approval not given 403, a disabled server 409),
+// never another mapping of a code.
 func TestAdminErrorsAnswerTheTable(t *testing.T) {
 	for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
 		st := status.New(c, "refused")
@@ -40,7 +41,7 @@ func TestAdminErrorsAnswerTheTable(t *testing.T) {
 			t.Errorf("%v: %d (status_code %d), the table says %d", c, got, inBody, httpstatus.FromCode(c))
 		}
 		want := http.StatusBadGateway
-		if callersOwn(c) {
+		if callersOwn(c) || c == codes.DeadlineExceeded {
 			want = httpstatus.FromCode(c)
 		}
 		if got, _ := adminAnswer(t, "/internal/mcp/servers/x/connect", st); got != want {
@@ -49,8 +50,10 @@ func TestAdminErrorsAnswerTheTable(t *testing.T) {
 	}
 	domain := string(mcpgatewayv1.File_zest_mcpgateway_v1_admin_proto.Package())
 	for reason, want := range map[mcpgatewayv1.AdminErrorReason]int{
-		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:      http.StatusBadRequest,
-		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN: http.StatusForbidden,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED:       http.StatusBadRequest,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:  http.StatusForbidden,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED:     http.StatusConflict,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED: http.StatusConflict,
 	} {
 		st, err := status.New(codes.FailedPrecondition, "refused").WithDetails(&errdetails.ErrorInfo{Domain: domain, Reason: reason.String()})
 		if err != nil {

@@ -118,7 +118,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 			return g.CORS(key(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	api, mcpAPI := guarded(g.APIKey, openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
+	// A key refused on the OpenAI routes is answered in OpenAI's shape (its SDKs read it).
+	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
 	// The edge's own settings (lemond.go) take the admin key once one is set.
 	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
@@ -235,9 +236,10 @@ func (e *Edge) Close() error {
 // adminError writes Lemonade's admin error shape with the status of the one table
 // (httpstatus), and what the admin routes say beyond a code: a body over the limit is 413; a
 // tools/call of a tool the server's filters do not expose is 400, one that waits for an
-// approval not given is 403 (both FailedPrecondition with a reason); on the routes that reach
-// an MCP server (connect, refresh-tools, tools/call, test) a failure that is not the caller's
-// (no bad argument, key, unknown id or limit) is 502.
+// approval not given is 403, a disabled server or one an administrator disconnected 409 (all
+// FailedPrecondition with a reason); on the routes that reach an MCP server (connect, refresh-tools, tools/call, test) a
+// failure that is not the caller's (no bad argument, key, unknown id or limit) and not out of
+// time (504) is 502.
 func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
 	st := status.Convert(err)
 	msg := st.Message()
@@ -249,7 +251,10 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 		code = http.StatusBadRequest
 	case st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:
 		code = http.StatusForbidden // the call needs approval and was not run: the message says why
-	case callersOwn(st.Code()):
+	case st.Code() == codes.FailedPrecondition && (adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED ||
+		adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED):
+		code = http.StatusConflict // a state an administrator set: the message says how to undo it
+	case callersOwn(st.Code()), st.Code() == codes.DeadlineExceeded:
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -122,7 +123,7 @@ func (f *fakeAdmin) UpsertServer(ctx context.Context, _ *mcpgatewayv1.UpsertServ
 
 // CallTool refuses "hidden" as mcpgateway refuses a tool its server's filters do not expose
 // (FailedPrecondition with the TOOL_FILTERED ErrorInfo), and everything else as it refuses a
-// disabled server (FailedPrecondition alone).
+// disabled server (FailedPrecondition with SERVER_DISABLED).
 func (f *fakeAdmin) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequest) (*mcpgatewayv1.CallToolResponse, error) {
 	f.record(ctx)
 	if req.GetName() == "busy" { // as mcpgateway refuses a server over its rate_limit
@@ -133,7 +134,13 @@ func (f *fakeAdmin) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequ
 		return nil, st.Err()
 	}
 	if req.GetName() != "hidden" {
-		return nil, status.Errorf(codes.FailedPrecondition, "server is disabled: %q is disabled; enable it to connect", req.GetId())
+		st, err := status.New(codes.FailedPrecondition, fmt.Sprintf("MCP server %q is disabled: enable it", req.GetId())).WithDetails(&errdetails.ErrorInfo{
+			Reason: mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED.String(), Domain: "zest.mcpgateway.v1",
+		})
+		if err != nil {
+			return nil, err
+		}
+		return nil, st.Err()
 	}
 	st, err := status.New(codes.FailedPrecondition, `tool "hidden" of server "s" is filtered out: it matches tools_deny pattern "h*"`).WithDetails(&errdetails.ErrorInfo{
 		Reason: mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String(), Domain: "zest.mcpgateway.v1",
@@ -507,7 +514,7 @@ func TestBodyOverTheLimitIs413InTheFamilyShape(t *testing.T) {
 }
 
 // TestToolFilteredIs400: tools/call of a tool its server's filters do not expose is 400 with
-// mcpgateway's message; another FailedPrecondition there (a disabled server) stays 502.
+// mcpgateway's message; a disabled server there is 409 (a state of its configuration).
 func TestToolFilteredIs400(t *testing.T) {
 	te := startEdge(t, nil)
 	for name, c := range map[string]struct {
@@ -515,7 +522,7 @@ func TestToolFilteredIs400(t *testing.T) {
 		msg    string
 	}{
 		"hidden":  {400, `tool "hidden" of server "s" is filtered out: it matches tools_deny pattern "h*"`},
-		"visible": {502, `"s" is disabled`},
+		"visible": {409, `"s" is disabled: enable it`},
 	} {
 		a := do(t, "POST", te.url+"/internal/mcp/servers/s/tools/call", `{"name":"`+name+`"}`, "Authorization", "Bearer "+adminKey, "Content-Type", "application/json")
 		msg, _ := a.json(t)["error"].(map[string]any)["message"].(string)

@@ -136,15 +136,23 @@ func (g Guard) prove(r *http.Request, token string) {
 // Refuse answers a failed Verify in the edge's key-refusal shape: 429 with Retry-After for a
 // throttled address, 403 when administration has no key configured, else 401.
 func Refuse(w http.ResponseWriter, err error) {
+	RefuseAs(w, err, WriteError)
+}
+
+// ErrorWriter writes an error answer in a route family's shape.
+type ErrorWriter func(w http.ResponseWriter, status int, msg string)
+
+// RefuseAs is Refuse in the shape write gives (a route family's: OpenAI's on /api/v1).
+func RefuseAs(w http.ResponseWriter, err error, write ErrorWriter) {
 	var th *ThrottledError
 	switch {
 	case errors.As(err, &th):
 		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(th.Retry)))
-		WriteError(w, http.StatusTooManyRequests, err.Error())
+		write(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, keyauth.ErrAdminNotConfigured):
-		WriteError(w, http.StatusForbidden, err.Error())
+		write(w, http.StatusForbidden, err.Error())
 	default:
-		WriteError(w, http.StatusUnauthorized, err.Error())
+		write(w, http.StatusUnauthorized, err.Error())
 	}
 }
 

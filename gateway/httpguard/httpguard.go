@@ -153,13 +153,20 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 
 // APIKey requires the API key (or the admin key) when LEMONADE_API_KEY is set.
 func (g Guard) APIKey(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAPI); err != nil {
-			Refuse(w, err)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return g.APIKeyAs(WriteError)(next)
+}
+
+// APIKeyAs is APIKey refusing in the shape write gives (OpenAI's on the OpenAI routes).
+func (g Guard) APIKeyAs(write ErrorWriter) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := g.Verify(r, keyauth.BearerToken(r.Header.Get("Authorization")), g.Keys.CheckAPI); err != nil {
+				RefuseAs(w, err, write)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // AdminNotConfigured fails closed: with no admin or API key, every request is refused with

@@ -10,10 +10,7 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Upload limits of the media routes, each under the edge's body limit (ZEST_MAX_BODY_BYTES,
@@ -37,16 +34,6 @@ func (a *API) registerMedia(mux *http.ServeMux, prefix string, wrap func(http.Ha
 	mux.Handle(prefix+"audio/generations", wrap(postOnly(a.audioGenerations)))
 	mux.Handle(prefix+"images/edits", wrap(postOnly(a.imageEdits)))
 	mux.Handle(prefix+"3d/generations", wrap(postOnly(a.generate3D)))
-}
-
-// writeMediaStatus is writeStatus, naming the field a BadRequest detail names.
-func writeMediaStatus(w http.ResponseWriter, err error) {
-	st := status.Convert(err)
-	if st.Code() == codes.InvalidArgument {
-		writeStatusParam(w, err, httpstatus.BadField(st))
-		return
-	}
-	writeStatus(w, err)
 }
 
 func badField(w http.ResponseWriter, field, msg string) {
@@ -104,7 +91,7 @@ func (a *API) speech(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := a.Media.Speech(a.Forward(r), req)
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	writeBytes(w, resp.GetContentType(), resp.GetAudio())
@@ -116,12 +103,12 @@ func (a *API) speech(w http.ResponseWriter, r *http.Request) {
 func (a *API) streamSpeech(w http.ResponseWriter, r *http.Request, req *inferencev1.SpeechRequest) {
 	stream, err := a.Media.StreamSpeech(a.Forward(r), &inferencev1.StreamSpeechRequest{Speech: req})
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	first, err := stream.Recv()
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", first.GetContentType())
@@ -185,7 +172,7 @@ func (a *API) audioGenerations(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := a.Media.GenerateAudio(a.Forward(r), req)
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	writeBytes(w, resp.GetContentType(), resp.GetAudio())
@@ -326,7 +313,7 @@ func (a *API) imageEdits(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := a.Media.EditImage(a.Forward(r), req)
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	writeImages(w, resp.GetCreated(), resp.GetImages())
@@ -398,7 +385,7 @@ func (a *API) generate3D(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := a.Media.Generate3D(a.Forward(r), req)
 	if err != nil {
-		writeMediaStatus(w, err)
+		writeStatus(w, err)
 		return
 	}
 	writeBytes(w, resp.GetContentType(), resp.GetGlb())

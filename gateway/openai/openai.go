@@ -48,6 +48,7 @@ func (a *API) Register(mux *http.ServeMux, prefix string, wrap func(http.Handler
 	mux.Handle(prefix+"models/{id}", wrap(httpguard.GetOnly(http.HandlerFunc(a.model))))
 	mux.Handle(prefix+"chat/completions", wrap(postOnly(a.chat)))
 	mux.Handle(prefix+"audio/transcriptions", wrap(postOnly(a.transcribe)))
+	mux.Handle(prefix+"audio/translations", wrap(postOnly(a.translate)))
 	mux.Handle(prefix+"images/generations", wrap(postOnly(a.images)))
 	a.registerModels(mux, prefix, wrap)
 	a.registerMedia(mux, prefix, wrap)
@@ -75,19 +76,28 @@ func writeError(w http.ResponseWriter, code int, typ, param, msg string) {
 	httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
 }
 
-// WriteError writes OpenAI's error shape as invalid_request_error with no param: these
-// routes' writer for the answers the edge gives in their place (a body over the limit, no
-// route, a body that timed out).
+// WriteError writes OpenAI's error shape with no param: these routes' writer for the answers
+// the edge gives in their place (a body over the limit, no route, a body that timed out, a key
+// refused). A 401 is authentication_error with code invalid_api_key and a 429 OpenAI's
+// rate-limit error, as OpenAI answers them; anything else is invalid_request_error.
 func WriteError(w http.ResponseWriter, code int, msg string) {
-	writeError(w, code, "invalid_request_error", "", msg)
+	switch code {
+	case http.StatusUnauthorized:
+		httpguard.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": "authentication_error", "param": nil, "code": "invalid_api_key"}})
+	case http.StatusTooManyRequests:
+		WriteLimited(w, msg)
+	default:
+		writeError(w, code, "invalid_request_error", "", msg)
+	}
 }
 
 // writeStatus writes an inference error in OpenAI's shape with the status of the one table
 // (httpstatus): the type is authentication_error for a 401, invalid_request_error for another
 // refusal (4xx; a NotFound names the model), api_error for a failure (5xx); an unreachable
-// inference service is named as such. A call its client cancelled is not answered.
+// inference service is named as such; a refusal whose BadRequest detail names a field names it
+// in error.param. A call its client cancelled is not answered.
 func writeStatus(w http.ResponseWriter, err error) {
-	writeStatusParam(w, err, "")
+	writeStatusParam(w, err, httpstatus.BadField(status.Convert(err)))
 }
 
 // writeStatusParam is writeStatus naming param as the field a refusal is about (NotFound names
@@ -312,7 +322,14 @@ const maxFieldBytes = 64 << 10
 
 // transcribe reads the multipart form as it arrives: the file goes into one buffer sized from
 // Content-Length (no temporary file, no copy as it grows), the body limit applies throughout.
-func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
+func (a *API) transcribe(w http.ResponseWriter, r *http.Request) { a.speechToText(w, r, false) }
+
+// translate is OpenAI's audio/translations: the audio's speech as English text (the engine's
+// model must translate, as whisper does; one that cannot says so).
+func (a *API) translate(w http.ResponseWriter, r *http.Request) { a.speechToText(w, r, true) }
+
+// speechToText serves audio/transcriptions, and audio/translations when translate is set.
+func (a *API) speechToText(w http.ResponseWriter, r *http.Request, translate bool) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "send multipart/form-data with a file and a model")
@@ -368,11 +385,14 @@ func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !haveFile {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", "file is required: the audio to transcribe")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "file", "file is required: the audio to transcribe (or translate)")
 		return
 	}
 	req := &inferencev1.TranscribeRequest{Model: fields["model"], Audio: audio, Filename: filename,
-		Language: fields["language"], Prompt: fields["prompt"]}
+		Language: fields["language"], Prompt: fields["prompt"], Translate: translate}
+	if translate {
+		req.Language = "" // a translation's text is English; OpenAI's translations take no language
+	}
 	if t := fields["temperature"]; t != "" {
 		v, err := strconv.ParseFloat(t, 64)
 		if err != nil || v < 0 || v > 1 {
@@ -396,7 +416,11 @@ func (a *API) transcribe(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, resp.GetText())
 	case "verbose_json":
-		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
+		task := "transcribe"
+		if translate {
+			task = "translate"
+		}
+		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"task": task, "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
 	default:
 		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
 	}

@@ -469,3 +469,22 @@ func TestWrongMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslation: audio/translations is served (it was 404): the request reaches inference
+// as a translation with no language (OpenAI's translations take none), and verbose_json says
+// task "translate".
+func TestTranslation(t *testing.T) {
+	url, f := newEdge(t)
+	body, ct := multipartBody(t, []byte("RIFF"), "model", "asr", "language", "de", "prompt", "p", "response_format", "verbose_json")
+	a := post(t, url+"audio/translations", ct, body)
+	if a.status != 200 || !strings.Contains(string(a.body), `"task":"translate"`) || !strings.Contains(string(a.body), `"text":"4 bytes"`) {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	if got := f.transcribe; !got.GetTranslate() || got.GetLanguage() != "" || got.GetPrompt() != "p" || got.GetModel() != "asr" {
+		t.Fatalf("inference got %v", got)
+	}
+	body, ct = multipartBody(t, []byte("RIFF"), "model", "asr")
+	if a := post(t, url+"audio/transcriptions", ct, body); a.status != 200 || f.transcribe.GetTranslate() {
+		t.Fatalf("a transcription asked for a translation: %d %s", a.status, a.body)
+	}
+}

@@ -219,9 +219,14 @@ type responseItem struct {
 func (it *responseItem) json(status string) map[string]any {
 	if it.typ == "message" {
 		return map[string]any{"id": it.id, "type": "message", "status": status, "role": "assistant",
-			"content": []any{map[string]any{"type": "output_text", "text": it.text.String(), "annotations": []any{}, "logprobs": []any{}}}}
+			"content": []any{textPart(it.text.String())}}
 	}
 	return map[string]any{"id": it.id, "type": "function_call", "status": status, "call_id": it.callID, "name": it.name, "arguments": it.args.String()}
+}
+
+// textPart is a message's output_text content part.
+func textPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
 // responseBuilder turns the engine's pieces into OpenAI's response object and, when emit is
@@ -300,10 +305,16 @@ func (b *responseBuilder) open(it *responseItem) {
 	}
 	it.outputPosition = len(b.items)
 	b.items = append(b.items, it)
-	b.event("response.output_item.added", map[string]any{"output_index": it.outputPosition, "item": it.json("in_progress")})
+	// As OpenAI streams it: a message is added with no content, then its one text part is
+	// added (the SDKs' accumulators append the part, and fail on a part that is there already).
+	added := it.json("in_progress")
+	if it.typ == "message" {
+		added["content"] = []any{}
+	}
+	b.event("response.output_item.added", map[string]any{"output_index": it.outputPosition, "item": added})
 	if it.typ == "message" {
 		b.event("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.outputPosition, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+			"part": textPart("")})
 	}
 }
 
@@ -316,7 +327,7 @@ func (b *responseBuilder) finish(it *responseItem) {
 		text := it.text.String()
 		b.event("response.output_text.done", map[string]any{"item_id": it.id, "output_index": it.outputPosition, "content_index": 0, "text": text, "logprobs": []any{}})
 		b.event("response.content_part.done", map[string]any{"item_id": it.id, "output_index": it.outputPosition, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
+			"part": textPart(text)})
 	} else {
 		b.event("response.function_call_arguments.done", map[string]any{"item_id": it.id, "output_index": it.outputPosition, "name": it.name, "arguments": it.args.String()})
 	}

@@ -12,13 +12,13 @@ import (
 )
 
 // TestErrorsAnswerTheTable: every gRPC code of the inference service is answered on the
-// OpenAI routes (chat, models, media) with the one table's status (httpstatus), in OpenAI's
+// OpenAI routes (chat, models, media: writeStatus) with the one table's status (httpstatus), in OpenAI's
 // shape: api_error for a failure, authentication_error for a 401, requests for a 429 (with
 // Retry-After), invalid_request_error for another refusal; a call its client cancelled is not
 // answered.
 func TestErrorsAnswerTheTable(t *testing.T) {
 	for name, write := range map[string]func(http.ResponseWriter, error){
-		"writeStatus": writeStatus, "writeModelStatus": writeModelStatus, "writeMediaStatus": writeMediaStatus,
+		"writeStatus": writeStatus, "writeModelStatus": writeModelStatus,
 	} {
 		for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
 			w := httptest.NewRecorder()
@@ -53,6 +53,30 @@ func TestErrorsAnswerTheTable(t *testing.T) {
 			if w.Code != want || body.Error.Type != typ {
 				t.Errorf("%s %v: %d %s, want %d %s", name, c, w.Code, body.Error.Type, want, typ)
 			}
+		}
+	}
+}
+
+// TestWriteErrorIsOpenAIs: the answers the edge gives in these routes' place are OpenAI's: a
+// key refused is authentication_error with code invalid_api_key, a throttled caller OpenAI's
+// rate-limit error, anything else invalid_request_error.
+func TestWriteErrorIsOpenAIs(t *testing.T) {
+	for code, want := range map[int][2]string{
+		http.StatusUnauthorized:    {"authentication_error", "invalid_api_key"},
+		http.StatusTooManyRequests: {"requests", "rate_limit_exceeded"},
+		http.StatusNotFound:        {"invalid_request_error", ""},
+	} {
+		w := httptest.NewRecorder()
+		WriteError(w, code, "refused")
+		var body struct {
+			Error struct {
+				Type, Message string
+				Code          *string
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != code || body.Error.Type != want[0] || body.Error.Message != "refused" ||
+			(want[1] == "") != (body.Error.Code == nil) || (body.Error.Code != nil && *body.Error.Code != want[1]) {
+			t.Errorf("%d: %d %s", code, w.Code, w.Body)
 		}
 	}
 }

@@ -193,6 +193,24 @@ func TestResponsesRoute(t *testing.T) {
 		if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
 			types = append(types, e)
 		}
+		// OpenAI adds a message with no content; its text part comes in content_part.added
+		// (the OpenAI Node SDK's responses.stream() fails on a part that is there already).
+		var ev struct {
+			Type string
+			Item struct {
+				Type    string
+				Content []any
+			}
+			Part struct{ Type, Text string }
+		}
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil {
+			if ev.Type == "response.output_item.added" && ev.Item.Type == "message" && (ev.Item.Content == nil || len(ev.Item.Content) != 0) {
+				t.Errorf("a message added with content: %s", data)
+			}
+			if ev.Type == "response.content_part.added" && (ev.Part.Type != "output_text" || ev.Part.Text != "") {
+				t.Errorf("a text part added with text: %s", data)
+			}
+		}
 	}
 	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
 		"response.output_text.delta", "response.output_text.delta", "response.output_text.done", "response.content_part.done",

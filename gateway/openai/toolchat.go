@@ -15,9 +15,17 @@ import (
 
 // toolChatRequest reads a chat completion body that selects MCP providers ("preset",
 // "mcp_server_ids"), decoded once by the caller, into ChatService's typed request; the chat's
-// own fields are read by openaichat, which ignores the two. Every refusal is a
-// *openaichat.FieldError naming the field.
-func toolChatRequest(raw map[string]any) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
+// own fields are read by openaichat, which ignores Zest's. events is "zest_events": whether a
+// stream carries the tool loop's events. Every refusal is a field error naming the field.
+func toolChatRequest(raw map[string]any) (req *mcpgatewayv1.ChatRequest, parsed *openaichat.Request, events bool, err error) {
+	if events, err = boolField(raw, "zest_events"); err != nil {
+		return nil, nil, false, err
+	}
+	req, parsed, err = toolChatFields(raw)
+	return req, parsed, events, err
+}
+
+func toolChatFields(raw map[string]any) (*mcpgatewayv1.ChatRequest, *openaichat.Request, error) {
 	req := &mcpgatewayv1.ChatRequest{}
 	if v := raw["preset"]; v != nil {
 		s, ok := v.(string)
@@ -48,10 +56,13 @@ func toolChatRequest(raw map[string]any) (*mcpgatewayv1.ChatRequest, *openaichat
 }
 
 // toolChat relays a chat whose tool loop mcpgateway runs: the model's text, each tool call and
-// result (chunks with no choices and a "zest_event" object, which OpenAI SDKs pass over), and
-// the outcome with zest_tool_calls and zest_warnings — as SSE chunks, or as one completion.
+// result, and the outcome with zest_tool_calls and zest_warnings — as SSE chunks, or as one
+// completion. The tool loop's events (chunks with no choices and a "zest_event" object) are
+// sent only when the request asks with "zest_events": true, as Zest's console does: the OpenAI
+// SDKs' stream helpers copy every field of a chunk into the completion they build, so an
+// OpenAI client would find zest_event in its finalChatCompletion().
 func (a *API) toolChat(w http.ResponseWriter, r *http.Request, raw map[string]any) {
-	req, parsed, err := toolChatRequest(raw)
+	req, parsed, events, err := toolChatRequest(raw)
 	if err != nil {
 		writeFieldError(w, err)
 		return
@@ -85,9 +96,11 @@ func (a *API) toolChat(w http.ResponseWriter, r *http.Request, raw map[string]an
 	}
 	sse := startSSE(w)
 	for it := first; ; {
-		b, err := rd.chunk(it, parsed.IncludeUsage)
-		if err != nil || !sse.data(b) {
-			return
+		if it.GetEvent() == nil || events {
+			b, err := rd.chunk(it, parsed.IncludeUsage)
+			if err != nil || !sse.data(b) {
+				return
+			}
 		}
 		if it, err = stream.Recv(); err != nil {
 			sse.end(err)

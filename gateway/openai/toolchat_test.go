@@ -13,7 +13,10 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -21,6 +24,7 @@ import (
 type fakeChat struct {
 	mcpgatewayv1.UnimplementedChatServiceServer
 	items []*mcpgatewayv1.ChatResponse
+	err   error // the answer instead of items
 	mu    sync.Mutex
 	reqs  []*mcpgatewayv1.ChatRequest
 }
@@ -29,6 +33,9 @@ func (f *fakeChat) Chat(req *mcpgatewayv1.ChatRequest, s mcpgatewayv1.ChatServic
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
 	for _, it := range f.items {
 		if err := s.Send(it); err != nil {
 			return err
@@ -107,22 +114,26 @@ func TestToolChatCompletion(t *testing.T) {
 }
 
 // TestToolChatStream: the same loop as SSE: the model's chunk as the plain chat renders it,
-// each event as a chunk with no choices and a zest_event, the outcome as a last chunk whose
-// tool calls keep their own index and whose finish_reason is null when the loop named none,
-// with usage when asked for, then [DONE].
+// each event as a chunk with no choices and a zest_event when the request asks with
+// zest_events (none otherwise: an OpenAI SDK would copy it into its final completion), the
+// outcome as a last chunk whose tool calls keep their own index and whose finish_reason is
+// null when the loop named none, with usage when asked for, then [DONE].
 func TestToolChatStream(t *testing.T) {
 	url, _ := newToolChatEdge(t, toolLoop()...)
-	a := postJSON(t, url+"chat/completions", `{"mcp_server_ids":["echo"],"stream":true,"stream_options":{"include_usage":true},
-		"messages":[{"role":"user","content":"hi"}]}`)
-	if a.status != http.StatusOK || a.header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("%d %v %s", a.status, a.header, a.body)
-	}
-	var events []string
-	sc := bufio.NewScanner(bytes.NewReader(a.body))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			events = append(events, d)
+	stream := func(t *testing.T, extra string) []string {
+		a := postJSON(t, url+"chat/completions", `{"mcp_server_ids":["echo"],"stream":true,"stream_options":{"include_usage":true},`+extra+`
+			"messages":[{"role":"user","content":"hi"}]}`)
+		if a.status != http.StatusOK || a.header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("%d %v %s", a.status, a.header, a.body)
 		}
+		var events []string
+		sc := bufio.NewScanner(bytes.NewReader(a.body))
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events = append(events, d)
+			}
+		}
+		return events
 	}
 	const head = `"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m"`
 	want := []string{
@@ -134,17 +145,24 @@ func TestToolChatStream(t *testing.T) {
 			`"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},"zest_tool_calls":[` + zestToolCall + `],"zest_warnings":[]}`,
 		`[DONE]`,
 	}
-	if len(events) != len(want) {
-		t.Fatalf("%d events, want %d: %q", len(events), len(want), events)
-	}
-	for i := range want[:len(want)-1] {
-		if g, w := mustCompact(t, events[i]), mustCompact(t, want[i]); g != w {
-			t.Errorf("event %d\n%s\nwant\n%s", i, g, w)
+	compare := func(t *testing.T, events, want []string) {
+		if len(events) != len(want) {
+			t.Fatalf("%d events, want %d: %q", len(events), len(want), events)
+		}
+		for i := range want[:len(want)-1] {
+			if g, w := mustCompact(t, events[i]), mustCompact(t, want[i]); g != w {
+				t.Errorf("event %d\n%s\nwant\n%s", i, g, w)
+			}
+		}
+		if events[len(events)-1] != "[DONE]" {
+			t.Errorf("last event %q", events[len(events)-1])
 		}
 	}
-	if events[len(events)-1] != "[DONE]" {
-		t.Errorf("last event %q", events[len(events)-1])
-	}
+	t.Run("zest_events asked", func(t *testing.T) { compare(t, stream(t, `"zest_events":true,`), want) })
+	t.Run("an OpenAI client", func(t *testing.T) {
+		compare(t, stream(t, ""), []string{want[0], want[3], want[4]})
+		compare(t, stream(t, `"zest_events":false,`), []string{want[0], want[3], want[4]})
+	})
 }
 
 // TestToolChatRefusesBadFieldsByName: a tool chat's refusals name their field in error.param,
@@ -164,6 +182,7 @@ func TestToolChatRefusesBadFieldsByName(t *testing.T) {
 		{"temperature too high", `{"preset":"helper","temperature":2.5,` + user + `}`, "temperature", "between 0 and 2, not 2.5"},
 		{"messages missing", `{"preset":"helper"}`, "messages", "messages is required"},
 		{"stream a string", `{"mcp_server_ids":[],"stream":"yes",` + user + `}`, "stream", "stream must be true or false"},
+		{"zest_events a string", `{"mcp_server_ids":[],"zest_events":"yes",` + user + `}`, "zest_events", "zest_events must be true or false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg, param := openAIError(t, postJSON(t, url+"chat/completions", c.body), http.StatusBadRequest)
@@ -174,5 +193,21 @@ func TestToolChatRefusesBadFieldsByName(t *testing.T) {
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("%d refused requests reached ChatService", n)
+	}
+}
+
+// TestToolChatRefusalNamesItsField: a refusal of the tool loop that names its field (a
+// BadRequest detail) is answered with that field in error.param.
+func TestToolChatRefusalNamesItsField(t *testing.T) {
+	url, f := newToolChatEdge(t)
+	st, err := status.New(codes.InvalidArgument, "tool_choice names function \"x\", which this chat does not offer").
+		WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "tool_choice"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.err = st.Err()
+	msg, param := openAIError(t, postJSON(t, url+"chat/completions", `{"mcp_server_ids":["echo"],"messages":[{"role":"user","content":"hi"}]}`), http.StatusBadRequest)
+	if param != "tool_choice" || !strings.Contains(msg, "does not offer") {
+		t.Fatalf("param %v, message %q", param, msg)
 	}
 }

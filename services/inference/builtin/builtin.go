@@ -97,7 +97,11 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 		return send(last)
 	}
 
-	words := strings.SplitAfter(answer(req), " ")
+	text := cutAtStop(answer(req), req.GetStop())
+	words := strings.SplitAfter(text, " ")
+	if text == "" {
+		words = nil
+	}
 	limit := len(words)
 	finish := "stop"
 	if req.MaxTokens != nil && int(req.GetMaxTokens()) < limit {

@@ -48,6 +48,16 @@ func TestChatStreamsWordByWord(t *testing.T) {
 	}
 }
 
+// TestChatHonoursStop: the answer ends before the first stop sequence it holds, as the
+// completions route's does (the chat ignored stop), and finishes with "stop".
+func TestChatHonoursStop(t *testing.T) {
+	text, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, Stop: []string{"zzz", " there"}, Messages: []*inferencev1.ChatMessage{user("hello there zest")}})
+	last := chunks[len(chunks)-1]
+	if text != "builtin-llm heard: hello" || last.GetFinishReason() != "stop" || last.GetUsage().GetCompletionTokens() != 3 {
+		t.Fatalf("text %q, last chunk %v", text, last)
+	}
+}
+
 func TestChatMaxTokensStopsWithLength(t *testing.T) {
 	mt := int32(2)
 	text, chunks := collect(t, &inferencev1.ChatRequest{Model: LLM, MaxTokens: &mt, Messages: []*inferencev1.ChatMessage{user("a b c d")}})

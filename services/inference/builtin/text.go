@@ -135,6 +135,17 @@ func (e *Engine) pause(ctx context.Context, i int) error {
 	}
 }
 
+// cutAtStop is text up to the first of the stop sequences it holds, as an engine stops there
+// (chat and completions alike).
+func cutAtStop(text string, stops []string) string {
+	for _, s := range stops {
+		if at := strings.Index(text, s); s != "" && at >= 0 {
+			text = text[:at]
+		}
+	}
+	return text
+}
+
 // Completions answers a legacy completion with builtin-llm: each prompt's completion is
 // "builtin-llm heard: " and the prompt, cut at the first stop sequence and at max_tokens words,
 // streamed one word per chunk; a last chunk carries the usage.
@@ -156,11 +167,7 @@ func (e *Engine) Completions(ctx context.Context, req *inferencev1.CompletionsRe
 			text = "builtin-llm received no prompt."
 		}
 		finish := "stop"
-		for _, s := range req.GetStop() {
-			if at := strings.Index(text, s); s != "" && at >= 0 {
-				text = text[:at]
-			}
-		}
+		text = cutAtStop(text, req.GetStop())
 		words := strings.SplitAfter(text, " ")
 		if text == "" {
 			words = nil

@@ -42,7 +42,7 @@ func (e *Engine) Transcribe(_ context.Context, req *inferencev1.TranscribeReques
 	text := fmt.Sprintf("[builtin-transcribe] %.2f s of %d Hz %s %s audio; RMS level %.1f dBFS; %d stretch(es) of sound. "+
 		"This built-in engine describes audio and does not recognise speech.", dur, w.rate, chans, w.format, db, w.segments)
 	lang := req.GetLanguage()
-	if lang == "" {
+	if lang == "" || req.GetTranslate() { // its description is English: a translation already
 		lang = "en"
 	}
 	return &inferencev1.TranscribeResponse{Text: text, Language: lang, DurationSeconds: dur}, nil

@@ -173,3 +173,43 @@ func TestEndlessStreamLineIsAnError(t *testing.T) {
 		t.Fatalf("an endless line: %v (%d chunks relayed)", err, relayed)
 	}
 }
+
+// TestTranslationGoesToTranslations: a translation is sent to the engine's
+// /audio/translations (a transcription to /audio/transcriptions); an engine without that route
+// is refused, naming the model and what to use instead.
+func TestTranslationGoesToTranslations(t *testing.T) {
+	paths := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.URL.Path
+		switch r.URL.Path {
+		case "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[{"id":"up"}]}`)
+		case "/v1/audio/translations", "/v1/audio/transcriptions":
+			io.WriteString(w, `{"text":"hello","language":"en","duration":1.5}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	e := engine(t, "up", srv.URL+"/v1")
+	for translate, want := range map[bool]string{true: "/v1/audio/translations", false: "/v1/audio/transcriptions"} {
+		res, err := e.Transcribe(t.Context(), &inferencev1.TranscribeRequest{Model: "m", Audio: []byte("RIFF"), Translate: translate})
+		if err != nil || res.GetText() != "hello" {
+			t.Fatalf("translate %v: %v %v", translate, res, err)
+		}
+		for p := range paths {
+			if p == want {
+				break
+			}
+			if p != "/v1/models" {
+				t.Fatalf("translate %v went to %s, want %s", translate, p, want)
+			}
+		}
+	}
+	none := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(none.Close)
+	_, err := engine(t, "up", none.URL+"/v1").Transcribe(t.Context(), &inferencev1.TranscribeRequest{Model: "m", Audio: []byte("RIFF"), Translate: true})
+	if !errors.Is(err, ErrUpstreamRequest) || !strings.Contains(err.Error(), `model "m" cannot translate: its engine serves no /audio/translations (it answered 404)`) {
+		t.Fatalf("an engine that does not translate: %v", err)
+	}
+}

@@ -106,12 +106,21 @@ func (e *Engine) attempt(ctx context.Context, m *Model, r *Replica, build func(b
 	if resp.StatusCode < 500 {
 		kind = ErrUpstreamRequest
 	}
-	err = fmt.Errorf("%w: %s answered %d: %s", kind, r.BaseURL, resp.StatusCode, msg)
+	err = &statusError{code: resp.StatusCode, err: fmt.Errorf("%w: %s answered %d: %s", kind, r.BaseURL, resp.StatusCode, msg)}
 	if oe.Error.Param != "" {
 		return nil, &ParamError{Param: oe.Error.Param, Err: err}
 	}
 	return nil, err
 }
+
+// statusError is an engine's answer of an HTTP error status.
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
 
 // ParamError is an engine's refusal that names the request field at fault (OpenAI's
 // "param"), so that a relay can name it too.
@@ -280,7 +289,8 @@ func (c *chunk) toResponse(model string, whole bool) *inferencev1.ChatResponse {
 	return out
 }
 
-// Transcribe sends audio to the engine's /audio/transcriptions.
+// Transcribe sends audio to the engine's /audio/transcriptions, or /audio/translations for a
+// translation.
 func (e *Engine) Transcribe(ctx context.Context, req *inferencev1.TranscribeRequest) (*inferencev1.TranscribeResponse, error) {
 	m, err := e.model(req.GetModel())
 	if err != nil {
@@ -308,12 +318,21 @@ func (e *Engine) Transcribe(ctx context.Context, req *inferencev1.TranscribeRequ
 	}
 	_ = mw.Close()
 	resp, done, err := e.send(ctx, m, func(base string) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, "POST", base+"/audio/transcriptions", bytes.NewReader(body.Bytes()))
+		path := "/audio/transcriptions"
+		if req.GetTranslate() {
+			path = "/audio/translations"
+		}
+		r, err := http.NewRequestWithContext(ctx, "POST", base+path, bytes.NewReader(body.Bytes()))
 		if err == nil {
 			r.Header.Set("Content-Type", mw.FormDataContentType())
 		}
 		return r, err
 	})
+	var st *statusError
+	if req.GetTranslate() && errors.As(err, &st) && (st.code == http.StatusNotFound || st.code == http.StatusMethodNotAllowed) {
+		return nil, fmt.Errorf("%w: model %q cannot translate: its engine serves no /audio/translations (it answered %d); use audio/transcriptions, or a model whose engine translates to English (whisper does)",
+			ErrUpstreamRequest, req.GetModel(), st.code)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
@@ -47,12 +48,20 @@ type Service struct {
 	changes *follow.Replica
 	// approvals lists and decides the tool calls that wait for approval (nil: none are held).
 	approvals *approval.Gate
+	// models checks a preset's model when it is saved (nil: not checked).
+	models inferencev1.InferenceServiceClient
 	// upsertMu serializes upserts so that derived ids cannot race.
 	upsertMu sync.Mutex
 }
 
 // Option configures a Service.
 type Option func(*Service)
+
+// WithModels is the inference service a preset's model is checked against when it is saved
+// (without it, a preset may name any model).
+func WithModels(infer inferencev1.InferenceServiceClient) Option {
+	return func(s *Service) { s.models = infer }
+}
 
 // WithAudit is the audit trail ListAudit and ExportAudit read (without it, or nil, the trail
 // is off). Its interceptor records the admin changes; the activity feeds it the tool calls.
@@ -281,6 +290,9 @@ func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectSe
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if cfg.GetEnabled() {
+		s.up.Release(cfg.GetId()) // an administrator's connect ends their disconnect
+	}
 	if err := s.up.Connect(ctx, cfg); err != nil {
 		return nil, toStatus(err)
 	}
@@ -291,13 +303,14 @@ func (s *Service) ConnectServer(ctx context.Context, req *mcpgatewayv1.ConnectSe
 	return &mcpgatewayv1.ConnectServerResponse{Server: st}, nil
 }
 
-// DisconnectServer closes a server's connection.
+// DisconnectServer closes a server's connection, and keeps it closed until ConnectServer.
 func (s *Service) DisconnectServer(ctx context.Context, req *mcpgatewayv1.DisconnectServerRequest) (*mcpgatewayv1.DisconnectServerResponse, error) {
 	cfg, err := s.reg.GetServer(ctx, req.GetId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.up.Disconnect(ctx, cfg.GetId()); err != nil {
+	// The disconnect holds: no call connects the server again until ConnectServer.
+	if err := s.up.Hold(ctx, cfg.GetId()); err != nil {
 		s.log.Warn("disconnect failed", "id", cfg.GetId(), "err", err)
 	}
 	st, err := s.state(ctx, cfg)

@@ -52,7 +52,11 @@ func toStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, registry.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, upstream.ErrDisabled), errors.Is(err, upstream.ErrNotConnected):
+	case errors.Is(err, upstream.ErrDisabled):
+		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED, err)
+	case errors.As(err, new(*upstream.HeldError)):
+		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED, err)
+	case errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
 		code = codes.Unavailable
@@ -77,6 +81,31 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 		Metadata: map[string]string{"server_id": e.ServerID, "tool": e.Tool, "field": e.Field, "pattern": e.Pattern},
 	})
 	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// serverState is a connect or call of a server in a state an administrator set — disabled
+// (SERVER_DISABLED), or disconnected (SERVER_DISCONNECTED): FailedPrecondition with an
+// ErrorInfo that the edge answers 409, rather than a failure of the server (502).
+func serverState(reason mcpgatewayv1.AdminErrorReason, err error) error {
+	st := status.New(codes.FailedPrecondition, err.Error())
+	md := map[string]string{}
+	var d *upstream.DisabledError
+	var h *upstream.HeldError
+	switch {
+	case errors.As(err, &d):
+		md["server_id"] = d.ID
+	case errors.As(err, &h):
+		md["server_id"] = h.ID
+	}
+	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   reason.String(),
+		Domain:   errorDomain,
+		Metadata: md,
+	})
+	if derr != nil {
 		return st.Err()
 	}
 	return withInfo.Err()

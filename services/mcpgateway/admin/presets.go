@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 
+	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ListPresets lists every chat preset.
@@ -45,6 +48,9 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.checkModel(ctx, p.GetModel()); err != nil {
+		return nil, toStatus(err)
+	}
 	old, err := s.reg.GetPreset(ctx, p.GetId())
 	if err != nil && !errors.Is(err, registry.ErrNotFound) {
 		return nil, toStatus(err)
@@ -55,6 +61,24 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 	audit.NoteChanged(ctx, audit.Changed(old, p))
 	s.changes.Changed(ctx, registry.Change{Kind: registry.PresetPut, ID: p.GetId(), Preset: p}, nil)
 	return &mcpgatewayv1.UpsertPresetResponse{Preset: p}, nil
+}
+
+// checkModel refuses a preset model the inference service does not know (every chat of the
+// preset would fail on it). An inference service that cannot answer does not stop the save:
+// the model is checked again by each chat.
+func (s *Service) checkModel(ctx context.Context, model string) error {
+	if model == "" || s.models == nil {
+		return nil
+	}
+	_, err := s.models.GetModel(ctx, &inferencev1.GetModelRequest{Id: model})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.NotFound:
+		return serverconfig.UnknownModel(model)
+	}
+	s.log.Warn("preset model not checked: the inference service did not answer", "model", model, "err", err)
+	return nil
 }
 
 // DeletePreset forgets a preset.

@@ -368,7 +368,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// (the registry's watch), reaches the connections and the sessions the same way.
 	changes := follow.New(up, log, follow.WithNotify(notify), follow.WithPresets(agg))
 	adminService := admin.New(servers, up, tools, log,
-		admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes))
+		admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
 	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))

@@ -142,11 +142,17 @@ func Update(stored, in *mcpgatewayv1.ServerConfig, mask []string) (*mcpgatewayv1
 	return out, nil
 }
 
-// transportOf is cfg's transport as Parse stores it ("" is stdio; "http" and the other
-// aliases streamable-http); another value is left to Parse to refuse.
+// transportOf is cfg's transport as Parse stores it ("" is stdio, or streamable-http for a
+// server with a url and no command, as Lemonade's mcp_servers.json takes it; "http" and the
+// other aliases streamable-http); another value is left to Parse to refuse.
 func transportOf(cfg *mcpgatewayv1.ServerConfig) string {
 	switch strings.ToLower(cfg.GetTransport()) {
-	case "", TransportStdio:
+	case "":
+		if cfg.GetUrl() != "" && cfg.GetCommand() == "" {
+			return TransportHTTP
+		}
+		return TransportStdio
+	case TransportStdio:
 		return TransportStdio
 	case TransportHTTP, "http", "streamable_http", "streamablehttp":
 		return TransportHTTP

@@ -18,6 +18,11 @@ func invalidPreset(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidPreset, fmt.Sprintf(format, a...))
 }
 
+// UnknownModel is the refusal of a preset whose model the inference service does not know.
+func UnknownModel(model string) error {
+	return invalidPreset("model %q is not known: GET /api/v1/models lists the models (or leave model out, and each chat names its own)", truncate(model, 120))
+}
+
 // MaxProviders is how many MCP providers a preset may select.
 const MaxProviders = 4
 

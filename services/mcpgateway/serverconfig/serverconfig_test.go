@@ -45,6 +45,10 @@ func TestParseValid(t *testing.T) {
 		{"http alias and loopback http", `{"id":"h","transport":"http","url":"http://127.0.0.1:9000/mcp","bearer_token":"${TOKEN}"}`, func(t *testing.T, c map[string]any) {
 			want(t, c, "transport", "streamable-http", "bearer_token", "${TOKEN}")
 		}},
+		// As Lemonade's mcp_servers.json takes it: a url and no command is an HTTP server.
+		{"url alone is streamable-http", `{"id":"h","url":"https://tools.example/mcp"}`, func(t *testing.T, c map[string]any) {
+			want(t, c, "transport", "streamable-http", "url", "https://tools.example/mcp")
+		}},
 		{"insecure http allowed explicitly", `{"id":"h","transport":"streamable-http","url":"http://tools.lan/mcp","allow_insecure_http":true}`, nil},
 		{"id derived from name", `{"name":"My Echo!","command":"node"}`, func(t *testing.T, c map[string]any) { want(t, c, "id", "my-echo-3", "name", "My Echo!") }},
 		{"id derived from command basename", `{"command":"/usr/local/bin/Server_Everything"}`, func(t *testing.T, c map[string]any) {
@@ -83,7 +87,7 @@ func TestParseValid(t *testing.T) {
 			m := map[string]any{"id": cfg.GetId(), "name": cfg.GetName(), "transport": cfg.GetTransport(),
 				"enabled": cfg.GetEnabled(), "timeout_ms": float64(cfg.GetTimeoutMs()), "working_dir": cfg.GetWorkingDir(),
 				"bearer_token": cfg.GetBearerToken(), "tool_host": cfg.GetToolHost(), "max_output_bytes": float64(cfg.GetMaxOutputBytes()),
-				"rate_limit": cfg.GetRateLimit(), "max_concurrency": float64(cfg.GetMaxConcurrency())}
+				"rate_limit": cfg.GetRateLimit(), "max_concurrency": float64(cfg.GetMaxConcurrency()), "url": cfg.GetUrl()}
 			if tc.check != nil {
 				tc.check(t, m)
 			}

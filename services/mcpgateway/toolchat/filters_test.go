@@ -23,7 +23,10 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -88,15 +91,24 @@ func (m *fakeModel) firstOffer() []string {
 // outcome.
 func chatWith(t *testing.T, l *Loop, fn string) *mcpgatewayv1.ChatDone {
 	t.Helper()
+	d, err := chatAs(t, l, &mcpgatewayv1.ChatRequest{Providers: &mcpgatewayv1.Providers{Ids: []string{"every"}}}, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// chatAs runs req (its chat set here, with the tool_choice naming fn) through ChatService and
+// returns its outcome or the status it ended with.
+func chatAs(t *testing.T, l *Loop, req *mcpgatewayv1.ChatRequest, fn string) (*mcpgatewayv1.ChatDone, error) {
+	t.Helper()
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterChatServiceServer(s, l) })
 	choice, err := structpb.NewValue(map[string]any{"type": "function", "function": map[string]any{"name": fn}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := mcpgatewayv1.NewChatServiceClient(cc).Chat(t.Context(), &mcpgatewayv1.ChatRequest{
-		Providers: &mcpgatewayv1.Providers{Ids: []string{"every"}},
-		Chat: &inferencev1.ChatRequest{Model: "m", ToolChoice: choice,
-			Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "go"}}}})
+	req.Chat = &inferencev1.ChatRequest{Model: "m", ToolChoice: choice, Messages: []*inferencev1.ChatMessage{{Role: "user", Content: "go"}}}
+	st, err := mcpgatewayv1.NewChatServiceClient(cc).Chat(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +118,26 @@ func chatWith(t *testing.T, l *Loop, fn string) *mcpgatewayv1.ChatDone {
 			t.Fatal("the chat ended without done")
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if d := r.GetDone(); d != nil {
-			return d
+			return d, nil
 		}
 	}
+}
+
+// refusedField is the field an InvalidArgument's BadRequest detail names ("" for another error).
+func refusedField(err error) string {
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	return ""
 }
 
 // upstreamFixture starts an MCP test server with opts, and opens an empty bbolt registry and
@@ -139,9 +165,9 @@ func newLoop(inference inferencev1.InferenceServiceClient, reg *registry.Bolt, u
 }
 
 // TestFilteredToolsAreNeitherOfferedNorRun: the model is offered only the tools the server's
-// filters expose; a call of a filtered-out tool is not run (it is no tool of the loop's, so
-// it is handed back as the client's); and a tool filtered out after the chat began is
-// refused, not run.
+// filters expose; a tool_choice naming a filtered-out tool is refused before the model is
+// asked (handed to it, the model called a tool never offered); and a tool filtered out after
+// the chat began is refused, not run.
 func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum", "get-env"}})
 	ctx := t.Context()
@@ -163,10 +189,20 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 			t.Fatalf("done %v", d)
 		}
 	})
-	t.Run("a call of a filtered-out tool is not run", func(t *testing.T) {
-		d := chatWith(t, l, "mcp_every__get-env")
-		if d.GetFinishReason() != "tool_calls" || len(d.GetToolCalls()) != 0 || d.GetMessage().GetToolCalls()[0].GetFunction().GetName() != "mcp_every__get-env" {
-			t.Fatalf("done %v", d)
+	t.Run("a tool_choice naming a filtered-out tool is refused", func(t *testing.T) {
+		asked := len(model.offered)
+		d, err := chatAs(t, l, &mcpgatewayv1.ChatRequest{Providers: &mcpgatewayv1.Providers{Ids: []string{"every"}}}, "mcp_every__get-env")
+		if refusedField(err) != "tool_choice" || !strings.Contains(err.Error(), `tool_choice names function "mcp_every__get-env", which this chat does not offer: it offers mcp_every__echo, mcp_every__get-sum`) {
+			t.Fatalf("done %v, err %v", d, err)
+		}
+		d, err = chatAs(t, l, &mcpgatewayv1.ChatRequest{Providers: &mcpgatewayv1.Providers{Ids: []string{"gone"}}}, "mcp_gone__x")
+		if refusedField(err) != "tool_choice" || !strings.Contains(err.Error(), `offers no tools (MCP server "gone" left out of this chat: it is not registered)`) {
+			t.Fatalf("done %v, err %v", d, err)
+		}
+		model.mu.Lock()
+		defer model.mu.Unlock()
+		if len(model.offered) != asked {
+			t.Fatal("a refused chat reached the model")
 		}
 	})
 	t.Run("a tool filtered out during the chat is refused", func(t *testing.T) {
@@ -228,4 +264,39 @@ func TestFilteredToolsAreNeitherOfferedNorRun(t *testing.T) {
 			t.Fatalf("a disabled server was called (%d calls in all, want 2)", n)
 		}
 	})
+}
+
+// TestPresetNarrowedByMcpServerIDs: with a preset, mcp_server_ids narrow its providers (the
+// tools offered are those of the servers named), and naming a provider the preset does not
+// select is refused with the field named — it used to replace the preset's providers silently.
+func TestPresetNarrowedByMcpServerIDs(t *testing.T) {
+	u, reg, up := upstreamFixture(t, mcptest.Options{Tools: []string{"get-sum"}})
+	ctx := t.Context()
+	for _, id := range []string{"every", "other"} {
+		cfg := &mcpgatewayv1.ServerConfig{Id: id, Name: id, Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true), TimeoutMs: proto.Int32(30000)}
+		if err := reg.PutServer(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.PutPreset(ctx, &mcpgatewayv1.Preset{Id: "p", McpServerIds: []string{"every", "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	model := &fakeModel{}
+	inference := inferencev1.NewInferenceServiceClient(grpctest.Loopback(t, func(s *grpc.Server) { inferencev1.RegisterInferenceServiceServer(s, model) }))
+	l := newLoop(inference, reg, up, nil)
+
+	d, err := chatAs(t, l, &mcpgatewayv1.ChatRequest{Preset: "p", Providers: &mcpgatewayv1.Providers{Ids: []string{"other"}}}, "mcp_other__get-sum")
+	if err != nil || d.GetFinishReason() != "stop" {
+		t.Fatalf("narrowed: %v %v", d, err)
+	}
+	if got := model.firstOffer(); !slices.Equal(got, []string{"mcp_other__echo", "mcp_other__get-sum"}) {
+		t.Fatalf("offered %q", got)
+	}
+	if err := reg.PutServer(ctx, &mcpgatewayv1.ServerConfig{Id: "outside", Name: "outside", Transport: "streamable-http", Url: u.URL, Enabled: proto.Bool(true), Expose: proto.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = chatAs(t, l, &mcpgatewayv1.ChatRequest{Preset: "p", Providers: &mcpgatewayv1.Providers{Ids: []string{"every", "outside"}}}, "mcp_outside__get-sum")
+	if refusedField(err) != "mcp_server_ids" || !strings.Contains(err.Error(), `mcp_server_ids names "outside", which preset "p" does not select (it selects every, other)`) {
+		t.Fatalf("widened: %v", err)
+	}
 }

@@ -1,10 +1,10 @@
 // Package toolchat runs the chat tool loop on the server: the tools of the providers a preset
-// (or the request) selects, as far as their servers' filters expose them, are offered to the
-// model, the tool calls it makes are run — the built-in lemonade_* tools in process, external
-// tools on their MCP servers — and the results are fed back, round after round, until the
-// model answers or the round cap is reached. Any OpenAI client can use it; streaming clients
-// also see each tool call and result as it happens, as chunks that carry a "zest_event"
-// object and no choices.
+// (narrowed by the request's, if any) or the request selects, as far as their servers' filters
+// expose them, are offered to the model, the tool calls it makes are run — the built-in
+// lemonade_* tools in process, external tools on their MCP servers — and the results are fed
+// back, round after round, until the model answers or the round cap is reached. Any OpenAI
+// client can use it; the loop streams each tool call and result as an event, which the edge
+// sends to the clients that ask (chunks that carry a "zest_event" object and no choices).
 package toolchat
 
 import (
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"go.opentelemetry.io/otel/attribute"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -101,6 +103,59 @@ func invalid(format string, a ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, a...)
 }
 
+// invalidField is invalid naming the request field it is about (BadRequest), which the edge
+// answers as OpenAI's error.param.
+func invalidField(field, format string, a ...any) error {
+	msg := fmt.Sprintf(format, a...)
+	st := status.New(codes.InvalidArgument, msg)
+	if withField, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}}}); err == nil {
+		st = withField
+	}
+	return st.Err()
+}
+
+// maxNamesShown is how many tool names a refusal of tool_choice lists.
+const maxNamesShown = 12
+
+// checkToolChoice refuses, before any model call, a tool_choice the chat cannot honour: a
+// function that neither the request's own tools nor the selected providers offer (a server
+// left out offers none: its warning says why), or "required" with no tool at all. Handed to
+// the model, such a choice came back as a call of a tool never offered.
+func checkToolChoice(chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string) error {
+	choice := chat.GetToolChoice()
+	names := slices.Sorted(maps.Keys(tools))
+	for _, t := range chat.GetTools().GetValues() {
+		if n := t.GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue(); n != "" && tools[n] == nil {
+			names = append(names, n)
+		}
+	}
+	if choice.GetStringValue() == "required" && len(names) == 0 {
+		return invalidField("tool_choice", `tool_choice "required" needs tools, and this chat offers none%s`, leftOut(warnings))
+	}
+	name := choice.GetStructValue().GetFields()["function"].GetStructValue().GetFields()["name"].GetStringValue()
+	if name == "" || slices.Contains(names, name) {
+		return nil
+	}
+	if len(names) == 0 {
+		return invalidField("tool_choice", "tool_choice names function %q, but this chat offers no tools%s", name, leftOut(warnings))
+	}
+	shown := names
+	more := ""
+	if len(shown) > maxNamesShown {
+		shown, more = shown[:maxNamesShown], fmt.Sprintf(" and %d more", len(names)-maxNamesShown)
+	}
+	return invalidField("tool_choice", "tool_choice names function %q, which this chat does not offer: it offers %s%s%s",
+		name, strings.Join(shown, ", "), more, leftOut(warnings))
+}
+
+// leftOut is what a refusal adds about the providers left out of the chat.
+func leftOut(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(warnings, "; ") + ")"
+}
+
 // Chat implements ChatService.
 func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatService_ChatServer) error {
 	ctx := stream.Context()
@@ -130,6 +185,9 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	// users get an incident id instead.
 	admin := l.keys.CallerIsAdmin(ctx)
 	tools, warnings := l.tools(ctx, providers, admin)
+	if err := checkToolChoice(chat, tools, warnings); err != nil {
+		return err
+	}
 	out := &emitter{stream: stream, maxRounds: l.cfg.MaxRounds}
 	for _, w := range warnings {
 		out.event(&mcpgatewayv1.ToolEvent{Type: "warning", Message: w})
@@ -142,7 +200,9 @@ func (l *Loop) hide(ctx context.Context, admin bool, serverID, what string, err 
 	return incident.Describe(ctx, l.log, admin, serverID, what, err)
 }
 
-// selection resolves the preset and the providers (the request's replace the preset's).
+// selection resolves the preset and the providers. With a preset, the request's
+// mcp_server_ids narrow the preset's providers: each must be one of them (a preset is what its
+// author let a chat reach), else the chat is refused naming them.
 func (l *Loop) selection(ctx context.Context, req *mcpgatewayv1.ChatRequest) ([]string, *mcpgatewayv1.Preset, error) {
 	var preset *mcpgatewayv1.Preset
 	if id := req.GetPreset(); id != "" {
@@ -157,7 +217,20 @@ func (l *Loop) selection(ctx context.Context, req *mcpgatewayv1.ChatRequest) ([]
 	}
 	providers := preset.GetMcpServerIds()
 	if req.GetProviders() != nil {
-		providers = serverconfig.SanitizeProviders(req.GetProviders().GetIds())
+		asked := serverconfig.SanitizeProviders(req.GetProviders().GetIds())
+		if preset != nil {
+			for _, id := range asked {
+				if !slices.Contains(providers, id) {
+					selects := strings.Join(providers, ", ")
+					if selects == "" {
+						selects = "none"
+					}
+					return nil, nil, invalidField("mcp_server_ids", "mcp_server_ids names %q, which preset %q does not select (it selects %s): with a preset, mcp_server_ids may only narrow its providers",
+						id, preset.GetId(), selects)
+				}
+			}
+		}
+		providers = asked
 	}
 	if len(providers) > serverconfig.MaxProviders {
 		return nil, nil, invalid("mcp_server_ids selects %d providers; a chat selects at most %d", len(providers), serverconfig.MaxProviders)

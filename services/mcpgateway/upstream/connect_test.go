@@ -236,3 +236,42 @@ func TestInfoAndListToolsUseTheConnectionOfTheirConfig(t *testing.T) {
 		t.Fatalf("Info of a disabled config: %v", err)
 	}
 }
+
+// TestHoldKeepsAServerDisconnected: after an administrator's disconnect (Hold), a call, a tool
+// list or a connect does not open the server again — it fails with HeldError, saying how to
+// connect it — until Release; then a call connects it as before. (A call used to reconnect it
+// silently.)
+func TestHoldKeepsAServerDisconnected(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	cfg := httpConfig("held", u.URL)
+	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
+	if _, err := m.DispatchToolCall(t.Context(), cfg, params, 0, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Hold(t.Context(), "held"); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	for what, f := range map[string]func() error{
+		"a call":    func() error { _, err := m.DispatchToolCall(t.Context(), cfg, params, 0, Hooks{}); return err },
+		"tool list": func() error { _, err := m.ListTools(t.Context(), cfg, true); return err },
+		"connect":   func() error { return m.Connect(t.Context(), cfg) },
+	} {
+		if err := f(); !errors.As(err, &held) || !errors.Is(err, ErrNotConnected) || held.Error() != `MCP server "held" was disconnected by an administrator: connect it (POST /internal/mcp/servers/held/connect, or the console's Servers view) to call it again` {
+			t.Fatalf("%s while held: %v", what, err)
+		}
+	}
+	if st := m.State("held"); st.Connected || !m.Held("held") {
+		t.Fatalf("held: %+v", st)
+	}
+	if n := len(u.ToolCalls()); n != 1 {
+		t.Fatalf("the held server got %d calls, want the 1 before the hold", n)
+	}
+	m.Release("held")
+	if _, err := m.DispatchToolCall(t.Context(), cfg, params, 0, Hooks{}); err != nil || len(u.ToolCalls()) != 2 {
+		t.Fatalf("after Release: %v, %d calls", err, len(u.ToolCalls()))
+	}
+	noViolations(t, u)
+}

@@ -19,6 +19,34 @@ var (
 	ErrRelayUnknown = errors.New("no request of the MCP server waits for this answer")
 )
 
+// DisabledError is a connect or a call of a server that is registered and disabled: a state
+// of its configuration, which holds until an administrator enables it.
+type DisabledError struct {
+	// ID is the server's registry id.
+	ID string
+}
+
+func (e *DisabledError) Error() string {
+	return fmt.Sprintf(`MCP server %q is disabled: enable it (POST /internal/mcp/servers with {"id":%q,"enabled":true}, or the console's Servers view), then connect it`, e.ID, e.ID)
+}
+
+// Is makes the error an ErrDisabled.
+func (e *DisabledError) Is(target error) bool { return target == ErrDisabled }
+
+// HeldError is a call of a server an administrator disconnected: it stays disconnected until
+// an administrator connects it again.
+type HeldError struct {
+	// ID is the server's registry id.
+	ID string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("MCP server %q was disconnected by an administrator: connect it (POST /internal/mcp/servers/%s/connect, or the console's Servers view) to call it again", e.ID, e.ID)
+}
+
+// Is makes the error an ErrNotConnected.
+func (e *HeldError) Is(target error) bool { return target == ErrNotConnected }
+
 // RPCError is a JSON-RPC error answered by the upstream.
 type RPCError struct {
 	Code    int

@@ -365,15 +365,33 @@ func (s *stdioSession) fail(err error, sent bool) error {
 	return gone
 }
 
+// causeText is a tool host's message that wraps cause without repeating it: the tool host's
+// own text usually ends with it already ("… timed out after 1s: context deadline exceeded").
+type causeText struct {
+	msg   string
+	cause error
+}
+
+func (e *causeText) Error() string { return e.msg }
+func (e *causeText) Unwrap() error { return e.cause }
+
+// saidOnce is msg wrapping cause, with cause's text added only when msg does not say it.
+func saidOnce(msg string, cause error) error {
+	if !strings.Contains(msg, cause.Error()) {
+		msg += ": " + cause.Error()
+	}
+	return &causeText{msg: msg, cause: cause}
+}
+
 // upstreamErr wraps a tool host error, keeping its text (which names the cause: the OS
 // error of a missing command, the exit status of a crash, a missing variable).
 func upstreamErr(id string, err error) error {
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.DeadlineExceeded:
-			return fmt.Errorf("%w: %q: %s: %w", ErrUpstream, id, st.Message(), context.DeadlineExceeded)
+			return fmt.Errorf("%w: %q: %w", ErrUpstream, id, saidOnce(st.Message(), context.DeadlineExceeded))
 		case codes.Canceled:
-			return fmt.Errorf("%w: %q: %s: %w", ErrUpstream, id, st.Message(), context.Canceled)
+			return fmt.Errorf("%w: %q: %w", ErrUpstream, id, saidOnce(st.Message(), context.Canceled))
 		}
 		return fmt.Errorf("%w: %q: %s", ErrUpstream, id, st.Message())
 	}

@@ -81,6 +81,9 @@ type conn struct {
 	// homeless is set when the connection was dropped because no tool host could run the
 	// server any more: it connects again as soon as one can (FollowToolHost).
 	homeless bool
+	// held is set by an administrator's disconnect (Hold): no call connects the server again
+	// until an administrator connects it (Connect).
+	held bool
 }
 
 // attempt is one connect in progress. err is set before done is closed.
@@ -190,13 +193,22 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 // its tool filters changed (serverconfig.SameConnection), which ask nothing of the
 // connection. Concurrent callers with the same config share one connect; each waits for it with its own ctx, and
 // the connect goes on, bounded by the server's timeout, when a caller stops waiting.
+// A server an administrator disconnected (Hold) is not connected until Release: Connect
+// fails with HeldError.
 func (m *Manager) Connect(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
 	if !cfg.GetEnabled() {
-		return fmt.Errorf("%w: %q is disabled; enable it to connect", ErrDisabled, cfg.GetId())
+		return &DisabledError{ID: cfg.GetId()}
+	}
+	if m.Held(cfg.GetId()) { // before placing, which may wait for a tool host
+		return &HeldError{ID: cfg.GetId()}
 	}
 	host, err := m.place(ctx, cfg)
 	c := m.get(cfg.GetId())
 	c.mu.Lock()
+	if c.held {
+		c.mu.Unlock()
+		return &HeldError{ID: cfg.GetId()}
+	}
 	if err != nil {
 		if c.sess == nil && c.pending == nil {
 			c.lastErr = err.Error()
@@ -377,6 +389,37 @@ func (m *Manager) Disconnect(ctx context.Context, id string) error {
 		return s.close(ctx)
 	}
 	return nil
+}
+
+// Hold is an administrator's disconnect: Disconnect, and nothing connects the server again
+// until Release (an administrator's connect) — on this replica: the hold is not shared with
+// other replicas, and a restart forgets it.
+func (m *Manager) Hold(ctx context.Context, id string) error {
+	c := m.get(id)
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+	return m.Disconnect(ctx, id)
+}
+
+// Release ends a Hold of id: an administrator connects it again.
+func (m *Manager) Release(id string) {
+	if c := m.lookup(id); c != nil {
+		c.mu.Lock()
+		c.held = false
+		c.mu.Unlock()
+	}
+}
+
+// Held reports whether an administrator's disconnect holds id.
+func (m *Manager) Held(id string) bool {
+	c := m.lookup(id)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
 }
 
 // Forget disconnects id and drops its state (on delete).

@@ -1,5 +1,6 @@
 // Chat playground: a streamed chat through POST /api/v1/chat/completions, with a preset's tools.
-// The tool loop's events (chunks with no choices and a zest_event object) are shown inline as
+// The tool loop's events (chunks with no choices and a zest_event object, sent as the body asks
+// with zest_events) are shown inline as
 // they happen; the last chunk's zest_warnings are shown under the answer. The history stays in
 // memory (this page only). #/chat?preset=ID preselects a preset.
 //
@@ -182,7 +183,7 @@ export default {
         app.fieldError(form, 'message', 'Choose a model, or a preset that names one.');
         return;
       }
-      const body = { messages: [...history, { role: 'user', content: text }], stream: true };
+      const body = { messages: [...history, { role: 'user', content: text }], stream: true, zest_events: true };
       if (modelSel.value) body.model = modelSel.value;
       if (presetSel.value === LEMONADE) body.mcp_server_ids = ['lemonade'];
       else if (presetSel.value) body.preset = presetSel.value;

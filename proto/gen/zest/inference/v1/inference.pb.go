@@ -1147,7 +1147,10 @@ type TranscribeRequest struct {
 	// prompt guides the transcription.
 	Prompt string `protobuf:"bytes,5,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	// temperature is the sampling temperature.
-	Temperature   *float64 `protobuf:"fixed64,6,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	Temperature *float64 `protobuf:"fixed64,6,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	// translate asks for English text whatever the audio's language (POST {prefix}audio/translations;
+	// whisper translates to English).
+	Translate     bool `protobuf:"varint,7,opt,name=translate,proto3" json:"translate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1222,6 +1225,13 @@ func (x *TranscribeRequest) GetTemperature() float64 {
 		return *x.Temperature
 	}
 	return 0
+}
+
+func (x *TranscribeRequest) GetTranslate() bool {
+	if x != nil {
+		return x.Translate
+	}
+	return false
 }
 
 // TranscribeResponse carries the transcription.
@@ -1540,14 +1550,15 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x124\n" +
 	"\x05delta\x18\x04 \x01(\v2\x1e.zest.inference.v1.ChatMessageR\x05delta\x12#\n" +
 	"\rfinish_reason\x18\x05 \x01(\tR\ffinishReason\x12.\n" +
-	"\x05usage\x18\x06 \x01(\v2\x18.zest.inference.v1.UsageR\x05usage\"\xc6\x01\n" +
+	"\x05usage\x18\x06 \x01(\v2\x18.zest.inference.v1.UsageR\x05usage\"\xe4\x01\n" +
 	"\x11TranscribeRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
 	"\x05audio\x18\x02 \x01(\fR\x05audio\x12\x1a\n" +
 	"\bfilename\x18\x03 \x01(\tR\bfilename\x12\x1a\n" +
 	"\blanguage\x18\x04 \x01(\tR\blanguage\x12\x16\n" +
 	"\x06prompt\x18\x05 \x01(\tR\x06prompt\x12%\n" +
-	"\vtemperature\x18\x06 \x01(\x01H\x00R\vtemperature\x88\x01\x01B\x0e\n" +
+	"\vtemperature\x18\x06 \x01(\x01H\x00R\vtemperature\x88\x01\x01\x12\x1c\n" +
+	"\ttranslate\x18\a \x01(\bR\ttranslateB\x0e\n" +
 	"\f_temperature\"o\n" +
 	"\x12TranscribeResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1a\n" +

@@ -36,11 +36,11 @@ const (
 type InferenceServiceClient interface {
 	// ListModels is called by GET {prefix}models and lemonade_list_models to see every model and its state.
 	ListModels(ctx context.Context, in *ListModelsRequest, opts ...grpc.CallOption) (*ListModelsResponse, error)
-	// GetModel is called by GET {prefix}models/{id} to describe one model.
+	// GetModel is called by GET {prefix}models/{id} to describe one model, and by mcpgateway's admin to check a preset's model when it is saved.
 	GetModel(ctx context.Context, in *GetModelRequest, opts ...grpc.CallOption) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatResponse], error)
-	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	// Transcribe is called by POST {prefix}audio/transcriptions, {prefix}audio/translations and lemonade_transcribe_audio to turn audio into text (English text for a translation).
 	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(ctx context.Context, in *GenerateImageRequest, opts ...grpc.CallOption) (*GenerateImageResponse, error)
@@ -134,11 +134,11 @@ func (c *inferenceServiceClient) ListReplicas(ctx context.Context, in *ListRepli
 type InferenceServiceServer interface {
 	// ListModels is called by GET {prefix}models and lemonade_list_models to see every model and its state.
 	ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error)
-	// GetModel is called by GET {prefix}models/{id} to describe one model.
+	// GetModel is called by GET {prefix}models/{id} to describe one model, and by mcpgateway's admin to check a preset's model when it is saved.
 	GetModel(context.Context, *GetModelRequest) (*GetModelResponse, error)
 	// Chat is called by POST {prefix}chat/completions and lemonade_chat; it streams chunks as the engine produces them.
 	Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error
-	// Transcribe is called by POST {prefix}audio/transcriptions and lemonade_transcribe_audio to turn audio into text.
+	// Transcribe is called by POST {prefix}audio/transcriptions, {prefix}audio/translations and lemonade_transcribe_audio to turn audio into text (English text for a translation).
 	Transcribe(context.Context, *TranscribeRequest) (*TranscribeResponse, error)
 	// GenerateImage is called by POST {prefix}images/generations and lemonade_generate_image to draw images from a prompt.
 	GenerateImage(context.Context, *GenerateImageRequest) (*GenerateImageResponse, error)
