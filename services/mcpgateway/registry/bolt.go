@@ -463,7 +463,6 @@ func openAudit(tx *bolt.Tx) error {
 	return nil
 }
 
-// AppendAudit implements AuditLog: one transaction (one fsync) for the whole batch.
 // BoltMaxAuditBatch is the most audit entries one bbolt transaction writes. A transaction's
 // commit (its pages written, then fdatasync) costs CPU whatever it holds, so the trail's
 // writer, which batches what arrives within audit.FlushEvery, spends less per entry in
@@ -474,6 +473,7 @@ const BoltMaxAuditBatch = 1000
 // MaxAuditBatch implements AuditLog.
 func (b *Bolt) MaxAuditBatch() int { return BoltMaxAuditBatch }
 
+// AppendAudit implements AuditLog: one transaction (one fsync) for the whole batch.
 func (b *Bolt) AppendAudit(_ context.Context, entries []*mcpgatewayv1.AuditEntry) error {
 	b.audit.assign(entries)
 	return b.db.Update(func(tx *bolt.Tx) error {

@@ -156,8 +156,10 @@ type Recall struct {
 	Queries, At1, At5 int
 }
 
-// R1 and R5 are the fractions.
+// R1 is the fraction of queries whose tool came first.
 func (r Recall) R1() float64 { return frac(r.At1, r.Queries) }
+
+// R5 is the fraction of queries whose tool was among the first five.
 func (r Recall) R5() float64 { return frac(r.At5, r.Queries) }
 
 func frac(n, d int) float64 {
