@@ -12,7 +12,7 @@ BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
 
 # Every Go module of the workspace (go.work cannot build ./... at its root).
-MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy docs e2e
+MODULES := proto lib services/inference services/mcpgateway services/toolhost gateway cli bench deploy docs docs/user e2e
 SERVICES := gateway/cmd/zest-gateway services/inference/cmd/zest-inference \
 	services/mcpgateway/cmd/zest-mcpgateway services/toolhost/cmd/zest-toolhost \
 	cli/cmd/zestctl
