@@ -243,9 +243,12 @@ type chunk struct {
 }
 
 type message struct {
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	ToolCalls []struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is llama.cpp's and lemond's thinking; Reasoning is Ollama's.
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+	ToolCalls        []struct {
 		Index    int32  `json:"index"`
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -265,6 +268,7 @@ func (c *chunk) toResponse(model string, whole bool) *inferencev1.ChatResponse {
 			m = ch.Message
 		}
 		out.Delta.Role, out.Delta.Content, out.FinishReason = m.Role, m.Content, ch.FinishReason
+		out.Delta.ReasoningContent = m.ReasoningContent + m.Reasoning
 		for i, tc := range m.ToolCalls {
 			idx := tc.Index
 			if whole {

@@ -765,9 +765,12 @@ type ChatMessage struct {
 	// tool_calls are the calls an assistant message makes.
 	ToolCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// content_parts carries multimodal content (text, image_url, input_audio) when content is not plain text.
-	ContentParts  *structpb.ListValue `protobuf:"bytes,6,opt,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ContentParts *structpb.ListValue `protobuf:"bytes,6,opt,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
+	// reasoning_content is a reasoning model's thinking, apart from content (llama.cpp's and
+	// lemond's reasoning_content; Ollama's reasoning), in an assistant message or chunk.
+	ReasoningContent string `protobuf:"bytes,7,opt,name=reasoning_content,json=reasoningContent,proto3" json:"reasoning_content,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ChatMessage) Reset() {
@@ -840,6 +843,13 @@ func (x *ChatMessage) GetContentParts() *structpb.ListValue {
 		return x.ContentParts
 	}
 	return nil
+}
+
+func (x *ChatMessage) GetReasoningContent() string {
+	if x != nil {
+		return x.ReasoningContent
+	}
+	return ""
 }
 
 // ChatRequest is an OpenAI chat completion request.
@@ -1501,7 +1511,7 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12;\n" +
-	"\bfunction\x18\x04 \x01(\v2\x1f.zest.inference.v1.FunctionCallR\bfunction\"\xee\x01\n" +
+	"\bfunction\x18\x04 \x01(\v2\x1f.zest.inference.v1.FunctionCallR\bfunction\"\x9b\x02\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +
@@ -1510,7 +1520,8 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"toolCallId\x12:\n" +
 	"\n" +
 	"tool_calls\x18\x05 \x03(\v2\x1b.zest.inference.v1.ToolCallR\ttoolCalls\x12?\n" +
-	"\rcontent_parts\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueR\fcontentParts\"\x9b\x04\n" +
+	"\rcontent_parts\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueR\fcontentParts\x12+\n" +
+	"\x11reasoning_content\x18\a \x01(\tR\x10reasoningContent\"\x9b\x04\n" +
 	"\vChatRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12:\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1e.zest.inference.v1.ChatMessageR\bmessages\x12%\n" +
