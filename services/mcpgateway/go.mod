@@ -3,6 +3,7 @@ module github.com/zestmcp/zest/services/mcpgateway
 go 1.26.0
 
 require (
+	github.com/zestmcp/zest/docs/user v0.0.0-00010101000000-000000000000
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
@@ -62,6 +63,7 @@ require (
 )
 
 replace (
+	github.com/zestmcp/zest/docs/user => ../../docs/user
 	github.com/zestmcp/zest/lib => ../../lib
 	github.com/zestmcp/zest/proto => ../../proto
 	github.com/zestmcp/zest/services/toolhost => ../toolhost
