@@ -3,6 +3,7 @@ module github.com/zestmcp/zest/gateway
 go 1.26.0
 
 require (
+	github.com/zestmcp/zest/docs/user v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
@@ -48,6 +49,7 @@ require (
 )
 
 replace (
+	github.com/zestmcp/zest/docs/user => ../docs/user
 	github.com/zestmcp/zest/lib => ../lib
 	github.com/zestmcp/zest/proto => ../proto
 )

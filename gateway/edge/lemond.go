@@ -75,6 +75,8 @@ func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http
 		mux.Handle(p+"models/{id}/options", api(http.HandlerFunc(l.modelOptions)))
 		mux.Handle(p+"logs/stream", cors(http.HandlerFunc(l.logStream)))
 		mux.Handle(p+"spans/stream", cors(http.HandlerFunc(l.spanStream)))
+		mux.Handle(p+"docs", api(httpguard.GetOnly(http.HandlerFunc(docsIndex))))
+		mux.Handle(p+"docs/{page...}", api(httpguard.GetOnly(http.HandlerFunc(docsPage))))
 	}
 	mux.Handle("/internal/config", admin(httpguard.GetOnly(http.HandlerFunc(l.config))))
 	mux.Handle("/internal/set", small(admin, post(l.set)))
