@@ -14,6 +14,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/waitfor"
 )
@@ -30,9 +31,9 @@ type lemonadeClient struct {
 	progress map[string][]map[string]any
 }
 
-func newLemonadeClient(t *testing.T, ctx context.Context, s *Suite) *lemonadeClient {
+func newLemonadeClient(t *testing.T, ctx context.Context, url string) *lemonadeClient {
 	t.Helper()
-	c, err := mcpclient.NewStreamableHttpClient(s.URL + "/mcp")
+	c, err := mcpclient.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +104,10 @@ func blocks(r *mcp.CallToolResult) []string {
 // the built-in engine: tools/list against Lemonade's documented tool set, then each argument
 // of Lemonade's six tools with a real call, and GET {prefix}docs beside lemonade_docs.
 func TestLemonadeToolsAsLemonadeHasThem(t *testing.T) {
-	s := startSuite(t)
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	lc := newLemonadeClient(t, ctx, s)
+	lc := newLemonadeClient(t, ctx, s.URL+"/mcp")
 
 	t.Run("tools/list", func(t *testing.T) {
 		raw, err := os.ReadFile(lemonadeFixture)
@@ -165,14 +166,14 @@ func TestLemonadeToolsAsLemonadeHasThem(t *testing.T) {
 			t.Fatalf("unknown page: %+v", r)
 		}
 		// The same pages at GET {prefix}docs, each url serving what the tool returns.
-		idx := do(t, "GET", s.URL+"/v1/docs", "")
+		idx := do(t, "GET", s.URL+"/v1/docs", "", fedAPIAuth)
 		docs := asSlice(idx.JSON(t)["docs"])
 		if idx.Status != 200 || len(docs) != len(list.Pages) {
 			t.Fatalf("GET /v1/docs: %d %s", idx.Status, idx.Body)
 		}
 		for _, d := range docs {
 			d := d.(map[string]any)
-			md := do(t, "GET", s.URL+d["url"].(string), "")
+			md := do(t, "GET", s.URL+d["url"].(string), "", fedAPIAuth)
 			tool := lc.call(t, ctx, "lemonade_docs", map[string]any{"page": d["id"]}, "")
 			if md.Status != 200 || string(md.Body) != blocks(tool)[0] || !strings.HasPrefix(d["url"].(string), "/v1/docs/") {
 				t.Errorf("%v: %d, %d bytes; the tool gave %d", d["url"], md.Status, len(md.Body), len(blocks(tool)[0]))
@@ -257,7 +258,7 @@ func TestLemonadeToolsAsLemonadeHasThem(t *testing.T) {
 				t.Errorf("%s: %+v", f, r)
 			}
 			body, ct := multipartAudio(t, toneWAV(), map[string]string{"model": "builtin-transcribe", "response_format": f})
-			if rest := do(t, "POST", s.URL+"/v1/audio/transcriptions", body, "Content-Type: "+ct); rest.Status != 400 || !strings.Contains(string(rest.Body), "segment times") {
+			if rest := do(t, "POST", s.URL+"/v1/audio/transcriptions", body, "Content-Type: "+ct, fedAPIAuth); rest.Status != 400 || !strings.Contains(string(rest.Body), "segment times") {
 				t.Errorf("REST %s: %d %s", f, rest.Status, rest.Body)
 			}
 		}
@@ -302,6 +303,18 @@ func TestLemonadeToolsAsLemonadeHasThem(t *testing.T) {
 		}
 	})
 
+	// A preset's lemonade provider runs the same tools through the pipeline: their progress
+	// reaches the preset session's client too.
+	t.Run("progress through a preset", func(t *testing.T) {
+		putPreset(t, s, "lem", "lemonade")
+		pc := newLemonadeClient(t, ctx, presetURL(s, "lem"))
+		r := pc.call(t, ctx, "lemonade_chat", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "preset-1")
+		if r.IsError || blocks(r)[0] != "builtin-llm heard: hi" {
+			t.Fatalf("chat through the preset: %+v", r)
+		}
+		pc.progressOf(t, "preset-1", "chatting with builtin-llm")
+	})
+
 	// Last: it deletes builtin-llm, then pulls it back through allow_download.
 	t.Run("allow_download", func(t *testing.T) {
 		if r := lc.call(t, ctx, "lemonade_delete_model", map[string]any{"model_name": "builtin-llm"}, ""); r.IsError {
@@ -317,8 +330,9 @@ func TestLemonadeToolsAsLemonadeHasThem(t *testing.T) {
 			t.Fatalf("allow_download: %+v", r)
 		}
 		lc.progressOf(t, "dl-1", "pulling builtin-llm")
-		if m := modelEntry(t, s, "builtin-llm", true); m == nil || m["downloaded"] != true {
-			t.Fatalf("builtin-llm after the pull: %v", m)
+		r = lc.call(t, ctx, "lemonade_list_models", map[string]any{"include_suggested": false}, "")
+		if b := blocks(r); r.IsError || strings.Contains(b[1], `"suggested_to_pull":[{"model_name":"builtin-llm"`) || !strings.Contains(b[1], `"model_name":"builtin-llm"`) {
+			t.Fatalf("builtin-llm after the pull: %+v", r)
 		}
 	})
 }
