@@ -3,8 +3,8 @@ module github.com/zestmcp/zest/gateway
 go 1.26.0
 
 require (
-	github.com/zestmcp/zest/docs/user v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
+	github.com/zestmcp/zest/docs/user v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/lib v0.0.0-00010101000000-000000000000
 	github.com/zestmcp/zest/proto v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
