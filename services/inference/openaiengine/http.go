@@ -155,8 +155,10 @@ func (e *Engine) listModels(ctx context.Context, m *Model, r *Replica) (bool, er
 	return false, nil
 }
 
-// chatBody renders the contract's request as OpenAI JSON for the engine.
-func chatBody(req *inferencev1.ChatRequest, upstream string) ([]byte, error) {
+// chatBody renders the contract's request as OpenAI JSON for the engine of kind kind:
+// enable_thinking becomes chat_template_kwargs.enable_thinking for a Lemonade engine (unless
+// the caller's kwargs name it) and is sent to no other kind.
+func chatBody(req *inferencev1.ChatRequest, upstream, kind string) ([]byte, error) {
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -166,6 +168,17 @@ func chatBody(req *inferencev1.ChatRequest, upstream string) ([]byte, error) {
 		return nil, err
 	}
 	m["model"], m["stream"] = upstream, true
+	delete(m, "enable_thinking")
+	if req.EnableThinking != nil && kind == KindLemonade {
+		kw, _ := m["chat_template_kwargs"].(map[string]any)
+		if kw == nil {
+			kw = map[string]any{}
+		}
+		if _, set := kw["enable_thinking"]; !set {
+			kw["enable_thinking"] = req.GetEnableThinking()
+		}
+		m["chat_template_kwargs"] = kw
+	}
 	if msgs, ok := m["messages"].([]any); ok {
 		for _, x := range msgs {
 			msg, _ := x.(map[string]any)
@@ -193,7 +206,7 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.Cfg.Timeout)
 	defer cancel()
-	body, err := chatBody(req, m.Cfg.UpstreamModel)
+	body, err := chatBody(req, m.Cfg.UpstreamModel, m.Cfg.EngineKind)
 	if err != nil {
 		return err
 	}

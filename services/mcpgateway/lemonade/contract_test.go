@@ -204,9 +204,8 @@ func TestChatAsLemonadeAnswers(t *testing.T) {
 	if res.IsError || len(res.Content) != 1 || res.Content[0].(mcp.TextContent).Text != "hello" {
 		t.Fatalf("content answer %+v", res)
 	}
-	kw := a.got.GetChatTemplateKwargs().AsMap()
-	if kw["enable_thinking"] != false || kw["foo"] != "bar" {
-		t.Fatalf("chat_template_kwargs sent %v; want enable_thinking false beside the caller's", kw)
+	if kw := a.got.GetChatTemplateKwargs().AsMap(); a.got.EnableThinking == nil || a.got.GetEnableThinking() || kw["foo"] != "bar" {
+		t.Fatalf("sent enable_thinking %v, chat_template_kwargs %v; want thinking off and the caller's kwargs", a.got.EnableThinking, kw)
 	}
 
 	a.reply = []*inferencev1.ChatResponse{delta("", "only "), delta("", "thoughts")}
@@ -214,8 +213,8 @@ func TestChatAsLemonadeAnswers(t *testing.T) {
 	if res.IsError || res.Content[0].(mcp.TextContent).Text != "only thoughts" {
 		t.Fatalf("reasoning fallback %+v", res)
 	}
-	if v := a.got.GetChatTemplateKwargs().GetFields()["enable_thinking"]; v.GetBoolValue() != true {
-		t.Fatalf("the caller's enable_thinking was overridden: %v", v)
+	if v := a.got.GetChatTemplateKwargs().GetFields()["enable_thinking"]; v.GetBoolValue() != true || a.got.EnableThinking != nil {
+		t.Fatalf("the caller's enable_thinking was overridden: %v, %v", v, a.got.EnableThinking)
 	}
 
 	call := &inferencev1.ToolCall{Id: "call_1", Type: "function", Function: &inferencev1.FunctionCall{Name: "f", Arguments: `{"a":1}`}}

@@ -19,7 +19,7 @@ import (
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Tool names.
@@ -213,13 +213,8 @@ func (t *Tools) chatAs(ctx context.Context, req mcp.CallToolRequest, typ inferen
 	if v, ok := args["allow_download"]; ok && v != nil && !isBool {
 		return mcp.NewToolResultError("argument allow_download must be true or false"), nil
 	}
-	if typ == inferencev1.ModelType_MODEL_TYPE_LLM {
-		if creq.ChatTemplateKwargs == nil {
-			creq.ChatTemplateKwargs = &structpb.Struct{Fields: map[string]*structpb.Value{}}
-		}
-		if _, set := creq.ChatTemplateKwargs.Fields[enableThinking]; !set {
-			creq.ChatTemplateKwargs.Fields[enableThinking] = structpb.NewBoolValue(false)
-		}
+	if _, set := creq.GetChatTemplateKwargs().GetFields()[enableThinking]; typ == inferencev1.ModelType_MODEL_TYPE_LLM && !set {
+		creq.EnableThinking = proto.Bool(false) // a Lemonade engine gets it as chat_template_kwargs
 	}
 	model, miss, err := t.resolveModel(ctx, req, typ, creq.GetModel(), allowDownload)
 	if err != nil {
