@@ -748,6 +748,7 @@ var docPath = regexp.MustCompile(`\bdocs/[A-Za-z0-9_./-]+\.md\b`)
 // foreignDocs are paths of other projects' docs that the code names, with whose they are.
 var foreignDocs = map[string]string{
 	"docs/api/lemonade.md": "lemonade-sdk's",
+	"docs/api/mcp.md":      "lemonade-sdk's",
 	"docs/api/openai.md":   "lemonade-sdk's",
 }
 

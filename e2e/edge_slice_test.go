@@ -120,16 +120,20 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 		if res["isError"] == true {
 			t.Fatalf("isError: %s", r.Body)
 		}
-		text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+		// Lemonade's shape: a summary, then {loaded, available, suggested_to_pull, …} as JSON.
+		text := res["content"].([]any)[1].(map[string]any)["text"].(string)
 		var listed struct {
-			Models []struct{ ID, Type, State string }
+			Loaded []struct {
+				ModelName string `json:"model_name"`
+				Type      string
+			}
 		}
 		if err := json.Unmarshal([]byte(text), &listed); err != nil {
 			t.Fatalf("text is not the model list: %v\n%s", err, text)
 		}
 		got := map[string]string{}
-		for _, m := range listed.Models {
-			got[m.ID] = m.Type + "/" + m.State
+		for _, m := range listed.Loaded {
+			got[m.ModelName] = m.Type + "/loaded"
 		}
 		want := map[string]string{"builtin-llm": "llm/loaded", "builtin-image": "image/loaded", "builtin-transcribe": "transcription/loaded",
 			"builtin-tts": "tts/loaded", "builtin-audio": "audio_generation/loaded", "builtin-3d": "mesh/loaded"}

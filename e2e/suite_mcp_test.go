@@ -23,6 +23,7 @@ import (
 var builtinTools = []string{
 	"lemonade_chat",
 	"lemonade_delete_model",
+	"lemonade_docs",
 	"lemonade_edit_image",
 	"lemonade_generate_3d",
 	"lemonade_generate_audio",

@@ -80,6 +80,8 @@ func (l *lemond) register(mux *http.ServeMux, api, admin func(http.Handler) http
 		mux.Handle(p+"load/command", small(api, post(l.loadCommand)))
 		mux.Handle(p+"logs/stream", cors(http.HandlerFunc(l.logStream)))
 		mux.Handle(p+"spans/stream", cors(http.HandlerFunc(l.spanStream)))
+		mux.Handle(p+"docs", api(httpguard.GetOnly(http.HandlerFunc(docsIndex))))
+		mux.Handle(p+"docs/{page...}", api(httpguard.GetOnly(http.HandlerFunc(docsPage))))
 	}
 	l.registerUnsupported(mux, func(h http.HandlerFunc) http.Handler { return api(h) },
 		func(h http.HandlerFunc) http.Handler { return small(api, h) }, cors)

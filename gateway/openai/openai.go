@@ -18,6 +18,7 @@ import (
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/lib/openaichat"
+	"github.com/zestmcp/zest/lib/transcription"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"go.opentelemetry.io/otel/attribute"
@@ -402,8 +403,8 @@ func (a *API) speechToText(w http.ResponseWriter, r *http.Request, translate boo
 		req.Temperature = &v
 	}
 	format := fields["response_format"]
-	if format != "" && format != "json" && format != "text" && format != "verbose_json" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "response_format", "response_format must be json, text or verbose_json")
+	if err := transcription.CheckFormat(format); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "response_format", err.Error())
 		return
 	}
 	resp, err := a.Inference.Transcribe(a.Forward(r), req)
@@ -415,14 +416,8 @@ func (a *API) speechToText(w http.ResponseWriter, r *http.Request, translate boo
 	case "text":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, resp.GetText())
-	case "verbose_json":
-		task := "transcribe"
-		if translate {
-			task = "translate"
-		}
-		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"task": task, "text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds()})
 	default:
-		httpguard.WriteJSON(w, http.StatusOK, map[string]any{"text": resp.GetText()})
+		httpguard.WriteJSON(w, http.StatusOK, transcription.Body(format, translate, resp))
 	}
 }
 

@@ -408,7 +408,7 @@ func TestTranscription(t *testing.T) {
 		{"broken multipart", "multipart/form-data; boundary=zz", strings.NewReader("--zz\r\nno headers end"), 400, nil, "malformed"},
 		{"no file", "", nil, 400, "file", "file is required"},
 		{"bad temperature", "", nil, 400, "temperature", "between 0 and 1"},
-		{"bad response_format", "", nil, 400, "response_format", "json, text or verbose_json"},
+		{"bad response_format", "", nil, 400, "response_format", "srt needs segment times"},
 		{"over the limit, chunked", "", nil, 413, "file", "Request body too large: the limit is 8 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

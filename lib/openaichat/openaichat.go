@@ -101,6 +101,9 @@ func ChunkObject(c *inferencev1.ChatResponse, includeUsage bool) map[string]any 
 	if t := c.GetDelta().GetContent(); t != "" {
 		delta["content"] = t
 	}
+	if t := c.GetDelta().GetReasoningContent(); t != "" {
+		delta["reasoning_content"] = t
+	}
 	if calls := c.GetDelta().GetToolCalls(); len(calls) > 0 {
 		delta["tool_calls"] = ToolCallsJSON(calls, true)
 	}
@@ -123,6 +126,7 @@ type Completion struct {
 	id, model string
 	created   int64
 	content   strings.Builder
+	reasoning strings.Builder
 	calls     []*inferencev1.ToolCall
 	finish    string
 	usage     *inferencev1.Usage
@@ -132,6 +136,7 @@ type Completion struct {
 func (c *Completion) Add(ch *inferencev1.ChatResponse) {
 	c.id, c.model, c.created = ch.GetId(), ch.GetModel(), ch.GetCreated()
 	c.content.WriteString(ch.GetDelta().GetContent())
+	c.reasoning.WriteString(ch.GetDelta().GetReasoningContent())
 	c.calls = append(c.calls, ch.GetDelta().GetToolCalls()...)
 	if f := ch.GetFinishReason(); f != "" {
 		c.finish = f
@@ -143,6 +148,9 @@ func (c *Completion) Add(ch *inferencev1.ChatResponse) {
 
 // Text is the assistant text so far.
 func (c *Completion) Text() string { return c.content.String() }
+
+// Reasoning is the reasoning text so far (a reasoning model's thinking, apart from Text).
+func (c *Completion) Reasoning() string { return c.reasoning.String() }
 
 // ToolCalls are the tool calls so far.
 func (c *Completion) ToolCalls() []*inferencev1.ToolCall { return c.calls }
@@ -158,6 +166,9 @@ func (c *Completion) Message() map[string]any {
 		if c.content.Len() == 0 {
 			msg["content"] = nil
 		}
+	}
+	if c.reasoning.Len() > 0 {
+		msg["reasoning_content"] = c.reasoning.String()
 	}
 	return msg
 }

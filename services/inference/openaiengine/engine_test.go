@@ -38,7 +38,7 @@ func fakeEngine(t *testing.T, seen chan<- string) *httptest.Server {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, c := range []string{
 				`{"id":"c1","created":7,"choices":[{"delta":{"role":"assistant"}}]}`,
-				`{"id":"c1","created":7,"choices":[{"delta":{"content":"hi "}}]}`,
+				`{"id":"c1","created":7,"choices":[{"delta":{"content":"hi ","reasoning_content":"hmm"}}]}`,
 				`{"id":"c1","created":7,"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
 			} {
 				fmt.Fprintf(w, "data: %s\n\n", c)
@@ -88,7 +88,7 @@ func TestChatRelaysChunksAndFailsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[1].GetDelta().GetContent() != "hi " || got[2].GetFinishReason() != "tool_calls" ||
+	if len(got) != 3 || got[1].GetDelta().GetContent() != "hi " || got[1].GetDelta().GetReasoningContent() != "hmm" || got[2].GetFinishReason() != "tool_calls" ||
 		got[2].GetDelta().GetToolCalls()[0].GetFunction().GetName() != "f" || got[2].GetUsage().GetTotalTokens() != 5 || got[0].GetModel() != "m" {
 		t.Fatalf("chunks %v", got)
 	}

@@ -164,8 +164,10 @@ func (e *Engine) listModels(ctx context.Context, m *Model, r *Replica) (bool, er
 	return false, nil
 }
 
-// chatBody renders the contract's request as OpenAI JSON for the engine.
-func chatBody(req *inferencev1.ChatRequest, upstream string) ([]byte, error) {
+// chatBody renders the contract's request as OpenAI JSON for the engine of kind kind:
+// enable_thinking becomes chat_template_kwargs.enable_thinking for a Lemonade engine (unless
+// the caller's kwargs name it) and is sent to no other kind.
+func chatBody(req *inferencev1.ChatRequest, upstream, kind string) ([]byte, error) {
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -175,6 +177,17 @@ func chatBody(req *inferencev1.ChatRequest, upstream string) ([]byte, error) {
 		return nil, err
 	}
 	m["model"], m["stream"] = upstream, true
+	delete(m, "enable_thinking")
+	if req.EnableThinking != nil && kind == KindLemonade {
+		kw, _ := m["chat_template_kwargs"].(map[string]any)
+		if kw == nil {
+			kw = map[string]any{}
+		}
+		if _, set := kw["enable_thinking"]; !set {
+			kw["enable_thinking"] = req.GetEnableThinking()
+		}
+		m["chat_template_kwargs"] = kw
+	}
 	if msgs, ok := m["messages"].([]any); ok {
 		for _, x := range msgs {
 			msg, _ := x.(map[string]any)
@@ -202,7 +215,7 @@ func (e *Engine) Chat(ctx context.Context, req *inferencev1.ChatRequest, send fu
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.Cfg.Timeout)
 	defer cancel()
-	body, err := chatBody(req, m.Cfg.UpstreamModel)
+	body, err := chatBody(req, m.Cfg.UpstreamModel, m.Cfg.EngineKind)
 	if err != nil {
 		return err
 	}
@@ -252,9 +265,12 @@ type chunk struct {
 }
 
 type message struct {
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	ToolCalls []struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is llama.cpp's and lemond's thinking; Reasoning is Ollama's.
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+	ToolCalls        []struct {
 		Index    int32  `json:"index"`
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -274,6 +290,7 @@ func (c *chunk) toResponse(model string, whole bool) *inferencev1.ChatResponse {
 			m = ch.Message
 		}
 		out.Delta.Role, out.Delta.Content, out.FinishReason = m.Role, m.Content, ch.FinishReason
+		out.Delta.ReasoningContent = m.ReasoningContent + m.Reasoning
 		for i, tc := range m.ToolCalls {
 			idx := tc.Index
 			if whole {

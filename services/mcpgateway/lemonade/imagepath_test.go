@@ -124,7 +124,7 @@ func FuzzImagePath(f *testing.F) {
 		f.Add(seed.path, seed.dir)
 	}
 	s := newSandbox(f)
-	tools := New(&media{models: models{list: []*inferencev1.Model{model("img", inferencev1.ModelType_MODEL_TYPE_IMAGE, loaded)}}},
+	tools := New(&media{models: models{list: []*inferencev1.Model{model("img", inferencev1.ModelType_MODEL_TYPE_IMAGE, loaded)}}}, nil,
 		Dirs{Images: s.images, Audio: filepath.Join(s.base, "audio")})
 	f.Fuzz(func(t *testing.T, p string, dir bool) {
 		p = strings.ReplaceAll(p, "{root}", s.images)
@@ -143,7 +143,10 @@ func FuzzImagePath(f *testing.F) {
 		if res.IsError {
 			return
 		}
-		files, _ := res.StructuredContent.(map[string]any)["files"].([]string)
+		if p == "" {
+			return // neither output_path nor output_dir: the images come back inline
+		}
+		files := pathsOf(t, res)
 		if len(files) == 0 {
 			t.Fatalf("%q: success without files: %s", p, text(res))
 		}

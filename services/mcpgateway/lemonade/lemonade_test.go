@@ -54,8 +54,8 @@ func TestResolveModel(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tools := New(models{list: c.list}, Dirs{})
-			got, miss, err := tools.resolveModel(t.Context(), llm, c.model, c.download)
+			tools := New(models{list: c.list}, nil, Dirs{})
+			got, miss, err := tools.resolveModel(t.Context(), mcp.CallToolRequest{}, llm, c.model, c.download)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestBindArgsNamesTheField(t *testing.T) {
 }
 
 func TestOmniWithoutAnOmniModelAsksForOne(t *testing.T) {
-	tools := New(models{list: []*inferencev1.Model{model("chat", llm, loaded)}}, Dirs{Images: t.TempDir()})
+	tools := New(models{list: []*inferencev1.Model{model("chat", llm, loaded)}}, nil, Dirs{Images: t.TempDir()})
 	req := mcp.CallToolRequest{}
 	req.Params.Arguments = map[string]any{"messages": []any{map[string]any{"role": "user", "content": "describe"}}}
 	res, _ := tools.omni(t.Context(), req)
@@ -125,7 +125,7 @@ func (c *chatModel) Chat(_ context.Context, r *inferencev1.ChatRequest, _ ...grp
 // naming the field, and no decoder text reaches the client.
 func TestChatArgumentsAreChecked(t *testing.T) {
 	m := &chatModel{models: models{list: []*inferencev1.Model{model("chat", llm, loaded)}}}
-	tools := New(m, Dirs{})
+	tools := New(m, nil, Dirs{})
 	msgs := []any{map[string]any{"role": "user", "content": "x"}}
 	for _, c := range []struct {
 		args map[string]any

@@ -3,16 +3,16 @@ package lemonade
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/lib/transcription"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 )
 
@@ -73,6 +73,9 @@ func (t *Tools) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if (args.AudioPath == "") == (base64Arg == "") {
 		return mcp.NewToolResultError("give exactly one of audio_path or audio_base64"), nil
 	}
+	if err := transcription.CheckFormat(args.ResponseFormat); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
 	var audio []byte
 	name := args.Filename
 	if args.AudioPath != "" {
@@ -87,22 +90,28 @@ func (t *Tools) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 	}
-	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION, args.Model, args.AllowDownload)
+	model, miss, err := t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
 	if miss != nil {
 		return miss, nil
 	}
+	progress(ctx, req, 0, 1, fmt.Sprintf("transcribing %d bytes of audio with %s", len(audio), model))
 	resp, err := t.inference.Transcribe(ctx, &inferencev1.TranscribeRequest{Model: model, Audio: audio, Filename: name,
 		Language: args.Language, Prompt: args.Prompt, Temperature: args.Temperature})
 	if err != nil {
 		return toolError("transcription", err), nil
 	}
+	progress(ctx, req, 1, 1, "transcribed")
 	logf(ctx, mcp.LoggingLevelInfo, "transcribed %.1f s of audio with %s", resp.GetDurationSeconds(), model)
-	res := mcp.NewToolResultText(resp.GetText())
-	res.StructuredContent = map[string]any{"text": resp.GetText(), "language": resp.GetLanguage(), "duration": resp.GetDurationSeconds(), "model": model}
-	return res, nil
+	// Lemonade's two text blocks: the transcript, then the whole response of the format asked
+	// for (as the transcription route answers it; text: the JSON one).
+	full, err := json.Marshal(transcription.Body(args.ResponseFormat, false, resp))
+	if err != nil {
+		return toolError("transcription", err), nil
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(resp.GetText()), mcp.NewTextContent(string(full))}}, nil
 }
 
 var (
@@ -137,73 +146,64 @@ func (t *Tools) generateImage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if bad != nil {
 		return bad, nil
 	}
-	// Where the files go, checked before any work is done.
-	const env = "LEMONADE_MCP_IMAGE_DIR"
-	target := args.OutputPath
-	if target == "" {
-		target = args.OutputDir
+	// Where the files go, checked before any work is done; with neither output_path nor
+	// output_dir nothing is written and the images come back inline, as Lemonade's do.
+	var out *outputs
+	if args.OutputPath != "" || args.OutputDir != "" {
+		o, err := t.openOutputs(args.OutputPath, args.OutputDir)
+		if err != nil {
+			return errResult(err), nil
+		}
+		defer o.root.Close()
+		out = o
 	}
-	rel, err := inside(t.dirs.Images, target, env)
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	if err := os.MkdirAll(t.dirs.Images, 0o750); err != nil {
-		return mcp.NewToolResultError("image directory: " + err.Error()), nil
-	}
-	root, err := os.OpenRoot(t.dirs.Images)
-	if err != nil {
-		return mcp.NewToolResultError("image directory: " + err.Error()), nil
-	}
-	defer root.Close()
-
-	model, miss, err := t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.Model, args.AllowDownload)
+	model, miss, err := t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
 	if miss != nil {
 		return miss, nil
 	}
+	steps := float64(n + 1)
+	progress(ctx, req, 0, steps, fmt.Sprintf("drawing %d image(s) with %s", n, model))
 	resp, err := t.inference.GenerateImage(ctx, &inferencev1.GenerateImageRequest{Model: model, Prompt: args.Prompt, N: int32(n),
 		Width: w, Height: h, NegativePrompt: args.NegativePrompt, Seed: args.Seed, Steps: args.Steps, CfgScale: args.CfgScale})
 	if err != nil {
 		return toolError("image generation", err), nil
 	}
-	var files []string
-	if args.OutputPath != "" {
-		files = []string{rel}
-	} else {
-		slug := strings.Trim(slugRun.ReplaceAllString(strings.ToLower(args.Prompt), "-"), "-")
-		if len(slug) > 40 {
-			slug = strings.Trim(slug[:40], "-")
-		}
-		stamp := time.Now().UTC().Format("20060102-150405.000")
-		for i := range resp.GetImages() {
-			files = append(files, filepath.Join(rel, fmt.Sprintf("%s-%s-%d.png", slug, stamp, i+1)))
-		}
-	}
 	res := &mcp.CallToolResult{}
-	var written []string
-	for i, img := range resp.GetImages() {
-		if d := filepath.Dir(files[i]); d != "." {
-			if err := root.MkdirAll(d, 0o750); err != nil {
-				return sandboxError(args.OutputPath+args.OutputDir, env, err), nil
-			}
+	if out == nil {
+		for _, img := range resp.GetImages() {
+			res.Content = append(res.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/png"))
 		}
-		if err := root.WriteFile(files[i], img, 0o640); err != nil {
-			return sandboxError(args.OutputPath+args.OutputDir, env, err), nil
-		}
-		written = append(written, filepath.Join(t.dirs.Images, files[i]))
-		res.Content = append(res.Content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/png"))
+		progress(ctx, req, steps, steps, fmt.Sprintf("drew %d image(s)", len(res.Content)))
+		logf(ctx, mcp.LoggingLevelInfo, "drew %d image(s) with %s, returned inline", len(res.Content), model)
+		return res, nil
 	}
-	res.Content = append([]mcp.Content{mcp.NewTextContent(fmt.Sprintf("Wrote %d image(s) with %s: %s", len(written), model, strings.Join(written, ", ")))}, res.Content...)
-	res.StructuredContent = map[string]any{"files": written, "model": model}
+	// Lemonade's disk answer: a summary, one block per path when there are several, then
+	// {"paths":[…]} as JSON text.
+	written := []string{}
+	for i, img := range resp.GetImages() {
+		path, err := out.write(out.name("image", ".png", i+1, true), img)
+		if err != nil {
+			return errResult(err), nil
+		}
+		written = append(written, path)
+		progress(ctx, req, float64(i+2), steps, "wrote "+path)
+	}
+	res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf("Wrote %d image(s) with %s: %s", len(written), model, strings.Join(written, ", "))))
+	if len(written) > 1 {
+		for _, p := range written {
+			res.Content = append(res.Content, mcp.NewTextContent(p))
+		}
+	}
+	paths, err := json.Marshal(map[string]any{"paths": written})
+	if err != nil {
+		return toolError("image generation", err), nil
+	}
+	res.Content = append(res.Content, mcp.NewTextContent(string(paths)))
 	logf(ctx, mcp.LoggingLevelInfo, "wrote %d image(s) with %s under %s", len(written), model, t.dirs.Images)
 	return res, nil
-}
-
-// sandboxError explains a write os.Root refused (a symlink out of the directory, mostly).
-func sandboxError(p, env string, err error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(fmt.Sprintf("cannot write %q inside %s: %v (symlinks may not lead out of it)", p, env, err))
 }
 
 // imageCountAndSize checks the n, size and output_path arguments shared by the image tools:

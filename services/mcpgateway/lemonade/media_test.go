@@ -3,6 +3,7 @@ package lemonade
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func newMedia(t *testing.T) (*Tools, *media, Dirs) {
 	}
 	m := &media{models: models{list: []*inferencev1.Model{
 		model("img", inferencev1.ModelType_MODEL_TYPE_IMAGE, loaded), model("asr", inferencev1.ModelType_MODEL_TYPE_TRANSCRIPTION, loaded)}}}
-	return New(m, dirs), m, dirs
+	return New(m, nil, dirs), m, dirs
 }
 
 func callArgs(args map[string]any) mcp.CallToolRequest {
@@ -62,6 +63,19 @@ func text(r *mcp.CallToolResult) string {
 	return b.String()
 }
 
+// pathsOf is the {"paths":[…]} of an image tool's disk answer (its last text block).
+func pathsOf(t testing.TB, res *mcp.CallToolResult) []string {
+	t.Helper()
+	var out struct {
+		Paths []string `json:"paths"`
+	}
+	last, ok := res.Content[len(res.Content)-1].(mcp.TextContent)
+	if !ok || json.Unmarshal([]byte(last.Text), &out) != nil {
+		t.Fatalf("the last block is not {\"paths\"}: %+v", res.Content)
+	}
+	return out.Paths
+}
+
 func TestGenerateImageSandbox(t *testing.T) {
 	tools, _, dirs := newMedia(t)
 	ctx := t.Context()
@@ -74,7 +88,8 @@ func TestGenerateImageSandbox(t *testing.T) {
 		t.Fatalf("file not written: %v", err)
 	}
 	res, _ = tools.generateImage(ctx, callArgs(map[string]any{"prompt": "two", "n": 2, "output_dir": "batch"}))
-	if res.IsError || len(res.Content) != 3 {
+	// A summary, one block per path, then {"paths"}.
+	if res.IsError || len(res.Content) != 4 || len(pathsOf(t, res)) != 2 {
 		t.Fatalf("output_dir: %s", text(res))
 	}
 	entries, _ := os.ReadDir(filepath.Join(dirs.Images, "batch"))
@@ -112,7 +127,7 @@ func TestTranscribeAudioRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, _ := tools.transcribe(ctx, callArgs(map[string]any{"audio_path": "a.wav"}))
-	if res.IsError || text(res) != "heard a.wav" || string(m.audio) != "RIFFdata" {
+	if res.IsError || res.Content[0].(mcp.TextContent).Text != "heard a.wav" || string(m.audio) != "RIFFdata" {
 		t.Fatalf("inside: %s", text(res))
 	}
 	res, _ = tools.transcribe(ctx, callArgs(map[string]any{"audio_base64": base64.StdEncoding.EncodeToString([]byte("xyz")), "filename": "b.wav"}))

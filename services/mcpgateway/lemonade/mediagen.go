@@ -2,7 +2,9 @@ package lemonade
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -41,9 +43,10 @@ type MediaTools struct {
 	media inferencev1.MediaServiceClient
 }
 
-// NewMedia returns the media tools backed by the inference node's two services.
-func NewMedia(inference inferencev1.InferenceServiceClient, media inferencev1.MediaServiceClient, dirs Dirs) *MediaTools {
-	return &MediaTools{t: New(inference, dirs), media: media}
+// NewMedia returns the media tools backed by the tool set t (its model choice and directories)
+// and the inference node's MediaService.
+func NewMedia(t *Tools, media inferencev1.MediaServiceClient) *MediaTools {
+	return &MediaTools{t: t, media: media}
 }
 
 // Register adds the four tools to s.
@@ -60,20 +63,6 @@ func (m *MediaTools) Register(s *server.MCPServer) {
 	s.AddTool(tool(Generate3D, "Generate a 3D model",
 		"Reconstruct a 3D mesh (GLB) from an image; given only a prompt, first draw a 1024x1024 reference image. Writes the GLB (and the reference PNG) inside the image directory.",
 		mesh3DSchema, false, false), m.generate3D)
-}
-
-// progress sends notifications/progress when the caller asked for it (_meta.progressToken).
-func progress(ctx context.Context, req mcp.CallToolRequest, done, total float64, msg string) {
-	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
-		return
-	}
-	srv := server.ServerFromContext(ctx)
-	if srv == nil {
-		return
-	}
-	_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-		"progressToken": req.Params.Meta.ProgressToken, "progress": done, "total": total, "message": msg,
-	})
 }
 
 // outputs is where one call's files go: one file (output_path) or names in a directory.
@@ -103,13 +92,16 @@ func (t *Tools) openOutputs(outputPath, outputDir string) (*outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image directory: %w", err)
 	}
+	// A time stamp and a random token: concurrent calls never pick the same name.
+	token := make([]byte, 4)
+	_, _ = rand.Read(token)
 	return &outputs{root: root, dir: t.dirs.Images, rel: rel, file: outputPath != "", arg: target,
-		stamp: time.Now().UTC().Format("20060102-150405.000")}, nil
+		stamp: time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(token)}, nil
 }
 
 // name is the path of the i-th file of this call (from 1) with extension ext: output_path
 // itself for the main file (its extension replaced by ext for a companion), else a name made
-// of the slug, a time stamp and i inside output_dir.
+// of the slug, a time stamp, a random token and i inside output_dir.
 func (o *outputs) name(slug, ext string, i int, main bool) string {
 	if o.file {
 		if main {
@@ -234,7 +226,7 @@ func (m *MediaTools) speech(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errResult(err), nil
 	}
 	defer out.root.Close()
-	model, miss, err := m.t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_TTS, args.Model, args.AllowDownload)
+	model, miss, err := m.t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_TTS, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
@@ -276,7 +268,7 @@ func (m *MediaTools) generateAudio(ctx context.Context, req mcp.CallToolRequest)
 		return errResult(err), nil
 	}
 	defer out.root.Close()
-	model, miss, err := m.t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_AUDIO_GENERATION, args.Model, args.AllowDownload)
+	model, miss, err := m.t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_AUDIO_GENERATION, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
@@ -363,7 +355,7 @@ func (m *MediaTools) editImage(ctx context.Context, req mcp.CallToolRequest) (*m
 		return errResult(err), nil
 	}
 	defer out.root.Close()
-	model, miss, err := m.t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.Model, args.AllowDownload)
+	model, miss, err := m.t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
@@ -433,7 +425,7 @@ func (m *MediaTools) generate3D(ctx context.Context, req mcp.CallToolRequest) (*
 		return errResult(err), nil
 	}
 	defer out.root.Close()
-	model, miss, err := m.t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_MESH, args.Model, args.AllowDownload)
+	model, miss, err := m.t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_MESH, args.Model, args.AllowDownload)
 	if err != nil {
 		return toolError("resolve model", err), nil
 	}
@@ -448,7 +440,7 @@ func (m *MediaTools) generate3D(ctx context.Context, req mcp.CallToolRequest) (*
 	structured := map[string]any{"model": model}
 	const steps = 3
 	if fromPrompt {
-		imageModel, miss, err := m.t.resolveModel(ctx, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.ImageModel, args.AllowDownload)
+		imageModel, miss, err := m.t.resolveModel(ctx, req, inferencev1.ModelType_MODEL_TYPE_IMAGE, args.ImageModel, args.AllowDownload)
 		if err != nil {
 			return toolError("resolve image model", err), nil
 		}

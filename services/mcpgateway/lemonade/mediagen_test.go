@@ -69,7 +69,7 @@ func newMediaTools(t *testing.T) (*MediaTools, *fakeMediaService, Dirs) {
 	m.list = append(m.list, model("tts", inferencev1.ModelType_MODEL_TYPE_TTS, loaded),
 		model("sfx", inferencev1.ModelType_MODEL_TYPE_AUDIO_GENERATION, loaded), model("mesh", inferencev1.ModelType_MODEL_TYPE_MESH, loaded))
 	f := &fakeMediaService{}
-	return NewMedia(m, f, dirs), f, dirs
+	return NewMedia(New(m, nil, dirs), f), f, dirs
 }
 
 func TestSpeechAndAudioWriteInsideTheImageDir(t *testing.T) {

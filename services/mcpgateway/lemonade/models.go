@@ -167,11 +167,6 @@ func (t *ModelTools) pull(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return toolError("pull "+a.ModelName, err), nil
 	}
-	var token mcp.ProgressToken
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
-	srv := server.ServerFromContext(ctx)
 	var last *inferencev1.PullResponse
 	events := 0
 	for {
@@ -184,14 +179,11 @@ func (t *ModelTools) pull(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		last = ev
 		events++
-		if token != nil && srv != nil {
-			msg := ev.GetMessage()
-			if ev.GetFile() != "" {
-				msg = fmt.Sprintf("%s %s", ev.GetFile(), msg)
-			}
-			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-				"progressToken": token, "progress": ev.GetPercent(), "total": 100, "message": msg})
+		msg := ev.GetMessage()
+		if ev.GetFile() != "" {
+			msg = fmt.Sprintf("%s %s", ev.GetFile(), msg)
 		}
+		progress(ctx, req, ev.GetPercent(), 100, msg)
 	}
 	if last == nil || !last.GetComplete() {
 		return mcp.NewToolResultError("pull " + a.ModelName + " failed: the engine ended without completing the download"), nil

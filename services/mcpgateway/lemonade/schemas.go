@@ -11,7 +11,7 @@ const samplingProps = `
     "tools": {"type": "array", "items": {"type": "object"}, "description": "OpenAI tool definitions offered to the model."},
     "tool_choice": {"anyOf": [{"type": "string", "enum": ["auto", "none", "required"]}, {"type": "object"}], "description": "OpenAI tool_choice."},
     "response_format": {"type": "object", "description": "OpenAI response_format, e.g. {\"type\":\"json_object\"}."},
-    "chat_template_kwargs": {"type": "object", "description": "Extra chat template arguments for engines that accept them."}`
+    "chat_template_kwargs": {"type": "object", "description": "Extra chat template arguments, e.g. {\"enable_thinking\": true}; lemonade_chat turns thinking off unless this sets it."}`
 
 const modelProps = `
     "model": {"type": "string", "description": "Model id; omitted: a loaded model of the right type, else a downloaded one."},
@@ -27,8 +27,8 @@ const messagesProp = `
         "tool_calls": {"type": "array", "items": {"type": "object"}}}}}`
 
 const listModelsSchema = `{"type": "object", "properties": {
-    "include_available": {"type": "boolean", "default": false, "description": "Also list downloaded models that are not loaded."},
-    "include_suggested": {"type": "boolean", "default": false, "description": "Also list suggested models that are not downloaded."}},
+    "include_available": {"type": "boolean", "default": true, "description": "Include downloaded models in the available list."},
+    "include_suggested": {"type": "boolean", "default": true, "description": "Include suggested, not-yet-downloaded models in suggested_to_pull."}},
   "additionalProperties": false}`
 
 const chatSchema = `{"type": "object", "required": ["messages"], "properties": {` + messagesProp + `,` + modelProps + `,` + samplingProps + `},
@@ -40,7 +40,7 @@ const transcribeSchema = `{"type": "object", "properties": {` + modelProps + `,
     "filename": {"type": "string", "description": "File name hint for audio_base64 (its extension tells the format)."},
     "language": {"type": "string", "description": "ISO-639-1 language of the audio."},
     "prompt": {"type": "string", "description": "Text to guide the transcription."},
-    "response_format": {"type": "string", "enum": ["json", "text", "verbose_json", "srt", "vtt"]},
+    "response_format": {"type": "string", "enum": ["json", "text", "verbose_json"], "description": "Format of the second text block (the full response); srt and vtt are refused: Zest's engines return no segment times."},
     "temperature": {"type": "number", "minimum": 0, "maximum": 1}},
   "oneOf": [{"required": ["audio_path"]}, {"required": ["audio_base64"]}],
   "additionalProperties": false}`

@@ -35,7 +35,7 @@ func (models) ListModels(context.Context, *inferencev1.ListModelsRequest, ...grp
 // the session check, mcp-go, the tool, the encoding (go test -bench Exchange ./mcpserve/).
 func BenchmarkExchange(b *testing.B) {
 	srv := NewMCPServer("bench")
-	lemonade.New(models{}, lemonade.Dirs{Images: b.TempDir(), Audio: b.TempDir()}).Register(srv)
+	lemonade.New(models{}, nil, lemonade.Dirs{Images: b.TempDir(), Audio: b.TempDir()}).Register(srv)
 	codec, _ := session.NewCodec(bytes.Repeat([]byte{1}, 32), time.Hour)
 	reg, err := registry.Open(filepath.Join(b.TempDir(), "registry.db"))
 	if err != nil {

@@ -319,9 +319,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	mcpSrv := mcpserve.NewMCPServer(mcpserve.ServerVersion)
 	infer := inferencev1.NewInferenceServiceClient(cc)
-	lemonade.New(infer, dirs).Register(mcpSrv)
-	lemonade.NewModelTools(inferencev1.NewModelAdminServiceClient(cc)).Register(mcpSrv)
-	lemonade.NewMedia(infer, inferencev1.NewMediaServiceClient(cc), dirs).Register(mcpSrv)
+	modelAdmin := inferencev1.NewModelAdminServiceClient(cc)
+	builtins := lemonade.New(infer, modelAdmin, dirs)
+	builtins.Register(mcpSrv)
+	lemonade.NewModelTools(modelAdmin).Register(mcpSrv)
+	lemonade.NewMedia(builtins, inferencev1.NewMediaServiceClient(cc)).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
 		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {

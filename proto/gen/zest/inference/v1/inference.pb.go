@@ -765,9 +765,12 @@ type ChatMessage struct {
 	// tool_calls are the calls an assistant message makes.
 	ToolCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// content_parts carries multimodal content (text, image_url, input_audio) when content is not plain text.
-	ContentParts  *structpb.ListValue `protobuf:"bytes,6,opt,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ContentParts *structpb.ListValue `protobuf:"bytes,6,opt,name=content_parts,json=contentParts,proto3" json:"content_parts,omitempty"`
+	// reasoning_content is a reasoning model's thinking, apart from content (llama.cpp's and
+	// lemond's reasoning_content; Ollama's reasoning), in an assistant message or chunk.
+	ReasoningContent string `protobuf:"bytes,7,opt,name=reasoning_content,json=reasoningContent,proto3" json:"reasoning_content,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ChatMessage) Reset() {
@@ -842,6 +845,13 @@ func (x *ChatMessage) GetContentParts() *structpb.ListValue {
 	return nil
 }
 
+func (x *ChatMessage) GetReasoningContent() string {
+	if x != nil {
+		return x.ReasoningContent
+	}
+	return ""
+}
+
 // ChatRequest is an OpenAI chat completion request.
 type ChatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -867,8 +877,13 @@ type ChatRequest struct {
 	ResponseFormat *structpb.Struct `protobuf:"bytes,10,opt,name=response_format,json=responseFormat,proto3" json:"response_format,omitempty"`
 	// chat_template_kwargs is passed to engines that accept it (llama.cpp, vLLM).
 	ChatTemplateKwargs *structpb.Struct `protobuf:"bytes,11,opt,name=chat_template_kwargs,json=chatTemplateKwargs,proto3" json:"chat_template_kwargs,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// enable_thinking, when set, turns a reasoning model's thinking on or off where Zest knows
+	// how: a Lemonade engine gets it as chat_template_kwargs.enable_thinking (unless
+	// chat_template_kwargs names it); other engines are not sent it, as a hosted
+	// OpenAI-compatible API refuses fields it does not know. lemonade_chat sets it false.
+	EnableThinking *bool `protobuf:"varint,12,opt,name=enable_thinking,json=enableThinking,proto3,oneof" json:"enable_thinking,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ChatRequest) Reset() {
@@ -976,6 +991,13 @@ func (x *ChatRequest) GetChatTemplateKwargs() *structpb.Struct {
 		return x.ChatTemplateKwargs
 	}
 	return nil
+}
+
+func (x *ChatRequest) GetEnableThinking() bool {
+	if x != nil && x.EnableThinking != nil {
+		return *x.EnableThinking
+	}
+	return false
 }
 
 // Usage counts tokens of one completion.
@@ -1511,7 +1533,7 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12;\n" +
-	"\bfunction\x18\x04 \x01(\v2\x1f.zest.inference.v1.FunctionCallR\bfunction\"\xee\x01\n" +
+	"\bfunction\x18\x04 \x01(\v2\x1f.zest.inference.v1.FunctionCallR\bfunction\"\x9b\x02\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +
@@ -1520,7 +1542,8 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"toolCallId\x12:\n" +
 	"\n" +
 	"tool_calls\x18\x05 \x03(\v2\x1b.zest.inference.v1.ToolCallR\ttoolCalls\x12?\n" +
-	"\rcontent_parts\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueR\fcontentParts\"\x9b\x04\n" +
+	"\rcontent_parts\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueR\fcontentParts\x12+\n" +
+	"\x11reasoning_content\x18\a \x01(\tR\x10reasoningContent\"\xdd\x04\n" +
 	"\vChatRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12:\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1e.zest.inference.v1.ChatMessageR\bmessages\x12%\n" +
@@ -1535,11 +1558,13 @@ const file_zest_inference_v1_inference_proto_rawDesc = "" +
 	"toolChoice\x12@\n" +
 	"\x0fresponse_format\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\x0eresponseFormat\x12I\n" +
-	"\x14chat_template_kwargs\x18\v \x01(\v2\x17.google.protobuf.StructR\x12chatTemplateKwargsB\x0e\n" +
+	"\x14chat_template_kwargs\x18\v \x01(\v2\x17.google.protobuf.StructR\x12chatTemplateKwargs\x12,\n" +
+	"\x0fenable_thinking\x18\f \x01(\bH\x04R\x0eenableThinking\x88\x01\x01B\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\r\n" +
 	"\v_max_tokensB\a\n" +
-	"\x05_seed\"|\n" +
+	"\x05_seedB\x12\n" +
+	"\x10_enable_thinking\"|\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x05R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x05R\x10completionTokens\x12!\n" +
