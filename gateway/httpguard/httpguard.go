@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
@@ -91,19 +92,20 @@ func (g Guard) originAllowed(origin string) bool {
 	return listen.IsLoopbackHost(u.Hostname())
 }
 
-// X-Client-Session-Id is the header Lemonade's GUI adds once its Inspect stream is up.
-// Retry-After is exposed so that a browser client told 429 (limits per key) can read when to
-// come back: it is not one of the response headers CORS lets scripts read by default.
-// Last-Event-ID stays allowed although streams are not resumable: a browser client that
-// reconnects sends it, and a preflight refusing it would fail the reconnection instead of
-// giving it the new stream it gets.
+// The edge names no header of the protocols behind it: a preflight from an allowed origin may
+// send any header it asks for (Access-Control-Request-Headers, beside allowHeaders), and a
+// response exposes every header it carries (exposing). X-Client-Session-Id is the header
+// Lemonade's GUI adds once its Inspect stream is up. Last-Event-ID stays allowed although
+// streams are not resumable: a browser client that reconnects sends it, and a preflight
+// refusing it would fail the reconnection instead of giving it the new stream it gets.
 const (
-	allowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-Client-Session-Id"
-	exposeHeaders = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
-	allowMethods  = "GET, POST, PATCH, DELETE, OPTIONS"
+	allowHeaders = "Authorization, Content-Type, Accept, Last-Event-ID, X-Client-Session-Id"
+	allowMethods = "GET, POST, PATCH, DELETE, OPTIONS"
 )
 
-// CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights.
+// CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights. The
+// response to an allowed origin exposes its own headers (a session id, Retry-After) to the
+// page's script.
 func (g Guard) CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -115,15 +117,17 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", exposeHeaders)
 		}
 		if r.Method == http.MethodOptions {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Methods", allowMethods)
-			h.Set("Access-Control-Allow-Headers", allowHeaders)
+			h.Set("Access-Control-Allow-Headers", preflightHeaders(r.Header.Values("Access-Control-Request-Headers")))
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
+		}
+		if origin != "" {
+			w = &exposing{ResponseWriter: w}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -273,3 +277,73 @@ func ReadSized(rd io.Reader, hint int64) ([]byte, error) {
 		size = min(size*2, 1<<20)
 	}
 }
+
+// preflightHeaders is allowHeaders and the header names a preflight asks for (each a token:
+// anything else is dropped).
+func preflightHeaders(asked []string) string {
+	out := allowHeaders
+	for _, v := range asked {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" && isToken(name) {
+				out += ", " + name
+			}
+		}
+	}
+	return out
+}
+
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// exposing sets Access-Control-Expose-Headers, when the response's head goes, to the names of
+// the headers it carries, but CORS's own (a browser shows a script the CORS-safelisted ones
+// anyway).
+type exposing struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (e *exposing) expose() {
+	if e.done {
+		return
+	}
+	e.done = true
+	h := e.ResponseWriter.Header()
+	var names []string
+	for name := range h {
+		if !strings.HasPrefix(name, "Access-Control-") && name != "Vary" && name != "Set-Cookie" {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		h.Set("Access-Control-Expose-Headers", strings.Join(names, ", "))
+	}
+}
+
+func (e *exposing) WriteHeader(code int) {
+	e.expose()
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *exposing) Write(p []byte) (int, error) {
+	e.expose()
+	return e.ResponseWriter.Write(p)
+}
+
+// Flush passes on (an SSE response flushes each event).
+func (e *exposing) Flush() {
+	e.expose()
+	if f, ok := e.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (e *exposing) Unwrap() http.ResponseWriter { return e.ResponseWriter }

@@ -47,7 +47,12 @@ func TestOrigin(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.origin, func(t *testing.T) {
-			w := serve(g.CORS(ok), "POST", "127.0.0.1", map[string]string{"Origin": c.origin}, "")
+			withHeaders := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("X-Session", "s")
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTeapot)
+			})
+			w := serve(g.CORS(withHeaders), "POST", "127.0.0.1", map[string]string{"Origin": c.origin}, "")
 			if got := w.Code != http.StatusForbidden; got != c.allow {
 				t.Fatalf("origin %q: status %d, want allowed=%v", c.origin, w.Code, c.allow)
 			}
@@ -55,8 +60,8 @@ func TestOrigin(t *testing.T) {
 				if w.Header().Get("Access-Control-Allow-Origin") != c.origin || w.Header().Get("Vary") != "Origin" {
 					t.Fatalf("CORS headers %v", w.Header())
 				}
-				if !strings.Contains(w.Header().Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
-					t.Fatalf("Mcp-Session-Id not exposed: %v", w.Header())
+				if w.Header().Get("Access-Control-Expose-Headers") != "Retry-After, X-Session" {
+					t.Fatalf("the response's headers not exposed: %v", w.Header())
 				}
 			}
 			if !c.allow && !strings.Contains(w.Body.String(), "Origin not allowed") {
@@ -69,8 +74,9 @@ func TestOrigin(t *testing.T) {
 func TestPreflightIsExemptFromAPIKey(t *testing.T) {
 	g := Guard{Keys: keyauth.Keys{API: "k"}}
 	h := g.CORS(g.APIKey(ok))
-	w := serve(h, "OPTIONS", "127.0.0.1", map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}, "")
-	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "MCP-Protocol-Version") {
+	w := serve(h, "OPTIONS", "127.0.0.1", map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": "content-type, x-protocol-version, bad header"}, "")
+	if allow := w.Header().Get("Access-Control-Allow-Headers"); w.Code != http.StatusNoContent || !strings.Contains(allow, "x-protocol-version") || strings.Contains(allow, "bad") {
 		t.Fatalf("preflight: %d %v", w.Code, w.Header())
 	}
 	if w := serve(h, "POST", "127.0.0.1", nil, ""); w.Code != http.StatusUnauthorized {
