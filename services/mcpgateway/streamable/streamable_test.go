@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -620,5 +621,83 @@ func TestModernRequests(t *testing.T) {
 		if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != "POST" || code != -32600 {
 			t.Fatalf("%s in 2026-07-28: %+v", method, a)
 		}
+	}
+}
+
+// TestAdmissionsBeforeTheWork: the transport asks the edge, before mcpgateway reads a
+// message, to count what the request line does not show: a batch of n weighs n, a GET stream
+// is held open in its session's group, a 2026-07-28 subscriptions/listen POST is held open;
+// refused, nothing reaches the endpoints. A batch past mcpbatch.MaxMessages is refused (400)
+// before it is read.
+func TestAdmissionsBeforeTheWork(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		asked  []string
+		refuse bool
+	)
+	f := &fakeMCP{
+		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+			return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		},
+		listen: func(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+			return s.Send(&mcpgatewayv1.ListenResponse{})
+		},
+	}
+	srv := serveWith(t, f, time.Second, func(w http.ResponseWriter, _ *http.Request, a *mcpgatewayv1.Admit) (func(), bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, fmt.Sprintf("weight=%d held=%v group=%q", a.GetWeight(), a.GetHeldOpen(), a.GetHoldGroup()))
+		if refuse {
+			WriteLimited(w, "over", 1000)
+			return nil, false
+		}
+		return func() {}, true
+	})
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) == 0 {
+			return ""
+		}
+		return asked[len(asked)-1]
+	}
+	batch := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	if a := post(t, srv.URL+"/mcp", batch(3), HeaderSession, "s"); a.status != 200 || last() != `weight=3 held=false group=""` {
+		t.Fatalf("a batch of 3: %+v, asked %q", a, last())
+	}
+	a := post(t, srv.URL+"/mcp", batch(51), HeaderSession, "s")
+	if code, msg := rpcError(t, a); a.status != 400 || code != -32600 || !strings.Contains(msg, "at most 50 messages; this one holds 51") || f.exchangeCount() != 1 {
+		t.Fatalf("a batch of 51: %+v (%d exchanges)", a, f.exchangeCount())
+	}
+	if a := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); a.status != 200 || last() != `weight=3 held=false group=""` {
+		t.Fatalf("a single request asked for an admission: %+v, asked %q", a, last())
+	}
+	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/mcp", nil))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(HeaderSession, "s9")
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil || resp.StatusCode != 200 || last() != `weight=0 held=true group="s9"` {
+		t.Fatalf("GET: %v %v, asked %q", resp, err, last())
+	}
+	cancel()
+	resp.Body.Close()
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	n := f.exchangeCount()
+	a = post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
+		HeaderProtocol, "2026-07-28", HeaderMethod, "subscriptions/listen")
+	if a.status != 429 || last() != `weight=0 held=true group=""` || f.exchangeCount() != n {
+		t.Fatalf("a refused subscriptions/listen: %+v, asked %q, %d exchanges (were %d)", a, last(), f.exchangeCount(), n)
+	}
+	if a := post(t, srv.URL+"/mcp", batch(2)); a.status != 429 || f.exchangeCount() != n {
+		t.Fatalf("a refused batch: %+v, %d exchanges (were %d)", a, f.exchangeCount(), n)
 	}
 }
