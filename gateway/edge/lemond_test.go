@@ -35,7 +35,7 @@ func TestCORSOnEveryAnswer(t *testing.T) {
 		a = do(t, http.MethodOptions, te.url+p, "", "Origin", guiOrigin, "Access-Control-Request-Method", "POST",
 			"Access-Control-Request-Headers", "x-client-session-id, content-type")
 		if a.status != http.StatusNoContent || a.header.Get("Access-Control-Allow-Origin") != guiOrigin ||
-			!strings.Contains(a.header.Get("Access-Control-Allow-Headers"), "X-Client-Session-Id") {
+			!strings.Contains(strings.ToLower(a.header.Get("Access-Control-Allow-Headers")), "x-client-session-id") {
 			t.Errorf("OPTIONS %s: %d %v", p, a.status, a.header)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"golang.org/x/net/http/httpguts"
 )
 
 // WriteJSON writes v as a JSON answer with status: the one encoder of every answer the
@@ -92,20 +93,38 @@ func (g Guard) originAllowed(origin string) bool {
 	return listen.IsLoopbackHost(u.Hostname())
 }
 
-// The edge names no header of the protocols behind it: a preflight from an allowed origin may
-// send any header it asks for (Access-Control-Request-Headers, beside allowHeaders), and a
-// response exposes every header it carries (exposing). X-Client-Session-Id is the header
-// Lemonade's GUI adds once its Inspect stream is up. Last-Event-ID stays allowed although
-// streams are not resumable: a browser client that reconnects sends it, and a preflight
-// refusing it would fail the reconnection instead of giving it the new stream it gets.
+// A preflight from an allowed origin may send any request header: the origin is the trust
+// CORS decides on, and a list of names would have to follow every protocol behind the edge
+// (MCP's 2026-07-28 era adds a header per method parameter, a family no list can
+// hold). So the preflight's Access-Control-Request-Headers are granted as asked, when they are
+// header names; defaultAllowHeaders answers a preflight that asks for none.
+// A response to an allowed origin exposes every header it carries (exposing), for the same
+// reason: a browser client told 429 reads Retry-After, a session-era MCP client its session
+// id, and the edge names no protocol's headers.
 const (
-	allowHeaders = "Authorization, Content-Type, Accept, Last-Event-ID, X-Client-Session-Id"
-	allowMethods = "GET, POST, PATCH, DELETE, OPTIONS"
+	defaultAllowHeaders = "Authorization, Content-Type, Accept"
+	allowMethods        = "GET, POST, PATCH, DELETE, OPTIONS"
+	// maxRequestHeaders bounds the Access-Control-Request-Headers a preflight may echo.
+	maxRequestHeaders = 4096
 )
 
+// allowHeaders is the Access-Control-Allow-Headers answer to a preflight that asked for
+// requested: the names it asked for, or defaultAllowHeaders when it asked for none, or for
+// something that is not a list of header names (which the browser then refuses).
+func allowHeaders(requested string) string {
+	if requested == "" || len(requested) > maxRequestHeaders {
+		return defaultAllowHeaders
+	}
+	for name := range strings.SplitSeq(requested, ",") {
+		if !httpguts.ValidHeaderFieldName(strings.TrimSpace(name)) {
+			return defaultAllowHeaders
+		}
+	}
+	return requested
+}
+
 // CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights. The
-// response to an allowed origin exposes its own headers (a session id, Retry-After) to the
-// page's script.
+// response to an allowed origin exposes its own headers to the page's script (exposing).
 func (g Guard) CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -121,7 +140,8 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 		if r.Method == http.MethodOptions {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Methods", allowMethods)
-			h.Set("Access-Control-Allow-Headers", preflightHeaders(r.Header.Values("Access-Control-Request-Headers")))
+			h.Set("Access-Control-Allow-Headers", allowHeaders(r.Header.Get("Access-Control-Request-Headers")))
+			h.Add("Vary", "Access-Control-Request-Headers")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -278,29 +298,6 @@ func ReadSized(rd io.Reader, hint int64) ([]byte, error) {
 	}
 }
 
-// preflightHeaders is allowHeaders and the header names a preflight asks for (each a token:
-// anything else is dropped).
-func preflightHeaders(asked []string) string {
-	out := allowHeaders
-	for _, v := range asked {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" && isToken(name) {
-				out += ", " + name
-			}
-		}
-	}
-	return out
-}
-
-func isToken(s string) bool {
-	for _, c := range []byte(s) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // exposing sets Access-Control-Expose-Headers, when the response's head goes, to the names of
 // the headers it carries, but CORS's own (a browser shows a script the CORS-safelisted ones
 // anyway).
@@ -345,5 +342,5 @@ func (e *exposing) Flush() {
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection (deadlines).
+// Unwrap lets http.ResponseController and the WebSocket upgrade reach the connection.
 func (e *exposing) Unwrap() http.ResponseWriter { return e.ResponseWriter }

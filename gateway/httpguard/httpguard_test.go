@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,12 +72,38 @@ func TestOrigin(t *testing.T) {
 	}
 }
 
+// TestPreflightGrantsTheRequestedHeaders: an allowed origin's preflight is granted the request
+// headers it asks for — MCP's 2026-07-28 Mcp-Method, Mcp-Name and Mcp-Param-<name> among them,
+// a family no fixed list holds — as long as they are header names and the list is within its
+// bound; otherwise the default list answers (and the browser refuses what it lacks).
+func TestPreflightGrantsTheRequestedHeaders(t *testing.T) {
+	h := Guard{}.CORS(ok)
+	asked := "authorization, content-type, mcp-protocol-version, mcp-method, mcp-name, mcp-param-region, last-event-id"
+	for _, c := range []struct{ name, requested, want string }{
+		{"MCP's headers", asked, asked},
+		{"none asked", "", defaultAllowHeaders},
+		{"not header names", "authorization, bad header", defaultAllowHeaders},
+		{"over the bound", strings.Repeat("x-a,", maxRequestHeaders/4+1) + "x-a", defaultAllowHeaders},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hdr := map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}
+			if c.requested != "" {
+				hdr["Access-Control-Request-Headers"] = c.requested
+			}
+			w := serve(h, "OPTIONS", "127.0.0.1", hdr, "")
+			if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Headers") != c.want ||
+				!slices.Contains(w.Header().Values("Vary"), "Access-Control-Request-Headers") {
+				t.Fatalf("preflight: %d %v", w.Code, w.Header())
+			}
+		})
+	}
+}
+
 func TestPreflightIsExemptFromAPIKey(t *testing.T) {
 	g := Guard{Keys: keyauth.Keys{API: "k"}}
 	h := g.CORS(g.APIKey(ok))
-	w := serve(h, "OPTIONS", "127.0.0.1", map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
-		"Access-Control-Request-Headers": "content-type, x-protocol-version, bad header"}, "")
-	if allow := w.Header().Get("Access-Control-Allow-Headers"); w.Code != http.StatusNoContent || !strings.Contains(allow, "x-protocol-version") || strings.Contains(allow, "bad") {
+	w := serve(h, "OPTIONS", "127.0.0.1", map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}, "")
+	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Fatalf("preflight: %d %v", w.Code, w.Header())
 	}
 	if w := serve(h, "POST", "127.0.0.1", nil, ""); w.Code != http.StatusUnauthorized {
