@@ -389,6 +389,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// MCP's Streamable HTTP transport (streamable) serves it, calling the endpoints in-process.
 	transport := streamable.Mux(&streamable.Handler{MCP: streamable.In(routes), Log: log, KeepAlive: cfg.SSEKeepAlive})
 	g.RegisterService(&mcpgatewayv1.HttpService_ServiceDesc, httpexchange.NewServer(transport))
+	// McpService stays served for the programs that end a session over gRPC (zestctl sessions
+	// end); the edge no longer calls it.
+	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
