@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -83,24 +84,23 @@ func (s *Server) Exchange(stream mcpgatewayv1.HttpService_ExchangeServer) error 
 	w := &writer{stream: stream, header: http.Header{}}
 	r = r.WithContext(context.WithValue(r.Context(), admitterKey{}, w))
 	s.h.ServeHTTP(w, r)
-	if w.err == nil && !w.headSent {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.err
+	return w.finish()
 }
 
 // Request builds the http.Request of an exchange's request.
 func Request(ctx context.Context, in *mcpgatewayv1.HttpRequest) (*http.Request, error) {
-	u, err := url.Parse(in.GetPath())
+	u, err := url.ParseRequestURI(in.GetPath())
 	if err != nil || u.Path == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "request path %q: want an absolute path", in.GetPath())
 	}
 	u.RawQuery = in.GetRawQuery()
-	r, err := http.NewRequestWithContext(ctx, in.GetMethod(), u.String(), bytes.NewReader(in.GetBody()))
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "request %s %s: %v", in.GetMethod(), in.GetPath(), err)
+	body := in.GetBody()
+	r := (&http.Request{Method: in.GetMethod(), URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, len(in.GetHeaders())), Body: io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), RequestURI: u.RequestURI()}).WithContext(ctx)
+	if r.Method == "" {
+		r.Method = http.MethodGet
 	}
-	r.RequestURI = u.RequestURI()
 	SetHeaders(r.Header, in.GetHeaders())
 	return r, nil
 }
@@ -118,7 +118,7 @@ func Admit(r *http.Request, a *mcpgatewayv1.Admit) bool {
 
 // IfBroken leaves with the edge the bytes it writes at the end of the body if the exchange
 // breaks after the head (this replica died): the handler's last word for a response it can
-// no longer finish. Call it before the first Write or WriteHeader.
+// no longer finish. Call it before the first Write or Flush.
 func IfBroken(w http.ResponseWriter, b []byte) {
 	if ew, ok := w.(*writer); ok {
 		ew.ifBroken = b
@@ -127,12 +127,14 @@ func IfBroken(w http.ResponseWriter, b []byte) {
 
 type admitterKey struct{}
 
-// writer is the http.ResponseWriter of an exchange: the head goes at the first Write or
-// WriteHeader, each Write as one body item (the edge writes and flushes each).
+// writer is the http.ResponseWriter of an exchange. The head waits for the first Write (and
+// goes with it, one message for a whole answer), a Flush, or the handler's end; then each
+// Write is one body item (the edge writes and flushes each).
 type writer struct {
 	stream   mcpgatewayv1.HttpService_ExchangeServer
 	header   http.Header
-	headSent bool
+	status   int  // set by WriteHeader, the head not yet sent
+	headSent bool // the head went
 	ifBroken []byte
 	err      error
 }
@@ -140,33 +142,48 @@ type writer struct {
 func (w *writer) Header() http.Header { return w.header }
 
 func (w *writer) WriteHeader(code int) {
+	if w.status != 0 || w.headSent {
+		return
+	}
+	w.status = code
+}
+
+// sendHead sends the head, with body as the body's first chunk.
+func (w *writer) sendHead(body []byte) {
 	if w.headSent || w.err != nil {
 		return
 	}
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
 	w.headSent = true
 	w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Head{Head: &mcpgatewayv1.HttpResponseHead{
-		Status: int32(code), Headers: Headers(w.header), IfBroken: w.ifBroken}}})
+		Status: int32(w.status), Headers: Headers(w.header), IfBroken: w.ifBroken, Body: body}}})
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	if !w.headSent {
-		w.WriteHeader(http.StatusOK)
-	}
 	if w.err != nil {
 		return 0, w.err
 	}
-	if len(p) == 0 {
-		return 0, nil
+	if !w.headSent {
+		w.sendHead(p)
+	} else if len(p) > 0 {
+		w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Body{Body: p}})
 	}
-	w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Body{Body: p}})
 	if w.err != nil {
 		return 0, w.err
 	}
 	return len(p), nil
 }
 
-// Flush is a no-op: each Write is sent at once.
-func (w *writer) Flush() {}
+// Flush sends the head if it has not gone (each Write is sent at once).
+func (w *writer) Flush() { w.sendHead(nil) }
+
+// finish sends the head of a handler that wrote no body.
+func (w *writer) finish() error {
+	w.sendHead(nil)
+	return w.err
+}
 
 func (w *writer) send(m *mcpgatewayv1.HttpExchangeResponse) {
 	if err := w.stream.Send(m); err != nil && w.err == nil {

@@ -110,6 +110,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			head = k.Head
 			SetHeaders(w.Header(), head.GetHeaders())
 			w.WriteHeader(int(head.GetStatus()))
+			if b := head.GetBody(); len(b) > 0 {
+				if _, err := w.Write(b); err != nil {
+					return // the client went away; cancel ends the exchange
+				}
+			}
 			if flusher != nil {
 				flusher.Flush()
 			}

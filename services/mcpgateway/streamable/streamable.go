@@ -227,11 +227,6 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Were this replica to die after the response started, the edge ends it with this
-	// request's error (brokenAnswer).
-	if b := brokenAnswer(body, msgDied); b != nil {
-		httpexchange.IfBroken(w, b)
-	}
 	stream, err := h.MCP.Exchange(r.Context(), exchangeRequest(r, body))
 	if err != nil {
 		h.writeStatus(w, r, err)
@@ -275,6 +270,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !sse {
+			// Were this replica to die now that the answer streams, the edge ends it with
+			// this request's error (brokenAnswer).
+			if b := brokenAnswer(body, msgDied); b != nil {
+				httpexchange.IfBroken(w, b)
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")
 			w.Header().Set("X-Accel-Buffering", "no")

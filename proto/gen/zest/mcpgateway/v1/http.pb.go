@@ -359,7 +359,10 @@ type HttpResponseHead struct {
 	Headers []*HttpHeader `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
 	// if_broken is what the edge writes at the end of the body if the exchange breaks after
 	// the head (the replica died): the handler's last word for a response it cannot finish.
-	IfBroken      []byte `protobuf:"bytes,3,opt,name=if_broken,json=ifBroken,proto3" json:"if_broken,omitempty"`
+	IfBroken []byte `protobuf:"bytes,3,opt,name=if_broken,json=ifBroken,proto3" json:"if_broken,omitempty"`
+	// body is the body's first chunk when the handler wrote it before the head went (a whole
+	// JSON answer crosses as one message); more may follow as body items.
+	Body          []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -411,6 +414,13 @@ func (x *HttpResponseHead) GetHeaders() []*HttpHeader {
 func (x *HttpResponseHead) GetIfBroken() []byte {
 	if x != nil {
 		return x.IfBroken
+	}
+	return nil
+}
+
+func (x *HttpResponseHead) GetBody() []byte {
+	if x != nil {
+		return x.Body
 	}
 	return nil
 }
@@ -544,11 +554,12 @@ const file_zest_mcpgateway_v1_http_proto_rawDesc = "" +
 	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12\x1b\n" +
 	"\theld_open\x18\x02 \x01(\bR\bheldOpen\x12\x1d\n" +
 	"\n" +
-	"hold_group\x18\x03 \x01(\tR\tholdGroup\"\x81\x01\n" +
+	"hold_group\x18\x03 \x01(\tR\tholdGroup\"\x95\x01\n" +
 	"\x10HttpResponseHead\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x128\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1e.zest.mcpgateway.v1.HttpHeaderR\aheaders\x12\x1b\n" +
-	"\tif_broken\x18\x03 \x01(\fR\bifBroken\"\xa3\x01\n" +
+	"\tif_broken\x18\x03 \x01(\fR\bifBroken\x12\x12\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\"\xa3\x01\n" +
 	"\x14HttpExchangeResponse\x121\n" +
 	"\x05admit\x18\x01 \x01(\v2\x19.zest.mcpgateway.v1.AdmitH\x00R\x05admit\x12:\n" +
 	"\x04head\x18\x02 \x01(\v2$.zest.mcpgateway.v1.HttpResponseHeadH\x00R\x04head\x12\x14\n" +
