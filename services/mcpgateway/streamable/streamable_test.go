@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
@@ -21,6 +21,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -92,8 +93,28 @@ func serve(t *testing.T, f *fakeMCP) *httptest.Server {
 // serveWith is serve with a keep-alive interval and the edge's admissions.
 func serveWith(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) *httptest.Server {
 	t.Helper()
+	srv, _ := serveStoppable(t, f, keepAlive, admit)
+	return srv
+}
+
+// serveStoppable is serveWith, and a stop that ends mcpgateway's gRPC server as a replica's
+// death would.
+func serveStoppable(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) (*httptest.Server, func()) {
+	t.Helper()
 	h := &Handler{MCP: In(f), KeepAlive: keepAlive}
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterHttpServiceServer(s, httpexchange.NewServer(Mux(h))) })
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterHttpServiceServer(g, httpexchange.NewServer(Mux(h)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
 	writeKey := func(w http.ResponseWriter, code int, msg string) {
 		writeJSON(w, code, map[string]string{"error": msg})
 	}
@@ -102,7 +123,7 @@ func serveWith(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(htt
 		ReadBody:  func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
 		BodyError: func(w http.ResponseWriter, err error) { jsonrpcerr.WriteStatus(w, 400, err.Error()) }})
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, g.Stop
 }
 
 func message(b string) *mcpgatewayv1.ExchangeResponse {
@@ -699,5 +720,41 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 	}
 	if a := post(t, srv.URL+"/mcp", batch(2)); a.status != 429 || f.exchangeCount() != n {
 		t.Fatalf("a refused batch: %+v, %d exchanges (were %d)", a, f.exchangeCount(), n)
+	}
+}
+
+// TestReplicaDiesAfterTheAnswerStarted: mcpgateway's replica dies after an SSE answer's first
+// notification went out: the edge ends the stream with the JSON-RPC error the transport left
+// with it (httpexchange.IfBroken), with the request's id, so its client does not wait for an
+// answer that cannot come.
+func TestReplicaDiesAfterTheAnswerStarted(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+		<-s.Context().Done()
+		return s.Context().Err()
+	}}
+	srv, stop := serveStoppable(t, f, time.Second, nil)
+	req := must(http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", bothTypes)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first := ""
+	for !strings.HasSuffix(first, "\n\n") { // the notification reached the client
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before the first event: %v (%q)", err, first)
+		}
+		first += line
+	}
+	stop() // the replica dies
+	rest, _ := io.ReadAll(br)
+	want := "event: message\ndata: {\"error\":{\"code\":-32603,\"message\":\"Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)\"},\"id\":\"call-9\",\"jsonrpc\":\"2.0\"}\n\n"
+	if resp.StatusCode != 200 || !strings.Contains(first, "notifications/progress") || string(rest) != want {
+		t.Fatalf("answer %d: %q then %q", resp.StatusCode, first, rest)
 	}
 }
