@@ -68,7 +68,7 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 			if err != nil {
 				return err
 			}
-			if err := st.Send(&mcpgatewayv1.HttpExchangeRequest{Kind: &mcpgatewayv1.HttpExchangeRequest_Request{Request: &mcpgatewayv1.HttpRequest{
+			if err := st.Send(&mcpgatewayv1.HttpServiceExchangeRequest{Kind: &mcpgatewayv1.HttpServiceExchangeRequest_Request{Request: &mcpgatewayv1.HttpRequest{
 				Method: "POST", Path: "/mcp", Body: []byte(body), Headers: []*mcpgatewayv1.HttpHeader{
 					{Name: "Content-Type", Values: []string{"application/json"}}, {Name: "Accept", Values: []string{"application/json, text/event-stream"}},
 					{Name: "Mcp-Session-Id", Values: []string{session}}}}}}); err != nil {

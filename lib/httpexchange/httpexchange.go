@@ -157,7 +157,7 @@ func (w *writer) sendHead(body []byte) {
 		w.status = http.StatusOK
 	}
 	w.headSent = true
-	w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Head{Head: &mcpgatewayv1.HttpResponseHead{
+	w.send(&mcpgatewayv1.HttpServiceExchangeResponse{Kind: &mcpgatewayv1.HttpServiceExchangeResponse_Head{Head: &mcpgatewayv1.HttpResponseHead{
 		Status: int32(w.status), Headers: Headers(w.header), IfBroken: w.ifBroken, Body: body}}})
 }
 
@@ -168,7 +168,7 @@ func (w *writer) Write(p []byte) (int, error) {
 	if !w.headSent {
 		w.sendHead(p)
 	} else if len(p) > 0 {
-		w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Body{Body: p}})
+		w.send(&mcpgatewayv1.HttpServiceExchangeResponse{Kind: &mcpgatewayv1.HttpServiceExchangeResponse_Body{Body: p}})
 	}
 	if w.err != nil {
 		return 0, w.err
@@ -185,7 +185,7 @@ func (w *writer) finish() error {
 	return w.err
 }
 
-func (w *writer) send(m *mcpgatewayv1.HttpExchangeResponse) {
+func (w *writer) send(m *mcpgatewayv1.HttpServiceExchangeResponse) {
 	if err := w.stream.Send(m); err != nil && w.err == nil {
 		w.err = err
 	}
@@ -198,7 +198,7 @@ func (w *writer) admit(a *mcpgatewayv1.Admit) bool {
 	if w.err != nil || w.headSent {
 		return w.err == nil
 	}
-	w.send(&mcpgatewayv1.HttpExchangeResponse{Kind: &mcpgatewayv1.HttpExchangeResponse_Admit{Admit: a}})
+	w.send(&mcpgatewayv1.HttpServiceExchangeResponse{Kind: &mcpgatewayv1.HttpServiceExchangeResponse_Admit{Admit: a}})
 	if w.err != nil {
 		return false
 	}

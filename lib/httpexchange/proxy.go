@@ -47,7 +47,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream, err := p.Client.Exchange(ctx)
 	if err == nil {
-		err = stream.Send(&mcpgatewayv1.HttpExchangeRequest{Kind: &mcpgatewayv1.HttpExchangeRequest_Request{Request: &mcpgatewayv1.HttpRequest{
+		err = stream.Send(&mcpgatewayv1.HttpServiceExchangeRequest{Kind: &mcpgatewayv1.HttpServiceExchangeRequest_Request{Request: &mcpgatewayv1.HttpRequest{
 			Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery,
 			Headers: Headers(r.Header, "Authorization"), // the key goes as the call's metadata
 			Body:    body}}})
@@ -90,7 +90,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch k := item.GetKind().(type) {
-		case *mcpgatewayv1.HttpExchangeResponse_Admit:
+		case *mcpgatewayv1.HttpServiceExchangeResponse_Admit:
 			if head != nil {
 				p.writeStatus(w, r, status.Error(codes.Internal, "mcpgateway asked for an admission after its response started"))
 				return
@@ -102,11 +102,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 				releases = append(releases, release)
 			}
-			if err := stream.Send(&mcpgatewayv1.HttpExchangeRequest{Kind: &mcpgatewayv1.HttpExchangeRequest_Admission{Admission: &mcpgatewayv1.Admission{}}}); err != nil {
+			if err := stream.Send(&mcpgatewayv1.HttpServiceExchangeRequest{Kind: &mcpgatewayv1.HttpServiceExchangeRequest_Admission{Admission: &mcpgatewayv1.Admission{}}}); err != nil {
 				p.writeStatus(w, r, err)
 				return
 			}
-		case *mcpgatewayv1.HttpExchangeResponse_Head:
+		case *mcpgatewayv1.HttpServiceExchangeResponse_Head:
 			head = k.Head
 			SetHeaders(w.Header(), head.GetHeaders())
 			w.WriteHeader(int(head.GetStatus()))
@@ -118,7 +118,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if flusher != nil {
 				flusher.Flush()
 			}
-		case *mcpgatewayv1.HttpExchangeResponse_Body:
+		case *mcpgatewayv1.HttpServiceExchangeResponse_Body:
 			if head == nil {
 				head = &mcpgatewayv1.HttpResponseHead{Status: http.StatusOK}
 			}

@@ -196,34 +196,34 @@ func (*Admission) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_http_proto_rawDescGZIP(), []int{2}
 }
 
-// HttpExchangeRequest is one item the edge sends: the request first, then admissions.
-type HttpExchangeRequest struct {
+// HttpServiceExchangeRequest is one item the edge sends: the request first, then admissions.
+type HttpServiceExchangeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kind is what this item carries.
 	//
 	// Types that are valid to be assigned to Kind:
 	//
-	//	*HttpExchangeRequest_Request
-	//	*HttpExchangeRequest_Admission
-	Kind          isHttpExchangeRequest_Kind `protobuf_oneof:"kind"`
+	//	*HttpServiceExchangeRequest_Request
+	//	*HttpServiceExchangeRequest_Admission
+	Kind          isHttpServiceExchangeRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *HttpExchangeRequest) Reset() {
-	*x = HttpExchangeRequest{}
+func (x *HttpServiceExchangeRequest) Reset() {
+	*x = HttpServiceExchangeRequest{}
 	mi := &file_zest_mcpgateway_v1_http_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *HttpExchangeRequest) String() string {
+func (x *HttpServiceExchangeRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*HttpExchangeRequest) ProtoMessage() {}
+func (*HttpServiceExchangeRequest) ProtoMessage() {}
 
-func (x *HttpExchangeRequest) ProtoReflect() protoreflect.Message {
+func (x *HttpServiceExchangeRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_zest_mcpgateway_v1_http_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -235,53 +235,53 @@ func (x *HttpExchangeRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use HttpExchangeRequest.ProtoReflect.Descriptor instead.
-func (*HttpExchangeRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use HttpServiceExchangeRequest.ProtoReflect.Descriptor instead.
+func (*HttpServiceExchangeRequest) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_http_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *HttpExchangeRequest) GetKind() isHttpExchangeRequest_Kind {
+func (x *HttpServiceExchangeRequest) GetKind() isHttpServiceExchangeRequest_Kind {
 	if x != nil {
 		return x.Kind
 	}
 	return nil
 }
 
-func (x *HttpExchangeRequest) GetRequest() *HttpRequest {
+func (x *HttpServiceExchangeRequest) GetRequest() *HttpRequest {
 	if x != nil {
-		if x, ok := x.Kind.(*HttpExchangeRequest_Request); ok {
+		if x, ok := x.Kind.(*HttpServiceExchangeRequest_Request); ok {
 			return x.Request
 		}
 	}
 	return nil
 }
 
-func (x *HttpExchangeRequest) GetAdmission() *Admission {
+func (x *HttpServiceExchangeRequest) GetAdmission() *Admission {
 	if x != nil {
-		if x, ok := x.Kind.(*HttpExchangeRequest_Admission); ok {
+		if x, ok := x.Kind.(*HttpServiceExchangeRequest_Admission); ok {
 			return x.Admission
 		}
 	}
 	return nil
 }
 
-type isHttpExchangeRequest_Kind interface {
-	isHttpExchangeRequest_Kind()
+type isHttpServiceExchangeRequest_Kind interface {
+	isHttpServiceExchangeRequest_Kind()
 }
 
-type HttpExchangeRequest_Request struct {
+type HttpServiceExchangeRequest_Request struct {
 	// request is the first item.
 	Request *HttpRequest `protobuf:"bytes,1,opt,name=request,proto3,oneof"`
 }
 
-type HttpExchangeRequest_Admission struct {
+type HttpServiceExchangeRequest_Admission struct {
 	// admission answers the Admit mcpgateway sent last.
 	Admission *Admission `protobuf:"bytes,2,opt,name=admission,proto3,oneof"`
 }
 
-func (*HttpExchangeRequest_Request) isHttpExchangeRequest_Kind() {}
+func (*HttpServiceExchangeRequest_Request) isHttpServiceExchangeRequest_Kind() {}
 
-func (*HttpExchangeRequest_Admission) isHttpExchangeRequest_Kind() {}
+func (*HttpServiceExchangeRequest_Admission) isHttpServiceExchangeRequest_Kind() {}
 
 // Admit asks the edge, before mcpgateway does the work, to count this request against its
 // caller's budgets in a way the request line alone does not show.
@@ -425,36 +425,36 @@ func (x *HttpResponseHead) GetBody() []byte {
 	return nil
 }
 
-// HttpExchangeResponse is one item mcpgateway sends: admits, then the head, then body chunks,
+// HttpServiceExchangeResponse is one item mcpgateway sends: admits, then the head, then body chunks,
 // each written to the client as it comes (and flushed).
-type HttpExchangeResponse struct {
+type HttpServiceExchangeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kind is what this item carries.
 	//
 	// Types that are valid to be assigned to Kind:
 	//
-	//	*HttpExchangeResponse_Admit
-	//	*HttpExchangeResponse_Head
-	//	*HttpExchangeResponse_Body
-	Kind          isHttpExchangeResponse_Kind `protobuf_oneof:"kind"`
+	//	*HttpServiceExchangeResponse_Admit
+	//	*HttpServiceExchangeResponse_Head
+	//	*HttpServiceExchangeResponse_Body
+	Kind          isHttpServiceExchangeResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *HttpExchangeResponse) Reset() {
-	*x = HttpExchangeResponse{}
+func (x *HttpServiceExchangeResponse) Reset() {
+	*x = HttpServiceExchangeResponse{}
 	mi := &file_zest_mcpgateway_v1_http_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *HttpExchangeResponse) String() string {
+func (x *HttpServiceExchangeResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*HttpExchangeResponse) ProtoMessage() {}
+func (*HttpServiceExchangeResponse) ProtoMessage() {}
 
-func (x *HttpExchangeResponse) ProtoReflect() protoreflect.Message {
+func (x *HttpServiceExchangeResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_zest_mcpgateway_v1_http_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -466,69 +466,69 @@ func (x *HttpExchangeResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use HttpExchangeResponse.ProtoReflect.Descriptor instead.
-func (*HttpExchangeResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use HttpServiceExchangeResponse.ProtoReflect.Descriptor instead.
+func (*HttpServiceExchangeResponse) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_http_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *HttpExchangeResponse) GetKind() isHttpExchangeResponse_Kind {
+func (x *HttpServiceExchangeResponse) GetKind() isHttpServiceExchangeResponse_Kind {
 	if x != nil {
 		return x.Kind
 	}
 	return nil
 }
 
-func (x *HttpExchangeResponse) GetAdmit() *Admit {
+func (x *HttpServiceExchangeResponse) GetAdmit() *Admit {
 	if x != nil {
-		if x, ok := x.Kind.(*HttpExchangeResponse_Admit); ok {
+		if x, ok := x.Kind.(*HttpServiceExchangeResponse_Admit); ok {
 			return x.Admit
 		}
 	}
 	return nil
 }
 
-func (x *HttpExchangeResponse) GetHead() *HttpResponseHead {
+func (x *HttpServiceExchangeResponse) GetHead() *HttpResponseHead {
 	if x != nil {
-		if x, ok := x.Kind.(*HttpExchangeResponse_Head); ok {
+		if x, ok := x.Kind.(*HttpServiceExchangeResponse_Head); ok {
 			return x.Head
 		}
 	}
 	return nil
 }
 
-func (x *HttpExchangeResponse) GetBody() []byte {
+func (x *HttpServiceExchangeResponse) GetBody() []byte {
 	if x != nil {
-		if x, ok := x.Kind.(*HttpExchangeResponse_Body); ok {
+		if x, ok := x.Kind.(*HttpServiceExchangeResponse_Body); ok {
 			return x.Body
 		}
 	}
 	return nil
 }
 
-type isHttpExchangeResponse_Kind interface {
-	isHttpExchangeResponse_Kind()
+type isHttpServiceExchangeResponse_Kind interface {
+	isHttpServiceExchangeResponse_Kind()
 }
 
-type HttpExchangeResponse_Admit struct {
+type HttpServiceExchangeResponse_Admit struct {
 	// admit asks the edge to count the request (at most once per kind, before the head).
 	Admit *Admit `protobuf:"bytes,1,opt,name=admit,proto3,oneof"`
 }
 
-type HttpExchangeResponse_Head struct {
+type HttpServiceExchangeResponse_Head struct {
 	// head is the response's status and headers, sent once.
 	Head *HttpResponseHead `protobuf:"bytes,2,opt,name=head,proto3,oneof"`
 }
 
-type HttpExchangeResponse_Body struct {
+type HttpServiceExchangeResponse_Body struct {
 	// body is the next chunk of the response's body.
 	Body []byte `protobuf:"bytes,3,opt,name=body,proto3,oneof"`
 }
 
-func (*HttpExchangeResponse_Admit) isHttpExchangeResponse_Kind() {}
+func (*HttpServiceExchangeResponse_Admit) isHttpServiceExchangeResponse_Kind() {}
 
-func (*HttpExchangeResponse_Head) isHttpExchangeResponse_Kind() {}
+func (*HttpServiceExchangeResponse_Head) isHttpServiceExchangeResponse_Kind() {}
 
-func (*HttpExchangeResponse_Body) isHttpExchangeResponse_Kind() {}
+func (*HttpServiceExchangeResponse_Body) isHttpServiceExchangeResponse_Kind() {}
 
 var File_zest_mcpgateway_v1_http_proto protoreflect.FileDescriptor
 
@@ -545,8 +545,8 @@ const file_zest_mcpgateway_v1_http_proto_rawDesc = "" +
 	"\traw_query\x18\x03 \x01(\tR\brawQuery\x128\n" +
 	"\aheaders\x18\x04 \x03(\v2\x1e.zest.mcpgateway.v1.HttpHeaderR\aheaders\x12\x12\n" +
 	"\x04body\x18\x05 \x01(\fR\x04body\"\v\n" +
-	"\tAdmission\"\x99\x01\n" +
-	"\x13HttpExchangeRequest\x12;\n" +
+	"\tAdmission\"\xa0\x01\n" +
+	"\x1aHttpServiceExchangeRequest\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2\x1f.zest.mcpgateway.v1.HttpRequestH\x00R\arequest\x12=\n" +
 	"\tadmission\x18\x02 \x01(\v2\x1d.zest.mcpgateway.v1.AdmissionH\x00R\tadmissionB\x06\n" +
 	"\x04kind\"[\n" +
@@ -559,14 +559,14 @@ const file_zest_mcpgateway_v1_http_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x128\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1e.zest.mcpgateway.v1.HttpHeaderR\aheaders\x12\x1b\n" +
 	"\tif_broken\x18\x03 \x01(\fR\bifBroken\x12\x12\n" +
-	"\x04body\x18\x04 \x01(\fR\x04body\"\xa3\x01\n" +
-	"\x14HttpExchangeResponse\x121\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\"\xaa\x01\n" +
+	"\x1bHttpServiceExchangeResponse\x121\n" +
 	"\x05admit\x18\x01 \x01(\v2\x19.zest.mcpgateway.v1.AdmitH\x00R\x05admit\x12:\n" +
 	"\x04head\x18\x02 \x01(\v2$.zest.mcpgateway.v1.HttpResponseHeadH\x00R\x04head\x12\x14\n" +
 	"\x04body\x18\x03 \x01(\fH\x00R\x04bodyB\x06\n" +
-	"\x04kind2p\n" +
-	"\vHttpService\x12a\n" +
-	"\bExchange\x12'.zest.mcpgateway.v1.HttpExchangeRequest\x1a(.zest.mcpgateway.v1.HttpExchangeResponse(\x010\x01B\xd0\x01\n" +
+	"\x04kind2~\n" +
+	"\vHttpService\x12o\n" +
+	"\bExchange\x12..zest.mcpgateway.v1.HttpServiceExchangeRequest\x1a/.zest.mcpgateway.v1.HttpServiceExchangeResponse(\x010\x01B\xd0\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\tHttpProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
 var (
@@ -583,23 +583,23 @@ func file_zest_mcpgateway_v1_http_proto_rawDescGZIP() []byte {
 
 var file_zest_mcpgateway_v1_http_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_zest_mcpgateway_v1_http_proto_goTypes = []any{
-	(*HttpHeader)(nil),           // 0: zest.mcpgateway.v1.HttpHeader
-	(*HttpRequest)(nil),          // 1: zest.mcpgateway.v1.HttpRequest
-	(*Admission)(nil),            // 2: zest.mcpgateway.v1.Admission
-	(*HttpExchangeRequest)(nil),  // 3: zest.mcpgateway.v1.HttpExchangeRequest
-	(*Admit)(nil),                // 4: zest.mcpgateway.v1.Admit
-	(*HttpResponseHead)(nil),     // 5: zest.mcpgateway.v1.HttpResponseHead
-	(*HttpExchangeResponse)(nil), // 6: zest.mcpgateway.v1.HttpExchangeResponse
+	(*HttpHeader)(nil),                  // 0: zest.mcpgateway.v1.HttpHeader
+	(*HttpRequest)(nil),                 // 1: zest.mcpgateway.v1.HttpRequest
+	(*Admission)(nil),                   // 2: zest.mcpgateway.v1.Admission
+	(*HttpServiceExchangeRequest)(nil),  // 3: zest.mcpgateway.v1.HttpServiceExchangeRequest
+	(*Admit)(nil),                       // 4: zest.mcpgateway.v1.Admit
+	(*HttpResponseHead)(nil),            // 5: zest.mcpgateway.v1.HttpResponseHead
+	(*HttpServiceExchangeResponse)(nil), // 6: zest.mcpgateway.v1.HttpServiceExchangeResponse
 }
 var file_zest_mcpgateway_v1_http_proto_depIdxs = []int32{
 	0, // 0: zest.mcpgateway.v1.HttpRequest.headers:type_name -> zest.mcpgateway.v1.HttpHeader
-	1, // 1: zest.mcpgateway.v1.HttpExchangeRequest.request:type_name -> zest.mcpgateway.v1.HttpRequest
-	2, // 2: zest.mcpgateway.v1.HttpExchangeRequest.admission:type_name -> zest.mcpgateway.v1.Admission
+	1, // 1: zest.mcpgateway.v1.HttpServiceExchangeRequest.request:type_name -> zest.mcpgateway.v1.HttpRequest
+	2, // 2: zest.mcpgateway.v1.HttpServiceExchangeRequest.admission:type_name -> zest.mcpgateway.v1.Admission
 	0, // 3: zest.mcpgateway.v1.HttpResponseHead.headers:type_name -> zest.mcpgateway.v1.HttpHeader
-	4, // 4: zest.mcpgateway.v1.HttpExchangeResponse.admit:type_name -> zest.mcpgateway.v1.Admit
-	5, // 5: zest.mcpgateway.v1.HttpExchangeResponse.head:type_name -> zest.mcpgateway.v1.HttpResponseHead
-	3, // 6: zest.mcpgateway.v1.HttpService.Exchange:input_type -> zest.mcpgateway.v1.HttpExchangeRequest
-	6, // 7: zest.mcpgateway.v1.HttpService.Exchange:output_type -> zest.mcpgateway.v1.HttpExchangeResponse
+	4, // 4: zest.mcpgateway.v1.HttpServiceExchangeResponse.admit:type_name -> zest.mcpgateway.v1.Admit
+	5, // 5: zest.mcpgateway.v1.HttpServiceExchangeResponse.head:type_name -> zest.mcpgateway.v1.HttpResponseHead
+	3, // 6: zest.mcpgateway.v1.HttpService.Exchange:input_type -> zest.mcpgateway.v1.HttpServiceExchangeRequest
+	6, // 7: zest.mcpgateway.v1.HttpService.Exchange:output_type -> zest.mcpgateway.v1.HttpServiceExchangeResponse
 	7, // [7:8] is the sub-list for method output_type
 	6, // [6:7] is the sub-list for method input_type
 	6, // [6:6] is the sub-list for extension type_name
@@ -613,13 +613,13 @@ func file_zest_mcpgateway_v1_http_proto_init() {
 		return
 	}
 	file_zest_mcpgateway_v1_http_proto_msgTypes[3].OneofWrappers = []any{
-		(*HttpExchangeRequest_Request)(nil),
-		(*HttpExchangeRequest_Admission)(nil),
+		(*HttpServiceExchangeRequest_Request)(nil),
+		(*HttpServiceExchangeRequest_Admission)(nil),
 	}
 	file_zest_mcpgateway_v1_http_proto_msgTypes[6].OneofWrappers = []any{
-		(*HttpExchangeResponse_Admit)(nil),
-		(*HttpExchangeResponse_Head)(nil),
-		(*HttpExchangeResponse_Body)(nil),
+		(*HttpServiceExchangeResponse_Admit)(nil),
+		(*HttpServiceExchangeResponse_Head)(nil),
+		(*HttpServiceExchangeResponse_Body)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -35,7 +35,7 @@ type HttpServiceClient interface {
 	// admission mcpgateway asks for; mcpgateway streams the response head, then its body.
 	// Cancelling the call (the client went away) cancels the request; the end of the server's
 	// stream ends the response.
-	Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HttpExchangeRequest, HttpExchangeResponse], error)
+	Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HttpServiceExchangeRequest, HttpServiceExchangeResponse], error)
 }
 
 type httpServiceClient struct {
@@ -46,18 +46,18 @@ func NewHttpServiceClient(cc grpc.ClientConnInterface) HttpServiceClient {
 	return &httpServiceClient{cc}
 }
 
-func (c *httpServiceClient) Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HttpExchangeRequest, HttpExchangeResponse], error) {
+func (c *httpServiceClient) Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HttpServiceExchangeRequest, HttpServiceExchangeResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &HttpService_ServiceDesc.Streams[0], HttpService_Exchange_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[HttpExchangeRequest, HttpExchangeResponse]{ClientStream: stream}
+	x := &grpc.GenericClientStream[HttpServiceExchangeRequest, HttpServiceExchangeResponse]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type HttpService_ExchangeClient = grpc.BidiStreamingClient[HttpExchangeRequest, HttpExchangeResponse]
+type HttpService_ExchangeClient = grpc.BidiStreamingClient[HttpServiceExchangeRequest, HttpServiceExchangeResponse]
 
 // HttpServiceServer is the server API for HttpService service.
 // All implementations must embed UnimplementedHttpServiceServer
@@ -72,7 +72,7 @@ type HttpServiceServer interface {
 	// admission mcpgateway asks for; mcpgateway streams the response head, then its body.
 	// Cancelling the call (the client went away) cancels the request; the end of the server's
 	// stream ends the response.
-	Exchange(grpc.BidiStreamingServer[HttpExchangeRequest, HttpExchangeResponse]) error
+	Exchange(grpc.BidiStreamingServer[HttpServiceExchangeRequest, HttpServiceExchangeResponse]) error
 	mustEmbedUnimplementedHttpServiceServer()
 }
 
@@ -83,7 +83,7 @@ type HttpServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedHttpServiceServer struct{}
 
-func (UnimplementedHttpServiceServer) Exchange(grpc.BidiStreamingServer[HttpExchangeRequest, HttpExchangeResponse]) error {
+func (UnimplementedHttpServiceServer) Exchange(grpc.BidiStreamingServer[HttpServiceExchangeRequest, HttpServiceExchangeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Exchange not implemented")
 }
 func (UnimplementedHttpServiceServer) mustEmbedUnimplementedHttpServiceServer() {}
@@ -108,11 +108,11 @@ func RegisterHttpServiceServer(s grpc.ServiceRegistrar, srv HttpServiceServer) {
 }
 
 func _HttpService_Exchange_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(HttpServiceServer).Exchange(&grpc.GenericServerStream[HttpExchangeRequest, HttpExchangeResponse]{ServerStream: stream})
+	return srv.(HttpServiceServer).Exchange(&grpc.GenericServerStream[HttpServiceExchangeRequest, HttpServiceExchangeResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type HttpService_ExchangeServer = grpc.BidiStreamingServer[HttpExchangeRequest, HttpExchangeResponse]
+type HttpService_ExchangeServer = grpc.BidiStreamingServer[HttpServiceExchangeRequest, HttpServiceExchangeResponse]
 
 // HttpService_ServiceDesc is the grpc.ServiceDesc for HttpService service.
 // It's only intended for direct use with grpc.RegisterService,
