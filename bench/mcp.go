@@ -17,7 +17,7 @@ import (
 )
 
 // benchMCP measures /mcp: tools/list and tools/call lemonade_list_models through the edge,
-// the same Exchange sent straight to mcpgateway over gRPC (the edge hop's cost), and the
+// the same request sent straight to mcpgateway's HttpService over gRPC (the edge hop's cost), and the
 // memory of 10,000 idle sessions.
 func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 	s, err := startSuite(binDir, strings.Fields(os.Getenv("ZEST_BENCH_ENV"))...)
@@ -61,11 +61,17 @@ func benchMCP(binDir, _ string, warm, dur time.Duration) error {
 		return err
 	}
 	defer cc.Close()
-	mc := mcpgatewayv1.NewMcpServiceClient(cc)
+	mc := mcpgatewayv1.NewHttpServiceClient(cc)
 	direct := func(body string) func() error {
 		return func() error {
-			st, err := mc.Exchange(context.Background(), &mcpgatewayv1.ExchangeRequest{SessionId: session, Payload: []byte(body)})
+			st, err := mc.Exchange(context.Background())
 			if err != nil {
+				return err
+			}
+			if err := st.Send(&mcpgatewayv1.HttpServiceExchangeRequest{Kind: &mcpgatewayv1.HttpServiceExchangeRequest_Request{Request: &mcpgatewayv1.HttpRequest{
+				Method: "POST", Path: "/mcp", Body: []byte(body), Headers: []*mcpgatewayv1.HttpHeader{
+					{Name: "Content-Type", Values: []string{"application/json"}}, {Name: "Accept", Values: []string{"application/json, text/event-stream"}},
+					{Name: "Mcp-Session-Id", Values: []string{session}}}}}}); err != nil {
 				return err
 			}
 			for {

@@ -33,8 +33,6 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxAdminBodyBytes caps /internal/mcp/* request bodies (ZEST_MAX_ADMIN_BODY_BYTES).
 	MaxAdminBodyBytes int64
-	// SSEKeepAlive is the interval of comment lines on idle /mcp GET streams (ZEST_SSE_KEEPALIVE).
-	SSEKeepAlive time.Duration
 	// BodyReadTimeout bounds the time a request's body may take to arrive, counted from the
 	// end of its headers (ZEST_BODY_READ_TIMEOUT); past it the request gets 408 and its
 	// connection is closed. It does not bound the response: see bodyDeadline.
@@ -85,7 +83,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13305",
 		McpgatewayAddr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310", ToolhostAddr: "127.0.0.1:13312",
-		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20, SSEKeepAlive: 15 * time.Second,
+		MaxBodyBytes: 32 << 20, MaxAdminBodyBytes: 1 << 20,
 		BodyReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MetricsAddr: DefaultMetricsAddr,
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
@@ -112,7 +110,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InferenceAddr, "inference-addr", c.InferenceAddr, "the inference service: host:port, a comma-separated list of replicas, or dns:///name:port (calls go round robin to the healthy ones)")
 	fs.StringVar(&c.ToolhostAddr, "toolhost-addr", c.ToolhostAddr, "the tool hosts, for health: host:port, a comma-separated list, or dns:///name:port (healthy while one of them serves)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest /mcp or OpenAI request body")
-	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, "interval of keep-alive comments on idle /mcp GET streams")
 	fs.Int64Var(&c.MaxAdminBodyBytes, "max-admin-body-bytes", c.MaxAdminBodyBytes, "largest /internal/mcp/* request body")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "longest time a request body may take to arrive (408 and the connection closed beyond)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long")
@@ -122,7 +119,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AnonymousRateLimit, "anonymous-rate-limit", c.AnonymousRateLimit, `requests per address of callers without a key from other machines, on every API route: a rate, or "off"`)
 	fs.IntVar(&c.AnonymousConcurrencyLimit, "anonymous-concurrency-limit", c.AnonymousConcurrencyLimit, "requests in flight per address of callers without a key from other machines (0: no limit)")
 	fs.IntVar(&c.StreamsPerSession, "streams-per-session", c.StreamsPerSession, "GET streams one MCP session may hold open at once")
-	fs.IntVar(&c.StreamsPerKey, "streams-per-key", c.StreamsPerKey, "MCP streams (GET, and 2026-07-28's subscriptions/listen) one key, or one address without a key, may hold open at once")
+	fs.IntVar(&c.StreamsPerKey, "streams-per-key", c.StreamsPerKey, "streams (responses held open: the MCP endpoints' GET streams and subscriptions) one key, or one address without a key, may hold open at once")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "MCP streams held open in all (0: 4096, or fewer when the open-file limit leaves less after the descriptors kept for the other routes)")
 	fs.StringVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, `wrong keys an address may present: a rate with its burst (N/s, N/m or N/h, ":B"), or "off"; past it, its keys are answered 429 unchecked`)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
@@ -148,9 +145,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAdminBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-admin-body-bytes %d: want at least 1024", c.MaxAdminBodyBytes))
-	}
-	if c.SSEKeepAlive < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("sse-keepalive %v: want at least 100ms", c.SSEKeepAlive))
 	}
 	if c.BodyReadTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("body-read-timeout %v: want at least 1s", c.BodyReadTimeout))

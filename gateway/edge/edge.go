@@ -16,11 +16,11 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/zestmcp/zest/gateway/console"
 	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
 	"github.com/zestmcp/zest/gateway/logstream"
-	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/grpcdial"
+	"github.com/zestmcp/zest/lib/httpexchange"
+	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
@@ -119,7 +119,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		}
 	}
 	// A key refused on the OpenAI routes is answered in OpenAI's shape (its SDKs read it).
-	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKey, mcphttp.WriteInvalidRequest, mcpLimited)
+	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKey, mcpError, mcpLimited)
 	// The edge's own settings (lemond.go) take the admin key once one is set.
 	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
@@ -141,8 +141,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	}
 	held := holds{table: ratelimit.NewKeyed(0)}
 	streams := &streams{holds: held, perSession: cfg.StreamsPerSession, perKey: cfg.StreamsPerKey, inAll: inAll, caller: limits.caller}
-	mcp := &mcphttp.Handler{MCP: mcpgatewayv1.NewMcpServiceClient(e.backend["mcpgateway"]), Log: log, KeepAlive: cfg.SSEKeepAlive,
-		Batch: limits.batch(mcpLimited), Hold: streams.hold}
+	// The MCP endpoints go to mcpgateway whole (the generic exchange): it serves the
+	// protocol, and asks the edge to count what the request line does not show (admit).
+	mcp := &httpexchange.Proxy{Client: mcpgatewayv1.NewHttpServiceClient(e.backend["mcpgateway"]), Log: log,
+		Admit: admitter{limits: limits, streams: streams, write: mcpLimited}.admit, WriteError: mcpError, WriteLimited: mcpLimited,
+		WriteKeyError: httpguard.WriteError, ReadBody: httpguard.ReadBody, BodyError: bodyError(mcpError)}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/logging"
 	"github.com/zestmcp/zest/lib/requestid"
@@ -151,24 +152,52 @@ func (f *fakeAdmin) CallTool(ctx context.Context, req *mcpgatewayv1.CallToolRequ
 	return nil, st.Err()
 }
 
-// fakeMCP is McpService: Exchange answers with what exchange does, Listen holds the stream
-// open until the client leaves.
+// fakeMCP is mcpgateway's end of the HTTP exchange (httpexchange.NewServer serves it): it
+// asks for the admissions mcpgateway's transport asks for — a GET or a subscriptions/listen
+// POST is held open (a GET in its session's group), a batch of n weighs n — and, once
+// admitted, counts the request and answers with exchange; refuse, when set, refuses the
+// call itself (mcpgateway's key check).
 type fakeMCP struct {
-	mcpgatewayv1.UnimplementedMcpServiceServer
-	exchange  func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error
+	mcpgatewayv1.UnimplementedHttpServiceServer
 	mu        sync.Mutex
+	exchange  http.HandlerFunc
+	refuse    error
 	exchanges int
 }
 
-func (f *fakeMCP) Exchange(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	a := &mcpgatewayv1.Admit{HeldOpen: r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"}
+	if r.Method == http.MethodGet {
+		a.HoldGroup = r.Header.Get("Mcp-Session-Id")
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) == nil {
+		a.Weight = int32(len(batch))
+	}
+	if (a.HeldOpen || a.Weight > 1) && !httpexchange.Admit(r, a) {
+		return
+	}
 	f.mu.Lock()
 	f.exchanges++
 	exchange := f.exchange
 	f.mu.Unlock()
-	return exchange(req, s)
+	exchange(w, r)
 }
 
-func (f *fakeMCP) setExchange(x func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error) {
+// Exchange is HttpService's, refused when refuse is set.
+func (f *fakeMCP) Exchange(s mcpgatewayv1.HttpService_ExchangeServer) error {
+	f.mu.Lock()
+	refuse := f.refuse
+	f.mu.Unlock()
+	if refuse != nil {
+		return refuse
+	}
+	return httpexchange.NewServer(f).Exchange(s)
+}
+
+func (f *fakeMCP) setExchange(x http.HandlerFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.exchange = x
@@ -180,12 +209,18 @@ func (f *fakeMCP) count() int {
 	return f.exchanges
 }
 
-func (f *fakeMCP) Listen(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
-	if err := s.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
-		return err
+// answerJSON answers a request with one JSON-RPC result, as mcpgateway does, and holds a GET
+// open.
+func answerJSON(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, ": stream open\n\n")
+		<-r.Context().Done()
+		return
 	}
-	<-s.Context().Done()
-	return nil
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 }
 
 // fakeInference is InferenceService: ListModels refuses the key.
@@ -266,14 +301,11 @@ type testEdge struct {
 }
 
 // startEdge serves an edge on a loopback port in front of fake services on in-process gRPC
-// servers (mcpgateway: AdminService and McpService; inference; tool host: health only), with
+// servers (mcpgateway: AdminService and HttpService; inference; tool host: health only), with
 // the admin key set and JSON logs at info.
 func startEdge(t *testing.T, configure func(*Config)) *testEdge {
 	t.Helper()
-	te := &testEdge{log: newLockedBuffer(), admin: &fakeAdmin{}, mcp: &fakeMCP{
-		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-			return s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}, Final: true})
-		}}, toolhost: health.NewServer()}
+	te := &testEdge{log: newLockedBuffer(), admin: &fakeAdmin{}, mcp: &fakeMCP{exchange: answerJSON}, toolhost: health.NewServer()}
 	withHealth := func(h *health.Server, register func(*grpc.Server)) func(*grpc.Server) {
 		return func(s *grpc.Server) {
 			healthpb.RegisterHealthServer(s, h)
@@ -286,7 +318,7 @@ func startEdge(t *testing.T, configure func(*Config)) *testEdge {
 	cfg.AllowedOrigins = nil
 	cfg.McpgatewayAddr = grpctest.Listen(t, withHealth(health.NewServer(), func(s *grpc.Server) {
 		mcpgatewayv1.RegisterAdminServiceServer(s, te.admin)
-		mcpgatewayv1.RegisterMcpServiceServer(s, te.mcp)
+		mcpgatewayv1.RegisterHttpServiceServer(s, te.mcp)
 	}))
 	cfg.InferenceAddr = grpctest.Listen(t, withHealth(health.NewServer(), func(s *grpc.Server) {
 		inferencev1.RegisterInferenceServiceServer(s, fakeInference{})
@@ -417,7 +449,6 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 		{"PUT", "/internal/mcp/servers", 405, "admin"},
 		{"GET", "/mcp/servers/x/tools", 404, "jsonrpc"}, // /mcp/servers/{id} itself is the federated endpoint
 		{"GET", "/mcp/nope", 404, "jsonrpc"},
-		{"PUT", "/mcp", 405, "jsonrpc"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			a := do(t, tc.method, te.url+tc.path, "", auth...)
@@ -465,9 +496,9 @@ func TestEvery401CarriesBearer(t *testing.T) {
 	te.admin.mu.Lock()
 	te.admin.unauthenticated = true
 	te.admin.mu.Unlock()
-	te.mcp.setExchange(func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
-		return status.Error(codes.Unauthenticated, "Invalid or missing API key")
-	})
+	te.mcp.mu.Lock()
+	te.mcp.refuse = status.Error(codes.Unauthenticated, "Invalid or missing API key")
+	te.mcp.mu.Unlock()
 	mcpHeaders := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
 	for name, a := range map[string]answer{
 		"API key missing":             do(t, "POST", te.url+"/mcp", "{}"),
@@ -745,19 +776,30 @@ func TestSlowBodyGets408AndItsConnectionCloses(t *testing.T) {
 // never bounded.
 func TestResponseOutlivesTheBodyDeadline(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	te := startEdge(t, func(c *Config) { c.BodyReadTimeout, c.SSEKeepAlive = timeout, timeout/4 })
-	te.mcp.setExchange(func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		if err := s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)}}); err != nil {
-			return err
-		}
+	te := startEdge(t, func(c *Config) { c.BodyReadTimeout = timeout })
+	te.mcp.setExchange(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n")
 		// The subject of the test is time passing: the answer ends well after the deadline
-		// the body had.
-		select {
-		case <-time.After(4 * timeout):
-		case <-s.Context().Done():
-			return s.Context().Err()
+		// the body had, with a line every quarter of it.
+		tick := time.NewTicker(timeout / 4)
+		defer tick.Stop()
+		var end <-chan time.Time // a GET stream goes on until its client leaves
+		if r.Method == http.MethodPost {
+			end = time.After(4 * timeout)
 		}
-		return s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(`{"jsonrpc":"2.0","id":1,"result":{"done":true}}`)}, Final: true})
+		for {
+			select {
+			case <-tick.C:
+				_, _ = io.WriteString(w, ": keepalive\n\n")
+				continue
+			case <-end:
+			case <-r.Context().Done():
+				return
+			}
+			break
+		}
+		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"done\":true}}\n\n")
 	})
 	start := time.Now()
 	a := do(t, "POST", te.url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,9 +10,9 @@ import (
 	"strconv"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/envflag"
+	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/ratelimit"
 )
@@ -183,9 +184,10 @@ func (l *keyLimits) limitsOf(role string) (lim ratelimit.Limits, rateFrom, concu
 // limitedWriter writes a 429 in a route family's shape (Retry-After is set already).
 type limitedWriter func(w http.ResponseWriter, msg string, retryAfterMs int64)
 
-// wrap limits the calls of next per caller; write answers a refused one. A stream of an MCP
-// endpoint (mcphttp.IsStream) counts against the rate but not the calls in flight: a client
-// holds it open for hours, and the streams have bounds of their own (streams.go).
+// wrap limits the calls of next per caller; write answers a refused one. A response its
+// client holds open (a stream mcpgateway asks the edge to admit: admitter) gives back its
+// place among the calls in flight once admitted (inFlight): a client holds it for hours, and
+// the streams have bounds of their own (streams.go).
 func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	if l.off() {
 		return next
@@ -193,10 +195,6 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, role, label := l.caller(r)
 		lim, from, concurrencyFrom := l.limitsOf(role)
-		stream := under(r.URL.Path, "/mcp") && mcphttp.IsStream(r)
-		if stream {
-			lim.Concurrency = 0
-		}
 		d := l.table.Admit(key, lim)
 		if !d.OK {
 			secs := ratelimit.RetryAfterSeconds(d.RetryAfter)
@@ -213,16 +211,24 @@ func (l *keyLimits) wrap(write limitedWriter, next http.Handler) http.Handler {
 			write(w, msg, max(1, d.RetryAfter.Milliseconds()))
 			return
 		}
-		if stream {
-			d.Release()
-		}
 		defer d.Release()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), inFlightKey{}, &d)))
 	})
 }
 
-// batch counts the other n−1 messages of a JSON-RPC batch of n against the rate of its
-// caller (mcphttp.Handler.Batch; the first was counted as the request): a batch of n takes n.
+// inFlightKey keys the request's place among its caller's calls in flight (wrap).
+type inFlightKey struct{}
+
+// leaveInFlight gives back r's place among its caller's calls in flight: it holds a stream.
+// The handler's goroutine calls it, as wrap's release.
+func leaveInFlight(r *http.Request) {
+	if d, ok := r.Context().Value(inFlightKey{}).(*ratelimit.Decision); ok {
+		d.Release()
+	}
+}
+
+// batch counts the other n−1 messages of a request that weighs n (a batch of n messages:
+// admitter) against the rate of its caller (the first was counted as the request).
 // Over the rate, or more than its burst, it writes a 429 with write and returns false.
 func (l *keyLimits) batch(write limitedWriter) func(w http.ResponseWriter, r *http.Request, n int) bool {
 	return func(w http.ResponseWriter, r *http.Request, n int) bool {
@@ -253,10 +259,10 @@ func (l *keyLimits) batch(write limitedWriter) func(w http.ResponseWriter, r *ht
 // openAILimited is OpenAI's rate-limit error: {"error":{"message","type":"requests","param":null,"code":"rate_limit_exceeded"}}.
 func openAILimited(w http.ResponseWriter, msg string, _ int64) { openai.WriteLimited(w, msg) }
 
-// mcpLimited is a JSON-RPC error response (id null: the edge has not read the request) with
-// ratelimit.JSONRPCCode and the wait in data.retry_after_ms.
+// mcpLimited is the MCP endpoints' 429 (lib/jsonrpcerr, id null: the edge has not read the
+// request) with ratelimit.JSONRPCCode and the wait in data.retry_after_ms.
 func mcpLimited(w http.ResponseWriter, msg string, retryAfterMs int64) {
-	mcphttp.WriteLimited(w, msg, retryAfterMs)
+	jsonrpcerr.WriteLimited(w, msg, retryAfterMs)
 }
 
 // adminLimited is the admin routes' shape with status_code 429.

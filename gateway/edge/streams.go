@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/zestmcp/zest/gateway/mcphttp"
 	"github.com/zestmcp/zest/lib/envflag"
 	"github.com/zestmcp/zest/lib/ratelimit"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // Streams and sockets a caller holds open (docs/operator/security.md, "Limits"): each holds one of the
@@ -15,9 +15,9 @@ import (
 // session, per caller (a key, or the address of a caller without one) and in all, and the
 // bound in all leaves DescriptorReserve descriptors to everything else: the admin routes,
 // /live, ordinary requests. Past a bound the answer is 429 with Retry-After in the route's
-// shape. The streams are the GET streams of the MCP endpoints and protocol 2026-07-28's
-// subscriptions/listen POSTs (mcphttp.IsStream); the WebSockets of lemond_ws.go have bounds
-// of their own, counted in the same table.
+// shape. The streams are the responses mcpgateway asks the edge to admit as held open
+// (admitter); the WebSockets of lemond_ws.go have bounds of their own, counted in the same
+// table.
 
 // Defaults and bounds of the stream settings.
 const (
@@ -121,16 +121,17 @@ type streams struct {
 	caller                    func(*http.Request) (key, role, label string)
 }
 
-// hold admits one stream of r (mcphttp.Handler.Hold): false means a 429 in /mcp's shape was
-// written, with Retry-After (a stream does not say when it ends: ratelimit.ConcurrencyRetry).
-func (s *streams) hold(w http.ResponseWriter, r *http.Request) (func(), bool) {
+// hold admits one stream of r, in group (one session's streams, bounded apart; "": none):
+// false means a 429 in /mcp's shape was written, with Retry-After (a stream does not say when
+// it ends: ratelimit.ConcurrencyRetry).
+func (s *streams) hold(w http.ResponseWriter, r *http.Request, group string) (func(), bool) {
 	key, _, label := s.caller(r)
 	bounds := []bound{
 		{"streams", s.inAll, fmt.Sprintf("the edge holds %d streams open, its limit (ZEST_MAX_STREAMS, and the open-file limit less %d descriptors kept for the other routes)", s.inAll, DescriptorReserve)},
 		{"streams of " + key, s.perKey, fmt.Sprintf("%s holds %d streams open, its limit (ZEST_STREAMS_PER_KEY)", label, s.perKey)},
 	}
-	if id := r.Header.Get(mcphttp.HeaderSession); id != "" && r.Method == http.MethodGet {
-		bounds = append(bounds, bound{"streams of session " + id, s.perSession, fmt.Sprintf("this session holds %d GET streams open, its limit (ZEST_STREAMS_PER_SESSION)", s.perSession)})
+	if group != "" {
+		bounds = append(bounds, bound{"streams of session " + group, s.perSession, fmt.Sprintf("this session holds %d GET streams open, its limit (ZEST_STREAMS_PER_SESSION)", s.perSession)})
 	}
 	release, full := s.take(bounds...)
 	if full != nil {
@@ -139,5 +140,29 @@ func (s *streams) hold(w http.ResponseWriter, r *http.Request) (func(), bool) {
 		mcpLimited(w, "Too many streams: "+full.msg+"; close one, or retry after "+strconv.Itoa(secs)+" s", ratelimit.ConcurrencyRetry.Milliseconds())
 		return nil, false
 	}
+	return release, true
+}
+
+// admitter answers mcpgateway's admissions (exchange.Proxy.Admit) with the edge's budgets:
+// a request that weighs n takes n−1 more from its caller's rate; a response held open takes a
+// stream (in all, per caller, per group) and gives back its place among the calls in flight.
+type admitter struct {
+	limits  *keyLimits
+	streams *streams
+	write   limitedWriter
+}
+
+func (a admitter) admit(w http.ResponseWriter, r *http.Request, ad *mcpgatewayv1.Admit) (func(), bool) {
+	if n := int(ad.GetWeight()); n > 1 && !a.limits.off() && !a.limits.batch(a.write)(w, r, n) {
+		return nil, false
+	}
+	if !ad.GetHeldOpen() {
+		return func() {}, true
+	}
+	release, ok := a.streams.hold(w, r, ad.GetHoldGroup())
+	if !ok {
+		return nil, false
+	}
+	leaveInFlight(r)
 	return release, true
 }

@@ -95,15 +95,14 @@ func (g Guard) originAllowed(origin string) bool {
 
 // A preflight from an allowed origin may send any request header: the origin is the trust
 // CORS decides on, and a list of names would have to follow every protocol behind the edge
-// (MCP's 2026-07-28 era adds Mcp-Method, Mcp-Name and Mcp-Param-<name>, a family no list can
+// (MCP's 2026-07-28 era adds a header per method parameter, a family no list can
 // hold). So the preflight's Access-Control-Request-Headers are granted as asked, when they are
 // header names; defaultAllowHeaders answers a preflight that asks for none.
-// Retry-After is exposed so that a browser client told 429 (limits per key) can read when to
-// come back: it is not one of the response headers CORS lets scripts read by default; a
-// session-era MCP client reads Mcp-Session-Id.
+// A response to an allowed origin exposes every header it carries (exposing), for the same
+// reason: a browser client told 429 reads Retry-After, a session-era MCP client its session
+// id, and the edge names no protocol's headers.
 const (
 	defaultAllowHeaders = "Authorization, Content-Type, Accept"
-	exposeHeaders       = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After"
 	allowMethods        = "GET, POST, PATCH, DELETE, OPTIONS"
 	// maxRequestHeaders bounds the Access-Control-Request-Headers a preflight may echo.
 	maxRequestHeaders = 4096
@@ -124,7 +123,8 @@ func allowHeaders(requested string) string {
 	return requested
 }
 
-// CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights.
+// CORS refuses disallowed origins with 403, echoes allowed ones, and answers preflights. The
+// response to an allowed origin exposes its own headers to the page's script (exposing).
 func (g Guard) CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -136,7 +136,6 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", exposeHeaders)
 		}
 		if r.Method == http.MethodOptions {
 			h := w.Header()
@@ -146,6 +145,9 @@ func (g Guard) CORS(next http.Handler) http.Handler {
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
+		}
+		if origin != "" {
+			w = &exposing{ResponseWriter: w}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -302,3 +304,50 @@ func ReadSized(rd io.Reader, hint int64) ([]byte, error) {
 		size = min(size*2, 1<<20)
 	}
 }
+
+// exposing sets Access-Control-Expose-Headers, when the response's head goes, to the names of
+// the headers it carries, but CORS's own (a browser shows a script the CORS-safelisted ones
+// anyway).
+type exposing struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (e *exposing) expose() {
+	if e.done {
+		return
+	}
+	e.done = true
+	h := e.ResponseWriter.Header()
+	var names []string
+	for name := range h {
+		if !strings.HasPrefix(name, "Access-Control-") && name != "Vary" && name != "Set-Cookie" {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		h.Set("Access-Control-Expose-Headers", strings.Join(names, ", "))
+	}
+}
+
+func (e *exposing) WriteHeader(code int) {
+	e.expose()
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *exposing) Write(p []byte) (int, error) {
+	e.expose()
+	return e.ResponseWriter.Write(p)
+}
+
+// Flush passes on (an SSE response flushes each event).
+func (e *exposing) Flush() {
+	e.expose()
+	if f, ok := e.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController and the WebSocket upgrade reach the connection.
+func (e *exposing) Unwrap() http.ResponseWriter { return e.ResponseWriter }

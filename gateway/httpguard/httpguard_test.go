@@ -48,7 +48,12 @@ func TestOrigin(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.origin, func(t *testing.T) {
-			w := serve(g.CORS(ok), "POST", "127.0.0.1", map[string]string{"Origin": c.origin}, "")
+			withHeaders := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("X-Session", "s")
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTeapot)
+			})
+			w := serve(g.CORS(withHeaders), "POST", "127.0.0.1", map[string]string{"Origin": c.origin}, "")
 			if got := w.Code != http.StatusForbidden; got != c.allow {
 				t.Fatalf("origin %q: status %d, want allowed=%v", c.origin, w.Code, c.allow)
 			}
@@ -56,8 +61,8 @@ func TestOrigin(t *testing.T) {
 				if w.Header().Get("Access-Control-Allow-Origin") != c.origin || w.Header().Get("Vary") != "Origin" {
 					t.Fatalf("CORS headers %v", w.Header())
 				}
-				if !strings.Contains(w.Header().Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
-					t.Fatalf("Mcp-Session-Id not exposed: %v", w.Header())
+				if w.Header().Get("Access-Control-Expose-Headers") != "Retry-After, X-Session" {
+					t.Fatalf("the response's headers not exposed: %v", w.Header())
 				}
 			}
 			if !c.allow && !strings.Contains(w.Body.String(), "Origin not allowed") {

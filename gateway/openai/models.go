@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
+	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/openaichat"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/codes"

@@ -16,7 +16,7 @@ import (
 	"strconv"
 
 	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
+	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/openaichat"
 	"github.com/zestmcp/zest/lib/transcription"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"

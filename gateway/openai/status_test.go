@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/zestmcp/zest/gateway/httpstatus"
+	"github.com/zestmcp/zest/lib/httpstatus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

@@ -1,6 +1,6 @@
 // Package server is the mcpgateway service as a library: it opens the registry, connects to
-// the inference service and serves McpService (/mcp and /mcp/servers/{id}), AdminService and
-// ChatService over gRPC.
+// the inference service and serves HttpService (the MCP endpoints /mcp, /mcp/servers/{id} and
+// /mcp/presets/{id}, handed over by the edge), AdminService and ChatService over gRPC.
 package server
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/metrics"
@@ -37,6 +38,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/streamable"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
@@ -85,6 +87,8 @@ type Config struct {
 	ToolOutputMaxBytes int
 	// SessionLifetime is how long an /mcp session id stays valid (ZEST_SESSION_LIFETIME).
 	SessionLifetime time.Duration
+	// SSEKeepAlive is the interval of comment lines on idle MCP GET streams (ZEST_SSE_KEEPALIVE).
+	SSEKeepAlive time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
 	Keys keyauth.Keys
 	// SessionKey, when set, signs session ids (from ZEST_SESSION_KEY); else a key file in DataDir.
@@ -118,11 +122,14 @@ type Config struct {
 // ZEST_MCPGATEWAY_METRICS_ADDR says otherwise.
 const DefaultMetricsAddr = "127.0.0.1:13321"
 
+// MinSSEKeepAlive is the shortest interval of keep-alive comments ZEST_SSE_KEEPALIVE takes.
+const MinSSEKeepAlive = 100 * time.Millisecond
+
 // DefaultConfig binds loopback only.
 func DefaultConfig() Config {
 	return Config{
 		Common: service.DefaultCommon(), Addr: "127.0.0.1:13311", InferenceAddr: "127.0.0.1:13310",
-		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour,
+		ToolhostAddr: "127.0.0.1:13312", DataDir: "data", SessionLifetime: 24 * time.Hour, SSEKeepAlive: 15 * time.Second,
 		ToolhostResolveEvery: toolhosts.DefaultResolveEvery, ToolhostHealthEvery: toolhosts.DefaultHealthEvery, ToolhostWait: toolhosts.DefaultWait,
 		ChatMaxRounds: toolchat.DefaultMaxRounds, ChatMaxToolOutput: toolchat.DefaultMaxToolOutput,
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
@@ -149,6 +156,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ChatMaxToolOutput, "chat-max-tool-output", c.ChatMaxToolOutput, "bytes of one tool result fed back to the model (longer is cut, with a marker)")
 	fs.IntVar(&c.ToolOutputMaxBytes, "tool-output-max-bytes", c.ToolOutputMaxBytes, fmt.Sprintf("bytes of one tools/call result of a server whose config sets no max_output_bytes, on every path (%d to %d; larger is answered as an isError result that says so)", serverconfig.MinMaxOutputBytes, serverconfig.MaxMaxOutputBytes))
 	fs.DurationVar(&c.SessionLifetime, "session-lifetime", c.SessionLifetime, "how long an /mcp session id stays valid")
+	fs.DurationVar(&c.SSEKeepAlive, "sse-keepalive", c.SSEKeepAlive, fmt.Sprintf("interval of keep-alive comments on idle /mcp GET streams (at least %v)", MinSSEKeepAlive))
 	fs.StringVar(&c.MCPPreset, "mcp-preset", c.MCPPreset, "a preset id: /mcp serves that preset's providers aggregated (as /mcp/presets/{id}) instead of the built-in tools")
 	fs.IntVar(&c.ActivitySize, "activity-size", c.ActivitySize, fmt.Sprintf("how many of the latest tool calls GET /internal/mcp/activity can show (1 to %d; each replica keeps its own)", activity.MaxSize))
 	fs.DurationVar(&c.AuditRetention, "audit-retention", c.AuditRetention, fmt.Sprintf("how long the audit trail keeps an entry (at least %v)", audit.MinRetention))
@@ -175,6 +183,9 @@ func (c *Config) Validate() error {
 	}
 	if err := registry.CheckURL(c.Registry, os.Getenv); err != nil {
 		errs = append(errs, fmt.Errorf("registry (ZEST_REGISTRY): %w", err))
+	}
+	if c.SSEKeepAlive < MinSSEKeepAlive {
+		errs = append(errs, fmt.Errorf("sse-keepalive (ZEST_SSE_KEEPALIVE) %v: want at least %v", c.SSEKeepAlive, MinSSEKeepAlive))
 	}
 	if c.ChatMaxRounds < 1 || c.ChatMaxToolOutput < 256 {
 		errs = append(errs, fmt.Errorf("chat-max-rounds must be at least 1 and chat-max-tool-output at least 256"))
@@ -376,6 +387,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
 	g := grpcserve.New(grpcserve.Options{Guard: guard, Logger: log, DrainTimeout: cfg.DrainTimeout, MaxMessageBytes: cfg.GRPCMaxMessageBytes,
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
+	// The edge hands every request of the three endpoints over the generic HTTP exchange;
+	// MCP's Streamable HTTP transport (streamable) serves it, calling the endpoints in-process.
+	transport := streamable.Mux(&streamable.Handler{MCP: streamable.In(routes), Log: log, KeepAlive: cfg.SSEKeepAlive})
+	g.RegisterService(&mcpgatewayv1.HttpService_ServiceDesc, httpexchange.NewServer(transport))
+	// McpService stays served for the programs that end a session over gRPC (zestctl sessions
+	// end); the edge no longer calls it.
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},

@@ -1,10 +1,12 @@
-package mcphttp
+package streamable
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,13 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
-	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/httpexchange"
+	"github.com/zestmcp/zest/lib/httpstatus"
+	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -79,15 +82,48 @@ func (f *fakeMCP) seen() (*mcpgatewayv1.ExchangeRequest, *mcpgatewayv1.ListenReq
 	return ex, li, f.md
 }
 
-// serve starts the handler, behind the edge's body limit, over a fake McpService on an
-// in-process gRPC server.
-func serve(t *testing.T, f *fakeMCP, limit int64) *httptest.Server {
+// serve starts the transport (Mux) over f, called in-process (In), behind the HTTP exchange
+// as mcpgateway serves it (httpexchange.Server on a gRPC server), with the edge's end
+// (httpexchange.Proxy, admitting everything) in front: the seam the edge talks through.
+func serve(t *testing.T, f *fakeMCP) *httptest.Server {
 	t.Helper()
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, f) })
-	h := &Handler{MCP: mcpgatewayv1.NewMcpServiceClient(cc), KeepAlive: 20 * time.Millisecond}
-	srv := httptest.NewServer(httpguard.LimitBody(limit, WriteInvalidRequest, h))
-	t.Cleanup(srv.Close)
+	return serveWith(t, f, 20*time.Millisecond, nil)
+}
+
+// serveWith is serve with a keep-alive interval and the edge's admissions.
+func serveWith(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) *httptest.Server {
+	t.Helper()
+	srv, _ := serveStoppable(t, f, keepAlive, admit)
 	return srv
+}
+
+// serveStoppable is serveWith, and a stop that ends mcpgateway's gRPC server as a replica's
+// death would.
+func serveStoppable(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) (*httptest.Server, func()) {
+	t.Helper()
+	h := &Handler{MCP: In(f), KeepAlive: keepAlive}
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterHttpServiceServer(g, httpexchange.NewServer(Mux(h)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	writeKey := func(w http.ResponseWriter, code int, msg string) {
+		writeJSON(w, code, map[string]string{"error": msg})
+	}
+	srv := httptest.NewServer(&httpexchange.Proxy{Client: mcpgatewayv1.NewHttpServiceClient(cc), Admit: admit,
+		WriteError: jsonrpcerr.WriteStatus, WriteLimited: WriteLimited, WriteKeyError: writeKey,
+		ReadBody:  func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
+		BodyError: func(w http.ResponseWriter, err error) { jsonrpcerr.WriteStatus(w, 400, err.Error()) }})
+	t.Cleanup(srv.Close)
+	return srv, g.Stop
 }
 
 func message(b string) *mcpgatewayv1.ExchangeResponse {
@@ -161,8 +197,8 @@ func TestPostAnswersJSONWithTheSessionHeader(t *testing.T) {
 		_ = s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{Session: &mcpgatewayv1.SessionStarted{SessionId: "sid-1"}}})
 		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	}}
-	srv := serve(t, f, 1<<20)
-	a := post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
+	srv := serve(t, f)
+	a := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
 		"Mcp-Session-Id", "old", "MCP-Protocol-Version", "2025-11-25", "Authorization", "Bearer k")
 	if a.status != 200 || a.header.Get("Content-Type") != "application/json" || a.header.Get(HeaderSession) != "sid-1" ||
 		a.body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
@@ -182,7 +218,7 @@ func TestPostAnswersSSEWhenNotificationsComeFirst(t *testing.T) {
 		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
 		return s.Send(final(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`))
 	}}
-	a := post(t, serve(t, f, 1<<20).URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call"}`)
+	a := post(t, serve(t, f).URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call"}`)
 	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
 		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n\n"
 	if a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" || a.body != want {
@@ -198,7 +234,7 @@ func TestPostStreamBrokenAfterTheResponseStarted(t *testing.T) {
 		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
 		return status.Error(codes.Unavailable, "error reading from server: EOF")
 	}}
-	url := serve(t, f, 1<<20).URL
+	url := serve(t, f).URL + "/mcp"
 	a := post(t, url, `{"jsonrpc":"2.0","id":"call-9","method":"tools/call"}`)
 	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
 		"event: message\ndata: {\"error\":{\"code\":-32603,\"message\":\"Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)\"},\"id\":\"call-9\",\"jsonrpc\":\"2.0\"}\n\n"
@@ -213,7 +249,7 @@ func TestPostStreamBrokenAfterTheResponseStarted(t *testing.T) {
 
 func TestPostOfNotificationsOnlyIs202(t *testing.T) {
 	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
-	a := post(t, serve(t, f, 1<<20).URL, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	a := post(t, serve(t, f).URL+"/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if a.status != http.StatusAccepted || a.body != "" {
 		t.Fatalf("answer %+v", a)
 	}
@@ -225,7 +261,7 @@ func TestPostMalformedIs400(t *testing.T) {
 		r.Malformed = true
 		return s.Send(r)
 	}}
-	a := post(t, serve(t, f, 1<<20).URL, `{not json`)
+	a := post(t, serve(t, f).URL+"/mcp", `{not json`)
 	if code, _ := rpcError(t, a); a.status != http.StatusBadRequest || code != -32700 {
 		t.Fatalf("answer %+v", a)
 	}
@@ -235,7 +271,7 @@ func TestPostChecksAccept(t *testing.T) {
 	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
 		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	}}
-	srv := serve(t, f, 1<<20)
+	srv := serve(t, f)
 	for _, tc := range []struct {
 		accept string
 		ok     bool
@@ -256,7 +292,7 @@ func TestPostChecksAccept(t *testing.T) {
 	} {
 		t.Run(tc.accept, func(t *testing.T) {
 			before := f.exchangeCount()
-			req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 			req.Header.Set("Content-Type", "application/json")
 			if tc.accept != "" {
 				req.Header.Set("Accept", tc.accept)
@@ -281,30 +317,9 @@ func TestPostChecksAccept(t *testing.T) {
 
 func TestPostChecksContentType(t *testing.T) {
 	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
-	a := post(t, serve(t, f, 1<<20).URL, `{}`, "Content-Type", "text/plain")
+	a := post(t, serve(t, f).URL+"/mcp", `{}`, "Content-Type", "text/plain")
 	if code, msg := rpcError(t, a); a.status != http.StatusUnsupportedMediaType || code != -32600 || !strings.Contains(msg, "Content-Type") {
 		t.Fatalf("answer %+v", a)
-	}
-}
-
-// TestPostOverTheLimitIs413JSONRPC: a declared length over the limit (refused before
-// reading) and a chunked body that grows past it (refused while reading) get the same answer.
-func TestPostOverTheLimitIs413JSONRPC(t *testing.T) {
-	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
-	srv := serve(t, f, 1024)
-	body := `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", 2000) + `"}`
-	declared := post(t, srv.URL, body)
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL, io.MultiReader(strings.NewReader(body))) // unknown length: chunked
-	req.Header.Set("Accept", bothTypes)
-	chunked := do(t, req)
-	for name, a := range map[string]answer{"declared length": declared, "chunked": chunked} {
-		code, msg := rpcError(t, a)
-		if a.status != http.StatusRequestEntityTooLarge || code != -32600 || msg != "Request body too large: the limit is 1 KiB" {
-			t.Errorf("%s: %d %d %q", name, a.status, code, msg)
-		}
-	}
-	if f.exchangeCount() != 0 {
-		t.Fatal("a body over the limit reached mcpgateway")
 	}
 }
 
@@ -320,12 +335,12 @@ func TestStatusMapping(t *testing.T) {
 		defer mu.Unlock()
 		return next
 	}}
-	srv := serve(t, f, 1<<20)
+	srv := serve(t, f)
 	send := func(c codes.Code, msg string) answer {
 		mu.Lock()
 		next = status.Error(c, msg)
 		mu.Unlock()
-		return post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		return post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	}
 	for c := codes.Unknown; c <= codes.Unauthenticated; c++ {
 		if a := send(c, "refused"); a.status != httpstatus.FromCode(c) {
@@ -366,7 +381,7 @@ func TestStatusMapping(t *testing.T) {
 }
 
 func TestWrongMethodIs405JSONRPC(t *testing.T) {
-	a := do(t, must(http.NewRequestWithContext(t.Context(), "PUT", serve(t, &fakeMCP{}, 1<<20).URL, nil)))
+	a := do(t, must(http.NewRequestWithContext(t.Context(), "PUT", serve(t, &fakeMCP{}).URL+"/mcp", nil)))
 	if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || code != -32600 || a.header.Get("Allow") != "GET, POST, DELETE" {
 		t.Fatalf("answer %+v", a)
 	}
@@ -391,8 +406,8 @@ func TestDeleteEndsTheSession(t *testing.T) {
 		ended = append(ended, req.GetSessionId())
 		return &mcpgatewayv1.EndSessionResponse{}, nil
 	}}
-	srv := serve(t, f, 1<<20)
-	req := must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL, nil))
+	srv := serve(t, f)
+	req := must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+"/mcp", nil))
 	req.Header.Set(HeaderSession, "sid-7")
 	a := do(t, req)
 	mu.Lock()
@@ -401,7 +416,7 @@ func TestDeleteEndsTheSession(t *testing.T) {
 	if a.status != 200 || len(got) != 1 || got[0] != "sid-7" {
 		t.Fatalf("DELETE: %+v %v", a, got)
 	}
-	req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL, nil))
+	req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+"/mcp", nil))
 	req.Header.Set(HeaderSession, "gone")
 	if a := do(t, req); a.status != 404 {
 		t.Fatalf("DELETE of an ended session: %+v", a)
@@ -435,10 +450,10 @@ func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 		<-s.Context().Done()
 		return nil
 	}}
-	srv := serve(t, f, 1<<20)
+	srv := serve(t, f)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req := must(http.NewRequestWithContext(ctx, "GET", srv.URL, nil))
+	req := must(http.NewRequestWithContext(ctx, "GET", srv.URL+"/mcp", nil))
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(HeaderSession, "sid-9")
 	req.Header.Set("Last-Event-ID", "e0")
@@ -498,13 +513,13 @@ func TestGetRefusals(t *testing.T) {
 	f := &fakeMCP{listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
 		return status.Error(codes.NotFound, "session not found")
 	}}
-	srv := serve(t, f, 1<<20)
-	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil))
+	srv := serve(t, f)
+	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/mcp", nil))
 	req.Header.Set("Accept", "application/json")
 	if a := do(t, req); a.status != http.StatusNotAcceptable {
 		t.Fatalf("GET accepting JSON only: %+v", a)
 	}
-	req = must(http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil))
+	req = must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/mcp", nil))
 	req.Header.Set("Accept", "text/event-stream")
 	a := do(t, req)
 	if code, _ := rpcError(t, a); a.status != 404 || code != -32600 {
@@ -531,13 +546,7 @@ func TestServerIDFromThePath(t *testing.T) {
 			return &mcpgatewayv1.EndSessionResponse{}, nil
 		},
 	}
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, f) })
-	h := &Handler{MCP: mcpgatewayv1.NewMcpServiceClient(cc), KeepAlive: time.Second}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("/mcp/servers/{id}", h)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv := serveWith(t, f, time.Second, nil)
 	for path, want := range map[string]string{"/mcp": "", "/mcp/servers/everything": "everything"} {
 		if a := post(t, srv.URL+path, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, HeaderSession, "s"); a.status != 200 {
 			t.Fatalf("POST %s: %+v", path, a)
@@ -591,7 +600,7 @@ func TestModernRequests(t *testing.T) {
 			return &mcpgatewayv1.EndSessionResponse{}, nil
 		},
 	}
-	url := serve(t, f, 1<<20).URL
+	url := serve(t, f).URL + "/mcp"
 	cases := []struct {
 		name   string
 		reply  func() *mcpgatewayv1.ExchangeResponse
@@ -633,5 +642,119 @@ func TestModernRequests(t *testing.T) {
 		if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != "POST" || code != -32600 {
 			t.Fatalf("%s in 2026-07-28: %+v", method, a)
 		}
+	}
+}
+
+// TestAdmissionsBeforeTheWork: the transport asks the edge, before mcpgateway reads a
+// message, to count what the request line does not show: a batch of n weighs n, a GET stream
+// is held open in its session's group, a 2026-07-28 subscriptions/listen POST is held open;
+// refused, nothing reaches the endpoints. A batch past mcpbatch.MaxMessages is refused (400)
+// before it is read.
+func TestAdmissionsBeforeTheWork(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		asked  []string
+		refuse bool
+	)
+	f := &fakeMCP{
+		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+			return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		},
+		listen: func(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+			return s.Send(&mcpgatewayv1.ListenResponse{})
+		},
+	}
+	srv := serveWith(t, f, time.Second, func(w http.ResponseWriter, _ *http.Request, a *mcpgatewayv1.Admit) (func(), bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, fmt.Sprintf("weight=%d held=%v group=%q", a.GetWeight(), a.GetHeldOpen(), a.GetHoldGroup()))
+		if refuse {
+			WriteLimited(w, "over", 1000)
+			return nil, false
+		}
+		return func() {}, true
+	})
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) == 0 {
+			return ""
+		}
+		return asked[len(asked)-1]
+	}
+	batch := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	if a := post(t, srv.URL+"/mcp", batch(3), HeaderSession, "s"); a.status != 200 || last() != `weight=3 held=false group=""` {
+		t.Fatalf("a batch of 3: %+v, asked %q", a, last())
+	}
+	a := post(t, srv.URL+"/mcp", batch(51), HeaderSession, "s")
+	if code, msg := rpcError(t, a); a.status != 400 || code != -32600 || !strings.Contains(msg, "at most 50 messages; this one holds 51") || f.exchangeCount() != 1 {
+		t.Fatalf("a batch of 51: %+v (%d exchanges)", a, f.exchangeCount())
+	}
+	if a := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); a.status != 200 || last() != `weight=3 held=false group=""` {
+		t.Fatalf("a single request asked for an admission: %+v, asked %q", a, last())
+	}
+	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/mcp", nil))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(HeaderSession, "s9")
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil || resp.StatusCode != 200 || last() != `weight=0 held=true group="s9"` {
+		t.Fatalf("GET: %v %v, asked %q", resp, err, last())
+	}
+	cancel()
+	resp.Body.Close()
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	n := f.exchangeCount()
+	a = post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
+		HeaderProtocol, "2026-07-28", HeaderMethod, "subscriptions/listen")
+	if a.status != 429 || last() != `weight=0 held=true group=""` || f.exchangeCount() != n {
+		t.Fatalf("a refused subscriptions/listen: %+v, asked %q, %d exchanges (were %d)", a, last(), f.exchangeCount(), n)
+	}
+	if a := post(t, srv.URL+"/mcp", batch(2)); a.status != 429 || f.exchangeCount() != n {
+		t.Fatalf("a refused batch: %+v, %d exchanges (were %d)", a, f.exchangeCount(), n)
+	}
+}
+
+// TestReplicaDiesAfterTheAnswerStarted: mcpgateway's replica dies after an SSE answer's first
+// notification went out: the edge ends the stream with the JSON-RPC error the transport left
+// with it (httpexchange.IfBroken), with the request's id, so its client does not wait for an
+// answer that cannot come.
+func TestReplicaDiesAfterTheAnswerStarted(t *testing.T) {
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+		<-s.Context().Done()
+		return s.Context().Err()
+	}}
+	srv, stop := serveStoppable(t, f, time.Second, nil)
+	req := must(http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", bothTypes)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first := ""
+	for !strings.HasSuffix(first, "\n\n") { // the notification reached the client
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before the first event: %v (%q)", err, first)
+		}
+		first += line
+	}
+	stop() // the replica dies
+	rest, _ := io.ReadAll(br)
+	want := "event: message\ndata: {\"error\":{\"code\":-32603,\"message\":\"Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)\"},\"id\":\"call-9\",\"jsonrpc\":\"2.0\"}\n\n"
+	if resp.StatusCode != 200 || !strings.Contains(first, "notifications/progress") || string(rest) != want {
+		t.Fatalf("answer %d: %q then %q", resp.StatusCode, first, rest)
 	}
 }

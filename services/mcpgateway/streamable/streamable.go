@@ -1,15 +1,18 @@
-// Package mcphttp is the Streamable HTTP transport of /mcp (and of /mcp/servers/{id}, whose
-// id it passes on as server_id, and of /mcp/presets/{preset}, passed on as preset_id) at the
-// edge. It owns HTTP only:
-// each POST body goes to mcpgateway's McpService.Exchange, and what comes back is written as
-// one JSON response, or as an SSE stream when notifications accompany the result (every one
-// flushed before the result). Notifications-only POSTs get 202. The errors this package
-// answers itself are JSON-RPC error bodies (WriteError), except the key and permission
-// refusals, which keep the edge's {"error":"…"} shape and status.
+// Package streamable is MCP's Streamable HTTP transport of /mcp, /mcp/servers/{id} and
+// /mcp/presets/{preset}, in mcpgateway: the edge hands it each request through the generic
+// HTTP exchange (lib/httpexchange), having checked the key, the limits and the body's size,
+// and knows nothing of MCP. Each POST body goes to the endpoints' McpService (mcpserve.Routes,
+// called in-process: In), and what comes back is written as one JSON response, or as an SSE
+// stream when notifications accompany the result (every one flushed before the result).
+// Notifications-only POSTs get 202. The errors this package answers itself are JSON-RPC error
+// bodies (lib/jsonrpcerr), except the key and permission refusals, which keep the edge's
+// {"error":"…"} shape and status. What the edge counts beyond the request line — a batch's
+// messages, a stream held open — it asks the edge to admit (httpexchange.Admit) before the
+// work.
 //
 // Streams are not resumable: a GET stream carries no event ids, and a client that reconnects
 // (with or without Last-Event-ID) gets a new stream.
-package mcphttp
+package streamable
 
 import (
 	"context"
@@ -23,13 +26,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zestmcp/zest/gateway/httpguard"
-	"github.com/zestmcp/zest/gateway/httpstatus"
+	"github.com/zestmcp/zest/lib/httpexchange"
+	"github.com/zestmcp/zest/lib/httpstatus"
+	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	"github.com/zestmcp/zest/lib/mcpbatch"
-	"github.com/zestmcp/zest/lib/ratelimit"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -43,19 +45,27 @@ const (
 	HeaderParamPrefix = "Mcp-Param-"
 )
 
-// Handler serves /mcp.
+// DefaultKeepAlive is the interval of SSE comment lines on an idle GET stream when the
+// Handler is given none.
+const DefaultKeepAlive = 25 * time.Second
+
+// Handler serves the three MCP endpoints (Mux routes them).
 type Handler struct {
+	// MCP answers the messages: mcpserve.Routes, in-process (In).
 	MCP mcpgatewayv1.McpServiceClient
 	Log *slog.Logger
 	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
 	KeepAlive time.Duration
-	// Batch, when set, counts the messages of a JSON-RPC batch (n of them, 2 to
-	// mcpbatch.MaxMessages) against the caller's limits, the first having been counted as the
-	// request; false means it wrote the refusal.
-	Batch func(w http.ResponseWriter, r *http.Request, n int) bool
-	// Hold, when set, admits a stream (IsStream) before it opens: release ends it; false
-	// means it wrote the refusal.
-	Hold func(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
+}
+
+// Mux routes the three MCP endpoints to h: /mcp, /mcp/servers/{id} (the path value "id") and
+// /mcp/presets/{preset}.
+func Mux(h *Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/mcp/servers/{id}", h)
+	mux.Handle("/mcp/presets/{preset}", h)
+	return mux
 }
 
 // IsStream reports whether r opens a stream its client holds open: a GET, the session's
@@ -65,16 +75,14 @@ func IsStream(r *http.Request) bool {
 	return r.Method == http.MethodGet || r.Method == http.MethodPost && r.Header.Get(HeaderMethod) == "subscriptions/listen"
 }
 
-// hold admits r's stream (Hold); a nil release means the refusal is written.
-func (h *Handler) hold(w http.ResponseWriter, r *http.Request) (release func()) {
-	if h.Hold == nil {
-		return func() {}
+// hold asks the edge to admit r's stream (httpexchange.Admit): counted against the stream
+// budgets, a GET also against its session's; false means the edge refused and answered.
+func (h *Handler) hold(r *http.Request) bool {
+	a := &mcpgatewayv1.Admit{HeldOpen: true}
+	if r.Method == http.MethodGet {
+		a.HoldGroup = r.Header.Get(HeaderSession)
 	}
-	release, ok := h.Hold(w, r)
-	if !ok {
-		return nil
-	}
-	return release
+	return httpexchange.Admit(r, a)
 }
 
 // ServeHTTP dispatches on the method.
@@ -100,26 +108,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func outgoing(r *http.Request) context.Context {
-	ctx := r.Context()
-	if a := r.Header.Get("Authorization"); a != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", a)
-	}
-	return ctx
-}
-
 // listen serves GET: the session's server-to-client SSE stream, kept alive by comments.
 func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r.Header.Values("Accept"), "text/event-stream") {
 		WriteError(w, http.StatusNotAcceptable, -32600, "Not Acceptable: the Accept header of GET /mcp must include text/event-stream")
 		return
 	}
-	release := h.hold(w, r)
-	if release == nil {
+	if !h.hold(r) {
 		return
 	}
-	defer release()
-	ctx, cancel := context.WithCancel(outgoing(r))
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
 	// stream.
@@ -160,7 +158,11 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	keep := time.NewTicker(h.KeepAlive)
+	every := h.KeepAlive
+	if every <= 0 {
+		every = DefaultKeepAlive
+	}
+	keep := time.NewTicker(every)
 	defer keep.Stop()
 	for {
 		select {
@@ -187,7 +189,7 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 
 // end serves DELETE: the session ends; its id gets 404 from then on.
 func (h *Handler) end(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.MCP.EndSession(outgoing(r), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil {
+	if _, err := h.MCP.EndSession(r.Context(), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil {
 		h.writeStatus(w, r, err)
 		return
 	}
@@ -206,35 +208,26 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusUnsupportedMediaType, -32600, "Unsupported Media Type: the Content-Type header of POST /mcp must be application/json")
 		return
 	}
-	if IsStream(r) {
-		release := h.hold(w, r)
-		if release == nil {
-			return
-		}
-		defer release()
-	}
-	body, err := httpguard.ReadBody(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			WriteInvalidRequest(w, http.StatusRequestEntityTooLarge, httpguard.TooLargeMessage(tooBig.Limit))
-			return
-		}
-		WriteError(w, http.StatusBadRequest, -32700, "Parse error: the body could not be read whole")
+	if IsStream(r) && !h.hold(r) {
 		return
 	}
-	// A batch is refused past mcpbatch.MaxMessages before mcpgateway reads it (which refuses
-	// it too, for its gRPC callers), and each of its messages counts as a request.
+	body, err := io.ReadAll(r.Body) // read whole by the edge, within its bound
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, jsonrpcerr.ParseError, "Parse error: the body could not be read whole")
+		return
+	}
+	// A batch is refused past mcpbatch.MaxMessages before it is read, and each of its
+	// messages counts as a request against its caller's rate (the edge admits it).
 	if n, batch := mcpbatch.Count(body); batch {
 		if n > mcpbatch.MaxMessages {
 			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
 			return
 		}
-		if n > 1 && h.Batch != nil && !h.Batch(w, r, n) {
+		if n > 1 && !httpexchange.Admit(r, &mcpgatewayv1.Admit{Weight: int32(n)}) {
 			return
 		}
 	}
-	stream, err := h.MCP.Exchange(outgoing(r), exchangeRequest(r, body))
+	stream, err := h.MCP.Exchange(r.Context(), exchangeRequest(r, body))
 	if err != nil {
 		h.writeStatus(w, r, err)
 		return
@@ -252,7 +245,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 				h.writeStatus(w, r, err)
 			} else {
 				h.log().WarnContext(r.Context(), "mcp stream broke after the response started", "err", err)
-				h.writeBroken(w, body, err)
+				if c := status.Code(err); c != codes.Canceled {
+					h.writeBroken(w, body, err)
+				}
 			}
 			return
 		}
@@ -275,6 +270,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !sse {
+			// Were this replica to die now that the answer streams, the edge ends it with
+			// this request's error (brokenAnswer).
+			if b := brokenAnswer(body, msgDied); b != nil {
+				httpexchange.IfBroken(w, b)
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")
 			w.Header().Set("X-Accel-Buffering", "no")
@@ -340,7 +340,7 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 	case codes.Canceled:
 		return // the client went away
 	case codes.Unauthenticated, codes.PermissionDenied:
-		httpguard.WriteError(w, code, msg) // the edge adds WWW-Authenticate to a 401
+		writeJSON(w, code, map[string]string{"error": msg}) // the edge's shape for its own refusals
 		return
 	case codes.Unavailable:
 		h.log().WarnContext(r.Context(), "mcpgateway unavailable", "err", err)
@@ -358,50 +358,48 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 	WriteError(w, code, rpc, msg)
 }
 
-// writeBroken ends an SSE answer whose stream from mcpgateway broke before the response (its
-// replica died after a notification was sent): the request gets a JSON-RPC error on the
-// stream, so that its client does not wait for an answer that cannot come (the edge keeps
-// no event ids, so the client cannot resume). Only a single request is answered so: a batch
+// brokenAnswer is what ends an SSE answer whose exchange breaks before the response: this
+// replica died after a notification was sent (the edge writes it: httpexchange.IfBroken), or
+// the stream from the endpoint failed (writeBroken). The request gets a JSON-RPC error on the
+// stream, so that its client does not wait for an answer that cannot come (no event ids: the
+// client cannot resume). Only a single request is answered so (nil otherwise): a batch
 // (2025-03-26) may have had some of its responses sent already.
-func (h *Handler) writeBroken(w http.ResponseWriter, body []byte, err error) {
+func brokenAnswer(body []byte, msg string) []byte {
 	var req struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if status.Code(err) == codes.Canceled || json.Unmarshal(body, &req) != nil || req.Method == "" || len(req.ID) == 0 || string(req.ID) == "null" {
-		return
+	if json.Unmarshal(body, &req) != nil || req.Method == "" || len(req.ID) == 0 || string(req.ID) == "null" {
+		return nil
 	}
-	msg := "Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)"
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": jsonrpcerr.InternalError, "message": msg}})
+	return []byte("event: message\ndata: " + string(b) + "\n\n")
+}
+
+// msgDied is the error of a request whose replica died after its answer started.
+const msgDied = "Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)"
+
+// writeBroken ends an SSE answer whose stream from the endpoint failed after it started.
+func (h *Handler) writeBroken(w http.ResponseWriter, body []byte, err error) {
+	msg := msgDied
 	if c := status.Code(err); c != codes.Unavailable {
 		msg = "mcpgateway failed before answering (" + c.String() + "): " + status.Convert(err).Message()
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32603, "message": msg}})
-	if _, err := io.WriteString(w, "event: message\ndata: "+string(b)+"\n\n"); err == nil {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
+	if b := brokenAnswer(body, msg); b != nil {
+		if _, err := w.Write(b); err == nil {
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
 		}
 	}
 }
 
-// WriteError writes a JSON-RPC error response (id null) with an HTTP status: the shape of
-// every answer /mcp gives that is not mcpgateway's own.
-func WriteError(w http.ResponseWriter, httpStatus, code int, msg string) {
-	httpguard.WriteJSON(w, httpStatus, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-}
-
-// WriteLimited writes /mcp's answer over a limit (429): a JSON-RPC error (id null) with
-// ratelimit.JSONRPCCode and the wait in data.retry_after_ms; the caller sets Retry-After.
-func WriteLimited(w http.ResponseWriter, msg string, retryAfterMs int64) {
-	httpguard.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
-		"code": ratelimit.JSONRPCCode, "message": msg, "data": map[string]any{"retry_after_ms": retryAfterMs}}})
-}
-
-// WriteInvalidRequest is WriteError with JSON-RPC's Invalid Request (-32600): /mcp's writer
-// for the answers the edge gives in its place (a body over the limit, no route, a body that
-// timed out).
-func WriteInvalidRequest(w http.ResponseWriter, httpStatus int, msg string) {
-	WriteError(w, httpStatus, -32600, msg)
-}
+// The JSON-RPC error bodies of the endpoints (lib/jsonrpcerr: the edge writes the same).
+var (
+	WriteError          = jsonrpcerr.Write
+	WriteLimited        = jsonrpcerr.WriteLimited
+	WriteInvalidRequest = jsonrpcerr.WriteInvalidRequest
+)
 
 // accepts reports whether an Accept header (all its values) accepts every one of types: a
 // missing header accepts anything (RFC 9110), "type/*" and "*/*" count, the most specific
@@ -459,6 +457,12 @@ func accepts(header []string, types ...string) bool {
 		}
 	}
 	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func isJSON(ct string) bool {

@@ -1,0 +1,177 @@
+package httpexchange
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+)
+
+// front serves h behind the exchange: the edge's end (Proxy, with admit) in front of
+// mcpgateway's (Server) on a loopback gRPC server, which stop ends as a replica's death would.
+func front(t *testing.T, h http.HandlerFunc, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) (url string, stop func()) {
+	t.Helper()
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterHttpServiceServer(g, NewServer(h))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	write := func(w http.ResponseWriter, code int, msg string) { http.Error(w, msg, code) }
+	srv := httptest.NewServer(&Proxy{Client: mcpgatewayv1.NewHttpServiceClient(cc), Admit: admit,
+		WriteError: write, WriteKeyError: write, WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { http.Error(w, msg, 429) },
+		ReadBody:  func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
+		BodyError: func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), 400) }})
+	t.Cleanup(srv.Close)
+	return srv.URL, g.Stop
+}
+
+// TestRequestAndResponseCrossWhole: method, path, query, headers and body reach the handler;
+// the key goes as the call's metadata, not as a header; hop-by-hop headers stay behind; the
+// status, headers and body come back.
+func TestRequestAndResponseCrossWhole(t *testing.T) {
+	url, _ := front(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		md, _ := metadata.FromIncomingContext(r.Context())
+		if r.Method != "PUT" || r.URL.Path != "/a/b c" || r.URL.RawQuery != "x=1&y=2" || string(body) != "hello" ||
+			r.Header.Get("X-Thing") != "v" || r.Header.Get("Authorization") != "" || r.Header.Get("Te") != "" ||
+			len(md.Get("authorization")) != 1 || md.Get("authorization")[0] != "Bearer k" {
+			t.Errorf("the handler got %s %s?%s %q %v (metadata %v)", r.Method, r.URL.Path, r.URL.RawQuery, body, r.Header, md)
+		}
+		w.Header().Set("X-Answer", "yes")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "made")
+	}, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "PUT", url+"/a/b%20c?x=1&y=2", strings.NewReader("hello"))
+	req.Header.Set("X-Thing", "v")
+	req.Header.Set("Authorization", "Bearer k")
+	req.Header.Set("TE", "trailers")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 201 || resp.Header.Get("X-Answer") != "yes" || string(b) != "made" {
+		t.Fatalf("answer %d %v %q", resp.StatusCode, resp.Header, b)
+	}
+}
+
+// TestAdmissions: a handler's Admit reaches the edge before the work; admitted, it goes on
+// and the edge's release runs when the response ends; refused, the edge's answer is the
+// client's and the handler stops.
+func TestAdmissions(t *testing.T) {
+	var released, worked atomic.Int32
+	refuse := atomic.Bool{}
+	url, _ := front(t, func(w http.ResponseWriter, r *http.Request) {
+		if !Admit(r, &mcpgatewayv1.Admit{Weight: 3, HeldOpen: true, HoldGroup: "g"}) {
+			return
+		}
+		worked.Add(1)
+		_, _ = io.WriteString(w, "done")
+	}, func(w http.ResponseWriter, _ *http.Request, a *mcpgatewayv1.Admit) (func(), bool) {
+		if a.GetWeight() != 3 || !a.GetHeldOpen() || a.GetHoldGroup() != "g" {
+			t.Errorf("admit %v", a)
+		}
+		if refuse.Load() {
+			http.Error(w, "over the budget", 429)
+			return nil, false
+		}
+		return func() { released.Add(1) }, true
+	})
+	get := func() (int, string) {
+		resp, err := http.Get(url + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(); code != 200 || body != "done" || worked.Load() != 1 || released.Load() != 1 {
+		t.Fatalf("admitted: %d %q, worked %d, released %d", code, body, worked.Load(), released.Load())
+	}
+	refuse.Store(true)
+	if code, body := get(); code != 429 || !strings.Contains(body, "over the budget") || worked.Load() != 1 {
+		t.Fatalf("refused: %d %q, worked %d", code, body, worked.Load())
+	}
+}
+
+// TestAdmitOutsideAnExchangeAdmits: a handler served directly (a test of its own) is admitted.
+func TestAdmitOutsideAnExchangeAdmits(t *testing.T) {
+	if !Admit(httptest.NewRequest("GET", "/", nil), &mcpgatewayv1.Admit{HeldOpen: true}) {
+		t.Fatal("refused outside an exchange")
+	}
+}
+
+// TestStreamsAndCancelsBothWays: each chunk reaches the client as written (before the
+// handler ends); the client going away cancels the handler's request.
+func TestStreamsAndCancelsBothWays(t *testing.T) {
+	cancelled := make(chan struct{})
+	url, _ := front(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "first\n")
+		<-r.Context().Done()
+		close(cancelled)
+	}, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", url+"/s", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "first\n" {
+		t.Fatalf("first chunk %q %v", line, err)
+	}
+	resp.Body.Close() // the client goes away
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's request was not cancelled when its client went away")
+	}
+}
+
+// TestBrokenExchangeEndsWithTheHandlersLastWord: mcpgateway dies after the head; the edge
+// ends the body with what the handler left (IfBroken).
+func TestBrokenExchangeEndsWithTheHandlersLastWord(t *testing.T) {
+	wrote := make(chan struct{})
+	url, stop := front(t, func(w http.ResponseWriter, r *http.Request) {
+		IfBroken(w, []byte("last word\n"))
+		_, _ = io.WriteString(w, "first\n")
+		close(wrote)
+		<-r.Context().Done()
+	}, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", url+"/s", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-wrote
+	stop() // the replica dies
+	b, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatal(err)
+	}
+	if string(b) != "first\nlast word\n" {
+		t.Fatalf("body %q", b)
+	}
+}
