@@ -37,7 +37,7 @@ func front(t *testing.T, h http.HandlerFunc, admit func(http.ResponseWriter, *ht
 	t.Cleanup(func() { cc.Close() })
 	write := func(w http.ResponseWriter, code int, msg string) { http.Error(w, msg, code) }
 	srv := httptest.NewServer(&Proxy{Client: mcpgatewayv1.NewHttpServiceClient(cc), Admit: admit,
-		WriteError: write, WriteKeyError: write, WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { http.Error(w, msg, 429) },
+		WriteError: write, WriteKeyError: write, WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { http.Error(w, msg, http.StatusTooManyRequests) },
 		ReadBody:  func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
 		BodyError: func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), 400) }})
 	t.Cleanup(srv.Close)
@@ -92,7 +92,7 @@ func TestAdmissions(t *testing.T) {
 			t.Errorf("admit %v", a)
 		}
 		if refuse.Load() {
-			http.Error(w, "over the budget", 429)
+			http.Error(w, "over the budget", http.StatusTooManyRequests)
 			return nil, false
 		}
 		return func() { released.Add(1) }, true

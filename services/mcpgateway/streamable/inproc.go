@@ -117,6 +117,6 @@ func (p *pipe[T]) RecvMsg(m any) error {
 	if err != nil {
 		return err
 	}
-	proto.Merge(any(m).(proto.Message), any(got).(proto.Message))
+	proto.Merge(m.(proto.Message), any(got).(proto.Message))
 	return nil
 }
