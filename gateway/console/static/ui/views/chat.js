@@ -6,10 +6,17 @@
 // The built-in model builtin-llm calls a tool only when tool_choice names it, with the last JSON
 // object of the user's message as the arguments: the "Tool to call" select sets tool_choice.
 
+// What stays while the console is open, when the view is left and shown again: the
+// conversation (its log, tool-call cards included, and its history), the answer being
+// streamed, and the model, preset and tool chosen. Only New chat (or a reload) clears it.
 let aborter = null;
 let history = [];
 // generation counts the New chat clicks: an answer of an older chat is not kept.
 let generation = 0;
+let log = null; // the conversation's element, reused by each render
+const chosen = { model: null, preset: null, tool: null };
+// ui is the current render's controls, which an answer begun under an earlier render updates.
+let ui = null;
 
 function hashQuery() {
   const i = location.hash.indexOf('?');
@@ -118,7 +125,13 @@ export default {
       app.announce(`${p === builtin ? 'The built-in tools' : `Preset ${p.id}`}: ${names.length} tool${names.length === 1 ? '' : 's'} available.`);
     };
     presetSel.addEventListener('change', loadTools);
+    const hasPreset = (id) => id === LEMONADE || presets.some((p) => p.id === id);
     if (q.get('preset') && presets.some((p) => p.id === q.get('preset'))) presetSel.value = q.get('preset');
+    else if (chosen.preset && hasPreset(chosen.preset)) presetSel.value = chosen.preset;
+    if (chosen.model && models.includes(chosen.model)) modelSel.value = chosen.model;
+    presetSel.addEventListener('change', () => { chosen.preset = presetSel.value; chosen.tool = null; });
+    modelSel.addEventListener('change', () => { chosen.model = modelSel.value; });
+    toolSel.addEventListener('change', () => { chosen.tool = toolSel.value; });
 
     const setup = el('section', { 'aria-labelledby': 'setup-h' }, el('h2', { id: 'setup-h' }, 'Setup'),
       el('div', { class: 'cards' },
@@ -128,9 +141,11 @@ export default {
       setupStatus);
 
     // The conversation.
-    const log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Messages', tabindex: '0' });
     const empty = () => el('p', { class: 'help' }, 'No messages yet.');
-    log.append(empty());
+    if (!log) {
+      log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Messages', tabindex: '0' });
+      log.append(empty());
+    }
     const input = el('textarea', { name: 'message', rows: 4 });
     const send = el('button', { type: 'submit' }, 'Send');
     const stop = el('button', { type: 'button', class: 'secondary', disabled: true }, 'Stop');
@@ -151,7 +166,12 @@ export default {
       scroll();
       return body;
     };
-    for (const h of history) bubble(h.role === 'user' ? 'You' : 'Assistant', h.role).append(el('p', { class: 'msg-text' }, h.content));
+    ui = { send, stop, status };
+    if (aborter) {
+      send.disabled = true;
+      stop.disabled = false;
+      status.textContent = 'Answering…';
+    }
 
     fresh.addEventListener('click', () => {
       if (aborter) aborter.abort();
@@ -234,7 +254,9 @@ export default {
           const c = calls.get(ev.id);
           // A new tab: leaving this view would end the chat, and withdraw the call.
           const st = el('p', { class: 'status connecting' }, el('span', { 'aria-hidden': 'true' }, '⏸'), 'Waits for approval · ',
-            el('a', { href: '#/approvals', target: '_blank' }, 'decide in Approvals (new tab)'));
+            // rel=opener: the new tab gets a copy of this tab's sessionStorage, the admin key
+            // with it (a noopener tab, the default for _blank, starts without it).
+            el('a', { href: '#/approvals', target: '_blank', rel: 'opener' }, 'decide in Approvals (new tab)'));
           c.state.replaceWith(st);
           c.state = st;
           app.announce(`${ev.name} waits for an administrator's approval.`);
@@ -258,9 +280,9 @@ export default {
       const gen = generation;
       aborter = new AbortController();
       const signal = aborter.signal;
-      send.disabled = true;
-      stop.disabled = false;
-      status.textContent = 'Answering…';
+      ui.send.disabled = true;
+      ui.stop.disabled = false;
+      ui.status.textContent = 'Answering…';
       let failed = false;
       try {
         let res = await app.api('POST', '/api/v1/chat/completions', body, { raw: true, signal, headers: { Accept: 'text/event-stream' } });
@@ -273,13 +295,16 @@ export default {
         if (!res.ok) {
           const t = await res.text();
           let msg = `HTTP ${res.status}`;
+          let j = null;
           try {
-            const j = JSON.parse(t);
+            j = JSON.parse(t);
             msg = (j.error && (j.error.message || j.error)) || msg;
           } catch {
             if (t) msg = t;
           }
-          throw new Error(msg);
+          const err = new app.ApiError(res.status, String(msg), j && j.error && j.error.param, j);
+          err.request = 'POST /api/v1/chat/completions';
+          throw err;
         }
         await readSSE(res, (data) => {
           let m;
@@ -298,7 +323,7 @@ export default {
           if (ch && ch.delta && typeof ch.delta.content === 'string' && ch.delta.content) addText(ch.delta.content);
           if (m.zest_warnings || m.zest_tool_calls || (ch && ch.finish_reason)) onDone(m);
         });
-        status.textContent = failed ? 'The answer failed.' : 'Done.';
+        ui.status.textContent = failed ? 'The answer failed.' : 'Done.';
         if (!failed) app.announce(answer ? `Answer: ${answer.slice(0, 300)}` : 'The answer is complete.');
       } catch (err) {
         if (err.name === 'AbortError') {
@@ -306,28 +331,28 @@ export default {
             if (c.state && c.state.isConnected) c.state.replaceWith(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped before its result'));
           }
           out.append(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped'));
-          status.textContent = 'Stopped.';
+          ui.status.textContent = 'Stopped.';
           app.announce('Stopped.');
         } else {
           failed = true;
           out.append(app.errorBox(err));
-          status.textContent = 'The request failed.';
+          ui.status.textContent = 'The request failed.';
         }
       } finally {
         const same = gen === generation; // else New chat was clicked meanwhile
         if (same && answer) history.push({ role: 'assistant', content: answer });
         else if (same && failed) history.pop(); // the question got no answer: sending again repeats it
-        send.disabled = false;
-        stop.disabled = true;
+        ui.send.disabled = false;
+        ui.stop.disabled = true;
         if (aborter && aborter.signal === signal) aborter = null;
         scroll();
       }
     });
 
     await loadTools();
+    if (chosen.tool && [...toolSel.options].some((o) => o.value === chosen.tool)) toolSel.value = chosen.tool;
   },
-  leave() {
-    if (aborter) aborter.abort();
-    aborter = null;
-  },
+  // Leaving keeps the conversation and lets an answer run on (a call waiting for approval is
+  // decided in Approvals, maybe in this tab): Stop and New chat end it.
+  leave() {},
 };
