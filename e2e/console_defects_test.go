@@ -117,6 +117,8 @@ func TestConsoleDefects(t *testing.T) {
 	})
 
 	t.Run("the approvals tab knows the key", func(t *testing.T) {
+		goTo(t, ctx, "#/chat")
+		chatSelect(t, ctx, "preset", "helper")
 		chatSelect(t, ctx, "tool", "mcp_guarded__echo")
 		chatSend(t, ctx, `please {"text":"wait for me"}`)
 		mustWaitText(t, ctx, ".chat-log", "decide in Approvals (new tab)", uiWait)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestConsoleTryMCP: Try a tool speaks MCP to /mcp/servers/{id} from the page, as the
-// Inspector does, against server-everything: a call's progress shows as a bar
+// Inspector does, against server-everything: the tool list is searched, a call's progress shows as a bar
 // (notifications/progress), Cancel ends a call on the server (notifications/cancelled: the
 // call ends long before its 30 s), a sampling request and an elicitation request are
 // answered by a person in a form, resources are listed and read, a prompt is got with its
@@ -57,6 +57,20 @@ func TestConsoleTryMCP(t *testing.T) {
 		}
 		axeCheck(t, ctx, "try a tool, progress")
 		mustWaitText(t, ctx, "#tool-result", "Long running operation completed", uiWait)
+	})
+
+	// The tool list is searched: only the tools that match stay, and the first is chosen.
+	t.Run("search", func(t *testing.T) {
+		tool("echo")
+		do1(t, ctx, "search", chromedp.SendKeys(chromedp.CSS(`input[name="tool-search"]`), "get-sum"))
+		mustWaitText(t, ctx, "#tool-search-count", "1 of ", uiWait)
+		if got := evalJS[string](t, ctx, `[...document.querySelectorAll('select[name="tool"] option:not([hidden])')].map((o) => o.textContent).join('|')`); !strings.HasPrefix(got, "get-sum") || strings.Contains(got, "|") {
+			t.Errorf("the tools left by the search: %q, want get-sum alone", got)
+		}
+		waitfor.True(t, uiWait, "get-sum chosen (its form shown)", func() bool {
+			return evalJS[bool](t, ctx, `!!document.querySelector('section[aria-labelledby="args-h"] [name="a"]')`)
+		})
+		axeCheck(t, ctx, "try a tool, a search")
 	})
 
 	t.Run("sampling", func(t *testing.T) {

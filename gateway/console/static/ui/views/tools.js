@@ -331,7 +331,29 @@ export default {
       : null;
     picker.value = String(wanted >= 0 ? wanted : 0);
     const about = el('div', {});
+    // Search: the picker keeps the tools whose name, title, description or server holds every
+    // word typed; the first of them is chosen when the chosen one no longer matches.
+    const search = el('input', { type: 'search', name: 'tool-search', autocomplete: 'off' });
+    const matches = el('p', { class: 'help', id: 'tool-search-count', 'aria-live': 'polite' });
+    search.addEventListener('input', () => {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      let n = 0;
+      for (const o of picker.querySelectorAll('option')) {
+        const t = tools[Number(o.value)];
+        const hay = [t.name, t.title, t.description, t.server_id, t.server_name].filter(Boolean).join(' ').toLowerCase();
+        o.hidden = o.disabled = !words.every((w) => hay.includes(w));
+        if (!o.hidden) n += 1;
+      }
+      for (const g of picker.querySelectorAll('optgroup')) g.hidden = !g.querySelector('option:not([hidden])');
+      matches.textContent = words.length ? `${n} of ${tools.length} tools match.` : '';
+      const first = picker.querySelector('option:not([hidden])');
+      if (first && picker.selectedOptions[0] && picker.selectedOptions[0].hidden) {
+        picker.value = first.value;
+        picker.dispatchEvent(new Event('change'));
+      }
+    });
     const pickSection = el('section', { 'aria-labelledby': 'pick-h' }, el('h2', { id: 'pick-h' }, 'Choose a tool'), missing,
+      app.field('Search the tools', search, 'By name, title, description or server.'), matches,
       app.field('Tool', picker, `${tools.length} tool${tools.length === 1 ? '' : 's'} of ${groups.size} connected server${groups.size === 1 ? '' : 's'}, grouped by server.`), about);
 
     // The arguments: a generated form and a Raw JSON tab.
