@@ -110,6 +110,7 @@ func TestConsoleDefects(t *testing.T) {
 		if got := evalJS[string](t, ctx, `document.querySelector('select[name="preset"]').value + ' ' + document.querySelector('select[name="tool"]').value`); got != "helper mcp_everything__echo" {
 			t.Fatalf("back in the chat, preset and tool are %q, want the ones chosen (helper mcp_everything__echo)", got)
 		}
+		mustWaitText(t, ctx, "#chat-tools", "tools of preset helper", uiWait)
 		// The next message still runs with the preset's tools.
 		chatSend(t, ctx, `again {"message":"still tools"}`)
 		mustWaitText(t, ctx, ".chat-log", "Echo: still tools", uiWait)

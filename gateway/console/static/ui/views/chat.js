@@ -113,15 +113,21 @@ export default {
     const toolSel = el('select', { name: 'tool' }, el('option', { value: '' }, '— let the model choose —'));
     const toolHelpText = 'Sets tool_choice: builtin-llm calls a tool only when it is named here, with the last JSON object of your message as its arguments, e.g. {"message":"hi"}.';
 
+    // toolsLine says what the next message runs with, so that no preset is lost unseen.
+    const toolsLine = el('p', { id: 'chat-tools', class: 'help' });
     const loadTools = async () => {
       const p = presetSel.value === LEMONADE ? builtin : presets.find((x) => x.id === presetSel.value);
       toolSel.replaceChildren(el('option', { value: '' }, '— let the model choose —'));
       toolSel.disabled = !p;
-      if (!p) return;
+      if (!p) {
+        toolsLine.textContent = 'No MCP: the next message runs without tools.';
+        return;
+      }
       if (p.model && models.includes(p.model)) modelSel.value = p.model;
       const names = await presetTools(app, p, adminTools);
       if (presetSel.value !== p.id) return;
       for (const n of names) toolSel.append(el('option', { value: n.name }, n.label));
+      toolsLine.textContent = `The next message runs with ${names.length} tool${names.length === 1 ? '' : 's'} of ${p === builtin ? 'the built-in lemonade tools' : `preset ${p.id}`}.`;
       app.announce(`${p === builtin ? 'The built-in tools' : `Preset ${p.id}`}: ${names.length} tool${names.length === 1 ? '' : 's'} available.`);
     };
     presetSel.addEventListener('change', loadTools);
@@ -138,7 +144,7 @@ export default {
         app.field('Model', modelSel, 'builtin-llm runs offline and can call tools.'),
         app.field('Preset', presetSel, 'A preset brings its system prompt and MCP providers.'),
         app.field('Tool to call', toolSel, toolHelpText)),
-      setupStatus);
+      toolsLine, setupStatus);
 
     // The conversation.
     const empty = () => el('p', { class: 'help' }, 'No messages yet.');
