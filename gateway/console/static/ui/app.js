@@ -166,7 +166,8 @@ function headline(err) {
   const s = err.status;
   const rpc = rpcCode(err);
   if (/deadline exceeded|timed out|timeout/i.test(err.message) && (s === 0 || s === 408 || s >= 500 || rpc !== null)) {
-    return 'The MCP server did not answer in time: try again, or give it a longer timeout on the Servers page.';
+    return /\/mcp/.test(err.request || '') ? 'The MCP server did not answer in time: try again, or give it a longer timeout on the Servers page.'
+      : 'No answer came in time: try again; the details say what timed out.';
   }
   if (rpc === -32603) return 'The MCP server failed to complete this: its status and last error are on the Servers page.';
   if (rpc === -32601) return 'The MCP server does not offer this.';
@@ -175,7 +176,8 @@ function headline(err) {
   if (s === 403) return 'The key given may not do this.';
   if (s === 404) return 'Not found: it may have been removed meanwhile. Reload the view to see what is there now.';
   if (s === 429) return 'Too many requests: wait a moment, then try again.';
-  if (s === 502 || s === 503) return 'The MCP server could not complete this: its status and last error are on the Servers page.';
+  if ((s === 502 || s === 503) && /\/mcp/.test(err.request || '')) return 'The MCP server could not complete this: its status and last error are on the Servers page.';
+  if (s === 502 || s === 503) return 'What Zest relies on for this (a model, a service) could not complete it: try again; the details say what failed.';
   if (s >= 500) return 'Zest could not complete this request: try again; the details say what failed.';
   return '';
 }
@@ -200,7 +202,8 @@ export function errorBox(err) {
   if (!(err instanceof ApiError)) return el('div', { class: 'error', role: 'alert' }, el('p', {}, msg));
   const head = headline(err);
   const own = (err.status >= 400 && err.status < 500 || (rpcCode(err) !== null && rpcCode(err) !== -32603)) && !/deadline exceeded|timed out|timeout/i.test(msg);
-  const raw = [`HTTP ${err.status || '(no answer)'}${err.request ? ` · ${err.request}` : ''}`, msg];
+  const how = err.status === undefined ? 'An error in the answer\'s stream' : `HTTP ${err.status || '(no answer)'}`;
+  const raw = [`${how}${err.request ? ` · ${err.request}` : ''}`, msg];
   if (err.body && typeof err.body === 'object') raw.push(JSON.stringify(err.body, null, 2));
   return el('div', { class: 'error', role: 'alert' },
     head ? el('p', {}, el('strong', {}, head)) : null,

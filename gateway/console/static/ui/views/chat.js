@@ -321,7 +321,10 @@ export default {
           }
           if (m.error) {
             failed = true;
-            out.append(app.errorBox(m.error.message || JSON.stringify(m.error)));
+            // An error in the stream: its message for a person, the error as sent under Details.
+            const err = new app.ApiError(m.error.status_code, String(m.error.message || 'The answer failed'), m.error.param, m);
+            err.request = 'POST /api/v1/chat/completions';
+            out.append(app.errorBox(err));
             return;
           }
           if (m.zest_event) onEvent(m.zest_event);
