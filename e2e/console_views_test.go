@@ -206,8 +206,8 @@ func TestConsole(t *testing.T) {
 
 	t.Run("activity", func(t *testing.T) {
 		openView(t, ctx, s.URL, "#/activity")
-		mustWaitText(t, ctx, "#main table", "admin", uiWait) // the call of "try a tool"
-		mustWaitText(t, ctx, "#main table", "chat", uiWait)  // the chat loop's call
+		mustWaitText(t, ctx, "#main table", "mcp", uiWait)  // the call of "try a tool" (MCP, /mcp/servers/everything)
+		mustWaitText(t, ctx, "#main table", "chat", uiWait) // the chat loop's call
 		mustWaitText(t, ctx, "#main table", "echo", uiWait)
 		// A new call appears while the view is open (polled), and is announced.
 		if r := admin(t, s, "POST", "/servers/everything/tools/call", `{"name":"get-sum","arguments":{"a":1,"b":2}}`); r.Status != 200 {

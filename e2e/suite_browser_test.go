@@ -237,8 +237,10 @@ func (v axeViolation) String() string {
 	return fmt.Sprintf("%s (%s): %s — %d element(s), e.g. %s — %s", v.ID, v.Impact, v.Help, v.Nodes, strings.Join(v.Targets, ", "), v.HelpURL)
 }
 
-// axeTags are the rule sets checked: WCAG 2.0 and 2.1, levels A and AA.
-const axeTags = `['wcag2a','wcag2aa','wcag21a','wcag21aa']`
+// axeTags are the rule sets checked: WCAG 2.0 and 2.1, levels A and AA, and axe's best
+// practices (heading order, landmarks), whose findings are moderate: every finding of any
+// impact fails the test.
+const axeTags = `['wcag2a','wcag2aa','wcag21a','wcag21aa','best-practice']`
 
 // needAxe returns axe-core's browser build (testenv.BrowserDeps, installed by `make
 // browser-deps`).
@@ -286,7 +288,8 @@ func runAxe(ctx context.Context, axeJS string) ([]axeViolation, int, error) {
 	return r.Violations, r.Passes, nil
 }
 
-// axeCheck fails the test when axe-core finds WCAG 2.1 A/AA violations on the current page,
+// axeCheck fails the test when axe-core finds a violation of any impact (WCAG 2.1 A/AA or a
+// best practice) on the current page,
 // listing each one; name says which page or state was checked.
 func axeCheck(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
@@ -302,7 +305,7 @@ func axeCheck(t *testing.T, ctx context.Context, name string) {
 	for _, v := range violations {
 		fmt.Fprintf(&b, "\n  - %s", v)
 	}
-	t.Errorf("axe %s: %d accessibility violation(s) (WCAG 2.1 A/AA):%s", name, len(violations), b.String())
+	t.Errorf("axe %s: %d accessibility violation(s) (WCAG 2.1 A/AA and best practices):%s", name, len(violations), b.String())
 }
 
 // screenshotDir is ZEST_SCREENSHOT_DIR, default e2e/out/screenshots/ (git-ignored).

@@ -82,7 +82,9 @@ export async function api(method, path, body, opts = {}) {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: opts.signal });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
-    throw new ApiError(0, `Could not reach Zest at ${origin()}: ${e.message}`);
+    const err = new ApiError(0, `Could not reach Zest at ${origin()}: ${e.message}`);
+    err.request = `${method} ${path}`;
+    throw err;
   }
   if (opts.raw) return res;
   const text = await res.text();
@@ -97,7 +99,9 @@ export async function api(method, path, body, opts = {}) {
   if (res.status === 403 && admin && /requires LEMONADE_ADMIN_API_KEY/.test(msg)) {
     throw new ApiError(403, msg, '', { notConfigured: true });
   }
-  throw new ApiError(res.status, msg, data && data.error && data.error.param, data);
+  const err = new ApiError(res.status, msg, data && data.error && data.error.param, data);
+  err.request = `${method} ${path}`;
+  throw err;
 }
 
 // askKey opens the key dialog; it resolves true once a key was given.
@@ -155,7 +159,38 @@ export function copyButton(text, label = 'Copy') {
   return b;
 }
 
-// errorBox shows an error (an ApiError, or text) as an alert; notConfigured gets the fix.
+// headline is what a failed request means to a person, by its status (and a timeout by its
+// message while the API still answers it 502). Empty: the API refused the request itself, and
+// its message (which names the field and the fix) is the one to show.
+function headline(err) {
+  const s = err.status;
+  const rpc = rpcCode(err);
+  if (/deadline exceeded|timed out|timeout/i.test(err.message) && (s === 0 || s === 408 || s >= 500 || rpc !== null)) {
+    return /\/mcp/.test(err.request || '') ? 'The MCP server did not answer in time: try again, or give it a longer timeout on the Servers page.'
+      : 'No answer came in time: try again; the details say what timed out.';
+  }
+  if (rpc === -32603) return 'The MCP server failed to complete this: its status and last error are on the Servers page.';
+  if (rpc === -32601) return 'The MCP server does not offer this.';
+  if (s === 0) return `Zest did not answer at ${origin()}: check that it is running, then try again.`;
+  if (s === 401) return 'The key was refused: give the right one with the Admin key button.';
+  if (s === 403) return 'The key given may not do this.';
+  if (s === 404) return 'Not found: it may have been removed meanwhile. Reload the view to see what is there now.';
+  if (s === 429) return 'Too many requests: wait a moment, then try again.';
+  if ((s === 502 || s === 503) && /\/mcp/.test(err.request || '')) return 'The MCP server could not complete this: its status and last error are on the Servers page.';
+  if (s === 502 || s === 503) return 'What Zest relies on for this (a model, a service) could not complete it: try again; the details say what failed.';
+  if (s >= 500) return 'Zest could not complete this request: try again; the details say what failed.';
+  return '';
+}
+
+// rpcCode is the JSON-RPC error code of an MCP answer, or null.
+function rpcCode(err) {
+  const e = err.body && err.body.error;
+  return e && typeof e.code === 'number' ? e.code : null;
+}
+
+// errorBox shows an error as an alert: a person's message, and the raw answer (status, request,
+// body) under Details, closed. An error of the API that it refused (4xx) shows the API's own
+// message, which names the field and the fix. notConfigured gets the fix.
 export function errorBox(err) {
   if (err && err.body && err.body.notConfigured) {
     return el('div', { class: 'notice', role: 'alert' },
@@ -163,7 +198,32 @@ export function errorBox(err) {
       el('pre', {}, 'export LEMONADE_ADMIN_API_KEY="$(openssl rand -hex 16)"\nmake run'),
       el('p', {}, 'Chats keep working with "No MCP" or the built-in lemonade tools.'));
   }
-  return el('div', { class: 'error', role: 'alert' }, el('p', {}, String(err && err.message ? err.message : err)));
+  const msg = String(err && err.message ? err.message : err);
+  if (!(err instanceof ApiError)) return el('div', { class: 'error', role: 'alert' }, el('p', {}, msg));
+  const head = headline(err);
+  const own = (err.status >= 400 && err.status < 500 || (rpcCode(err) !== null && rpcCode(err) !== -32603)) && !/deadline exceeded|timed out|timeout/i.test(msg);
+  const how = err.status === undefined ? 'An error in the answer\'s stream' : `HTTP ${err.status || '(no answer)'}`;
+  const raw = [`${how}${err.request ? ` · ${err.request}` : ''}`, msg];
+  if (err.body && typeof err.body === 'object') raw.push(JSON.stringify(err.body, null, 2));
+  return el('div', { class: 'error', role: 'alert' },
+    head ? el('p', {}, el('strong', {}, head)) : null,
+    own || !head ? el('p', {}, msg) : null,
+    el('details', {}, el('summary', {}, 'Details'), el('pre', {}, raw.join('\n'))));
+}
+
+// stamp shows a time (RFC 3339) in the console's one format, local "YYYY-MM-DD HH:MM:SS",
+// as a <time> whose title is the exact UTC time. title adds what the time is.
+export function stamp(iso, title = '') {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return el('span', {}, iso || '');
+  const p = (n) => String(n).padStart(2, '0');
+  const text = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  return el('time', { datetime: d.toISOString(), title: `${title ? `${title}: ` : ''}${d.toISOString()}` }, text);
+}
+
+// clock is the time of day now, in the format of stamp.
+export function clock() {
+  return stamp(new Date().toISOString()).textContent.slice(11);
 }
 
 // fieldError shows msg under the input of a form (aria-invalid, aria-errormessage) and
@@ -212,7 +272,7 @@ export function field(label, control, help) {
   return el('div', { class: 'field' }, parts);
 }
 
-export const app = { el, api, announce, askKey, copyButton, errorBox, fieldError, clearFieldErrors, field, origin, adminKey, apiKey };
+export const app = { el, api, announce, askKey, copyButton, errorBox, stamp, clock, fieldError, clearFieldErrors, field, origin, adminKey, apiKey, ApiError };
 
 let current = null;
 async function route() {

@@ -16,13 +16,6 @@ const OUTCOMES = {
   input_required: { icon: '?', text: 'Input required', cls: 'connecting' },
 };
 
-// when shows the call's start as local time (the full UTC time in the title).
-function when(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso || '';
-  return d.toLocaleTimeString(undefined, { hour12: false }) + `.${String(d.getMilliseconds()).padStart(3, '0')}`;
-}
-
 export default {
   title: 'Activity',
   async render(main, app) {
@@ -41,7 +34,7 @@ export default {
     const tbody = el('tbody', {});
     const caption = el('caption', {}, 'Latest tool calls, newest first');
     const table = el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Latest tool calls (scrolls sideways on narrow screens)' }, el('table', {}, caption,
-      el('thead', {}, el('tr', {}, ['Time', 'Who', 'Path', 'Server', 'Tool', 'Duration', 'Outcome'].map((h) => el('th', { scope: 'col' }, h)))),
+      el('thead', {}, el('tr', {}, ['Began', 'Who', 'Path', 'Server', 'Tool', 'Duration', 'Outcome'].map((h) => el('th', { scope: 'col' }, h)))),
       tbody));
     const emptyRow = () => el('tr', {}, el('td', { colspan: '7', class: 'muted' }, 'No tool calls yet: call one on the Try-a-tool page, in a chat or through /mcp.'));
     tbody.append(emptyRow());
@@ -63,7 +56,7 @@ export default {
           c.result ? [el('p', { class: 'small' }, `Result${c.result_truncated ? ' (cut)' : ''}:`), el('pre', {}, c.result)] : null));
       }
       return el('tr', {},
-        el('td', {}, el('time', { datetime: c.time, title: c.time }, when(c.time))),
+        el('td', {}, app.stamp(c.time, 'Began')),
         el('td', {}, el('code', {}, c.who || '')),
         el('td', {}, c.path || ''),
         el('td', {}, c.server_id || ''),
@@ -106,7 +99,7 @@ export default {
         }
         latest = Math.max(latest, newest, ...calls.map((c) => Number(c.id) || 0));
         show(calls);
-        state.textContent = `${rows.length} call${rows.length === 1 ? '' : 's'} shown · checked at ${new Date().toLocaleTimeString(undefined, { hour12: false })}` +
+        state.textContent = `${rows.length} call${rows.length === 1 ? '' : 's'} shown · checked at ${app.clock()}` +
           (got && got.size ? ` · the server keeps the ${got.size} latest` : '') + (details ? ' · arguments and results recorded' : '');
         if (!first && calls.length > 0) app.announce(`${calls.length} new tool call${calls.length === 1 ? '' : 's'}.`);
       } catch (err) {

@@ -9,13 +9,6 @@ const POLL_MS = 2000;
 
 const loop = new Poll();
 
-// when shows a time as local time (the full UTC time in the title).
-function when(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso || '';
-  return d.toLocaleTimeString(undefined, { hour12: false });
-}
-
 // pretty indents a JSON text; one that does not parse (cut at 16 KiB) is shown as it is.
 function pretty(text) {
   try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
@@ -66,8 +59,8 @@ export default {
           a.chat_name && a.chat_name !== a.tool ? [`Called as `, el('code', {}, a.chat_name), ' · '] : null,
           'Asked by ', el('code', {}, a.who || 'anonymous'),
           a.preset_id ? ` · preset ${a.preset_id}` : '',
-          ' · at ', el('time', { datetime: a.created, title: a.created }, when(a.created)),
-          ' · fails as expired at ', el('time', { datetime: a.expires, title: a.expires }, when(a.expires)),
+          ' · at ', app.stamp(a.created, 'Asked'),
+          ' · fails as expired at ', app.stamp(a.expires, 'Expires'),
           ` · approval ${short}`),
         el('p', { class: 'muted' }, 'Arguments:'),
         el('pre', {}, pretty(a.arguments || '{}')),
@@ -94,7 +87,7 @@ export default {
         }
         errBox.replaceChildren();
         const timeout = Number(got && got.timeout_ms) || 0;
-        state.textContent = `${pending.length} waiting · checked at ${new Date().toLocaleTimeString(undefined, { hour12: false })}` +
+        state.textContent = `${pending.length} waiting · checked at ${app.clock()}` +
           (timeout ? ` · a call waits at most ${Math.round(timeout / 1000)} s (ZEST_APPROVAL_TIMEOUT)` : '');
       } catch (err) {
         if (err.name === 'AbortError') return;

@@ -11,11 +11,12 @@ const OUTCOMES = {
   input_required: { icon: '?', text: 'Input required', cls: 'connecting' },
 };
 
-// when shows an entry's time as local date and time (the full UTC time in the title).
-function when(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso || '';
-  return `${d.toLocaleDateString()} ${d.toLocaleTimeString(undefined, { hour12: false })}`;
+// began is when an entry's call began: a tool call's entry is written when it ended, so its
+// duration is taken off (Activity stamps the same call with its start: one time for one call).
+function began(e) {
+  const end = Date.parse(e.time);
+  if (e.kind !== 'tool' || Number.isNaN(end)) return e.time;
+  return new Date(end - (Number(e.duration_ms) || 0)).toISOString();
 }
 
 // query is the filters as URL parameters (empty ones left out), plus extra.
@@ -54,7 +55,7 @@ export default {
     const more = el('button', { type: 'button', class: 'secondary', hidden: true }, 'Older entries');
     const table = el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Audit trail (scrolls sideways on narrow screens)' },
       el('table', {}, el('caption', {}, 'Audit trail, newest first'),
-        el('thead', {}, el('tr', {}, ['Time', 'Who', 'Kind', 'Action or tool', 'Server', 'Outcome', 'Duration'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('thead', {}, el('tr', {}, ['When', 'Who', 'Kind', 'Action or tool', 'Server', 'Outcome', 'Duration'].map((h) => el('th', { scope: 'col' }, h)))),
         tbody));
     main.append(
       el('p', {}, 'Every admin change and every tool call on every path, kept in the registry for every replica. Entries older than the retention, or past their kind\'s count bound (tool calls and admin changes are bounded apart), are trimmed, and each trim says what it removed.'),
@@ -66,7 +67,7 @@ export default {
       if (e.kind === 'trim') {
         what.push(el('code', {}, e.action || ''));
         for (const t of e.trimmed || []) {
-          what.push(el('br'), el('span', { class: 'muted small' }, `removed ${t.count} ${t.kind === 'admin' ? 'admin' : 'tool call'} entr${Number(t.count) === 1 ? 'y' : 'ies'} (${t.reason}) from ${when(t.from)} to ${when(t.to)}`));
+          what.push(el('br'), el('span', { class: 'muted small' }, `removed ${t.count} ${t.kind === 'admin' ? 'admin' : 'tool call'} entr${Number(t.count) === 1 ? 'y' : 'ies'} (${t.reason}) from `, app.stamp(t.from), ' to ', app.stamp(t.to)));
         }
       } else if (e.kind === 'admin') {
         what.push(el('code', {}, e.action || ''));
@@ -83,7 +84,7 @@ export default {
           e.result ? [el('p', { class: 'small' }, `Result${e.result_truncated ? ' (cut)' : ''}:`), el('pre', {}, e.result)] : null));
       }
       return el('tr', {},
-        el('td', {}, el('time', { datetime: e.time, title: e.time }, when(e.time))),
+        el('td', {}, app.stamp(began(e), e.kind === 'tool' ? `Began (ended ${e.time})` : 'At')),
         el('td', {}, el('code', {}, e.who || '')),
         el('td', {}, { admin: 'Admin change', trim: 'Trim' }[e.kind] || 'Tool call'),
         el('td', {}, what),

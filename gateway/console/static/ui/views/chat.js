@@ -7,10 +7,17 @@
 // The built-in model builtin-llm calls a tool only when tool_choice names it, with the last JSON
 // object of the user's message as the arguments: the "Tool to call" select sets tool_choice.
 
+// What stays while the console is open, when the view is left and shown again: the
+// conversation (its log, tool-call cards included, and its history), the answer being
+// streamed, and the model, preset and tool chosen. Only New chat (or a reload) clears it.
 let aborter = null;
 let history = [];
 // generation counts the New chat clicks: an answer of an older chat is not kept.
 let generation = 0;
+let log = null; // the conversation's element, reused by each render
+const chosen = { model: null, preset: null, tool: null };
+// ui is the current render's controls, which an answer begun under an earlier render updates.
+let ui = null;
 
 function hashQuery() {
   const i = location.hash.indexOf('?');
@@ -107,31 +114,45 @@ export default {
     const toolSel = el('select', { name: 'tool' }, el('option', { value: '' }, '— let the model choose —'));
     const toolHelpText = 'Sets tool_choice: builtin-llm calls a tool only when it is named here, with the last JSON object of your message as its arguments, e.g. {"message":"hi"}.';
 
+    // toolsLine says what the next message runs with, so that no preset is lost unseen.
+    const toolsLine = el('p', { id: 'chat-tools', class: 'help' });
     const loadTools = async () => {
       const p = presetSel.value === LEMONADE ? builtin : presets.find((x) => x.id === presetSel.value);
       toolSel.replaceChildren(el('option', { value: '' }, '— let the model choose —'));
       toolSel.disabled = !p;
-      if (!p) return;
+      if (!p) {
+        toolsLine.textContent = 'No MCP: the next message runs without tools.';
+        return;
+      }
       if (p.model && models.includes(p.model)) modelSel.value = p.model;
       const names = await presetTools(app, p, adminTools);
       if (presetSel.value !== p.id) return;
       for (const n of names) toolSel.append(el('option', { value: n.name }, n.label));
+      toolsLine.textContent = `The next message runs with ${names.length} tool${names.length === 1 ? '' : 's'} of ${p === builtin ? 'the built-in lemonade tools' : `preset ${p.id}`}.`;
       app.announce(`${p === builtin ? 'The built-in tools' : `Preset ${p.id}`}: ${names.length} tool${names.length === 1 ? '' : 's'} available.`);
     };
     presetSel.addEventListener('change', loadTools);
+    const hasPreset = (id) => id === LEMONADE || presets.some((p) => p.id === id);
     if (q.get('preset') && presets.some((p) => p.id === q.get('preset'))) presetSel.value = q.get('preset');
+    else if (chosen.preset && hasPreset(chosen.preset)) presetSel.value = chosen.preset;
+    if (chosen.model && models.includes(chosen.model)) modelSel.value = chosen.model;
+    presetSel.addEventListener('change', () => { chosen.preset = presetSel.value; chosen.tool = null; });
+    modelSel.addEventListener('change', () => { chosen.model = modelSel.value; });
+    toolSel.addEventListener('change', () => { chosen.tool = toolSel.value; });
 
     const setup = el('section', { 'aria-labelledby': 'setup-h' }, el('h2', { id: 'setup-h' }, 'Setup'),
       el('div', { class: 'cards' },
         app.field('Model', modelSel, 'builtin-llm runs offline and can call tools.'),
         app.field('Preset', presetSel, 'A preset brings its system prompt and MCP providers.'),
         app.field('Tool to call', toolSel, toolHelpText)),
-      setupStatus);
+      toolsLine, setupStatus);
 
     // The conversation.
-    const log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Messages', tabindex: '0' });
     const empty = () => el('p', { class: 'help' }, 'No messages yet.');
-    log.append(empty());
+    if (!log) {
+      log = el('div', { class: 'chat-log', role: 'region', 'aria-label': 'Messages', tabindex: '0' });
+      log.append(empty());
+    }
     const input = el('textarea', { name: 'message', rows: 4 });
     const send = el('button', { type: 'submit' }, 'Send');
     const stop = el('button', { type: 'button', class: 'secondary', disabled: true }, 'Stop');
@@ -152,7 +173,12 @@ export default {
       scroll();
       return body;
     };
-    for (const h of history) bubble(h.role === 'user' ? 'You' : 'Assistant', h.role).append(el('p', { class: 'msg-text' }, h.content));
+    ui = { send, stop, status };
+    if (aborter) {
+      send.disabled = true;
+      stop.disabled = false;
+      status.textContent = 'Answering…';
+    }
 
     fresh.addEventListener('click', () => {
       if (aborter) aborter.abort();
@@ -235,7 +261,9 @@ export default {
           const c = calls.get(ev.id);
           // A new tab: leaving this view would end the chat, and withdraw the call.
           const st = el('p', { class: 'status connecting' }, el('span', { 'aria-hidden': 'true' }, '⏸'), 'Waits for approval · ',
-            el('a', { href: '#/approvals', target: '_blank' }, 'decide in Approvals (new tab)'));
+            // rel=opener: the new tab gets a copy of this tab's sessionStorage, the admin key
+            // with it (a noopener tab, the default for _blank, starts without it).
+            el('a', { href: '#/approvals', target: '_blank', rel: 'opener' }, 'decide in Approvals (new tab)'));
           c.state.replaceWith(st);
           c.state = st;
           app.announce(`${ev.name} waits for an administrator's approval.`);
@@ -259,9 +287,9 @@ export default {
       const gen = generation;
       aborter = new AbortController();
       const signal = aborter.signal;
-      send.disabled = true;
-      stop.disabled = false;
-      status.textContent = 'Answering…';
+      ui.send.disabled = true;
+      ui.stop.disabled = false;
+      ui.status.textContent = 'Answering…';
       let failed = false;
       try {
         let res = await app.api('POST', '/api/v1/chat/completions', body, { raw: true, signal, headers: { Accept: 'text/event-stream' } });
@@ -274,13 +302,16 @@ export default {
         if (!res.ok) {
           const t = await res.text();
           let msg = `HTTP ${res.status}`;
+          let j = null;
           try {
-            const j = JSON.parse(t);
+            j = JSON.parse(t);
             msg = (j.error && (j.error.message || j.error)) || msg;
           } catch {
             if (t) msg = t;
           }
-          throw new Error(msg);
+          const err = new app.ApiError(res.status, String(msg), j && j.error && j.error.param, j);
+          err.request = 'POST /api/v1/chat/completions';
+          throw err;
         }
         await readSSE(res, (data) => {
           let m;
@@ -291,7 +322,10 @@ export default {
           }
           if (m.error) {
             failed = true;
-            out.append(app.errorBox(m.error.message || JSON.stringify(m.error)));
+            // An error in the stream: its message for a person, the error as sent under Details.
+            const err = new app.ApiError(m.error.status_code, String(m.error.message || 'The answer failed'), m.error.param, m);
+            err.request = 'POST /api/v1/chat/completions';
+            out.append(app.errorBox(err));
             return;
           }
           if (m.zest_event) onEvent(m.zest_event);
@@ -299,7 +333,7 @@ export default {
           if (ch && ch.delta && typeof ch.delta.content === 'string' && ch.delta.content) addText(ch.delta.content);
           if (m.zest_warnings || m.zest_tool_calls || (ch && ch.finish_reason)) onDone(m);
         });
-        status.textContent = failed ? 'The answer failed.' : 'Done.';
+        ui.status.textContent = failed ? 'The answer failed.' : 'Done.';
         if (!failed) app.announce(answer ? `Answer: ${answer.slice(0, 300)}` : 'The answer is complete.');
       } catch (err) {
         if (err.name === 'AbortError') {
@@ -307,28 +341,28 @@ export default {
             if (c.state && c.state.isConnected) c.state.replaceWith(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped before its result'));
           }
           out.append(el('p', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Stopped'));
-          status.textContent = 'Stopped.';
+          ui.status.textContent = 'Stopped.';
           app.announce('Stopped.');
         } else {
           failed = true;
           out.append(app.errorBox(err));
-          status.textContent = 'The request failed.';
+          ui.status.textContent = 'The request failed.';
         }
       } finally {
         const same = gen === generation; // else New chat was clicked meanwhile
         if (same && answer) history.push({ role: 'assistant', content: answer });
         else if (same && failed) history.pop(); // the question got no answer: sending again repeats it
-        send.disabled = false;
-        stop.disabled = true;
+        ui.send.disabled = false;
+        ui.stop.disabled = true;
         if (aborter && aborter.signal === signal) aborter = null;
         scroll();
       }
     });
 
     await loadTools();
+    if (chosen.tool && [...toolSel.options].some((o) => o.value === chosen.tool)) toolSel.value = chosen.tool;
   },
-  leave() {
-    if (aborter) aborter.abort();
-    aborter = null;
-  },
+  // Leaving keeps the conversation and lets an answer run on (a call waiting for approval is
+  // decided in Approvals, maybe in this tab): Stop and New chat end it.
+  leave() {},
 };

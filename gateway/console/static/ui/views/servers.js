@@ -170,10 +170,13 @@ function serverForm(app, existing, onSaved) {
   for (const r of form.querySelectorAll('input[name="transport"]')) r.addEventListener('change', sync);
   sync();
 
-  const showError = (e) => {
+  // showError shows what failed: a Test saves nothing, so only a Save says "Not saved".
+  const showError = (e, testing) => {
     const param = e.param || '';
     if (param && app.fieldError(form, param, e.message)) {
-      result.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not saved: see ${param}.`));
+      result.replaceChildren(el('p', { class: 'error', role: 'alert' }, testing ? `The test failed: see ${param}. Nothing was saved.` : `Not saved: see ${param}.`));
+    } else if (testing) {
+      result.replaceChildren(el('p', { class: 'error' }, 'The test failed. Nothing was saved.'), app.errorBox(e));
     } else result.replaceChildren(app.errorBox(e));
   };
   form.querySelector('#test-button').addEventListener('click', async () => {
@@ -188,7 +191,7 @@ function serverForm(app, existing, onSaved) {
       result.replaceChildren(el('p', { class: 'okbox' }, `Connection works: ${r.server.server_info ? r.server.server_info.name : 'the server'} answered with ${n} tool${n === 1 ? '' : 's'} (protocol ${r.server.protocol_version}). Nothing was saved.`));
       app.announce(`Test connection succeeded: ${n} tools.`);
     } catch (e) {
-      showError(e);
+      showError(e, true);
       app.announce('Test connection failed.');
     }
   });
@@ -249,7 +252,8 @@ export default {
     const list = el('ul', { class: 'plain servers', 'aria-label': 'Registered MCP servers', id: 'server-list' });
     const msg = el('div', { id: 'servers-msg' });
     const formSlot = el('div', { id: 'form-slot' });
-    main.append(summary, msg, list, formSlot);
+    // An h2 over the list: each server's name is an h3 (headings go down one level at a time).
+    main.append(el('h2', { id: 'list-h' }, 'Registered servers'), summary, msg, list, formSlot);
     let servers = [];
 
     let drawn = '';

@@ -1,9 +1,21 @@
 // Try a tool: pick a tool of a connected server, fill a form generated from its inputSchema (or
-// edit the arguments as raw JSON), call it through the admin API and see the result rendered by
-// content type. #/tools?server=ID&tool=NAME preselects a tool (the Servers view links here).
+// edit the arguments as raw JSON), call it and see the result rendered by content type, with
+// its progress (a bar) and a Cancel; list and read the server's resources, list its prompts
+// and get one with arguments; and answer the server's sampling and elicitation requests in
+// the page, as the MCP Inspector does. The tools are listed by the admin API; everything else
+// is MCP, spoken by the page to the server's public endpoint /mcp/servers/{id} (mcpclient.js).
+// #/tools?server=ID&tool=NAME preselects a tool (the Servers view links here).
 import { buildSchemaForm, readSchemaForm, summary, SchemaError } from './schemaform.js';
+import { McpSession } from './mcpclient.js';
 
 let aborter = null;
+// One MCP session per server, opened on first use, closed when the view is left.
+const sessions = new Map();
+
+function closeSessions() {
+  for (const s of sessions.values()) s.then((x) => x.close(), () => {});
+  sessions.clear();
+}
 
 // hashQuery reads ?server=&tool= from the location's fragment.
 function hashQuery() {
@@ -62,7 +74,7 @@ function renderContent(app, c, i, n, toolName) {
   const head = el('h3', {}, `Content ${i + 1} of ${n}: ${type}`);
   switch (type) {
     case 'text':
-      return [head, el('pre', {}, String(c.text ?? ''))];
+      return [head, el('pre', { tabindex: '0' }, String(c.text ?? ''))];
     case 'image':
       return [head, el('figure', {},
         el('img', { src: `data:${c.mimeType || 'image/png'};base64,${c.data || ''}`, alt: `Image returned by the tool ${toolName}` }),
@@ -74,7 +86,7 @@ function renderContent(app, c, i, n, toolName) {
       const r = c.resource || {};
       return [head,
         el('p', {}, 'Resource ', el('code', { class: 'url' }, r.uri || '(no uri)'), r.mimeType ? ` (${r.mimeType})` : ''),
-        typeof r.text === 'string' ? el('pre', {}, r.text)
+        typeof r.text === 'string' ? el('pre', { tabindex: '0' }, r.text)
           : typeof r.blob === 'string' ? el('p', { class: 'help' }, `Binary content (${Math.floor(r.blob.length * 3 / 4)} bytes, base64) not shown.`)
             : el('p', { class: 'help' }, 'No content given.')];
     }
@@ -111,6 +123,174 @@ function renderResult(app, box, t, res, ms) {
   parts.push(body);
   box.replaceChildren(...parts);
   if (!r.isError) app.announce(`${t.name} answered with ${content.length} content item${content.length === 1 ? '' : 's'}, ${took}.`);
+}
+
+// samplingForm asks the person for the model's answer to a sampling/createMessage.
+function samplingForm(app, m, resolve, reject) {
+  const { el } = app;
+  const p = m.params || {};
+  const text = (c) => (c && c.type === 'text' ? c.text : JSON.stringify(c));
+  const answer = el('textarea', { name: 'sampling-answer', rows: 4 });
+  const model = el('input', { type: 'text', name: 'sampling-model', value: 'a person in the Zest console' });
+  const form = el('form', { class: 'card server-request', 'aria-labelledby': 'sampling-h', novalidate: true },
+    el('h3', { id: 'sampling-h' }, 'The server asks for a model\'s answer (sampling)'),
+    p.systemPrompt ? el('p', {}, el('strong', {}, 'System prompt: '), p.systemPrompt) : null,
+    el('ol', { class: 'plain' }, (p.messages || []).map((x) => el('li', {}, el('strong', {}, `${x.role}: `), text(x.content)))),
+    el('p', { class: 'help' }, `At most ${p.maxTokens || '?'} tokens${p.temperature !== undefined ? `, temperature ${p.temperature}` : ''}. You answer in the model's place.`),
+    app.field('Answer', answer), app.field('Model (as reported to the server)', model),
+    el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Send the answer'),
+      el('button', { type: 'button', class: 'secondary', onclick: () => reject({ code: -1, message: 'The person in the console declined the sampling request' }) }, 'Decline')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    app.clearFieldErrors(form);
+    if (!answer.value.trim()) {
+      app.fieldError(form, 'sampling-answer', 'Type the answer, or Decline.');
+      return;
+    }
+    resolve({ role: 'assistant', content: { type: 'text', text: answer.value }, model: model.value || 'console', stopReason: 'endTurn' });
+  });
+  return form;
+}
+
+// elicitationForm asks the person for the input an elicitation/create requests: a form built
+// from its requestedSchema (or, in URL mode, a link to open); Accept, Decline or Cancel.
+function elicitationForm(app, m, resolve) {
+  const { el } = app;
+  const p = m.params || {};
+  const box = p.mode === 'url' ? null : buildSchemaForm(p.requestedSchema || { type: 'object' }, { prefix: 'elicit' });
+  const form = el('form', { class: 'card server-request', 'aria-labelledby': 'elicit-h', novalidate: true },
+    el('h3', { id: 'elicit-h' }, 'The server asks for your input (elicitation)'),
+    el('p', {}, p.message || ''),
+    p.mode === 'url' ? el('p', {}, el('a', { href: p.url, target: '_blank', rel: 'noopener noreferrer' }, p.url)) : box,
+    el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Accept'),
+      el('button', { type: 'button', class: 'secondary', onclick: () => resolve({ action: 'decline' }) }, 'Decline'),
+      el('button', { type: 'button', class: 'secondary', onclick: () => resolve({ action: 'cancel' }) }, 'Cancel')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    app.clearFieldErrors(form);
+    if (!box) {
+      resolve({ action: 'accept' });
+      return;
+    }
+    try {
+      resolve({ action: 'accept', content: readSchemaForm(box) });
+    } catch (err) {
+      if (!(err instanceof SchemaError && app.fieldError(form, err.param, err.message))) form.append(app.errorBox(err));
+    }
+  });
+  return form;
+}
+
+// resourcesPart lists the current tool's server's resources (resources/list) and reads one
+// (resources/read).
+function resourcesPart(app, current, sessionFor) {
+  const { el } = app;
+  const box = el('div', { id: 'resources' });
+  const reset = () => box.replaceChildren(el('p', { class: 'help' }, 'List the resources of the chosen tool\'s server.'));
+  const list = async () => {
+    const t = current();
+    box.replaceChildren(el('p', {}, 'Listing…'));
+    try {
+      const s = await sessionFor(t.server_id);
+      if (!s.capabilities.resources) {
+        box.replaceChildren(el('p', { class: 'help' }, `${t.server_name || t.server_id} offers no resources.`));
+        return;
+      }
+      const got = await s.request('resources/list', {});
+      const items = got.resources || [];
+      const out = el('div', { id: 'resource-content' });
+      box.replaceChildren(el('p', {}, `${items.length} resource${items.length === 1 ? '' : 's'} of ${t.server_name || t.server_id}${got.nextCursor ? ' (the first page)' : ''}.`),
+        el('div', { class: 'table-wrap' }, el('table', {}, el('caption', { class: 'visually-hidden' }, 'Resources'),
+          el('thead', {}, el('tr', {}, ['Name', 'URI', 'Type', ''].map((h, i) => el(i === 3 ? 'td' : 'th', i === 3 ? {} : { scope: 'col' }, h)))),
+          el('tbody', {}, items.map((r) => el('tr', {},
+            el('td', {}, r.title || r.name || ''), el('td', {}, el('code', {}, r.uri)), el('td', {}, r.mimeType || ''),
+            el('td', {}, el('button', { type: 'button', class: 'secondary small', 'aria-label': `Read ${r.name || r.uri}`, onclick: async () => {
+              out.replaceChildren(el('p', {}, `Reading ${r.uri}…`));
+              try {
+                const read = await s.request('resources/read', { uri: r.uri });
+                const contents = read.contents || [];
+                out.replaceChildren(el('h3', {}, `Read ${r.name || r.uri}`), ...contents.flatMap((c, i) => renderContent(app, { type: 'resource', resource: c }, i, contents.length, r.uri)));
+                app.announce(`${r.name || r.uri} read: ${contents.length} content item${contents.length === 1 ? '' : 's'}.`);
+              } catch (err) {
+                out.replaceChildren(app.errorBox(err));
+              }
+            } }, 'Read'))))))), out);
+    } catch (err) {
+      box.replaceChildren(app.errorBox(err));
+    }
+  };
+  const section = el('section', { 'aria-labelledby': 'res-h' }, el('h2', { id: 'res-h' }, 'Resources'),
+    el('div', { class: 'actions' }, el('button', { type: 'button', class: 'secondary', id: 'list-resources', onclick: list }, 'List resources')), box);
+  reset();
+  return { section, reset };
+}
+
+// promptsPart lists the current tool's server's prompts (prompts/list) and gets one with the
+// arguments a person gives (prompts/get).
+function promptsPart(app, current, sessionFor) {
+  const { el } = app;
+  const box = el('div', { id: 'prompts' });
+  const reset = () => box.replaceChildren(el('p', { class: 'help' }, 'List the prompts of the chosen tool\'s server.'));
+  const use = (s, pr, out) => {
+    const form = el('form', { class: 'card', 'aria-labelledby': 'prompt-h', novalidate: true, id: 'prompt-form' },
+      el('h3', { id: 'prompt-h' }, `Get the prompt ${pr.name}`),
+      pr.description ? el('p', { class: 'help' }, pr.description) : null,
+      (pr.arguments || []).map((a) => app.field(`${a.name}${a.required ? ' (required)' : ''}`,
+        el('input', { type: 'text', name: `prompt-${a.name}`, required: !!a.required }), a.description)),
+      el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Get the prompt')));
+    const result = el('div', { id: 'prompt-result' });
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      app.clearFieldErrors(form);
+      const args = {};
+      for (const a of pr.arguments || []) {
+        const v = form.elements[`prompt-${a.name}`].value;
+        if (v) args[a.name] = v;
+        else if (a.required) {
+          app.fieldError(form, `prompt-${a.name}`, `${a.name} is required.`);
+          return;
+        }
+      }
+      result.replaceChildren(el('p', {}, 'Getting…'));
+      try {
+        const got = await s.request('prompts/get', { name: pr.name, arguments: args });
+        const msgs = got.messages || [];
+        result.replaceChildren(el('p', {}, `${msgs.length} message${msgs.length === 1 ? '' : 's'}${got.description ? `: ${got.description}` : ''}`),
+          ...msgs.map((m2, i) => el('div', { class: 'msg' }, el('p', { class: 'who' }, m2.role), ...renderContent(app, m2.content, i, msgs.length, pr.name).slice(1))));
+        app.announce(`The prompt ${pr.name}: ${msgs.length} messages.`);
+      } catch (err) {
+        result.replaceChildren(app.errorBox(err));
+      }
+    });
+    out.replaceChildren(form, result);
+    const first = form.querySelector('input');
+    if (first) first.focus();
+  };
+  const list = async () => {
+    const t = current();
+    box.replaceChildren(el('p', {}, 'Listing…'));
+    try {
+      const s = await sessionFor(t.server_id);
+      if (!s.capabilities.prompts) {
+        box.replaceChildren(el('p', { class: 'help' }, `${t.server_name || t.server_id} offers no prompts.`));
+        return;
+      }
+      const got = await s.request('prompts/list', {});
+      const items = got.prompts || [];
+      const out = el('div', {});
+      box.replaceChildren(el('p', {}, `${items.length} prompt${items.length === 1 ? '' : 's'} of ${t.server_name || t.server_id}.`),
+        el('ul', { class: 'plain prompt-list' }, items.map((pr) => el('li', { class: 'row' },
+          el('button', { type: 'button', class: 'secondary small', 'aria-label': `Use the prompt ${pr.name}`, onclick: () => use(s, pr, out) }, 'Use'),
+          el('code', {}, pr.name), pr.arguments && pr.arguments.length ? el('span', { class: 'muted small' }, `${pr.arguments.length} argument${pr.arguments.length === 1 ? '' : 's'}`) : null,
+          pr.description ? el('span', { class: 'help' }, pr.description) : null))), out);
+    } catch (err) {
+      box.replaceChildren(app.errorBox(err));
+    }
+  };
+  const section = el('section', { 'aria-labelledby': 'prompts-h' }, el('h2', { id: 'prompts-h' }, 'Prompts'),
+    el('div', { class: 'actions' }, el('button', { type: 'button', class: 'secondary', id: 'list-prompts', onclick: list }, 'List prompts')), box);
+  reset();
+  return { section, reset };
 }
 
 export default {
@@ -151,7 +331,29 @@ export default {
       : null;
     picker.value = String(wanted >= 0 ? wanted : 0);
     const about = el('div', {});
+    // Search: the picker keeps the tools whose name, title, description or server holds every
+    // word typed; the first of them is chosen when the chosen one no longer matches.
+    const search = el('input', { type: 'search', name: 'tool-search', autocomplete: 'off' });
+    const matches = el('p', { class: 'help', id: 'tool-search-count', 'aria-live': 'polite' });
+    search.addEventListener('input', () => {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      let n = 0;
+      for (const o of picker.querySelectorAll('option')) {
+        const t = tools[Number(o.value)];
+        const hay = [t.name, t.title, t.description, t.server_id, t.server_name].filter(Boolean).join(' ').toLowerCase();
+        o.hidden = o.disabled = !words.every((w) => hay.includes(w));
+        if (!o.hidden) n += 1;
+      }
+      for (const g of picker.querySelectorAll('optgroup')) g.hidden = !g.querySelector('option:not([hidden])');
+      matches.textContent = words.length ? `${n} of ${tools.length} tools match.` : '';
+      const first = picker.querySelector('option:not([hidden])');
+      if (first && picker.selectedOptions[0] && picker.selectedOptions[0].hidden) {
+        picker.value = first.value;
+        picker.dispatchEvent(new Event('change'));
+      }
+    });
     const pickSection = el('section', { 'aria-labelledby': 'pick-h' }, el('h2', { id: 'pick-h' }, 'Choose a tool'), missing,
+      app.field('Search the tools', search, 'By name, title, description or server.'), matches,
       app.field('Tool', picker, `${tools.length} tool${tools.length === 1 ? '' : 's'} of ${groups.size} connected server${groups.size === 1 ? '' : 's'}, grouped by server.`), about);
 
     // The arguments: a generated form and a Raw JSON tab.
@@ -249,16 +451,48 @@ export default {
         }
       }
       if (aborter) aborter.abort();
-      aborter = new AbortController();
-      const signal = aborter.signal;
+      const controller = new AbortController();
+      aborter = controller;
+      const signal = controller.signal;
       callButton.disabled = true;
-      resultBox.replaceChildren(el('p', {}, `Calling ${t.name}…`));
+      // The progress the server sends (notifications/progress), and Cancel
+      // (notifications/cancelled: the server is told, and no answer comes).
+      const bar = el('progress', { id: 'call-progress', 'aria-label': `Progress of ${t.name}` });
+      const progressText = el('p', { class: 'help', id: 'progress-text', 'aria-live': 'polite' }, 'Running; no progress reported yet.');
+      const cancelButton = el('button', { type: 'button', class: 'secondary', id: 'cancel-call' }, 'Cancel the call');
+      resultBox.replaceChildren(el('p', {}, `Calling ${t.name}…`), el('div', { class: 'progress' }, bar, progressText), el('div', { class: 'actions' }, cancelButton));
+      let reqId = null;
+      let cancelled = false;
       const t0 = performance.now();
+      cancelButton.addEventListener('click', async () => {
+        cancelButton.disabled = true;
+        cancelled = true;
+        try {
+          if (reqId !== null) await (await sessions.get(t.server_id)).cancel(reqId, 'Cancelled by the person in the console');
+        } catch (err) {
+          // The call is abandoned all the same: its answer is not waited for.
+        }
+        controller.abort();
+        resultBox.replaceChildren(el('p', {}, el('span', { class: 'status disconnected' }, el('span', { 'aria-hidden': 'true' }, '■'), 'Cancelled'),
+          ` ${t.name} was cancelled after ${Math.round(performance.now() - t0)} ms: the server was told (notifications/cancelled).`));
+        app.announce(`${t.name} cancelled.`);
+      });
       try {
-        const res = await app.api('POST', `/internal/mcp/servers/${encodeURIComponent(t.server_id)}/tools/call`, { name: t.name, arguments: args }, { signal });
-        renderResult(app, resultBox, t, res, Math.round(performance.now() - t0));
+        const session = await sessionFor(t.server_id);
+        const result = await session.request('tools/call', { name: t.name, arguments: args }, {
+          signal,
+          onId: (id) => { reqId = id; },
+          onProgress: (progress, total, message) => {
+            if (total) {
+              bar.max = Number(total);
+              bar.value = Number(progress);
+            }
+            progressText.textContent = `${total ? `${progress} of ${total}` : `${progress} done`}${message ? `: ${message}` : ''}`;
+          },
+        });
+        renderResult(app, resultBox, t, { result }, Math.round(performance.now() - t0));
       } catch (err) {
-        if (err.name === 'AbortError') return;
+        if (err.name === 'AbortError' || cancelled) return; // Cancel says what happened
         if (err.param && err.param !== 'name' && mode === 'form' && app.fieldError(form, err.param, err.message)) {
           resultBox.replaceChildren();
           return;
@@ -270,12 +504,45 @@ export default {
       }
     });
 
-    main.append(pickSection, argsSection, resultSection);
+    // The server's requests of a call (sampling, elicitation), answered by a person here.
+    const requestsBox = el('div', { id: 'server-requests' });
+    resultSection.append(requestsBox);
+    const onRequest = (m) => new Promise((resolve, reject) => {
+      const done = (f, v) => { box.remove(); f(v); };
+      let box;
+      if (m.method === 'sampling/createMessage') box = samplingForm(app, m, (v) => done(resolve, v), (v) => done(reject, v));
+      else if (m.method === 'elicitation/create') box = elicitationForm(app, m, (v) => done(resolve, v));
+      else if (m.method === 'roots/list') { resolve({ roots: [] }); return; }
+      else { reject({ code: -32601, message: `${m.method} is not answered by the console` }); return; }
+      requestsBox.append(box);
+      app.announce(`The server asks: ${m.method === 'sampling/createMessage' ? 'a model\'s answer' : 'your input'}.`);
+      const first = box.querySelector('textarea, input, select, button');
+      if (first) first.focus();
+    });
+    // sessionFor opens a server's session once; a session Zest no longer knows (404, e.g.
+    // after a restart) is opened again on the next use.
+    const sessionFor = async (id) => {
+      const open = sessions.has(id) ? await sessions.get(id).catch(() => null) : null;
+      if (!open || open.expired) {
+        sessions.delete(id);
+        const s = new McpSession(app, `/mcp/servers/${encodeURIComponent(id)}`, { onRequest, onError: (e) => requestsBox.append(app.errorBox(e)) });
+        sessions.set(id, s.open().then(() => s));
+        sessions.get(id).catch(() => sessions.delete(id));
+      }
+      return sessions.get(id);
+    };
+
+    const resourcesSection = resourcesPart(app, () => current(), sessionFor);
+    const promptsSection = promptsPart(app, () => current(), sessionFor);
+    picker.addEventListener('change', () => { resourcesSection.reset(); promptsSection.reset(); });
+
+    main.append(pickSection, argsSection, resultSection, resourcesSection.section, promptsSection.section);
     resetTool();
     if (wanted >= 0) picker.focus();
   },
   leave() {
     if (aborter) aborter.abort();
     aborter = null;
+    closeSessions();
   },
 };
