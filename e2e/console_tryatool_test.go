@@ -31,7 +31,7 @@ func TestConsoleTryMCP(t *testing.T) {
 	// setArg sets an argument's field of the generated form.
 	setArg := func(name, value string) {
 		t.Helper()
-		js := fmt.Sprintf(`(() => { const i = document.querySelector('section[aria-labelledby="args-h"] [name="%s"]'); if (!i) return false; i.value = %q; return true; })()`, name, value)
+		js := fmt.Sprintf(`(() => { const i = document.querySelector('section[aria-labelledby="args-h"] [name=%q]'); if (!i) return false; i.value = %q; return true; })()`, name, value)
 		if !evalJS[bool](t, ctx, js) {
 			t.Fatalf("no field %s in the form", name)
 		}
