@@ -2,6 +2,7 @@ package httpexchange
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -14,8 +15,10 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // front serves h behind the exchange: the edge's end (Proxy, with admit) in front of
@@ -173,5 +176,43 @@ func TestBrokenExchangeEndsWithTheHandlersLastWord(t *testing.T) {
 	}
 	if string(b) != "first\nlast word\n" {
 		t.Fatalf("body %q", b)
+	}
+}
+
+// endedClient is an HttpServiceClient whose calls mcpgateway has already ended with status:
+// Send reports io.EOF, as gRPC's does once the server has returned, and Recv the status.
+type endedClient struct{ status error }
+
+func (c endedClient) Exchange(ctx context.Context, _ ...grpc.CallOption) (grpc.BidiStreamingClient[mcpgatewayv1.HttpServiceExchangeRequest, mcpgatewayv1.HttpServiceExchangeResponse], error) {
+	return endedStream{ctx: ctx, status: c.status}, nil
+}
+
+type endedStream struct {
+	grpc.ClientStream
+	ctx    context.Context
+	status error
+}
+
+func (s endedStream) Send(*mcpgatewayv1.HttpServiceExchangeRequest) error { return io.EOF }
+func (s endedStream) Recv() (*mcpgatewayv1.HttpServiceExchangeResponse, error) {
+	return nil, s.status
+}
+func (s endedStream) CloseSend() error { return nil }
+
+// TestRefusalBeforeTheRequestIsRead: mcpgateway that refuses a call before reading its request
+// (a key, a limit) ends the stream, so the request's Send sees io.EOF; the answer is the
+// refusal's status (401 for Unauthenticated), not a 500 naming EOF. (The race showed under
+// load: TestEvery401CarriesBearer got 500 {"message":"EOF"} once.)
+func TestRefusalBeforeTheRequestIsRead(t *testing.T) {
+	var wrote int
+	write := func(w http.ResponseWriter, code int, msg string) { wrote = code; http.Error(w, msg, code) }
+	p := &Proxy{Client: endedClient{status.Error(codes.Unauthenticated, "Invalid or missing API key")},
+		WriteError: write, WriteKeyError: write, WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { write(w, http.StatusTooManyRequests, msg) },
+		ReadBody:  func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
+		BodyError: func(w http.ResponseWriter, err error) { write(w, http.StatusBadRequest, err.Error()) }}
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("POST", "/mcp", strings.NewReader(`{}`)))
+	if rec.Code != http.StatusUnauthorized || wrote != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Invalid or missing API key") {
+		t.Fatalf("%d %q", rec.Code, rec.Body.String())
 	}
 }

@@ -51,6 +51,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery,
 			Headers: Headers(r.Header, "Authorization"), // the key goes as the call's metadata
 			Body:    body}}})
+		if errors.Is(err, io.EOF) {
+			// mcpgateway ended the call before reading the request (it refused it: the
+			// key, a limit): its status comes with Recv, below, not with Send.
+			err = nil
+		}
 	}
 	if err != nil {
 		p.writeStatus(w, r, err)
