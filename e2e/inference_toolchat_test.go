@@ -175,8 +175,8 @@ func TestChatWithMCPTools(t *testing.T) {
 				}
 				acc.AddChunk(ch)
 			}
-			if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != want {
-				t.Fatalf("stream (zest_events %v): %v %q, %d tool events", ask, err, acc.Choices[0].Message.Content, events)
+			if err := stream.Err(); err != nil || len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "The tool returned: via the sdk" || events != want {
+				t.Fatalf("stream (zest_events %v): %v %+v, %d tool events", ask, err, acc.Choices, events)
 			}
 		}
 	})
