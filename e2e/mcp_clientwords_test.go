@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +103,35 @@ func TestPresetOneIdentity(t *testing.T) {
 		if who := out.Meta.ServerInfo(); who == nil || who.Name != init.ServerInfo.Name || who.Version != init.ServerInfo.Version {
 			t.Errorf("tools/call %s: _meta serverInfo %+v, want %+v", name, who, init.ServerInfo)
 		}
+	}
+}
+
+// TestFailureSaidOnce: an administrator's initialize of /mcp/servers/{id} for a server that
+// cannot be reached reads its cause once: before, "connecting MCP server \"down\" failed: MCP
+// server failed: \"down\": … failed to send request: failed to send request: …".
+func TestFailureSaidOnce(t *testing.T) {
+	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + lis.Addr().String() + "/mcp"
+	lis.Close() // nothing listens there now: connecting is refused
+	registerServer(t, s, map[string]any{"id": "down", "transport": "streamable-http", "url": down})
+	r := do(t, "POST", fedURL(s, "down"), sprintf(initBody, "2025-06-18"), append(mcpHeaders, adminAuth)...)
+	e, _ := r.JSON(t)["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if !strings.HasPrefix(msg, `Internal error: connecting MCP server "down" failed: `) || !strings.Contains(msg, "connection refused") {
+		t.Fatalf("initialize of an unreachable server: %d %s", r.Status, r.Body)
+	}
+	parts := strings.Split(msg, ": ")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] == parts[i-1] {
+			t.Errorf("%q says %q twice in a row", msg, parts[i])
+		}
+	}
+	if strings.Contains(msg, "MCP server failed") {
+		t.Errorf("%q says the server failed twice", msg)
 	}
 }
 
