@@ -26,7 +26,8 @@ import (
 // TestUnknownToolOneMessage: the official TypeScript SDK calls a tool no endpoint has on
 // /mcp (the built-in tools), /mcp/servers/{id} (mcp-go's conformance server, whose own answer
 // is "tool 'x' not found: tool not found") and /mcp/presets/{id} (both): each answers -32602
-// with one sentence that names the tool and says where the tools are listed. Before, /mcp and
+// with one sentence that names the tool and says where the tools are listed, in both eras
+// (2026-07-28 by a bare request). Before, /mcp and
 // the server answered mcp-go's doubled "not found: tool not found".
 func TestUnknownToolOneMessage(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
@@ -50,6 +51,11 @@ func TestUnknownToolOneMessage(t *testing.T) {
 			}
 			if got[0].Error != want {
 				t.Errorf("the SDK threw %q, want %q", got[0].Error, want)
+			}
+			// The same in 2026-07-28, without a session.
+			e, _ := modernPost(t, url, "tools/call", "no_such_tool", `{"name":"no_such_tool","arguments":{}}`, `{}`)["error"].(map[string]any)
+			if "MCP error -32602: "+fmt.Sprint(e["message"]) != want || e["code"] != float64(-32602) {
+				t.Errorf("2026-07-28: error %v, want -32602 %q", e, want)
 			}
 		})
 	}
