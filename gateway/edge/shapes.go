@@ -39,10 +39,15 @@ func mcpError(w http.ResponseWriter, code int, msg string) { jsonrpcerr.WriteSta
 
 func under(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
 
-// notFound answers a path no route serves, in the shape of the family it falls under.
+// notFound answers a path no route serves, in the shape of the family it falls under; a
+// client looking for OAuth learns that there is none and how to pass the key instead.
 func notFound(w http.ResponseWriter, r *http.Request) {
 	noRoute(r.Context())
-	errorWriter(r.URL.Path)(w, http.StatusNotFound, "No route for "+r.Method+" "+r.URL.Path)
+	msg := "No route for " + r.Method + " " + r.URL.Path
+	if m, ok := httpguard.NoOAuthMessage(r.URL.Path); ok {
+		msg = m
+	}
+	errorWriter(r.URL.Path)(w, http.StatusNotFound, msg)
 }
 
 // bodyError answers a body that could not be read whole in a family's shape: 413 past the

@@ -1,6 +1,7 @@
 // The official TypeScript SDK calling tools of an MCP endpoint of Zest in turn, each with a
 // progress callback. Prints one JSON line: per call (in order) the tool, its isError, the text
-// of its content and the progress values seen, for the Go test to check.
+// of its content and the progress values seen, or the error the SDK threw (its message), for the
+// Go test to check.
 // Usage: node tools-client.mjs URL '[["tool", {args}], …]'
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -12,9 +13,15 @@ await client.connect(transport);
 const out = [];
 for (const [name, args] of JSON.parse(callsJSON)) {
   const progress = [];
-  const res = await client.callTool({ name, arguments: args }, undefined, {
-    onprogress: (p) => progress.push(p.progress),
-  });
+  let res;
+  try {
+    res = await client.callTool({ name, arguments: args }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    });
+  } catch (e) {
+    out.push({ tool: name, error: e.message });
+    continue;
+  }
   out.push({
     tool: name,
     isError: res.isError ?? false,

@@ -131,7 +131,7 @@ func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.R
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 	}
 	name := *p.Name
-	unknown := mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", name))
+	unknown := mcpserve.UnknownTool(msg.ID, name)
 	if c.isBuiltinTool(ctx, name) {
 		return c.callBuiltin(ctx, msg, name, params)
 	}

@@ -21,7 +21,8 @@ import (
 // capabilities, Zest's serverInfo); subscriptions/listen streams the providers' list_changed
 // notifications; every other request goes through the session era's dispatch (names,
 // routing, pages), each provider in its own era (call.forward), and its result gets what the
-// revision asks of a result (stateless.Decorate).
+// revision asks of a result, the preset's serverInfo in place of a provider's
+// (stateless.DecorateAs).
 //
 // A session-era provider's requests for the client (sampling, elicitation, roots, as its _meta
 // clientCapabilities accept them) end the request with an input_required result, as on
@@ -57,7 +58,9 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.Exc
 	if resp == nil {
 		return out.Err()
 	}
-	return out.Send(stateless.Final(stateless.DecorateResponse(msg.Method, resp, info)))
+	// One identity per endpoint: a provider's own serverInfo (a modern provider's, or mcp-go's
+	// of the built-in tools) gives way to the preset's.
+	return out.Send(stateless.Final(stateless.DecorateResponseAs(msg.Method, resp, info)))
 }
 
 // listenModern serves subscriptions/listen: it acknowledges the list_changed notifications

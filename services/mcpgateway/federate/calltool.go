@@ -12,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
+	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -75,7 +76,23 @@ func (h *Handler) CallTool(ctx context.Context, sessionID string, cl session.Cla
 	if refused, ok := mcpserve.ToolRefusal(msg.ID, tc.Name, err); ok {
 		return refused
 	}
+	if h.unlisted(ctx, tc, err) {
+		return mcpserve.UnknownTool(msg.ID, tc.Name)
+	}
 	return c.answer(ctx, msg, res, err)
+}
+
+// unlisted reports whether err is the server's refusal of a tool it does not list (-32602, a
+// tools/list fetched again finds no tool of that name): the client then gets the words every
+// endpoint has for an unknown tool, not the server's own (mcp-go's "tool 'x' not found: tool
+// not found"). Only the error path asks the server for its list.
+func (h *Handler) unlisted(ctx context.Context, tc ToolCall, err error) bool {
+	var rpcErr *upstream.RPCError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.INVALID_PARAMS {
+		return false
+	}
+	tools, lerr := h.up.ListTools(ctx, tc.Server, true)
+	return lerr == nil && stateless.Tool(tools, tc.Tool) == nil
 }
 
 // retryOf reads a modern client's retry from its params as it sent them (clientParams): a

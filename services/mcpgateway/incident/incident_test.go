@@ -3,10 +3,13 @@ package incident
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
 // An administrator reads the cause; anyone else an incident id, which the log line carries
@@ -25,5 +28,27 @@ func TestDescribe(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "incident="+id[1]) || !strings.Contains(l, "stderr secret") || !strings.Contains(l, "server=s1") {
 		t.Fatalf("log line %q lacks the incident or the cause", l)
+	}
+}
+
+// TestDescribeSaysItOnce: an administrator's cause does not repeat what the summary says (the
+// upstream's "MCP server failed: \"id\": ") nor a part a library said twice in a row.
+func TestDescribeSaysItOnce(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: %q: initialize: transport error: failed to send request: failed to send request: Post \"http://x\": connection refused", upstream.ErrUpstream, "up"),
+			`Internal error: connecting MCP server "up" failed: initialize: transport error: failed to send request: Post "http://x": connection refused`},
+		{fmt.Errorf("%w: %q: context deadline exceeded: context deadline exceeded", upstream.ErrUpstream, "up"),
+			`Internal error: connecting MCP server "up" failed: context deadline exceeded`},
+		{fmt.Errorf("%w: %q: exit status 1", upstream.ErrUpstream, "other"),
+			`Internal error: connecting MCP server "up" failed: MCP server failed: "other": exit status 1`},
+		{errors.New("a: b: a"), `Internal error: connecting MCP server "up" failed: a: b: a`},
+	} {
+		if got := Describe(t.Context(), log, true, "up", `Internal error: connecting MCP server "up" failed`, c.err); got != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.err, got, c.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -51,6 +52,14 @@ func (b *Builtin) CallBuiltin(ctx context.Context, params json.RawMessage) (json
 	}
 	switch r := clarify(string(mcp.MethodToolsCall), resp, decodeErr).(type) {
 	case mcp.JSONRPCError:
+		if r.Error.Code == mcp.INVALID_PARAMS && strings.HasSuffix(r.Error.Message, ": "+server.ErrToolNotFound.Error()) {
+			// mcp-go's "tool 'x' not found: tool not found": one sentence, as every endpoint says it.
+			var p struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(params, &p)
+			return nil, &upstream.RPCError{Code: mcp.INVALID_PARAMS, Message: UnknownToolMessage(p.Name)}
+		}
 		e := &upstream.RPCError{Code: r.Error.Code, Message: r.Error.Message}
 		if r.Error.Data != nil {
 			e.Data, _ = json.Marshal(r.Error.Data)
@@ -107,7 +116,7 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 	var limited *toolcall.LimitError
 	switch {
 	case errors.As(err, &filtered), errors.As(err, &unknown):
-		return errorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown tool: %q", name)), true
+		return UnknownTool(id, name), true
 	case errors.As(err, &approval):
 		if approval.State == toolcall.ApprovalMismatch || approval.State == toolcall.ApprovalNotAsked {
 			return errorResponse(id, mcp.INVALID_PARAMS, "Invalid params: "+approval.Text), true
@@ -119,6 +128,18 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 		return RPCErrorResponse(id, rpcErr), true
 	}
 	return nil, false
+}
+
+// UnknownTool is every MCP endpoint's answer to a tools/call of a tool it does not serve to
+// the caller (-32602, UnknownToolMessage).
+func UnknownTool(id json.RawMessage, name string) []byte {
+	return errorResponse(id, mcp.INVALID_PARAMS, UnknownToolMessage(name))
+}
+
+// UnknownToolMessage says that the endpoint has no tool name (as the client called it) and
+// where its tools are listed: one sentence, whichever endpoint or server found it unknown.
+func UnknownToolMessage(name string) string {
+	return fmt.Sprintf("Unknown tool %q: this endpoint has no tool of that name (tools/list lists its tools)", name)
 }
 
 // IsErrorResult is a tools/call result with isError true and text.

@@ -319,6 +319,30 @@ func TestEveryNotificationPrecedesTheResult(t *testing.T) {
 	}
 }
 
+// TestUnknownToolIsOneSentence: a tools/call of a tool /mcp does not have is -32602 with
+// UnknownToolMessage, not mcp-go's "tool 'x' not found: tool not found"; a call without a name
+// still says what it lacks.
+func TestUnknownToolIsOneSentence(t *testing.T) {
+	c := client(t)
+	sid := initialize(t, c, "2025-11-25")
+	for _, cc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, `Unknown tool "nope": this endpoint has no tool of that name (tools/list lists its tools)`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}`, "Invalid params: tools/call requires params.name, the name of a tool from tools/list"},
+	} {
+		ex, err := send(t, c, sid, cc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ex.messages) != 1 {
+			t.Fatalf("%s: %v", cc.body, ex.messages)
+		}
+		e, _ := ex.messages[0]["error"].(map[string]any)
+		if e["code"] != float64(mcp.INVALID_PARAMS) || e["message"] != cc.want {
+			t.Errorf("%s: error %v, want -32602 %q", cc.body, e, cc.want)
+		}
+	}
+}
+
 func TestSessionErrors(t *testing.T) {
 	c := client(t)
 	_, err := send(t, c, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)

@@ -85,6 +85,16 @@ func (s *Subscription) Result(serverInfo any) []byte {
 // DecorateResponse applies Decorate to the result of a rendered JSON-RPC response; an error
 // response is returned as it is.
 func DecorateResponse(method string, resp []byte, serverInfo any) []byte {
+	return decorateResponse(method, resp, serverInfo, false)
+}
+
+// DecorateResponseAs applies DecorateAs to the result of a rendered JSON-RPC response: the
+// endpoint's serverInfo replaces a provider's.
+func DecorateResponseAs(method string, resp []byte, serverInfo any) []byte {
+	return decorateResponse(method, resp, serverInfo, true)
+}
+
+func decorateResponse(method string, resp []byte, serverInfo any, replace bool) []byte {
 	var r struct {
 		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
@@ -92,7 +102,7 @@ func DecorateResponse(method string, resp []byte, serverInfo any) []byte {
 	if json.Unmarshal(resp, &r) != nil || len(r.Result) == 0 {
 		return resp
 	}
-	return resultMessage(r.ID, Decorate(method, r.Result, serverInfo))
+	return resultMessage(r.ID, decorate(method, r.Result, serverInfo, replace))
 }
 
 // resultMessage renders a JSON-RPC result answer to id (both valid JSON already: appended,

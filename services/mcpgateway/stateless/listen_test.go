@@ -50,3 +50,19 @@ func TestDecorateResponse(t *testing.T) {
 		}
 	}
 }
+
+// TestDecorateResponseAs: an endpoint that speaks for others (a preset) names itself in every
+// result, in place of the serverInfo a provider put there; DecorateResponse keeps the
+// provider's.
+func TestDecorateResponseAs(t *testing.T) {
+	preset := map[string]any{"name": "zest-preset-p", "version": "1"}
+	resp := `{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"provider","version":"9"},"x":1},"content":[],"resultType":"complete"}}`
+	want := `{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"zest-preset-p","version":"1"},"x":1},"content":[],"resultType":"complete"}}`
+	if got := string(DecorateResponseAs("tools/call", []byte(resp), preset)); got != want {
+		t.Errorf("DecorateResponseAs: %s, want %s", got, want)
+	}
+	kept := `{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"provider","version":"9"},"x":1},"content":[],"resultType":"complete"}}`
+	if got := string(DecorateResponse("tools/call", []byte(resp), preset)); got != kept {
+		t.Errorf("DecorateResponse: %s, want %s", got, kept)
+	}
+}

@@ -176,6 +176,17 @@ var cacheable = []string{"tools/list", "prompts/list", "resources/list", "resour
 // cacheScope "private" (reuse needs revalidation, and only by this caller). Members already
 // there are kept; a result that is not an object is returned as it is.
 func Decorate(method string, result json.RawMessage, serverInfo any) json.RawMessage {
+	return decorate(method, result, serverInfo, false)
+}
+
+// DecorateAs is Decorate for an endpoint that speaks for others (a preset): its serverInfo
+// replaces the one a provider's result carries, so that every result of the endpoint names
+// one server, the one server/discover named.
+func DecorateAs(method string, result json.RawMessage, serverInfo any) json.RawMessage {
+	return decorate(method, result, serverInfo, true)
+}
+
+func decorate(method string, result json.RawMessage, serverInfo any, replace bool) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(result, &obj) != nil || obj == nil {
 		return result
@@ -200,7 +211,7 @@ func Decorate(method string, result json.RawMessage, serverInfo any) json.RawMes
 		if meta == nil {
 			meta = map[string]json.RawMessage{}
 		}
-		if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
+		if _, ok := meta[mcp.MetaKeyServerInfo]; !ok || replace {
 			if b, err := json.Marshal(serverInfo); err == nil {
 				meta[mcp.MetaKeyServerInfo] = b
 				obj["_meta"], _ = json.Marshal(meta)
