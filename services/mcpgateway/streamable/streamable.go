@@ -12,6 +12,9 @@
 //
 // Streams are not resumable: a GET stream carries no event ids, and a client that reconnects
 // (with or without Last-Event-ID) gets a new stream.
+//
+// Under each endpoint, the package also serves the HTTP+SSE transport of protocol 2024-11-05
+// (<endpoint>/sse and <endpoint>/message, legacy.go) over the same sessions.
 package streamable
 
 import (
