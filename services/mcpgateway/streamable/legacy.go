@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/lib/httpexchange"
+	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	"github.com/zestmcp/zest/lib/mcpbatch"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -26,7 +27,8 @@ import (
 // (mcp-remote --transport sse-only, the SDKs' SSE client transports): GET <endpoint>/sse
 // opens a stream whose first event, "endpoint", is the URL to POST messages to
 // (<endpoint>/message?sessionId=<stream id>, the shape of mcp-proxy and supergateway); each
-// POST answers 202 and its answers arrive as "message" events on that stream.
+// POST is answered 202 before its work and its answers arrive as "message" events on that
+// stream.
 //
 // Underneath, a stream is a session of the same endpoint, as a Streamable HTTP client has
 // one: its POSTs are Exchanges (the session id that initialize returned kept by the stream,
@@ -43,9 +45,17 @@ const (
 	LegacyStreamParam = "sessionId"
 )
 
+// MaxLegacyInFlight is how many POSTed messages of one stream may run at once: a POST is
+// answered 202 before its work, which the stream's bound counts instead of the edge's
+// requests in flight. Past it, a POST is 429.
+const MaxLegacyInFlight = 16
+
+// legacyRetryMs is the Retry-After of a POST past MaxLegacyInFlight.
+const legacyRetryMs = 1000
+
 // MaxLegacyPending is how many messages may wait for a legacy stream's client to read them.
 // A client that lets more pile up loses its stream (and its session): the POST that found
-// the stream full is answered 503.
+// the stream full ends with it.
 const MaxLegacyPending = 256
 
 // legacyStreams are the legacy streams this replica holds, by stream id.
@@ -61,7 +71,7 @@ type legacyStream struct {
 	out      chan []byte
 	ctx      context.Context // the GET's: ends with the stream
 	fail     context.CancelFunc
-	overflow chan struct{} // closed when the client let MaxLegacyPending messages wait
+	inFlight chan struct{} // a slot per POSTed message running (MaxLegacyInFlight)
 
 	mu      sync.Mutex
 	session string // the MCP session initialize created; empty before
@@ -84,12 +94,12 @@ func (s *legacyStreams) remove(id string) {
 	delete(s.m, id)
 }
 
-// get is the stream id names, if the caller of r opened it on this endpoint.
+// get is the stream id names, if it is open and caller opened it on this endpoint.
 func (s *legacyStreams) get(id, endpoint string, caller [32]byte) *legacyStream {
 	s.mu.Lock()
 	ls := s.m[id]
 	s.mu.Unlock()
-	if ls == nil || ls.endpoint != endpoint || subtle.ConstantTimeCompare(ls.caller[:], caller[:]) != 1 {
+	if ls == nil || ls.ctx.Err() != nil || ls.endpoint != endpoint || subtle.ConstantTimeCompare(ls.caller[:], caller[:]) != 1 {
 		return nil
 	}
 	return ls
@@ -108,14 +118,21 @@ func (ls *legacyStream) send(msg []byte) bool {
 		return true
 	default:
 		ls.fail()
-		select {
-		case <-ls.overflow:
-		default:
-			close(ls.overflow)
-		}
 		return false
 	}
 }
+
+// acquire takes a slot of MaxLegacyInFlight: false when all are taken.
+func (ls *legacyStream) acquire() bool {
+	select {
+	case ls.inFlight <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (ls *legacyStream) release() { <-ls.inFlight }
 
 func (ls *legacyStream) sessionID() string {
 	ls.mu.Lock()
@@ -152,10 +169,10 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	endpoint := legacyEndpoint(r, LegacySSEPath)
 	ls := &legacyStream{endpoint: endpoint, caller: callerOf(r), out: make(chan []byte, MaxLegacyPending),
-		ctx: ctx, fail: cancel, overflow: make(chan struct{})}
+		ctx: ctx, fail: cancel, inFlight: make(chan struct{}, MaxLegacyInFlight)}
 	id := h.legacy.add(ls)
-	defer h.legacy.remove(id)
 	defer func() {
+		h.legacy.remove(id)
 		// The stream was the session's transport: its end ends the session.
 		if sid := ls.sessionID(); sid != "" {
 			ectx, stop := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
@@ -199,6 +216,9 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 			}
 			flush()
 		case <-ctx.Done():
+			if r.Context().Err() == nil {
+				h.log().WarnContext(r.Context(), "an HTTP+SSE stream was closed: its client let messages wait unread past the bound", "max_pending", MaxLegacyPending)
+			}
 			return
 		}
 	}
@@ -265,50 +285,61 @@ func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sid := ls.sessionID()
-	// The POST's context: the exchange ends with it (the client went away), its work is
-	// counted by the edge while it runs, as a Streamable HTTP POST's.
-	stream, err := h.MCP.Exchange(r.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sid, ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
-		ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")})
-	if err != nil {
-		h.writeStatus(w, r, err)
+	if !ls.acquire() {
+		w.Header().Set("Retry-After", strconv.Itoa(legacyRetryMs/1000))
+		WriteLimited(w, "Too Many Requests: "+strconv.Itoa(MaxLegacyInFlight)+" messages of this HTTP+SSE stream are in flight (streamable.MaxLegacyInFlight); POST again once answers arrive", legacyRetryMs)
 		return
 	}
+	// Accepted now, answered on the stream: a client that POSTs one message at a time (the
+	// Python SDK's) can send the next — a relayed request's answer, a cancellation — while
+	// this one runs. The work runs in the stream's context (it ends with the stream) with
+	// this POST's metadata (its key, its request id).
+	md, _ := metadata.FromIncomingContext(r.Context())
+	ctx := metadata.NewIncomingContext(ls.ctx, md)
+	req := &mcpgatewayv1.ExchangeRequest{SessionId: ls.sessionID(), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
+		ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}
+	go func() {
+		defer ls.release()
+		h.legacyExchange(ctx, ls, req)
+	}()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// legacyExchange runs one POSTed message in its stream's session and queues what comes back
+// on the stream; an error before any answer is queued as the request's JSON-RPC error.
+func (h *Handler) legacyExchange(ctx context.Context, ls *legacyStream, req *mcpgatewayv1.ExchangeRequest) {
+	stream, err := h.MCP.Exchange(ctx, req)
 	queued := false
-	for {
-		item, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if !queued {
-				h.writeStatus(w, r, err)
-				return
-			}
-			h.log().WarnContext(r.Context(), "mcp stream broke after answers were sent on the HTTP+SSE stream", "err", err)
-			if b := brokenJSON(body, brokenMsg(err)); b != nil {
-				ls.send(b)
-			}
+	for err == nil {
+		var item *mcpgatewayv1.ExchangeResponse
+		if item, err = stream.Recv(); err != nil {
 			break
 		}
 		if s := item.GetSession(); s != nil {
 			ls.mu.Lock()
 			ls.session = s.GetSessionId()
 			ls.mu.Unlock()
-			go h.legacyListen(ls, r.PathValue("id"), r.PathValue("preset"), s.GetSessionId())
+			go h.legacyListen(ls, req.GetServerId(), req.GetPresetId(), s.GetSessionId())
 			continue
 		}
 		if !ls.send(item.GetMessage()) {
-			select {
-			case <-ls.overflow:
-				WriteError(w, http.StatusServiceUnavailable, -32603, "Service Unavailable: the HTTP+SSE stream was closed because its client let "+
-					strconv.Itoa(MaxLegacyPending)+" messages wait unread (streamable.MaxLegacyPending); open GET "+endpoint+LegacySSEPath+" again")
-			default:
-				WriteError(w, http.StatusNotFound, -32600, "Not Found: the HTTP+SSE stream "+LegacyStreamParam+"="+id+" closed before its answer; open GET "+endpoint+LegacySSEPath+" again")
-			}
-			return
+			return // the stream ended: nobody to answer
 		}
 		queued = true
 	}
-	w.WriteHeader(http.StatusAccepted)
+	if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		return
+	}
+	h.log().WarnContext(ctx, "a message of an HTTP+SSE stream failed", "err", err, "answers_sent", queued)
+	code, msg := jsonrpcerr.InternalError, brokenMsg(err)
+	if st := status.Convert(err); !queued {
+		// As the POST would have been answered (writeStatus), on the stream.
+		code, msg = jsonrpcerr.InvalidRequest, st.Message()
+		if httpstatus.FromCode(st.Code()) >= 500 {
+			code, msg = jsonrpcerr.InternalError, "mcpgateway failed ("+st.Code().String()+"): "+msg
+		}
+	}
+	if b := brokenJSON(req.GetPayload(), code, msg); b != nil {
+		ls.send(b)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -117,9 +118,13 @@ func nextEvent(t *testing.T, events <-chan sseEvent, what string) sseEvent {
 	return sseEvent{}
 }
 
+// postLegacy POSTs body to a stream's message URL with key; an answer that does not come
+// within 10 s fails the test.
 func postLegacy(t *testing.T, url, key, body string) answer {
 	t.Helper()
-	req := must(http.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(body)))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req := must(http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body)))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -275,9 +280,12 @@ func (w *stalledWriter) Write(p []byte) (int, error) {
 }
 
 // TestLegacyStreamBudget: a client that lets MaxLegacyPending messages wait unread loses its
-// stream; the POST that found it full is 503 naming the limit, and the stream is gone.
+// stream: its POSTs are 404 from then on, though the stream's writer is still stuck.
 func TestLegacyStreamBudget(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+	f := &fakeMCP{exchange: func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		if !strings.Contains(string(req.GetPayload()), "tools/list") {
+			return nil
+		}
 		for i := range MaxLegacyPending + 2 {
 			if err := s.Send(message(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}`, i))); err != nil {
 				return err
@@ -285,8 +293,7 @@ func TestLegacyStreamBudget(t *testing.T) {
 		}
 		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	}}
-	h := &Handler{MCP: In(f), KeepAlive: time.Hour}
-	mux := Mux(h)
+	mux := Mux(&Handler{MCP: In(f), KeepAlive: time.Hour})
 	w := &stalledWriter{header: http.Header{}, endpoint: make(chan string, 1), release: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -300,21 +307,129 @@ func TestLegacyStreamBudget(t *testing.T) {
 		t.Fatal("no endpoint event")
 	}
 	url := strings.TrimSuffix(strings.TrimPrefix(ep, "event: endpoint\ndata: "), "\n\n")
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
-	a := answer{rec.Code, rec.Header(), rec.Body.String()}
-	if code, msg := rpcError(t, a); a.status != 503 || code != -32603 || !strings.Contains(msg, fmt.Sprintf("let %d messages wait unread (streamable.MaxLegacyPending)", MaxLegacyPending)) {
-		t.Fatalf("POST past the stream's budget: %d %d %q", a.status, code, msg)
+	postTo := func(body string) int {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(body)))
+		return rec.Code
 	}
+	if code := postTo(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusAccepted {
+		t.Fatalf("POST: %d", code)
+	}
+	waitfor.True(t, 5*time.Second, "the stream past its budget to be closed", func() bool {
+		return postTo(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) == http.StatusNotFound
+	})
 	close(w.release)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stream did not end")
 	}
-	rec = httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)))
-	if rec.Code != 404 {
-		t.Fatalf("POST to the lost stream: %d %s", rec.Code, rec.Body)
+}
+
+// TestLegacyPostAcceptedBeforeItsWork: a POST is 202 before its work ends, so that a client
+// that POSTs one message at a time (the Python SDK's sse_client) can answer a request the
+// call relays to it while the call waits; the call's answer then comes on the stream.
+func TestLegacyPostAcceptedBeforeItsWork(t *testing.T) {
+	answered := make(chan struct{})
+	f := legacyFake(make(chan struct{}), make(chan string, 1))
+	inner := f.exchange
+	f.exchange = func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		switch body := string(req.GetPayload()); {
+		case strings.Contains(body, `"tools/call"`):
+			if err := s.Send(message(`{"jsonrpc":"2.0","id":"zr.1","method":"sampling/createMessage","params":{}}`)); err != nil {
+				return err
+			}
+			select { // the call waits for the client's answer to its relayed request
+			case <-answered:
+			case <-s.Context().Done():
+				return s.Context().Err()
+			}
+			return s.Send(final(`{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`))
+		case strings.Contains(body, `"zr.1"`):
+			close(answered)
+			return nil
+		}
+		return inner(req, s)
 	}
+	srv := serve(t, f)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events, _ := openLegacy(t, ctx, srv.URL+"/mcp/sse", "k")
+	msgURL := srv.URL + nextEvent(t, events, "the endpoint event").data
+	if a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`); a.status != 202 {
+		t.Fatalf("initialize: %+v", a)
+	}
+	nextEvent(t, events, "initialize's answer")
+	// One message at a time, each POST awaited before the next, as a sequential client does.
+	if a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`); a.status != 202 {
+		t.Fatalf("tools/call: %+v", a)
+	}
+	if ev := nextEvent(t, events, "the relayed request"); !strings.Contains(ev.data, `"sampling/createMessage"`) {
+		t.Fatalf("relayed request: %+v", ev)
+	}
+	if a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","id":"zr.1","result":{"role":"assistant"}}`); a.status != 202 {
+		t.Fatalf("the relayed request's answer: %+v", a)
+	}
+	if ev := nextEvent(t, events, "the call's answer"); ev.data != `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}` {
+		t.Fatalf("the call's answer: %+v", ev)
+	}
+}
+
+// TestLegacyErrorsOnTheStream: an error before any answer (a session that expired) reaches
+// the client as the request's JSON-RPC error on the stream, with its id; a notification's
+// error has no answer.
+func TestLegacyErrorsOnTheStream(t *testing.T) {
+	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+		return status.Error(codes.NotFound, "session not found: initialize again")
+	}}
+	srv := serve(t, f)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events, _ := openLegacy(t, ctx, srv.URL+"/mcp/sse", "k")
+	msgURL := srv.URL + nextEvent(t, events, "the endpoint event").data
+	if a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); a.status != 202 {
+		t.Fatalf("a notification: %+v", a)
+	}
+	if a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); a.status != 202 {
+		t.Fatalf("tools/list: %+v", a)
+	}
+	if ev := nextEvent(t, events, "the error"); ev.data != `{"error":{"code":-32600,"message":"session not found: initialize again"},"id":7,"jsonrpc":"2.0"}` {
+		t.Fatalf("the error on the stream: %+v", ev)
+	}
+}
+
+// TestLegacyInFlightBound: at most MaxLegacyInFlight POSTed messages of one stream run at
+// once; the next POST is 429 naming the bound, and a slot freed takes POSTs again.
+func TestLegacyInFlightBound(t *testing.T) {
+	release := make(chan struct{})
+	var running sync.WaitGroup
+	running.Add(MaxLegacyInFlight)
+	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+		running.Done()
+		select {
+		case <-release:
+		case <-s.Context().Done():
+		}
+		return nil
+	}}
+	srv := serve(t, f)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events, _ := openLegacy(t, ctx, srv.URL+"/mcp/sse", "k")
+	msgURL := srv.URL + nextEvent(t, events, "the endpoint event").data
+	for i := range MaxLegacyInFlight {
+		if a := postLegacy(t, msgURL, "k", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i)); a.status != 202 {
+			t.Fatalf("POST %d: %+v", i, a)
+		}
+	}
+	running.Wait()
+	a := postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","id":99,"method":"tools/list"}`)
+	if a.status != 429 || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, fmt.Sprintf("%d messages of this HTTP+SSE stream are in flight (streamable.MaxLegacyInFlight)", MaxLegacyInFlight)) {
+		t.Fatalf("POST past the bound: %+v", a)
+	}
+	running.Add(1) // the next POST's work
+	close(release)
+	waitfor.True(t, 5*time.Second, "a POST to be taken once slots are free", func() bool {
+		return postLegacy(t, msgURL, "k", `{"jsonrpc":"2.0","method":"notifications/initialized"}`).status == 202
+	})
 }

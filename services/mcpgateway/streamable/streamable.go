@@ -377,15 +377,16 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 // client cannot resume). Only a single request is answered so (nil otherwise): a batch
 // (2025-03-26) may have had some of its responses sent already.
 func brokenAnswer(body []byte, msg string) []byte {
-	b := brokenJSON(body, msg)
+	b := brokenJSON(body, jsonrpcerr.InternalError, msg)
 	if b == nil {
 		return nil
 	}
 	return []byte("event: message\ndata: " + string(b) + "\n\n")
 }
 
-// brokenJSON is the JSON-RPC error of brokenAnswer, nil when body is not a single request.
-func brokenJSON(body []byte, msg string) []byte {
+// brokenJSON is the JSON-RPC error (code, msg) answering body, nil when body is not a single
+// request.
+func brokenJSON(body []byte, code int, msg string) []byte {
 	var req struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -393,7 +394,7 @@ func brokenJSON(body []byte, msg string) []byte {
 	if json.Unmarshal(body, &req) != nil || req.Method == "" || len(req.ID) == 0 || string(req.ID) == "null" {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": jsonrpcerr.InternalError, "message": msg}})
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": code, "message": msg}})
 	return b
 }
 
