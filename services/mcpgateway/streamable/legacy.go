@@ -54,9 +54,12 @@ const MaxLegacyInFlight = 16
 const legacyRetryMs = 1000
 
 // MaxLegacyPending is how many messages may wait for a legacy stream's client to read them.
-// A client that lets more pile up loses its stream (and its session): the POST that found
-// the stream full ends with it.
+// A client that lets more pile up loses its stream (and its session): its POSTs are 404 from
+// then on.
 const MaxLegacyPending = 256
+
+// legacyEndTimeout bounds ending a closed stream's session.
+const legacyEndTimeout = 5 * time.Second
 
 // legacyStreams are the legacy streams this replica holds, by stream id.
 type legacyStreams struct {
@@ -175,7 +178,7 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 		h.legacy.remove(id)
 		// The stream was the session's transport: its end ends the session.
 		if sid := ls.sessionID(); sid != "" {
-			ectx, stop := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+			ectx, stop := context.WithTimeout(context.WithoutCancel(r.Context()), legacyEndTimeout)
 			defer stop()
 			if _, err := h.MCP.EndSession(ectx, &mcpgatewayv1.EndSessionRequest{SessionId: sid, ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil &&
 				status.Code(err) != codes.NotFound {
