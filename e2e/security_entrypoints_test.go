@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -24,15 +25,16 @@ func (c entryCall) String() string {
 }
 
 // TestOneDoorEveryEntryPoint: the same server policy holds on each way a tool call comes in —
-// the admin API, /mcp/servers/{id}, /mcp/presets/{id} and a chat — with each entry point's own
-// words: a denied tool never runs, a result over max_output_bytes is replaced by an isError
-// result saying so, the server's rate_limit counts the calls of all of them together (the
-// ninth refused on each), and every call is in the activity under its path; /mcp's built-in
-// tools are recorded the same way.
+// the admin API, /mcp/servers/{id}, /mcp/presets/{id}, /mcp/servers/{id}/sse (HTTP+SSE, mcp-go's
+// SSE client) and a chat — with each entry point's own words: a denied tool never runs, a
+// result over max_output_bytes is replaced by an isError result saying so, the server's
+// rate_limit counts the calls of all of them together (the eleventh refused on each), and
+// every call is in the activity under its path; /mcp's built-in tools are recorded the same
+// way.
 func TestOneDoorEveryEntryPoint(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_ACTIVITY_DETAILS=true")
 	registerServer(t, s, map[string]any{"id": "every", "command": "node", "args": []string{serverEverything(t)},
-		"tools_deny": []string{"get-env"}, "max_output_bytes": 1024, "rate_limit": "8/h"})
+		"tools_deny": []string{"get-env"}, "max_output_bytes": 1024, "rate_limit": "10/h"})
 	if r := admin(t, s, "POST", "/presets", `{"id":"pe","model":"builtin-llm","mcp_server_ids":["every","lemonade"]}`); r.Status != 200 {
 		t.Fatalf("preset: %d %s", r.Status, r.Body)
 	}
@@ -41,6 +43,20 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 		return cl
 	}
 	server, preset := session(fedURL(s, "every")), session(presetURL(s, "pe"))
+	legacy, err := mcpclient.NewSSEMCPClient(fedURL(s, "every")+"/sse", transport.WithHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := legacy.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { legacy.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2024-11-05"
+	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-sse", Version: "1"}
+	if _, err := legacy.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
 	mcpCall := func(cl *mcpclient.Client, tool string, args map[string]any) entryCall {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = tool, args
@@ -73,6 +89,7 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 			return c
 		}},
 		{"/mcp/servers/{id}", "mcp", func(tool string, args map[string]any) entryCall { return mcpCall(server, tool, args) }},
+		{"/mcp/servers/{id}/sse", "mcp", func(tool string, args map[string]any) entryCall { return mcpCall(legacy, tool, args) }},
 		{"/mcp/presets/{id}", "mcp", func(tool string, args map[string]any) entryCall {
 			return mcpCall(preset, "mcp_every__"+tool, args)
 		}},
@@ -106,7 +123,7 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 			}
 		})
 	}
-	// 4 entry points × 2 echo calls: the rate_limit of 8/h is spent, whichever way they came.
+	// 5 entry points × 2 echo calls: the rate_limit of 10/h is spent, whichever way they came.
 	for _, e := range entries {
 		c := e.call("echo", map[string]any{"message": "one too many"})
 		if !strings.Contains(c.refused+c.text, "rate_limit") || strings.Contains(c.text, "Echo: one too many") {
@@ -126,9 +143,9 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 			t.Errorf("get-env ran: %v", rec)
 		}
 	}
-	// admin: get-env, two echoes, one refused; mcp: the same on two endpoints, and the built-in
+	// admin: get-env, two echoes, one refused; mcp: the same on three endpoints, and the built-in
 	// tool; chat: two echoes and the refused one (a tool not offered is never a call).
-	if paths["admin every"] != 4 || paths["mcp every"] != 8 || paths["mcp lemonade"] != 1 || paths["chat every"] != 3 {
+	if paths["admin every"] != 4 || paths["mcp every"] != 12 || paths["mcp lemonade"] != 1 || paths["chat every"] != 3 {
 		t.Fatalf("activity by path and server: %v", paths)
 	}
 }

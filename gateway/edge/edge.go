@@ -151,6 +151,8 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))
 	// A preset's providers aggregated on one endpoint (the path value "preset" tells it apart).
 	mux.Handle("/mcp/presets/{preset}", mcpAPI(mcp))
+	// Every other path under /mcp is mcpgateway's too (it answers what it does not serve).
+	mux.Handle("/mcp/", mcpAPI(mcp))
 	adminRoutes := g.AdminNotConfigured(g.CORS(g.AdminKey(limits.wrap(adminLimited, httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError, admin)))))
 	// The audit export streams JSON lines with a handler of its own (auditexport.go).
 	mux.Handle("/internal/mcp/audit/export", g.AdminNotConfigured(g.CORS(g.AdminKey(limits.wrap(adminLimited, httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError,

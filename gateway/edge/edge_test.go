@@ -447,8 +447,6 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 		{"GET", "/internal/mcp/nope", 404, "admin"},
 		{"GET", "/internal/mcp", 404, "admin"},
 		{"PUT", "/internal/mcp/servers", 405, "admin"},
-		{"GET", "/mcp/servers/x/tools", 404, "jsonrpc"}, // /mcp/servers/{id} itself is the federated endpoint
-		{"GET", "/mcp/nope", 404, "jsonrpc"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			a := do(t, tc.method, te.url+tc.path, "", auth...)
@@ -462,6 +460,22 @@ func TestRoutingAnswersJSONInTheFamilyShape(t *testing.T) {
 				t.Fatalf("no request id: %v", a.header)
 			}
 		})
+	}
+	// Under /mcp every path is mcpgateway's (the HTTP+SSE transport's <endpoint>/sse and
+	// <endpoint>/message, and its own 404 for the rest): the edge passes each on.
+	te.mcp.setExchange(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"No route for `+r.Method+` `+r.URL.Path+`"}}`)
+	})
+	before := te.mcp.count()
+	for _, path := range []string{"/mcp/nope", "/mcp/servers/x/tools", "/mcp/servers/x/sse"} {
+		if a := do(t, "POST", te.url+path, "{}", auth...); a.status != 404 || shape(t, a) != "jsonrpc" || !strings.Contains(a.body, path) {
+			t.Errorf("POST %s: %d %s", path, a.status, a.body)
+		}
+	}
+	if n := te.mcp.count() - before; n != 3 {
+		t.Errorf("%d of 3 requests under /mcp reached mcpgateway", n)
 	}
 	if a := do(t, "GET", te.url+"/live", ""); a.status != 200 || a.json(t)["status"] != "ok" {
 		t.Fatalf("/live: %+v", a)

@@ -12,6 +12,9 @@
 //
 // Streams are not resumable: a GET stream carries no event ids, and a client that reconnects
 // (with or without Last-Event-ID) gets a new stream.
+//
+// Under each endpoint, the package also serves the HTTP+SSE transport of protocol 2024-11-05
+// (<endpoint>/sse and <endpoint>/message, legacy.go) over the same sessions.
 package streamable
 
 import (
@@ -56,15 +59,24 @@ type Handler struct {
 	Log *slog.Logger
 	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
 	KeepAlive time.Duration
+
+	legacy legacyStreams // the HTTP+SSE streams this replica holds (legacy.go)
 }
 
 // Mux routes the three MCP endpoints to h: /mcp, /mcp/servers/{id} (the path value "id") and
-// /mcp/presets/{preset}.
+// /mcp/presets/{preset}; under each, the HTTP+SSE transport of protocol 2024-11-05
+// (<endpoint>/sse and <endpoint>/message, legacy.go). Any other path is 404 in the
+// endpoints' error shape.
 func Mux(h *Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("/mcp/servers/{id}", h)
-	mux.Handle("/mcp/presets/{preset}", h)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		jsonrpcerr.WriteStatus(w, http.StatusNotFound, "No route for "+r.Method+" "+r.URL.Path)
+	})
+	for _, endpoint := range []string{"/mcp", "/mcp/servers/{id}", "/mcp/presets/{preset}"} {
+		mux.Handle(endpoint, h)
+		mux.HandleFunc(endpoint+LegacySSEPath, h.legacyOpen)
+		mux.HandleFunc(endpoint+LegacyMessagePath, h.legacyPost)
+	}
 	return mux
 }
 
@@ -365,6 +377,16 @@ func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error)
 // client cannot resume). Only a single request is answered so (nil otherwise): a batch
 // (2025-03-26) may have had some of its responses sent already.
 func brokenAnswer(body []byte, msg string) []byte {
+	b := brokenJSON(body, jsonrpcerr.InternalError, msg)
+	if b == nil {
+		return nil
+	}
+	return []byte("event: message\ndata: " + string(b) + "\n\n")
+}
+
+// brokenJSON is the JSON-RPC error (code, msg) answering body, nil when body is not a single
+// request.
+func brokenJSON(body []byte, code int, msg string) []byte {
 	var req struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -372,20 +394,25 @@ func brokenAnswer(body []byte, msg string) []byte {
 	if json.Unmarshal(body, &req) != nil || req.Method == "" || len(req.ID) == 0 || string(req.ID) == "null" {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": jsonrpcerr.InternalError, "message": msg}})
-	return []byte("event: message\ndata: " + string(b) + "\n\n")
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": code, "message": msg}})
+	return b
 }
 
 // msgDied is the error of a request whose replica died after its answer started.
 const msgDied = "Service Unavailable: mcpgateway failed before answering; the request may have run (a tool call is never sent twice)"
 
+// brokenMsg is the error of a request whose stream from the endpoint failed after its answer
+// started.
+func brokenMsg(err error) string {
+	if c := status.Code(err); c != codes.Unavailable {
+		return "mcpgateway failed before answering (" + c.String() + "): " + status.Convert(err).Message()
+	}
+	return msgDied
+}
+
 // writeBroken ends an SSE answer whose stream from the endpoint failed after it started.
 func (h *Handler) writeBroken(w http.ResponseWriter, body []byte, err error) {
-	msg := msgDied
-	if c := status.Code(err); c != codes.Unavailable {
-		msg = "mcpgateway failed before answering (" + c.String() + "): " + status.Convert(err).Message()
-	}
-	if b := brokenAnswer(body, msg); b != nil {
+	if b := brokenAnswer(body, brokenMsg(err)); b != nil {
 		if _, err := w.Write(b); err == nil {
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
