@@ -225,8 +225,10 @@ func TestWalkingSkeletonSlice(t *testing.T) {
 func TestKeysAtTheEdgeAndOverGRPC(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY=api-key-1", "LEMONADE_ADMIN_API_KEY=admin-key-1")
 
+	// An MCP endpoint refuses a key as a JSON-RPC error (an MCP client reads one), whoever
+	// refuses it: the edge (no key) or mcpgateway.
 	r := do(t, "POST", s.URL+"/mcp", sprintf(initBody, "2025-11-25"), mcpHeaders...)
-	if r.Status != http.StatusUnauthorized || r.JSON(t)["error"] != "Invalid or missing API key" {
+	if e, _ := r.JSON(t)["error"].(map[string]any); r.Status != http.StatusUnauthorized || r.JSON(t)["jsonrpc"] != "2.0" || e["message"] != "Invalid or missing API key" {
 		t.Fatalf("no key: %d %s", r.Status, r.Body)
 	}
 	session, _ := mcpInit(t, s, "2025-11-25", "Authorization: Bearer api-key-1")

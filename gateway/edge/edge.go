@@ -118,8 +118,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 			return g.CORS(key(limits.wrap(limited, httpguard.LimitBody(cfg.MaxBodyBytes, writeError, h))))
 		}
 	}
-	// A key refused on the OpenAI routes is answered in OpenAI's shape (its SDKs read it).
-	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKey, mcpError, mcpLimited)
+	// A key refused is answered in its family's shape: OpenAI's on the OpenAI routes (its SDKs
+	// read it), a JSON-RPC error on the MCP endpoints (an MCP client reads one).
+	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKeyAs(mcpError), mcpError, mcpLimited)
 	// The edge's own settings (lemond.go) take the admin key once one is set.
 	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
@@ -145,7 +146,7 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// protocol, and asks the edge to count what the request line does not show (admit).
 	mcp := &httpexchange.Proxy{Client: mcpgatewayv1.NewHttpServiceClient(e.backend["mcpgateway"]), Log: log,
 		Admit: admitter{limits: limits, streams: streams, write: mcpLimited}.admit, WriteError: mcpError, WriteLimited: mcpLimited,
-		WriteKeyError: httpguard.WriteError, ReadBody: httpguard.ReadBody, BodyError: bodyError(mcpError)}
+		WriteKeyError: mcpError, ReadBody: httpguard.ReadBody, BodyError: bodyError(mcpError)}
 	mux.Handle("/mcp", mcpAPI(mcp))
 	// Federation: one registered server through the same transport, guards and keys.
 	mux.Handle("/mcp/servers/{id}", mcpAPI(mcp))

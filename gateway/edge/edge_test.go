@@ -528,7 +528,10 @@ func TestEvery401CarriesBearer(t *testing.T) {
 			t.Errorf("%s: %d %v %s", name, a.status, a.header, a.body)
 			continue
 		}
-		_ = a.json(t)
+		// Each in its family's shape: a JSON-RPC error on /mcp, whoever refused the key.
+		if mcp := strings.HasPrefix(name, "API key missing") || strings.HasPrefix(name, "mcpgateway"); mcp != (a.json(t)["jsonrpc"] == "2.0") {
+			t.Errorf("%s: not in its family's shape: %s", name, a.body)
+		}
 	}
 	if a := do(t, "POST", te.url+"/mcp", "{}", "Origin", "https://evil.example"); a.status != 403 || a.header.Get("WWW-Authenticate") != "" {
 		t.Errorf("a refused origin: %d %v", a.status, a.header)
