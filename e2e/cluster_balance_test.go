@@ -222,7 +222,11 @@ func TestInferenceReplicaKilledUnderLoad(t *testing.T) {
 			ok, answer := httpCall("POST", s.URL+"/api/v1/chat/completions", loadChat(`,"stream":true}`), "heard")
 			return ok && strings.Contains(answer, "data: [DONE]") && !strings.Contains(answer, `data: {"error"`), answer
 		}, clear: func(a string) bool {
-			return strings.Contains(a, `data: {"error":{`) && strings.HasSuffix(strings.TrimSpace(a), "data: [DONE]")
+			// Killed before the stream began, the answer is a 503 with OpenAI's error, as
+			// OpenAI answers a stream that cannot start; killed after, the stream ends on an
+			// error event and [DONE]. Which one depends on when the kill lands.
+			return jsonError(503)(a) ||
+				strings.Contains(a, `data: {"error":{`) && strings.HasSuffix(strings.TrimSpace(a), "data: [DONE]")
 		}},
 		// edge → mcpgateway → inference ListModels
 		{name: "mcp-list-models", safe: true, workers: 2, do: func() (bool, string) {
