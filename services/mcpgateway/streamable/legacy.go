@@ -16,7 +16,6 @@ import (
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
-	"github.com/zestmcp/zest/lib/mcpbatch"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -274,19 +273,9 @@ func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request) {
 			" at this mcpgateway replica; open GET "+endpoint+LegacySSEPath+" again (a stream's messages must reach the replica that holds it)")
 		return
 	}
-	body, err := io.ReadAll(r.Body) // read whole by the edge, within its bound
-	if err != nil {
-		WriteError(w, http.StatusBadRequest, jsonrpcerr.ParseError, "Parse error: the body could not be read whole")
+	body, ok := readMessages(w, r)
+	if !ok {
 		return
-	}
-	if n, batch := mcpbatch.Count(body); batch {
-		if n > mcpbatch.MaxMessages {
-			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
-			return
-		}
-		if n > 1 && !httpexchange.Admit(r, &mcpgatewayv1.Admit{Weight: int32(n)}) {
-			return
-		}
 	}
 	if !ls.acquire() {
 		w.Header().Set("Retry-After", strconv.Itoa(legacyRetryMs/1000))

@@ -223,21 +223,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if IsStream(r) && !h.hold(r) {
 		return
 	}
-	body, err := io.ReadAll(r.Body) // read whole by the edge, within its bound
-	if err != nil {
-		WriteError(w, http.StatusBadRequest, jsonrpcerr.ParseError, "Parse error: the body could not be read whole")
+	body, ok := readMessages(w, r)
+	if !ok {
 		return
-	}
-	// A batch is refused past mcpbatch.MaxMessages before it is read, and each of its
-	// messages counts as a request against its caller's rate (the edge admits it).
-	if n, batch := mcpbatch.Count(body); batch {
-		if n > mcpbatch.MaxMessages {
-			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
-			return
-		}
-		if n > 1 && !httpexchange.Admit(r, &mcpgatewayv1.Admit{Weight: int32(n)}) {
-			return
-		}
 	}
 	stream, err := h.MCP.Exchange(r.Context(), exchangeRequest(r, body))
 	if err != nil {
@@ -495,4 +483,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func isJSON(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
+}
+
+// readMessages reads a POST's body (whole: the edge read it within its bound) and admits a
+// batch: refused past mcpbatch.MaxMessages before it is read, and each of its messages counted
+// as a request against its caller's rate (the edge admits it). false: the answer is written.
+// Streamable HTTP's POST and the legacy transport's message POST both take it.
+func readMessages(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, jsonrpcerr.ParseError, "Parse error: the body could not be read whole")
+		return nil, false
+	}
+	if n, batch := mcpbatch.Count(body); batch {
+		if n > mcpbatch.MaxMessages {
+			WriteInvalidRequest(w, http.StatusBadRequest, mcpbatch.TooLong(n))
+			return nil, false
+		}
+		if n > 1 && !httpexchange.Admit(r, &mcpgatewayv1.Admit{Weight: int32(n)}) {
+			return nil, false
+		}
+	}
+	return body, true
 }
