@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // Doc is one tool as the index sees it.
@@ -26,6 +28,8 @@ type Doc struct {
 	Title       string
 	Description string
 	Params      []Param // the input schema's properties
+	// Entry is the catalog entry the document was made of (Docs), nil when it was not.
+	Entry *mcpgatewayv1.ToolEntry
 }
 
 // Param is one argument of a tool.
