@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync"
@@ -84,4 +85,19 @@ func Docs(entries []*mcpgatewayv1.ToolEntry) []Doc {
 		docs = append(docs, d)
 	}
 	return docs
+}
+
+// OwnNames are the entries of tools served under their own names (the built-in provider's:
+// a preset serves them as /mcp does), for NewShared's extra; a malformed tool is left out.
+func OwnNames(server string, raws []json.RawMessage) []*mcpgatewayv1.ToolEntry {
+	out := make([]*mcpgatewayv1.ToolEntry, 0, len(raws))
+	for _, raw := range raws {
+		e, err := catalog.Entry(server, server, raw)
+		if err != nil {
+			continue
+		}
+		e.ChatName = e.GetName() // a new entry: no snapshot shares it
+		out = append(out, e)
+	}
+	return out
 }
