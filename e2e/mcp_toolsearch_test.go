@@ -107,3 +107,45 @@ func TestPresetToolSearch(t *testing.T) {
 		})
 	}
 }
+
+// TestChatToolSearch: a chat of a preset with tool_search offers the model search_tools and
+// call_tool, not the catalog (the built-in engine calls the tool tool_choice names with the
+// JSON of the message): search_tools answers the tools that fit a request, call_tool runs the
+// one named through the pipeline and the chat records that tool's call; the denied get-env
+// is neither found nor called.
+func TestChatToolSearch(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	registerServer(t, s, map[string]any{"id": "echo", "command": "node", "args": []string{filepath.Join(peersDir(t), "echo-server.mjs")}})
+	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{serverEverything(t)}, "tools_deny": []string{"get-env"}})
+	if r := admin(t, s, "POST", "/presets", `{"id":"finder","model":"builtin-llm","mcp_server_ids":["echo","everything","lemonade"],"tool_search":true}`); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+	chat := func(tool, message string) (toolChatAnswer, Response) {
+		t.Helper()
+		return chatJSON(t, s, jsonBody(t, map[string]any{"preset": "finder",
+			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": tool}},
+			"messages":    []map[string]any{{"role": "user", "content": message}}}))
+	}
+	a, r := chat("search_tools", `{"query":"repeat my words back to me"}`)
+	if r.Status != 200 || len(a.ZestToolCalls) != 1 || a.ZestToolCalls[0].Name != "search_tools" || a.ZestToolCalls[0].IsError ||
+		!strings.Contains(a.Choices[0].Message.Content, "mcp_echo__echo") || !strings.Contains(a.Choices[0].Message.Content, "inputSchema") {
+		t.Fatalf("search_tools in a chat: %d %s", r.Status, r.Body)
+	}
+	a, r = chat("search_tools", `{"query":"print the environment variables","limit":20}`)
+	if r.Status != 200 || strings.Contains(a.Choices[0].Message.Content, "get-env") {
+		t.Fatalf("search_tools found the denied get-env: %d %s", r.Status, r.Body)
+	}
+	a, r = chat("call_tool", `{"name":"mcp_echo__echo","arguments":{"text":"found-by-search"}}`)
+	if r.Status != 200 || a.Choices[0].Message.Content != "The tool returned: found-by-search" || len(a.ZestToolCalls) != 1 ||
+		a.ZestToolCalls[0].Name != "mcp_echo__echo" || a.ZestToolCalls[0].ServerID != "echo" {
+		t.Fatalf("call_tool in a chat: %d %s", r.Status, r.Body)
+	}
+	a, r = chat("call_tool", `{"name":"mcp_everything__get-env"}`)
+	if r.Status != 200 || len(a.ZestToolCalls) != 1 || !a.ZestToolCalls[0].IsError || strings.Contains(a.Choices[0].Message.Content, "PATH=") {
+		t.Fatalf("call_tool of the denied get-env: %d %s", r.Status, r.Body)
+	}
+	// The catalog is not offered: naming one of its tools is refused before the model runs.
+	if _, r = chat("mcp_echo__echo", `{"text":"x"}`); r.Status != 400 || !strings.Contains(string(r.Body), "it offers call_tool, search_tools") {
+		t.Fatalf("tool_choice of a tool tool search hides: %d %s", r.Status, r.Body)
+	}
+}

@@ -409,7 +409,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
+		infer, servers, up, mcpSrv, tools, cfg.Keys, log, toolchat.WithToolSearch(search))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
