@@ -132,18 +132,15 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string) 
 	return out, nil
 }
 
-// Result is search_tools' MCP result for found: the tools as JSON text (what a model reads)
-// and as structuredContent.
+// Result is search_tools' MCP result for found: the tools as JSON text, what a model reads.
+// Not also as structuredContent: a client may hand both to its model, and the schemas are
+// most of an answer's tokens.
 func Result(found []Found) json.RawMessage {
-	tools := map[string]any{"tools": found}
-	text, _ := json.Marshal(tools)
+	text, _ := json.Marshal(map[string]any{"tools": found})
 	if len(found) == 0 {
 		text = []byte(`{"tools":[],"hint":"No tool matched: try other words, or no server filter."}`)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"content":           []map[string]any{{"type": "text", "text": string(text)}},
-		"structuredContent": tools,
-	})
+	b, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": string(text)}}})
 	return b
 }
 
