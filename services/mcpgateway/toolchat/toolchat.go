@@ -268,6 +268,8 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 	var wg sync.WaitGroup
 	for _, id := range providers {
 		if id == serverconfig.LemonadeProvider {
+			// Under mu: the goroutines of the servers named before it write out meanwhile.
+			mu.Lock()
 			for name, st := range l.builtin.ListTools() {
 				schema := map[string]any{"type": "object"}
 				if len(st.Tool.RawInputSchema) > 0 {
@@ -276,6 +278,7 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 				out[name] = &tool{chatName: name, name: name, openai: map[string]any{"type": "function",
 					"function": map[string]any{"name": name, "description": st.Tool.Description, "parameters": schema}}}
 			}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
