@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
-	"slices"
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
@@ -45,16 +43,20 @@ func metaTools() map[string]*tool {
 // newSearchMode keeps the chat's tools as what call_tool may call; the servers a search
 // looks among are those that gave them.
 func newSearchMode(callable map[string]*tool, providers []string) *searchMode {
+	gave := map[string]bool{}
+	for _, t := range callable {
+		gave[t.serverID()] = true
+	}
 	var servers []string
 	for _, id := range providers {
-		if slices.ContainsFunc(slices.Collect(maps.Values(callable)), func(t *tool) bool { return t.serverID() == id }) {
+		if gave[id] {
 			servers = append(servers, id)
 		}
 	}
 	return &searchMode{callable: callable, servers: servers}
 }
 
-// search answers search_tools (arguments args): the best matches among the chat's tools.
+// searchTools answers search_tools (arguments args): the best matches among the chat's tools.
 func (l *Loop) searchTools(ctx context.Context, s *searchMode, args string) ran {
 	a, err := toolsearch.ParseSearch(json.RawMessage(args))
 	if err == nil {
