@@ -167,3 +167,18 @@ func TestToolSearchModern(t *testing.T) {
 		t.Fatalf("call_tool: %s", last)
 	}
 }
+
+// TestToolSearchOnMCP: /mcp serving a preset with tool_search (ZEST_MCP_PRESET) lists and
+// serves the meta-tools as /mcp/presets/{id} does.
+func TestToolSearchOnMCP(t *testing.T) {
+	f := newFixture(t, "search")
+	ctx := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, ctx, "")
+	if got := names(f.result(t, ctx, "", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)["tools"], "name"); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("/mcp's tools/list = %v, want the two meta-tools", got)
+	}
+	res := f.result(t, ctx, "", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp_beta__echo","arguments":{"message":"on /mcp"}}}}`)
+	if content, _ := res["content"].([]any); len(content) == 0 || content[0].(map[string]any)["text"] != "beta echo: on /mcp" {
+		t.Fatalf("call_tool on /mcp: %v", res)
+	}
+}
