@@ -30,6 +30,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
@@ -42,6 +43,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
@@ -360,7 +362,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// endpoint; and /mcp, with ZEST_MCP_PRESET).
 	builtin := mcpserve.New(mcpSrv, codec, reg, tools, log)
 	fed := federate.New(servers, up, tools, codec, reg, cfg.Keys, log)
-	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log)
+	// The tool catalog, one for the admin API and tool search: the search index is built once
+	// per catalog version, for every preset and session (toolsearch.Shared).
+	cat := catalog.New(servers, up, log)
+	builtinTools, err := builtin.BuiltinTools(context.Background())
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, fmt.Errorf("reading the built-in tools: %w", err)
+	}
+	search := toolsearch.NewShared(cat, toolsearch.OwnNames(serverconfig.LemonadeProvider, builtinTools))
+	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log, aggregate.WithToolSearch(search))
 	var mcp mcpserve.Federation = builtin
 	if cfg.MCPPreset != "" {
 		mcp = agg.ForMCP(cfg.MCPPreset)
@@ -381,7 +394,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// (the registry's watch), reaches the connections and the sessions the same way.
 	changes := follow.New(up, log, follow.WithNotify(notify), follow.WithPresets(agg))
 	adminService := admin.New(servers, up, tools, log,
-		admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
+		admin.WithCatalog(cat), admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
 	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
@@ -396,7 +409,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
+		infer, servers, up, mcpSrv, tools, cfg.Keys, log, toolchat.WithToolSearch(search))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
