@@ -140,8 +140,12 @@ func (k Keys) AdminKey() string {
 }
 
 // CallerIsAdmin reports whether the gRPC call of ctx presented the admin key (its incoming
-// authorization metadata): false whenever no admin key is configured.
+// authorization metadata), or an access token of an administrator that Guard.Token verified:
+// false whenever no admin key is configured.
 func (k Keys) CallerIsAdmin(ctx context.Context) bool {
+	if admin, _ := ctx.Value(adminToken{}).(bool); admin && k.AdminKey() != "" {
+		return true
+	}
 	if k.AdminKey() == "" {
 		return false
 	}
@@ -221,10 +225,10 @@ type Guard struct {
 	// Level maps a full method name ("/pkg.Service/Method") to the credential it needs; nil
 	// means LevelAPI for every method.
 	Level func(fullMethod string) Level
-	// Token verifies an access token for a LevelEndpoint method (lib/oauthrs); nil: keys only.
-	// It may fetch the issuer's keys, so it runs in the call's interceptor (Interceptors), not
-	// in Tap.
-	Token func(ctx context.Context, token string) error
+	// Token verifies an access token for a LevelEndpoint method (lib/oauthrs), and tells
+	// whether it is an administrator's; nil: keys only. It may fetch the issuer's keys, so it
+	// runs in the call's interceptor (Interceptors), not in Tap.
+	Token func(ctx context.Context, token string) (admin bool, err error)
 }
 
 // exempt methods answer without a key: health probes and reflection.
@@ -291,34 +295,54 @@ func (g Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 // pendingToken marks a call whose access token Tap let through for the interceptors to verify.
 type pendingToken struct{}
 
+// adminToken marks a call whose verified access token is an administrator's (CallerIsAdmin).
+type adminToken struct{}
+
 // verifyPending verifies the access token Tap let through, if any: Unauthenticated when
-// Token refuses it.
-func (g Guard) verifyPending(ctx context.Context) error {
+// Token refuses it; else ctx, marked when the token is an administrator's.
+func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
 	token, ok := ctx.Value(pendingToken{}).(string)
 	if !ok {
-		return nil
+		return ctx, nil
 	}
-	if err := g.Token(ctx, token); err != nil {
-		return status.Error(codes.Unauthenticated, err.Error())
+	admin, err := g.Token(ctx, token)
+	if err != nil {
+		return ctx, status.Error(codes.Unauthenticated, err.Error())
 	}
-	return nil
+	if admin {
+		ctx = context.WithValue(ctx, adminToken{}, true)
+	}
+	return ctx, nil
 }
 
-// Interceptors verify the access tokens Tap let through (lib/grpcserve chains them first):
+// Interceptors verify the access tokens Tap let through (lib/grpcserve chains them last):
 // a call whose token is refused fails before its handler runs or reads a message.
 func (g Guard) Interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := g.verifyPending(ctx); err != nil {
+			ctx, err := g.verifyPending(ctx)
+			if err != nil {
 				return nil, err
 			}
 			return h(ctx, req)
 		}, func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := g.verifyPending(ss.Context()); err != nil {
+			ctx, err := g.verifyPending(ss.Context())
+			if err != nil {
 				return err
+			}
+			if ctx != ss.Context() {
+				ss = tokenStream{ss, ctx}
 			}
 			return h(srv, ss)
 		}
 }
+
+// tokenStream is a server stream whose context says its token is an administrator's.
+type tokenStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s tokenStream) Context() context.Context { return s.ctx }
 
 // Bearer is per-RPC credentials that send a key as "authorization: Bearer <key>"; an empty key
 // sends nothing. It allows plaintext transports: Zest's services talk on loopback or a private

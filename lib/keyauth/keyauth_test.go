@@ -230,14 +230,18 @@ func TestEndpointTokens(t *testing.T) {
 			return LevelEndpoint
 		}
 		return LevelAPI
-	}, Token: func(_ context.Context, token string) error {
+	}, Token: func(_ context.Context, token string) (bool, error) {
 		verified++
-		if token != "good.jwt.token" {
-			return errors.New("Invalid access token: its audience is not this endpoint's")
+		switch token {
+		case "good.jwt.token":
+			return false, nil
+		case "admin.jwt.token":
+			return true, nil
 		}
-		return nil
+		return false, errors.New("Invalid access token: its audience is not this endpoint's")
 	}}
 	unary, _ := g.Interceptors()
+	var admin bool
 	run := func(method, auth string) (handled bool, err error) {
 		md := metadata.MD{}
 		if auth != "" {
@@ -247,11 +251,17 @@ func TestEndpointTokens(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		_, err = unary(ctx, nil, nil, func(context.Context, any) (any, error) { handled = true; return nil, nil })
+		_, err = unary(ctx, nil, nil, func(ctx context.Context, _ any) (any, error) {
+			handled, admin = true, g.Keys.CallerIsAdmin(ctx)
+			return nil, nil
+		})
 		return handled, err
 	}
-	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil {
-		t.Errorf("a good token: handled %v, %v", ok, err)
+	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil || admin {
+		t.Errorf("a good token: handled %v, %v, admin %v", ok, err, admin)
+	}
+	if ok, err := run("/a.Http/Exchange", "Bearer admin.jwt.token"); !ok || err != nil || !admin {
+		t.Errorf("an administrator's token: handled %v, %v, admin %v", ok, err, admin)
 	}
 	if ok, err := run("/a.Http/Exchange", "Bearer bad.jwt.token"); ok || status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "audience") {
 		t.Errorf("a bad token: handled %v, %v", ok, err)

@@ -353,9 +353,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return keyauth.LevelAPI
 	}}
 	if v := oauthrs.New(cfg.OAuth, oauthrs.WithLogger(log)); v != nil {
-		guard.Token = func(ctx context.Context, token string) error {
-			_, err := v.VerifyAnyEndpoint(ctx, token)
-			return err
+		guard.Token = func(ctx context.Context, token string) (bool, error) {
+			c, err := v.VerifyAnyEndpoint(ctx, token)
+			return err == nil && c.Admin, err
 		}
 	}
 	// Every server config is read through one write-through cache: the admin service writes
