@@ -101,9 +101,6 @@ func New(cfg Config, opts ...Option) *Verifier {
 	return v
 }
 
-// Config is the verifier's configuration.
-func (v *Verifier) Config() Config { return v.cfg }
-
 // LooksLikeJWT reports whether token has a JWS's three parts, so that a wrong API key is not
 // parsed as a token.
 func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
