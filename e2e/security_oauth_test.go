@@ -224,6 +224,11 @@ func TestOAuthMcpRemote(t *testing.T) {
 	if n := as.Authorized(); n != 1 {
 		t.Errorf("the authorization server approved %d sign-ins, want 1", n)
 	}
+	// The activity names the caller by its token's subject (the test server's user is id1).
+	a, _ := listActivity(t, s, "")
+	if len(a.Calls) != 1 || a.Calls[0].Who != "oauth:id1" || a.Calls[0].Tool != "echo" {
+		t.Errorf("activity %+v: want the echo call by oauth:id1", a.Calls)
+	}
 	checkNoTokenLogged(t, s)
 }
 

@@ -143,7 +143,7 @@ func (k Keys) AdminKey() string {
 // authorization metadata), or an access token of an administrator that Guard.Token verified:
 // false whenever no admin key is configured.
 func (k Keys) CallerIsAdmin(ctx context.Context) bool {
-	if admin, _ := ctx.Value(adminToken{}).(bool); admin && k.AdminKey() != "" {
+	if c, ok := TokenCallerOf(ctx); ok && c.Admin && k.AdminKey() != "" {
 		return true
 	}
 	if k.AdminKey() == "" {
@@ -225,10 +225,10 @@ type Guard struct {
 	// Level maps a full method name ("/pkg.Service/Method") to the credential it needs; nil
 	// means LevelAPI for every method.
 	Level func(fullMethod string) Level
-	// Token verifies an access token for a LevelEndpoint method (lib/oauthrs), and tells
-	// whether it is an administrator's; nil: keys only. It may fetch the issuer's keys, so it
-	// runs in the call's interceptor (Interceptors), not in Tap.
-	Token func(ctx context.Context, token string) (admin bool, err error)
+	// Token verifies an access token for a LevelEndpoint method (lib/oauthrs), and tells whose
+	// it is; nil: keys only. It may fetch the issuer's keys, so it runs in the call's
+	// interceptor (Interceptors), not in Tap.
+	Token func(ctx context.Context, token string) (TokenCaller, error)
 }
 
 // exempt methods answer without a key: health probes and reflection.
@@ -295,24 +295,33 @@ func (g Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 // pendingToken marks a call whose access token Tap let through for the interceptors to verify.
 type pendingToken struct{}
 
-// adminToken marks a call whose verified access token is an administrator's (CallerIsAdmin).
-type adminToken struct{}
+// TokenCaller is who a verified access token names: its subject, and whether it is an
+// administrator's.
+type TokenCaller struct {
+	Subject string
+	Admin   bool
+}
+
+type tokenCallerKey struct{}
+
+// TokenCallerOf is the caller of ctx's call when it was let in by an access token.
+func TokenCallerOf(ctx context.Context) (TokenCaller, bool) {
+	c, ok := ctx.Value(tokenCallerKey{}).(TokenCaller)
+	return c, ok
+}
 
 // verifyPending verifies the access token Tap let through, if any: Unauthenticated when
-// Token refuses it; else ctx, marked when the token is an administrator's.
+// Token refuses it; else ctx naming the token's caller (TokenCallerOf).
 func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
 	token, ok := ctx.Value(pendingToken{}).(string)
 	if !ok {
 		return ctx, nil
 	}
-	admin, err := g.Token(ctx, token)
+	c, err := g.Token(ctx, token)
 	if err != nil {
 		return ctx, status.Error(codes.Unauthenticated, err.Error())
 	}
-	if admin {
-		ctx = context.WithValue(ctx, adminToken{}, true)
-	}
-	return ctx, nil
+	return context.WithValue(ctx, tokenCallerKey{}, c), nil
 }
 
 // Interceptors verify the access tokens Tap let through (lib/grpcserve chains them last):
@@ -336,7 +345,7 @@ func (g Guard) Interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInt
 		}
 }
 
-// tokenStream is a server stream whose context says its token is an administrator's.
+// tokenStream is a server stream whose context names its token's caller.
 type tokenStream struct {
 	grpc.ServerStream
 	ctx context.Context

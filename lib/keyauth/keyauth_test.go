@@ -230,18 +230,19 @@ func TestEndpointTokens(t *testing.T) {
 			return LevelEndpoint
 		}
 		return LevelAPI
-	}, Token: func(_ context.Context, token string) (bool, error) {
+	}, Token: func(_ context.Context, token string) (TokenCaller, error) {
 		verified++
 		switch token {
 		case "good.jwt.token":
-			return false, nil
+			return TokenCaller{Subject: "alice"}, nil
 		case "admin.jwt.token":
-			return true, nil
+			return TokenCaller{Subject: "root", Admin: true}, nil
 		}
-		return false, errors.New("Invalid access token: its audience is not this endpoint's")
+		return TokenCaller{}, errors.New("Invalid access token: its audience is not this endpoint's")
 	}}
 	unary, _ := g.Interceptors()
 	var admin bool
+	var subject string
 	run := func(method, auth string) (handled bool, err error) {
 		md := metadata.MD{}
 		if auth != "" {
@@ -253,12 +254,14 @@ func TestEndpointTokens(t *testing.T) {
 		}
 		_, err = unary(ctx, nil, nil, func(ctx context.Context, _ any) (any, error) {
 			handled, admin = true, g.Keys.CallerIsAdmin(ctx)
+			c, _ := TokenCallerOf(ctx)
+			subject = c.Subject
 			return nil, nil
 		})
 		return handled, err
 	}
-	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil || admin {
-		t.Errorf("a good token: handled %v, %v, admin %v", ok, err, admin)
+	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil || admin || subject != "alice" {
+		t.Errorf("a good token: handled %v, %v, admin %v, subject %q", ok, err, admin, subject)
 	}
 	if ok, err := run("/a.Http/Exchange", "Bearer admin.jwt.token"); !ok || err != nil || !admin {
 		t.Errorf("an administrator's token: handled %v, %v, admin %v", ok, err, admin)

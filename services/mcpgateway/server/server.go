@@ -353,9 +353,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return keyauth.LevelAPI
 	}}
 	if v := oauthrs.New(cfg.OAuth, oauthrs.WithLogger(log)); v != nil {
-		guard.Token = func(ctx context.Context, token string) (bool, error) {
+		guard.Token = func(ctx context.Context, token string) (keyauth.TokenCaller, error) {
 			c, err := v.VerifyAnyEndpoint(ctx, token)
-			return err == nil && c.Admin, err
+			if err != nil {
+				return keyauth.TokenCaller{}, err
+			}
+			return keyauth.TokenCaller{Subject: c.Subject, Admin: c.Admin}, nil
 		}
 	}
 	// Every server config is read through one write-through cache: the admin service writes
