@@ -129,6 +129,8 @@ func TestOAuthProtectedResource(t *testing.T) {
 		return map[string]any{"iss": as.Issuer, "sub": "id1", "aud": aud, "exp": exp.Unix(), "iat": time.Now().Unix(), "scope": "mcp"}
 	}
 	in := time.Now().Add(5 * time.Minute)
+	// Each refused token is 401 with the endpoint's challenge and error="invalid_token"; one
+	// without the scope required is 403 with error="insufficient_scope" (RFC 6750).
 	bad := []struct{ name, endpoint, token, says string }{
 		{"wrong audience: another preset", "/mcp/presets/other", token, "is not this endpoint's resource"},
 		{"wrong audience: /mcp", "/mcp", token, "is not this endpoint's resource"},
@@ -141,7 +143,11 @@ func TestOAuthProtectedResource(t *testing.T) {
 	t.Run("bad tokens", func(t *testing.T) {
 		for _, b := range bad {
 			code, www, body := initializeWith(t, s, b.endpoint, "Bearer "+b.token)
-			if code != http.StatusUnauthorized || www != challenge(b.endpoint) || !strings.Contains(body, b.says) {
+			want, wantCode := challenge(b.endpoint)+`, error="invalid_token"`, http.StatusUnauthorized
+			if b.name == "no scope" {
+				want, wantCode = challenge(b.endpoint)+`, error="insufficient_scope"`, http.StatusForbidden
+			}
+			if code != wantCode || www != want || !strings.Contains(body, b.says) {
 				t.Errorf("%s: %d %q %s", b.name, code, www, body)
 			}
 		}

@@ -20,8 +20,10 @@ var errNoCredentials = errors.New("Missing credentials: this endpoint takes an O
 
 // MCPKeyAs is the MCP endpoints' check, refusing in write's shape: APIKeyAs while no issuer is
 // configured; with one, the API (or admin) key, or an access token of the issuer for the
-// endpoint of the request's path. A refused token is 401 (the challenge that sends a client to
-// the metadata is the edge's root handler's), an issuer whose keys cannot be fetched 503.
+// endpoint of the request's path. A refused token is 401 with the endpoint's challenge and
+// error="invalid_token" (403 and insufficient_scope without the scope required); a missing or
+// wrong key 401 (the challenge is the edge's root handler's); an issuer whose keys cannot be
+// fetched 503.
 func (g Guard) MCPKeyAs(write ErrorWriter) func(http.Handler) http.Handler {
 	if g.OAuth == nil {
 		return g.APIKeyAs(write)
@@ -47,6 +49,17 @@ func (g Guard) MCPKeyAs(write ErrorWriter) func(http.Handler) http.Handler {
 			if errors.Is(err, oauthrs.ErrIssuerUnavailable) {
 				w.Header().Set("Retry-After", "10")
 				write(w, http.StatusServiceUnavailable, "The OAuth issuer's keys could not be fetched, so the access token cannot be checked now: retry later, or use the API key")
+				return
+			}
+			if errors.Is(err, oauthrs.ErrInvalidToken) {
+				// A refused token: the challenge says why (RFC 6750), a missing scope is 403.
+				cfg := g.OAuth.Settings()
+				w.Header().Set("WWW-Authenticate", cfg.ChallengeFor(endpoint, err))
+				status := http.StatusUnauthorized
+				if errors.Is(err, oauthrs.ErrInsufficientScope) {
+					status = http.StatusForbidden
+				}
+				write(w, status, err.Error())
 				return
 			}
 			if err != nil {

@@ -73,6 +73,9 @@ func TestMCPKeyAs(t *testing.T) {
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.says) {
 				t.Errorf("%d %s, want %d saying %q", rec.Code, rec.Body, tc.status, tc.says)
 			}
+			if www := rec.Header().Get("WWW-Authenticate"); (tc.name == "not a JWT") != strings.Contains(www, `error="invalid_token"`) {
+				t.Errorf("WWW-Authenticate %q", www)
+			}
 			if tc.status == 503 && rec.Header().Get("Retry-After") == "" {
 				t.Error("503 without Retry-After")
 			}

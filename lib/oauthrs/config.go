@@ -108,6 +108,16 @@ func (c Config) Challenge(endpoint string) string {
 	return v
 }
 
+// ChallengeFor is Challenge for a refused token, with RFC 6750's error code: invalid_token, or
+// insufficient_scope when err Is ErrInsufficientScope (a 403).
+func (c Config) ChallengeFor(endpoint string, err error) string {
+	code := "invalid_token"
+	if errors.Is(err, ErrInsufficientScope) {
+		code = "insufficient_scope"
+	}
+	return c.Challenge(endpoint) + `, error="` + code + `"`
+}
+
 // Metadata is endpoint's protected-resource metadata document (RFC 9728 section 2).
 type Metadata struct {
 	Resource               string   `json:"resource"`

@@ -101,6 +101,9 @@ func New(cfg Config, opts ...Option) *Verifier {
 	return v
 }
 
+// Settings are the verifier's configuration.
+func (v *Verifier) Settings() Config { return v.cfg }
+
 // LooksLikeJWT reports whether token has a JWS's three parts, so that a wrong API key is not
 // parsed as a token.
 func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
@@ -173,7 +176,7 @@ func (v *Verifier) verify(ctx context.Context, token string, audOK func(string) 
 	}
 	c.Admin = v.cfg.AdminScope != "" && slices.Contains(c.Scopes, v.cfg.AdminScope)
 	if v.cfg.Scope != "" && !c.Admin && !slices.Contains(c.Scopes, v.cfg.Scope) {
-		return nil, invalid(fmt.Sprintf("it lacks the scope %q the MCP endpoints require", v.cfg.Scope))
+		return nil, &tokenError{reason: fmt.Sprintf("it lacks the scope %q the MCP endpoints require", v.cfg.Scope), scope: true}
 	}
 	return c, nil
 }

@@ -184,6 +184,12 @@ func TestVerifyFor(t *testing.T) {
 			}
 		})
 	}
+	if _, err := v.VerifyFor(t.Context(), rs.sign(t, with("scope", "openid")), preset); !errors.Is(err, ErrInsufficientScope) {
+		t.Errorf("no scope: %v, want ErrInsufficientScope", err)
+	}
+	if _, err := v.VerifyFor(t.Context(), rs.sign(t, with("aud", "x")), preset); errors.Is(err, ErrInsufficientScope) {
+		t.Errorf("a wrong audience is no scope's fault: %v", err)
+	}
 	c, err := v.VerifyFor(t.Context(), rs.sign(t, with("scp", []string{"mcp:admin"})), preset)
 	if err != nil || !c.Admin {
 		t.Errorf("scp array with the admin scope: %v admin=%v", err, c != nil && c.Admin)
@@ -320,6 +326,12 @@ func TestEndpointAndMetadata(t *testing.T) {
 	}
 	if got := cfg.Challenge("/mcp/servers/s"); got != `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource/mcp/servers/s", scope="mcp"` {
 		t.Errorf("challenge %s", got)
+	}
+	if got := cfg.ChallengeFor("/mcp", &tokenError{reason: "x", scope: true}); !strings.HasSuffix(got, `, scope="mcp", error="insufficient_scope"`) {
+		t.Errorf("challenge for a missing scope %s", got)
+	}
+	if got := cfg.ChallengeFor("/mcp", invalid("x")); !strings.HasSuffix(got, `, error="invalid_token"`) {
+		t.Errorf("challenge for a bad token %s", got)
 	}
 }
 
