@@ -22,6 +22,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/oauthrs"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -93,6 +94,11 @@ type Config struct {
 	SSEKeepAlive time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
 	Keys keyauth.Keys
+	// OAuth lets the MCP endpoints' calls (HttpService), which the edge relays with the
+	// caller's token, in with an access token of the configured issuer beside the API key
+	// (ZEST_OAUTH_ISSUER…, lib/oauthrs): the edge checks the token for its very endpoint, this
+	// service checks it again for one of Zest's endpoints.
+	OAuth oauthrs.Config
 	// SessionKey, when set, signs session ids (from ZEST_SESSION_KEY); else a key file in DataDir.
 	SessionKey string
 	// MCPPreset, when set, makes /mcp serve that preset's providers aggregated, as
@@ -137,7 +143,7 @@ func DefaultConfig() Config {
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
-		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout,
+		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout, OAuth: oauthrs.DefaultConfig(),
 	}
 }
 
@@ -166,12 +172,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditMaxAdminEntries, "audit-max-admin-entries", c.AuditMaxAdminEntries, fmt.Sprintf("how many admin changes and approval decisions the audit trail keeps at most, apart from the tool calls, the oldest trimmed first (1 to %d)", audit.MaxMaxEntries))
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
+	c.OAuth.RegisterFlags(fs)
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey()}
+	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey(), c.OAuth.Validate()}
 	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr), c.toolhosts().Validate())
 	for name, a := range map[string]string{"mcpgateway-addr": c.Addr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
@@ -339,11 +346,23 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	lemonade.NewMedia(builtins, inferencev1.NewMediaServiceClient(cc)).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
-		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {
+		switch {
+		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelAdmin
+		case strings.HasPrefix(m, "/"+mcpgatewayv1.HttpService_ServiceDesc.ServiceName+"/"):
+			return keyauth.LevelEndpoint
 		}
 		return keyauth.LevelAPI
 	}}
+	if v := oauthrs.New(cfg.OAuth, oauthrs.WithLogger(log)); v != nil {
+		guard.Token = func(ctx context.Context, token string) (keyauth.TokenCaller, error) {
+			c, err := v.VerifyAnyEndpoint(ctx, token)
+			if err != nil {
+				return keyauth.TokenCaller{}, err
+			}
+			return keyauth.TokenCaller{Subject: c.Subject, Admin: c.Admin}, nil
+		}
+	}
 	// Every server config is read through one write-through cache: the admin service writes
 	// through it, the federation and the chat loop read it on every request and tool call.
 	servers := configcache.New(reg)
