@@ -34,6 +34,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -116,6 +117,9 @@ type Config struct {
 	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
 	// (ZEST_APPROVAL_TIMEOUT, approval.MinTimeout to approval.MaxTimeout).
 	ApprovalTimeout time.Duration
+	// MCPRegistryURL is the MCP Registry that zestctl servers install and the console's install
+	// search read (ZEST_MCP_REGISTRY_URL).
+	MCPRegistryURL string
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -136,6 +140,7 @@ func DefaultConfig() Config {
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
 		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout,
+		MCPRegistryURL: mcpregistry.DefaultURL,
 	}
 }
 
@@ -164,6 +169,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditMaxAdminEntries, "audit-max-admin-entries", c.AuditMaxAdminEntries, fmt.Sprintf("how many admin changes and approval decisions the audit trail keeps at most, apart from the tool calls, the oldest trimmed first (1 to %d)", audit.MaxMaxEntries))
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
+	fs.StringVar(&c.MCPRegistryURL, "mcp-registry-url", c.MCPRegistryURL, "the MCP Registry's base URL, read by zestctl servers install and the console's install search")
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -211,6 +217,9 @@ func (c *Config) Validate() error {
 	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := mcpregistry.New(c.MCPRegistryURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
 	}
@@ -249,6 +258,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	registryClient, err := mcpregistry.New(cfg.MCPRegistryURL)
+	if err != nil {
+		return nil, err
 	}
 	key, err := sessionKey(cfg)
 	if err != nil {
@@ -337,7 +350,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	lemonade.NewMedia(builtins, inferencev1.NewMediaServiceClient(cc)).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
-		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {
+		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") ||
+			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/") {
 			return keyauth.LevelAdmin
 		}
 		return keyauth.LevelAPI
@@ -398,6 +412,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
+	// The MCP Registry, read for zestctl servers install and the console (admin key).
+	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 
