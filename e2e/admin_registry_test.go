@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry/mcpregistrytest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // registrySuite starts the suite reading a registry fixture (mcpregistrytest, real
@@ -21,11 +24,14 @@ import (
 func registrySuite(t *testing.T) (*Suite, *mcpregistrytest.Registry) {
 	t.Helper()
 	reg := mcpregistrytest.Start(t)
-	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_MCP_REGISTRY_URL="+reg.URL,
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "LEMONADE_API_KEY="+registryAPIKey, "ZEST_MCP_REGISTRY_URL="+reg.URL,
 		"ZEST_TOOLHOST_ENV_ALLOW=npm_config_offline,npm_config_cache,npm_config_update_notifier",
 		"npm_config_offline=true", "npm_config_update_notifier=false", "npm_config_cache="+filepath.Join(t.TempDir(), "npm-cache"))
 	return s, reg
 }
+
+// registryAPIKey is the suite's API key: it may not read the registry through Zest.
+const registryAPIKey = "registry-api-key"
 
 // zestctlIn runs bin/zestctl as zestctl does, with stdin.
 func zestctlIn(t *testing.T, s *Suite, stdin string, args ...string) ctlResult {
@@ -118,15 +124,22 @@ func TestInstallFromRegistry(t *testing.T) {
 }
 
 // TestRegistryRoute: the console's search goes through Zest's admin route, which takes the
-// admin key, and answers each server with what it would run or why it cannot.
+// admin key (not the API key, over HTTP or gRPC), and answers each server with what it would run or why it cannot.
 func TestRegistryRoute(t *testing.T) {
 	s, reg := registrySuite(t)
 	before := reg.Requests.Load()
 	if r := do(t, "GET", s.URL+"/internal/mcp/registry/servers?search=memory", ""); r.Status != 401 {
 		t.Fatalf("no key: %d %s", r.Status, r.Body)
 	}
+	if r := do(t, "GET", s.URL+"/internal/mcp/registry/servers?search=memory", "", "Authorization: Bearer "+registryAPIKey); r.Status != 401 {
+		t.Fatalf("the API key: %d %s", r.Status, r.Body)
+	}
+	api := mcpgatewayv1.NewRegistryServiceClient(dialService(t, envOf(s.Env, "ZEST_MCPGATEWAY_ADDR"), registryAPIKey))
+	if _, err := api.SearchRegistry(t.Context(), &mcpgatewayv1.SearchRegistryRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("RegistryService over gRPC with the API key: %v, want Unauthenticated", err)
+	}
 	if reg.Requests.Load() != before {
-		t.Fatal("a request without the key reached the registry")
+		t.Fatal("a request without the admin key reached the registry")
 	}
 	r := admin(t, s, "GET", "/registry/servers?search=modelcontextprotocol", "")
 	m := r.JSON(t)
