@@ -27,8 +27,8 @@ const (
 	DefaultLimit = 30
 	// MaxLimit is the largest page size a search may ask for (the registry's own cap is 100).
 	MaxLimit = 100
-	// maxNameBytes bounds a server name or version in a request.
-	maxNameBytes = 400
+	// MaxNameBytes bounds a server name, version, search or cursor in a request.
+	MaxNameBytes = 400
 )
 
 // Client reads one registry.
@@ -86,8 +86,8 @@ func (c *Client) Search(ctx context.Context, search, cursor string, limit int) (
 	if limit < 1 || limit > MaxLimit {
 		return Page{}, fmt.Errorf("%w: limit %d is out of range: use 1 to %d (or 0 for %d)", ErrBadRequest, limit, MaxLimit, DefaultLimit)
 	}
-	if len(search) > maxNameBytes || len(cursor) > maxNameBytes {
-		return Page{}, fmt.Errorf("%w: search and cursor are at most %d bytes", ErrBadRequest, maxNameBytes)
+	if len(search) > MaxNameBytes || len(cursor) > MaxNameBytes {
+		return Page{}, fmt.Errorf("%w: search and cursor are at most %d bytes", ErrBadRequest, MaxNameBytes)
 	}
 	q := url.Values{"version": {"latest"}, "limit": {strconv.Itoa(limit)}}
 	if search != "" {
@@ -111,8 +111,8 @@ func (c *Client) Get(ctx context.Context, name, version string) (Entry, error) {
 	if version == "" {
 		version = "latest"
 	}
-	if len(name) > maxNameBytes || len(version) > maxNameBytes {
-		return Entry{}, fmt.Errorf("%w: a name and a version are at most %d bytes", ErrBadRequest, maxNameBytes)
+	if len(name) > MaxNameBytes || len(version) > MaxNameBytes {
+		return Entry{}, fmt.Errorf("%w: a name and a version are at most %d bytes", ErrBadRequest, MaxNameBytes)
 	}
 	body, err := c.get(ctx, "/v0.1/servers/"+url.PathEscape(name)+"/versions/"+url.PathEscape(version), nil)
 	if err != nil {

@@ -1,11 +1,13 @@
 package mcpregistry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,21 @@ func TestAnswersAreBounded(t *testing.T) {
 	t.Cleanup(big.Close)
 	if _, err := client(t, big.URL, mcpregistry.WithMaxBody(1024)).Search(t.Context(), "", "", 0); !errors.Is(err, mcpregistry.ErrBadAnswer) || !strings.Contains(err.Error(), "1024") {
 		t.Fatalf("an answer over the bound: %v, want ErrBadAnswer naming 1024 bytes", err)
+	}
+	// The default bound: an answer one byte over MaxBodyBytes.
+	over := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte(" "), mcpregistry.MaxBodyBytes+1))
+	}))
+	t.Cleanup(over.Close)
+	if _, err := client(t, over.URL).Search(t.Context(), "", "", 0); !errors.Is(err, mcpregistry.ErrBadAnswer) || !strings.Contains(err.Error(), strconv.Itoa(mcpregistry.MaxBodyBytes)) {
+		t.Fatalf("an answer over MaxBodyBytes: %v", err)
+	}
+	long := strings.Repeat("x", mcpregistry.MaxNameBytes+1)
+	if _, err := client(t, over.URL).Get(t.Context(), long, ""); !errors.Is(err, mcpregistry.ErrBadRequest) {
+		t.Fatalf("a name over MaxNameBytes: %v, want ErrBadRequest", err)
+	}
+	if _, err := client(t, over.URL).Search(t.Context(), long, "", 0); !errors.Is(err, mcpregistry.ErrBadRequest) {
+		t.Fatalf("a search over MaxNameBytes: %v, want ErrBadRequest", err)
 	}
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 	t.Cleanup(down.Close)
@@ -216,6 +233,8 @@ func TestPlanRefusals(t *testing.T) {
 			Headers: []mcpregistry.KeyValueInput{{Name: "X-API-Key", Input: mcpregistry.Input{IsRequired: true, IsSecret: true}}}}}}}, "X-API-Key"},
 		"a plain-http remote": {mcpregistry.Entry{Server: mcpregistry.ServerJSON{Name: "io.example/x", Remotes: []mcpregistry.Transport{{Type: "streamable-http", URL: "http://x.example/mcp"}}}}, "does not pass Zest's checks"},
 		"nothing":             {mcpregistry.Entry{Server: mcpregistry.ServerJSON{Name: "io.example/x"}}, "no package and no remote"},
+		"another PyPI index":  {pkg(mcpregistry.Package{RegistryType: "pypi", Identifier: "x", RegistryBaseURL: "https://pypi.example.com/simple"}), "--index-url"},
+		"npm over http":       {pkg(mcpregistry.Package{RegistryType: "npm", Identifier: "x", RegistryBaseURL: "http://npm.example.com"}), "https only"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rs, err := mcpregistry.Plan(tc.e)
@@ -232,6 +251,11 @@ func TestPlanRefusals(t *testing.T) {
 		{Type: "named", Name: "--verbose"},
 	}}))
 	if err != nil || rs.GetPlan().GetCommandLine() != "npx -y x@1.0.0 --dir '/data/a b' --stdio" {
+		t.Fatalf("Plan = %q, %v", rs.GetPlan().GetCommandLine(), err)
+	}
+	// A package of another npm registry is fetched from it.
+	rs, err = mcpregistry.Plan(pkg(mcpregistry.Package{RegistryType: "npm", Identifier: "@corp/x", Version: "2.0.0", RegistryBaseURL: "https://npm.corp.example/"}))
+	if err != nil || rs.GetPlan().GetCommandLine() != "npx -y --registry=https://npm.corp.example @corp/x@2.0.0" {
 		t.Fatalf("Plan = %q, %v", rs.GetPlan().GetCommandLine(), err)
 	}
 }

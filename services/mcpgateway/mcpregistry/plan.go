@@ -22,6 +22,12 @@ const (
 	RegistryOCI = "oci"
 )
 
+// The package registries npx and uvx fetch from by default.
+const (
+	defaultNPM  = "https://registry.npmjs.org"
+	defaultPyPI = "https://pypi.org"
+)
+
 // placeholder is a {name} of a value, filled from the input's variables.
 var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
@@ -111,8 +117,19 @@ func packagePlan(p Package) (*mcpgatewayv1.InstallPlan, error) {
 		if !slices.Contains(runtime, "-y") && !slices.Contains(runtime, "--yes") {
 			args = append(args, "-y")
 		}
+		// A package of another npm registry is fetched from it, not from npm's default.
+		if b := strings.TrimSuffix(p.RegistryBaseURL, "/"); b != "" && b != defaultNPM {
+			if !strings.HasPrefix(b, "https://") {
+				return nil, fmt.Errorf("the npm package %s is on %q: Zest fetches packages over https only", p.Identifier, p.RegistryBaseURL)
+			}
+			args = append(args, "--registry="+b)
+			source += " from " + b
+		}
 		args = append(append(append(args, runtime...), spec), pkgArgs...)
 	case RegistryPyPI:
+		if b := strings.TrimSuffix(p.RegistryBaseURL, "/"); b != "" && b != defaultPyPI {
+			return nil, fmt.Errorf("the PyPI package %s is on %s, not %s: register it by hand with uvx's --index-url for that index", p.Identifier, p.RegistryBaseURL, defaultPyPI)
+		}
 		spec := p.Identifier
 		if p.Version != "" {
 			spec += "==" + p.Version
