@@ -21,16 +21,16 @@ import (
 // (npx -y @modelcontextprotocol/server-…@2026.8.31) in scripts/peers, where npm finds the
 // package of that version installed: npm runs offline (npm_config_offline, passed to the
 // servers by ZEST_TOOLHOST_ENV_ALLOW) with an empty cache of its own, so nothing is fetched.
-func registrySuite(t *testing.T) (*Suite, *mcpregistrytest.Registry) {
+func registrySuite(t *testing.T, extra ...string) (*Suite, *mcpregistrytest.Registry) {
 	t.Helper()
 	reg := mcpregistrytest.Start(t)
-	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "LEMONADE_API_KEY="+registryAPIKey, "ZEST_MCP_REGISTRY_URL="+reg.URL,
+	s := startSuite(t, append([]string{"LEMONADE_ADMIN_API_KEY=" + adminKey, "ZEST_MCP_REGISTRY_URL=" + reg.URL,
 		"ZEST_TOOLHOST_ENV_ALLOW=npm_config_offline,npm_config_cache,npm_config_update_notifier",
-		"npm_config_offline=true", "npm_config_update_notifier=false", "npm_config_cache="+filepath.Join(t.TempDir(), "npm-cache"))
+		"npm_config_offline=true", "npm_config_update_notifier=false", "npm_config_cache=" + filepath.Join(t.TempDir(), "npm-cache")}, extra...)...)
 	return s, reg
 }
 
-// registryAPIKey is the suite's API key: it may not read the registry through Zest.
+// registryAPIKey is TestRegistryRoute's API key: it may not read the registry through Zest.
 const registryAPIKey = "registry-api-key"
 
 // zestctlIn runs bin/zestctl as zestctl does, with stdin.
@@ -126,7 +126,7 @@ func TestInstallFromRegistry(t *testing.T) {
 // TestRegistryRoute: the console's search goes through Zest's admin route, which takes the
 // admin key (not the API key, over HTTP or gRPC), and answers each server with what it would run or why it cannot.
 func TestRegistryRoute(t *testing.T) {
-	s, reg := registrySuite(t)
+	s, reg := registrySuite(t, "LEMONADE_API_KEY="+registryAPIKey)
 	before := reg.Requests.Load()
 	if r := do(t, "GET", s.URL+"/internal/mcp/registry/servers?search=memory", ""); r.Status != 401 {
 		t.Fatalf("no key: %d %s", r.Status, r.Body)
