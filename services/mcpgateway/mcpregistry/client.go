@@ -59,7 +59,11 @@ func New(base string, opts ...Option) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("%s %q is not a registry URL: want http(s)://host[/path] without credentials, query or fragment, e.g. %s", EnvURL, base, DefaultURL)
+		shown := strconv.Quote(base)
+		if err != nil || u.User != nil {
+			shown = "(not repeated: it may hold a credential)" // a user or password is never logged
+		}
+		return nil, fmt.Errorf("%s %s is not a registry URL: want http(s)://host[/path] without credentials, query or fragment, e.g. %s", EnvURL, shown, DefaultURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	c := &Client{base: u, http: &http.Client{}, maxBody: MaxBodyBytes}
