@@ -60,6 +60,22 @@ func TestInstallFromRegistry(t *testing.T) {
 	s, _ := registrySuite(t)
 	peers := peersDir(t)
 
+	t.Run("search", func(t *testing.T) {
+		r := mustCtl(t, s, 0, "servers", "search", "modelcontextprotocol")
+		for _, want := range []string{"npx -y @modelcontextprotocol/server-memory@2026.8.31", "uvx mcp-server-fetch==2025.4.7"} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("search lists no %q:\n%s", want, r.Stdout)
+			}
+		}
+		m := mustCtl(t, s, 0, "servers", "search", "legacy", "-o", "json").JSON(t)
+		if sv := m["servers"].([]any); len(sv) != 1 || !strings.Contains(sv[0].(map[string]any)["refused"].(string), "streamable-http only") {
+			t.Errorf("search legacy: %v", m)
+		}
+		if r := mustCtl(t, s, 0, "servers", "search", "--limit", "1"); !strings.Contains(r.Stdout, "More: --cursor ") {
+			t.Errorf("a page of one: %s", r.Stdout)
+		}
+	})
+
 	t.Run("no saves nothing", func(t *testing.T) {
 		r := zestctlIn(t, s, "n\n", "servers", "install", "io.github.modelcontextprotocol/server-everything", "--working-dir", peers)
 		if r.Code != 1 || !strings.Contains(r.Stdout, "runs:        npx -y @modelcontextprotocol/server-everything@2026.8.31") ||

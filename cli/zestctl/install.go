@@ -106,6 +106,53 @@ Secret variables are saved as ${NAME} references, never values: set them where t
 	return c
 }
 
+// searchCmd is `servers search [TEXT]`: the registry's latest versions whose name matches,
+// each with what it would run or why Zest cannot install it (RegistryService.SearchRegistry).
+func (a *app) searchCmd() *cobra.Command {
+	var cursor string
+	var limit int32
+	c := &cobra.Command{
+		Use:   "search [TEXT]",
+		Short: "Find servers in the MCP Registry, with what each would run",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			reg, err := a.registry()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			req := &mcpgatewayv1.SearchRegistryRequest{Cursor: cursor, Limit: limit}
+			if len(argv) == 1 {
+				req.Search = argv[0]
+			}
+			r, err := reg.SearchRegistry(ctx, req)
+			if err != nil {
+				return err
+			}
+			return a.emit(r, func(w io.Writer) {
+				fmt.Fprintln(w, "NAME\tVERSION\tRUNS")
+				for _, s := range r.GetServers() {
+					runs := s.GetPlan().GetCommandLine()
+					if u := s.GetPlan().GetUrl(); u != "" {
+						runs = u
+					}
+					if s.GetRefused() != "" {
+						runs = "cannot install: " + strings.TrimPrefix(s.GetRefused(), "Zest cannot install this server: ")
+					}
+					row(w, s.GetName(), s.GetVersion(), runs)
+				}
+				if r.GetNextCursor() != "" {
+					fmt.Fprintf(w, "More: --cursor %s\n", r.GetNextCursor())
+				}
+			})
+		},
+	}
+	c.Flags().StringVar(&cursor, "cursor", "", "the next page's cursor, as the previous page printed it")
+	c.Flags().Int32Var(&limit, "limit", 0, "servers per page (1-100; default 30)")
+	return c
+}
+
 // checkFree refuses an id already registered: install never replaces a server.
 func (a *app) checkFree(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, id string) error {
 	_, err := adm.GetServer(ctx, &mcpgatewayv1.GetServerRequest{Id: id})
