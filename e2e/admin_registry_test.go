@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,6 +30,27 @@ func registrySuite(t *testing.T, extra ...string) (*Suite, *mcpregistrytest.Regi
 		"ZEST_TOOLHOST_ENV_ALLOW=npm_config_offline,npm_config_cache,npm_config_update_notifier",
 		"npm_config_offline=true", "npm_config_update_notifier=false", "npm_config_cache=" + filepath.Join(t.TempDir(), "npm-cache")}, extra...)...)
 	return s, reg
+}
+
+// peersAsInstalled checks that the fixture's server.json of server-everything and
+// server-memory name the versions scripts/peers has installed, which the installed command
+// (npx -y …@version, offline) runs; it returns scripts/peers.
+func peersAsInstalled(t *testing.T) string {
+	t.Helper()
+	peers := peersDir(t)
+	docs := mcpregistrytest.Documents(t)
+	for _, name := range []string{"server-everything", "server-memory"} {
+		var doc struct{ Version string }
+		var pkg struct{ Version string }
+		b, err := os.ReadFile(filepath.Join(peers, "node_modules", "@modelcontextprotocol", name, "package.json"))
+		if err != nil || json.Unmarshal(b, &pkg) != nil || json.Unmarshal(docs[name], &doc) != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if pkg.Version != doc.Version {
+			t.Fatalf("scripts/peers has %s %s, the registry fixture's server.json says %s: update services/mcpgateway/mcpregistry/mcpregistrytest/servers/%s.json (and this file's versions)", name, pkg.Version, doc.Version, name)
+		}
+	}
+	return peers
 }
 
 // registryAPIKey is TestRegistryRoute's API key: it may not read the registry through Zest.
@@ -57,8 +80,8 @@ func zestctlIn(t *testing.T, s *Suite, stdin string, args ...string) ctlResult {
 // against a registry fixture registers server-everything and server-memory by name, showing
 // what will run and asking first, and they connect.
 func TestInstallFromRegistry(t *testing.T) {
+	peers := peersAsInstalled(t)
 	s, _ := registrySuite(t)
-	peers := peersDir(t)
 
 	t.Run("search", func(t *testing.T) {
 		r := mustCtl(t, s, 0, "servers", "search", "modelcontextprotocol")

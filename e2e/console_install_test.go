@@ -12,6 +12,7 @@ import (
 // (the registry fixture), shows what each server would run or why it cannot be installed, and
 // Install registers server-memory from it, which connects. axe-core finds nothing.
 func TestConsoleInstall(t *testing.T) {
+	peers := peersAsInstalled(t)
 	s, _ := registrySuite(t)
 	ctx := newBrowser(t)
 	navigate(t, ctx, s.URL+"/#key="+adminKey)
@@ -46,7 +47,7 @@ func TestConsoleInstall(t *testing.T) {
 	t.Run("install server-memory", func(t *testing.T) {
 		search(t, "server-memory")
 		mustWaitText(t, ctx, "#registry-results", "Saved as", uiWait)
-		do1(t, ctx, "working dir", chromedp.SendKeys(chromedp.CSS(`input[name="registry-working-dir"]`), peersDir(t)))
+		do1(t, ctx, "working dir", chromedp.SendKeys(chromedp.CSS(`input[name="registry-working-dir"]`), peers))
 		do1(t, ctx, "install", chromedp.Click(chromedp.CSS(`button[aria-label="Install io.github.modelcontextprotocol/server-memory"]`)))
 		mustWaitText(t, ctx, "#registry-results", "Installed as server-memory", uiWait)
 		waitfor.True(t, uiWait, "server-memory connected in the list", func() bool {
