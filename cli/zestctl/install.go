@@ -186,7 +186,7 @@ func describePlan(w io.Writer, srv *mcpgatewayv1.RegistryServer, cfg *mcpgateway
 		fmt.Fprintf(w, "  sends:       Authorization: Bearer %s (resolved in mcpgateway's environment)\n", t)
 	}
 	for _, v := range plan.GetVariables() {
-		what := "optional, left out (add it with zestctl servers edit)"
+		what := "optional, left out: add it with zestctl servers edit"
 		if v.GetInConfig() {
 			what = "required: set it where the server runs"
 			if cfg.GetTransport() == "stdio" {
