@@ -98,6 +98,12 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
+	// The MCP Registry's search and install plans (/internal/mcp/registry/*), behind the same
+	// admin key: the console asks Zest, never the registry itself.
+	if err := mcpgatewayv1.RegisterRegistryServiceHandlerClient(context.Background(), admin, mcpgatewayv1.NewRegistryServiceClient(e.backend["mcpgateway"])); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("registry routes: %w", err)
+	}
 
 	failureRate, err := ratelimit.ParseSetting(cfg.AuthFailureLimit)
 	if err != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -124,6 +125,9 @@ type Config struct {
 	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
 	// (ZEST_APPROVAL_TIMEOUT, approval.MinTimeout to approval.MaxTimeout).
 	ApprovalTimeout time.Duration
+	// MCPRegistryURL is the MCP Registry that zestctl servers install and the console's install
+	// search read (ZEST_MCP_REGISTRY_URL).
+	MCPRegistryURL string
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -144,6 +148,7 @@ func DefaultConfig() Config {
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
 		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout, OAuth: oauthrs.DefaultConfig(),
+		MCPRegistryURL: mcpregistry.DefaultURL,
 	}
 }
 
@@ -173,6 +178,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
 	c.OAuth.RegisterFlags(fs)
+	fs.StringVar(&c.MCPRegistryURL, "mcp-registry-url", c.MCPRegistryURL, "the MCP Registry's base URL, read by zestctl servers install and the console's install search")
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -220,6 +226,9 @@ func (c *Config) Validate() error {
 	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := mcpregistry.New(c.MCPRegistryURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
 	}
@@ -258,6 +267,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	registryClient, err := mcpregistry.New(cfg.MCPRegistryURL)
+	if err != nil {
+		return nil, err
 	}
 	key, err := sessionKey(cfg)
 	if err != nil {
@@ -347,7 +360,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
 		switch {
-		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"):
+		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"),
+			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelAdmin
 		case strings.HasPrefix(m, "/"+mcpgatewayv1.HttpService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelEndpoint
@@ -430,6 +444,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, tools, cfg.Keys, log, toolchat.WithToolSearch(search))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
+	// The MCP Registry, read for zestctl servers install and the console (admin key).
+	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 
