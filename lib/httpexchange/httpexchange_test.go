@@ -78,6 +78,52 @@ func TestRequestAndResponseCrossWhole(t *testing.T) {
 	}
 }
 
+// TestWholeAnswerInOnePiece: a handler that writes its answer and returns without flushing
+// reaches the client with its Content-Length, not chunked (the edge writes it in one piece);
+// one that wrote nothing answers a length of 0; one that flushes streams, chunked.
+func TestWholeAnswerInOnePiece(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		h       http.HandlerFunc
+		length  int64
+		chunked bool
+		body    string
+	}{
+		{"one Write", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":true}`)
+		}, 11, false, `{"ok":true}`},
+		{"two Writes", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ab")
+			_, _ = io.WriteString(w, "cd")
+		}, -1, true, "abcd"},
+		{"nothing written", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }, 0, false, ""},
+		{"flushed", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ab")
+			w.(http.Flusher).Flush()
+		}, -1, true, "ab"},
+		{"its own length", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "2")
+			_, _ = io.WriteString(w, "ab")
+		}, 2, false, "ab"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url, _ := front(t, c.h, nil)
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/mcp", strings.NewReader("{}"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			chunked := len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked"
+			if resp.ContentLength != c.length || chunked != c.chunked || string(b) != c.body {
+				t.Fatalf("Content-Length %d (want %d), Transfer-Encoding %v, body %q (want %q)", resp.ContentLength, c.length, resp.TransferEncoding, b, c.body)
+			}
+		})
+	}
+}
+
 // TestAdmissions: a handler's Admit reaches the edge before the work; admitted, it goes on
 // and the edge's release runs when the response ends; refused, the edge's answer is the
 // client's and the handler stops.
@@ -132,6 +178,7 @@ func TestStreamsAndCancelsBothWays(t *testing.T) {
 	url, _ := front(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush() // as a handler that streams must under net/http
 		<-r.Context().Done()
 		close(cancelled)
 	}, nil)
@@ -159,6 +206,7 @@ func TestBrokenExchangeEndsWithTheHandlersLastWord(t *testing.T) {
 	url, stop := front(t, func(w http.ResponseWriter, r *http.Request) {
 		IfBroken(w, []byte("last word\n"))
 		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
 		close(wrote)
 		<-r.Context().Done()
 	}, nil)
