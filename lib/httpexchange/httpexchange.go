@@ -2,10 +2,10 @@
 // generic HTTP exchange between the edge and mcpgateway. Proxy is the edge's end: it hands a
 // request over whole (its body read within the edge's bound), answers the admissions
 // mcpgateway asks for with the edge's budgets, and writes the response as it streams,
-// flushing each chunk. Server is mcpgateway's: it runs an http.Handler for each call. The
-// exchange knows no protocol: a handler asks the edge to count its request (Admit) and may
-// leave the bytes the edge ends a broken response with (IfBroken); everything else is plain
-// HTTP.
+// flushing each chunk (a whole answer, once the exchange ended). Server is mcpgateway's: it
+// runs an http.Handler for each call. The exchange knows no protocol: a handler asks the edge
+// to count its request (Admit) and may leave the bytes the edge ends a broken response with
+// (IfBroken); everything else is plain HTTP.
 package httpexchange
 
 import (
@@ -131,8 +131,8 @@ type admitterKey struct{}
 // writer is the http.ResponseWriter of an exchange. As net/http's, it holds what the handler
 // writes until a Flush, the next Write or the handler's end: the head goes with the first
 // Write's bytes, and a handler that wrote once and returned (a whole JSON answer) sends one
-// message whose head carries its Content-Length, so the edge writes it in one piece rather
-// than chunked and then ended. After the head each Write is one body item (the edge writes
+// message whose head carries its Content-Length: the edge writes it in one piece when the
+// exchange ends, where it wrote a chunked body, flushed, then its end. After the head each Write is one body item (the edge writes
 // and flushes each). A handler that streams flushes, as it must under net/http.
 type writer struct {
 	stream   mcpgatewayv1.HttpService_ExchangeServer
