@@ -264,3 +264,46 @@ func TestRefusalBeforeTheRequestIsRead(t *testing.T) {
 		t.Fatalf("%d %q", rec.Code, rec.Body.String())
 	}
 }
+
+// BenchmarkWholeAnswer is one POST answered with one JSON body through both ends over
+// loopback gRPC, as the federated path's tool calls are: go test -run '^$' -bench WholeAnswer
+// -benchmem ./lib/httpexchange/
+func BenchmarkWholeAnswer(b *testing.B) {
+	answer := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: bench"}]}}`)
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterHttpServiceServer(g, NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	})))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go g.Serve(lis)
+	b.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cc.Close() })
+	write := func(w http.ResponseWriter, code int, msg string) { http.Error(w, msg, code) }
+	srv := httptest.NewServer(&Proxy{Client: mcpgatewayv1.NewHttpServiceClient(cc), WriteError: write, WriteKeyError: write,
+		WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { http.Error(w, msg, http.StatusTooManyRequests) },
+		ReadBody:     func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
+		BodyError:    func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), 400) }})
+	b.Cleanup(srv.Close)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench"}}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := srv.Client().Post(srv.URL+"/mcp/servers/everything", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n != int64(len(answer)) {
+			b.Fatalf("%d, %d bytes", resp.StatusCode, n)
+		}
+	}
+}
