@@ -8,8 +8,6 @@ MAKEFLAGS += --no-print-directory
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.33.0
-# vtprotobuf: the version gRPC's own module graph already requires (lib/vtcodec)
-VTPROTO_VERSION := v0.6.1-0.20240319094008-0393e58bdf10
 GOLANGCI_LINT_VERSION := v2.15.0
 BIN := $(CURDIR)/.bin
 BUF := $(CURDIR)/scripts/tools/node_modules/@bufbuild/buf-linux-x64/bin/buf
@@ -134,7 +132,7 @@ vet: ## go vet every module
 	@for m in $(MODULES); do go -C $$m vet ./...; done
 
 .PHONY: tools
-tools: $(BUF) $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto $(BIN)/protoc-gen-grpc-gateway ## Install pinned buf and protoc plugins
+tools: $(BUF) $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway ## Install pinned buf and protoc plugins
 
 $(BUF): scripts/tools/package.json scripts/tools/package-lock.json
 	@cd scripts/tools && npm ci --no-audit --no-fund --silent
@@ -144,8 +142,6 @@ $(BIN)/protoc-gen-go:
 	GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
-$(BIN)/protoc-gen-go-vtproto:
-	GOBIN=$(BIN) go install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(VTPROTO_VERSION)
 $(BIN)/protoc-gen-grpc-gateway:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
 

@@ -9,7 +9,6 @@ import (
 	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 	"github.com/zestmcp/zest/lib/tracing"
-	_ "github.com/zestmcp/zest/lib/vtcodec" // our messages sized, encoded and decoded by generated code
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
