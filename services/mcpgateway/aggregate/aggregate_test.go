@@ -15,19 +15,18 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -98,7 +97,7 @@ func (c completer) CompleteResourceArgument(_ context.Context, uri string, arg m
 var testKeys = keyauth.Keys{API: "api-key-0123", Admin: "admin-key-0123"}
 
 type fixture struct {
-	mcp   mcpgatewayv1.McpServiceClient
+	mcp   *mcpservetest.Client
 	reg   *registry.Bolt
 	codec *session.Codec
 	agg   *Handler
@@ -189,13 +188,12 @@ func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	fed := federate.New(reg, up, tools, codec, reg, testKeys, nil)
 	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond)}, opts...)...)
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
-	var own mcpserve.Federation = builtin
+	var own mcphttp.Endpoint = builtin
 	if ownPreset != "" {
 		own = agg.ForMCP(ownPreset)
 	}
 	h := mcpserve.NewRoutes(own, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
+	return fixture{mcp: mcpservetest.NewClient(h, activity.NewCallers(testKeys).Context), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
 }
 
 var withKey = mcpservetest.WithKey
@@ -203,14 +201,14 @@ var withKey = mcpservetest.WithKey
 // exchange posts one body to preset (or /mcp when "") and returns the session id it started
 // and the messages.
 func (f fixture) exchange(ctx context.Context, preset, sess, body string) (string, [][]byte, error) {
-	return mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, SessionId: sess, Payload: []byte(body)})
+	return mcpservetest.Exchange(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, SessionID: sess, Payload: []byte(body)})
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func (f fixture) open(t *testing.T, ctx context.Context, preset string) (string, map[string]any) {
 	t.Helper()
-	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, Payload: []byte(initialize)})
+	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, Payload: []byte(initialize)})
 	if err != nil {
 		t.Fatalf("initialize %s: %v", preset, err)
 	}
@@ -431,7 +429,7 @@ func TestAccessAndSessions(t *testing.T) {
 			t.Errorf("%s: %v, want NotFound", name, err)
 		}
 	}
-	if _, err := f.mcp.EndSession(api, &mcpgatewayv1.EndSessionRequest{PresetId: "all", SessionId: sess}); err != nil {
+	if err := f.mcp.EndSession(api, &mcpservetest.Request{PresetID: "all", SessionID: sess}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.exchange(api, "all", sess, ping); status.Code(err) != codes.NotFound {
@@ -459,7 +457,7 @@ func TestListChangedReachesThePresetsStreams(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := withKey(t.Context(), testKeys.API)
 	listen := func(preset, sess string) <-chan string {
-		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: preset, SessionId: sess})
+		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, SessionID: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +519,7 @@ func TestMCPServesAPreset(t *testing.T) {
 		t.Errorf("/mcp after its preset was deleted: %q %v", msgs, err)
 	}
 	// Internal: the operator's to fix, answered 500 with the message (httpstatus).
-	if stream, err := f.mcp.Listen(api, &mcpgatewayv1.ListenRequest{SessionId: sess}); err == nil {
+	if stream, err := f.mcp.Listen(api, &mcpservetest.Request{SessionID: sess}); err == nil {
 		if _, err := stream.Recv(); status.Code(err) != codes.Internal || !strings.Contains(status.Convert(err).Message(), "ZEST_MCP_PRESET") {
 			t.Errorf("GET /mcp after its preset was deleted: %v", err)
 		}
@@ -675,7 +673,7 @@ func TestChangedWakesTheStreams(t *testing.T) {
 	f := newFixture(t, "", WithListenCheck(time.Hour))
 	ctx := withKey(t.Context(), testKeys.API)
 	off, _ := f.open(t, ctx, "off")
-	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})
+	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpservetest.Request{PresetID: "off", SessionID: off})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -31,7 +32,7 @@ type call struct {
 	// modern is the request of 2026-07-28 this call answers (nil in a session), and req its
 	// exchange (its Mcp-Param-* headers).
 	modern *stateless.Request
-	req    *mcpgatewayv1.ExchangeRequest
+	req    *mcphttp.Request
 }
 
 // resourceNotFound is MCP's error code for a resource no provider has.

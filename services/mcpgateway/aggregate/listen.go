@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 )
 
 // Notify hands one notification of server to the GET streams of the preset sessions that
@@ -62,12 +62,12 @@ func servers(provs []provider) []string {
 	return out
 }
 
-// listen serves GET: the session's server-to-client stream. Its first item (no message)
-// tells the edge the session is valid; then the notifications of the preset's servers follow
+// listen serves GET: the session's server-to-client stream, opened once the session is found
+// valid; then the notifications of the preset's servers follow
 // (list_changed, resources/updated, notifications/message at the session's level or worse)
 // until the client leaves, or the session is ended or expires. When the preset's providers
 // change, the session is told its lists changed.
-func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpService_ListenServer) error {
+func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStream) error {
 	ctx := stream.Context()
 	// Woken from before the preset is read: a change after the read rings.
 	wake, stop := h.bell.Listen()
@@ -85,10 +85,10 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	ids := servers(provs)
 	h.hub.Follow(l, ids)
 	defer h.hub.Follow(l, nil)
-	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+	if err := stream.Open(); err != nil {
 		return err
 	}
-	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
+	send := stream.Message
 	level := h.fed.Level(ctx, sessionID)
 	return l.Serve(ctx, fanout.Stream{
 		Send:    send,

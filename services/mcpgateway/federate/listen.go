@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 )
 
 // relayed are the notifications a server's sessions get on their GET streams; progress goes
@@ -33,17 +33,17 @@ func (h *Handler) Notify(server string, msg []byte) {
 	}
 }
 
-// Listen serves GET /mcp/servers/{id}: the session's server-to-client stream. Its first item
-// (no message) tells the edge the session is valid; then the server's notifications follow
+// Listen serves GET /mcp/servers/{id}: the session's server-to-client stream, opened once the
+// session is found valid; then the server's notifications follow
 // until the client leaves, or the session is ended or expires. notifications/message below
 // the level the session set with logging/setLevel is left out.
-func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+func (h *Handler) Listen(req *mcphttp.Request, stream mcphttp.ListenStream) error {
 	ctx := stream.Context()
-	cfg, err := h.server(ctx, req.GetServerId())
+	cfg, err := h.server(ctx, req.ServerID)
 	if err != nil {
 		return err
 	}
-	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
+	cl, err := h.session(ctx, req.SessionID(), req.ServerID)
 	if err != nil {
 		return err
 	}
@@ -57,21 +57,21 @@ func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.Mc
 		}()
 	}
 	l := fanout.NewListener()
-	h.hub.Follow(l, []string{req.GetServerId()})
+	h.hub.Follow(l, []string{req.ServerID})
 	defer h.hub.Follow(l, nil)
-	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+	if err := stream.Open(); err != nil {
 		return err
 	}
-	level := h.level(ctx, req.GetSessionId())
+	level := h.level(ctx, req.SessionID())
 	return l.Serve(ctx, fanout.Stream{
-		Send:    func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) },
+		Send:    stream.Message,
 		Expires: h.sessions.Expires(cl),
 		Every:   h.listenCheck,
 		Check: func() (bool, error) {
-			if ended, err := h.store.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
+			if ended, err := h.store.SessionEnded(ctx, req.SessionID()); err == nil && ended {
 				return false, nil
 			}
-			level = h.level(ctx, req.GetSessionId())
+			level = h.level(ctx, req.SessionID())
 			return true, nil
 		},
 		Pass: func(msg []byte) bool { return !below(msg, level) },

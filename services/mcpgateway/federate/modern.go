@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
@@ -20,17 +21,17 @@ import (
 // path as a session's requests (capabilities, tool filters, progress), in the upstream's own
 // era: a session-era upstream is sent the request without the revision's _meta members, and
 // its result gets what 2026-07-28 asks of a result (stateless.Decorate).
-func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, r stateless.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
+func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r stateless.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
 	msg, bad := mcpserve.AdmitModern(req, r)
 	if bad != nil {
-		return out.send(stateless.Final(bad))
+		return out.modern(bad)
 	}
 	if !msg.IsRequest() {
 		return nil // a notification (notifications/cancelled): accepted
 	}
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
-		return out.send(stateless.Final(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err))))
+		return out.modern(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
 	switch msg.Method {
 	case "server/discover":
@@ -42,7 +43,7 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.send(stateless.Final(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, orEmpty(inf.ServerInfo)))))
+		return out.modern(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
@@ -54,8 +55,8 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 				Name string `json:"name"`
 			}
 			_ = json.Unmarshal(r.Params, &p)
-			if bad := r.CheckParamHeaders(req, msg.ID, stateless.Tool(tools, p.Name)); bad != nil {
-				return out.send(stateless.Final(bad))
+			if bad := r.CheckParamHeaders(req.Header, msg.ID, stateless.Tool(tools, p.Name)); bad != nil {
+				return out.modern(bad)
 			}
 		}
 	}
@@ -87,7 +88,7 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	if resp == nil {
 		return out.err()
 	}
-	return out.send(stateless.Final(stateless.DecorateResponse(msg.Method, resp, inf.ServerInfo)))
+	return out.modern(stateless.DecorateResponse(msg.Method, resp, inf.ServerInfo))
 }
 
 // listenModern serves subscriptions/listen: it acknowledges the notification types both the
@@ -97,9 +98,7 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 // at once.
 func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, id json.RawMessage, r stateless.Request, caps, serverInfo map[string]any, out *output) error {
 	sub := r.Subscribe(id, caps)
-	send := func(msg []byte) error {
-		return out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
-	}
+	send := out.message
 	var l *fanout.Listener
 	if sub.Granted() {
 		l = fanout.NewListener()
@@ -120,5 +119,5 @@ func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 			return err // the client went away: nobody reads the result
 		}
 	}
-	return out.send(stateless.Final(sub.Result(serverInfo)))
+	return out.modern(sub.Result(serverInfo))
 }

@@ -2,9 +2,8 @@ package stateless
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
-
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 func TestClassify(t *testing.T) {
@@ -35,7 +34,7 @@ func TestClassify(t *testing.T) {
 
 func TestCheckKeepsTheID(t *testing.T) {
 	r := Classify("2026-07-28", []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/list","params":{}}`))
-	got := r.Check(&mcpgatewayv1.ExchangeRequest{McpMethod: "tools/list"}, json.RawMessage(`"abc"`), "tools/list", []string{Version})
+	got := r.Check(http.Header{"Mcp-Method": {"tools/list"}}, json.RawMessage(`"abc"`), "tools/list", []string{Version})
 	var e struct {
 		ID    string
 		Error struct{ Code int }
@@ -43,14 +42,14 @@ func TestCheckKeepsTheID(t *testing.T) {
 	if json.Unmarshal(got, &e) != nil || e.ID != "abc" || e.Error.Code != -32602 {
 		t.Fatalf("Check = %s", got)
 	}
-	if f := Final(got); !f.GetMalformed() || f.GetMethodNotFound() || !f.GetFinal() {
-		t.Fatalf("Final = %+v", f)
+	if s := Status(got); s != http.StatusBadRequest {
+		t.Fatalf("Status = %d, want 400", s)
 	}
-	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`)); !f.GetMethodNotFound() || f.GetMalformed() {
-		t.Fatalf("Final of -32601 = %+v", f)
+	if s := Status([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`)); s != http.StatusNotFound {
+		t.Fatalf("Status of -32601 = %d, want 404", s)
 	}
-	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`)); f.GetMethodNotFound() || f.GetMalformed() {
-		t.Fatalf("Final of -32603 = %+v (an internal error is HTTP 200)", f)
+	if s := Status([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`)); s != http.StatusOK {
+		t.Fatalf("Status of -32603 = %d, want 200 (an internal error is HTTP 200)", s)
 	}
 }
 
