@@ -53,7 +53,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		}
 		return nil // notifications/initialized, roots/list_changed: accepted
 	}
-	params, bad := mcpserve.Params(payload, msg)
+	params, bad := mcpserve.Params(msg)
 	if bad != nil {
 		return bad
 	}

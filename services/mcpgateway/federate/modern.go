@@ -83,6 +83,10 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r stateless.
 		resp, resumed = c.resumeParked(ctx, msg, r.Params)
 	}
 	if !resumed {
+		msg.Params = params // as forwarded
+		if len(r.Params) == 0 {
+			msg.Params = nil
+		}
 		resp = c.dispatch(ctx, fwd, msg)
 	}
 	if resp == nil {

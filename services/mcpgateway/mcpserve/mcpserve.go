@@ -119,11 +119,13 @@ func NewMCPServer(version string) *server.MCPServer {
 	)
 }
 
-// envelope is the part of a JSON-RPC message that routing needs.
+// envelope is the part of a JSON-RPC message that routing needs, and its params as sent:
+// decoded once (checkEnvelope), handed on (Params).
 type envelope struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
@@ -307,7 +309,7 @@ func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte,
 	sess.setRelay(r)
 	var out []byte
 	if env.Method == "tools/call" && env.isRequest() {
-		params := paramsOf(msg)
+		params := env.Params
 		var p struct {
 			Name string `json:"name"`
 		}
@@ -346,15 +348,6 @@ func (h *Handler) toolAnswer(ctx context.Context, id json.RawMessage, name strin
 	}
 	h.log.ErrorContext(ctx, "a built-in tool failed", "tool", name, "err", err)
 	return errorResponse(id, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
-}
-
-// paramsOf is the params member of a JSON-RPC request.
-func paramsOf(msg []byte) []byte {
-	var m struct {
-		Params json.RawMessage `json:"params"`
-	}
-	_ = json.Unmarshal(msg, &m)
-	return m.Params
 }
 
 // encodeFor renders mcp-go's answer to the request with id. A tool's CallToolResult is
