@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +30,12 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -254,9 +253,9 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 // exchange answers one POST body of the endpoint.
 func (h *Handler) exchange(ep endpoint, req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	ctx := stream.Context()
-	r := stateless.Classify(req.ProtocolVersion(), req.Body)
-	if v := req.ProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
 	}
 	out := federate.NewOutput(stream)
 	payload := bytes.TrimSpace(req.Body)

@@ -12,11 +12,11 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -31,7 +31,7 @@ type call struct {
 	out       *federate.Output
 	// modern is the request of 2026-07-28 this call answers (nil in a session), and req its
 	// exchange (its Mcp-Param-* headers).
-	modern *stateless.Request
+	modern *mcpera.Request
 	req    *mcphttp.Request
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,13 +22,13 @@ import (
 // notifications; every other request goes through the session era's dispatch (names,
 // routing, pages), each provider in its own era (call.forward), and its result gets what the
 // revision asks of a result, the preset's serverInfo in place of a provider's
-// (stateless.DecorateAs).
+// (mcpera.DecorateAs).
 //
 // A session-era provider's requests for the client (sampling, elicitation, roots, as its _meta
 // clientCapabilities accept them) end the request with an input_required result, as on
 // /mcp/servers/{id}; the retry, routed as any request, resumes the parked call when the
 // requestState Zest signed names the provider it reaches (call.forward).
-func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request, r stateless.Request, provs []provider, out *federate.Output) error {
+func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request, r mcpera.Request, provs []provider, out *federate.Output) error {
 	msg, bad := mcpserve.AdmitModern(req, r)
 	if bad != nil {
 		return out.Modern(bad)
@@ -45,11 +45,11 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 			// subscriptions/listen, which no endpoint of mcpgateway grants.
 			delete(r, "subscribe")
 		}
-		b, err := json.Marshal(map[string]any{"supportedVersions": mcpserve.Supported, "capabilities": caps, "instructions": instr})
+		b, err := json.Marshal(map[string]any{"supportedVersions": mcpera.Supported, "capabilities": caps, "instructions": instr})
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.Modern(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, info)))
+		return out.Modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
 	}
@@ -60,7 +60,7 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 	}
 	// One identity per endpoint: a provider's own serverInfo (a modern provider's, or mcp-go's
 	// of the built-in tools) gives way to the preset's.
-	return out.Modern(stateless.DecorateResponseAs(msg.Method, resp, info))
+	return out.Modern(mcpera.DecorateResponseAs(msg.Method, resp, info))
 }
 
 // listenModern serves subscriptions/listen: it acknowledges the list_changed notifications
@@ -69,7 +69,7 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 // subscription id, until the client goes away; when the preset's providers change, the
 // granted list_changed notifications follow too (the lists changed). Nothing granted: the
 // acknowledgement and the result come at once.
-func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r stateless.Request, out *federate.Output) error {
+func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r mcpera.Request, out *federate.Output) error {
 	caps, _ := h.describe(ctx, ep, provs)
 	sub := r.Subscribe(id, caps)
 	send := out.Message
@@ -131,7 +131,7 @@ func (c *call) modernParams(protocolVersion string, params json.RawMessage) json
 	if c.modern == nil || mcp.IsModernProtocol(protocolVersion) {
 		return params
 	}
-	return stateless.StripMeta(params)
+	return mcpera.StripMeta(params)
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a modern tools/call against the
@@ -145,5 +145,5 @@ func (c *call) checkParamHeaders(ctx context.Context, pr provider, orig string, 
 	if err != nil {
 		return nil // the call itself will say what is wrong with the provider
 	}
-	return c.modern.CheckParamHeaders(c.req.Header, id, stateless.Tool(tools, orig))
+	return c.modern.CheckParamHeaders(c.req.Header, id, mcpera.Tool(tools, orig))
 }

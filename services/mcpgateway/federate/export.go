@@ -51,7 +51,7 @@ func (o *output) End(final []byte, malformed bool, err error) error {
 // Message sends one message before the answer (a subscriptions/listen's notifications).
 func (o *output) Message(msg []byte) error { return o.message(msg) }
 
-// Modern sends the answer to a request of 2026-07-28 (its status: stateless.Status).
+// Modern sends the answer to a request of 2026-07-28 (its status: mcpera.Status).
 func (o *output) Modern(msg []byte) error { return o.modern(msg) }
 
 // Err is the error of a send that failed (the client went away).

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -27,10 +26,10 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -133,9 +132,9 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 // Exchange answers one POST body of /mcp/servers/{id}.
 func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	ctx := stream.Context()
-	r := stateless.Classify(req.ProtocolVersion(), req.Body)
-	if v := req.ProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
 	}
 	cfg, err := h.server(ctx, req.ServerID)
 	if err != nil {
@@ -290,7 +289,7 @@ func (o *output) malformed(msg []byte) error { return o.finalStatus(msg, http.St
 
 // modern sends the answer to a request of 2026-07-28, with the status the revision ties to
 // its error code.
-func (o *output) modern(msg []byte) error { return o.finalStatus(msg, stateless.Status(msg)) }
+func (o *output) modern(msg []byte) error { return o.finalStatus(msg, mcpera.Status(msg)) }
 
 func (o *output) err() error {
 	o.mu.Lock()

@@ -17,7 +17,7 @@ import (
 const (
 	HeaderSession  = "Mcp-Session-Id"
 	HeaderProtocol = "MCP-Protocol-Version"
-	// The headers of protocol 2026-07-28 that mirror the body (SEP-2243): package stateless
+	// The headers of protocol 2026-07-28 that mirror the body (SEP-2243): package mcpera
 	// checks them against it.
 	HeaderMethod      = "Mcp-Method"
 	HeaderName        = "Mcp-Name"

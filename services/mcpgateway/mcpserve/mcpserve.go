@@ -4,7 +4,7 @@
 // this package owns the meaning of /mcp's: protocol negotiation, session ids, and the
 // methods, dispatched to mark3labs/mcp-go's MCPServer.
 // Notifications a handler sends are streamed in order and all flushed before the result.
-// Requests of MCP 2026-07-28 (classified per request by package stateless) are served beside
+// Requests of MCP 2026-07-28 (classified per request by package mcpera) are served beside
 // the session era without a session (modern.go).
 package mcpserve
 
@@ -23,10 +23,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -39,15 +39,6 @@ const (
 	ServerName    = "lemonade-mcp"
 	ServerVersion = "0.1.0"
 )
-
-// Versions are the session-era protocol versions served (negotiated by initialize),
-// preferred first.
-var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// Supported are every protocol version served, newest first: 2026-07-28 (no sessions, each
-// request stands alone; package stateless) and the session era's Versions. server/discover
-// lists them, and a modern request naming another is refused with them.
-var Supported = append([]string{stateless.Version}, Versions...)
 
 // Ended is the session state kept in the registry: sessions ended by DELETE, and the level a
 // session chose with logging/setLevel. Both live until the session id expires.
@@ -132,11 +123,12 @@ func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && s
 
 // Exchange answers one POST of /mcp.
 func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
-	if r := stateless.Classify(req.ProtocolVersion(), req.Body); r.Modern {
-		return h.modern(req, r, stream)
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
 	}
-	if v := req.ProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
+	if r.Modern {
+		return h.modern(req, r, stream)
 	}
 	payload := bytes.TrimSpace(req.Body)
 	if len(payload) > 0 && payload[0] == '[' {
@@ -213,7 +205,7 @@ func (h *Handler) initialize(stream mcphttp.ExchangeStream, payload []byte, id j
 	}
 	if json.Unmarshal(b, &ok) == nil && ok.Result != nil {
 		v := ok.Result.ProtocolVersion
-		if !slices.Contains(Versions, v) { // mcp-go answers only versions it knows; keep to ours
+		if !slices.Contains(mcpera.Versions, v) { // mcp-go answers only versions it knows; keep to ours
 			return status.Errorf(codes.Internal, "negotiated protocol version %q is not served", v)
 		}
 		id, err := h.sessions.Issue(v)

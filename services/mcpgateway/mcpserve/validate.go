@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/jsonerr"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 )
 
 // The checks here give each malformed message one answer, whose message names the member
@@ -208,10 +209,10 @@ func Negotiate(initialize []byte) string {
 		} `json:"params"`
 	}
 	_ = json.Unmarshal(initialize, &p)
-	if slices.Contains(Versions, p.Params.ProtocolVersion) {
+	if slices.Contains(mcpera.Versions, p.Params.ProtocolVersion) {
 		return p.Params.ProtocolVersion
 	}
-	return Versions[0]
+	return mcpera.Versions[0]
 }
 
 // Params returns the params of a request (nil when absent or null), or the error response

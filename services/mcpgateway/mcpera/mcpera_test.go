@@ -1,9 +1,14 @@
-package stateless
+package mcpera
 
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestClassify(t *testing.T) {
@@ -76,6 +81,34 @@ func TestStripMeta(t *testing.T) {
 	} {
 		if got := StripMeta(json.RawMessage(in)); string(got) != want {
 			t.Errorf("StripMeta(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestOf: the era of a request and, in the session era only, the refusal of a version header
+// not served; the one check the three endpoints each made.
+func TestOf(t *testing.T) {
+	for _, c := range []struct {
+		header  string
+		modern  bool
+		refused bool
+	}{
+		{"", false, false},
+		{"2025-06-18", false, false},
+		{"2024-10-01", false, true},
+		{Version, true, false},
+		{"2027-01-01", true, false}, // a later revision is modern: its own checks refuse it
+	} {
+		req := &mcphttp.Request{Header: http.Header{}, Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)}
+		if c.header != "" {
+			req.Header.Set(mcphttp.HeaderProtocol, c.header)
+		}
+		r, err := Of(req)
+		if r.Modern != c.modern || (err != nil) != c.refused {
+			t.Errorf("header %q: modern %v, err %v", c.header, r.Modern, err)
+		}
+		if c.refused && (status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "send one of")) {
+			t.Errorf("header %q: %v, want InvalidArgument naming the versions served", c.header, err)
 		}
 	}
 }

@@ -1,28 +1,65 @@
-// Package stateless holds the rules of MCP 2026-07-28, the revision without sessions, that
-// every endpoint of mcpgateway applies the same way (/mcp, /mcp/servers/{id}, and any other
-// that serves MCP): which era a request belongs to, the transport checks a request of that
-// era must pass, the HTTP class of an answer, and what a result must carry. The endpoints
-// serve both eras side by side: the era is decided per request, never per connection.
+// Package mcpera is MCP's protocol eras as every endpoint of mcpgateway serves them (/mcp,
+// /mcp/servers/{id}, /mcp/presets/{id}): the session era (2024-11-05 to 2025-11-25:
+// initialize, an Mcp-Session-Id, server-to-client messages on a GET stream) and 2026-07-28,
+// the revision without sessions. It holds the versions served (Versions, Supported), which
+// era a request belongs to and the refusal of a version not served (Of, Classify), the
+// transport checks a request of 2026-07-28 must pass (Request.Check, CheckParamHeaders, read
+// off the request's own headers), the HTTP status of its answer (Status, Final), what its
+// results carry (Decorate), and subscriptions/listen (Subscription). The endpoints serve both
+// eras side by side: the era is decided per request, never per connection.
+//
+// The name says what the package is about — the eras, both of them — where "stateless" named
+// one era only and the endpoints' files called the same era "modern".
 //
 // Per the specification's versioning section, a request belongs to 2026-07-28 (or a later
 // revision) when its MCP-Protocol-Version header or its params._meta
 // "io.modelcontextprotocol/protocolVersion" names that version or a later one; anything else
 // (no header, an older version, no _meta) is a request of the session era.
-package stateless
+package mcpera
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-// Version is the revision this package implements.
+// Version is the revision without sessions.
 const Version = mcp.ProtocolVersion20260728
+
+// Versions are the session-era protocol versions served (negotiated by initialize),
+// preferred first.
+var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Supported are every protocol version served, newest first: 2026-07-28 (no sessions, each
+// request stands alone) and the session era's Versions. server/discover lists them, and a
+// modern request naming another is refused with them.
+var Supported = append([]string{Version}, Versions...)
+
+// ErrBadProtocolHeader means MCP-Protocol-Version names no supported version (400).
+var ErrBadProtocolHeader = errors.New("unsupported MCP-Protocol-Version header")
+
+// Of is the era of req, classified from its MCP-Protocol-Version header and its body
+// (Classify); a request of the session era whose header names a version not served is
+// refused (InvalidArgument: HTTP 400).
+func Of(req *mcphttp.Request) (Request, error) {
+	r := Classify(req.ProtocolVersion(), req.Body)
+	if v := req.ProtocolVersion(); v != "" && !r.Modern && !slices.Contains(Versions, v) {
+		return r, status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
+	}
+	return r, nil
+}
+
+// Final sends the answer to a request of 2026-07-28 with its HTTP status (Status).
+func Final(out mcphttp.ExchangeStream, msg []byte) error { return out.Final(msg, Status(msg)) }
 
 // metaVersionKey is quoted as it appears in a body, for the cheap test that keeps the
 // classification off the session era's hot path.
