@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
@@ -478,13 +479,25 @@ func TestListChangedReachesThePresetsStreams(t *testing.T) {
 	if m := next(sa); !strings.Contains(m, "prompts/list_changed") {
 		t.Errorf("all's stream got %s", m)
 	}
-	// A real upstream's change: alpha gets a tool, and says so on its own stream.
-	f.alpha.AddTool(mcp.NewTool("late"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("late"), nil
+	// A real upstream's change: alpha gets a tool, and says so on its own stream. mcp-go's
+	// client opens Zest's GET stream to alpha in the background after initialize, and a tool
+	// added before it is open is announced to nobody: tools are added until one is announced.
+	added := 0
+	waitfor.True(t, 5*time.Second, "alpha's tools/list_changed on all's stream", func() bool {
+		added++
+		f.alpha.AddTool(mcp.NewTool(fmt.Sprintf("late%d", added)), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("late"), nil
+		})
+		select {
+		case m := <-sa:
+			if !strings.Contains(m, "tools/list_changed") {
+				t.Errorf("after alpha's new tool, all's stream got %s", m)
+			}
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
 	})
-	if m := next(sa); !strings.Contains(m, "tools/list_changed") {
-		t.Errorf("after alpha's new tool, all's stream got %s", m)
-	}
 	// The preset changes: its sessions are told all three lists may have changed.
 	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "off", McpServerIds: []string{"alpha"}}); err != nil {
 		t.Fatal(err)
