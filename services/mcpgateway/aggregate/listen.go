@@ -85,21 +85,9 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStr
 	ids := servers(provs)
 	h.hub.Follow(l, ids)
 	defer h.hub.Follow(l, nil)
-	if err := stream.Open(); err != nil {
-		return err
-	}
-	send := stream.Message
-	level := h.fed.Level(ctx, sessionID)
-	return l.Serve(ctx, fanout.Stream{
-		Send:    send,
-		Expires: h.sessions.Expires(cl),
-		Every:   h.listenCheck,
-		Wake:    wake,
-		Check: func() (bool, error) {
-			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
-				return false, nil
-			}
-			level = h.fed.Level(ctx, sessionID)
+	// The stream of /mcp/servers/{id}, and what a preset adds: its providers read again.
+	return h.fed.ServeSession(federate.SessionStream{Stream: stream, Listener: l, SessionID: sessionID, Claims: cl,
+		Every: h.listenCheck, Wake: wake, More: func(send func([]byte) error) (bool, error) {
 			now, err := h.providers(ctx, ep)
 			if err != nil {
 				return true, nil // the preset is gone: its next request says so
@@ -115,22 +103,15 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStr
 				}
 			}
 			return true, nil
-		},
-		Pass: func(msg []byte) bool { return !federate.Below(msg, level) },
-	})
+		}})
 }
 
 // connect connects the servers among provs that are not connected on this replica (after a
 // restart, an HTTP server's notifications flow only once it is connected again).
 func (h *Handler) connect(ctx context.Context, provs []provider) {
 	for _, p := range provs {
-		if p.builtin() || h.up.State(p.id).Connected {
-			continue
+		if !p.builtin() {
+			h.fed.ConnectForStream(ctx, p.cfg)
 		}
-		go func() {
-			if err := h.up.Connect(context.WithoutCancel(ctx), p.cfg); err != nil {
-				h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", p.id, "err", err)
-			}
-		}()
 	}
 }

@@ -158,9 +158,3 @@ func Declares(caps map[string]any, method string) bool { return declares(caps, m
 // Relayed reports whether a server's notification of method reaches the GET streams of the
 // sessions that use the server.
 func Relayed(method string) bool { return relayed[method] }
-
-// Level is the rank of the logging level session sessionID set (-1: none set).
-func (h *Handler) Level(ctx context.Context, sessionID string) int { return h.level(ctx, sessionID) }
-
-// Below reports whether msg is a notifications/message less severe than level (a rank).
-func Below(msg []byte, level int) bool { return below(msg, level) }
