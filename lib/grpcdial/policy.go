@@ -87,10 +87,8 @@ var methods = []struct {
 	{"/zest.mcpgateway.v1.AdminService/RecordEdgeChange", false, "writes the audit trail: a second send would record the change twice"},
 	{"/zest.mcpgateway.v1.ChatService/Chat", false, "runs a model and tools"},
 	{"/zest.mcpgateway.v1.HttpService/Exchange", false, "carries the MCP endpoints' requests (a tool call, a session's stream, its end)"},
-	// McpService is mcpgateway's contract between its transport and its endpoints, called
-	// in-process (streamable.In); zestctl still ends sessions through it.
-	{"/zest.mcpgateway.v1.McpService/Exchange", false, "carries MCP messages (tools/call, initialize, …)"},
-	{"/zest.mcpgateway.v1.McpService/Listen", false, "a session's stream: the MCP client opens its GET again itself"},
+	// McpService ends sessions from outside (zestctl); MCP's transport calls its endpoints
+	// in-process, through no gRPC contract.
 	{"/zest.mcpgateway.v1.McpService/EndSession", false, "writes: ends a session"},
 
 	{"/zest.toolhost.v1.ToolHostService/GetStatus", true, "reads a server's process state"},

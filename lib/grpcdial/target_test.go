@@ -96,7 +96,7 @@ func TestEveryMethodIsClassified(t *testing.T) {
 		}
 	}
 	for _, never := range []string{"/zest.mcpgateway.v1.AdminService/CallTool", "/zest.toolhost.v1.ToolHostService/Call",
-		"/zest.mcpgateway.v1.McpService/Exchange", "/zest.mcpgateway.v1.HttpService/Exchange", "/zest.mcpgateway.v1.ChatService/Chat", "/zest.inference.v1.InferenceService/Chat"} {
+		"/zest.mcpgateway.v1.McpService/EndSession", "/zest.mcpgateway.v1.HttpService/Exchange", "/zest.mcpgateway.v1.ChatService/Chat", "/zest.inference.v1.InferenceService/Chat"} {
 		if Retryable(never) {
 			t.Errorf("%s is retried", never)
 		}

@@ -3,7 +3,6 @@ package aggregate
 import (
 	"testing"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 )
@@ -18,7 +17,7 @@ func TestActivityOfEveryEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fed, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", Payload: []byte(initialize)})
+	fed, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{ServerID: "alpha", Payload: []byte(initialize)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,18 +26,18 @@ func TestActivityOfEveryEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	for _, req := range []*mcpgatewayv1.ExchangeRequest{
-		{PresetId: "all", SessionId: sess, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"}}}`)},
-		{PresetId: "all", SessionId: sess, Payload: []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`)},
-		{ServerId: "alpha", SessionId: fed, Payload: []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)},
-		{SessionId: own, Payload: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`)},
-		{PresetId: "all", ProtocolVersion: "2026-07-28", McpMethod: "tools/call", McpName: "mcp_alpha__echo",
+	for _, req := range []*mcpservetest.Request{
+		{PresetID: "all", SessionID: sess, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"}}}`)},
+		{PresetID: "all", SessionID: sess, Payload: []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`)},
+		{ServerID: "alpha", SessionID: fed, Payload: []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)},
+		{SessionID: own, Payload: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"lemonade_echo","arguments":{"message":"x"}}}`)},
+		{PresetID: "all", ProtocolVersion: "2026-07-28", McpMethod: "tools/call", McpName: "mcp_alpha__echo",
 			Payload: []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"mcp_alpha__echo","arguments":{"message":"x"},` + meta + `}}`)},
-		{ServerId: "alpha", ProtocolVersion: "2026-07-28", McpMethod: "tools/call", McpName: "nope",
+		{ServerID: "alpha", ProtocolVersion: "2026-07-28", McpMethod: "tools/call", McpName: "nope",
 			Payload: []byte(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope","arguments":{},` + meta + `}}`)},
 	} {
 		if _, _, err := mcpservetest.Exchange(ctx, f.mcp, req); err != nil {
-			t.Fatalf("%s: %v", req.GetPayload(), err)
+			t.Fatalf("%s: %v", req.Payload, err)
 		}
 	}
 	calls, latest := f.activity.List(0, 0)

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,11 +30,12 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -147,26 +147,26 @@ func (e endpoint) path() string {
 	return "/mcp/presets/" + e.preset
 }
 
-var _ mcpserve.Federation = (*Handler)(nil)
+var _ mcphttp.Endpoint = (*Handler)(nil)
 
 // Exchange answers one POST body of /mcp/presets/{id}.
-func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
-	return h.exchange(endpoint{preset: req.GetPresetId()}, req, stream)
+func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
+	return h.exchange(endpoint{preset: req.PresetID}, req, stream)
 }
 
 // Listen serves GET /mcp/presets/{id}.
-func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	return h.listen(endpoint{preset: req.GetPresetId()}, req.GetSessionId(), stream)
+func (h *Handler) Listen(req *mcphttp.Request, stream mcphttp.ListenStream) error {
+	return h.listen(endpoint{preset: req.PresetID}, req.SessionID(), stream)
 }
 
 // EndSession serves DELETE /mcp/presets/{id}.
-func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	return h.end(ctx, endpoint{preset: req.GetPresetId()}, req.GetSessionId())
+func (h *Handler) EndSession(ctx context.Context, req *mcphttp.Request) error {
+	return h.end(ctx, endpoint{preset: req.PresetID}, req.SessionID())
 }
 
 // ForMCP serves /mcp with preset id's providers in place of the built-in tools
 // (ZEST_MCP_PRESET): the Federation mcpserve.NewRoutes serves /mcp with.
-func (h *Handler) ForMCP(id string) mcpserve.Federation {
+func (h *Handler) ForMCP(id string) mcphttp.Endpoint {
 	return own{h: h, ep: endpoint{preset: id, own: true}}
 }
 
@@ -175,16 +175,16 @@ type own struct {
 	ep endpoint
 }
 
-func (o own) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+func (o own) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	return o.h.exchange(o.ep, req, stream)
 }
 
-func (o own) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	return o.h.listen(o.ep, req.GetSessionId(), stream)
+func (o own) Listen(req *mcphttp.Request, stream mcphttp.ListenStream) error {
+	return o.h.listen(o.ep, req.SessionID(), stream)
 }
 
-func (o own) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	return o.h.end(ctx, o.ep, req.GetSessionId())
+func (o own) EndSession(ctx context.Context, req *mcphttp.Request) error {
+	return o.h.end(ctx, o.ep, req.SessionID())
 }
 
 // provider is one provider of a preset as this caller may use it: a registered server
@@ -254,14 +254,14 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 }
 
 // exchange answers one POST body of the endpoint.
-func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+func (h *Handler) exchange(ep endpoint, req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	ctx := stream.Context()
-	r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload())
-	if v := req.GetProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
 	}
 	out := federate.NewOutput(stream)
-	payload := bytes.TrimSpace(req.GetPayload())
+	payload := bytes.TrimSpace(req.Body)
 	provs, err := h.providers(ctx, ep)
 	if errors.Is(err, ErrUnknownPreset) { // /mcp's preset is missing: every request is told why
 		h.log.ErrorContext(ctx, "ZEST_MCP_PRESET names a preset that is not in the registry", "preset", ep.preset)
@@ -287,11 +287,11 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 	if msg.Method == string(mcp.MethodInitialize) && msg.IsRequest() {
 		return h.initialize(ctx, ep, provs, payload, msg.ID, out)
 	}
-	cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
+	cl, err := h.session(ctx, ep, req.SessionID(), req.ProtocolVersion())
 	if err != nil {
 		return err
 	}
-	c := &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
+	c := &call{h: h, ep: ep, provs: provs, sessionID: req.SessionID(), claims: cl, out: out}
 	resp := c.dispatch(ctx, payload, msg)
 	if resp == nil {
 		return out.Err()
@@ -303,11 +303,11 @@ func (h *Handler) exchange(ep endpoint, req *mcpgatewayv1.ExchangeRequest, strea
 }
 
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
-func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, provs []provider, payload []byte, out *federate.Output) error {
+func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcphttp.Request, provs []provider, payload []byte, out *federate.Output) error {
 	var c *call
 	return out.End(mcpserve.Batch(ctx, payload, func() (string, error) {
-		cl, err := h.session(ctx, ep, req.GetSessionId(), req.GetProtocolVersion())
-		c = &call{h: h, ep: ep, provs: provs, sessionID: req.GetSessionId(), claims: cl, out: out}
+		cl, err := h.session(ctx, ep, req.SessionID(), req.ProtocolVersion())
+		c = &call{h: h, ep: ep, provs: provs, sessionID: req.SessionID(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
 	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.Err()
@@ -430,17 +430,17 @@ func union(caps, provider map[string]any) {
 }
 
 // end serves DELETE: the session id is refused from then on, by every replica.
-func (h *Handler) end(ctx context.Context, ep endpoint, id string) (*mcpgatewayv1.EndSessionResponse, error) {
+func (h *Handler) end(ctx context.Context, ep endpoint, id string) error {
 	if _, err := h.providers(ctx, ep); err != nil && !ep.own {
-		return nil, err
+		return err
 	}
 	cl, err := h.session(ctx, ep, id, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := h.store.EndSession(ctx, id, h.expires(cl)); err != nil {
-		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+		return status.Errorf(codes.Internal, "session store: %v", err)
 	}
 	session.Ended(cl)
-	return &mcpgatewayv1.EndSessionResponse{}, nil
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 )
 
@@ -19,16 +18,16 @@ func BenchmarkPreset(b *testing.B) {
 	b.Cleanup(func() { slog.SetDefault(quiet) })
 	f := newFixture(b, "")
 	ctx := withKey(b.Context(), testKeys.API)
-	sess, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: "all", Payload: []byte(initialize)})
+	sess, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{PresetID: "all", Payload: []byte(initialize)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	fed, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", Payload: []byte(initialize)})
+	fed, _, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{ServerID: "alpha", Payload: []byte(initialize)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("the same tool at /mcp/servers/alpha", func(b *testing.B) {
-		req := &mcpgatewayv1.ExchangeRequest{ServerId: "alpha", SessionId: fed, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)}
+		req := &mcpservetest.Request{ServerID: "alpha", SessionID: fed, Payload: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`)}
 		for b.Loop() {
 			if _, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req); err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), "alpha echo: x") {
 				b.Fatalf("%q %v", msgs, err)
@@ -44,7 +43,7 @@ func BenchmarkPreset(b *testing.B) {
 		{"2026-07-28 tools/list", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, "mcp_beta__echo"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			req := &mcpgatewayv1.ExchangeRequest{PresetId: "all", ProtocolVersion: "2026-07-28", McpMethod: c.method, McpName: c.mcpName, Payload: []byte(c.body)}
+			req := &mcpservetest.Request{PresetID: "all", ProtocolVersion: "2026-07-28", McpMethod: c.method, McpName: c.mcpName, Payload: []byte(c.body)}
 			for b.Loop() {
 				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
 				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) || !strings.Contains(string(msgs[0]), `"resultType":"complete"`) {
@@ -59,7 +58,7 @@ func BenchmarkPreset(b *testing.B) {
 		{"tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "mcp_beta__echo"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			req := &mcpgatewayv1.ExchangeRequest{PresetId: "all", SessionId: sess, Payload: []byte(c.body)}
+			req := &mcpservetest.Request{PresetID: "all", SessionID: sess, Payload: []byte(c.body)}
 			for b.Loop() {
 				_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, req)
 				if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0]), c.want) {

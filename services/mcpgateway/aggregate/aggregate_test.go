@@ -16,12 +16,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
+	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -29,7 +30,6 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -100,7 +100,7 @@ func (c completer) CompleteResourceArgument(_ context.Context, uri string, arg m
 var testKeys = keyauth.Keys{API: "api-key-0123", Admin: "admin-key-0123"}
 
 type fixture struct {
-	mcp   mcpgatewayv1.McpServiceClient
+	mcp   *mcpservetest.Client
 	reg   *registry.Bolt
 	codec *session.Codec
 	agg   *Handler
@@ -224,13 +224,12 @@ func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	search := toolsearch.NewShared(versions, toolsearch.OwnNames("lemonade", builtinTools))
 	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond), WithToolSearch(search)}, opts...)...)
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
-	var own mcpserve.Federation = builtin
+	var own mcphttp.Endpoint = builtin
 	if ownPreset != "" {
 		own = agg.ForMCP(ownPreset)
 	}
 	h := mcpserve.NewRoutes(own, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls, search: search, versions: versions}
+	return fixture{mcp: mcpservetest.NewClient(h, activity.NewCallers(testKeys).Context), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls, search: search, versions: versions}
 }
 
 var withKey = mcpservetest.WithKey
@@ -238,14 +237,14 @@ var withKey = mcpservetest.WithKey
 // exchange posts one body to preset (or /mcp when "") and returns the session id it started
 // and the messages.
 func (f fixture) exchange(ctx context.Context, preset, sess, body string) (string, [][]byte, error) {
-	return mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, SessionId: sess, Payload: []byte(body)})
+	return mcpservetest.Exchange(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, SessionID: sess, Payload: []byte(body)})
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func (f fixture) open(t *testing.T, ctx context.Context, preset string) (string, map[string]any) {
 	t.Helper()
-	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: preset, Payload: []byte(initialize)})
+	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, Payload: []byte(initialize)})
 	if err != nil {
 		t.Fatalf("initialize %s: %v", preset, err)
 	}
@@ -466,7 +465,7 @@ func TestAccessAndSessions(t *testing.T) {
 			t.Errorf("%s: %v, want NotFound", name, err)
 		}
 	}
-	if _, err := f.mcp.EndSession(api, &mcpgatewayv1.EndSessionRequest{PresetId: "all", SessionId: sess}); err != nil {
+	if err := f.mcp.EndSession(api, &mcpservetest.Request{PresetID: "all", SessionID: sess}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.exchange(api, "all", sess, ping); status.Code(err) != codes.NotFound {
@@ -494,7 +493,7 @@ func TestListChangedReachesThePresetsStreams(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := withKey(t.Context(), testKeys.API)
 	listen := func(preset, sess string) <-chan string {
-		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: preset, SessionId: sess})
+		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpservetest.Request{PresetID: preset, SessionID: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,13 +514,25 @@ func TestListChangedReachesThePresetsStreams(t *testing.T) {
 	if m := next(sa); !strings.Contains(m, "prompts/list_changed") {
 		t.Errorf("all's stream got %s", m)
 	}
-	// A real upstream's change: alpha gets a tool, and says so on its own stream.
-	f.alpha.AddTool(mcp.NewTool("late"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("late"), nil
+	// A real upstream's change: alpha gets a tool, and says so on its own stream. mcp-go's
+	// client opens Zest's GET stream to alpha in the background after initialize, and a tool
+	// added before it is open is announced to nobody: tools are added until one is announced.
+	added := 0
+	waitfor.True(t, 5*time.Second, "alpha's tools/list_changed on all's stream", func() bool {
+		added++
+		f.alpha.AddTool(mcp.NewTool(fmt.Sprintf("late%d", added)), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("late"), nil
+		})
+		select {
+		case m := <-sa:
+			if !strings.Contains(m, "tools/list_changed") {
+				t.Errorf("after alpha's new tool, all's stream got %s", m)
+			}
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
 	})
-	if m := next(sa); !strings.Contains(m, "tools/list_changed") {
-		t.Errorf("after alpha's new tool, all's stream got %s", m)
-	}
 	// The preset changes: its sessions are told all three lists may have changed.
 	if err := f.reg.PutPreset(t.Context(), &mcpgatewayv1.Preset{Id: "off", McpServerIds: []string{"alpha"}}); err != nil {
 		t.Fatal(err)
@@ -556,7 +567,7 @@ func TestMCPServesAPreset(t *testing.T) {
 		t.Errorf("/mcp after its preset was deleted: %q %v", msgs, err)
 	}
 	// Internal: the operator's to fix, answered 500 with the message (httpstatus).
-	if stream, err := f.mcp.Listen(api, &mcpgatewayv1.ListenRequest{SessionId: sess}); err == nil {
+	if stream, err := f.mcp.Listen(api, &mcpservetest.Request{SessionID: sess}); err == nil {
 		if _, err := stream.Recv(); status.Code(err) != codes.Internal || !strings.Contains(status.Convert(err).Message(), "ZEST_MCP_PRESET") {
 			t.Errorf("GET /mcp after its preset was deleted: %v", err)
 		}
@@ -710,7 +721,7 @@ func TestChangedWakesTheStreams(t *testing.T) {
 	f := newFixture(t, "", WithListenCheck(time.Hour))
 	ctx := withKey(t.Context(), testKeys.API)
 	off, _ := f.open(t, ctx, "off")
-	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "off", SessionId: off})
+	so, err := mcpservetest.Listen(ctx, f.mcp, &mcpservetest.Request{PresetID: "off", SessionID: off})
 	if err != nil {
 		t.Fatal(err)
 	}

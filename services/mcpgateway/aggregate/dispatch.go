@@ -12,10 +12,11 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -31,8 +32,8 @@ type call struct {
 	out       *federate.Output
 	// modern is the request of 2026-07-28 this call answers (nil in a session), and req its
 	// exchange (its Mcp-Param-* headers).
-	modern *stateless.Request
-	req    *mcpgatewayv1.ExchangeRequest
+	modern *mcpera.Request
+	req    *mcphttp.Request
 }
 
 // resourceNotFound is MCP's error code for a resource no provider has.
@@ -53,7 +54,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		}
 		return nil // notifications/initialized, roots/list_changed: accepted
 	}
-	params, bad := mcpserve.Params(payload, msg)
+	params, bad := mcpserve.Params(msg)
 	if bad != nil {
 		return bad
 	}

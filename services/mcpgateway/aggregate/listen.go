@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 )
 
 // Notify hands one notification of server to the GET streams of the preset sessions that
@@ -62,12 +62,12 @@ func servers(provs []provider) []string {
 	return out
 }
 
-// listen serves GET: the session's server-to-client stream. Its first item (no message)
-// tells the edge the session is valid; then the notifications of the preset's servers follow
+// listen serves GET: the session's server-to-client stream, opened once the session is found
+// valid; then the notifications of the preset's servers follow
 // (list_changed, resources/updated, notifications/message at the session's level or worse)
 // until the client leaves, or the session is ended or expires. When the preset's providers
 // change, the session is told its lists changed.
-func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpService_ListenServer) error {
+func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStream) error {
 	ctx := stream.Context()
 	// Woken from before the preset is read: a change after the read rings.
 	wake, stop := h.bell.Listen()
@@ -85,21 +85,9 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 	ids := servers(provs)
 	h.hub.Follow(l, ids)
 	defer h.hub.Follow(l, nil)
-	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
-		return err
-	}
-	send := func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) }
-	level := h.fed.Level(ctx, sessionID)
-	return l.Serve(ctx, fanout.Stream{
-		Send:    send,
-		Expires: h.sessions.Expires(cl),
-		Every:   h.listenCheck,
-		Wake:    wake,
-		Check: func() (bool, error) {
-			if ended, err := h.store.SessionEnded(ctx, sessionID); err == nil && ended {
-				return false, nil
-			}
-			level = h.fed.Level(ctx, sessionID)
+	// The stream of /mcp/servers/{id}, and what a preset adds: its providers read again.
+	return h.fed.ServeSession(federate.SessionStream{Stream: stream, Listener: l, SessionID: sessionID, Claims: cl,
+		Every: h.listenCheck, Wake: wake, More: func(send func([]byte) error) (bool, error) {
 			now, err := h.providers(ctx, ep)
 			if err != nil {
 				return true, nil // the preset is gone: its next request says so
@@ -115,22 +103,15 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 				}
 			}
 			return true, nil
-		},
-		Pass: func(msg []byte) bool { return !federate.Below(msg, level) },
-	})
+		}})
 }
 
 // connect connects the servers among provs that are not connected on this replica (after a
 // restart, an HTTP server's notifications flow only once it is connected again).
 func (h *Handler) connect(ctx context.Context, provs []provider) {
 	for _, p := range provs {
-		if p.builtin() || h.up.State(p.id).Connected {
-			continue
+		if !p.builtin() {
+			h.fed.ConnectForStream(ctx, p.cfg)
 		}
-		go func() {
-			if err := h.up.Connect(context.WithoutCancel(ctx), p.cfg); err != nil {
-				h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", p.id, "err", err)
-			}
-		}()
 	}
 }

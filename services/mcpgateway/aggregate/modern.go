@@ -6,11 +6,11 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,16 +22,16 @@ import (
 // notifications; every other request goes through the session era's dispatch (names,
 // routing, pages), each provider in its own era (call.forward), and its result gets what the
 // revision asks of a result, the preset's serverInfo in place of a provider's
-// (stateless.DecorateAs).
+// (mcpera.DecorateAs).
 //
 // A session-era provider's requests for the client (sampling, elicitation, roots, as its _meta
 // clientCapabilities accept them) end the request with an input_required result, as on
 // /mcp/servers/{id}; the retry, routed as any request, resumes the parked call when the
 // requestState Zest signed names the provider it reaches (call.forward).
-func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.ExchangeRequest, r stateless.Request, provs []provider, out *federate.Output) error {
+func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request, r mcpera.Request, provs []provider, out *federate.Output) error {
 	msg, bad := mcpserve.AdmitModern(req, r)
 	if bad != nil {
-		return out.Send(stateless.Final(bad))
+		return out.Modern(bad)
 	}
 	if !msg.IsRequest() {
 		return nil // a notification (notifications/cancelled): accepted
@@ -45,22 +45,22 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.Exc
 			// subscriptions/listen, which no endpoint of mcpgateway grants.
 			delete(r, "subscribe")
 		}
-		b, err := json.Marshal(map[string]any{"supportedVersions": mcpserve.Supported, "capabilities": caps, "instructions": instr})
+		b, err := json.Marshal(map[string]any{"supportedVersions": mcpera.Supported, "capabilities": caps, "instructions": instr})
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.Send(stateless.Final(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, info))))
+		return out.Modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
 	}
 	c := &call{h: h, ep: ep, provs: provs, out: out, modern: &r, req: req}
-	resp := c.dispatch(ctx, req.GetPayload(), msg)
+	resp := c.dispatch(ctx, req.Body, msg)
 	if resp == nil {
 		return out.Err()
 	}
 	// One identity per endpoint: a provider's own serverInfo (a modern provider's, or mcp-go's
 	// of the built-in tools) gives way to the preset's.
-	return out.Send(stateless.Final(stateless.DecorateResponseAs(msg.Method, resp, info)))
+	return out.Modern(mcpera.DecorateResponseAs(msg.Method, resp, info))
 }
 
 // listenModern serves subscriptions/listen: it acknowledges the list_changed notifications
@@ -69,12 +69,10 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcpgatewayv1.Exc
 // subscription id, until the client goes away; when the preset's providers change, the
 // granted list_changed notifications follow too (the lists changed). Nothing granted: the
 // acknowledgement and the result come at once.
-func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r stateless.Request, out *federate.Output) error {
+func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r mcpera.Request, out *federate.Output) error {
 	caps, _ := h.describe(ctx, ep, provs)
 	sub := r.Subscribe(id, caps)
-	send := func(msg []byte) error {
-		return out.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
-	}
+	send := out.Message
 	var l *fanout.Listener
 	ids := servers(provs)
 	var wake <-chan struct{}
@@ -123,7 +121,7 @@ func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provide
 			return err // the client went away: nobody reads the result
 		}
 	}
-	return out.Send(stateless.Final(sub.Result(serverInfo(ep))))
+	return out.Modern(sub.Result(serverInfo(ep)))
 }
 
 // modernParams are the params a provider gets of a modern client's request: a provider of
@@ -133,7 +131,7 @@ func (c *call) modernParams(protocolVersion string, params json.RawMessage) json
 	if c.modern == nil || mcp.IsModernProtocol(protocolVersion) {
 		return params
 	}
-	return stateless.StripMeta(params)
+	return mcpera.StripMeta(params)
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a modern tools/call against the
@@ -147,5 +145,5 @@ func (c *call) checkParamHeaders(ctx context.Context, pr provider, orig string, 
 	if err != nil {
 		return nil // the call itself will say what is wrong with the provider
 	}
-	return c.modern.CheckParamHeaders(c.req, id, stateless.Tool(tools, orig))
+	return c.modern.CheckParamHeaders(c.req.Header, id, mcpera.Tool(tools, orig))
 }

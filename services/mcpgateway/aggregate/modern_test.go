@@ -14,6 +14,7 @@ import (
 	"github.com/zestmcp/zest/lib/mcptest"
 	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -21,14 +22,14 @@ const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.
 
 // modernItems sends one request of 2026-07-28 (no session) and returns every item of the
 // answer; it fails the test if a session is started.
-func (f fixture) modernItems(t *testing.T, ctx context.Context, preset, method, name, body string) []*mcpgatewayv1.ExchangeResponse {
+func (f fixture) modernItems(t *testing.T, ctx context.Context, preset, method, name, body string) []*mcpservetest.Item {
 	t.Helper()
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{PresetId: preset, ProtocolVersion: "2026-07-28",
+	stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{PresetID: preset, ProtocolVersion: "2026-07-28",
 		McpMethod: method, McpName: name, Payload: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var items []*mcpgatewayv1.ExchangeResponse
+	var items []*mcpservetest.Item
 	for {
 		item, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -37,7 +38,7 @@ func (f fixture) modernItems(t *testing.T, ctx context.Context, preset, method, 
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if item.GetSession() != nil {
+		if item.Session != "" {
 			t.Fatalf("%s: a session was started for a request of 2026-07-28", body)
 		}
 		items = append(items, item)
@@ -99,10 +100,10 @@ func TestModernRequests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			items := f.modernItems(t, ctx, "all", c.method, c.mcpName, c.body)
 			last := items[len(items)-1]
-			if !last.GetFinal() || last.GetMalformed() != c.malformed || last.GetMethodNotFound() != c.notFound {
+			if !last.Final || last.Malformed() != c.malformed || last.MethodNotFound() != c.notFound {
 				t.Fatalf("final item %+v, want malformed %v, method_not_found %v", last, c.malformed, c.notFound)
 			}
-			msg := string(last.GetMessage())
+			msg := string(last.Message)
 			for _, w := range c.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("answer %s lacks %s", msg, w)
@@ -144,8 +145,8 @@ func TestModernRequests(t *testing.T) {
 				t.Fatalf("%d items %v, want %d", len(items), items, len(c.want))
 			}
 			for i, w := range c.want {
-				if !strings.Contains(string(items[i].GetMessage()), w) || items[i].GetFinal() != (i == len(items)-1) {
-					t.Errorf("item %d: %s (final %v), want %s", i, items[i].GetMessage(), items[i].GetFinal(), w)
+				if !strings.Contains(string(items[i].Message), w) || items[i].Final != (i == len(items)-1) {
+					t.Errorf("item %d: %s (final %v), want %s", i, items[i].Message, items[i].Final, w)
 				}
 			}
 		})
@@ -170,7 +171,7 @@ func TestModernOnMCP(t *testing.T) {
 		{"tools/call", "mcp_beta__echo", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_beta__echo","arguments":{"message":"yo"},"_meta":` + modernMeta + `}}`, `beta echo: yo`},
 	} {
 		items := f.modernItems(t, ctx, "", c.method, c.name, c.body)
-		if msg := string(items[len(items)-1].GetMessage()); !strings.Contains(msg, c.want) || !strings.Contains(msg, `"resultType":"complete"`) {
+		if msg := string(items[len(items)-1].Message); !strings.Contains(msg, c.want) || !strings.Contains(msg, `"resultType":"complete"`) {
 			t.Errorf("%s on /mcp: %s", c.method, msg)
 		}
 	}
@@ -183,7 +184,7 @@ func TestModernListen(t *testing.T) {
 	f := newFixture(t, "")
 	ctx, cancel := context.WithCancel(withKey(t.Context(), testKeys.API))
 	defer cancel()
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{PresetId: "all", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
+	stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{PresetID: "all", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
 		Payload: []byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourcesSubscribe":["alpha://doc"]},"_meta":` + modernMeta + `}}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func TestModernListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := string(ack.GetMessage()); ack.GetFinal() || !strings.Contains(a, `"notifications/subscriptions/acknowledged"`) ||
+	if a := string(ack.Message); ack.Final || !strings.Contains(a, `"notifications/subscriptions/acknowledged"`) ||
 		!strings.Contains(a, `"notifications":{"toolsListChanged":true}`) || !strings.Contains(a, `"io.modelcontextprotocol/subscriptionId":"L"`) {
 		t.Fatalf("acknowledgement %s", a)
 	}
@@ -206,7 +207,7 @@ func TestModernListen(t *testing.T) {
 			got <- err.Error()
 			return
 		}
-		got <- string(item.GetMessage())
+		got <- string(item.Message)
 	}()
 	late := 0
 	waitfor.True(t, 10*time.Second, "a tools/list_changed on the stream", func() bool {
@@ -253,13 +254,13 @@ func TestModernBridgesProviderRequests(t *testing.T) {
 		return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
 	}
 	ask := `"name":"mcp_asker__ask","arguments":{"method":"sampling/createMessage","params":{"maxTokens":3}}`
-	final := func(items []*mcpgatewayv1.ExchangeResponse) map[string]any {
+	final := func(items []*mcpservetest.Item) map[string]any {
 		t.Helper()
 		last := items[len(items)-1]
 		var r struct {
 			Result map[string]any `json:"result"`
 		}
-		if !last.GetFinal() || json.Unmarshal(last.GetMessage(), &r) != nil || r.Result == nil {
+		if !last.Final || json.Unmarshal(last.Message, &r) != nil || r.Result == nil {
 			t.Fatalf("final item %+v", last)
 		}
 		return r.Result
@@ -295,8 +296,8 @@ func TestModernBridgesProviderRequests(t *testing.T) {
 	}
 	items := f.modernItems(t, ctx, "asks", "tools/call", "mcp_other__echo",
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_other__echo","arguments":{"text":"x"},"requestState":"`+state+`","inputResponses":{"zest-1":{}},"_meta":`+meta(`{"sampling":{}}`)+`}}`)
-	if json.Unmarshal(items[len(items)-1].GetMessage(), &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, `MCP server "asker"`) {
-		t.Fatalf("the state routed to another provider: %s", items[len(items)-1].GetMessage())
+	if json.Unmarshal(items[len(items)-1].Message, &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, `MCP server "asker"`) {
+		t.Fatalf("the state routed to another provider: %s", items[len(items)-1].Message)
 	}
 	done := retry("3", "mcp_asker__ask", `"arguments":{"method":"sampling/createMessage","params":{"maxTokens":3}},`)
 	content, _ := done["content"].([]any)
@@ -310,8 +311,8 @@ func TestModernBridgesProviderRequests(t *testing.T) {
 	// The call is spent: the same state again names no waiting call.
 	items = f.modernItems(t, ctx, "asks", "tools/call", "mcp_asker__ask",
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{`+ask+`,"requestState":"`+state+`","inputResponses":{"zest-1":{}},"_meta":`+meta(`{"sampling":{}}`)+`}}`)
-	if json.Unmarshal(items[len(items)-1].GetMessage(), &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, "no longer waits") {
-		t.Fatalf("a spent state: %s", items[len(items)-1].GetMessage())
+	if json.Unmarshal(items[len(items)-1].Message, &bad) != nil || bad.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(bad.Error.Message, "no longer waits") {
+		t.Fatalf("a spent state: %s", items[len(items)-1].Message)
 	}
 
 	// Without the capability the provider's request is answered for the client, which is

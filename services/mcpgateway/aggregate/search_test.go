@@ -155,15 +155,15 @@ func TestToolSearchModern(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := withKey(t.Context(), testKeys.API)
 	list := f.modernItems(t, ctx, "search", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":`+modernMeta+`}}`)
-	if last := string(list[len(list)-1].GetMessage()); !strings.Contains(last, `"name":"search_tools"`) || !strings.Contains(last, `"name":"call_tool"`) || strings.Contains(last, "mcp_alpha__echo") {
+	if last := string(list[len(list)-1].Message); !strings.Contains(last, `"name":"search_tools"`) || !strings.Contains(last, `"name":"call_tool"`) || strings.Contains(last, "mcp_alpha__echo") {
 		t.Fatalf("tools/list: %s", last)
 	}
 	items := f.modernItems(t, ctx, "search", "tools/call", "search_tools", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":`+modernMeta+`,"name":"search_tools","arguments":{"query":"echo a message","server":"alpha"}}}`)
-	if last := string(items[len(items)-1].GetMessage()); !strings.Contains(last, `mcp_alpha__echo`) {
+	if last := string(items[len(items)-1].Message); !strings.Contains(last, `mcp_alpha__echo`) {
 		t.Fatalf("search_tools: %s", last)
 	}
 	items = f.modernItems(t, ctx, "search", "tools/call", "call_tool", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":`+modernMeta+`,"name":"call_tool","arguments":{"name":"mcp_alpha__echo","arguments":{"message":"modern"}}}}`)
-	if last := string(items[len(items)-1].GetMessage()); !strings.Contains(last, `alpha echo: modern`) {
+	if last := string(items[len(items)-1].Message); !strings.Contains(last, `alpha echo: modern`) {
 		t.Fatalf("call_tool: %s", last)
 	}
 }

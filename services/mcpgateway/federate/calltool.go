@@ -10,9 +10,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -92,7 +92,7 @@ func (h *Handler) unlisted(ctx context.Context, tc ToolCall, err error) bool {
 		return false
 	}
 	tools, lerr := h.up.ListTools(ctx, tc.Server, true)
-	return lerr == nil && stateless.Tool(tools, tc.Tool) == nil
+	return lerr == nil && mcpera.Tool(tools, tc.Tool) == nil
 }
 
 // retryOf reads a modern client's retry from its params as it sent them (clientParams): a

@@ -82,7 +82,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		// notifications/initialized and roots/list_changed are accepted and go no further.
 		return nil
 	}
-	params, bad := mcpserve.Params(payload, msg)
+	params, bad := mcpserve.Params(msg)
 	if bad != nil {
 		return bad
 	}

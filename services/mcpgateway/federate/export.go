@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"google.golang.org/grpc/codes"
@@ -24,7 +25,7 @@ import (
 type Output = output
 
 // NewOutput returns the output of one exchange.
-func NewOutput(stream mcpserve.ExchangeStream) *Output { return &output{stream: stream} }
+func NewOutput(stream mcphttp.ExchangeStream) *Output { return &output{stream: stream} }
 
 // Note sends one notification before the answer (and drops it after).
 func (o *output) Note(msg []byte) { o.note(msg) }
@@ -47,9 +48,11 @@ func (o *output) End(final []byte, malformed bool, err error) error {
 	return o.final(final)
 }
 
-// Send sends one item of the exchange as it is (a stateless.Final answer, or a message
-// before it).
-func (o *output) Send(r *mcpgatewayv1.ExchangeResponse) error { return o.send(r) }
+// Message sends one message before the answer (a subscriptions/listen's notifications).
+func (o *output) Message(msg []byte) error { return o.message(msg) }
+
+// Modern sends the answer to a request of 2026-07-28 (its status: mcpera.Status).
+func (o *output) Modern(msg []byte) error { return o.modern(msg) }
 
 // Err is the error of a send that failed (the client went away).
 func (o *output) Err() error { return o.err() }
@@ -66,8 +69,7 @@ func (h *Handler) StartSession(out *Output, payload, id json.RawMessage, version
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
-	if err := out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
-		Session: &mcpgatewayv1.SessionStarted{SessionId: sid, ProtocolVersion: version}}}); err != nil {
+	if err := out.session(sid, version); err != nil {
 		return err
 	}
 	return out.final(mcpserve.Result(id, b))
@@ -156,9 +158,3 @@ func Declares(caps map[string]any, method string) bool { return declares(caps, m
 // Relayed reports whether a server's notification of method reaches the GET streams of the
 // sessions that use the server.
 func Relayed(method string) bool { return relayed[method] }
-
-// Level is the rank of the logging level session sessionID set (-1: none set).
-func (h *Handler) Level(ctx context.Context, sessionID string) int { return h.level(ctx, sessionID) }
-
-// Below reports whether msg is a notifications/message less severe than level (a rank).
-func Below(msg []byte, level int) bool { return below(msg, level) }

@@ -17,7 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"net/http"
 	"sync"
 	"time"
 
@@ -26,9 +26,10 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -55,7 +56,7 @@ type Upstreams interface {
 	Resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, method, call string, answers []upstream.ClientAnswer, hooks upstream.Hooks) (json.RawMessage, error)
 }
 
-// Handler serves /mcp/servers/{id} (mcpserve.Federation).
+// Handler serves /mcp/servers/{id} (mcphttp.Endpoint).
 type Handler struct {
 	servers  Servers
 	up       Upstreams
@@ -98,7 +99,7 @@ func New(servers Servers, up Upstreams, tools *toolcall.Pipeline, codec *session
 	return h
 }
 
-var _ mcpserve.Federation = (*Handler)(nil)
+var _ mcphttp.Endpoint = (*Handler)(nil)
 
 // server returns the config of id when the caller may reach it here (toolcall.Resolve, the
 // one rule: registered, enabled, and exposed or asked for with the admin key). Every other
@@ -129,13 +130,13 @@ func (h *Handler) expires(cl session.Claims) time.Time {
 }
 
 // Exchange answers one POST body of /mcp/servers/{id}.
-func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.ExchangeStream) error {
+func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	ctx := stream.Context()
-	r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload())
-	if v := req.GetProtocolVersion(); v != "" && !r.Modern && !slices.Contains(mcpserve.Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", mcpserve.ErrBadProtocolHeader, v, mcpserve.Versions)
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
 	}
-	cfg, err := h.server(ctx, req.GetServerId())
+	cfg, err := h.server(ctx, req.ServerID)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.Ex
 	if r.Modern {
 		return h.modern(ctx, req, r, cfg, out)
 	}
-	payload := bytes.TrimSpace(req.GetPayload())
+	payload := bytes.TrimSpace(req.Body)
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(ctx, req, cfg, payload, out)
 	}
@@ -158,7 +159,7 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.Ex
 	if err != nil {
 		return err
 	}
-	c := &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
+	c := &call{h: h, cfg: cfg, sessionID: req.SessionID(), claims: cl, out: out}
 	resp := c.dispatch(ctx, payload, msg)
 	if resp == nil {
 		return out.err()
@@ -171,16 +172,16 @@ func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpserve.Ex
 
 // sessionFor checks the session and its MCP-Protocol-Version header as /mcp does (2025-03-26
 // counts as no header).
-func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
-	return mcpserve.CheckSession(ctx, h.sessions, h.store, req.GetSessionId(), req.GetServerId(), req.GetProtocolVersion())
+func (h *Handler) sessionFor(ctx context.Context, req *mcphttp.Request) (session.Claims, error) {
+	return mcpserve.CheckSession(ctx, h.sessions, h.store, req.SessionID(), req.ServerID, req.ProtocolVersion())
 }
 
 // batch answers a JSON-RPC batch of a 2025-03-26 session, item by item.
-func (h *Handler) batch(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
+func (h *Handler) batch(ctx context.Context, req *mcphttp.Request, cfg *mcpgatewayv1.ServerConfig, payload []byte, out *output) error {
 	var c *call
 	return out.End(mcpserve.Batch(ctx, payload, func() (string, error) {
 		cl, err := h.sessionFor(ctx, req)
-		c = &call{h: h, cfg: cfg, sessionID: req.GetSessionId(), claims: cl, out: out}
+		c = &call{h: h, cfg: cfg, sessionID: req.SessionID(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
 	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.err()
@@ -222,19 +223,19 @@ func (h *Handler) failure(ctx context.Context, serverID, what string, err error)
 }
 
 // EndSession serves DELETE /mcp/servers/{id}: the session id is refused from then on.
-func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	if _, err := h.server(ctx, req.GetServerId()); err != nil {
-		return nil, err
+func (h *Handler) EndSession(ctx context.Context, req *mcphttp.Request) error {
+	if _, err := h.server(ctx, req.ServerID); err != nil {
+		return err
 	}
-	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
+	cl, err := h.session(ctx, req.SessionID(), req.ServerID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := h.store.EndSession(ctx, req.GetSessionId(), h.expires(cl)); err != nil {
-		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+	if err := h.store.EndSession(ctx, req.SessionID(), h.expires(cl)); err != nil {
+		return status.Errorf(codes.Internal, "session store: %v", err)
 	}
 	session.Ended(cl)
-	return &mcpgatewayv1.EndSessionResponse{}, nil
+	return nil
 }
 
 // output serializes what one exchange sends: progress notifications may come from another
@@ -242,12 +243,14 @@ func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRe
 // returned; once the final item is sent, they are dropped.
 type output struct {
 	mu     sync.Mutex
-	stream mcpserve.ExchangeStream
+	stream mcphttp.ExchangeStream
 	failed error
 	done   bool // the final item was sent: nothing follows it
 }
 
-func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
+// do makes one call of the stream (final: the one that ends the exchange), unless a call
+// failed or the answer was sent.
+func (o *output) do(final bool, f func() error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.failed != nil {
@@ -256,26 +259,37 @@ func (o *output) send(r *mcpgatewayv1.ExchangeResponse) error {
 	if o.done {
 		return nil
 	}
-	if err := o.stream.Send(r); err != nil {
+	if err := f(); err != nil {
 		o.failed = err
 		return err
 	}
-	o.done = r.GetFinal()
+	o.done = final
 	return nil
 }
 
+// message sends one message before the answer.
+func (o *output) message(msg []byte) error {
+	return o.do(false, func() error { return o.stream.Message(msg) })
+}
+
 // note sends one notification before the answer (and drops it after).
-func (o *output) note(msg []byte) {
-	_ = o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
+func (o *output) note(msg []byte) { _ = o.message(msg) }
+
+func (o *output) session(id, version string) error {
+	return o.do(false, func() error { return o.stream.Session(id, version) })
 }
 
-func (o *output) final(msg []byte) error {
-	return o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
+func (o *output) finalStatus(msg []byte, code int) error {
+	return o.do(true, func() error { return o.stream.Final(msg, code) })
 }
 
-func (o *output) malformed(msg []byte) error {
-	return o.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
-}
+func (o *output) final(msg []byte) error { return o.finalStatus(msg, http.StatusOK) }
+
+func (o *output) malformed(msg []byte) error { return o.finalStatus(msg, http.StatusBadRequest) }
+
+// modern sends the answer to a request of 2026-07-28, with the status the revision ties to
+// its error code.
+func (o *output) modern(msg []byte) error { return o.finalStatus(msg, mcpera.Status(msg)) }
 
 func (o *output) err() error {
 	o.mu.Lock()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -20,7 +19,6 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -58,14 +56,14 @@ func upstreamServer(t *testing.T) (*server.MCPServer, string) {
 }
 
 type fixture struct {
-	mcp   mcpgatewayv1.McpServiceClient
+	mcp   *mcpservetest.Client
 	codec *session.Codec
 	fed   *Handler
 }
 
 var testKeys = keyauth.Keys{API: "api-key-0123", Admin: "admin-key-0123"}
 
-// newFixture serves McpService (with federation) over loopback gRPC, with servers "up"
+// newFixture serves the endpoints of /mcp and /mcp/servers/{id} in-process, with servers "up"
 // (filters hide secret), "hidden" (expose false) and "off" (disabled), all at url.
 func newFixture(t *testing.T, url string) fixture {
 	t.Helper()
@@ -96,22 +94,21 @@ func newFixture(t *testing.T, url string) fixture {
 	fed := New(reg, up, tools, codec, reg, testKeys, nil, WithListenCheck(50*time.Millisecond))
 	up.OnNotification(fed.Notify)
 	h := mcpserve.NewRoutes(mcpserve.New(srv, codec, reg, tools, nil), mcpserve.WithServers(fed))
-	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) })
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), codec: codec, fed: fed}
+	return fixture{mcp: mcpservetest.NewClient(h, nil), codec: codec, fed: fed}
 }
 
 var withKey = mcpservetest.WithKey
 
 // exchange posts one body and returns the session id it started (if any) and the messages.
 func (f fixture) exchange(ctx context.Context, server, sess, body string) (string, [][]byte, error) {
-	return mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: server, SessionId: sess, Payload: []byte(body)})
+	return mcpservetest.Exchange(ctx, f.mcp, &mcpservetest.Request{ServerID: server, SessionID: sess, Payload: []byte(body)})
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func (f fixture) open(t *testing.T, ctx context.Context, server string) (string, map[string]any) {
 	t.Helper()
-	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{ServerId: server, Payload: []byte(initialize)})
+	sess, res, err := mcpservetest.Initialize(ctx, f.mcp, &mcpservetest.Request{ServerID: server, Payload: []byte(initialize)})
 	if err != nil {
 		t.Fatalf("initialize %s: %v", server, err)
 	}
@@ -237,7 +234,7 @@ func TestAccess(t *testing.T) {
 	if _, _, err := f.exchange(api, "", bound, ping); status.Code(err) != codes.NotFound {
 		t.Errorf("a session of up on /mcp: %v", err)
 	}
-	if _, err := f.mcp.EndSession(api, &mcpgatewayv1.EndSessionRequest{ServerId: "up", SessionId: bound}); err != nil {
+	if err := f.mcp.EndSession(api, &mcpservetest.Request{ServerID: "up", SessionID: bound}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.exchange(api, "up", bound, ping); status.Code(err) != codes.NotFound {
@@ -253,7 +250,7 @@ func TestNotificationsReachTheGETStreamsOfTheirServer(t *testing.T) {
 	f := newFixture(t, url)
 	ctx := withKey(t.Context(), testKeys.Admin)
 	listen := func(server, sess string) <-chan string {
-		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{ServerId: server, SessionId: sess})
+		ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpservetest.Request{ServerID: server, SessionID: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +293,7 @@ func TestNotificationsReachTheGETStreamsOfTheirServer(t *testing.T) {
 		t.Errorf("up's stream got %s, want the marker (another server's notification leaked)", m)
 	}
 	// An ended session's stream ends.
-	if _, err := f.mcp.EndSession(ctx, &mcpgatewayv1.EndSessionRequest{ServerId: "up", SessionId: a}); err != nil {
+	if err := f.mcp.EndSession(ctx, &mcpservetest.Request{ServerID: "up", SessionID: a}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -3,9 +3,12 @@ package federate
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"github.com/zestmcp/zest/services/mcpgateway/session"
 )
 
 // relayed are the notifications a server's sessions get on their GET streams; progress goes
@@ -33,49 +36,85 @@ func (h *Handler) Notify(server string, msg []byte) {
 	}
 }
 
-// Listen serves GET /mcp/servers/{id}: the session's server-to-client stream. Its first item
-// (no message) tells the edge the session is valid; then the server's notifications follow
+// Listen serves GET /mcp/servers/{id}: the session's server-to-client stream, opened once the
+// session is found valid; then the server's notifications follow
 // until the client leaves, or the session is ended or expires. notifications/message below
 // the level the session set with logging/setLevel is left out.
-func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+func (h *Handler) Listen(req *mcphttp.Request, stream mcphttp.ListenStream) error {
 	ctx := stream.Context()
-	cfg, err := h.server(ctx, req.GetServerId())
+	cfg, err := h.server(ctx, req.ServerID)
 	if err != nil {
 		return err
 	}
-	cl, err := h.session(ctx, req.GetSessionId(), req.GetServerId())
+	cl, err := h.session(ctx, req.SessionID(), req.ServerID)
 	if err != nil {
 		return err
 	}
-	if !h.up.State(cfg.GetId()).Connected {
-		// After a restart of mcpgateway an HTTP upstream's notifications flow only once it is
-		// connected again: connect it now rather than at the session's next request.
-		go func() {
-			if err := h.up.Connect(context.WithoutCancel(ctx), cfg); err != nil {
-				h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", cfg.GetId(), "err", err)
-			}
-		}()
-	}
+	h.ConnectForStream(ctx, cfg)
 	l := fanout.NewListener()
-	h.hub.Follow(l, []string{req.GetServerId()})
+	h.hub.Follow(l, []string{req.ServerID})
 	defer h.hub.Follow(l, nil)
-	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+	return h.ServeSession(SessionStream{Stream: stream, Listener: l, SessionID: req.SessionID(), Claims: cl, Every: h.listenCheck})
+}
+
+// SessionStream is the GET stream of a session on an endpoint that relays servers
+// (/mcp/servers/{id}, a preset's), for ServeSession.
+type SessionStream struct {
+	Stream mcphttp.ListenStream
+	// Listener receives the notifications of the servers it follows (fanout.Hub.Follow).
+	Listener  *fanout.Listener
+	SessionID string
+	Claims    session.Claims
+	// Every is how often the stream checks that its session was not ended elsewhere, and
+	// reads its level again; Wake, if set, rings a check early.
+	Every time.Duration
+	Wake  <-chan struct{}
+	// More, if set, is called at each check with the stream's send: it may change what
+	// Listener follows and tell the client so; false or an error ends the stream.
+	More func(send func([]byte) error) (bool, error)
+}
+
+// ServeSession serves a relayed session's GET stream, the one way both endpoints that relay
+// servers do: it opens the stream, then sends what the listener receives, leaving out
+// notifications/message below the level the session set (logging/setLevel, on any
+// replica), until the client leaves, or the session is ended (on any replica) or expires.
+func (h *Handler) ServeSession(s SessionStream) error {
+	ctx := s.Stream.Context()
+	if err := s.Stream.Open(); err != nil {
 		return err
 	}
-	level := h.level(ctx, req.GetSessionId())
-	return l.Serve(ctx, fanout.Stream{
-		Send:    func(msg []byte) error { return stream.Send(&mcpgatewayv1.ListenResponse{Message: msg}) },
-		Expires: h.sessions.Expires(cl),
-		Every:   h.listenCheck,
+	level := h.level(ctx, s.SessionID)
+	return s.Listener.Serve(ctx, fanout.Stream{
+		Send:    s.Stream.Message,
+		Expires: h.sessions.Expires(s.Claims),
+		Every:   s.Every,
+		Wake:    s.Wake,
 		Check: func() (bool, error) {
-			if ended, err := h.store.SessionEnded(ctx, req.GetSessionId()); err == nil && ended {
+			if ended, err := h.store.SessionEnded(ctx, s.SessionID); err == nil && ended {
 				return false, nil
 			}
-			level = h.level(ctx, req.GetSessionId())
+			level = h.level(ctx, s.SessionID)
+			if s.More != nil {
+				return s.More(s.Stream.Message)
+			}
 			return true, nil
 		},
 		Pass: func(msg []byte) bool { return !below(msg, level) },
 	})
+}
+
+// ConnectForStream connects cfg's server in the background when it is not connected on this
+// replica: after a restart of mcpgateway an HTTP server's notifications flow only once it is
+// connected again, and a GET stream should not wait for the session's next request.
+func (h *Handler) ConnectForStream(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) {
+	if h.up.State(cfg.GetId()).Connected {
+		return
+	}
+	go func() {
+		if err := h.up.Connect(context.WithoutCancel(ctx), cfg); err != nil {
+			h.log.DebugContext(ctx, "connecting a server for a GET stream failed", "server", cfg.GetId(), "err", err)
+		}
+	}()
 }
 
 // level is the rank of the level the session set (-1: none set, everything passes).

@@ -7,8 +7,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -19,22 +20,22 @@ import (
 // notifications the client asked for; everything else goes to the upstream through the same
 // path as a session's requests (capabilities, tool filters, progress), in the upstream's own
 // era: a session-era upstream is sent the request without the revision's _meta members, and
-// its result gets what 2026-07-28 asks of a result (stateless.Decorate).
-func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, r stateless.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
+// its result gets what 2026-07-28 asks of a result (mcpera.Decorate).
+func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
 	msg, bad := mcpserve.AdmitModern(req, r)
 	if bad != nil {
-		return out.send(stateless.Final(bad))
+		return out.modern(bad)
 	}
 	if !msg.IsRequest() {
 		return nil // a notification (notifications/cancelled): accepted
 	}
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
-		return out.send(stateless.Final(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err))))
+		return out.modern(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
 	switch msg.Method {
 	case "server/discover":
-		res := map[string]any{"supportedVersions": mcpserve.Supported, "capabilities": orEmpty(inf.Capabilities)}
+		res := map[string]any{"supportedVersions": mcpera.Supported, "capabilities": orEmpty(inf.Capabilities)}
 		if inf.Instructions != "" {
 			res["instructions"] = inf.Instructions
 		}
@@ -42,7 +43,7 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.send(stateless.Final(mcpserve.Result(msg.ID, stateless.Decorate(msg.Method, b, orEmpty(inf.ServerInfo)))))
+		return out.modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
@@ -54,8 +55,8 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 				Name string `json:"name"`
 			}
 			_ = json.Unmarshal(r.Params, &p)
-			if bad := r.CheckParamHeaders(req, msg.ID, stateless.Tool(tools, p.Name)); bad != nil {
-				return out.send(stateless.Final(bad))
+			if bad := r.CheckParamHeaders(req.Header, msg.ID, mcpera.Tool(tools, p.Name)); bad != nil {
+				return out.modern(bad)
 			}
 		}
 	}
@@ -64,7 +65,7 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 	// gets none of the revision's members, which would make it read the request as modern.
 	params := r.Params
 	if !mcp.IsModernProtocol(inf.ProtocolVersion) {
-		params = stateless.StripMeta(params)
+		params = mcpera.StripMeta(params)
 	}
 	fwd, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method, "params": params})
 	if err != nil {
@@ -82,24 +83,26 @@ func (h *Handler) modern(ctx context.Context, req *mcpgatewayv1.ExchangeRequest,
 		resp, resumed = c.resumeParked(ctx, msg, r.Params)
 	}
 	if !resumed {
+		msg.Params = params // as forwarded
+		if len(r.Params) == 0 {
+			msg.Params = nil
+		}
 		resp = c.dispatch(ctx, fwd, msg)
 	}
 	if resp == nil {
 		return out.err()
 	}
-	return out.send(stateless.Final(stateless.DecorateResponse(msg.Method, resp, inf.ServerInfo)))
+	return out.modern(mcpera.DecorateResponse(msg.Method, resp, inf.ServerInfo))
 }
 
 // listenModern serves subscriptions/listen: it acknowledges the notification types both the
-// client asked for and the upstream declares (stateless.Subscription), then streams the
+// client asked for and the upstream declares (mcpera.Subscription), then streams the
 // upstream's notifications of those types, tagged with the subscription id, until the client
 // goes away. Nothing was asked for (or can be given): the acknowledgement and the result come
 // at once.
-func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, id json.RawMessage, r stateless.Request, caps, serverInfo map[string]any, out *output) error {
+func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, id json.RawMessage, r mcpera.Request, caps, serverInfo map[string]any, out *output) error {
 	sub := r.Subscribe(id, caps)
-	send := func(msg []byte) error {
-		return out.send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}})
-	}
+	send := out.message
 	var l *fanout.Listener
 	if sub.Granted() {
 		l = fanout.NewListener()
@@ -120,5 +123,5 @@ func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 			return err // the client went away: nobody reads the result
 		}
 	}
-	return out.send(stateless.Final(sub.Result(serverInfo)))
+	return out.modern(sub.Result(serverInfo))
 }

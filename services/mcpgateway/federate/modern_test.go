@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/waitfor"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 )
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"tok"}`
@@ -50,12 +50,12 @@ func TestModernRequests(t *testing.T) {
 			[]string{`"id":7`, `"io.modelcontextprotocol/subscriptionId":7`}, nil, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", ProtocolVersion: "2026-07-28",
-				McpMethod: c.method, McpName: c.mcpName, SessionId: "", Payload: []byte(c.body)})
+			stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{ServerID: "up", ProtocolVersion: "2026-07-28",
+				McpMethod: c.method, McpName: c.mcpName, SessionID: "", Payload: []byte(c.body)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var last *mcpgatewayv1.ExchangeResponse
+			var last *mcpservetest.Item
 			for {
 				item, err := stream.Recv()
 				if errors.Is(err, io.EOF) {
@@ -64,15 +64,15 @@ func TestModernRequests(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if item.GetSession() != nil {
+				if item.Session != "" {
 					t.Fatal("a session was started for a request of 2026-07-28")
 				}
 				last = item
 			}
-			if last == nil || !last.GetFinal() || last.GetMalformed() != c.malformed || last.GetMethodNotFound() != c.notFound {
+			if last == nil || !last.Final || last.Malformed() != c.malformed || last.MethodNotFound() != c.notFound {
 				t.Fatalf("final item %+v, want malformed %v, method_not_found %v", last, c.malformed, c.notFound)
 			}
-			msg := string(last.GetMessage())
+			msg := string(last.Message)
 			for _, w := range c.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("answer %s lacks %s", msg, w)
@@ -112,7 +112,7 @@ func TestModernParamHeaders(t *testing.T) {
 		{"different", map[string]string{"mcp-param-region": "us-east"}, `"code":-32020`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", ProtocolVersion: "2026-07-28",
+			stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{ServerID: "up", ProtocolVersion: "2026-07-28",
 				McpMethod: "tools/call", McpName: "regional", ParamHeaders: c.headers, Payload: []byte(body)})
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +126,7 @@ func TestModernParamHeaders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				last = item.GetMessage()
+				last = item.Message
 			}
 			if !strings.Contains(string(last), c.want) || !strings.Contains(string(last), `"id":9`) {
 				t.Fatalf("answer %s, want %s", last, c.want)
@@ -143,7 +143,7 @@ func TestModernListenStreams(t *testing.T) {
 	f := newFixture(t, url)
 	ctx, cancel := context.WithCancel(withKey(t.Context(), testKeys.API))
 	defer cancel()
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
+	stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{ServerID: "up", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
 		Payload: []byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},"_meta":` + modernMeta + `}}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestModernListenStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := string(ack.GetMessage()); ack.GetFinal() || !strings.Contains(a, `"notifications":{"toolsListChanged":true}`) {
+	if a := string(ack.Message); ack.Final || !strings.Contains(a, `"notifications":{"toolsListChanged":true}`) {
 		t.Fatalf("acknowledgement %s: want tools only", a)
 	}
 	got := make(chan string, 1)
@@ -162,7 +162,7 @@ func TestModernListenStreams(t *testing.T) {
 			got <- err.Error()
 			return
 		}
-		got <- string(item.GetMessage())
+		got <- string(item.Message)
 	}()
 	// The upstream gets tools until a list_changed arrives: Zest's own listen to it (a server
 	// of 2026-07-28) opens in the background after it connected.

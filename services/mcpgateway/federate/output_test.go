@@ -4,15 +4,21 @@ import (
 	"context"
 	"testing"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 )
 
+// recordStream records what an exchange writes.
 type recordStream struct {
-	sent []*mcpgatewayv1.ExchangeResponse
+	sent []*mcpservetest.Item
 }
 
-func (r *recordStream) Send(m *mcpgatewayv1.ExchangeResponse) error {
-	r.sent = append(r.sent, m)
+func (r *recordStream) Session(id, _ string) error { return r.add(&mcpservetest.Item{Session: id}) }
+func (r *recordStream) Message(msg []byte) error   { return r.add(&mcpservetest.Item{Message: msg}) }
+func (r *recordStream) Final(msg []byte, status int) error {
+	return r.add(&mcpservetest.Item{Message: msg, Final: true, Status: status})
+}
+func (r *recordStream) add(it *mcpservetest.Item) error {
+	r.sent = append(r.sent, it)
 	return nil
 }
 func (r *recordStream) Context() context.Context { return context.Background() }
@@ -27,7 +33,7 @@ func TestNoNoteAfterTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.note([]byte(`{"method":"notifications/progress","params":{"progress":2}}`))
-	if len(rec.sent) != 2 || !rec.sent[1].GetFinal() {
+	if len(rec.sent) != 2 || !rec.sent[1].Final {
 		t.Fatalf("sent %v, want the first note and the answer, last", rec.sent)
 	}
 }

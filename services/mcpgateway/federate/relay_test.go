@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/zestmcp/zest/lib/mcptest"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 )
 
@@ -29,7 +29,7 @@ func TestRelayThroughAnHTTPUpstream(t *testing.T) {
 	}
 	other, _ := f.open(t, ctx, "up") // declared no capabilities
 
-	stream, err := f.mcp.Exchange(ctx, &mcpgatewayv1.ExchangeRequest{ServerId: "up", SessionId: sess,
+	stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{ServerID: "up", SessionID: sess,
 		Payload: []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"method":"sampling/createMessage"}}}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -43,9 +43,9 @@ func TestRelayThroughAnHTTPUpstream(t *testing.T) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if err := json.Unmarshal(item.GetMessage(), &req); err != nil || req.Method != "sampling/createMessage" || !strings.HasPrefix(req.ID, session.RelayPrefix) ||
-		item.GetFinal() || string(req.Params) != `{"asked":"sampling/createMessage"}` {
-		t.Fatalf("first item %s (final %v), want the upstream's request", item.GetMessage(), item.GetFinal())
+	if err := json.Unmarshal(item.Message, &req); err != nil || req.Method != "sampling/createMessage" || !strings.HasPrefix(req.ID, session.RelayPrefix) ||
+		item.Final || string(req.Params) != `{"asked":"sampling/createMessage"}` {
+		t.Fatalf("first item %s (final %v), want the upstream's request", item.Message, item.Final)
 	}
 	answer := `{"jsonrpc":"2.0","id":"` + req.ID + `","result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}`
 	// Another session cannot answer it.
@@ -59,7 +59,7 @@ func TestRelayThroughAnHTTPUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(item.GetMessage()); !item.GetFinal() || !strings.Contains(got, `"id":5`) || !strings.Contains(got, `sampled`) {
+	if got := string(item.Message); !item.Final || !strings.Contains(got, `"id":5`) || !strings.Contains(got, `sampled`) {
 		t.Fatalf("final %s", got)
 	}
 	// Answered once: a second answer is refused, saying so.

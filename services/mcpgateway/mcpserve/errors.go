@@ -8,8 +8,6 @@ var (
 	ErrSessionRequired = errors.New("Mcp-Session-Id header is required: send initialize first and repeat the id it returns")
 	// ErrSessionUnknown means the id is not one this gateway issued, has expired, or was ended (404).
 	ErrSessionUnknown = errors.New("session not found: it ended, expired or was never issued; send initialize again")
-	// ErrBadProtocolHeader means MCP-Protocol-Version names no supported version (400).
-	ErrBadProtocolHeader = errors.New("unsupported MCP-Protocol-Version header")
 	// ErrProtocolMismatch means MCP-Protocol-Version names another version than the session negotiated (400).
 	ErrProtocolMismatch = errors.New("MCP-Protocol-Version header contradicts the session")
 )

@@ -1,8 +1,10 @@
-// Package mcpserve is the MCP server behind /mcp. The edge owns HTTP and passes each POST
-// body through the McpService Exchange stream; this package owns the meaning: protocol
-// negotiation, session ids, and the methods, dispatched to mark3labs/mcp-go's MCPServer.
+// Package mcpserve is the MCP server behind /mcp, and the contract of the three MCP endpoints
+// (request.go: Request, mcphttp.ExchangeStream, mcphttp.ListenStream, mcphttp.Endpoint; Routes). The transport
+// (package streamable) owns HTTP and calls the endpoint in-process with each request's parts;
+// this package owns the meaning of /mcp's: protocol negotiation, session ids, and the
+// methods, dispatched to mark3labs/mcp-go's MCPServer.
 // Notifications a handler sends are streamed in order and all flushed before the result.
-// Requests of MCP 2026-07-28 (classified per request by package stateless) are served beside
+// Requests of MCP 2026-07-28 (classified per request by package mcpera) are served beside
 // the session era without a session (modern.go).
 package mcpserve
 
@@ -13,17 +15,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -36,15 +39,6 @@ const (
 	ServerName    = "lemonade-mcp"
 	ServerVersion = "0.1.0"
 )
-
-// Versions are the session-era protocol versions served (negotiated by initialize),
-// preferred first.
-var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// Supported are every protocol version served, newest first: 2026-07-28 (no sessions, each
-// request stands alone; package stateless) and the session era's Versions. server/discover
-// lists them, and a modern request naming another is refused with them.
-var Supported = append([]string{stateless.Version}, Versions...)
 
 // Ended is the session state kept in the registry: sessions ended by DELETE, and the level a
 // session chose with logging/setLevel. Both live until the session id expires.
@@ -60,16 +54,7 @@ type Ended interface {
 // call is answered with plain JSON, and a client that asks for info or debug gets it.
 const DefaultLogLevel = mcp.LoggingLevelWarning
 
-// Federation serves McpService for the requests of one kind of endpoint (Routes): the
-// built-in tools of /mcp (Handler), the registered servers of /mcp/servers/{id} (package
-// federate), the presets of /mcp/presets/{id} (package aggregate).
-type Federation interface {
-	Exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error
-	Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error
-	EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error)
-}
-
-// Handler serves /mcp's built-in tools (a Federation of Routes).
+// Handler serves /mcp's built-in tools (a mcphttp.Endpoint of Routes).
 type Handler struct {
 	srv      *server.MCPServer
 	sessions *session.Codec
@@ -99,7 +84,7 @@ func New(srv *server.MCPServer, codec *session.Codec, ended Ended, tools *toolca
 	return h
 }
 
-var _ Federation = (*Handler)(nil)
+var _ mcphttp.Endpoint = (*Handler)(nil)
 
 // DefaultListenCheck is how often an open GET stream of an MCP endpoint checks that its
 // session was not ended elsewhere (and, of the federated endpoints, reads its log level and
@@ -125,49 +110,27 @@ func NewMCPServer(version string) *server.MCPServer {
 	)
 }
 
-// envelope is the part of a JSON-RPC message that routing needs.
+// envelope is the part of a JSON-RPC message that routing needs, and its params as sent:
+// decoded once (checkEnvelope), handed on (Params).
 type envelope struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
-// ExchangeStream is where the items of one exchange go: an Exchange stream, or a function
-// (ExchangeTo, for measuring mcpgateway's own work without a transport).
-type ExchangeStream interface {
-	Send(*mcpgatewayv1.ExchangeResponse) error
-	Context() context.Context
-}
-
-// Exchange answers one POST body.
-func (h *Handler) Exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
-	return h.exchange(req, stream)
-}
-
-// ExchangeTo answers one POST body without a gRPC stream: the items go to send.
-func (h *Handler) ExchangeTo(ctx context.Context, req *mcpgatewayv1.ExchangeRequest, send func(*mcpgatewayv1.ExchangeResponse) error) error {
-	return h.exchange(req, funcStream{ctx: ctx, send: send})
-}
-
-type funcStream struct {
-	ctx  context.Context
-	send func(*mcpgatewayv1.ExchangeResponse) error
-}
-
-func (f funcStream) Send(r *mcpgatewayv1.ExchangeResponse) error { return f.send(r) }
-func (f funcStream) Context() context.Context                    { return f.ctx }
-
-// exchange answers one POST body.
-func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStream) error {
-	if r := stateless.Classify(req.GetProtocolVersion(), req.GetPayload()); r.Modern {
+// Exchange answers one POST of /mcp.
+func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
+	r, err := mcpera.Of(req)
+	if err != nil {
+		return err
+	}
+	if r.Modern {
 		return h.modern(req, r, stream)
 	}
-	if v := req.GetProtocolVersion(); v != "" && !slices.Contains(Versions, v) {
-		return status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
-	}
-	payload := bytes.TrimSpace(req.GetPayload())
+	payload := bytes.TrimSpace(req.Body)
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(req, payload, stream)
 	}
@@ -182,10 +145,8 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStr
 	if err != nil {
 		return err
 	}
-	sess := h.newSession(stream.Context(), req.GetSessionId(), claims)
-	resp, err := h.dispatch(stream.Context(), sess, payload, env, func(m []byte) error {
-		return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
-	})
+	sess := h.newSession(stream.Context(), req.SessionID(), claims)
+	resp, err := h.dispatch(stream.Context(), sess, payload, env, stream.Message)
 	if err != nil || resp == nil {
 		return err
 	}
@@ -198,12 +159,12 @@ func (h *Handler) exchange(req *mcpgatewayv1.ExchangeRequest, stream ExchangeStr
 }
 
 // sessionFor checks the request's session and its MCP-Protocol-Version header.
-func (h *Handler) sessionFor(ctx context.Context, req *mcpgatewayv1.ExchangeRequest) (session.Claims, error) {
-	return CheckSession(ctx, h.sessions, h.ended, req.GetSessionId(), "", req.GetProtocolVersion())
+func (h *Handler) sessionFor(ctx context.Context, req *mcphttp.Request) (session.Claims, error) {
+	return CheckSession(ctx, h.sessions, h.ended, req.SessionID(), "", req.ProtocolVersion())
 }
 
 // batch answers a JSON-RPC batch, accepted only in 2025-03-26 sessions.
-func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, stream ExchangeStream) error {
+func (h *Handler) batch(req *mcphttp.Request, payload []byte, stream mcphttp.ExchangeStream) error {
 	ctx := stream.Context()
 	var sess *clientSession
 	final, malformed, err := Batch(ctx, payload, func() (string, error) {
@@ -211,12 +172,10 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 		if err != nil {
 			return "", err
 		}
-		sess = h.newSession(ctx, req.GetSessionId(), claims)
+		sess = h.newSession(ctx, req.SessionID(), claims)
 		return claims.ProtocolVersion, nil
 	}, func(item []byte, msg Message) ([]byte, error) {
-		return h.dispatch(ctx, sess, item, envelope(msg), func(m []byte) error {
-			return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: m}})
-		})
+		return h.dispatch(ctx, sess, item, envelope(msg), stream.Message)
 	})
 	switch {
 	case err != nil || final == nil:
@@ -228,7 +187,7 @@ func (h *Handler) batch(req *mcpgatewayv1.ExchangeRequest, payload []byte, strea
 }
 
 // initialize negotiates a version, issues the session id, and answers.
-func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawMessage) error {
+func (h *Handler) initialize(stream mcphttp.ExchangeStream, payload []byte, id json.RawMessage) error {
 	if problem := checkInitializeParams(payload); problem != "" {
 		// mcp-go would answer an initialize without params with 2025-03-26.
 		return sendFinal(stream, errorResponse(id, mcp.INVALID_PARAMS, problem))
@@ -246,15 +205,14 @@ func (h *Handler) initialize(stream ExchangeStream, payload []byte, id json.RawM
 	}
 	if json.Unmarshal(b, &ok) == nil && ok.Result != nil {
 		v := ok.Result.ProtocolVersion
-		if !slices.Contains(Versions, v) { // mcp-go answers only versions it knows; keep to ours
+		if !slices.Contains(mcpera.Versions, v) { // mcp-go answers only versions it knows; keep to ours
 			return status.Errorf(codes.Internal, "negotiated protocol version %q is not served", v)
 		}
 		id, err := h.sessions.Issue(v)
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		if err := stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{
-			Session: &mcpgatewayv1.SessionStarted{SessionId: id, ProtocolVersion: v}}}); err != nil {
+		if err := stream.Session(id, v); err != nil {
 			return err
 		}
 		h.log.Debug("session started", "protocol_version", v)
@@ -343,7 +301,7 @@ func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte,
 	sess.setRelay(r)
 	var out []byte
 	if env.Method == "tools/call" && env.isRequest() {
-		params := paramsOf(msg)
+		params := env.Params
 		var p struct {
 			Name string `json:"name"`
 		}
@@ -382,15 +340,6 @@ func (h *Handler) toolAnswer(ctx context.Context, id json.RawMessage, name strin
 	}
 	h.log.ErrorContext(ctx, "a built-in tool failed", "tool", name, "err", err)
 	return errorResponse(id, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
-}
-
-// paramsOf is the params member of a JSON-RPC request.
-func paramsOf(msg []byte) []byte {
-	var m struct {
-		Params json.RawMessage `json:"params"`
-	}
-	_ = json.Unmarshal(msg, &m)
-	return m.Params
 }
 
 // encodeFor renders mcp-go's answer to the request with id. A tool's CallToolResult is
@@ -462,13 +411,13 @@ func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 	return send(b)
 }
 
-func sendFinal(stream ExchangeStream, msg []byte) error {
-	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true})
+func sendFinal(stream mcphttp.ExchangeStream, msg []byte) error {
+	return stream.Final(msg, http.StatusOK)
 }
 
-// sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400 at the edge).
-func sendMalformed(stream ExchangeStream, msg []byte) error {
-	return stream.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true, Malformed: true})
+// sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400).
+func sendMalformed(stream mcphttp.ExchangeStream, msg []byte) error {
+	return stream.Final(msg, http.StatusBadRequest)
 }
 
 func errorResponse(id json.RawMessage, code int, message string) []byte {
@@ -479,44 +428,44 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 	return b
 }
 
-// Listen serves GET /mcp: the server-to-client stream of a session. Its first item (no
-// message) tells the edge the session is valid; the stream then stays open until the client
-// leaves, the session is ended or expires. The built-in tool set sends no server-initiated
-// messages, so nothing else is sent yet; the edge keeps the HTTP stream alive.
-func (h *Handler) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
+// Listen serves GET /mcp: the server-to-client stream of a session, opened once the session
+// is found valid; it then stays open until the client leaves, the session is ended or
+// expires. The built-in tool set sends no server-initiated messages, so nothing else is sent
+// yet; the transport keeps the HTTP stream alive.
+func (h *Handler) Listen(req *mcphttp.Request, stream mcphttp.ListenStream) error {
 	ctx := stream.Context()
-	cl, err := h.session(ctx, req.GetSessionId())
+	cl, err := h.session(ctx, req.SessionID())
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+	if err := stream.Open(); err != nil {
 		return err
 	}
 	return fanout.NewListener().Serve(ctx, fanout.Stream{ // no server: nothing is queued
 		Expires: h.sessions.Expires(cl),
 		Every:   h.listenCheck,
 		Check: func() (bool, error) {
-			ended, err := h.ended.SessionEnded(ctx, req.GetSessionId())
+			ended, err := h.ended.SessionEnded(ctx, req.SessionID())
 			return err != nil || !ended, nil
 		},
 	})
 }
 
 // EndSession serves DELETE /mcp: the session id is refused from then on, by every replica.
-func (h *Handler) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	cl, err := h.session(ctx, req.GetSessionId())
+func (h *Handler) EndSession(ctx context.Context, req *mcphttp.Request) error {
+	cl, err := h.session(ctx, req.SessionID())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	exp := h.sessions.Expires(cl)
 	if exp.IsZero() {
 		exp = time.Now().Add(365 * 24 * time.Hour)
 	}
-	if err := h.ended.EndSession(ctx, req.GetSessionId(), exp); err != nil {
-		return nil, status.Errorf(codes.Internal, "session store: %v", err)
+	if err := h.ended.EndSession(ctx, req.SessionID(), exp); err != nil {
+		return status.Errorf(codes.Internal, "session store: %v", err)
 	}
 	session.Ended(cl)
-	return &mcpgatewayv1.EndSessionResponse{}, nil
+	return nil
 }
 
 // clientSession is the per-request view of a session that mcp-go's handlers see. Its log

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,20 +15,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/keyauth"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 )
 
-// client starts the handler on an in-memory gRPC connection with a tool that sends n
+// client drives the handler in-process with a tool that sends n
 // progress notifications before it returns.
-func client(t *testing.T) mcpgatewayv1.McpServiceClient {
+func client(t *testing.T) *mcpservetest.Client {
 	t.Helper()
 	reg, err := registry.Open(filepath.Join(t.TempDir(), "registry.db"))
 	if err != nil {
@@ -40,7 +36,7 @@ func client(t *testing.T) mcpgatewayv1.McpServiceClient {
 }
 
 // clientOn is client over a given registry (two of them on one registry are two replicas).
-func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
+func clientOn(t *testing.T, reg *registry.Bolt) *mcpservetest.Client {
 	t.Helper()
 	srv := NewMCPServer("test")
 	srv.AddTool(mcp.NewTool("chatty", mcp.WithDescription("logs at debug, info and warning")),
@@ -96,18 +92,7 @@ func clientOn(t *testing.T, reg *registry.Bolt) mcpgatewayv1.McpServiceClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	mcpgatewayv1.RegisterMcpServiceServer(g, NewRoutes(New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil)))
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return mcpgatewayv1.NewMcpServiceClient(cc)
+	return mcpservetest.NewClient(NewRoutes(New(srv, codec, reg, toolcall.New(toolcall.Config{}, reg, nil, keyauth.Keys{}, toolcall.WithBuiltin(NewBuiltin(srv))), nil)), nil)
 }
 
 // TestLogLevelIsRememberedPerSession: a session gets warnings until it sets a level; the
@@ -120,7 +105,7 @@ func TestLogLevelIsRememberedPerSession(t *testing.T) {
 	}
 	t.Cleanup(func() { reg.Close() })
 	a, b := clientOn(t, reg), clientOn(t, reg)
-	levels := func(c mcpgatewayv1.McpServiceClient, sid string) []string {
+	levels := func(c *mcpservetest.Client, sid string) []string {
 		t.Helper()
 		ex, err := send(t, c, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"chatty","arguments":{}}}`)
 		if err != nil {
@@ -142,7 +127,7 @@ func TestLogLevelIsRememberedPerSession(t *testing.T) {
 	if err != nil || len(ex.messages) != 1 || ex.messages[0]["error"] != nil {
 		t.Fatalf("setLevel: %v %v", ex.messages, err)
 	}
-	for name, c := range map[string]mcpgatewayv1.McpServiceClient{"same replica": a, "other replica": b} {
+	for name, c := range map[string]*mcpservetest.Client{"same replica": a, "other replica": b} {
 		if got := fmt.Sprint(levels(c, s1)); got != "[debug info warning]" {
 			t.Fatalf("%s after setLevel debug: %s", name, got)
 		}
@@ -171,19 +156,19 @@ var noteSeen = make(chan struct{}, 1)
 func TestNotificationsAreRelayedWhileTheToolRuns(t *testing.T) {
 	c := client(t)
 	sid := initialize(t, c, "2025-11-25")
-	stream, err := c.Exchange(t.Context(), &mcpgatewayv1.ExchangeRequest{SessionId: sid,
+	stream, err := c.Exchange(t.Context(), &mcpservetest.Request{SessionID: sid,
 		Payload: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"notethenwait","arguments":{}}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan *mcpgatewayv1.ExchangeResponse, 1)
+	first := make(chan *mcpservetest.Item, 1)
 	go func() {
 		it, _ := stream.Recv()
 		first <- it
 	}()
 	select {
 	case it := <-first:
-		if it.GetFinal() || !bytes.Contains(it.GetMessage(), []byte("notifications/progress")) {
+		if it.Final || !bytes.Contains(it.Message, []byte("notifications/progress")) {
 			t.Fatalf("first item: %v", it)
 		}
 	case <-time.After(5 * time.Second):
@@ -191,7 +176,7 @@ func TestNotificationsAreRelayedWhileTheToolRuns(t *testing.T) {
 	}
 	noteSeen <- struct{}{}
 	it, err := stream.Recv()
-	if err != nil || !it.GetFinal() || !bytes.Contains(it.GetMessage(), []byte("released")) {
+	if err != nil || !it.Final || !bytes.Contains(it.Message, []byte("released")) {
 		t.Fatalf("result: %v %v", it, err)
 	}
 }
@@ -239,18 +224,18 @@ type exchange struct {
 	notFound  []bool // answered with HTTP 404 at the edge (2026-07-28)
 }
 
-func send(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, body string) (exchange, error) {
+func send(t *testing.T, c *mcpservetest.Client, sessionID, body string) (exchange, error) {
 	t.Helper()
 	return sendWith(t, c, sessionID, "", body)
 }
 
 // sendWith is send with an MCP-Protocol-Version header.
-func sendWith(t *testing.T, c mcpgatewayv1.McpServiceClient, sessionID, protocolVersion, body string) (exchange, error) {
+func sendWith(t *testing.T, c *mcpservetest.Client, sessionID, protocolVersion, body string) (exchange, error) {
 	t.Helper()
-	return sendReq(t, c, &mcpgatewayv1.ExchangeRequest{SessionId: sessionID, ProtocolVersion: protocolVersion, Payload: []byte(body)})
+	return sendReq(t, c, &mcpservetest.Request{SessionID: sessionID, ProtocolVersion: protocolVersion, Payload: []byte(body)})
 }
 
-func sendReq(t *testing.T, c mcpgatewayv1.McpServiceClient, req *mcpgatewayv1.ExchangeRequest) (exchange, error) {
+func sendReq(t *testing.T, c *mcpservetest.Client, req *mcpservetest.Request) (exchange, error) {
 	t.Helper()
 	stream, err := c.Exchange(t.Context(), req)
 	if err != nil {
@@ -265,27 +250,27 @@ func sendReq(t *testing.T, c mcpgatewayv1.McpServiceClient, req *mcpgatewayv1.Ex
 		if err != nil {
 			return ex, err
 		}
-		if s := item.GetSession(); s != nil {
-			ex.session = s.GetSessionId()
+		if item.Session != "" {
+			ex.session = item.Session
 			continue
 		}
 		var m map[string]any
-		if err := json.Unmarshal(item.GetMessage(), &m); err != nil {
+		if err := json.Unmarshal(item.Message, &m); err != nil {
 			// a batch answer is an array
 			var arr []any
-			if json.Unmarshal(item.GetMessage(), &arr) != nil {
-				t.Fatalf("message is not JSON: %s", item.GetMessage())
+			if json.Unmarshal(item.Message, &arr) != nil {
+				t.Fatalf("message is not JSON: %s", item.Message)
 			}
 			m = map[string]any{"batch": arr}
 		}
 		ex.messages = append(ex.messages, m)
-		ex.finals = append(ex.finals, item.GetFinal())
-		ex.malformed = append(ex.malformed, item.GetMalformed())
-		ex.notFound = append(ex.notFound, item.GetMethodNotFound())
+		ex.finals = append(ex.finals, item.Final)
+		ex.malformed = append(ex.malformed, item.Malformed())
+		ex.notFound = append(ex.notFound, item.MethodNotFound())
 	}
 }
 
-func initialize(t *testing.T, c mcpgatewayv1.McpServiceClient, version string) string {
+func initialize(t *testing.T, c *mcpservetest.Client, version string) string {
 	t.Helper()
 	ex, err := send(t, c, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, version))
 	if err != nil || ex.session == "" {
@@ -381,7 +366,7 @@ func TestBatchesOnlyFor20250326(t *testing.T) {
 func TestEndedSessionStaysEndedUnderAnotherSpelling(t *testing.T) {
 	c := client(t)
 	sid := initialize(t, c, "2025-11-25")
-	if _, err := c.EndSession(t.Context(), &mcpgatewayv1.EndSessionRequest{SessionId: sid}); err != nil {
+	if err := c.EndSession(t.Context(), &mcpservetest.Request{SessionID: sid}); err != nil {
 		t.Fatal(err)
 	}
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

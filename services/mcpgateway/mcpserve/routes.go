@@ -2,32 +2,33 @@ package mcpserve
 
 import (
 	"context"
+	"net/http"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Routes is McpService for the three MCP endpoints, each served by a Federation: a request
-// that names a registered server (server_id: /mcp/servers/{id}) by the servers', one that names
-// a preset (preset_id: /mcp/presets/{id}) by the presets', the others (/mcp) by the one New
+// Routes is the mcphttp.Endpoint of the three MCP endpoints, each served by a mcphttp.Endpoint: a request
+// that names a registered server (ServerID: /mcp/servers/{id}) by the servers', one that names
+// a preset (PresetID: /mcp/presets/{id}) by the presets', the others (/mcp) by the one New
 // was given: the built-in tools (Handler), or a preset's (ZEST_MCP_PRESET).
 type Routes struct {
-	mcpgatewayv1.UnimplementedMcpServiceServer
-	mcp, servers, presets Federation
+	mcp, servers, presets mcphttp.Endpoint
 }
 
 // RouteOption adds an endpoint to Routes.
 type RouteOption func(*Routes)
 
 // WithServers serves /mcp/servers/{id} (without it, those requests are NotFound).
-func WithServers(f Federation) RouteOption { return func(r *Routes) { r.servers = f } }
+func WithServers(f mcphttp.Endpoint) RouteOption { return func(r *Routes) { r.servers = f } }
 
 // WithPresets serves /mcp/presets/{id} (without it, those requests are NotFound).
-func WithPresets(f Federation) RouteOption { return func(r *Routes) { r.presets = f } }
+func WithPresets(f mcphttp.Endpoint) RouteOption { return func(r *Routes) { r.presets = f } }
 
 // NewRoutes serves /mcp with mcp, and the other endpoints opts add.
-func NewRoutes(mcp Federation, opts ...RouteOption) *Routes {
+func NewRoutes(mcp mcphttp.Endpoint, opts ...RouteOption) *Routes {
 	r := &Routes{mcp: mcp}
 	for _, o := range opts {
 		o(r)
@@ -42,7 +43,7 @@ var errNoFederation = status.Error(codes.NotFound, "this mcpgateway serves no re
 var errNoPresets = status.Error(codes.NotFound, "this mcpgateway serves no presets at /mcp/presets/{id}")
 
 // route is who serves a request, or why none does.
-func (r *Routes) route(serverID, presetID string) (Federation, error) {
+func (r *Routes) route(serverID, presetID string) (mcphttp.Endpoint, error) {
 	switch {
 	case serverID != "":
 		if r.servers == nil {
@@ -58,29 +59,47 @@ func (r *Routes) route(serverID, presetID string) (Federation, error) {
 	return r.mcp, nil
 }
 
-// Exchange answers one POST body of an endpoint.
-func (r *Routes) Exchange(req *mcpgatewayv1.ExchangeRequest, stream mcpgatewayv1.McpService_ExchangeServer) error {
-	f, err := r.route(req.GetServerId(), req.GetPresetId())
+// Exchange answers one POST of an endpoint.
+func (r *Routes) Exchange(req *mcphttp.Request, out mcphttp.ExchangeStream) error {
+	f, err := r.route(req.ServerID, req.PresetID)
 	if err != nil {
 		return err
 	}
-	return f.Exchange(req, stream)
+	return f.Exchange(req, out)
 }
 
 // Listen serves the GET stream of an endpoint's session.
-func (r *Routes) Listen(req *mcpgatewayv1.ListenRequest, stream mcpgatewayv1.McpService_ListenServer) error {
-	f, err := r.route(req.GetServerId(), req.GetPresetId())
+func (r *Routes) Listen(req *mcphttp.Request, out mcphttp.ListenStream) error {
+	f, err := r.route(req.ServerID, req.PresetID)
 	if err != nil {
 		return err
 	}
-	return f.Listen(req, stream)
+	return f.Listen(req, out)
 }
 
 // EndSession serves DELETE of an endpoint's session.
-func (r *Routes) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-	f, err := r.route(req.GetServerId(), req.GetPresetId())
+func (r *Routes) EndSession(ctx context.Context, req *mcphttp.Request) error {
+	f, err := r.route(req.ServerID, req.PresetID)
+	if err != nil {
+		return err
+	}
+	return f.EndSession(ctx, req)
+}
+
+// Service is McpService over gRPC, for the programs that end a session from outside (zestctl
+// sessions end): the transport calls Routes itself.
+func (r *Routes) Service() mcpgatewayv1.McpServiceServer { return service{r: r} }
+
+type service struct {
+	mcpgatewayv1.UnimplementedMcpServiceServer
+	r *Routes
+}
+
+// EndSession ends a session as DELETE does.
+func (s service) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	err := s.r.EndSession(ctx, &mcphttp.Request{Header: http.Header{mcphttp.HeaderSession: {req.GetSessionId()}}, ServerID: req.GetServerId(), PresetID: req.GetPresetId()})
 	if err != nil {
 		return nil, err
 	}
-	return f.EndSession(ctx, req)
+	return &mcpgatewayv1.EndSessionResponse{}, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
@@ -69,9 +69,9 @@ func TestTranscripts(t *testing.T) {
 			if tr.version != "" {
 				sid = initialize(t, c, tr.version)
 			}
-			reqs := make([]*mcpgatewayv1.ExchangeRequest, len(tr.requests))
+			reqs := make([]*mcpservetest.Request, len(tr.requests))
 			for i, rq := range tr.requests {
-				reqs[i] = &mcpgatewayv1.ExchangeRequest{SessionId: sid, ProtocolVersion: tr.header, Payload: []byte(rq)}
+				reqs[i] = &mcpservetest.Request{SessionID: sid, ProtocolVersion: tr.header, Payload: []byte(rq)}
 			}
 			checkTranscript(t, c, tr.name, reqs)
 		})
@@ -83,27 +83,27 @@ func TestTranscripts(t *testing.T) {
 // header, Mcp-Method and Mcp-Name of the test case (headers), the _meta of meta.
 var modernTranscripts = []struct {
 	name     string
-	requests []*mcpgatewayv1.ExchangeRequest
+	requests []*mcpservetest.Request
 }{
-	{"2026-server-discover", []*mcpgatewayv1.ExchangeRequest{modernReq(`"method":"server/discover","params":{"_meta":`+modernMeta+`}`, "server/discover", "")}},
-	{"2026-tools-list", []*mcpgatewayv1.ExchangeRequest{modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", "")}},
-	{"2026-tools-call", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-server-discover", []*mcpservetest.Request{modernReq(`"method":"server/discover","params":{"_meta":`+modernMeta+`}`, "server/discover", "")}},
+	{"2026-tools-list", []*mcpservetest.Request{modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", "")}},
+	{"2026-tools-call", []*mcpservetest.Request{
 		modernReq(`"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "failing"),
 	}},
-	{"2026-log-level-from-meta", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-log-level-from-meta", []*mcpservetest.Request{
 		modernReq(`"method":"tools/call","params":{"name":"chatty","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "chatty"),
 		modernReq(`"method":"tools/call","params":{"name":"chatty","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}`, "tools/call", "chatty"),
 	}},
-	{"2026-subscriptions-listen", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-subscriptions-listen", []*mcpservetest.Request{
 		modernReq(`"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+modernMeta+`}`, "subscriptions/listen", ""),
 	}},
-	{"2026-error-removed-methods", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-error-removed-methods", []*mcpservetest.Request{
 		modernReq(`"method":"initialize","params":{"_meta":`+modernMeta+`}`, "initialize", ""),
 		modernReq(`"method":"ping","params":{"_meta":`+modernMeta+`}`, "ping", ""),
 		modernReq(`"method":"logging/setLevel","params":{"level":"debug","_meta":`+modernMeta+`}`, "logging/setLevel", ""),
 		modernReq(`"method":"nope/nothing","params":{"_meta":`+modernMeta+`}`, "nope/nothing", ""),
 	}},
-	{"2026-error-headers", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-error-headers", []*mcpservetest.Request{
 		modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "prompts/list", ""),
 		modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "", ""),
 		modernReq(`"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":`+modernMeta+`}`, "tools/call", "other"),
@@ -111,19 +111,19 @@ var modernTranscripts = []struct {
 		withVersion(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), ""),
 		withVersion(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), "2025-11-25"),
 	}},
-	{"2026-error-meta", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-error-meta", []*mcpservetest.Request{
 		modernReq(`"method":"server/discover","params":{}`, "server/discover", ""),
 		modernReq(`"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "server/discover", ""),
 		withVersion(modernReq(`"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, "server/discover", ""), "2099-01-01"),
 	}},
-	{"2026-error-client-response", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-error-client-response", []*mcpservetest.Request{
 		{ProtocolVersion: "2026-07-28", Payload: []byte(`{"jsonrpc":"2.0","id":4,"result":{}}`)},
 	}},
-	{"2026-notification-accepted", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-notification-accepted", []*mcpservetest.Request{
 		{ProtocolVersion: "2026-07-28", McpMethod: "notifications/cancelled",
 			Payload: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"_meta":` + modernMeta + `}}`)},
 	}},
-	{"2026-session-header-ignored", []*mcpgatewayv1.ExchangeRequest{
+	{"2026-session-header-ignored", []*mcpservetest.Request{
 		withSession(modernReq(`"method":"tools/list","params":{"_meta":`+modernMeta+`}`, "tools/list", ""), "not-a-session"),
 	}},
 }
@@ -132,18 +132,18 @@ const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.
 
 // modernReq is a request of 2026-07-28 with id 7, the given method and params (members), and
 // the Mcp-Method and Mcp-Name headers as given (name is sent as is: plain text).
-func modernReq(members, method, name string) *mcpgatewayv1.ExchangeRequest {
-	return &mcpgatewayv1.ExchangeRequest{ProtocolVersion: "2026-07-28", McpMethod: method, McpName: name,
+func modernReq(members, method, name string) *mcpservetest.Request {
+	return &mcpservetest.Request{ProtocolVersion: "2026-07-28", McpMethod: method, McpName: name,
 		Payload: []byte(`{"jsonrpc":"2.0","id":7,` + members + `}`)}
 }
 
-func withVersion(r *mcpgatewayv1.ExchangeRequest, v string) *mcpgatewayv1.ExchangeRequest {
+func withVersion(r *mcpservetest.Request, v string) *mcpservetest.Request {
 	r.ProtocolVersion = v
 	return r
 }
 
-func withSession(r *mcpgatewayv1.ExchangeRequest, id string) *mcpgatewayv1.ExchangeRequest {
-	r.SessionId = id
+func withSession(r *mcpservetest.Request, id string) *mcpservetest.Request {
+	r.SessionID = id
 	return r
 }
 
@@ -155,13 +155,13 @@ func TestModernTranscripts(t *testing.T) {
 }
 
 // checkTranscript sends reqs in order and compares what came back with the golden file of name.
-func checkTranscript(t *testing.T, c mcpgatewayv1.McpServiceClient, name string, reqs []*mcpgatewayv1.ExchangeRequest) {
+func checkTranscript(t *testing.T, c *mcpservetest.Client, name string, reqs []*mcpservetest.Request) {
 	t.Helper()
 	var b strings.Builder
 	for _, rq := range reqs {
-		b.WriteString("→ " + string(rq.GetPayload()) + "\n")
-		if rq.GetMcpMethod() != "" || rq.GetMcpName() != "" {
-			b.WriteString("  headers: MCP-Protocol-Version=" + rq.GetProtocolVersion() + " Mcp-Method=" + rq.GetMcpMethod() + " Mcp-Name=" + rq.GetMcpName() + "\n")
+		b.WriteString("→ " + string(rq.Payload) + "\n")
+		if rq.McpMethod != "" || rq.McpName != "" {
+			b.WriteString("  headers: MCP-Protocol-Version=" + rq.ProtocolVersion + " Mcp-Method=" + rq.McpMethod + " Mcp-Name=" + rq.McpName + "\n")
 		}
 		ex, err := sendReq(t, c, rq)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/lib/jsonerr"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 )
 
 // The checks here give each malformed message one answer, whose message names the member
@@ -167,11 +168,13 @@ func memberPath(field string) string {
 	return parts[len(parts)-1]
 }
 
-// Message is what routing needs of one JSON-RPC message (CheckMessage).
+// Message is what routing needs of one JSON-RPC message, and its params as sent (nil when
+// absent): CheckMessage decodes them once, and they are handed on (Params).
 type Message struct {
 	JSONRPC string
 	ID      json.RawMessage
 	Method  string
+	Params  json.RawMessage
 }
 
 // IsRequest reports whether the message is a request (a method and an id).
@@ -206,22 +209,16 @@ func Negotiate(initialize []byte) string {
 		} `json:"params"`
 	}
 	_ = json.Unmarshal(initialize, &p)
-	if slices.Contains(Versions, p.Params.ProtocolVersion) {
+	if slices.Contains(mcpera.Versions, p.Params.ProtocolVersion) {
 		return p.Params.ProtocolVersion
 	}
-	return Versions[0]
+	return mcpera.Versions[0]
 }
 
 // Params returns the params of a request (nil when absent or null), or the error response
-// for params that are not an object.
-func Params(msg []byte, m Message) (json.RawMessage, []byte) {
-	var env struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(msg, &env); err != nil {
-		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
-	}
-	params := env.Params
+// for params that are not an object. They were decoded with the message (CheckMessage).
+func Params(m Message) (json.RawMessage, []byte) {
+	params := m.Params
 	if len(params) > 0 && params[0] != '{' && string(params) != "null" {
 		return nil, errorResponse(m.ID, mcp.INVALID_PARAMS, "Invalid params: the params of "+m.Method+" must be an object")
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
@@ -407,7 +408,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	search := toolsearch.NewShared(cat, toolsearch.OwnNames(serverconfig.LemonadeProvider, builtinTools))
 	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log, aggregate.WithToolSearch(search))
-	var mcp mcpserve.Federation = builtin
+	var mcp mcphttp.Endpoint = builtin
 	if cfg.MCPPreset != "" {
 		mcp = agg.ForMCP(cfg.MCPPreset)
 		if _, err := reg.GetPreset(context.Background(), cfg.MCPPreset); err != nil {
@@ -435,11 +436,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		ServerOptions: append(serverOpts, grpc.ForceServerCodecV2(adminService.Catalog().Codec()))})
 	// The edge hands every request of the three endpoints over the generic HTTP exchange;
 	// MCP's Streamable HTTP transport (streamable) serves it, calling the endpoints in-process.
-	transport := streamable.Mux(&streamable.Handler{MCP: streamable.In(routes), Log: log, KeepAlive: cfg.SSEKeepAlive})
+	transport := streamable.Mux(&streamable.Handler{MCP: routes, Log: log, KeepAlive: cfg.SSEKeepAlive})
 	g.RegisterService(&mcpgatewayv1.HttpService_ServiceDesc, httpexchange.NewServer(transport))
 	// McpService stays served for the programs that end a session over gRPC (zestctl sessions
 	// end); the edge no longer calls it.
-	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
+	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes.Service())
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
 		infer, servers, up, mcpSrv, tools, cfg.Keys, log, toolchat.WithToolSearch(search))

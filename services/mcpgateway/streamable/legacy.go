@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -179,8 +181,8 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 		if sid := ls.sessionID(); sid != "" {
 			ectx, stop := context.WithTimeout(context.WithoutCancel(r.Context()), legacyEndTimeout)
 			defer stop()
-			if _, err := h.MCP.EndSession(ectx, &mcpgatewayv1.EndSessionRequest{SessionId: sid, ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil &&
-				status.Code(err) != codes.NotFound {
+			end := &mcphttp.Request{Header: http.Header{mcphttp.HeaderSession: {sid}}, ServerID: r.PathValue("id"), PresetID: r.PathValue("preset")}
+			if err := h.MCP.EndSession(ectx, end); err != nil && status.Code(err) != codes.NotFound {
 				h.log().WarnContext(r.Context(), "the session of a closed HTTP+SSE stream could not be ended", "err", err)
 			}
 		}
@@ -199,11 +201,7 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flush()
-	every := h.KeepAlive
-	if every <= 0 {
-		every = DefaultKeepAlive
-	}
-	keep := time.NewTicker(every)
+	keep := time.NewTicker(h.keepAlive())
 	defer keep.Stop()
 	for {
 		select {
@@ -230,23 +228,25 @@ func (h *Handler) legacyOpen(w http.ResponseWriter, r *http.Request) {
 // ends.
 func (h *Handler) legacyListen(ls *legacyStream, serverID, presetID, sid string) {
 	// The stream's context carries the caller's key (the GET's metadata).
-	stream, err := h.MCP.Listen(ls.ctx, &mcpgatewayv1.ListenRequest{SessionId: sid, ServerId: serverID, PresetId: presetID})
-	if err != nil {
-		return
-	}
-	if _, err := stream.Recv(); err != nil { // the first item says the session is valid
-		return
-	}
-	for {
-		it, err := stream.Recv()
-		if err != nil {
-			return
-		}
-		if !ls.send(it.GetMessage()) {
-			return
-		}
-	}
+	req := &mcphttp.Request{Header: http.Header{mcphttp.HeaderSession: {sid}}, ServerID: serverID, PresetID: presetID}
+	_ = h.MCP.Listen(req, legacyListenStream{ls})
 }
+
+// legacyListenStream is a session's Listen on its HTTP+SSE stream: the stream is open already.
+type legacyListenStream struct{ ls *legacyStream }
+
+func (s legacyListenStream) Context() context.Context { return s.ls.ctx }
+func (s legacyListenStream) Open() error              { return nil }
+func (s legacyListenStream) Message(msg []byte) error {
+	if !s.ls.send(msg) {
+		return errLegacyClosed
+	}
+	return nil
+}
+
+// errLegacyClosed is what an endpoint's write to a closed HTTP+SSE stream gets: nobody is
+// there to answer.
+var errLegacyClosed = errors.New("the HTTP+SSE stream ended")
 
 // legacyPost serves POST <endpoint>/message?sessionId=<stream id>.
 func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request) {
@@ -288,8 +288,14 @@ func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request) {
 	// this POST's metadata (its key, its request id).
 	md, _ := metadata.FromIncomingContext(r.Context())
 	ctx := metadata.NewIncomingContext(ls.ctx, md)
-	req := &mcpgatewayv1.ExchangeRequest{SessionId: ls.sessionID(), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
-		ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}
+	header := http.Header{}
+	if sid := ls.sessionID(); sid != "" {
+		header.Set(mcphttp.HeaderSession, sid)
+	}
+	if v := r.Header.Get(mcphttp.HeaderProtocol); v != "" {
+		header.Set(mcphttp.HeaderProtocol, v)
+	}
+	req := &mcphttp.Request{Header: header, Body: body, ServerID: r.PathValue("id"), PresetID: r.PathValue("preset")}
 	go func() {
 		defer ls.release()
 		h.legacyExchange(ctx, ls, req)
@@ -299,27 +305,15 @@ func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request) {
 
 // legacyExchange runs one POSTed message in its stream's session and queues what comes back
 // on the stream; an error before any answer is queued as the request's JSON-RPC error.
-func (h *Handler) legacyExchange(ctx context.Context, ls *legacyStream, req *mcpgatewayv1.ExchangeRequest) {
-	stream, err := h.MCP.Exchange(ctx, req)
-	queued := false
-	for err == nil {
-		var item *mcpgatewayv1.ExchangeResponse
-		if item, err = stream.Recv(); err != nil {
-			break
-		}
-		if s := item.GetSession(); s != nil {
-			ls.mu.Lock()
-			ls.session = s.GetSessionId()
-			ls.mu.Unlock()
-			go h.legacyListen(ls, req.GetServerId(), req.GetPresetId(), s.GetSessionId())
-			continue
-		}
-		if !ls.send(item.GetMessage()) {
-			return // the stream ended: nobody to answer
-		}
-		queued = true
+func (h *Handler) legacyExchange(ctx context.Context, ls *legacyStream, req *mcphttp.Request) {
+	a := &legacyAnswer{h: h, ctx: ctx, ls: ls, req: req}
+	err := h.MCP.Exchange(req, a)
+	queued := a.queued.Load()
+	if errors.Is(err, errLegacyClosed) {
+		return // the stream ended: nobody to answer
 	}
-	if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+	err = statusOf(err)
+	if err == nil || status.Code(err) == codes.Canceled {
 		return
 	}
 	h.log().WarnContext(ctx, "a message of an HTTP+SSE stream failed", "err", err, "answers_sent", queued)
@@ -331,7 +325,38 @@ func (h *Handler) legacyExchange(ctx context.Context, ls *legacyStream, req *mcp
 			code, msg = jsonrpcerr.InternalError, "mcpgateway failed ("+st.Code().String()+"): "+msg
 		}
 	}
-	if b := brokenJSON(req.GetPayload(), code, msg); b != nil {
+	if b := brokenJSON(req.Body, code, msg); b != nil {
 		ls.send(b)
 	}
 }
+
+// legacyAnswer is the ExchangeStream of one POSTed message: what the endpoint writes is
+// queued on the HTTP+SSE stream, whatever its status (the POST was answered 202); the
+// session initialize starts becomes the stream's.
+type legacyAnswer struct {
+	h      *Handler
+	ctx    context.Context
+	ls     *legacyStream
+	req    *mcphttp.Request
+	queued atomic.Bool // a message was queued
+}
+
+func (a *legacyAnswer) Context() context.Context { return a.ctx }
+
+func (a *legacyAnswer) Session(id, _ string) error {
+	a.ls.mu.Lock()
+	a.ls.session = id
+	a.ls.mu.Unlock()
+	go a.h.legacyListen(a.ls, a.req.ServerID, a.req.PresetID, id)
+	return nil
+}
+
+func (a *legacyAnswer) Message(msg []byte) error {
+	if !a.ls.send(msg) {
+		return errLegacyClosed
+	}
+	a.queued.Store(true)
+	return nil
+}
+
+func (a *legacyAnswer) Final(msg []byte, _ int) error { return a.Message(msg) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/waitfor"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -21,33 +22,33 @@ import (
 // a result naming the session it came in; Listen of sid-1 sends one notification when told.
 func legacyFake(notify <-chan struct{}, ended chan<- string) *fakeMCP {
 	return &fakeMCP{
-		exchange: func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-			body := string(req.GetPayload())
+		exchange: func(req *mcphttp.Request, s mcphttp.ExchangeStream) error {
+			body := string(req.Body)
 			if strings.Contains(body, `"initialize"`) {
-				if req.GetSessionId() != "" {
+				if req.SessionID() != "" {
 					return status.Error(codes.InvalidArgument, "initialize in a session")
 				}
-				if err := s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{Session: &mcpgatewayv1.SessionStarted{SessionId: "sid-1"}}}); err != nil {
+				if err := s.Session("sid-1", ""); err != nil {
 					return err
 				}
-				return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05"}}`))
+				return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05"}}`)
 			}
-			if req.GetSessionId() != "sid-1" {
+			if req.SessionID() != "sid-1" {
 				return status.Error(codes.NotFound, "session not found")
 			}
 			if !strings.Contains(body, `"id"`) {
 				return nil // a notification: no answer
 			}
-			if err := s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)); err != nil {
+			if err := sendMessage(s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`); err != nil {
 				return err
 			}
-			return s.Send(final(`{"jsonrpc":"2.0","id":2,"result":{"server":"` + req.GetServerId() + `"}}`))
+			return sendFinal(s, `{"jsonrpc":"2.0","id":2,"result":{"server":"`+req.ServerID+`"}}`)
 		},
-		listen: func(req *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
-			if req.GetSessionId() != "sid-1" {
+		listen: func(req *mcphttp.Request, s mcphttp.ListenStream) error {
+			if req.SessionID() != "sid-1" {
 				return status.Error(codes.NotFound, "session not found")
 			}
-			if err := s.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+			if err := s.Open(); err != nil {
 				return err
 			}
 			select {
@@ -55,15 +56,15 @@ func legacyFake(notify <-chan struct{}, ended chan<- string) *fakeMCP {
 			case <-s.Context().Done():
 				return nil
 			}
-			if err := s.Send(&mcpgatewayv1.ListenResponse{Message: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}); err != nil {
+			if err := s.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 				return err
 			}
 			<-s.Context().Done()
 			return nil
 		},
-		end: func(_ context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
-			ended <- req.GetSessionId() + " " + req.GetServerId()
-			return &mcpgatewayv1.EndSessionResponse{}, nil
+		end: func(_ context.Context, req *mcphttp.Request) error {
+			ended <- req.SessionID() + " " + req.ServerID
+			return nil
 		},
 	}
 }
@@ -282,18 +283,18 @@ func (w *stalledWriter) Write(p []byte) (int, error) {
 // TestLegacyStreamBudget: a client that lets MaxLegacyPending messages wait unread loses its
 // stream: its POSTs are 404 from then on, though the stream's writer is still stuck.
 func TestLegacyStreamBudget(t *testing.T) {
-	f := &fakeMCP{exchange: func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		if !strings.Contains(string(req.GetPayload()), "tools/list") {
+	f := &fakeMCP{exchange: func(req *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		if !strings.Contains(string(req.Body), "tools/list") {
 			return nil
 		}
 		for i := range MaxLegacyPending + 2 {
-			if err := s.Send(message(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}`, i))); err != nil {
+			if err := sendMessage(s, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}`, i)); err != nil {
 				return err
 			}
 		}
-		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}}
-	mux := Mux(&Handler{MCP: In(f), KeepAlive: time.Hour})
+	mux := Mux(&Handler{MCP: f, KeepAlive: time.Hour})
 	w := &stalledWriter{header: http.Header{}, endpoint: make(chan string, 1), release: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -333,10 +334,10 @@ func TestLegacyPostAcceptedBeforeItsWork(t *testing.T) {
 	answered := make(chan struct{})
 	f := legacyFake(make(chan struct{}), make(chan string, 1))
 	inner := f.exchange
-	f.exchange = func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		switch body := string(req.GetPayload()); {
+	f.exchange = func(req *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		switch body := string(req.Body); {
 		case strings.Contains(body, `"tools/call"`):
-			if err := s.Send(message(`{"jsonrpc":"2.0","id":"zr.1","method":"sampling/createMessage","params":{}}`)); err != nil {
+			if err := sendMessage(s, `{"jsonrpc":"2.0","id":"zr.1","method":"sampling/createMessage","params":{}}`); err != nil {
 				return err
 			}
 			select { // the call waits for the client's answer to its relayed request
@@ -344,7 +345,7 @@ func TestLegacyPostAcceptedBeforeItsWork(t *testing.T) {
 			case <-s.Context().Done():
 				return s.Context().Err()
 			}
-			return s.Send(final(`{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`))
+			return sendFinal(s, `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`)
 		case strings.Contains(body, `"zr.1"`):
 			close(answered)
 			return nil
@@ -379,7 +380,7 @@ func TestLegacyPostAcceptedBeforeItsWork(t *testing.T) {
 // the client as the request's JSON-RPC error on the stream, with its id; a notification's
 // error has no answer.
 func TestLegacyErrorsOnTheStream(t *testing.T) {
-	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+	f := &fakeMCP{exchange: func(*mcphttp.Request, mcphttp.ExchangeStream) error {
 		return status.Error(codes.NotFound, "session not found: initialize again")
 	}}
 	srv := serve(t, f)
@@ -404,7 +405,7 @@ func TestLegacyInFlightBound(t *testing.T) {
 	release := make(chan struct{})
 	var running sync.WaitGroup
 	running.Add(MaxLegacyInFlight)
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
 		running.Done()
 		select {
 		case <-release:

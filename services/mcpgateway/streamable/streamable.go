@@ -1,9 +1,10 @@
 // Package streamable is MCP's Streamable HTTP transport of /mcp, /mcp/servers/{id} and
 // /mcp/presets/{preset}, in mcpgateway: the edge hands it each request through the generic
 // HTTP exchange (lib/httpexchange), having checked the key, the limits and the body's size,
-// and knows nothing of MCP. Each POST body goes to the endpoints' McpService (mcpserve.Routes,
-// called in-process: In), and what comes back is written as one JSON response, or as an SSE
-// stream when notifications accompany the result (every one flushed before the result).
+// and knows nothing of MCP. Each request goes to its endpoint (mcpserve.Routes, a
+// mcphttp.Endpoint) as a call in-process with the request's parts (mcphttp.Request), and
+// the endpoint writes its answer here (answer.go): one JSON response, or an SSE stream when
+// messages precede the result (every one flushed before the result).
 // Notifications-only POSTs get 202. The errors this package answers itself are JSON-RPC error
 // bodies (lib/jsonrpcerr), except the key and permission refusals, which keep the edge's
 // {"error":"…"} shape and status. What the edge counts beyond the request line — a batch's
@@ -34,18 +35,9 @@ import (
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
 	"github.com/zestmcp/zest/lib/mcpbatch"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
-
-// Header names of the transport.
-const (
-	HeaderSession  = "Mcp-Session-Id"
-	HeaderProtocol = "MCP-Protocol-Version"
-	// The headers of protocol 2026-07-28 that mirror the body (SEP-2243).
-	HeaderMethod      = "Mcp-Method"
-	HeaderName        = "Mcp-Name"
-	HeaderParamPrefix = "Mcp-Param-"
 )
 
 // DefaultKeepAlive is the interval of SSE comment lines on an idle GET stream when the
@@ -54,8 +46,8 @@ const DefaultKeepAlive = 25 * time.Second
 
 // Handler serves the three MCP endpoints (Mux routes them).
 type Handler struct {
-	// MCP answers the messages: mcpserve.Routes, in-process (In).
-	MCP mcpgatewayv1.McpServiceClient
+	// MCP answers the requests: mcpserve.Routes, called in-process.
+	MCP mcphttp.Endpoint
 	Log *slog.Logger
 	// KeepAlive is the interval of SSE comment lines on an idle GET stream.
 	KeepAlive time.Duration
@@ -84,7 +76,7 @@ func Mux(h *Handler) http.Handler {
 // stream of server messages, or a POST subscriptions/listen of protocol 2026-07-28 (its
 // Mcp-Method header, which that protocol requires and mcpgateway checks against the body).
 func IsStream(r *http.Request) bool {
-	return r.Method == http.MethodGet || r.Method == http.MethodPost && r.Header.Get(HeaderMethod) == "subscriptions/listen"
+	return r.Method == http.MethodGet || r.Method == http.MethodPost && r.Header.Get(mcphttp.HeaderMethod) == "subscriptions/listen"
 }
 
 // hold asks the edge to admit r's stream (httpexchange.Admit): counted against the stream
@@ -92,7 +84,7 @@ func IsStream(r *http.Request) bool {
 func (h *Handler) hold(r *http.Request) bool {
 	a := &mcpgatewayv1.Admit{HeldOpen: true}
 	if r.Method == http.MethodGet {
-		a.HoldGroup = r.Header.Get(HeaderSession)
+		a.HoldGroup = r.Header.Get(mcphttp.HeaderSession)
 	}
 	return httpexchange.Admit(r, a)
 }
@@ -103,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Protocol 2026-07-28 has no sessions: no stream to open, no session to end
 		// (server-to-client messages come on a subscriptions/listen POST).
 		w.Header().Set("Allow", "POST")
-		WriteError(w, http.StatusMethodNotAllowed, -32600, "Method Not Allowed: protocol "+r.Header.Get(HeaderProtocol)+
+		WriteError(w, http.StatusMethodNotAllowed, -32600, "Method Not Allowed: protocol "+r.Header.Get(mcphttp.HeaderProtocol)+
 			" has no sessions; POST requests, and POST subscriptions/listen for server-to-client notifications")
 		return
 	}
@@ -133,75 +125,19 @@ func (h *Handler) listen(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// Last-Event-ID is not passed on: nothing is replayed, a reconnecting client gets a new
 	// stream.
-	stream, err := h.MCP.Listen(ctx, &mcpgatewayv1.ListenRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")})
-	if err != nil {
+	s := &listenStream{w: w, ctx: ctx, fail: cancel, every: h.keepAlive()}
+	err := h.MCP.Listen(request(r, nil), s)
+	if !s.close() {
+		if err == nil {
+			err = status.Error(codes.Internal, "the endpoint ended the stream before opening it")
+		}
 		h.writeStatus(w, r, err)
-		return
-	}
-	if _, err := stream.Recv(); err != nil { // the first item says the session is valid
-		h.writeStatus(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	_, _ = io.WriteString(w, ": stream open\n\n")
-	flush()
-
-	items := make(chan *mcpgatewayv1.ListenResponse)
-	go func() {
-		defer close(items)
-		for {
-			it, err := stream.Recv()
-			if err != nil {
-				return
-			}
-			select {
-			case items <- it:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	every := h.KeepAlive
-	if every <= 0 {
-		every = DefaultKeepAlive
-	}
-	keep := time.NewTicker(every)
-	defer keep.Stop()
-	for {
-		select {
-		case it, ok := <-items:
-			if !ok {
-				return // the session ended or expired
-			}
-			// No "id:" line: an id would invite the client to resume from it, which is not
-			// supported.
-			if _, err := io.WriteString(w, "event: message\ndata: "+string(it.GetMessage())+"\n\n"); err != nil {
-				return
-			}
-			flush()
-		case <-keep.C:
-			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
-				return
-			}
-			flush()
-		case <-r.Context().Done():
-			return
-		}
 	}
 }
 
 // end serves DELETE: the session ends; its id gets 404 from then on.
 func (h *Handler) end(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.MCP.EndSession(r.Context(), &mcpgatewayv1.EndSessionRequest{SessionId: r.Header.Get(HeaderSession), ServerId: r.PathValue("id"), PresetId: r.PathValue("preset")}); err != nil {
+	if err := h.MCP.EndSession(r.Context(), request(r, nil)); err != nil {
 		h.writeStatus(w, r, err)
 		return
 	}
@@ -227,97 +163,43 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	stream, err := h.MCP.Exchange(r.Context(), exchangeRequest(r, body))
-	if err != nil {
+	a := &postAnswer{w: w, ctx: r.Context(), body: body}
+	err := h.MCP.Exchange(request(r, body), a)
+	final, wrote := a.close()
+	switch {
+	case err == nil:
+	case final:
+		// The answer was sent: nothing of the error can reach the client.
+		h.log().WarnContext(r.Context(), "an MCP endpoint failed after its answer", "err", err)
+	case !wrote:
 		h.writeStatus(w, r, err)
 		return
-	}
-	sse := false
-	wrote := false
-	flusher, _ := w.(http.Flusher)
-	for {
-		item, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
+	default:
+		err = statusOf(err)
+		h.log().WarnContext(r.Context(), "mcp stream broke after the response started", "err", err)
+		if c := status.Code(err); c != codes.Canceled {
+			h.writeBroken(w, body, err)
 		}
-		if err != nil {
-			if !wrote {
-				h.writeStatus(w, r, err)
-			} else {
-				h.log().WarnContext(r.Context(), "mcp stream broke after the response started", "err", err)
-				if c := status.Code(err); c != codes.Canceled {
-					h.writeBroken(w, body, err)
-				}
-			}
-			return
-		}
-		if s := item.GetSession(); s != nil {
-			w.Header().Set(HeaderSession, s.GetSessionId())
-			continue
-		}
-		msg := item.GetMessage()
-		if item.GetFinal() && !sse {
-			w.Header().Set("Content-Type", "application/json")
-			status := http.StatusOK
-			switch {
-			case item.GetMalformed():
-				status = http.StatusBadRequest
-			case item.GetMethodNotFound():
-				status = http.StatusNotFound
-			}
-			w.WriteHeader(status)
-			_, _ = w.Write(msg)
-			return
-		}
-		if !sse {
-			// Were this replica to die now that the answer streams, the edge ends it with
-			// this request's error (brokenAnswer).
-			if b := brokenAnswer(body, msgDied); b != nil {
-				httpexchange.IfBroken(w, b)
-			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.Header().Set("X-Accel-Buffering", "no")
-			w.WriteHeader(http.StatusOK)
-			sse, wrote = true, true
-		}
-		if _, err := io.WriteString(w, "event: message\ndata: "+string(msg)+"\n\n"); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		return
 	}
 	if !wrote { // only notifications or responses were posted
 		w.WriteHeader(http.StatusAccepted)
 	}
 }
 
-// exchangeRequest carries a POST to mcpgateway: the body and the headers MCP reads. The
-// headers of protocol 2026-07-28 (Mcp-Method, Mcp-Name, Mcp-Param-*) are passed as sent;
-// mcpgateway checks them against the body.
-func exchangeRequest(r *http.Request, body []byte) *mcpgatewayv1.ExchangeRequest {
-	req := &mcpgatewayv1.ExchangeRequest{
-		SessionId: r.Header.Get(HeaderSession), ProtocolVersion: r.Header.Get(HeaderProtocol), Payload: body,
-		ServerId:  r.PathValue("id"),     // /mcp/servers/{id}; empty on /mcp
-		PresetId:  r.PathValue("preset"), // /mcp/presets/{preset}
-		McpMethod: r.Header.Get(HeaderMethod), McpName: r.Header.Get(HeaderName),
+// request is r as its endpoint takes it: the request's own headers (not copied), its body
+// (nil for a GET or DELETE) and the path's values.
+func request(r *http.Request, body []byte) *mcphttp.Request {
+	return &mcphttp.Request{Header: r.Header, Body: body,
+		ServerID: r.PathValue("id"),     // /mcp/servers/{id}; empty on /mcp
+		PresetID: r.PathValue("preset"), // /mcp/presets/{preset}
 	}
-	for name, values := range r.Header {
-		if len(name) > len(HeaderParamPrefix) && strings.EqualFold(name[:len(HeaderParamPrefix)], HeaderParamPrefix) && len(values) > 0 {
-			if req.ParamHeaders == nil {
-				req.ParamHeaders = map[string]string{}
-			}
-			req.ParamHeaders[strings.ToLower(name)] = values[0]
-		}
-	}
-	return req
 }
 
 // modern reports a request of protocol 2026-07-28 or later by its header (versions are dates:
 // they compare as strings).
 func modern(r *http.Request) bool {
-	return r.Header.Get(HeaderProtocol) >= "2026-07-28"
+	return r.Header.Get(mcphttp.HeaderProtocol) >= "2026-07-28"
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -327,13 +209,39 @@ func (h *Handler) log() *slog.Logger {
 	return h.Log
 }
 
+// keepAlive is the interval of SSE comment lines on an idle stream.
+func (h *Handler) keepAlive() time.Duration {
+	if h.KeepAlive <= 0 {
+		return DefaultKeepAlive
+	}
+	return h.KeepAlive
+}
+
+// statusOf is err as a gRPC status: nil, a status, or the status of a context's error (an
+// endpoint's refusals are statuses; a context's end is the client's going away or a
+// deadline).
+func statusOf(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
 // writeStatus writes a gRPC error from mcpgateway as a JSON-RPC error (id null; -32600 for a
 // refusal, -32603 for a failure) with the status of the one table (httpstatus). Key and
 // permission refusals keep the edge's own shape (the same answer whichever of the edge and
 // mcpgateway refused); transport failures are logged and answered with a fixed message. A
 // call its client cancelled is not answered.
 func (h *Handler) writeStatus(w http.ResponseWriter, r *http.Request, err error) {
-	st := status.Convert(err)
+	st := status.Convert(statusOf(err))
 	code, msg := httpstatus.FromCode(st.Code()), st.Message()
 	httpstatus.SetHeaders(w.Header(), st)
 	switch st.Code() {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
@@ -26,16 +28,16 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// fakeMCP is McpService with answers the test chooses; it records what it was sent.
+// fakeMCP is an MCP endpoint (mcphttp.Endpoint) with answers the test chooses; it records
+// what it was sent.
 type fakeMCP struct {
-	mcpgatewayv1.UnimplementedMcpServiceServer
-	exchange func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error
-	listen   func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error
-	end      func(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error)
+	exchange func(*mcphttp.Request, mcphttp.ExchangeStream) error
+	listen   func(*mcphttp.Request, mcphttp.ListenStream) error
+	end      func(context.Context, *mcphttp.Request) error
 
 	mu        sync.Mutex
-	exchanges []*mcpgatewayv1.ExchangeRequest
-	listens   []*mcpgatewayv1.ListenRequest
+	exchanges []*mcphttp.Request
+	listens   []*mcphttp.Request
 	md        metadata.MD
 }
 
@@ -46,17 +48,17 @@ func (f *fakeMCP) record(ctx context.Context, add func()) {
 	add()
 }
 
-func (f *fakeMCP) Exchange(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
+func (f *fakeMCP) Exchange(req *mcphttp.Request, s mcphttp.ExchangeStream) error {
 	f.record(s.Context(), func() { f.exchanges = append(f.exchanges, req) })
 	return f.exchange(req, s)
 }
 
-func (f *fakeMCP) Listen(req *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+func (f *fakeMCP) Listen(req *mcphttp.Request, s mcphttp.ListenStream) error {
 	f.record(s.Context(), func() { f.listens = append(f.listens, req) })
 	return f.listen(req, s)
 }
 
-func (f *fakeMCP) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+func (f *fakeMCP) EndSession(ctx context.Context, req *mcphttp.Request) error {
 	f.record(ctx, func() {})
 	return f.end(ctx, req)
 }
@@ -68,11 +70,10 @@ func (f *fakeMCP) exchangeCount() int {
 }
 
 // seen returns what the fake was sent last.
-func (f *fakeMCP) seen() (*mcpgatewayv1.ExchangeRequest, *mcpgatewayv1.ListenRequest, metadata.MD) {
+func (f *fakeMCP) seen() (*mcphttp.Request, *mcphttp.Request, metadata.MD) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var ex *mcpgatewayv1.ExchangeRequest
-	var li *mcpgatewayv1.ListenRequest
+	var ex, li *mcphttp.Request
 	if len(f.exchanges) > 0 {
 		ex = f.exchanges[len(f.exchanges)-1]
 	}
@@ -82,7 +83,7 @@ func (f *fakeMCP) seen() (*mcpgatewayv1.ExchangeRequest, *mcpgatewayv1.ListenReq
 	return ex, li, f.md
 }
 
-// serve starts the transport (Mux) over f, called in-process (In), behind the HTTP exchange
+// serve starts the transport (Mux) over f, called in-process, behind the HTTP exchange
 // as mcpgateway serves it (httpexchange.Server on a gRPC server), with the edge's end
 // (httpexchange.Proxy, admitting everything) in front: the seam the edge talks through.
 func serve(t *testing.T, f *fakeMCP) *httptest.Server {
@@ -101,7 +102,7 @@ func serveWith(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(htt
 // death would.
 func serveStoppable(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit func(http.ResponseWriter, *http.Request, *mcpgatewayv1.Admit) (func(), bool)) (*httptest.Server, func()) {
 	t.Helper()
-	h := &Handler{MCP: In(f), KeepAlive: keepAlive}
+	h := &Handler{MCP: f, KeepAlive: keepAlive}
 	g := grpc.NewServer()
 	mcpgatewayv1.RegisterHttpServiceServer(g, httpexchange.NewServer(Mux(h)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -126,15 +127,11 @@ func serveStoppable(t *testing.T, f *fakeMCP, keepAlive time.Duration, admit fun
 	return srv, g.Stop
 }
 
-func message(b string) *mcpgatewayv1.ExchangeResponse {
-	return &mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: []byte(b)}}
-}
+// sendMessage writes one message before the answer.
+func sendMessage(s mcphttp.ExchangeStream, b string) error { return s.Message([]byte(b)) }
 
-func final(b string) *mcpgatewayv1.ExchangeResponse {
-	r := message(b)
-	r.Final = true
-	return r
-}
+// sendFinal writes the answer, HTTP 200.
+func sendFinal(s mcphttp.ExchangeStream, b string) error { return s.Final([]byte(b), http.StatusOK) }
 
 type answer struct {
 	status int
@@ -193,19 +190,19 @@ func rpcError(t *testing.T, a answer) (code int, msg string) {
 }
 
 func TestPostAnswersJSONWithTheSessionHeader(t *testing.T) {
-	f := &fakeMCP{exchange: func(req *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		_ = s.Send(&mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Session{Session: &mcpgatewayv1.SessionStarted{SessionId: "sid-1"}}})
-		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	f := &fakeMCP{exchange: func(req *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		_ = s.Session("sid-1", "")
+		return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}}
 	srv := serve(t, f)
 	a := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
 		"Mcp-Session-Id", "old", "MCP-Protocol-Version", "2025-11-25", "Authorization", "Bearer k")
-	if a.status != 200 || a.header.Get("Content-Type") != "application/json" || a.header.Get(HeaderSession) != "sid-1" ||
+	if a.status != 200 || a.header.Get("Content-Type") != "application/json" || a.header.Get(mcphttp.HeaderSession) != "sid-1" ||
 		a.body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Fatalf("answer %+v", a)
 	}
 	got, _, md := f.seen()
-	if got.GetSessionId() != "old" || got.GetProtocolVersion() != "2025-11-25" || string(got.GetPayload()) != `{"jsonrpc":"2.0","id":1,"method":"initialize"}` {
+	if got.SessionID() != "old" || got.ProtocolVersion() != "2025-11-25" || string(got.Body) != `{"jsonrpc":"2.0","id":1,"method":"initialize"}` {
 		t.Fatalf("mcpgateway was sent %v", got)
 	}
 	if v := md.Get("authorization"); len(v) != 1 || v[0] != "Bearer k" {
@@ -214,9 +211,9 @@ func TestPostAnswersJSONWithTheSessionHeader(t *testing.T) {
 }
 
 func TestPostAnswersSSEWhenNotificationsComeFirst(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
-		return s.Send(final(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`))
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		_ = sendMessage(s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)
+		return sendFinal(s, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
 	}}
 	a := post(t, serve(t, f).URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call"}`)
 	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
@@ -230,8 +227,8 @@ func TestPostAnswersSSEWhenNotificationsComeFirst(t *testing.T) {
 // went out: the request still gets an answer, a JSON-RPC error with its id on the stream, so
 // its client does not wait for one; a batch gets none (some of its responses may be out).
 func TestPostStreamBrokenAfterTheResponseStarted(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		_ = sendMessage(s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)
 		return status.Error(codes.Unavailable, "error reading from server: EOF")
 	}}
 	url := serve(t, f).URL + "/mcp"
@@ -248,7 +245,7 @@ func TestPostStreamBrokenAfterTheResponseStarted(t *testing.T) {
 }
 
 func TestPostOfNotificationsOnlyIs202(t *testing.T) {
-	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
+	f := &fakeMCP{exchange: func(*mcphttp.Request, mcphttp.ExchangeStream) error { return nil }}
 	a := post(t, serve(t, f).URL+"/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if a.status != http.StatusAccepted || a.body != "" {
 		t.Fatalf("answer %+v", a)
@@ -256,10 +253,8 @@ func TestPostOfNotificationsOnlyIs202(t *testing.T) {
 }
 
 func TestPostMalformedIs400(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		r := final(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`)
-		r.Malformed = true
-		return s.Send(r)
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		return s.Final([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"}}`), http.StatusBadRequest)
 	}}
 	a := post(t, serve(t, f).URL+"/mcp", `{not json`)
 	if code, _ := rpcError(t, a); a.status != http.StatusBadRequest || code != -32700 {
@@ -268,8 +263,8 @@ func TestPostMalformedIs400(t *testing.T) {
 }
 
 func TestPostChecksAccept(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}}
 	srv := serve(t, f)
 	for _, tc := range []struct {
@@ -316,7 +311,7 @@ func TestPostChecksAccept(t *testing.T) {
 }
 
 func TestPostChecksContentType(t *testing.T) {
-	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error { return nil }}
+	f := &fakeMCP{exchange: func(*mcphttp.Request, mcphttp.ExchangeStream) error { return nil }}
 	a := post(t, serve(t, f).URL+"/mcp", `{}`, "Content-Type", "text/plain")
 	if code, msg := rpcError(t, a); a.status != http.StatusUnsupportedMediaType || code != -32600 || !strings.Contains(msg, "Content-Type") {
 		t.Fatalf("answer %+v", a)
@@ -330,7 +325,7 @@ func TestPostChecksContentType(t *testing.T) {
 func TestStatusMapping(t *testing.T) {
 	var mu sync.Mutex
 	var next error
-	f := &fakeMCP{exchange: func(*mcpgatewayv1.ExchangeRequest, mcpgatewayv1.McpService_ExchangeServer) error {
+	f := &fakeMCP{exchange: func(*mcphttp.Request, mcphttp.ExchangeStream) error {
 		mu.Lock()
 		defer mu.Unlock()
 		return next
@@ -397,18 +392,18 @@ func must(r *http.Request, err error) *http.Request {
 func TestDeleteEndsTheSession(t *testing.T) {
 	var ended []string
 	var mu sync.Mutex
-	f := &fakeMCP{end: func(_ context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+	f := &fakeMCP{end: func(_ context.Context, req *mcphttp.Request) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if req.GetSessionId() == "gone" {
-			return nil, status.Error(codes.NotFound, "session not found")
+		if req.SessionID() == "gone" {
+			return status.Error(codes.NotFound, "session not found")
 		}
-		ended = append(ended, req.GetSessionId())
-		return &mcpgatewayv1.EndSessionResponse{}, nil
+		ended = append(ended, req.SessionID())
+		return nil
 	}}
 	srv := serve(t, f)
 	req := must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+"/mcp", nil))
-	req.Header.Set(HeaderSession, "sid-7")
+	req.Header.Set(mcphttp.HeaderSession, "sid-7")
 	a := do(t, req)
 	mu.Lock()
 	got := append([]string(nil), ended...)
@@ -417,7 +412,7 @@ func TestDeleteEndsTheSession(t *testing.T) {
 		t.Fatalf("DELETE: %+v %v", a, got)
 	}
 	req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+"/mcp", nil))
-	req.Header.Set(HeaderSession, "gone")
+	req.Header.Set(mcphttp.HeaderSession, "gone")
 	if a := do(t, req); a.status != 404 {
 		t.Fatalf("DELETE of an ended session: %+v", a)
 	} else if code, _ := rpcError(t, a); code != -32600 {
@@ -431,12 +426,12 @@ func TestDeleteEndsTheSession(t *testing.T) {
 func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 	release := make(chan struct{})
 	ended := make(chan struct{})
-	f := &fakeMCP{listen: func(req *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
+	f := &fakeMCP{listen: func(req *mcphttp.Request, s mcphttp.ListenStream) error {
 		defer close(ended)
-		if req.GetSessionId() != "sid-9" {
+		if req.SessionID() != "sid-9" {
 			return status.Error(codes.NotFound, "session not found")
 		}
-		if err := s.Send(&mcpgatewayv1.ListenResponse{}); err != nil {
+		if err := s.Open(); err != nil {
 			return err
 		}
 		select {
@@ -444,7 +439,7 @@ func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 		case <-s.Context().Done():
 			return nil
 		}
-		if err := s.Send(&mcpgatewayv1.ListenResponse{EventId: "e1", Message: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}); err != nil {
+		if err := s.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 			return err
 		}
 		<-s.Context().Done()
@@ -455,7 +450,7 @@ func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 	defer cancel()
 	req := must(http.NewRequestWithContext(ctx, "GET", srv.URL+"/mcp", nil))
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(HeaderSession, "sid-9")
+	req.Header.Set(mcphttp.HeaderSession, "sid-9")
 	req.Header.Set("Last-Event-ID", "e0")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -498,7 +493,7 @@ func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 	close(release)
 	next(func(l string) bool { return l == "event: message" }, "event")
 	next(func(l string) bool { return l == `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` }, "message data")
-	if _, li, _ := f.seen(); li.GetSessionId() == "" {
+	if _, li, _ := f.seen(); li.SessionID() == "" {
 		t.Fatal("Listen got no session id")
 	}
 	cancel()
@@ -510,7 +505,7 @@ func TestGetStreamKeepsAliveAndRelays(t *testing.T) {
 }
 
 func TestGetRefusals(t *testing.T) {
-	f := &fakeMCP{listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
+	f := &fakeMCP{listen: func(*mcphttp.Request, mcphttp.ListenStream) error {
 		return status.Error(codes.NotFound, "session not found")
 	}}
 	srv := serve(t, f)
@@ -533,31 +528,31 @@ func TestServerIDFromThePath(t *testing.T) {
 	var ended []string
 	var mu sync.Mutex
 	f := &fakeMCP{
-		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-			return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+			return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 		},
-		listen: func(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
-			return s.Send(&mcpgatewayv1.ListenResponse{})
+		listen: func(_ *mcphttp.Request, s mcphttp.ListenStream) error {
+			return s.Open()
 		},
-		end: func(_ context.Context, req *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+		end: func(_ context.Context, req *mcphttp.Request) error {
 			mu.Lock()
 			defer mu.Unlock()
-			ended = append(ended, req.GetServerId())
-			return &mcpgatewayv1.EndSessionResponse{}, nil
+			ended = append(ended, req.ServerID)
+			return nil
 		},
 	}
 	srv := serveWith(t, f, time.Second, nil)
 	for path, want := range map[string]string{"/mcp": "", "/mcp/servers/everything": "everything"} {
-		if a := post(t, srv.URL+path, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, HeaderSession, "s"); a.status != 200 {
+		if a := post(t, srv.URL+path, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, mcphttp.HeaderSession, "s"); a.status != 200 {
 			t.Fatalf("POST %s: %+v", path, a)
 		}
 		ex, _, _ := f.seen()
-		if ex.GetServerId() != want {
-			t.Errorf("POST %s: server_id %q, want %q", path, ex.GetServerId(), want)
+		if ex.ServerID != want {
+			t.Errorf("POST %s: server_id %q, want %q", path, ex.ServerID, want)
 		}
 		req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+path, nil))
 		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set(HeaderSession, "s")
+		req.Header.Set(mcphttp.HeaderSession, "s")
 		ctx, cancel := context.WithCancel(t.Context())
 		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 		if err != nil || resp.StatusCode != 200 {
@@ -565,11 +560,11 @@ func TestServerIDFromThePath(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
-		if _, li, _ := f.seen(); li.GetServerId() != want {
-			t.Errorf("GET %s: server_id %q, want %q", path, li.GetServerId(), want)
+		if _, li, _ := f.seen(); li.ServerID != want {
+			t.Errorf("GET %s: server_id %q, want %q", path, li.ServerID, want)
 		}
 		req = must(http.NewRequestWithContext(t.Context(), "DELETE", srv.URL+path, nil))
-		req.Header.Set(HeaderSession, "s")
+		req.Header.Set(mcphttp.HeaderSession, "s")
 		if a := do(t, req); a.status != 200 {
 			t.Fatalf("DELETE %s: %+v", path, a)
 		}
@@ -586,50 +581,41 @@ func TestServerIDFromThePath(t *testing.T) {
 // (Mcp-Param-* by lower-case name), an unknown method's answer is 404, a malformed one's 400,
 // no session header is sent back, and GET and DELETE are 405 with Allow: POST.
 func TestModernRequests(t *testing.T) {
-	var reply *mcpgatewayv1.ExchangeResponse
+	var reply string
+	var replyStatus int
 	f := &fakeMCP{
-		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-			return s.Send(reply)
+		exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+			return s.Final([]byte(reply), replyStatus)
 		},
-		listen: func(*mcpgatewayv1.ListenRequest, mcpgatewayv1.McpService_ListenServer) error {
+		listen: func(*mcphttp.Request, mcphttp.ListenStream) error {
 			t.Error("a modern GET reached mcpgateway")
 			return nil
 		},
-		end: func(context.Context, *mcpgatewayv1.EndSessionRequest) (*mcpgatewayv1.EndSessionResponse, error) {
+		end: func(context.Context, *mcphttp.Request) error {
 			t.Error("a modern DELETE reached mcpgateway")
-			return &mcpgatewayv1.EndSessionResponse{}, nil
+			return nil
 		},
 	}
 	url := serve(t, f).URL + "/mcp"
 	cases := []struct {
 		name   string
-		reply  func() *mcpgatewayv1.ExchangeResponse
+		reply  string
 		status int
 	}{
-		{"result", func() *mcpgatewayv1.ExchangeResponse {
-			return final(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`)
-		}, 200},
-		{"unknown method", func() *mcpgatewayv1.ExchangeResponse {
-			r := final(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}`)
-			r.MethodNotFound = true
-			return r
-		}, 404},
-		{"header mismatch", func() *mcpgatewayv1.ExchangeResponse {
-			r := final(`{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"Header mismatch"}}`)
-			r.Malformed = true
-			return r
-		}, 400},
+		{"result", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete"}}`, 200},
+		{"unknown method", `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}`, 404},
+		{"header mismatch", `{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"Header mismatch"}}`, 400},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			reply = c.reply()
+			reply, replyStatus = c.reply, c.status
 			a := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}`,
-				HeaderProtocol, "2026-07-28", "mcp-method", "tools/call", "MCP-NAME", "x", "Mcp-Param-Region", "eu", HeaderSession, "ignored")
-			if a.status != c.status || !strings.Contains(a.body, `"id":3`) || a.header.Get(HeaderSession) != "" {
+				mcphttp.HeaderProtocol, "2026-07-28", "mcp-method", "tools/call", "MCP-NAME", "x", "Mcp-Param-Region", "eu", mcphttp.HeaderSession, "ignored")
+			if a.status != c.status || !strings.Contains(a.body, `"id":3`) || a.header.Get(mcphttp.HeaderSession) != "" {
 				t.Fatalf("answer %+v, want HTTP %d with the request's id and no session header", a, c.status)
 			}
 			ex, _, _ := f.seen()
-			if ex.GetMcpMethod() != "tools/call" || ex.GetMcpName() != "x" || ex.GetParamHeaders()["mcp-param-region"] != "eu" || ex.GetProtocolVersion() != "2026-07-28" {
+			if ex.Header.Get("Mcp-Method") != "tools/call" || ex.Header.Get("Mcp-Name") != "x" || ex.Header.Get("Mcp-Param-Region") != "eu" || ex.ProtocolVersion() != "2026-07-28" {
 				t.Fatalf("mcpgateway was sent %+v", ex)
 			}
 		})
@@ -637,7 +623,7 @@ func TestModernRequests(t *testing.T) {
 	for _, method := range []string{"GET", "DELETE"} {
 		req := must(http.NewRequestWithContext(t.Context(), method, url, nil))
 		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set(HeaderProtocol, "2026-07-28")
+		req.Header.Set(mcphttp.HeaderProtocol, "2026-07-28")
 		a := do(t, req)
 		if code, _ := rpcError(t, a); a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != "POST" || code != -32600 {
 			t.Fatalf("%s in 2026-07-28: %+v", method, a)
@@ -657,11 +643,11 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 		refuse bool
 	)
 	f := &fakeMCP{
-		exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-			return s.Send(final(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+			return sendFinal(s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 		},
-		listen: func(_ *mcpgatewayv1.ListenRequest, s mcpgatewayv1.McpService_ListenServer) error {
-			return s.Send(&mcpgatewayv1.ListenResponse{})
+		listen: func(_ *mcphttp.Request, s mcphttp.ListenStream) error {
+			return s.Open()
 		},
 	}
 	srv := serveWith(t, f, time.Second, func(w http.ResponseWriter, _ *http.Request, a *mcpgatewayv1.Admit) (func(), bool) {
@@ -689,10 +675,10 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	}
-	if a := post(t, srv.URL+"/mcp", batch(3), HeaderSession, "s"); a.status != 200 || last() != `weight=3 held=false group=""` {
+	if a := post(t, srv.URL+"/mcp", batch(3), mcphttp.HeaderSession, "s"); a.status != 200 || last() != `weight=3 held=false group=""` {
 		t.Fatalf("a batch of 3: %+v, asked %q", a, last())
 	}
-	a := post(t, srv.URL+"/mcp", batch(51), HeaderSession, "s")
+	a := post(t, srv.URL+"/mcp", batch(51), mcphttp.HeaderSession, "s")
 	if code, msg := rpcError(t, a); a.status != 400 || code != -32600 || !strings.Contains(msg, "at most 50 messages; this one holds 51") || f.exchangeCount() != 1 {
 		t.Fatalf("a batch of 51: %+v (%d exchanges)", a, f.exchangeCount())
 	}
@@ -701,7 +687,7 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 	}
 	req := must(http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/mcp", nil))
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(HeaderSession, "s9")
+	req.Header.Set(mcphttp.HeaderSession, "s9")
 	ctx, cancel := context.WithCancel(t.Context())
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil || resp.StatusCode != 200 || last() != `weight=0 held=true group="s9"` {
@@ -714,7 +700,7 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 	mu.Unlock()
 	n := f.exchangeCount()
 	a = post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
-		HeaderProtocol, "2026-07-28", HeaderMethod, "subscriptions/listen")
+		mcphttp.HeaderProtocol, "2026-07-28", mcphttp.HeaderMethod, "subscriptions/listen")
 	if a.status != 429 || last() != `weight=0 held=true group=""` || f.exchangeCount() != n {
 		t.Fatalf("a refused subscriptions/listen: %+v, asked %q, %d exchanges (were %d)", a, last(), f.exchangeCount(), n)
 	}
@@ -728,8 +714,8 @@ func TestAdmissionsBeforeTheWork(t *testing.T) {
 // with it (httpexchange.IfBroken), with the request's id, so its client does not wait for an
 // answer that cannot come.
 func TestReplicaDiesAfterTheAnswerStarted(t *testing.T) {
-	f := &fakeMCP{exchange: func(_ *mcpgatewayv1.ExchangeRequest, s mcpgatewayv1.McpService_ExchangeServer) error {
-		_ = s.Send(message(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`))
+	f := &fakeMCP{exchange: func(_ *mcphttp.Request, s mcphttp.ExchangeStream) error {
+		_ = sendMessage(s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)
 		<-s.Context().Done()
 		return s.Context().Err()
 	}}

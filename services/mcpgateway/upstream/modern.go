@@ -15,7 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/zestmcp/zest/services/mcpgateway/stateless"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 )
 
 // discoverTimeout bounds the server/discover probe of an HTTP upstream (and the server's own
@@ -395,7 +395,7 @@ func (s *httpSession) paramHeaders(header http.Header, params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
-	tool := stateless.Tool(tools, p.Name)
+	tool := mcpera.Tool(tools, p.Name)
 	if tool == nil {
 		return
 	}

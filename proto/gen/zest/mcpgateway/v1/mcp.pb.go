@@ -21,406 +21,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ExchangeRequest carries one POST body and the transport headers that matter to MCP.
-type ExchangeRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// session_id is the Mcp-Session-Id header (empty on initialize).
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// protocol_version is the MCP-Protocol-Version header, if any.
-	ProtocolVersion string `protobuf:"bytes,2,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	// payload is the raw JSON-RPC message, or a batch array for 2025-03-26 sessions.
-	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
-	// server_id names the registered server of /mcp/servers/{id} this exchange is for; empty is Zest's own /mcp.
-	ServerId string `protobuf:"bytes,4,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
-	// mcp_method is the Mcp-Method header (protocol 2026-07-28 and later), if any.
-	McpMethod string `protobuf:"bytes,5,opt,name=mcp_method,json=mcpMethod,proto3" json:"mcp_method,omitempty"`
-	// mcp_name is the Mcp-Name header (protocol 2026-07-28 and later) as sent, if any.
-	McpName string `protobuf:"bytes,6,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
-	// param_headers are the Mcp-Param-* headers (protocol 2026-07-28 and later), by lower-case name.
-	ParamHeaders map[string]string `protobuf:"bytes,7,rep,name=param_headers,json=paramHeaders,proto3" json:"param_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// preset_id names the preset of /mcp/presets/{id} this exchange is for (its providers on one endpoint); empty otherwise.
-	PresetId      string `protobuf:"bytes,8,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ExchangeRequest) Reset() {
-	*x = ExchangeRequest{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ExchangeRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ExchangeRequest) ProtoMessage() {}
-
-func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
-func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *ExchangeRequest) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *ExchangeRequest) GetProtocolVersion() string {
-	if x != nil {
-		return x.ProtocolVersion
-	}
-	return ""
-}
-
-func (x *ExchangeRequest) GetPayload() []byte {
-	if x != nil {
-		return x.Payload
-	}
-	return nil
-}
-
-func (x *ExchangeRequest) GetServerId() string {
-	if x != nil {
-		return x.ServerId
-	}
-	return ""
-}
-
-func (x *ExchangeRequest) GetMcpMethod() string {
-	if x != nil {
-		return x.McpMethod
-	}
-	return ""
-}
-
-func (x *ExchangeRequest) GetMcpName() string {
-	if x != nil {
-		return x.McpName
-	}
-	return ""
-}
-
-func (x *ExchangeRequest) GetParamHeaders() map[string]string {
-	if x != nil {
-		return x.ParamHeaders
-	}
-	return nil
-}
-
-func (x *ExchangeRequest) GetPresetId() string {
-	if x != nil {
-		return x.PresetId
-	}
-	return ""
-}
-
-// SessionStarted tells the edge which Mcp-Session-Id header to send back after initialize.
-type SessionStarted struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// session_id is the new session's id.
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// protocol_version is the negotiated MCP protocol version.
-	ProtocolVersion string `protobuf:"bytes,2,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *SessionStarted) Reset() {
-	*x = SessionStarted{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SessionStarted) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SessionStarted) ProtoMessage() {}
-
-func (x *SessionStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SessionStarted.ProtoReflect.Descriptor instead.
-func (*SessionStarted) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *SessionStarted) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *SessionStarted) GetProtocolVersion() string {
-	if x != nil {
-		return x.ProtocolVersion
-	}
-	return ""
-}
-
-// ExchangeResponse is one item of the answer to a POST: a session header or a JSON-RPC message.
-type ExchangeResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// kind is what this item carries.
-	//
-	// Types that are valid to be assigned to Kind:
-	//
-	//	*ExchangeResponse_Session
-	//	*ExchangeResponse_Message
-	Kind isExchangeResponse_Kind `protobuf_oneof:"kind"`
-	// final marks the last message: the response (or batch of responses) that completes the POST.
-	Final bool `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
-	// malformed is set on a final message that answers an unparsable or invalid request: the edge answers HTTP 400.
-	Malformed bool `protobuf:"varint,4,opt,name=malformed,proto3" json:"malformed,omitempty"`
-	// method_not_found is set on a final message that answers, in protocol 2026-07-28 or later,
-	// a request for a method the server does not have (or that the revision removed): the edge
-	// answers HTTP 404.
-	MethodNotFound bool `protobuf:"varint,5,opt,name=method_not_found,json=methodNotFound,proto3" json:"method_not_found,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *ExchangeResponse) Reset() {
-	*x = ExchangeResponse{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ExchangeResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ExchangeResponse) ProtoMessage() {}
-
-func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
-func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *ExchangeResponse) GetKind() isExchangeResponse_Kind {
-	if x != nil {
-		return x.Kind
-	}
-	return nil
-}
-
-func (x *ExchangeResponse) GetSession() *SessionStarted {
-	if x != nil {
-		if x, ok := x.Kind.(*ExchangeResponse_Session); ok {
-			return x.Session
-		}
-	}
-	return nil
-}
-
-func (x *ExchangeResponse) GetMessage() []byte {
-	if x != nil {
-		if x, ok := x.Kind.(*ExchangeResponse_Message); ok {
-			return x.Message
-		}
-	}
-	return nil
-}
-
-func (x *ExchangeResponse) GetFinal() bool {
-	if x != nil {
-		return x.Final
-	}
-	return false
-}
-
-func (x *ExchangeResponse) GetMalformed() bool {
-	if x != nil {
-		return x.Malformed
-	}
-	return false
-}
-
-func (x *ExchangeResponse) GetMethodNotFound() bool {
-	if x != nil {
-		return x.MethodNotFound
-	}
-	return false
-}
-
-type isExchangeResponse_Kind interface {
-	isExchangeResponse_Kind()
-}
-
-type ExchangeResponse_Session struct {
-	// session is sent first when initialize created a session.
-	Session *SessionStarted `protobuf:"bytes,1,opt,name=session,proto3,oneof"`
-}
-
-type ExchangeResponse_Message struct {
-	// message is one JSON-RPC message (a notification, a request to the client, or a response) in order.
-	Message []byte `protobuf:"bytes,2,opt,name=message,proto3,oneof"`
-}
-
-func (*ExchangeResponse_Session) isExchangeResponse_Kind() {}
-
-func (*ExchangeResponse_Message) isExchangeResponse_Kind() {}
-
-// ListenRequest opens the server-to-client stream of a session. Streams are not resumable:
-// a client that reconnects gets a new stream (Last-Event-ID is not read).
-type ListenRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// session_id is the Mcp-Session-Id header.
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// server_id names the registered server of /mcp/servers/{id}; empty is Zest's own /mcp.
-	ServerId string `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
-	// preset_id names the preset of /mcp/presets/{id}; empty otherwise.
-	PresetId      string `protobuf:"bytes,4,opt,name=preset_id,json=presetId,proto3" json:"preset_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListenRequest) Reset() {
-	*x = ListenRequest{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListenRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListenRequest) ProtoMessage() {}
-
-func (x *ListenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListenRequest.ProtoReflect.Descriptor instead.
-func (*ListenRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *ListenRequest) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *ListenRequest) GetServerId() string {
-	if x != nil {
-		return x.ServerId
-	}
-	return ""
-}
-
-func (x *ListenRequest) GetPresetId() string {
-	if x != nil {
-		return x.PresetId
-	}
-	return ""
-}
-
-// ListenResponse is one server-initiated JSON-RPC message.
-type ListenResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// event_id identifies the message within its stream (streams are not resumable).
-	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	// message is one JSON-RPC message.
-	Message       []byte `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListenResponse) Reset() {
-	*x = ListenResponse{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListenResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListenResponse) ProtoMessage() {}
-
-func (x *ListenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListenResponse.ProtoReflect.Descriptor instead.
-func (*ListenResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *ListenResponse) GetEventId() string {
-	if x != nil {
-		return x.EventId
-	}
-	return ""
-}
-
-func (x *ListenResponse) GetMessage() []byte {
-	if x != nil {
-		return x.Message
-	}
-	return nil
-}
-
 // EndSessionRequest names the session to end.
 type EndSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -436,7 +36,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +48,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[5]
+	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +61,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{5}
+	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *EndSessionRequest) GetSessionId() string {
@@ -494,7 +94,7 @@ type EndSessionResponse struct {
 
 func (x *EndSessionResponse) Reset() {
 	*x = EndSessionResponse{}
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +106,7 @@ func (x *EndSessionResponse) String() string {
 func (*EndSessionResponse) ProtoMessage() {}
 
 func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[6]
+	mi := &file_zest_mcpgateway_v1_mcp_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,57 +119,22 @@ func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{6}
+	return file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP(), []int{1}
 }
 
 var File_zest_mcpgateway_v1_mcp_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_mcp_proto_rawDesc = "" +
 	"\n" +
-	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"\x86\x03\n" +
-	"\x0fExchangeRequest\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
-	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\x12\x18\n" +
-	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1b\n" +
-	"\tserver_id\x18\x04 \x01(\tR\bserverId\x12\x1d\n" +
-	"\n" +
-	"mcp_method\x18\x05 \x01(\tR\tmcpMethod\x12\x19\n" +
-	"\bmcp_name\x18\x06 \x01(\tR\amcpName\x12Z\n" +
-	"\rparam_headers\x18\a \x03(\v25.zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntryR\fparamHeaders\x12\x1b\n" +
-	"\tpreset_id\x18\b \x01(\tR\bpresetId\x1a?\n" +
-	"\x11ParamHeadersEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +
-	"\x0eSessionStarted\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
-	"\x10protocol_version\x18\x02 \x01(\tR\x0fprotocolVersion\"\xd4\x01\n" +
-	"\x10ExchangeResponse\x12>\n" +
-	"\asession\x18\x01 \x01(\v2\".zest.mcpgateway.v1.SessionStartedH\x00R\asession\x12\x1a\n" +
-	"\amessage\x18\x02 \x01(\fH\x00R\amessage\x12\x14\n" +
-	"\x05final\x18\x03 \x01(\bR\x05final\x12\x1c\n" +
-	"\tmalformed\x18\x04 \x01(\bR\tmalformed\x12(\n" +
-	"\x10method_not_found\x18\x05 \x01(\bR\x0emethodNotFoundB\x06\n" +
-	"\x04kind\"}\n" +
-	"\rListenRequest\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tserver_id\x18\x03 \x01(\tR\bserverId\x12\x1b\n" +
-	"\tpreset_id\x18\x04 \x01(\tR\bpresetIdJ\x04\b\x02\x10\x03R\rlast_event_id\"E\n" +
-	"\x0eListenResponse\x12\x19\n" +
-	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessage\"l\n" +
+	"\x1czest/mcpgateway/v1/mcp.proto\x12\x12zest.mcpgateway.v1\"l\n" +
 	"\x11EndSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
 	"\tserver_id\x18\x02 \x01(\tR\bserverId\x12\x1b\n" +
 	"\tpreset_id\x18\x03 \x01(\tR\bpresetId\"\x14\n" +
-	"\x12EndSessionResponse2\x95\x02\n" +
+	"\x12EndSessionResponse2i\n" +
 	"\n" +
-	"McpService\x12W\n" +
-	"\bExchange\x12#.zest.mcpgateway.v1.ExchangeRequest\x1a$.zest.mcpgateway.v1.ExchangeResponse0\x01\x12Q\n" +
-	"\x06Listen\x12!.zest.mcpgateway.v1.ListenRequest\x1a\".zest.mcpgateway.v1.ListenResponse0\x01\x12[\n" +
+	"McpService\x12[\n" +
 	"\n" +
 	"EndSession\x12%.zest.mcpgateway.v1.EndSessionRequest\x1a&.zest.mcpgateway.v1.EndSessionResponseB\xcf\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\bMcpProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -586,31 +151,19 @@ func file_zest_mcpgateway_v1_mcp_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_mcp_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_mcp_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_zest_mcpgateway_v1_mcp_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_zest_mcpgateway_v1_mcp_proto_goTypes = []any{
-	(*ExchangeRequest)(nil),    // 0: zest.mcpgateway.v1.ExchangeRequest
-	(*SessionStarted)(nil),     // 1: zest.mcpgateway.v1.SessionStarted
-	(*ExchangeResponse)(nil),   // 2: zest.mcpgateway.v1.ExchangeResponse
-	(*ListenRequest)(nil),      // 3: zest.mcpgateway.v1.ListenRequest
-	(*ListenResponse)(nil),     // 4: zest.mcpgateway.v1.ListenResponse
-	(*EndSessionRequest)(nil),  // 5: zest.mcpgateway.v1.EndSessionRequest
-	(*EndSessionResponse)(nil), // 6: zest.mcpgateway.v1.EndSessionResponse
-	nil,                        // 7: zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntry
+	(*EndSessionRequest)(nil),  // 0: zest.mcpgateway.v1.EndSessionRequest
+	(*EndSessionResponse)(nil), // 1: zest.mcpgateway.v1.EndSessionResponse
 }
 var file_zest_mcpgateway_v1_mcp_proto_depIdxs = []int32{
-	7, // 0: zest.mcpgateway.v1.ExchangeRequest.param_headers:type_name -> zest.mcpgateway.v1.ExchangeRequest.ParamHeadersEntry
-	1, // 1: zest.mcpgateway.v1.ExchangeResponse.session:type_name -> zest.mcpgateway.v1.SessionStarted
-	0, // 2: zest.mcpgateway.v1.McpService.Exchange:input_type -> zest.mcpgateway.v1.ExchangeRequest
-	3, // 3: zest.mcpgateway.v1.McpService.Listen:input_type -> zest.mcpgateway.v1.ListenRequest
-	5, // 4: zest.mcpgateway.v1.McpService.EndSession:input_type -> zest.mcpgateway.v1.EndSessionRequest
-	2, // 5: zest.mcpgateway.v1.McpService.Exchange:output_type -> zest.mcpgateway.v1.ExchangeResponse
-	4, // 6: zest.mcpgateway.v1.McpService.Listen:output_type -> zest.mcpgateway.v1.ListenResponse
-	6, // 7: zest.mcpgateway.v1.McpService.EndSession:output_type -> zest.mcpgateway.v1.EndSessionResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	0, // 0: zest.mcpgateway.v1.McpService.EndSession:input_type -> zest.mcpgateway.v1.EndSessionRequest
+	1, // 1: zest.mcpgateway.v1.McpService.EndSession:output_type -> zest.mcpgateway.v1.EndSessionResponse
+	1, // [1:2] is the sub-list for method output_type
+	0, // [0:1] is the sub-list for method input_type
+	0, // [0:0] is the sub-list for extension type_name
+	0, // [0:0] is the sub-list for extension extendee
+	0, // [0:0] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_mcp_proto_init() }
@@ -618,17 +171,13 @@ func file_zest_mcpgateway_v1_mcp_proto_init() {
 	if File_zest_mcpgateway_v1_mcp_proto != nil {
 		return
 	}
-	file_zest_mcpgateway_v1_mcp_proto_msgTypes[2].OneofWrappers = []any{
-		(*ExchangeResponse_Session)(nil),
-		(*ExchangeResponse_Message)(nil),
-	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_mcp_proto_rawDesc), len(file_zest_mcpgateway_v1_mcp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,8 +19,6 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	McpService_Exchange_FullMethodName   = "/zest.mcpgateway.v1.McpService/Exchange"
-	McpService_Listen_FullMethodName     = "/zest.mcpgateway.v1.McpService/Listen"
 	McpService_EndSession_FullMethodName = "/zest.mcpgateway.v1.McpService/EndSession"
 )
 
@@ -28,15 +26,12 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// McpService is called by the edge's Streamable HTTP transport of /mcp, of
-// /mcp/servers/{id} (the request's server_id) and of /mcp/presets/{id} (its preset_id): the edge owns HTTP, mcpgateway owns MCP meaning
-// (sessions, methods, tools).
+// McpService ends MCP sessions from outside (zestctl sessions end). MCP's HTTP transport
+// (Streamable HTTP, HTTP+SSE) lives in mcpgateway, which the edge hands each request through
+// the generic HTTP exchange (HttpService), and calls its endpoints in-process: no proto
+// message carries MCP's headers or outcomes (the Exchange and Listen rpcs that did are gone).
 type McpServiceClient interface {
-	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.
-	Exchange(ctx context.Context, in *ExchangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExchangeResponse], error)
-	// Listen is called for a GET to stream server-initiated messages of a session until the client goes away.
-	Listen(ctx context.Context, in *ListenRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListenResponse], error)
-	// EndSession is called for a DELETE; afterwards the session id is refused.
+	// EndSession ends a session as DELETE on its endpoint does; afterwards the session id is refused.
 	EndSession(ctx context.Context, in *EndSessionRequest, opts ...grpc.CallOption) (*EndSessionResponse, error)
 }
 
@@ -47,44 +42,6 @@ type mcpServiceClient struct {
 func NewMcpServiceClient(cc grpc.ClientConnInterface) McpServiceClient {
 	return &mcpServiceClient{cc}
 }
-
-func (c *mcpServiceClient) Exchange(ctx context.Context, in *ExchangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExchangeResponse], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &McpService_ServiceDesc.Streams[0], McpService_Exchange_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[ExchangeRequest, ExchangeResponse]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type McpService_ExchangeClient = grpc.ServerStreamingClient[ExchangeResponse]
-
-func (c *mcpServiceClient) Listen(ctx context.Context, in *ListenRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListenResponse], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &McpService_ServiceDesc.Streams[1], McpService_Listen_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[ListenRequest, ListenResponse]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type McpService_ListenClient = grpc.ServerStreamingClient[ListenResponse]
 
 func (c *mcpServiceClient) EndSession(ctx context.Context, in *EndSessionRequest, opts ...grpc.CallOption) (*EndSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -100,15 +57,12 @@ func (c *mcpServiceClient) EndSession(ctx context.Context, in *EndSessionRequest
 // All implementations must embed UnimplementedMcpServiceServer
 // for forward compatibility.
 //
-// McpService is called by the edge's Streamable HTTP transport of /mcp, of
-// /mcp/servers/{id} (the request's server_id) and of /mcp/presets/{id} (its preset_id): the edge owns HTTP, mcpgateway owns MCP meaning
-// (sessions, methods, tools).
+// McpService ends MCP sessions from outside (zestctl sessions end). MCP's HTTP transport
+// (Streamable HTTP, HTTP+SSE) lives in mcpgateway, which the edge hands each request through
+// the generic HTTP exchange (HttpService), and calls its endpoints in-process: no proto
+// message carries MCP's headers or outcomes (the Exchange and Listen rpcs that did are gone).
 type McpServiceServer interface {
-	// Exchange is called once per POST body: mcpgateway streams back the notifications and then the responses it produces.
-	Exchange(*ExchangeRequest, grpc.ServerStreamingServer[ExchangeResponse]) error
-	// Listen is called for a GET to stream server-initiated messages of a session until the client goes away.
-	Listen(*ListenRequest, grpc.ServerStreamingServer[ListenResponse]) error
-	// EndSession is called for a DELETE; afterwards the session id is refused.
+	// EndSession ends a session as DELETE on its endpoint does; afterwards the session id is refused.
 	EndSession(context.Context, *EndSessionRequest) (*EndSessionResponse, error)
 	mustEmbedUnimplementedMcpServiceServer()
 }
@@ -120,12 +74,6 @@ type McpServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedMcpServiceServer struct{}
 
-func (UnimplementedMcpServiceServer) Exchange(*ExchangeRequest, grpc.ServerStreamingServer[ExchangeResponse]) error {
-	return status.Error(codes.Unimplemented, "method Exchange not implemented")
-}
-func (UnimplementedMcpServiceServer) Listen(*ListenRequest, grpc.ServerStreamingServer[ListenResponse]) error {
-	return status.Error(codes.Unimplemented, "method Listen not implemented")
-}
 func (UnimplementedMcpServiceServer) EndSession(context.Context, *EndSessionRequest) (*EndSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndSession not implemented")
 }
@@ -149,28 +97,6 @@ func RegisterMcpServiceServer(s grpc.ServiceRegistrar, srv McpServiceServer) {
 	}
 	s.RegisterService(&McpService_ServiceDesc, srv)
 }
-
-func _McpService_Exchange_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(ExchangeRequest)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
-	}
-	return srv.(McpServiceServer).Exchange(m, &grpc.GenericServerStream[ExchangeRequest, ExchangeResponse]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type McpService_ExchangeServer = grpc.ServerStreamingServer[ExchangeResponse]
-
-func _McpService_Listen_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(ListenRequest)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
-	}
-	return srv.(McpServiceServer).Listen(m, &grpc.GenericServerStream[ListenRequest, ListenResponse]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type McpService_ListenServer = grpc.ServerStreamingServer[ListenResponse]
 
 func _McpService_EndSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EndSessionRequest)
@@ -202,17 +128,6 @@ var McpService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _McpService_EndSession_Handler,
 		},
 	},
-	Streams: []grpc.StreamDesc{
-		{
-			StreamName:    "Exchange",
-			Handler:       _McpService_Exchange_Handler,
-			ServerStreams: true,
-		},
-		{
-			StreamName:    "Listen",
-			Handler:       _McpService_Listen_Handler,
-			ServerStreams: true,
-		},
-	},
+	Streams:  []grpc.StreamDesc{},
 	Metadata: "zest/mcpgateway/v1/mcp.proto",
 }

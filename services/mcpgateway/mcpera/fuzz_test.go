@@ -1,12 +1,12 @@
-package stateless
+package mcpera
 
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // FuzzClassify: any header and body: Classify never panics; its cheap byte scan never hides
@@ -62,7 +62,7 @@ func FuzzClassify(f *testing.F) {
 		if !r.Modern {
 			return
 		}
-		req := &mcpgatewayv1.ExchangeRequest{McpMethod: method, McpName: name, ProtocolVersion: header, Payload: body}
+		req := http.Header{"Mcp-Method": {method}, "Mcp-Name": {name}, "Mcp-Protocol-Version": {header}}
 		id := env.ID
 		out := r.Check(req, id, env.Method, []string{Version})
 		if out == nil {

@@ -1,10 +1,14 @@
-package stateless
+package mcpera
 
 import (
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestClassify(t *testing.T) {
@@ -35,7 +39,7 @@ func TestClassify(t *testing.T) {
 
 func TestCheckKeepsTheID(t *testing.T) {
 	r := Classify("2026-07-28", []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/list","params":{}}`))
-	got := r.Check(&mcpgatewayv1.ExchangeRequest{McpMethod: "tools/list"}, json.RawMessage(`"abc"`), "tools/list", []string{Version})
+	got := r.Check(http.Header{"Mcp-Method": {"tools/list"}}, json.RawMessage(`"abc"`), "tools/list", []string{Version})
 	var e struct {
 		ID    string
 		Error struct{ Code int }
@@ -43,14 +47,14 @@ func TestCheckKeepsTheID(t *testing.T) {
 	if json.Unmarshal(got, &e) != nil || e.ID != "abc" || e.Error.Code != -32602 {
 		t.Fatalf("Check = %s", got)
 	}
-	if f := Final(got); !f.GetMalformed() || f.GetMethodNotFound() || !f.GetFinal() {
-		t.Fatalf("Final = %+v", f)
+	if s := Status(got); s != http.StatusBadRequest {
+		t.Fatalf("Status = %d, want 400", s)
 	}
-	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`)); !f.GetMethodNotFound() || f.GetMalformed() {
-		t.Fatalf("Final of -32601 = %+v", f)
+	if s := Status([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`)); s != http.StatusNotFound {
+		t.Fatalf("Status of -32601 = %d, want 404", s)
 	}
-	if f := Final([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`)); f.GetMethodNotFound() || f.GetMalformed() {
-		t.Fatalf("Final of -32603 = %+v (an internal error is HTTP 200)", f)
+	if s := Status([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`)); s != http.StatusOK {
+		t.Fatalf("Status of -32603 = %d, want 200 (an internal error is HTTP 200)", s)
 	}
 }
 
@@ -77,6 +81,34 @@ func TestStripMeta(t *testing.T) {
 	} {
 		if got := StripMeta(json.RawMessage(in)); string(got) != want {
 			t.Errorf("StripMeta(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestOf: the era of a request and, in the session era only, the refusal of a version header
+// not served; the one check the three endpoints each made.
+func TestOf(t *testing.T) {
+	for _, c := range []struct {
+		header  string
+		modern  bool
+		refused bool
+	}{
+		{"", false, false},
+		{"2025-06-18", false, false},
+		{"2024-10-01", false, true},
+		{Version, true, false},
+		{"2027-01-01", true, false}, // a later revision is modern: its own checks refuse it
+	} {
+		req := &mcphttp.Request{Header: http.Header{}, Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)}
+		if c.header != "" {
+			req.Header.Set(mcphttp.HeaderProtocol, c.header)
+		}
+		r, err := Of(req)
+		if r.Modern != c.modern || (err != nil) != c.refused {
+			t.Errorf("header %q: modern %v, err %v", c.header, r.Modern, err)
+		}
+		if c.refused && (status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "send one of")) {
+			t.Errorf("header %q: %v, want InvalidArgument naming the versions served", c.header, err)
 		}
 	}
 }

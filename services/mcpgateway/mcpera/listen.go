@@ -1,4 +1,4 @@
-package stateless
+package mcpera
 
 import (
 	"encoding/json"

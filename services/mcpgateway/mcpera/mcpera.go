@@ -1,28 +1,65 @@
-// Package stateless holds the rules of MCP 2026-07-28, the revision without sessions, that
-// every endpoint of mcpgateway applies the same way (/mcp, /mcp/servers/{id}, and any other
-// that serves MCP): which era a request belongs to, the transport checks a request of that
-// era must pass, the HTTP class of an answer, and what a result must carry. The endpoints
-// serve both eras side by side: the era is decided per request, never per connection.
+// Package mcpera is MCP's protocol eras as every endpoint of mcpgateway serves them (/mcp,
+// /mcp/servers/{id}, /mcp/presets/{id}): the session era (2024-11-05 to 2025-11-25:
+// initialize, an Mcp-Session-Id, server-to-client messages on a GET stream) and 2026-07-28,
+// the revision without sessions. It holds the versions served (Versions, Supported), which
+// era a request belongs to and the refusal of a version not served (Of, Classify), the
+// transport checks a request of 2026-07-28 must pass (Request.Check, CheckParamHeaders, read
+// off the request's own headers), the HTTP status of its answer (Status, Final), what its
+// results carry (Decorate), and subscriptions/listen (Subscription). The endpoints serve both
+// eras side by side: the era is decided per request, never per connection.
+//
+// The name says what the package is about — the eras, both of them — where "stateless" named
+// one era only and the endpoints' files called the same era "modern".
 //
 // Per the specification's versioning section, a request belongs to 2026-07-28 (or a later
 // revision) when its MCP-Protocol-Version header or its params._meta
 // "io.modelcontextprotocol/protocolVersion" names that version or a later one; anything else
 // (no header, an older version, no _meta) is a request of the session era.
-package stateless
+package mcpera
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-// Version is the revision this package implements.
+// Version is the revision without sessions.
 const Version = mcp.ProtocolVersion20260728
+
+// Versions are the session-era protocol versions served (negotiated by initialize),
+// preferred first.
+var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Supported are every protocol version served, newest first: 2026-07-28 (no sessions, each
+// request stands alone) and the session era's Versions. server/discover lists them, and a
+// modern request naming another is refused with them.
+var Supported = append([]string{Version}, Versions...)
+
+// ErrBadProtocolHeader means MCP-Protocol-Version names no supported version (400).
+var ErrBadProtocolHeader = errors.New("unsupported MCP-Protocol-Version header")
+
+// Of is the era of req, classified from its MCP-Protocol-Version header and its body
+// (Classify); a request of the session era whose header names a version not served is
+// refused (InvalidArgument: HTTP 400).
+func Of(req *mcphttp.Request) (Request, error) {
+	r := Classify(req.ProtocolVersion(), req.Body)
+	if v := req.ProtocolVersion(); v != "" && !r.Modern && !slices.Contains(Versions, v) {
+		return r, status.Errorf(codes.InvalidArgument, "%v %q: send one of %v", ErrBadProtocolHeader, v, Versions)
+	}
+	return r, nil
+}
+
+// Final sends the answer to a request of 2026-07-28 with its HTTP status (Status).
+func Final(out mcphttp.ExchangeStream, msg []byte) error { return out.Final(msg, Status(msg)) }
 
 // metaVersionKey is quoted as it appears in a body, for the cheap test that keeps the
 // classification off the session era's hot path.
@@ -80,7 +117,7 @@ var Removed = []string{"initialize", "ping", "logging/setLevel", "resources/subs
 // the protocol version stated in the header and in _meta, equal, and served (supported);
 // the client's capabilities in _meta; the Mcp-Method and Mcp-Name headers mirroring the body.
 // It returns the error response to send, with the request's id, or nil.
-func (r Request) Check(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, method string, supported []string) []byte {
+func (r Request) Check(header http.Header, id json.RawMessage, method string, supported []string) []byte {
 	switch {
 	case r.HeaderVersion == "":
 		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
@@ -100,8 +137,14 @@ func (r Request) Check(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, me
 		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
 			mcp.MetaKeyClientCapabilities, r.MetaVersion), nil)
 	}
-	headers := map[string]string{mcp.HeaderMethod: req.GetMcpMethod(), mcp.HeaderName: req.GetMcpName()}
-	if err := mcp.ValidateStandardHeaders(func(name string) string { return strings.TrimSpace(headers[name]) },
+	// Only the headers that mirror the body are checked here (the version was, above).
+	mirrored := func(name string) string {
+		if name != mcp.HeaderMethod && name != mcp.HeaderName {
+			return ""
+		}
+		return strings.TrimSpace(header.Get(name))
+	}
+	if err := mcp.ValidateStandardHeaders(mirrored,
 		r.MetaVersion, mcp.MCPMethod(method), r.Params); err != nil {
 		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
 	}
@@ -136,19 +179,18 @@ func ErrorResponse(id json.RawMessage, code int, message string, data any) []byt
 	return b
 }
 
-// Final is the last item of a modern exchange: the answer with its HTTP class, which
-// 2026-07-28 ties to the error code (-32601 is 404; a malformed request, a header mismatch,
-// a missing client capability or an unsupported version are 400; everything else is 200).
-func Final(msg []byte) *mcpgatewayv1.ExchangeResponse {
-	out := &mcpgatewayv1.ExchangeResponse{Kind: &mcpgatewayv1.ExchangeResponse_Message{Message: msg}, Final: true}
+// Status is the HTTP status of a modern exchange's answer, which 2026-07-28 ties to the
+// error code (-32601 is 404; a malformed request, a header mismatch, a missing client
+// capability or an unsupported version are 400; everything else is 200).
+func Status(msg []byte) int {
 	switch errorCode(msg) {
 	case mcp.METHOD_NOT_FOUND:
-		out.MethodNotFound = true
+		return http.StatusNotFound
 	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
-		out.Malformed = true
+		return http.StatusBadRequest
 	}
-	return out
+	return http.StatusOK
 }
 
 // errorCode is the code of a JSON-RPC error response, 0 for anything else.
@@ -276,17 +318,30 @@ func Tool(tools []json.RawMessage, name string) *mcp.Tool {
 // Base64-wrapped when it must be, and no header names an argument that was not sent). It
 // returns the -32020 response to send, or nil (also when tool is nil: unknown tools are the
 // server's to refuse).
-func (r Request) CheckParamHeaders(req *mcpgatewayv1.ExchangeRequest, id json.RawMessage, tool *mcp.Tool) []byte {
+func (r Request) CheckParamHeaders(header http.Header, id json.RawMessage, tool *mcp.Tool) []byte {
 	if tool == nil {
 		return nil
 	}
-	headers := req.GetParamHeaders()
 	err := mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
-		v, ok := headers[strings.ToLower(name)]
+		v, ok := paramHeader(header, name)
 		return strings.TrimSpace(v), ok
 	}, tool, r.Params)
 	if err != nil {
 		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
 	}
 	return nil
+}
+
+// paramHeader is the first value of the Mcp-Param-* header called name, matched without
+// regard to case (a name an argument gives need not be canonical), and whether it was sent.
+func paramHeader(header http.Header, name string) (string, bool) {
+	if v, ok := header[name]; ok && len(v) > 0 {
+		return v[0], true
+	}
+	for k, v := range header {
+		if len(v) > 0 && strings.EqualFold(k, name) {
+			return v[0], true
+		}
+	}
+	return "", false
 }
