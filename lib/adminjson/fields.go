@@ -2,11 +2,13 @@ package adminjson
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -103,6 +105,13 @@ func (r *reader) message(m protoreflect.Message, patch bool) []string {
 			}
 			continue
 		}
+		if fd.IsList() && fd.Message() != nil { // a preset's tools
+			if v, ok := r.messages(m, fd, k, raw); ok {
+				m.Set(fd, v)
+				paths = append(paths, k)
+			}
+			continue
+		}
 		if fd.Message() != nil && !fd.IsMap() { // the sandbox
 			sb, members := r.sandbox(k, patch)
 			if sb != nil {
@@ -172,4 +181,25 @@ func (r *reader) value(m protoreflect.Message, fd protoreflect.FieldDescriptor, 
 		r.fail(k, "a value of a kind this edge does not read ("+fd.Kind().String()+")", raw)
 	}
 	return protoreflect.Value{}, false
+}
+
+// messages reads the member k of fd, a list of messages (a preset's tools), each item read by
+// protojson as its own message: an unknown member or a value of the wrong kind is refused,
+// naming the item (tools[2]).
+func (r *reader) messages(m protoreflect.Message, fd protoreflect.FieldDescriptor, k string, raw json.RawMessage) (protoreflect.Value, bool) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		r.fail(k, "an array of objects", raw)
+		return protoreflect.Value{}, false
+	}
+	l := m.NewField(fd).List()
+	for i, it := range items {
+		item := l.NewElement()
+		if err := protojson.Unmarshal(it, item.Message().Interface()); err != nil {
+			r.setErr(fmt.Errorf("%w: %s[%d]: %s", r.kind, k, i, strings.TrimSpace(strings.ReplaceAll(err.Error(), "proto:", ""))))
+			return protoreflect.Value{}, false
+		}
+		l.Append(item)
+	}
+	return protoreflect.ValueOfList(l), true
 }
