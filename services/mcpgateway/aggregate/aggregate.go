@@ -37,6 +37,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -189,6 +190,8 @@ func (o own) EndSession(ctx context.Context, req *mcpgatewayv1.EndSessionRequest
 type provider struct {
 	id  string
 	cfg *mcpgatewayv1.ServerConfig
+	// shape is the preset's tool shaping (Preset.tools), the same for each of its providers.
+	shape *toolshape.Shape
 }
 
 func (p provider) builtin() bool { return p.cfg == nil }
@@ -208,9 +211,10 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 		return nil, status.Errorf(codes.Internal, "registry: %v", err)
 	}
 	var out []provider
+	shape := toolshape.New(p.GetTools())
 	for _, id := range p.GetMcpServerIds() {
 		if id == serverconfig.LemonadeProvider {
-			out = append(out, provider{id: id})
+			out = append(out, provider{id: id, shape: shape})
 			continue
 		}
 		// The one rule of who reaches a server: one that is not registered, disabled or
@@ -223,7 +227,7 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 		case err != nil:
 			return nil, status.Errorf(codes.Internal, "registry: %v", err)
 		default:
-			out = append(out, provider{id: id, cfg: cfg})
+			out = append(out, provider{id: id, cfg: cfg, shape: shape})
 		}
 	}
 	return out, nil

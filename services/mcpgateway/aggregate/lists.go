@@ -151,12 +151,12 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 var errNotDeclared = fmt.Errorf("not declared")
 
 // page reads one page of provider p's list k from cursor, as the preset serves it: tools
-// its filters hide left out, tools and prompts under their chat_name. A provider that does
-// not declare the list has none of it.
+// its filters hide left out, tools and prompts under their chat_name, tools shaped by the
+// preset (toolshape). A provider that does not declare the list has none of it.
 func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]json.RawMessage, string, error) {
 	if p.builtin() {
 		tools, err := c.h.builtin.BuiltinTools(ctx)
-		return tools, "", err
+		return p.shape.Tools(tools), "", err
 	}
 	raws, next, err := c.h.upstreamPage(ctx, p, k, cursor)
 	if errors.Is(err, errNotDeclared) {
@@ -168,6 +168,7 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 	out := make([]json.RawMessage, 0, len(raws))
 	for _, raw := range raws {
 		var m map[string]json.RawMessage
+		ok := true
 		if json.Unmarshal(raw, &m) != nil {
 			continue // not an object: no client could use it
 		}
@@ -181,6 +182,11 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 			}
 			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
 			raw, _ = json.Marshal(m)
+			if k == toolsList {
+				if raw, ok = p.shape.Tool(raw); !ok {
+					continue // hidden by the preset
+				}
+			}
 		}
 		out = append(out, raw)
 	}

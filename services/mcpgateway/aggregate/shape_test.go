@@ -1,0 +1,91 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// shapedPreset is preset "shaped": alpha and the built-in tools, alpha's echo served as "say"
+// (message defaulted to "hi"), its slow tool hidden, the built-in echo as "builtin_say" with
+// its message fixed.
+func (f fixture) shapedPreset(t *testing.T) {
+	t.Helper()
+	p := &mcpgatewayv1.Preset{Id: "shaped", McpServerIds: []string{"lemonade", "alpha"}, Tools: []*mcpgatewayv1.PresetTool{
+		{Tool: "mcp_alpha__echo", Name: "say", Description: "Say something back.", Arguments: &mcpgatewayv1.PresetToolArguments{
+			Defaults: map[string]*structpb.Value{"message": structpb.NewStringValue("hi")}}},
+		{Tool: "mcp_alpha__slow", Hidden: true},
+		{Tool: "lemonade_echo", Name: "builtin_say", Arguments: &mcpgatewayv1.PresetToolArguments{
+			Fixed: map[string]*structpb.Value{"message": structpb.NewStringValue("from the preset")}}},
+	}}
+	if err := f.reg.PutPreset(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShapedTools: a preset lists its tools shaped (renamed, described anew, hidden, fixed
+// arguments out of the schema, defaulted ones marked), and a call of a shaped name reaches the
+// tool itself with the arguments merged, recorded under the real tool and the name used; the
+// old name of a renamed tool and a hidden tool are unknown; a call that sets a fixed argument
+// to another value is a tool error naming it.
+func TestShapedTools(t *testing.T) {
+	f := newFixture(t, "")
+	f.shapedPreset(t)
+	ctx := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, ctx, "shaped")
+	res := f.result(t, ctx, "shaped", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if got := names(res["tools"], "name"); !slices.Equal(got, []string{"builtin_say", "lemonade_log", "lemonade_wait", "say"}) {
+		t.Fatalf("tools = %q", got)
+	}
+	byName := map[string]map[string]any{}
+	for _, it := range res["tools"].([]any) {
+		byName[it.(map[string]any)["name"].(string)] = it.(map[string]any)
+	}
+	say, builtin := byName["say"], byName["builtin_say"]
+	if say["description"] != "Say something back." || say["inputSchema"].(map[string]any)["properties"].(map[string]any)["message"].(map[string]any)["default"] != "hi" {
+		t.Errorf("say = %v", say)
+	}
+	if props, _ := builtin["inputSchema"].(map[string]any)["properties"].(map[string]any); props["message"] != nil {
+		t.Errorf("builtin_say's schema shows its fixed argument: %v", builtin)
+	}
+	text := func(body string) (string, bool) {
+		t.Helper()
+		r := f.result(t, ctx, "shaped", sess, body)
+		b, _ := json.Marshal(r["content"])
+		return string(b), r["isError"] == true
+	}
+	for _, c := range []struct {
+		body, want string
+		isErr      bool
+	}{
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"say","arguments":{}}}`, "alpha echo: hi", false},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"say","arguments":{"message":"yo"}}}`, "alpha echo: yo", false},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"builtin_say"}}`, "builtin echo: from the preset", false},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"builtin_say","arguments":{"message":"other"}}}`, `argument \"message\" of tool \"builtin_say\" is set by this preset: leave it out of the call`, true},
+	} {
+		if got, isErr := text(c.body); !strings.Contains(got, c.want) || isErr != c.isErr {
+			t.Errorf("%s: %s (isError %v), want %q", c.body, got, isErr, c.want)
+		}
+	}
+	for _, name := range []string{"mcp_alpha__echo", "mcp_alpha__slow", "lemonade_echo"} {
+		_, msgs, err := f.exchange(ctx, "shaped", sess, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`)
+		if err != nil || len(msgs) == 0 || !strings.Contains(string(msgs[len(msgs)-1]), `Unknown tool \"`+name+`\"`) {
+			t.Errorf("%s: %q %v, want an unknown tool", name, msgs, err)
+		}
+	}
+	calls, _ := f.activity.List(0, 0)
+	type rec struct{ server, tool, chat, preset string }
+	want := []rec{{"lemonade", "lemonade_echo", "builtin_say", "shaped"}, {"alpha", "echo", "say", "shaped"}, {"alpha", "echo", "say", "shaped"}}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls recorded, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		if got := (rec{calls[i].Server, calls[i].Tool, calls[i].ChatName, calls[i].Preset}); got != w {
+			t.Errorf("record %d: %+v, want %+v", i, got, w)
+		}
+	}
+}
