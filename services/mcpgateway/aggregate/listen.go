@@ -8,6 +8,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 )
 
 // Notify hands one notification of server to the GET streams of the preset sessions that
@@ -49,6 +50,18 @@ var listChanged = [][]byte{
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`),
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`),
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`),
+}
+
+// sameShape reports whether two reads of a preset's providers shape its tools alike.
+func sameShape(a, b []provider) bool {
+	var sa, sb *toolshape.Shape
+	if len(a) > 0 {
+		sa = a[0].shape
+	}
+	if len(b) > 0 {
+		sb = b[0].shape
+	}
+	return toolshape.Equal(sa, sb)
 }
 
 // servers are the ids of the registered servers among provs.
@@ -104,7 +117,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcpgatewayv1.McpS
 			if err != nil {
 				return true, nil // the preset is gone: its next request says so
 			}
-			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
+			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) || !sameShape(now, provs) {
 				ids, provs = next, now
 				h.hub.Follow(l, ids)
 				h.connect(ctx, provs)

@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -87,5 +90,37 @@ func TestShapedTools(t *testing.T) {
 		if got := (rec{calls[i].Server, calls[i].Tool, calls[i].ChatName, calls[i].Preset}); got != w {
 			t.Errorf("record %d: %+v, want %+v", i, got, w)
 		}
+	}
+}
+
+// TestShapeChangeAnnounced: a change of the preset's tools alone (its providers the same) tells
+// its sessions' GET streams that the tools changed: a client lists the new names. Before, only
+// a change of providers was announced.
+func TestShapeChangeAnnounced(t *testing.T) {
+	f := newFixture(t, "")
+	f.shapedPreset(t)
+	ctx := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, ctx, "shaped")
+	ch, err := mcpservetest.Listen(ctx, f.mcp, &mcpgatewayv1.ListenRequest{PresetId: "shaped", SessionId: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.reg.GetPreset(t.Context(), "shaped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = proto.CloneOf(p)
+	p.Tools[0].Name = "speak"
+	if err := f.reg.PutPreset(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	f.agg.PresetChanged("shaped")
+	select {
+	case m := <-ch:
+		if !strings.Contains(m, "list_changed") {
+			t.Fatalf("the stream got %s", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed within 5 s of the preset's change")
 	}
 }

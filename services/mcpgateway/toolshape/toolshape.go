@@ -25,11 +25,13 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Shape is one preset's shaping, read from its tools. A nil *Shape shapes nothing.
 type Shape struct {
+	tools  []*mcpgatewayv1.PresetTool
 	byTool map[string]*rule // by chat_name
 	byName map[string]*rule // by the name served, for the renamed tools
 }
@@ -47,7 +49,7 @@ func New(tools []*mcpgatewayv1.PresetTool) *Shape {
 	if len(tools) == 0 {
 		return nil
 	}
-	s := &Shape{byTool: map[string]*rule{}, byName: map[string]*rule{}}
+	s := &Shape{tools: tools, byTool: map[string]*rule{}, byName: map[string]*rule{}}
 	for _, t := range tools {
 		r := &rule{tool: t.GetTool(), name: t.GetName(), description: t.GetDescription(), hidden: t.GetHidden(),
 			fixed: values(t.GetArguments().GetFixed()), defaults: values(t.GetArguments().GetDefaults())}
@@ -57,6 +59,19 @@ func New(tools []*mcpgatewayv1.PresetTool) *Shape {
 		}
 	}
 	return s
+}
+
+// Equal reports whether a and b shape alike: a preset's session is told its tools changed
+// when they do not.
+func Equal(a, b *Shape) bool {
+	var ta, tb []*mcpgatewayv1.PresetTool
+	if a != nil {
+		ta = a.tools
+	}
+	if b != nil {
+		tb = b.tools
+	}
+	return slices.EqualFunc(ta, tb, func(x, y *mcpgatewayv1.PresetTool) bool { return proto.Equal(x, y) })
 }
 
 // values are argument values as JSON.

@@ -123,3 +123,10 @@ func TestCall(t *testing.T) {
 		t.Fatal("a hidden tool is served")
 	}
 }
+
+func TestEqual(t *testing.T) {
+	other := New([]*mcpgatewayv1.PresetTool{{Tool: "mcp_fs__delete", Hidden: false}})
+	if !Equal(testShape(), testShape()) || !Equal(nil, New(nil)) || Equal(testShape(), other) || Equal(nil, other) {
+		t.Fatal("Equal is wrong")
+	}
+}
