@@ -136,6 +136,18 @@ func TestPresetShapedToolsTypeScriptSDK(t *testing.T) {
 		t.Errorf("activity: %d calls of get-sum as add, want 3: %s", seen, r.Body)
 	}
 
+	// A client that knows only Lemonade's fields (GUI3's Save) keeps the shaping; "tools": []
+	// clears it.
+	if r := admin(t, s, "POST", "/presets", `{"id":"shaped","model":"builtin-llm","mcp_server_ids":["everything","lemonade"],"tools_enabled":true}`); r.Status != 200 || !strings.Contains(string(r.Body), `"name":"add"`) {
+		t.Errorf("a Lemonade-shaped save: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "POST", "/presets", `{"id":"cleared","mcp_server_ids":["everything"],"tools":[{"tool":"mcp_everything__echo","hidden":true}]}`); r.Status != 200 {
+		t.Fatalf("cleared: %d %s", r.Status, r.Body)
+	}
+	if r := admin(t, s, "POST", "/presets", `{"id":"cleared","mcp_server_ids":["everything"],"tools":[]}`); r.Status != 200 || strings.Contains(string(r.Body), "mcp_everything__echo") {
+		t.Errorf("tools [] did not clear: %d %s", r.Status, r.Body)
+	}
+
 	// At save: a name two tools would share is refused, naming the field and the fix.
 	r = admin(t, s, "POST", "/presets", `{"id":"clash","mcp_server_ids":["everything"],"tools":[{"tool":"mcp_everything__echo","name":"x"},{"tool":"mcp_everything__get-sum","name":"x"}]}`)
 	if r.Status != 400 || !strings.Contains(errMessage(t, r), `tools[1].name "x" is also the name of tools[0] (mcp_everything__echo): names are unique in a preset, choose another`) {

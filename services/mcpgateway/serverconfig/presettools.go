@@ -8,6 +8,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -68,12 +69,7 @@ func checkPresetTools(tools []*mcpgatewayv1.PresetTool, providers []string) erro
 		if tool == "" {
 			return invalidPreset("%s is required: the tool's chat_name, as the preset lists it unshaped (mcp_<server>__<name>, or a lemonade_* built-in tool)", field(".tool"))
 		}
-		if !slices.ContainsFunc(providers, func(id string) bool {
-			if id == LemonadeProvider {
-				return strings.HasPrefix(tool, "lemonade_")
-			}
-			return strings.HasPrefix(tool, ChatNamePrefix(id))
-		}) {
+		if !ofProviders(tool, providers) {
 			return invalidPreset("%s %q is not a tool of this preset's providers (%s): name a tool by its chat_name as tools/list of /mcp/presets/{id} shows it, or add its server to mcp_server_ids",
 				field(".tool"), truncate(tool, 120), strings.Join(providers, ", "))
 		}
@@ -128,4 +124,40 @@ func presetTools(in []*mcpgatewayv1.PresetTool) []*mcpgatewayv1.PresetTool {
 		out = append(out, proto.CloneOf(t))
 	}
 	return out
+}
+
+// ofProviders reports whether tool (a chat_name) is a tool of one of providers.
+func ofProviders(tool string, providers []string) bool {
+	return slices.ContainsFunc(providers, func(id string) bool {
+		if id == LemonadeProvider {
+			return strings.HasPrefix(tool, "lemonade_")
+		}
+		return strings.HasPrefix(tool, ChatNamePrefix(id))
+	})
+}
+
+var presetInputFields = (&mcpgatewayv1.PresetInput{}).ProtoReflect().Descriptor().Fields()
+
+// KeepPresetTools gives p, a preset ParsePreset read from in, the tools of stored (the preset
+// as it was; nil for a new one) when in leaves them out and paths (the request's update_mask)
+// do not name them: a client that knows only Lemonade's fields never erases a preset's
+// shaping. The tools of providers p no longer selects are dropped (they shape nothing). A
+// path that names no field of a preset is refused.
+func KeepPresetTools(p, stored *mcpgatewayv1.Preset, in *mcpgatewayv1.PresetInput, paths []string) error {
+	for _, path := range paths {
+		if presetInputFields.ByName(protoreflect.Name(path)) == nil {
+			return invalidPreset("update_mask path %q names no field of a preset: use its snake_case names (tools, mcp_server_ids, …)", truncate(path, 80))
+		}
+	}
+	if len(in.GetTools()) > 0 || slices.Contains(paths, "tools") {
+		return nil
+	}
+	var kept []*mcpgatewayv1.PresetTool
+	for _, t := range stored.GetTools() {
+		if ofProviders(t.GetTool(), p.GetMcpServerIds()) {
+			kept = append(kept, proto.CloneOf(t))
+		}
+	}
+	p.Tools = kept
+	return nil
 }

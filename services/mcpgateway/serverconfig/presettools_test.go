@@ -93,3 +93,43 @@ func TestPresetToolsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestKeepPresetTools(t *testing.T) {
+	stored := &mcpgatewayv1.Preset{Id: "p", McpServerIds: []string{"fs", "gh"}, Tools: []*mcpgatewayv1.PresetTool{
+		{Tool: "mcp_fs__rm", Hidden: true}, {Tool: "mcp_gh__search", Name: "search"}}}
+	parse := func(in *mcpgatewayv1.PresetInput) *mcpgatewayv1.Preset {
+		p, err := ParsePreset(in, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Left out and not named: kept, but for the providers still selected.
+	in := &mcpgatewayv1.PresetInput{Id: proto.String("p"), McpServerIds: []string{"fs"}}
+	p := parse(in)
+	if err := KeepPresetTools(p, stored, in, []string{"id", "mcp_server_ids"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.GetTools()) != 1 || p.GetTools()[0].GetTool() != "mcp_fs__rm" || p.GetTools()[0] == stored.GetTools()[0] {
+		t.Fatalf("kept %v", p.GetTools())
+	}
+	// Named empty: cleared.
+	p = parse(in)
+	if err := KeepPresetTools(p, stored, in, []string{"tools"}); err != nil || len(p.GetTools()) != 0 {
+		t.Fatalf("cleared: %v %v", p.GetTools(), err)
+	}
+	// Sent: taken as sent.
+	in = &mcpgatewayv1.PresetInput{Id: proto.String("p"), McpServerIds: []string{"fs"}, Tools: []*mcpgatewayv1.PresetTool{{Tool: "mcp_fs__ls", Name: "ls"}}}
+	p = parse(in)
+	if err := KeepPresetTools(p, stored, in, nil); err != nil || len(p.GetTools()) != 1 || p.GetTools()[0].GetName() != "ls" {
+		t.Fatalf("sent: %v %v", p.GetTools(), err)
+	}
+	// A new preset has none to keep.
+	p = parse(&mcpgatewayv1.PresetInput{Id: proto.String("q")})
+	if err := KeepPresetTools(p, nil, &mcpgatewayv1.PresetInput{}, nil); err != nil || p.GetTools() != nil {
+		t.Fatalf("new: %v %v", p.GetTools(), err)
+	}
+	if err := KeepPresetTools(p, nil, &mcpgatewayv1.PresetInput{}, []string{"tool"}); err == nil || !strings.Contains(err.Error(), `update_mask path "tool" names no field of a preset`) {
+		t.Fatalf("a bad path: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func parse(js string, taken func(string) bool) (*mcpgatewayv1.ServerConfig, erro
 }
 
 func parsePreset(js string, known func(string) bool) (*mcpgatewayv1.Preset, error) {
-	in, err := adminjson.Preset([]byte(js))
+	in, _, err := adminjson.Preset([]byte(js))
 	if err != nil {
 		return nil, err
 	}
