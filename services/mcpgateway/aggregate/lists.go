@@ -168,7 +168,6 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 	out := make([]json.RawMessage, 0, len(raws))
 	for _, raw := range raws {
 		var m map[string]json.RawMessage
-		ok := true
 		if json.Unmarshal(raw, &m) != nil {
 			continue // not an object: no client could use it
 		}
@@ -183,7 +182,8 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
 			raw, _ = json.Marshal(m)
 			if k == toolsList {
-				if raw, ok = p.shape.Tool(raw); !ok {
+				var shown bool
+				if raw, shown = p.shape.Tool(raw); !shown {
 					continue // hidden by the preset
 				}
 			}
