@@ -80,6 +80,19 @@ func TestShapedTools(t *testing.T) {
 			t.Errorf("%s: %q %v, want an unknown tool", name, msgs, err)
 		}
 	}
+	// 2026-07-28, without a session: the same list.
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	_, msgs, err := mcpservetest.Exchange(ctx, f.mcp, &mcpgatewayv1.ExchangeRequest{PresetId: "shaped", ProtocolVersion: "2026-07-28", McpMethod: "tools/list",
+		Payload: []byte(`{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{` + meta + `}}`)})
+	var modern struct {
+		Result map[string]any `json:"result"`
+	}
+	if err != nil || len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &modern) != nil || modern.Result["tools"] == nil {
+		t.Fatalf("2026-07-28 tools/list: %q %v", msgs, err)
+	}
+	if got := names(modern.Result["tools"], "name"); !slices.Equal(got, []string{"builtin_say", "lemonade_log", "lemonade_wait", "say"}) {
+		t.Errorf("2026-07-28 tools = %q", got)
+	}
 	calls, _ := f.activity.List(0, 0)
 	type rec struct{ server, tool, chat, preset string }
 	want := []rec{{"lemonade", "lemonade_echo", "builtin_say", "shaped"}, {"alpha", "echo", "say", "shaped"}, {"alpha", "echo", "say", "shaped"}}
