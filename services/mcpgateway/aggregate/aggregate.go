@@ -5,7 +5,9 @@
 //
 // Tools and prompts of a registered server are served under their chat_name (catalog.ChatName,
 // the name the chat loop gives them); the built-in "lemonade" provider's tools keep their own
-// names and are served by /mcp's own implementation. Resources keep their URIs, and a request
+// names and are served by /mcp's own implementation. The preset's tools field shapes them
+// (toolshape: renamed, described anew, hidden, arguments fixed or defaulted), and a call of a
+// shaped name reaches the tool itself. Resources keep their URIs, and a request
 // about a URI goes to the provider that listed it (or whose template matches it). Each request
 // reaches its provider through federate.Handler.Forward, as on /mcp/servers/{id}: progress with
 // the client's token, cancellation, the server's timeout, failures hidden from non-admins behind
@@ -365,6 +367,9 @@ func (h *Handler) describe(ctx context.Context, ep endpoint, provs []provider) (
 		union(caps, inf.Capabilities)
 	}
 	instr := fmt.Sprintf("Zest preset %q: the tools and prompts of its MCP servers, named mcp_<server>__<name> (the names Zest's chat loop gives them), and their resources with their own URIs.", ep.preset)
+	if len(provs) > 0 && provs[0].shape != nil {
+		instr += " The preset renames, describes or hides some tools: call them by the names tools/list gives."
+	}
 	if len(names) > 0 {
 		instr += " Providers: " + strings.Join(names, "; ") + "."
 	} else {

@@ -39,7 +39,10 @@ func TestShapedTools(t *testing.T) {
 	f := newFixture(t, "")
 	f.shapedPreset(t)
 	ctx := withKey(t.Context(), testKeys.API)
-	sess, _ := f.open(t, ctx, "shaped")
+	sess, init := f.open(t, ctx, "shaped")
+	if instr, _ := init["instructions"].(string); !strings.Contains(instr, "The preset renames, describes or hides some tools") {
+		t.Errorf("instructions %q do not say the tools are shaped", instr)
+	}
 	res := f.result(t, ctx, "shaped", sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if got := names(res["tools"], "name"); !slices.Equal(got, []string{"builtin_say", "lemonade_log", "lemonade_wait", "say"}) {
 		t.Fatalf("tools = %q", got)
