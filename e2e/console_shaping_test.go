@@ -55,6 +55,21 @@ func TestConsolePresetShaping(t *testing.T) {
 		}
 	}
 	axeCheck(t, ctx, "presets, shaped tools")
+
+	// The chat view offers the shaped names to tool_choice: the ones a chat of it may call, not
+	// the admin catalog's (everything connected, so that the catalog lists its tools).
+	if r := admin(t, s, "POST", "/servers/everything/tools/call", `{"name":"echo","arguments":{"message":"x"}}`); r.Status != 200 {
+		t.Fatalf("connect everything: %d %s", r.Status, r.Body)
+	}
+	openView(t, ctx, s.URL, "#/chat?preset=shaped")
+	mustWaitText(t, ctx, `select[name="tool"]`, "plus", uiWait)
+	got := " " + evalJS[string](t, ctx, `[...document.querySelectorAll('select[name="tool"] option')].map((o) => o.value).join(' ')`) + " "
+	for _, name := range []string{"plus", "say", "models", "mcp_everything__echo", "mcp_everything__get-sum", "mcp_everything__get-env", "mcp_everything__get-tiny-image"} {
+		offered, want := strings.Contains(got, " "+name+" "), name == "plus" || name == "say" || name == "models"
+		if offered != want {
+			t.Errorf("the chat's tools offer %s: %v, want %v (%s)", name, offered, want, got)
+		}
+	}
 }
 
 // jsString is s as a JavaScript string literal.
