@@ -117,8 +117,9 @@ func TestPresetTools(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"id":"h","tools":{}}`:                              "tools must be an array of objects",
-		`{"id":"h","tools":[{"tool":"x","rename":"y"}]}`:     `tools[0]: `,
-		`{"id":"h","tools":[{"tool":"x"},{"hidden":"yes"}]}`: `tools[1]: `,
+		`{"id":"h","tools":[{"tool":"x","rename":"y"}]}`:     `tools[0]: unknown field "rename"; an item's members are tool, name, description, hidden, arguments`,
+		`{"id":"h","tools":[{"tool":"x"},{"hidden":"yes"}]}`: `tools[1]: invalid value for bool field hidden: "yes"; an item's`,
+		`{"id":"h","tools":[{"tool":"x","arguments":[]}]}`:   `tools[0]: syntax error: unexpected token [`,
 	} {
 		if _, _, err := Preset([]byte(body)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", body, err, want)

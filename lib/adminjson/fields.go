@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -196,10 +198,25 @@ func (r *reader) messages(m protoreflect.Message, fd protoreflect.FieldDescripto
 	for i, it := range items {
 		item := l.NewElement()
 		if err := protojson.Unmarshal(it, item.Message().Interface()); err != nil {
-			r.setErr(fmt.Errorf("%w: %s[%d]: %s", r.kind, k, i, strings.TrimSpace(strings.ReplaceAll(err.Error(), "proto:", ""))))
+			// protojson's words, without its "proto:" and position, its odd spaces made plain.
+			why := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "proto:"), "\u00a0", " ")
+			why = strings.TrimLeftFunc(jsonPosition.ReplaceAllString(why, ": "), func(r rune) bool { return r == ':' || unicode.IsSpace(r) })
+			r.setErr(fmt.Errorf("%w: %s[%d]: %s; an item's members are %s", r.kind, k, i, why, memberNames(fd.Message())))
 			return protoreflect.Value{}, false
 		}
 		l.Append(item)
 	}
 	return protoreflect.ValueOfList(l), true
+}
+
+// jsonPosition is protojson's "(line 1:13)" in an error: the body is one line to a user.
+var jsonPosition = regexp.MustCompile(`\s*\(line \d+:\d+\):?\s*`)
+
+// memberNames are the JSON names of md's fields, for an error that says what an item holds.
+func memberNames(md protoreflect.MessageDescriptor) string {
+	names := make([]string, 0, md.Fields().Len())
+	for i := range md.Fields().Len() {
+		names = append(names, md.Fields().Get(i).JSONName())
+	}
+	return strings.Join(names, ", ")
 }
