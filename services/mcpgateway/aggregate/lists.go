@@ -179,9 +179,10 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 			if k == toolsList && !serverconfig.Exposed(p.cfg, name) {
 				continue
 			}
-			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
+			chat := catalog.ChatName(p.id, name)
+			m["name"], _ = json.Marshal(chat)
 			raw, _ = json.Marshal(m)
-			if k == toolsList {
+			if k == toolsList && p.shape.Has(chat) {
 				var shown bool
 				if raw, shown = p.shape.Tool(raw); !shown {
 					continue // hidden by the preset

@@ -101,6 +101,10 @@ func (s *Shape) Served(chatName string) (string, bool) {
 	return chatName, true
 }
 
+// Has reports whether the preset shapes the tool chatName at all: Tool leaves every other
+// tool as it is, so a caller that knows the name may skip it.
+func (s *Shape) Has(chatName string) bool { return s.rule(chatName) != nil }
+
 func (s *Shape) rule(chatName string) *rule {
 	if s == nil {
 		return nil
@@ -143,17 +147,22 @@ func (s *Shape) Tools(tools []json.RawMessage) []json.RawMessage {
 // when the preset hides it: its name and description replaced, its fixed arguments out of the
 // input schema, its defaulted ones marked with their default and no longer required.
 func (s *Shape) Tool(tool json.RawMessage) (json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	var name string
-	if s == nil || json.Unmarshal(tool, &m) != nil || json.Unmarshal(m["name"], &name) != nil {
+	var named struct {
+		Name string `json:"name"`
+	}
+	if s == nil || json.Unmarshal(tool, &named) != nil {
 		return tool, true
 	}
-	r := s.rule(name)
-	if r == nil {
+	r := s.rule(named.Name)
+	if r == nil { // most tools of a preset: only their name is read
 		return tool, true
 	}
 	if r.hidden {
 		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(tool, &m) != nil {
+		return tool, true
 	}
 	if r.name != "" {
 		m["name"], _ = json.Marshal(r.name)

@@ -3,6 +3,7 @@ package toolshape
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -116,6 +117,9 @@ func TestCall(t *testing.T) {
 	if chat, args, ok, err := none.Call("mcp_fs__x", json.RawMessage(`{"a":1}`)); chat != "mcp_fs__x" || string(args) != `{"a":1}` || !ok || err != nil {
 		t.Fatal("a nil shape changes a call")
 	}
+	if !s.Has("mcp_fs__stat") || s.Has("mcp_fs__other") || none.Has("mcp_fs__stat") {
+		t.Fatal("Has is wrong")
+	}
 	if served, ok := s.Served("mcp_fs__read_file"); served != "read" || !ok {
 		t.Fatal(served)
 	}
@@ -128,5 +132,26 @@ func TestEqual(t *testing.T) {
 	other := New([]*mcpgatewayv1.PresetTool{{Tool: "mcp_fs__delete", Hidden: false}})
 	if !Equal(testShape(), testShape()) || !Equal(nil, New(nil)) || Equal(testShape(), other) || Equal(nil, other) {
 		t.Fatal("Equal is wrong")
+	}
+}
+
+// BenchmarkTools: a page of 500 tools of which a preset shapes 10 (what shaping adds to a
+// preset's tools/list).
+func BenchmarkTools(b *testing.B) {
+	var tools []json.RawMessage
+	var shaped []*mcpgatewayv1.PresetTool
+	for i := range 500 {
+		tools = append(tools, json.RawMessage(fmt.Sprintf(`{"name":"mcp_fs__t%d","description":"A tool that does thing %d with some words.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"}},"required":["path"]}}`, i, i)))
+		if i%50 == 0 {
+			shaped = append(shaped, &mcpgatewayv1.PresetTool{Tool: fmt.Sprintf("mcp_fs__t%d", i), Name: fmt.Sprint("t", i),
+				Arguments: &mcpgatewayv1.PresetToolArguments{Defaults: map[string]*structpb.Value{"limit": structpb.NewNumberValue(5)}}})
+		}
+	}
+	s := New(shaped)
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(s.Tools(tools)) != 500 {
+			b.Fatal("tools lost")
+		}
 	}
 }
