@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tiktoken-go/tokenizer"
 
+	"google.golang.org/protobuf/proto"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch/searcheval"
 )
@@ -31,34 +37,36 @@ const (
 	tokenEncoding = tokenizer.O200kBase
 )
 
-// searchMetaTools is what a client lists in search mode instead of the catalog: the two
-// meta-tools of issue 25 item 1, as their tools/list entries.
-var searchMetaTools = []map[string]any{
-	{
-		"name":        "search_tools",
-		"description": "Find tools for a task. Describe what you want to do in plain words; the answer lists the best-matching tools with their descriptions and input schemas. Then call one with call_tool.",
-		"inputSchema": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"query":  map[string]any{"type": "string", "description": "What you want to do, in plain words"},
-				"server": map[string]any{"type": "string", "description": "Only tools of this server (optional)"},
-				"limit":  map[string]any{"type": "integer", "description": "At most this many tools (default 5)", "minimum": 1, "maximum": 20},
-			},
-			"required": []string{"query"},
-		},
-	},
-	{
-		"name":        "call_tool",
-		"description": "Call a tool found by search_tools, by its name, with its arguments.",
-		"inputSchema": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"name":      map[string]any{"type": "string", "description": "The tool's name as search_tools gave it"},
-				"arguments": map[string]any{"type": "object", "description": "The tool's arguments, as its input schema says"},
-			},
-			"required": []string{"name"},
-		},
-	},
+// harvested is the harvested catalog as mcpgateway's catalog reads its servers: each server
+// registered and connected, listing the tools it listed when harvested.
+type harvested struct {
+	cfgs  []*mcpgatewayv1.ServerConfig
+	tools map[string][]json.RawMessage
+}
+
+func newHarvested(cat *searcheval.Catalog) (*harvested, error) {
+	h := &harvested{tools: map[string][]json.RawMessage{}}
+	for _, t := range cat.Tools {
+		raw, err := json.Marshal(listEntries([]searcheval.Tool{t})[0])
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := h.tools[t.Server]; !ok {
+			h.cfgs = append(h.cfgs, &mcpgatewayv1.ServerConfig{Id: t.Server, Name: t.Server, Enabled: proto.Bool(true)})
+		}
+		h.tools[t.Server] = append(h.tools[t.Server], raw)
+	}
+	slices.SortFunc(h.cfgs, func(a, b *mcpgatewayv1.ServerConfig) int { return strings.Compare(a.GetId(), b.GetId()) })
+	return h, nil
+}
+
+func (h *harvested) ListServers(context.Context) ([]*mcpgatewayv1.ServerConfig, error) {
+	return h.cfgs, nil
+}
+
+func (h *harvested) Listed(id string) ([]json.RawMessage, uint64, bool) {
+	t, ok := h.tools[id]
+	return t, 1, ok
 }
 
 func benchToolsearch(_, _ string, warm, dur time.Duration) error {
@@ -93,15 +101,34 @@ func benchToolsearch(_, _ string, warm, dur time.Duration) error {
 
 	ev := searcheval.Evaluate(ix, qs)
 
-	// Search latency: the query set round-robin from searchConcurrency goroutines.
+	// Search latency: what search_tools runs in mcpgateway (toolsearch.Shared: the index of
+	// the catalog's snapshot, narrowed to the preset's providers, here every server), the
+	// query set round-robin from searchConcurrency goroutines.
+	src, err := newHarvested(cat)
+	if err != nil {
+		return err
+	}
+	shared := toolsearch.NewShared(catalog.New(src, src, nil), nil)
+	providers := make([]string, 0, len(src.cfgs))
+	for _, c := range src.cfgs {
+		providers = append(providers, c.GetId())
+	}
+	ctx := context.Background()
+	search := func(q searcheval.Query) ([]toolsearch.Found, error) {
+		return shared.Search(ctx, toolsearch.SearchArgs{Query: q.Query, Server: q.Server, Limit: searchAnswerSize}, providers)
+	}
 	var next atomic.Uint64
 	r := runYielding(searchConcurrency, warm, dur, func() error {
 		q := qs[next.Add(1)%uint64(len(qs))]
-		if len(ix.Search(q.Query, q.Options(searchAnswerSize))) == 0 {
-			return fmt.Errorf("no hit for %q", q.Query)
+		found, err := search(q)
+		if err == nil && len(found) == 0 {
+			err = fmt.Errorf("no hit for %q", q.Query)
 		}
-		return nil
+		return err
 	})
+	if n := shared.Builds(); n != 1 {
+		return fmt.Errorf("the shared index was built %d times over one catalog version", n)
+	}
 
 	// Tokens: the catalog's tools/list, the two meta-tools' tools/list, and the mean answer of
 	// a search (each query's first searchAnswerSize tools, as search_tools would list them).
@@ -120,21 +147,17 @@ func benchToolsearch(_, _ string, warm, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
-	meta, err := count(map[string]any{"tools": searchMetaTools})
+	meta, err := count(map[string]any{"tools": toolsearch.MetaTools})
 	if err != nil {
 		return err
 	}
-	byKey := map[string]searcheval.Tool{}
-	for _, t := range cat.Tools {
-		byKey[t.Key()] = t
-	}
 	answers := 0
 	for _, q := range qs {
-		var found []searcheval.Tool
-		for _, h := range ix.Search(q.Query, q.Options(searchAnswerSize)) {
-			found = append(found, byKey[h.Doc.Key])
+		found, err := search(q)
+		if err != nil {
+			return err
 		}
-		n, err := count(map[string]any{"tools": listEntries(found)})
+		n, err := count(toolsearch.Result(found))
 		if err != nil {
 			return err
 		}
@@ -152,11 +175,11 @@ func benchToolsearch(_, _ string, warm, dur time.Duration) error {
 	}{{"all", ev.All}, {"tuning two thirds", ev.Tuning}, {"held-out third", ev.HeldOut}} {
 		fmt.Printf("| %s | %d | %.3f | %.3f |\n", p.name, p.r.Queries, p.r.R1(), p.r.R5())
 	}
-	fmt.Printf("\n| index build (median of %d) | search C=%d p50 | p99 | searches/s | errors |\n", buildRounds, searchConcurrency)
+	fmt.Printf("\n| index build (median of %d) | search_tools' search (toolsearch.Shared, %d providers) C=%d p50 | p99 | searches/s | errors |\n", buildRounds, len(providers), searchConcurrency)
 	fmt.Println("|---|---|---|---|---|")
 	fmt.Printf("| %s | %s | %s | %.0f | %d |\n", ms(builds[len(builds)/2]), ms(r.p50), ms(r.p99), r.rate(), r.errors)
 	fmt.Printf("\nTokens (%s, github.com/tiktoken-go/tokenizer) of what a client reads:\n\n", tokenEncoding)
-	fmt.Println("| tools/list of every tool | tools/list in search mode (2 meta-tools) | one search answer (5 tools, mean) | search mode, list + one answer | ratio |")
+	fmt.Println("| tools/list of every tool | tools/list in search mode (2 meta-tools) | one search_tools result (5 tools, mean) | search mode, list + one answer | ratio |")
 	fmt.Println("|---|---|---|---|---|")
 	fmt.Printf("| %d | %d | %d | %d | %.1f× fewer |\n", full, meta, answer, meta+answer, float64(full)/float64(meta+answer))
 	if len(ev.Misses) > 0 {

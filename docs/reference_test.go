@@ -516,8 +516,9 @@ var edgeAdminRoutes = map[string]struct{ rpc, file string }{
 // the table writes as its last part.
 var pathParam = regexp.MustCompile(`\{(?:[a-z_]+\.)*([a-z_]+)\}`)
 
-// TestAdminRoutesTable holds docs/operator/admin-api.md's routes to admin.proto's HTTP
-// annotations: every binding of every AdminService method has a row ("METHOD /path" in the
+// TestAdminRoutesTable holds docs/operator/admin-api.md's routes to admin.proto's and
+// registry.proto's HTTP annotations: every binding of every AdminService and RegistryService
+// method has a row ("METHOD /path" in the
 // first cell), and every row is a binding, or a route the edge serves itself
 // (edgeAdminRoutes) that its code registers.
 func TestAdminRoutesTable(t *testing.T) {
@@ -527,15 +528,22 @@ func TestAdminRoutesTable(t *testing.T) {
 		t.Fatal("admin.proto has no AdminService")
 	}
 	methods := svc.Methods()
-	for i := range methods.Len() {
-		m := methods.Get(i)
-		rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
-		if rule == nil {
-			continue
-		}
-		for _, b := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
-			verb, path := binding(b)
-			annotated[verb+" "+pathParam.ReplaceAllString(path, "{$1}")] = string(m.Name())
+	// RegistryService (registry.proto) serves its routes under /internal/mcp too, behind the same key.
+	registrySvc := mcpgatewayv1.File_zest_mcpgateway_v1_registry_proto.Services().ByName("RegistryService")
+	if registrySvc == nil {
+		t.Fatal("registry.proto has no RegistryService")
+	}
+	for _, ms := range []protoreflect.MethodDescriptors{methods, registrySvc.Methods()} {
+		for i := range ms.Len() {
+			m := ms.Get(i)
+			rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
+			if rule == nil {
+				continue
+			}
+			for _, b := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
+				verb, path := binding(b)
+				annotated[verb+" "+pathParam.ReplaceAllString(path, "{$1}")] = string(m.Name())
+			}
 		}
 	}
 	if len(annotated) < 15 {

@@ -34,15 +34,20 @@ func (c entryCall) String() string {
 func TestOneDoorEveryEntryPoint(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_ACTIVITY_DETAILS=true")
 	registerServer(t, s, map[string]any{"id": "every", "command": "node", "args": []string{serverEverything(t)},
-		"tools_deny": []string{"get-env"}, "max_output_bytes": 1024, "rate_limit": "10/h"})
-	if r := admin(t, s, "POST", "/presets", `{"id":"pe","model":"builtin-llm","mcp_server_ids":["every","lemonade"]}`); r.Status != 200 {
-		t.Fatalf("preset: %d %s", r.Status, r.Body)
+		"tools_deny": []string{"get-env"}, "max_output_bytes": 1024, "rate_limit": "12/h"})
+	for _, p := range []string{
+		`{"id":"pe","model":"builtin-llm","mcp_server_ids":["every","lemonade"]}`,
+		`{"id":"ps","model":"builtin-llm","mcp_server_ids":["every","lemonade"],"tool_search":true}`,
+	} {
+		if r := admin(t, s, "POST", "/presets", p); r.Status != 200 {
+			t.Fatalf("preset: %d %s", r.Status, r.Body)
+		}
 	}
 	session := func(url string) *mcpclient.Client {
 		cl, _ := approvalClient(t, url, nil)
 		return cl
 	}
-	server, preset := session(fedURL(s, "every")), session(presetURL(s, "pe"))
+	server, preset, searched := session(fedURL(s, "every")), session(presetURL(s, "pe")), session(presetURL(s, "ps"))
 	legacy, err := mcpclient.NewSSEMCPClient(fedURL(s, "every")+"/sse", transport.WithHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +98,9 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 		{"/mcp/presets/{id}", "mcp", func(tool string, args map[string]any) entryCall {
 			return mcpCall(preset, "mcp_every__"+tool, args)
 		}},
+		{"/mcp/presets/{id} call_tool", "mcp", func(tool string, args map[string]any) entryCall {
+			return mcpCall(searched, "call_tool", map[string]any{"name": "mcp_every__" + tool, "arguments": args})
+		}},
 		{"chat", "chat", func(tool string, args map[string]any) entryCall {
 			msg, _ := json.Marshal(args)
 			body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"every"},
@@ -123,12 +131,16 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 			}
 		})
 	}
-	// 5 entry points × 2 echo calls: the rate_limit of 10/h is spent, whichever way they came.
+	// 6 entry points × 2 echo calls: the rate_limit of 12/h is spent, whichever way they came.
 	for _, e := range entries {
 		c := e.call("echo", map[string]any{"message": "one too many"})
 		if !strings.Contains(c.refused+c.text, "rate_limit") || strings.Contains(c.text, "Echo: one too many") {
-			t.Errorf("%s, the ninth call: %v", e.name, c)
+			t.Errorf("%s, a call past the rate_limit: %v", e.name, c)
 		}
+	}
+	// search_tools never finds what a filter hides.
+	if c := mcpCall(searched, "search_tools", map[string]any{"query": "environment variables get-env", "limit": 20}); c.isError || strings.Contains(c.text, "get-env") || !strings.Contains(c.text, "mcp_every__") {
+		t.Errorf("search_tools for the denied get-env: %v", c)
 	}
 	// /mcp's built-in tools take the same door.
 	mcpOwn := session(s.URL + "/mcp")
@@ -143,9 +155,10 @@ func TestOneDoorEveryEntryPoint(t *testing.T) {
 			t.Errorf("get-env ran: %v", rec)
 		}
 	}
-	// admin: get-env, two echoes, one refused; mcp: the same on three endpoints, and the built-in
-	// tool; chat: two echoes and the refused one (a tool not offered is never a call).
-	if paths["admin every"] != 4 || paths["mcp every"] != 12 || paths["mcp lemonade"] != 1 || paths["chat every"] != 3 {
+	// admin: get-env, two echoes, one refused; mcp: the same on three endpoints and call_tool,
+	// and the built-in tool; chat: two echoes and the refused one (a tool not offered is never
+	// a call).
+	if paths["admin every"] != 4 || paths["mcp every"] != 16 || paths["mcp lemonade"] != 1 || paths["chat every"] != 3 {
 		t.Fatalf("activity by path and server: %v", paths)
 	}
 }

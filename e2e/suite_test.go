@@ -202,6 +202,7 @@ func suiteEnv(t *testing.T, extra ...string) (env []string, edge, dataDir string
 	dataDir = filepath.Join(t.TempDir(), "data")
 	env = append(os.Environ(),
 		"ZEST_EDGE_ADDR="+edge,
+		"ZEST_PUBLIC_URL=http://"+edge, // the base of the OAuth resource URLs, when a test sets ZEST_OAUTH_ISSUER
 		"ZEST_INFERENCE_ADDR="+freeAddr(t),
 		"ZEST_MCPGATEWAY_ADDR="+freeAddr(t),
 		"ZEST_TOOLHOST_ADDR="+freeAddr(t),

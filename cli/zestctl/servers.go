@@ -85,6 +85,7 @@ func (a *app) serversCmd() *cobra.Command {
 			}),
 		},
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
+		a.installCmd(), a.searchCmd(),
 		a.importLemonadeCmd(),
 	)
 	return c

@@ -12,6 +12,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/oauthrs"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	"github.com/zestmcp/zest/lib/service"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// a rate with its burst, or "off"); past it, keys from that address are answered 429
 	// unchecked (httpguard/failures.go).
 	AuthFailureLimit string
+	// OAuth makes the MCP endpoints take an issuer's access tokens beside the API key
+	// (ZEST_OAUTH_ISSUER, ZEST_PUBLIC_URL, ZEST_OAUTH_SCOPE, ZEST_OAUTH_ADMIN_SCOPE; lib/oauthrs).
+	OAuth oauthrs.Config
 }
 
 // DefaultAuthFailureLimit lets a person mistype a key many times over (30 at once, then one
@@ -88,7 +92,7 @@ func DefaultConfig() Config {
 		Keys: keyauth.FromEnv(nil), AllowedOrigins: splitList(os.Getenv(EnvAllowedOrigins)),
 		RateLimit: DefaultRateLimit, ConcurrencyLimit: DefaultConcurrencyLimit,
 		AnonymousRateLimit: DefaultAnonymousRateLimit, AnonymousConcurrencyLimit: DefaultAnonymousConcurrencyLimit,
-		AuthFailureLimit: DefaultAuthFailureLimit, StreamsPerSession: DefaultStreamsPerSession, StreamsPerKey: DefaultStreamsPerKey,
+		AuthFailureLimit: DefaultAuthFailureLimit, OAuth: oauthrs.DefaultConfig(), StreamsPerSession: DefaultStreamsPerSession, StreamsPerKey: DefaultStreamsPerKey,
 	}
 }
 
@@ -122,6 +126,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StreamsPerKey, "streams-per-key", c.StreamsPerKey, "streams (responses held open: the MCP endpoints' GET streams and subscriptions) one key, or one address without a key, may hold open at once")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "MCP streams held open in all (0: 4096, or fewer when the open-file limit leaves less after the descriptors kept for the other routes)")
 	fs.StringVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, `wrong keys an address may present: a rate with its burst (N/s, N/m or N/h, ":B"), or "off"; past it, its keys are answered 429 unchecked`)
+	c.OAuth.RegisterFlags(fs)
 	fs.StringVar(&c.MetricsAddr, "edge-metrics-addr", c.MetricsAddr, `serve Prometheus metrics at GET /metrics on this address ("off": none)`)
 }
 
@@ -162,6 +167,7 @@ func (c *Config) Validate() error {
 	if _, err := ratelimit.ParseSetting(c.AuthFailureLimit); err != nil {
 		errs = append(errs, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w, or off", err))
 	}
+	errs = append(errs, c.OAuth.Validate())
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("idle-timeout %v: want at least 1s", c.IdleTimeout))
 	}

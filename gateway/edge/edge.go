@@ -22,6 +22,7 @@ import (
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/oauthrs"
 	"github.com/zestmcp/zest/lib/ratelimit"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -43,6 +44,9 @@ type Edge struct {
 	backend map[string]*grpc.ClientConn // service name → connection, for health
 	infer   inferencev1.InferenceServiceClient
 	handler http.Handler
+	// challenge is the WWW-Authenticate of a 401 on path when it is not plain Bearer (an MCP
+	// endpoint's, with an issuer configured); nil or "": Bearer.
+	challenge func(path string) string
 }
 
 // New connects to the services (lazily) and builds the routes.
@@ -94,13 +98,20 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		e.Close()
 		return nil, fmt.Errorf("admin routes: %w", err)
 	}
+	// The MCP Registry's search and install plans (/internal/mcp/registry/*), behind the same
+	// admin key: the console asks Zest, never the registry itself.
+	if err := mcpgatewayv1.RegisterRegistryServiceHandlerClient(context.Background(), admin, mcpgatewayv1.NewRegistryServiceClient(e.backend["mcpgateway"])); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("registry routes: %w", err)
+	}
 
 	failureRate, err := ratelimit.ParseSetting(cfg.AuthFailureLimit)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("auth-failure-limit (ZEST_AUTH_FAILURE_LIMIT): %w", err)
 	}
-	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins, Failures: httpguard.NewFailures(failureRate, cfg.RateLimitMaxCallers)}
+	g := httpguard.Guard{Keys: cfg.Keys, AllowedOrigins: cfg.AllowedOrigins, Failures: httpguard.NewFailures(failureRate, cfg.RateLimitMaxCallers),
+		OAuth: oauthrs.New(cfg.OAuth, oauthrs.WithLogger(log))}
 	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && listen.IsLoopbackHost(host) {
 		g.LoopbackOnly = true
 	}
@@ -119,15 +130,22 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		}
 	}
 	// A key refused is answered in its family's shape: OpenAI's on the OpenAI routes (its SDKs
-	// read it), a JSON-RPC error on the MCP endpoints (an MCP client reads one).
-	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.APIKeyAs(mcpError), mcpError, mcpLimited)
+	// read it), a JSON-RPC error on the MCP endpoints (an MCP client reads one). The MCP
+	// endpoints take an issuer's access tokens too, when one is configured.
+	api, mcpAPI := guarded(g.APIKeyAs(openai.WriteError), openai.WriteError, openAILimited), guarded(g.MCPKeyAs(mcpError), mcpError, mcpLimited)
 	// The edge's own settings (lemond.go) take the admin key once one is set.
 	settings := guarded(g.AdminIfConfigured, openai.WriteError, openAILimited)
 
 	// Every path has a route: one that serves it, or one that answers 404 in the shape of
 	// its family (ServeMux's own 404 and 405 are plain text).
 	mux := http.NewServeMux()
-	mux.Handle("/", g.CORS(http.HandlerFunc(notFound))) // CORS: a browser must read a 404 as one
+	mux.Handle("/", g.CORS(notFoundWith(cfg.OAuth.Issuer))) // CORS: a browser must read a 404 as one
+	if cfg.OAuth.Enabled() {
+		// Each MCP endpoint's protected-resource metadata (RFC 9728), which its 401 points to.
+		meta := g.CORS(httpguard.GetOnly(resourceMetadata(cfg.OAuth)))
+		mux.Handle(oauthrs.MetadataPath, meta)
+		mux.Handle(oauthrs.MetadataPath+"/", meta)
+	}
 	// The console (gateway/console): GET / and its files under /ui/, same origin as the API.
 	ui := console.New()
 	mux.Handle("/{$}", ui)
@@ -173,6 +191,14 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		models: inferencev1.NewModelAdminServiceClient(e.backend["inference"]), logs: logs,
 		audit: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"])}).register(mux, api, settings, g.CORS)
 	e.handler = e.root(g.Host(routed(mux)))
+	if cfg.OAuth.Enabled() {
+		e.challenge = func(path string) string {
+			if endpoint, ok := oauthrs.Endpoint(path); ok {
+				return cfg.OAuth.Challenge(endpoint)
+			}
+			return ""
+		}
+	}
 	return e, nil
 }
 

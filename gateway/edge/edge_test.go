@@ -216,6 +216,7 @@ func answerJSON(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
 		_, _ = io.WriteString(w, ": stream open\n\n")
+		w.(http.Flusher).Flush() // as mcpgateway's streams do: a handler holds what it wrote until it flushes
 		<-r.Context().Done()
 		return
 	}
@@ -797,6 +798,7 @@ func TestResponseOutlivesTheBodyDeadline(t *testing.T) {
 	te.mcp.setExchange(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n")
+		w.(http.Flusher).Flush()
 		// The subject of the test is time passing: the answer ends well after the deadline
 		// the body had, with a line every quarter of it.
 		tick := time.NewTicker(timeout / 4)
@@ -809,6 +811,7 @@ func TestResponseOutlivesTheBodyDeadline(t *testing.T) {
 			select {
 			case <-tick.C:
 				_, _ = io.WriteString(w, ": keepalive\n\n")
+				w.(http.Flusher).Flush()
 				continue
 			case <-end:
 			case <-r.Context().Done():

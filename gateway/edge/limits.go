@@ -126,8 +126,9 @@ func keyHash(key string) string {
 }
 
 // caller tells who made r: the table's key, the role whose limits apply, and how a message
-// names it. Only a configured key names a caller: any other token is anonymous (a token that
-// opens nothing must not buy a fresh budget per value).
+// names it. Only a configured key, or an access token the edge verified (its subject), names a
+// caller: any other token is anonymous (a token that opens nothing must not buy a fresh budget
+// per value).
 func (l *keyLimits) caller(r *http.Request) (key, role, label string) {
 	if tok := keyauth.BearerToken(r.Header.Get("Authorization")); tok != "" {
 		if l.keys.Admin != "" && keyauth.Equal(tok, l.keys.Admin) {
@@ -136,6 +137,14 @@ func (l *keyLimits) caller(r *http.Request) (key, role, label string) {
 		if l.keys.API != "" && keyauth.Equal(tok, l.keys.API) {
 			return roleAPI, roleAPI, "the API key (" + keyauth.EnvAPIKey + ")"
 		}
+	}
+	// A caller let in by an access token is its subject, whose token carries its role.
+	if c := httpguard.TokenClaims(r); c != nil {
+		role := roleAPI
+		if c.Admin {
+			role = roleAdmin
+		}
+		return "oauth " + c.Subject, role, "the OAuth subject " + strconv.Quote(c.Subject)
 	}
 	addr := httpguard.ClientAddr(r.RemoteAddr)
 	if isLoopback(r.RemoteAddr) {

@@ -37,7 +37,12 @@ func (e *Edge) root(next http.Handler) http.Handler {
 		ctx := requestid.With(context.WithValue(r.Context(), routeKey{}, rt), id)
 		ctx, span := startSpan(ctx, r, id)
 		r = r.WithContext(ctx)
-		resp := &response{ResponseWriter: w}
+		resp := &response{ResponseWriter: w, challenge: "Bearer"}
+		if e.challenge != nil {
+			if c := e.challenge(r.URL.Path); c != "" {
+				resp.challenge = c
+			}
+		}
 		e.bodyDeadline(w, resp, r)
 		metrics.HTTPInFlight.Inc()
 		defer metrics.HTTPInFlight.Dec() // deferred: net/http recovers a handler's panic
@@ -226,14 +231,18 @@ type response struct {
 	status int
 	bytes  int64
 	sealed bool // the edge answered: the handler's own writes are dropped
+	// challenge is the WWW-Authenticate of a 401 that names none: Bearer, or with an issuer
+	// configured an MCP endpoint's (where its protected-resource metadata is).
+	challenge string
 }
 
 // errAnswered is what a handler's write returns after the edge answered in its place.
 var errAnswered = errors.New("the edge already answered this request")
 
 // WriteHeader records the status. A 401 that names no challenge gets WWW-Authenticate:
-// Bearer (RFC 9110 requires one on every 401): the one place for the edge's key checks and
-// the 401s relayed from a service alike.
+// Bearer (RFC 9110 requires one on every 401), on an MCP endpoint with an issuer configured
+// with its resource_metadata and scope (RFC 9728): the one place for the edge's key and token
+// checks and the 401s relayed from a service alike.
 func (r *response) WriteHeader(code int) {
 	if r.sealed {
 		return
@@ -244,7 +253,7 @@ func (r *response) WriteHeader(code int) {
 	}
 	r.status = code
 	if code == http.StatusUnauthorized && r.Header().Get("WWW-Authenticate") == "" {
-		r.Header().Set("WWW-Authenticate", "Bearer")
+		r.Header().Set("WWW-Authenticate", r.challenge)
 	}
 	r.ResponseWriter.WriteHeader(code)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/openai"
 	"github.com/zestmcp/zest/lib/jsonrpcerr"
+	"github.com/zestmcp/zest/lib/oauthrs"
 )
 
 // writeErrorFunc writes an error answer in one route family's shape.
@@ -41,13 +42,19 @@ func under(path, root string) bool { return path == root || strings.HasPrefix(pa
 
 // notFound answers a path no route serves, in the shape of the family it falls under; a
 // client looking for OAuth learns that there is none and how to pass the key instead.
-func notFound(w http.ResponseWriter, r *http.Request) {
-	noRoute(r.Context())
-	msg := "No route for " + r.Method + " " + r.URL.Path
-	if m, ok := httpguard.NoOAuthMessage(r.URL.Path); ok {
-		msg = m
+func notFound(w http.ResponseWriter, r *http.Request) { notFoundWith("")(w, r) }
+
+// notFoundWith is notFound with issuer configured (ZEST_OAUTH_ISSUER): a client looking for
+// an authorization server at Zest learns which one it is.
+func notFoundWith(issuer string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		noRoute(r.Context())
+		msg := "No route for " + r.Method + " " + r.URL.Path
+		if m, ok := httpguard.OAuthMessage(r.URL.Path, issuer); ok {
+			msg = m
+		}
+		errorWriter(r.URL.Path)(w, http.StatusNotFound, msg)
 	}
-	errorWriter(r.URL.Path)(w, http.StatusNotFound, msg)
 }
 
 // bodyError answers a body that could not be read whole in a family's shape: 413 past the
@@ -61,4 +68,19 @@ func bodyError(write writeErrorFunc) func(w http.ResponseWriter, err error) {
 		}
 		write(w, http.StatusBadRequest, "Bad Request: the body could not be read whole")
 	}
+}
+
+// resourceMetadata serves each MCP endpoint's protected-resource metadata (RFC 9728) at
+// oauthrs.MetadataPath followed by the endpoint's path, and /mcp's at the bare path; a path
+// that names no endpoint is 404.
+func resourceMetadata(cfg oauthrs.Config) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m, ok := cfg.MetadataFor(strings.TrimPrefix(r.URL.Path, oauthrs.MetadataPath))
+		if !ok {
+			httpguard.WriteError(w, http.StatusNotFound, "No MCP endpoint at "+strings.TrimPrefix(r.URL.Path, oauthrs.MetadataPath)+
+				": the protected-resource metadata is at "+oauthrs.MetadataPath+" followed by an endpoint's path (/mcp, /mcp/servers/{id}, /mcp/presets/{id})")
+			return
+		}
+		httpguard.WriteJSON(w, http.StatusOK, m)
+	})
 }

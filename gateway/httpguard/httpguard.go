@@ -18,6 +18,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
+	"github.com/zestmcp/zest/lib/oauthrs"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -55,6 +56,9 @@ type Guard struct {
 	LoopbackOnly bool
 	// Failures, when set, slows failed authentications per address (failures.go).
 	Failures *Failures
+	// OAuth, when set, verifies the access tokens the MCP endpoints take beside the keys
+	// (oauth.go).
+	OAuth *oauthrs.Verifier
 }
 
 // Host refuses a foreign Host header on a loopback listener (421 Misdirected Request).

@@ -1,9 +1,13 @@
 package httpguard
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// Zest has no OAuth yet (no authorization server, no client registration: issue 26); its
-// endpoints take the API key as a bearer token. A client that meets a 401 and looks for OAuth
+// Zest is no authorization server. Without ZEST_OAUTH_ISSUER its endpoints take the API key
+// alone, as a bearer token; with one they take that issuer's access tokens too (oauth.go). A
+// client that meets a 401 and looks for OAuth
 // (RFC 9728 protected-resource metadata, RFC 8414 authorization-server metadata, OpenID
 // discovery, then RFC 7591 registration at /register, the fallback when no metadata is found)
 // gets a 404 that says so and what to do, not a bare "No route": mcp-remote shows the body of
@@ -16,20 +20,21 @@ var (
 	oauthEndpoints = []string{"/register", "/authorize", "/token"}
 )
 
-// NoOAuthMessage is the message a request for OAuth discovery or registration gets (ok), when
-// path is one: no OAuth here, and how to pass the API key instead.
-func NoOAuthMessage(path string) (msg string, ok bool) {
-	for _, p := range oauthWellKnown {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return noOAuth, true
-		}
+// OAuthMessage is the message a request for OAuth discovery or registration at Zest gets (ok),
+// when path is one: with no issuer, no OAuth here and how to pass the API key instead; with
+// one, that Zest is not the authorization server and which one is.
+func OAuthMessage(path, issuer string) (msg string, ok bool) {
+	found := slices.Contains(oauthEndpoints, path) || slices.ContainsFunc(oauthWellKnown, func(p string) bool {
+		return path == p || strings.HasPrefix(path, p+"/")
+	})
+	switch {
+	case !found:
+		return "", false
+	case issuer != "":
+		return "Zest is not an authorization server: its MCP endpoints take access tokens of the issuer " + issuer +
+			" (each endpoint's metadata, " + oauthWellKnown[0] + " followed by the endpoint's path, names it), or the API key as a bearer token", true
 	}
-	for _, p := range oauthEndpoints {
-		if path == p {
-			return noOAuth, true
-		}
-	}
-	return "", false
+	return noOAuth, true
 }
 
 const noOAuth = "Zest offers no OAuth sign-in (no authorization server, no client registration): " +

@@ -88,6 +88,7 @@ func New(o Options) *Server {
 		o.StreamWorkers = max(StreamWorkers, 8*runtime.NumCPU())
 	}
 	rec := recoverer{log: o.Logger}
+	tokensUnary, tokensStream := o.Guard.Interceptors()
 	draining := make(chan struct{})
 	fl := failures{log: o.Logger, draining: draining}
 	s := &Server{opts: o, log: o.Logger, draining: draining}
@@ -99,8 +100,9 @@ func New(o Options) *Server {
 		// fails its own call, no status leaves with a message that is not UTF-8, and every
 		// failed call is logged. Metrics (lib/metrics) come before the recoverer, so that a
 		// panic counts as the INTERNAL its caller gets.
-		grpc.ChainUnaryInterceptor(requestid.UnaryServer, metrics.UnaryServer, rec.unary, fl.unary),
-		grpc.ChainStreamInterceptor(requestid.StreamServer, metrics.StreamServer, rec.stream, fl.stream),
+		// An access token Tap let through is verified last, before the handler.
+		grpc.ChainUnaryInterceptor(requestid.UnaryServer, metrics.UnaryServer, rec.unary, fl.unary, tokensUnary),
+		grpc.ChainStreamInterceptor(requestid.StreamServer, metrics.StreamServer, rec.stream, fl.stream, tokensStream),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		// Reuse handler goroutines: a fresh goroutine per call spends ~10% of the CPU of a

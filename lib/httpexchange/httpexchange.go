@@ -2,10 +2,10 @@
 // generic HTTP exchange between the edge and mcpgateway. Proxy is the edge's end: it hands a
 // request over whole (its body read within the edge's bound), answers the admissions
 // mcpgateway asks for with the edge's budgets, and writes the response as it streams,
-// flushing each chunk. Server is mcpgateway's: it runs an http.Handler for each call. The
-// exchange knows no protocol: a handler asks the edge to count its request (Admit) and may
-// leave the bytes the edge ends a broken response with (IfBroken); everything else is plain
-// HTTP.
+// flushing each chunk (a whole answer, once the exchange ended). Server is mcpgateway's: it
+// runs an http.Handler for each call. The exchange knows no protocol: a handler asks the edge
+// to count its request (Admit) and may leave the bytes the edge ends a broken response with
+// (IfBroken); everything else is plain HTTP.
 package httpexchange
 
 import (
@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/codes"
@@ -81,7 +82,7 @@ func (s *Server) Exchange(stream mcpgatewayv1.HttpService_ExchangeServer) error 
 	if err != nil {
 		return err
 	}
-	w := &writer{stream: stream, header: http.Header{}}
+	w := &writer{stream: stream, method: r.Method, header: http.Header{}}
 	r = r.WithContext(context.WithValue(r.Context(), admitterKey{}, w))
 	s.h.ServeHTTP(w, r)
 	return w.finish()
@@ -127,14 +128,19 @@ func IfBroken(w http.ResponseWriter, b []byte) {
 
 type admitterKey struct{}
 
-// writer is the http.ResponseWriter of an exchange. The head waits for the first Write (and
-// goes with it, one message for a whole answer), a Flush, or the handler's end; then each
-// Write is one body item (the edge writes and flushes each).
+// writer is the http.ResponseWriter of an exchange. As net/http's, it holds what the handler
+// writes until a Flush, the next Write or the handler's end: the head goes with the first
+// Write's bytes, and a handler that wrote once and returned (a whole JSON answer) sends one
+// message whose head carries its Content-Length: the edge writes it in one piece when the
+// exchange ends, where it wrote a chunked body, flushed, then its end. After the head each Write is one body item (the edge writes
+// and flushes each). A handler that streams flushes, as it must under net/http.
 type writer struct {
 	stream   mcpgatewayv1.HttpService_ExchangeServer
+	method   string
 	header   http.Header
-	status   int  // set by WriteHeader, the head not yet sent
-	headSent bool // the head went
+	status   int    // set by WriteHeader, the head not yet sent
+	held     []byte // the first Write's bytes, the head not yet sent
+	headSent bool   // the head went
 	ifBroken []byte
 	err      error
 }
@@ -156,7 +162,7 @@ func (w *writer) sendHead(body []byte) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	w.headSent = true
+	w.headSent, w.held = true, nil
 	w.send(&mcpgatewayv1.HttpServiceExchangeResponse{Kind: &mcpgatewayv1.HttpServiceExchangeResponse_Head{Head: &mcpgatewayv1.HttpResponseHead{
 		Status: int32(w.status), Headers: Headers(w.header), IfBroken: w.ifBroken, Body: body}}})
 }
@@ -165,9 +171,13 @@ func (w *writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if !w.headSent {
-		w.sendHead(p)
-	} else if len(p) > 0 {
+	switch {
+	case len(p) == 0:
+	case !w.headSent && w.held == nil:
+		w.held = append(make([]byte, 0, len(p)), p...) // p is the handler's once Write returns
+	case !w.headSent:
+		w.sendHead(append(w.held, p...))
+	default:
 		w.send(&mcpgatewayv1.HttpServiceExchangeResponse{Kind: &mcpgatewayv1.HttpServiceExchangeResponse_Body{Body: p}})
 	}
 	if w.err != nil {
@@ -176,13 +186,24 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush sends the head if it has not gone (each Write is sent at once).
-func (w *writer) Flush() { w.sendHead(nil) }
+// Flush sends the head, with what was held, if it has not gone (after the head each Write is
+// sent at once).
+func (w *writer) Flush() { w.sendHead(w.held) }
 
-// finish sends the head of a handler that wrote no body.
+// finish sends the head of a handler that has not flushed: its whole body, with its length.
 func (w *writer) finish() error {
-	w.sendHead(nil)
+	if !w.headSent && w.header.Get("Content-Length") == "" && w.header.Get("Transfer-Encoding") == "" &&
+		w.method != http.MethodHead && bodyAllowed(w.status) {
+		w.header.Set("Content-Length", strconv.Itoa(len(w.held)))
+	}
+	w.sendHead(w.held)
 	return w.err
+}
+
+// bodyAllowed reports whether a response of status may have a body (RFC 9110 §6.4.1); 0 is
+// the 200 a handler that never called WriteHeader answers.
+func bodyAllowed(status int) bool {
+	return status == 0 || status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 func (w *writer) send(m *mcpgatewayv1.HttpServiceExchangeResponse) {

@@ -78,6 +78,52 @@ func TestRequestAndResponseCrossWhole(t *testing.T) {
 	}
 }
 
+// TestWholeAnswerInOnePiece: a handler that writes its answer and returns without flushing
+// reaches the client with its Content-Length, not chunked (the edge writes it in one piece);
+// one that wrote nothing answers a length of 0; one that flushes streams, chunked.
+func TestWholeAnswerInOnePiece(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		h       http.HandlerFunc
+		length  int64
+		chunked bool
+		body    string
+	}{
+		{"one Write", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":true}`)
+		}, 11, false, `{"ok":true}`},
+		{"two Writes", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ab")
+			_, _ = io.WriteString(w, "cd")
+		}, -1, true, "abcd"},
+		{"nothing written", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }, 0, false, ""},
+		{"flushed", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ab")
+			w.(http.Flusher).Flush()
+		}, -1, true, "ab"},
+		{"its own length", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "2")
+			_, _ = io.WriteString(w, "ab")
+		}, 2, false, "ab"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url, _ := front(t, c.h, nil)
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/mcp", strings.NewReader("{}"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			chunked := len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked"
+			if resp.ContentLength != c.length || chunked != c.chunked || string(b) != c.body {
+				t.Fatalf("Content-Length %d (want %d), Transfer-Encoding %v, body %q (want %q)", resp.ContentLength, c.length, resp.TransferEncoding, b, c.body)
+			}
+		})
+	}
+}
+
 // TestAdmissions: a handler's Admit reaches the edge before the work; admitted, it goes on
 // and the edge's release runs when the response ends; refused, the edge's answer is the
 // client's and the handler stops.
@@ -132,6 +178,7 @@ func TestStreamsAndCancelsBothWays(t *testing.T) {
 	url, _ := front(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush() // as a handler that streams must under net/http
 		<-r.Context().Done()
 		close(cancelled)
 	}, nil)
@@ -159,6 +206,7 @@ func TestBrokenExchangeEndsWithTheHandlersLastWord(t *testing.T) {
 	url, stop := front(t, func(w http.ResponseWriter, r *http.Request) {
 		IfBroken(w, []byte("last word\n"))
 		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
 		close(wrote)
 		<-r.Context().Done()
 	}, nil)
@@ -214,5 +262,48 @@ func TestRefusalBeforeTheRequestIsRead(t *testing.T) {
 	p.ServeHTTP(rec, httptest.NewRequest("POST", "/mcp", strings.NewReader(`{}`)))
 	if rec.Code != http.StatusUnauthorized || wrote != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Invalid or missing API key") {
 		t.Fatalf("%d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// BenchmarkWholeAnswer is one POST answered with one JSON body through both ends over
+// loopback gRPC, as the federated path's tool calls are: go test -run '^$' -bench WholeAnswer
+// -benchmem ./lib/httpexchange/
+func BenchmarkWholeAnswer(b *testing.B) {
+	answer := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: bench"}]}}`)
+	g := grpc.NewServer()
+	mcpgatewayv1.RegisterHttpServiceServer(g, NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	})))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go g.Serve(lis)
+	b.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cc.Close() })
+	write := func(w http.ResponseWriter, code int, msg string) { http.Error(w, msg, code) }
+	srv := httptest.NewServer(&Proxy{Client: mcpgatewayv1.NewHttpServiceClient(cc), WriteError: write, WriteKeyError: write,
+		WriteLimited: func(w http.ResponseWriter, msg string, _ int64) { http.Error(w, msg, http.StatusTooManyRequests) },
+		ReadBody:     func(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) },
+		BodyError:    func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), 400) }})
+	b.Cleanup(srv.Close)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench"}}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := srv.Client().Post(srv.URL+"/mcp/servers/everything", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n != int64(len(answer)) {
+			b.Fatalf("%d, %d bytes", resp.StatusCode, n)
+		}
 	}
 }

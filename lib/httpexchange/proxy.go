@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/zestmcp/zest/lib/httpstatus"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -114,13 +115,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case *mcpgatewayv1.HttpServiceExchangeResponse_Head:
 			head = k.Head
 			SetHeaders(w.Header(), head.GetHeaders())
+			whole := isWhole(w.Header(), head.GetBody())
+			if whole {
+				// Written when the handler returns, after the releases, so a client that
+				// has read its answer finds its budgets free; net/http sets the length
+				// (or chunks a long body, ended then).
+				w.Header().Del("Content-Length")
+			}
 			w.WriteHeader(int(head.GetStatus()))
 			if b := head.GetBody(); len(b) > 0 {
 				if _, err := w.Write(b); err != nil {
 					return // the client went away; cancel ends the exchange
 				}
 			}
-			if flusher != nil {
+			if flusher != nil && !whole {
 				flusher.Flush()
 			}
 		case *mcpgatewayv1.HttpServiceExchangeResponse_Body:
@@ -135,6 +143,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// isWhole reports whether a head carries its whole body: its Content-Length is the body's
+// length (the exchange's writer says so of a handler that wrote its answer and returned).
+func isWhole(h http.Header, body []byte) bool {
+	v := h.Values("Content-Length")
+	return len(v) == 1 && v[0] == strconv.Itoa(len(body))
 }
 
 // outgoing carries the caller's key to mcpgateway as the call's metadata.

@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/zestmcp/zest/lib/oauthrs"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -138,8 +140,12 @@ func (k Keys) AdminKey() string {
 }
 
 // CallerIsAdmin reports whether the gRPC call of ctx presented the admin key (its incoming
-// authorization metadata): false whenever no admin key is configured.
+// authorization metadata), or an access token of an administrator that Guard.Token verified:
+// false whenever no admin key is configured.
 func (k Keys) CallerIsAdmin(ctx context.Context) bool {
+	if c, ok := TokenCallerOf(ctx); ok && c.Admin && k.AdminKey() != "" {
+		return true
+	}
 	if k.AdminKey() == "" {
 		return false
 	}
@@ -208,6 +214,9 @@ const (
 	LevelAPI Level = iota
 	LevelAdmin
 	LevelService
+	// LevelEndpoint is LevelAPI, or an OAuth access token Guard.Token accepts: the MCP
+	// endpoints' calls, which the edge relays with the caller's token.
+	LevelEndpoint
 )
 
 // Guard decides which key a gRPC method needs.
@@ -216,6 +225,10 @@ type Guard struct {
 	// Level maps a full method name ("/pkg.Service/Method") to the credential it needs; nil
 	// means LevelAPI for every method.
 	Level func(fullMethod string) Level
+	// Token verifies an access token for a LevelEndpoint method (lib/oauthrs), and tells whose
+	// it is; nil: keys only. It may fetch the issuer's keys, so it runs in the call's
+	// interceptor (Interceptors), not in Tap.
+	Token func(ctx context.Context, token string) (TokenCaller, error)
 }
 
 // exempt methods answer without a key: health probes and reflection.
@@ -262,13 +275,83 @@ func (g Guard) Authorize(authorization string, level Level) error {
 // message (grpc.InTapHandle; grpcserve installs it): a caller without the key never has a
 // request decoded, whatever its size, and the call fails with the status Authorize returns.
 // It runs on the connection's reader goroutine, so it only compares keys.
+//
+// A token that is no key but looks like an access token, on a LevelEndpoint method while
+// Token is set, passes Tap marked for Interceptors, which verify it before the handler
+// reads the call's message.
 func (g Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	authorization := ""
 	if v := info.Header.Get("authorization"); len(v) > 0 {
 		authorization = v[0]
 	}
-	return ctx, g.check(info.FullMethodName, authorization)
+	err := g.check(info.FullMethodName, authorization)
+	if token := BearerToken(authorization); err != nil && g.Token != nil && g.Level != nil && g.Level(info.FullMethodName) == LevelEndpoint &&
+		oauthrs.LooksLikeJWT(token) {
+		return context.WithValue(ctx, pendingToken{}, token), nil
+	}
+	return ctx, err
 }
+
+// pendingToken marks a call whose access token Tap let through for the interceptors to verify.
+type pendingToken struct{}
+
+// TokenCaller is who a verified access token names: its subject, and whether it is an
+// administrator's.
+type TokenCaller struct {
+	Subject string
+	Admin   bool
+}
+
+type tokenCallerKey struct{}
+
+// TokenCallerOf is the caller of ctx's call when it was let in by an access token.
+func TokenCallerOf(ctx context.Context) (TokenCaller, bool) {
+	c, ok := ctx.Value(tokenCallerKey{}).(TokenCaller)
+	return c, ok
+}
+
+// verifyPending verifies the access token Tap let through, if any: Unauthenticated when
+// Token refuses it; else ctx naming the token's caller (TokenCallerOf).
+func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
+	token, ok := ctx.Value(pendingToken{}).(string)
+	if !ok {
+		return ctx, nil
+	}
+	c, err := g.Token(ctx, token)
+	if err != nil {
+		return ctx, status.Error(codes.Unauthenticated, err.Error())
+	}
+	return context.WithValue(ctx, tokenCallerKey{}, c), nil
+}
+
+// Interceptors verify the access tokens Tap let through (lib/grpcserve chains them last):
+// a call whose token is refused fails before its handler runs or reads a message.
+func (g Guard) Interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			ctx, err := g.verifyPending(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}, func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			ctx, err := g.verifyPending(ss.Context())
+			if err != nil {
+				return err
+			}
+			if ctx != ss.Context() {
+				ss = tokenStream{ss, ctx}
+			}
+			return h(srv, ss)
+		}
+}
+
+// tokenStream is a server stream whose context names its token's caller.
+type tokenStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s tokenStream) Context() context.Context { return s.ctx }
 
 // Bearer is per-RPC credentials that send a key as "authorization: Bearer <key>"; an empty key
 // sends nothing. It allows plaintext transports: Zest's services talk on loopback or a private

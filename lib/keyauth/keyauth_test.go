@@ -218,3 +218,69 @@ func TestLoadServiceKey(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointTokens: on a LevelEndpoint method, a token that is no key but looks like a JWT
+// passes Tap (which only compares keys) and is verified by the interceptors before the
+// handler runs: refused, the call fails Unauthenticated with the verifier's reason; accepted,
+// the handler runs. Other levels, and a guard without Token, refuse it in Tap.
+func TestEndpointTokens(t *testing.T) {
+	verified := 0
+	g := Guard{Keys: Keys{API: "api"}, Level: func(m string) Level {
+		if m == "/a.Http/Exchange" {
+			return LevelEndpoint
+		}
+		return LevelAPI
+	}, Token: func(_ context.Context, token string) (TokenCaller, error) {
+		verified++
+		switch token {
+		case "good.jwt.token":
+			return TokenCaller{Subject: "alice"}, nil
+		case "admin.jwt.token":
+			return TokenCaller{Subject: "root", Admin: true}, nil
+		}
+		return TokenCaller{}, errors.New("Invalid access token: its audience is not this endpoint's")
+	}}
+	unary, _ := g.Interceptors()
+	var admin bool
+	var subject string
+	run := func(method, auth string) (handled bool, err error) {
+		md := metadata.MD{}
+		if auth != "" {
+			md = metadata.Pairs("authorization", auth)
+		}
+		ctx, err := g.Tap(t.Context(), &tap.Info{FullMethodName: method, Header: md})
+		if err != nil {
+			return false, err
+		}
+		_, err = unary(ctx, nil, nil, func(ctx context.Context, _ any) (any, error) {
+			handled, admin = true, g.Keys.CallerIsAdmin(ctx)
+			c, _ := TokenCallerOf(ctx)
+			subject = c.Subject
+			return nil, nil
+		})
+		return handled, err
+	}
+	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil || admin || subject != "alice" {
+		t.Errorf("a good token: handled %v, %v, admin %v, subject %q", ok, err, admin, subject)
+	}
+	if ok, err := run("/a.Http/Exchange", "Bearer admin.jwt.token"); !ok || err != nil || !admin {
+		t.Errorf("an administrator's token: handled %v, %v, admin %v", ok, err, admin)
+	}
+	if ok, err := run("/a.Http/Exchange", "Bearer bad.jwt.token"); ok || status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "audience") {
+		t.Errorf("a bad token: handled %v, %v", ok, err)
+	}
+	if ok, err := run("/a.Http/Exchange", "Bearer api"); !ok || err != nil {
+		t.Errorf("the API key: handled %v, %v", ok, err)
+	}
+	n := verified
+	if _, err := run("/a.Http/Exchange", "Bearer wrong-key"); status.Code(err) != codes.Unauthenticated || verified != n {
+		t.Errorf("a wrong key (no JWT): %v, verified %d times", err, verified-n)
+	}
+	if _, err := run("/a.Api/Do", "Bearer good.jwt.token"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a token on an API method: %v", err)
+	}
+	g.Token = nil
+	if err := tapCall(t, g, "/a.Http/Exchange", "Bearer good.jwt.token"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a token with no verifier: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"unicode/utf8"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	"google.golang.org/grpc"
@@ -60,7 +61,13 @@ type whoKey struct{}
 
 // Context returns ctx naming the caller of its gRPC call (its incoming authorization
 // metadata), for WhoOf.
+//
+// A caller let in by an OAuth access token (keyauth.TokenCallerOf) is named by the token's
+// subject, TokenPrefix before it, at most MaxSubjectBytes of it: the issuer vouches for it.
 func (c *Callers) Context(ctx context.Context) context.Context {
+	if tc, ok := keyauth.TokenCallerOf(ctx); ok {
+		return context.WithValue(ctx, whoKey{}, TokenPrefix+truncate(tc.Subject, MaxSubjectBytes))
+	}
 	authorization := ""
 	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
 		authorization = v[0]
@@ -111,4 +118,22 @@ func Who(key string) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:whoBytes])
+}
+
+// TokenPrefix starts the name of a caller by access token ("oauth:<subject>"); MaxSubjectBytes
+// bounds the subject kept.
+const (
+	TokenPrefix     = "oauth:"
+	MaxSubjectBytes = 128
+)
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

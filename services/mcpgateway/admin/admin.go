@@ -81,6 +81,10 @@ func WithChanges(changes *follow.Replica) Option { return func(s *Service) { s.c
 // without it, or nil, none are held).
 func WithApprovals(gate *approval.Gate) Option { return func(s *Service) { s.approvals = gate } }
 
+// WithCatalog is the tool catalog the service answers from, shared with the process's other
+// readers of it (tool search); without it, New makes its own.
+func WithCatalog(cat *catalog.Catalog) Option { return func(s *Service) { s.cat = cat } }
+
 // New returns the admin service. reg is the registry every write of a server goes through
 // (configcache.Registry in mcpgateway, so that reads on the hot paths need no registry read).
 // tools is the tool-call pipeline CallTool goes through.
@@ -88,9 +92,12 @@ func New(reg registry.Registry, up *upstream.Manager, tools *toolcall.Pipeline, 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Service{reg: reg, up: up, tools: tools, cat: catalog.New(reg, up, log), log: log}
+	s := &Service{reg: reg, up: up, tools: tools, log: log}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.cat == nil {
+		s.cat = catalog.New(reg, up, log)
 	}
 	if s.changes == nil {
 		s.changes = follow.New(up, log)

@@ -39,6 +39,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
@@ -88,6 +89,8 @@ type Handler struct {
 	// tools is the tool-call pipeline every tools/call goes through, and the one rule of
 	// which servers a caller may reach (providers).
 	tools *toolcall.Pipeline
+	// search is the shared tool-search index of presets with tool_search (nil: none).
+	search *toolsearch.Shared
 }
 
 // Option configures a Handler.

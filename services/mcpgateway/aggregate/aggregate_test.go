@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -107,6 +109,32 @@ type fixture struct {
 	waiting chan struct{}
 	// activity is the ring every path records its tool calls in, as in mcpgateway.
 	activity *activity.Log
+	// search is the tool-search index of preset "search" (tool_search on).
+	search *toolsearch.Shared
+	// versions counts the catalog's versions the index was asked for.
+	versions *catalogVersions
+}
+
+// catalogVersions is the catalog, counting the snapshots (versions) it gave.
+type catalogVersions struct {
+	cat  *catalog.Catalog
+	mu   sync.Mutex
+	seen map[*catalog.Snapshot]bool
+}
+
+func (v *catalogVersions) Snapshot(ctx context.Context) (*catalog.Snapshot, error) {
+	s, err := v.cat.Snapshot(ctx)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seen[s] = true
+	return s, err
+}
+
+// count is the number of versions given so far.
+func (v *catalogVersions) count() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return int64(len(v.seen))
 }
 
 // newFixture serves McpService with servers alpha (secret denied), beta (tools paged),
@@ -155,6 +183,7 @@ func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 		{Id: "two", McpServerIds: []string{"alpha", "down"}},
 		{Id: "off", McpServerIds: []string{"off"}},
 		{Id: "many", McpServerIds: []string{"many"}},
+		{Id: "search", McpServerIds: []string{"lemonade", "alpha", "beta", "hidden"}, ToolSearch: true},
 	} {
 		if err := reg.PutPreset(t.Context(), p); err != nil {
 			t.Fatal(err)
@@ -187,7 +216,13 @@ func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	tools := toolcall.New(toolcall.Config{}, reg, up, testKeys, toolcall.WithBuiltin(mcpserve.NewBuiltin(srv)), toolcall.WithActivity(calls))
 	builtin := mcpserve.New(srv, codec, reg, tools, nil)
 	fed := federate.New(reg, up, tools, codec, reg, testKeys, nil)
-	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond)}, opts...)...)
+	builtinTools, err := builtin.BuiltinTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := &catalogVersions{cat: catalog.New(reg, up, nil), seen: map[*catalog.Snapshot]bool{}}
+	search := toolsearch.NewShared(versions, toolsearch.OwnNames("lemonade", builtinTools))
+	agg := New(reg, up, tools, builtin, fed, codec, reg, testKeys, nil, append([]Option{WithListenCheck(50 * time.Millisecond), WithToolSearch(search)}, opts...)...)
 	up.OnNotification(func(id string, msg []byte) { fed.Notify(id, msg); agg.Notify(id, msg) })
 	var own mcpserve.Federation = builtin
 	if ownPreset != "" {
@@ -195,7 +230,7 @@ func newFixture(t testing.TB, ownPreset string, opts ...Option) fixture {
 	}
 	h := mcpserve.NewRoutes(own, mcpserve.WithServers(fed), mcpserve.WithPresets(agg))
 	cc := grpctest.Loopback(t, func(s *grpc.Server) { mcpgatewayv1.RegisterMcpServiceServer(s, h) }, activity.NewCallers(testKeys).ServerOptions()...)
-	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls}
+	return fixture{mcp: mcpgatewayv1.NewMcpServiceClient(cc), reg: reg, codec: codec, agg: agg, alpha: alpha, waiting: waiting, activity: calls, search: search, versions: versions}
 }
 
 var withKey = mcpservetest.WithKey

@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/stateless"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -63,6 +64,9 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	case "logging/setLevel":
 		return c.h.fed.SetLevel(ctx, c.sessionID, c.claims, msg.ID, params)
 	case "tools/list":
+		if c.toolSearch(ctx) {
+			return c.listMeta(msg, params)
+		}
 		return c.list(ctx, msg, params, toolsList)
 	case "prompts/list":
 		return c.list(ctx, msg, params, promptsList)
@@ -123,7 +127,8 @@ func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, pa
 
 // callTool runs a tool by the name tools/list gave it through the tool-call pipeline: a
 // built-in tool in process, a server's tool on its server under its own name (federate's
-// CallTool, as /mcp/servers/{id} calls it).
+// CallTool, as /mcp/servers/{id} calls it). A preset with tool_search serves its meta-tools
+// here too (callMeta); its tools stay callable by name.
 func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
 	var p struct {
 		Name *string `json:"name"`
@@ -131,24 +136,38 @@ func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.R
 	if json.Unmarshal(params, &p) != nil || p.Name == nil {
 		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 	}
-	name := *p.Name
+	if toolsearch.IsMeta(*p.Name) && c.toolSearch(ctx) {
+		return c.callMeta(ctx, msg, *p.Name, params)
+	}
+	return c.invokeTool(ctx, msg, params, toolcall.EntryPreset)
+}
+
+// invokeTool runs the tool params name through the pipeline as a call of entry.
+func (c *call) invokeTool(ctx context.Context, msg mcpserve.Message, params json.RawMessage, entry toolcall.Entry) []byte {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	name := p.Name
 	unknown := mcpserve.UnknownTool(msg.ID, name)
-	chat, params, shaped := c.unshape(msg, name, params)
-	if shaped != nil {
-		return shaped
+	chat, params, refused := c.unshape(msg, name, params)
+	if refused != nil {
+		return refused
 	}
 	if chat == "" {
 		return unknown
 	}
 	if c.isBuiltinTool(ctx, chat) {
-		return c.callBuiltin(ctx, msg, chat, name, params)
+		return c.callBuiltin(ctx, msg, chat, name, params, entry)
 	}
 	pr, orig, ok := c.resolveTool(ctx, chat)
 	if !ok {
 		return unknown
 	}
-	if bad := c.checkParamHeaders(ctx, pr, orig, msg.ID); bad != nil {
-		return bad
+	if entry == toolcall.EntryPreset { // call_tool's headers are those of call_tool, which has no x-mcp-header
+		if bad := c.checkParamHeaders(ctx, pr, orig, msg.ID); bad != nil {
+			return bad
+		}
 	}
 	params, err := rename(params, "name", orig)
 	if err != nil {
@@ -161,7 +180,7 @@ func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.R
 	if !federate.Declares(inf.Capabilities, msg.Method) {
 		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, pr.id))
 	}
-	tc := federate.ToolCall{Entry: toolcall.EntryPreset, Server: pr.cfg, Tool: orig, Name: name, Preset: c.ep.preset,
+	tc := federate.ToolCall{Entry: entry, Server: pr.cfg, Tool: orig, Name: name, Preset: c.ep.preset,
 		Params: c.modernParams(inf.ProtocolVersion, params)}
 	if c.modern != nil {
 		tc.Modern, tc.ClientParams = true, c.modern.Params
@@ -210,12 +229,12 @@ func (c *call) unshape(msg mcpserve.Message, name string, params json.RawMessage
 // callBuiltin runs the built-in tool tool (called by name) through the tool-call pipeline,
 // its notifications on the session's stream as /mcp sends them; notifications/cancelled
 // stops it.
-func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, tool, name string, params json.RawMessage) []byte {
+func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, tool, name string, params json.RawMessage, entry toolcall.Entry) []byte {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
 	sctx, end := c.h.builtin.WithSession(ctx, c.sessionID, c.claims, func(n []byte) error { c.out.Note(n); return c.out.Err() })
-	tc := &toolcall.Call{Entry: toolcall.EntryPreset, Server: serverconfig.LemonadeProvider, Tool: tool, Preset: c.ep.preset, Params: params}
+	tc := &toolcall.Call{Entry: entry, Server: serverconfig.LemonadeProvider, Tool: tool, Preset: c.ep.preset, Params: params}
 	if name != tool {
 		tc.ChatName = name
 	}

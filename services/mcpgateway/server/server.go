@@ -22,6 +22,7 @@ import (
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/listen"
 	"github.com/zestmcp/zest/lib/metrics"
+	"github.com/zestmcp/zest/lib/oauthrs"
 	"github.com/zestmcp/zest/lib/service"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -30,10 +31,12 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/aggregate"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/configcache"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
+	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -42,6 +45,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolchat"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc"
 )
@@ -91,6 +95,11 @@ type Config struct {
 	SSEKeepAlive time.Duration
 	// Keys guard the gRPC APIs and are sent to the services this one calls.
 	Keys keyauth.Keys
+	// OAuth lets the MCP endpoints' calls (HttpService), which the edge relays with the
+	// caller's token, in with an access token of the configured issuer beside the API key
+	// (ZEST_OAUTH_ISSUER…, lib/oauthrs): the edge checks the token for its very endpoint, this
+	// service checks it again for one of Zest's endpoints.
+	OAuth oauthrs.Config
 	// SessionKey, when set, signs session ids (from ZEST_SESSION_KEY); else a key file in DataDir.
 	SessionKey string
 	// MCPPreset, when set, makes /mcp serve that preset's providers aggregated, as
@@ -116,6 +125,9 @@ type Config struct {
 	// ApprovalTimeout is how long a tool call that needs approval waits for a decision
 	// (ZEST_APPROVAL_TIMEOUT, approval.MinTimeout to approval.MaxTimeout).
 	ApprovalTimeout time.Duration
+	// MCPRegistryURL is the MCP Registry that zestctl servers install and the console's install
+	// search read (ZEST_MCP_REGISTRY_URL).
+	MCPRegistryURL string
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -135,7 +147,8 @@ func DefaultConfig() Config {
 		ToolOutputMaxBytes: serverconfig.DefaultMaxOutputBytes, ActivitySize: activity.DefaultSize,
 		Keys: keyauth.FromEnv(nil), SessionKey: os.Getenv(EnvSessionKey), ImageDir: os.Getenv(EnvImageDir),
 		MetricsAddr: DefaultMetricsAddr, AuditRetention: audit.DefaultRetention, AuditMaxEntries: audit.DefaultMaxEntries,
-		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout,
+		AuditMaxAdminEntries: audit.DefaultMaxAdminEntries, ApprovalTimeout: approval.DefaultTimeout, OAuth: oauthrs.DefaultConfig(),
+		MCPRegistryURL: mcpregistry.DefaultURL,
 	}
 }
 
@@ -164,12 +177,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditMaxAdminEntries, "audit-max-admin-entries", c.AuditMaxAdminEntries, fmt.Sprintf("how many admin changes and approval decisions the audit trail keeps at most, apart from the tool calls, the oldest trimmed first (1 to %d)", audit.MaxMaxEntries))
 	fs.BoolVar(&c.AuditDetails, "audit-details", c.AuditDetails, fmt.Sprintf("keep each tool call's arguments and result (cut at %d bytes each) in the audit trail", activity.DetailBytes))
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
+	c.OAuth.RegisterFlags(fs)
+	fs.StringVar(&c.MCPRegistryURL, "mcp-registry-url", c.MCPRegistryURL, "the MCP Registry's base URL, read by zestctl servers install and the console's install search")
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey()}
+	errs := []error{c.ValidateCommon(), c.Keys.LoadServiceKey(), c.OAuth.Validate()}
 	errs = append(errs, grpcdial.ValidateTarget("inference-addr", c.InferenceAddr), c.toolhosts().Validate())
 	for name, a := range map[string]string{"mcpgateway-addr": c.Addr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
@@ -211,6 +226,9 @@ func (c *Config) Validate() error {
 	if err := approval.CheckTimeout(c.ApprovalTimeout); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := mcpregistry.New(c.MCPRegistryURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
 	}
@@ -249,6 +267,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	registryClient, err := mcpregistry.New(cfg.MCPRegistryURL)
+	if err != nil {
+		return nil, err
 	}
 	key, err := sessionKey(cfg)
 	if err != nil {
@@ -337,11 +359,24 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	lemonade.NewMedia(builtins, inferencev1.NewMediaServiceClient(cc)).Register(mcpSrv)
 
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
-		if strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/") {
+		switch {
+		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"),
+			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelAdmin
+		case strings.HasPrefix(m, "/"+mcpgatewayv1.HttpService_ServiceDesc.ServiceName+"/"):
+			return keyauth.LevelEndpoint
 		}
 		return keyauth.LevelAPI
 	}}
+	if v := oauthrs.New(cfg.OAuth, oauthrs.WithLogger(log)); v != nil {
+		guard.Token = func(ctx context.Context, token string) (keyauth.TokenCaller, error) {
+			c, err := v.VerifyAnyEndpoint(ctx, token)
+			if err != nil {
+				return keyauth.TokenCaller{}, err
+			}
+			return keyauth.TokenCaller{Subject: c.Subject, Admin: c.Admin}, nil
+		}
+	}
 	// Every server config is read through one write-through cache: the admin service writes
 	// through it, the federation and the chat loop read it on every request and tool call.
 	servers := configcache.New(reg)
@@ -360,7 +395,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// endpoint; and /mcp, with ZEST_MCP_PRESET).
 	builtin := mcpserve.New(mcpSrv, codec, reg, tools, log)
 	fed := federate.New(servers, up, tools, codec, reg, cfg.Keys, log)
-	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log)
+	// The tool catalog, one for the admin API and tool search: the search index is built once
+	// per catalog version, for every preset and session (toolsearch.Shared).
+	cat := catalog.New(servers, up, log)
+	builtinTools, err := builtin.BuiltinTools(context.Background())
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, fmt.Errorf("reading the built-in tools: %w", err)
+	}
+	search := toolsearch.NewShared(cat, toolsearch.OwnNames(serverconfig.LemonadeProvider, builtinTools))
+	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log, aggregate.WithToolSearch(search))
 	var mcp mcpserve.Federation = builtin
 	if cfg.MCPPreset != "" {
 		mcp = agg.ForMCP(cfg.MCPPreset)
@@ -381,7 +427,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// (the registry's watch), reaches the connections and the sessions the same way.
 	changes := follow.New(up, log, follow.WithNotify(notify), follow.WithPresets(agg))
 	adminService := admin.New(servers, up, tools, log,
-		admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
+		admin.WithCatalog(cat), admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
 	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))
@@ -396,8 +442,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	g.RegisterService(&mcpgatewayv1.McpService_ServiceDesc, routes)
 	g.RegisterService(&mcpgatewayv1.AdminService_ServiceDesc, adminService)
 	chat := toolchat.New(toolchat.Config{MaxRounds: cfg.ChatMaxRounds, MaxToolOutput: cfg.ChatMaxToolOutput},
-		infer, servers, up, mcpSrv, tools, cfg.Keys, log)
+		infer, servers, up, mcpSrv, tools, cfg.Keys, log, toolchat.WithToolSearch(search))
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
+	// The MCP Registry, read for zestctl servers install and the console (admin key).
+	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 

@@ -34,6 +34,30 @@ func TestValidateMCPPreset(t *testing.T) {
 	}
 }
 
+// TestValidateMCPRegistryURL: ZEST_MCP_REGISTRY_URL is the official registry by default, and
+// a value that is no registry URL stops mcpgateway at startup with an error naming it.
+func TestValidateMCPRegistryURL(t *testing.T) {
+	if DefaultConfig().MCPRegistryURL != "https://registry.modelcontextprotocol.io" {
+		t.Fatalf("default %q", DefaultConfig().MCPRegistryURL)
+	}
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{{"https://registry.modelcontextprotocol.io", true}, {"http://127.0.0.1:8080/mirror/", true},
+		{"registry.example", false}, {"https://user:secret@registry.example", false}, {"https://r.example/?x=1", false}} {
+		cfg := DefaultConfig()
+		cfg.Keys.Service = ""
+		cfg.MCPRegistryURL = c.url
+		err := cfg.Validate()
+		if got := err == nil || !strings.Contains(err.Error(), "ZEST_MCP_REGISTRY_URL"); got != c.ok {
+			t.Errorf("%q: %v", c.url, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error repeats the URL's password: %v", err)
+		}
+	}
+}
+
 // TestActivityVariables: ZEST_ACTIVITY_SIZE and ZEST_ACTIVITY_DETAILS are read as every
 // ZEST_ variable is, and a bad value is refused at startup with an error that names it.
 func TestActivityVariables(t *testing.T) {

@@ -55,7 +55,7 @@ func ParsePreset(in *mcpgatewayv1.PresetInput, taken, known func(string) bool) (
 	if in == nil {
 		return nil, invalidPreset(`the preset is missing: send a preset such as {"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`)
 	}
-	p := &mcpgatewayv1.Preset{Id: in.GetId(), Name: in.GetName(), Model: in.GetModel(), SystemPrompt: in.GetSystemPrompt()}
+	p := &mcpgatewayv1.Preset{Id: in.GetId(), Name: in.GetName(), Model: in.GetModel(), SystemPrompt: in.GetSystemPrompt(), ToolSearch: in.GetToolSearch()}
 	switch {
 	case len(in.GetMcpServerIds()) > 0:
 		p.McpServerIds = SanitizeProviders(in.GetMcpServerIds())

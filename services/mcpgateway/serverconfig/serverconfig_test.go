@@ -193,6 +193,13 @@ func TestParsePreset(t *testing.T) {
 	if strings.Join(p.GetMcpServerIds(), ",") != "a" || p.GetToolsEnabled() {
 		t.Fatalf("mcp_server_ids wins over the legacy flag: %v", p)
 	}
+	if p.GetToolSearch() {
+		t.Fatalf("tool_search is off unless set: %v", p)
+	}
+	p, _ = parsePreset(`{"id":"big","mcp_server_ids":["a"],"tool_search":true}`, nil)
+	if !p.GetToolSearch() {
+		t.Fatalf("tool_search: %v", p)
+	}
 	for name, tc := range map[string]struct{ body, msg string }{
 		"five providers": {`{"id":"x","mcp_server_ids":["a","b","c","d","e"]}`, "selects 5 providers; a preset selects at most 4"},
 		"ids not a list": {`{"id":"x","mcp_server_ids":"a"}`, "mcp_server_ids must be an array of strings"},

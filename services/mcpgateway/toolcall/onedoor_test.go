@@ -25,6 +25,7 @@ func TestOneDoor(t *testing.T) {
 		"EntryServer": "federate",
 		"EntryPreset": "aggregate",
 		"EntryChat":   "toolchat",
+		"EntrySearch": "aggregate",
 	}
 	if len(entryHomes) != len(Entries) {
 		t.Fatalf("Entries has %d entry points, entryHomes %d: name the package of each", len(Entries), len(entryHomes))

@@ -14,9 +14,12 @@ import (
 // filters, approvals or limits of its own; its output is held to the operator's default.
 var builtinConfig = &mcpgatewayv1.ServerConfig{Id: serverconfig.LemonadeProvider, Name: serverconfig.LemonadeProvider, Enabled: proto.Bool(true), Expose: proto.Bool(true)}
 
-// servesBuiltin reports whether entry serves the built-in tools: /mcp, presets and chats
-// have them as a provider; the admin API and /mcp/servers/{id} serve registered servers only.
-func servesBuiltin(e Entry) bool { return e == EntryMCP || e == EntryPreset || e == EntryChat }
+// servesBuiltin reports whether entry serves the built-in tools: /mcp, presets (their
+// call_tool too) and chats have them as a provider; the admin API and /mcp/servers/{id}
+// serve registered servers only.
+func servesBuiltin(e Entry) bool {
+	return e == EntryMCP || e == EntryPreset || e == EntryChat || e == EntrySearch
+}
 
 // resolve is the chain's first link: the config of the call's server, when its caller may
 // reach it through the call's entry point.

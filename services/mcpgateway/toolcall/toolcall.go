@@ -47,10 +47,13 @@ const (
 	EntryPreset Entry = "preset"
 	// EntryChat is a tool call of the chat loop.
 	EntryChat Entry = "chat"
+	// EntrySearch is a call_tool of a preset with tool_search, on /mcp/presets/{id} (and on
+	// /mcp with ZEST_MCP_PRESET): the tool search_tools found, called through the meta-tool.
+	EntrySearch Entry = "search"
 )
 
 // Entries are every entry point, each used by exactly one package (onedoor_test.go).
-var Entries = []Entry{EntryAdmin, EntryMCP, EntryServer, EntryPreset, EntryChat}
+var Entries = []Entry{EntryAdmin, EntryMCP, EntryServer, EntryPreset, EntryChat, EntrySearch}
 
 // Call is one tool call as an entry point hands it in.
 type Call struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,7 @@ func TestAHiddenServerDoesNotExist(t *testing.T) {
 // on every entry point, each call counted; a refused call never reaches the server.
 func TestTheChainRefusesBeforeTheServer(t *testing.T) {
 	f := newFixture(t, server("fs", func(c *mcpgatewayv1.ServerConfig) {
-		c.ToolsDeny, c.RateLimit, c.MaxOutputBytes = []string{"rm"}, proto.String("5/h"), proto.Int32(1024)
+		c.ToolsDeny, c.RateLimit, c.MaxOutputBytes = []string{"rm"}, proto.String(fmt.Sprintf("%d/h", len(Entries))), proto.Int32(1024)
 	}))
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("a", 2000) + `"}]}`)
 	f.up.answer = func(p json.RawMessage) (json.RawMessage, error) {
@@ -180,7 +181,8 @@ func TestTheChainRefusesBeforeTheServer(t *testing.T) {
 	if got := f.up.dispatched(); len(got) != 0 {
 		t.Fatalf("a filtered tool reached the server: %v", got)
 	}
-	// Five calls pass the rate of 5/h, whichever entry point; the sixth is refused.
+	// One call per entry point passes the rate of that many per hour, whichever entry point;
+	// the next is refused.
 	for i, e := range Entries {
 		res, err := f.p.Invoke(t.Context(), &Call{Entry: e, Server: "fs", Tool: "ls", Params: params("ls", `{"big":true}`)})
 		if err != nil || !bytes.Contains(res, []byte(`"isError":true`)) || !bytes.Contains(res, []byte("(max_output_bytes 1024)")) {
@@ -193,8 +195,8 @@ func TestTheChainRefusesBeforeTheServer(t *testing.T) {
 	if !errors.As(err, &limited) || limited.Reason != ratelimit.ReasonRate || !errors.As(err, &rpcErr) || rpcErr.Code != ratelimit.JSONRPCCode {
 		t.Fatalf("the sixth call: %v", err)
 	}
-	if got := f.up.dispatched(); len(got) != 5 {
-		t.Fatalf("the server got %d calls, want 5", len(got))
+	if got := f.up.dispatched(); len(got) != len(Entries) {
+		t.Fatalf("the server got %d calls, want %d", len(got), len(Entries))
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -75,11 +76,13 @@ type Loop struct {
 	// pipeline is the tool-call pipeline every call of the loop goes through, and the one
 	// rule of which servers the chat's caller may reach.
 	pipeline *toolcall.Pipeline
+	// search is the shared tool-search index of presets with tool_search (nil: none).
+	search *toolsearch.Shared
 }
 
 // New returns the loop; builtin lists the lemonade_* tools; tools runs every call; keys tell
 // administrators (who may see why an MCP server failed) from API users.
-func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, tools *toolcall.Pipeline, keys keyauth.Keys, log *slog.Logger) *Loop {
+func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.Registry, up *upstream.Manager, builtin *server.MCPServer, tools *toolcall.Pipeline, keys keyauth.Keys, log *slog.Logger, opts ...Option) *Loop {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = DefaultMaxRounds
 	}
@@ -89,7 +92,11 @@ func New(cfg Config, inference inferencev1.InferenceServiceClient, reg registry.
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, pipeline: tools, keys: keys, log: log}
+	l := &Loop{cfg: cfg, inference: inference, reg: reg, up: up, builtin: builtin, pipeline: tools, keys: keys, log: log}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 // tool is one tool the loop can run.
@@ -98,6 +105,7 @@ type tool struct {
 	server   *mcpgatewayv1.ServerConfig // nil for a built-in tool
 	name     string                     // the tool's own name
 	openai   map[string]any
+	meta     bool // search_tools or call_tool of a chat with tool search
 	// served is the name the model is offered (the chat_name unless the preset renames it),
 	// and shape the preset's shaping, which merges the call's arguments.
 	served string
@@ -128,6 +136,14 @@ func shaped(tools map[string]*tool, s *toolshape.Shape) map[string]*tool {
 		out[name] = t
 	}
 	return out
+}
+
+// serverID is the id of the tool's provider.
+func (t *tool) serverID() string {
+	if t.server != nil {
+		return t.server.GetId()
+	}
+	return serverconfig.LemonadeProvider
 }
 
 func invalid(format string, a ...any) error {
@@ -216,7 +232,13 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	// users get an incident id instead.
 	admin := l.keys.CallerIsAdmin(ctx)
 	tools, warnings := l.tools(ctx, providers, admin)
-	tools = shaped(tools, toolshape.New(preset.GetTools()))
+	shape := toolshape.New(preset.GetTools())
+	tools = shaped(tools, shape)
+	var search *searchMode
+	if preset.GetToolSearch() && l.search != nil {
+		// The model is offered the two meta-tools; the tools are what call_tool may call.
+		search, tools = newSearchMode(tools, providers), metaTools()
+	}
 	if err := checkToolChoice(chat, tools, warnings); err != nil {
 		return err
 	}
@@ -224,7 +246,7 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	for _, w := range warnings {
 		out.event(&mcpgatewayv1.ToolEvent{Type: "warning", Message: w})
 	}
-	return l.run(ctx, chat, tools, warnings, out, admin, preset.GetId())
+	return l.run(ctx, chat, tools, warnings, out, admin, preset.GetId(), search)
 }
 
 // hide turns an upstream failure into what the caller may see (incident.Describe).
@@ -279,6 +301,8 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 	var wg sync.WaitGroup
 	for _, id := range providers {
 		if id == serverconfig.LemonadeProvider {
+			// Under mu: the goroutines of the servers named before it write out meanwhile.
+			mu.Lock()
 			for name, st := range l.builtin.ListTools() {
 				schema := map[string]any{"type": "object"}
 				if len(st.Tool.RawInputSchema) > 0 {
@@ -287,6 +311,7 @@ func (l *Loop) tools(ctx context.Context, providers []string, admin bool) (map[s
 				out[name] = &tool{chatName: name, name: name, openai: map[string]any{"type": "function",
 					"function": map[string]any{"name": name, "description": st.Tool.Description, "parameters": schema}}}
 			}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
@@ -337,7 +362,7 @@ func (l *Loop) serverTools(ctx context.Context, id string) ([]*tool, error) {
 }
 
 // run is the loop itself.
-func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string, out *emitter, admin bool, preset string) error {
+func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map[string]*tool, warnings []string, out *emitter, admin bool, preset string, search *searchMode) error {
 	var defs []any
 	for _, t := range tools {
 		defs = append(defs, t.openai)
@@ -396,14 +421,14 @@ func (l *Loop) run(ctx context.Context, chat *inferencev1.ChatRequest, tools map
 			return tracing.End(span, out.finish(&last, last.FinishReason(), &usage, records, warnings))
 		}
 		for _, c := range calls {
-			if tools[c.GetFunction().GetName()] == nil { // a tool of the client's own: its turn
+			if lookup(tools, search, c.GetFunction().GetName()) == nil { // a tool of the client's own: its turn
 				return tracing.End(span, out.finish(&last, "tool_calls", &usage, records, warnings))
 			}
 		}
 		if round >= l.cfg.MaxRounds {
 			return tracing.End(span, out.finish(&last, FinishMaxToolRounds, &usage, records, warnings))
 		}
-		results := l.runCalls(ctx, round, calls, tools, out, admin, preset)
+		results := l.runCalls(ctx, round, calls, tools, out, admin, preset, search)
 		span.End()
 		chat.Messages = append(chat.Messages, &inferencev1.ChatMessage{Role: "assistant", Content: done.Text(), ToolCalls: calls})
 		for i, c := range calls {
@@ -424,16 +449,28 @@ type result struct {
 // previewBytes is how much of a tool's output a tool_result event shows.
 const previewBytes = 512
 
-// runCalls runs one round's tool calls in parallel (of a chat with preset, if any).
-func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter, admin bool, preset string) []result {
+// runCalls runs one round's tool calls in parallel (of a chat with preset, if any). With
+// tool search, search_tools is answered here and a call_tool is the call of the tool it names.
+func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.ToolCall, tools map[string]*tool, out *emitter, admin bool, preset string, search *searchMode) []result {
 	results := make([]result, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		t := tools[c.GetFunction().GetName()]
+		t := lookup(tools, search, c.GetFunction().GetName())
+		var answer *ran // a meta-tool's answer given here, not a call
+		if t.meta {
+			if t.name == toolsearch.SearchToolName {
+				r := l.searchTools(ctx, search, c.GetFunction().GetArguments())
+				answer = &r
+			} else if inner, innerCall, problem := search.resolveCall(c); problem != "" {
+				answer = &ran{text: problem, isErr: true}
+			} else {
+				t, c = inner, innerCall
+			}
+		}
 		rec := &mcpgatewayv1.ToolCallRecord{Round: int32(round), Id: c.GetId(), Name: t.served, Arguments: c.GetFunction().GetArguments(),
-			ServerId: serverconfig.LemonadeProvider}
-		if t.server != nil {
-			rec.ServerId = t.server.GetId()
+			ServerId: t.serverID()}
+		if t.meta {
+			rec.ServerId = "" // Zest's own tool search
 		}
 		out.event(&mcpgatewayv1.ToolEvent{Type: "tool_call", Call: proto.Clone(rec).(*mcpgatewayv1.ToolCallRecord)})
 		wg.Add(1)
@@ -442,7 +479,12 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 			// A call whose server asks for approval waits here, alone: the round's other
 			// calls go on.
 			began := time.Now()
-			r := l.safeCall(ctx, t, c, rec, out, admin, preset)
+			var r ran
+			if answer != nil {
+				r = *answer
+			} else {
+				r = l.safeCall(ctx, t, c, rec, out, admin, preset)
+			}
 			text, isErr := r.text, r.isErr
 			rec.DurationMs = time.Since(began).Milliseconds()
 			rec.IsError, rec.OutputBytes = isErr, int64(len(text))

@@ -1,7 +1,9 @@
 // Package toolsearch ranks a catalog's tools for a natural-language query: BM25 over each
 // tool's name, title, description and its arguments' names and descriptions (issue 25's tool
 // search). An Index is built once from a catalog snapshot's tools and then only read, by any
-// number of searches at once; a new catalog version builds a new one.
+// number of searches at once; a new catalog version builds a new one (Shared keeps the
+// current one for the whole process). MetaTools are search_tools and call_tool, which a
+// preset with tool_search serves in place of its tools.
 //
 // Fields weigh differently (a BM25F-like sum): a word of the tool's name counts most, then its
 // title, its arguments' names, its description, and its arguments' descriptions. Words are
@@ -16,6 +18,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
 // Doc is one tool as the index sees it.
@@ -26,6 +30,8 @@ type Doc struct {
 	Title       string
 	Description string
 	Params      []Param // the input schema's properties
+	// Entry is the catalog entry the document was made of (Docs), nil when it was not.
+	Entry *mcpgatewayv1.ToolEntry
 }
 
 // Param is one argument of a tool.

@@ -29,7 +29,7 @@ func TestTermsSplitAndStem(t *testing.T) {
 	}
 }
 
-func catalog() []Doc {
+func sampleDocs() []Doc {
 	return []Doc{
 		{Key: "mcp_fs__read_file", Server: "fs", Name: "read_file", Description: "Read the complete contents of a file from the file system.",
 			Params: []Param{{"path", "Path of the file"}}},
@@ -54,7 +54,7 @@ func keys(hits []Hit) []string {
 }
 
 func TestSearchRanksTheToolThatFits(t *testing.T) {
-	ix := Build(catalog())
+	ix := Build(sampleDocs())
 	for _, c := range []struct{ query, want string }{
 		{"read a file", "mcp_fs__read_file"},
 		{"what files are in this folder directory", "mcp_fs__list_directory"},
@@ -71,7 +71,7 @@ func TestSearchRanksTheToolThatFits(t *testing.T) {
 }
 
 func TestSearchLimitsFiltersAndOrders(t *testing.T) {
-	ix := Build(catalog())
+	ix := Build(sampleDocs())
 	if hits := ix.Search("create", Options{Limit: 1}); len(hits) != 1 {
 		t.Fatalf("limit 1: %v", keys(hits))
 	}
@@ -88,7 +88,7 @@ func TestSearchLimitsFiltersAndOrders(t *testing.T) {
 		t.Fatalf("ties: %v", got)
 	}
 	// A query over the bound is cut, not refused.
-	if hits := Build(catalog()).Search(strings.Repeat("file ", MaxQueryBytes), Options{Limit: 2}); len(hits) != 2 {
+	if hits := Build(sampleDocs()).Search(strings.Repeat("file ", MaxQueryBytes), Options{Limit: 2}); len(hits) != 2 {
 		t.Fatalf("a long query: %v", keys(hits))
 	}
 }

@@ -115,9 +115,10 @@ type Conn struct {
 	// orphans are calls given up on (cancelled, timed out) that the child has not answered,
 	// with when they stop counting as in flight for attribution.
 	orphans    map[int64]time.Time
-	relayCount int         // requests of the child waiting for callers' clients
-	exitErr    error       // set once the child is gone
-	exited     atomic.Bool // exitErr is set: Err takes the lock only then
+	relayCount int          // requests of the child waiting for callers' clients
+	relaysOver atomic.Int64 // requests of the child refused at MaxRelays
+	exitErr    error        // set once the child is gone
+	exited     atomic.Bool  // exitErr is set: Err takes the lock only then
 	done       chan struct{}
 	stopping   atomic.Bool
 	readDone   chan struct{}

@@ -71,6 +71,7 @@ func (c *Conn) attribute(id json.RawMessage, method string, params json.RawMessa
 	accepted := cl != nil && cl.hooks.OnRequest != nil && cl.hooks.Accepts != nil && cl.hooks.Accepts(method)
 	if accepted && c.relayCount >= c.opts.MaxRelays {
 		c.mu.Unlock()
+		c.relaysOver.Add(1)
 		c.answer(id, nil, &RPCError{Code: -32603, Message: fmt.Sprintf(
 			"Internal error: %d requests of this server already wait for their client (tool host limit %d, toolhost-max-relays); answer them first", c.opts.MaxRelays, c.opts.MaxRelays)})
 		return
@@ -131,6 +132,9 @@ func (c *Conn) endRelays(cl *call) {
 		c.answer(r.childID, nil, &RPCError{Code: -32603, Message: "Internal error: the call that caused this request ended before its client answered"})
 	}
 }
+
+// RelaysOverLimit counts the child's requests refused because MaxRelays were already waiting.
+func (c *Conn) RelaysOverLimit() int64 { return c.relaysOver.Load() }
 
 // Relays counts the requests of the child waiting for a caller's client.
 func (c *Conn) Relays() int {

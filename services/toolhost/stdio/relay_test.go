@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,8 +162,14 @@ func TestRelayLimit(t *testing.T) {
 		done <- string(res)
 	}()
 	waitfor.True(t, 10*time.Second, "2 requests relayed", func() bool { return r.count() == 2 })
-	// The third request was refused at once, naming the limit; the two relayed ones wait.
-	for _, reply := range r.replies {
+	// The third request is refused at once, naming the limit, while the two relayed ones wait.
+	// Answering them before the refusal was seen would make room for the third (it failed so
+	// under load: the third was relayed, and never answered).
+	waitfor.True(t, 10*time.Second, "1 request refused", func() bool { return c.RelaysOverLimit() == 1 })
+	r.mu.Lock()
+	replies := slices.Clone(r.replies)
+	r.mu.Unlock()
+	for _, reply := range replies {
 		reply(json.RawMessage(`{"ok":true}`), nil)
 	}
 	got := <-done

@@ -2,10 +2,17 @@
 // providers' tools are shaped: renamed, described anew, hidden, arguments fixed or defaulted).
 // The list is a table with Edit and Delete; the form creates or replaces one (POST
 // /internal/mcp/presets upserts). Validation errors that name a field (err.param) are shown
-// next to it.
+// next to it. A preset with tool search offers search_tools and call_tool instead of its
+// tools (shaped alike); its edit view lets a person try a search over MCP, on
+// /mcp/presets/{id} (mcpclient.js), as any client would.
+
+import { McpSession } from './mcpclient.js';
 
 // MAX_PROVIDERS is the most providers a preset may name (mcpgateway refuses more).
 const MAX_PROVIDERS = 4;
+
+// session is Try a search's MCP session with the preset being edited (ended on leaving).
+let session = null;
 
 export default {
   title: 'Presets',
@@ -45,6 +52,11 @@ export default {
       ? el('select', { name: 'model' }, el('option', { value: '' }, '— none: each chat names its model —'), models.map((m) => el('option', { value: m }, m)))
       : el('input', { type: 'text', name: 'model', autocomplete: 'off', spellcheck: 'false' });
     const promptInput = el('textarea', { name: 'system_prompt', rows: 4 });
+    const searchInput = el('input', { type: 'checkbox', id: 'preset-tool-search', name: 'tool_search' });
+    const toolSearch = el('div', { class: 'field' }, el('div', { class: 'check' }, searchInput,
+      el('label', { for: 'preset-tool-search' }, 'Tool search',
+        el('span', { class: 'muted' }, ' — offer two tools, search_tools and call_tool, instead of every tool of the providers (for clients and small models that cannot take hundreds)'))));
+    const trySection = el('section', { 'aria-labelledby': 'try-search-h', hidden: true });
     const status = el('div', {});
 
     // Providers.
@@ -184,9 +196,52 @@ export default {
       app.field('System prompt', promptInput, 'Put first in every conversation that uses this preset.'),
       providers,
       toolsSection,
+      toolSearch,
       el('div', { class: 'actions' }, saveButton, newButton),
       status);
     formSection.append(heading, form);
+    main.append(trySection);
+
+    // Try a search: search_tools of the saved preset, through its MCP endpoint.
+    const queryInput = el('input', { type: 'search', id: 'try-search-query', name: 'query', autocomplete: 'off' });
+    const tryResult = el('div', { id: 'try-search-result', 'aria-live': 'polite' });
+    const tryForm = el('form', { 'aria-labelledby': 'try-search-h' },
+      app.field('What do you want to do?', queryInput, 'In plain words, as a person or a model would ask: the answer is what search_tools gives a client.'),
+      el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Search')),
+      tryResult);
+    trySection.append(el('h2', { id: 'try-search-h' }, 'Try a search'), tryForm);
+    const showTry = (p) => {
+      trySection.hidden = !(p && p.tool_search);
+      tryResult.replaceChildren();
+      if (session) session.close();
+      session = null;
+    };
+    tryForm.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const query = queryInput.value.trim();
+      if (!query || !editing) return;
+      tryResult.replaceChildren(el('p', {}, 'Searching…'));
+      try {
+        if (!session || session.expired) {
+          session = new McpSession(app, `/mcp/presets/${encodeURIComponent(editing)}`);
+          await session.open();
+        }
+        const got = await session.request('tools/call', { name: 'search_tools', arguments: { query } });
+        const text = ((got && got.content) || []).map((c) => c.text || '').join('\n');
+        if (got && got.isError) {
+          tryResult.replaceChildren(app.errorBox(text));
+          return;
+        }
+        const tools = (JSON.parse(text || '{}').tools) || [];
+        tryResult.replaceChildren(tools.length === 0
+          ? el('p', {}, 'No tool matched: try other words.')
+          : el('ol', { class: 'found-tools' }, tools.map((t) => el('li', {},
+            el('code', {}, t.name), el('span', { class: 'muted' }, ` — ${t.server}`), el('br'), t.description || ''))));
+        app.announce(`${tools.length} tool${tools.length === 1 ? '' : 's'} found.`);
+      } catch (err) {
+        tryResult.replaceChildren(app.errorBox(err));
+      }
+    });
     if (!models) formSection.insertBefore(app.errorBox(modelsR.reason), form);
 
     const fill = (p) => {
@@ -206,7 +261,9 @@ export default {
       promptInput.value = p ? p.system_prompt || '' : '';
       buildProviders(p ? p.mcp_server_ids || [] : []);
       buildTools(p ? p.tools || [] : []);
+      searchInput.checked = !!(p && p.tool_search);
       newButton.hidden = !p;
+      showTry(p);
     };
 
     const renderList = () => {
@@ -219,13 +276,14 @@ export default {
         el('td', {}, p.model || el('span', { class: 'muted' }, 'none')),
         el('td', {}, (p.mcp_server_ids || []).length ? (p.mcp_server_ids || []).join(', ') : el('span', { class: 'muted' }, 'No MCP'),
           (p.tools || []).length ? el('span', { class: 'muted' }, ` — ${p.tools.length} tool${p.tools.length === 1 ? '' : 's'} shaped`) : null),
+        el('td', {}, p.tool_search ? 'Tool search: search_tools, call_tool' : 'Every tool'),
         el('td', {}, el('div', { class: 'row' },
           el('button', { type: 'button', class: 'secondary small', 'aria-label': `Edit preset ${p.id}`, onclick: () => { fill(p); heading.focus(); } }, 'Edit'),
           el('a', { class: 'small', href: `#/chat?preset=${encodeURIComponent(p.id)}`, 'aria-label': `Chat with preset ${p.id}` }, 'Chat'),
           el('button', { type: 'button', class: 'danger small', 'aria-label': `Delete preset ${p.id}`, onclick: () => remove(p) }, 'Delete')))));
       listBox.replaceChildren(el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Saved presets (scrolls sideways on narrow screens)' }, el('table', {},
         el('caption', { class: 'visually-hidden' }, `${presets.length} saved preset${presets.length === 1 ? '' : 's'}`),
-        el('thead', {}, el('tr', {}, ['Preset', 'Model', 'Providers', 'Actions'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('thead', {}, el('tr', {}, ['Preset', 'Model', 'Providers', 'Tools offered', 'Actions'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, rows))));
     };
 
@@ -270,6 +328,7 @@ export default {
         system_prompt: promptInput.value,
         mcp_server_ids: provInputs.filter((x) => x.checked).map((x) => x.value),
         tools, // [] clears the shaping
+        tool_search: searchInput.checked,
       };
       saveButton.disabled = true;
       try {
@@ -289,5 +348,8 @@ export default {
     renderList();
     fill(null);
   },
-  leave() {},
+  leave() {
+    if (session) session.close();
+    session = null;
+  },
 };

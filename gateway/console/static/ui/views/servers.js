@@ -1,7 +1,10 @@
 // External MCP servers, in Lemonade's words: the list of registered servers with their status
 // (colour + icon + text, changes announced in the live region), last error, stderr tail and
 // tools; the form to add or edit one (HTTP endpoint or Local process), with Test connection
-// and Save and connect; API errors shown next to the field they name.
+// and Save and connect; API errors shown next to the field they name; and the install search
+// of the MCP Registry (registry.js).
+import { installSection } from './registry.js';
+
 const STATUS = {
   connected: { icon: '●', text: 'Connected' },
   connecting: { icon: '◌', text: 'Connecting' },
@@ -253,7 +256,11 @@ export default {
     const msg = el('div', { id: 'servers-msg' });
     const formSlot = el('div', { id: 'form-slot' });
     // An h2 over the list: each server's name is an h3 (headings go down one level at a time).
-    main.append(el('h2', { id: 'list-h' }, 'Registered servers'), summary, msg, list, formSlot);
+    const install = installSection(app, {
+      registered: (id) => servers.some((s) => s.id === id),
+      installed: async (saved) => { await actions.connect(saved, true); },
+    });
+    main.append(el('h2', { id: 'list-h' }, 'Registered servers'), summary, msg, list, install, formSlot);
     let servers = [];
 
     let drawn = '';

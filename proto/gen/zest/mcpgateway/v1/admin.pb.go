@@ -2094,6 +2094,9 @@ type Preset struct {
 	McpServerIds []string `protobuf:"bytes,5,rep,name=mcp_server_ids,proto3" json:"mcp_server_ids,omitempty"`
 	// tools_enabled is the legacy flag, kept in step: true when "lemonade" is selected.
 	ToolsEnabled bool `protobuf:"varint,6,opt,name=tools_enabled,proto3" json:"tools_enabled,omitempty"`
+	// tool_search serves the preset's tools as two meta-tools, search_tools and call_tool, on
+	// /mcp/presets/{id} and in its chats: a client or model sees two tools, not the catalog.
+	ToolSearch bool `protobuf:"varint,7,opt,name=tool_search,proto3" json:"tool_search,omitempty"`
 	// tools shape the providers' tools as the preset serves them: renamed, described anew,
 	// hidden, arguments fixed or defaulted (docs/user/presets.md, "Shaping tools").
 	Tools         []*PresetTool `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -2169,6 +2172,13 @@ func (x *Preset) GetMcpServerIds() []string {
 func (x *Preset) GetToolsEnabled() bool {
 	if x != nil {
 		return x.ToolsEnabled
+	}
+	return false
+}
+
+func (x *Preset) GetToolSearch() bool {
+	if x != nil {
+		return x.ToolSearch
 	}
 	return false
 }
@@ -2370,6 +2380,8 @@ type PresetInput struct {
 	McpServerIds []string `protobuf:"bytes,5,rep,name=mcp_server_ids,proto3" json:"mcp_server_ids,omitempty"`
 	// tools_enabled is Lemonade's legacy flag: with no mcp_server_ids, true selects ["lemonade"].
 	ToolsEnabled *bool `protobuf:"varint,6,opt,name=tools_enabled,proto3,oneof" json:"tools_enabled,omitempty"`
+	// tool_search serves the preset's tools as search_tools and call_tool (default false).
+	ToolSearch *bool `protobuf:"varint,7,opt,name=tool_search,proto3,oneof" json:"tool_search,omitempty"`
 	// tools shape the providers' tools as the preset serves them (Preset.tools); an upsert that
 	// leaves them out keeps the stored ones (UpsertPresetRequest.update_mask).
 	Tools         []*PresetTool `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -2445,6 +2457,13 @@ func (x *PresetInput) GetMcpServerIds() []string {
 func (x *PresetInput) GetToolsEnabled() bool {
 	if x != nil && x.ToolsEnabled != nil {
 		return *x.ToolsEnabled
+	}
+	return false
+}
+
+func (x *PresetInput) GetToolSearch() bool {
+	if x != nil && x.ToolSearch != nil {
+		return *x.ToolSearch
 	}
 	return false
 }
@@ -4220,14 +4239,15 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10CallToolResponse\x12\x1c\n" +
 	"\tserver_id\x18\x04 \x01(\tR\tserver_id\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12/\n" +
-	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06resultJ\x04\b\x01\x10\x02R\x04body\"\xec\x01\n" +
+	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06resultJ\x04\b\x01\x10\x02R\x04body\"\x8e\x02\n" +
 	"\x06Preset\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12$\n" +
 	"\rsystem_prompt\x18\x04 \x01(\tR\rsystem_prompt\x12&\n" +
 	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12$\n" +
-	"\rtools_enabled\x18\x06 \x01(\bR\rtools_enabled\x124\n" +
+	"\rtools_enabled\x18\x06 \x01(\bR\rtools_enabled\x12 \n" +
+	"\vtool_search\x18\a \x01(\bR\vtool_search\x124\n" +
 	"\x05tools\x18\b \x03(\v2\x1e.zest.mcpgateway.v1.PresetToolR\x05tools\"\x14\n" +
 	"\x12ListPresetsRequest\"K\n" +
 	"\x13ListPresetsResponse\x124\n" +
@@ -4235,20 +4255,22 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10GetPresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
 	"\x11GetPresetResponse\x122\n" +
-	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"\xc8\x02\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"\xff\x02\n" +
 	"\vPresetInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12\x19\n" +
 	"\x05model\x18\x03 \x01(\tH\x02R\x05model\x88\x01\x01\x12)\n" +
 	"\rsystem_prompt\x18\x04 \x01(\tH\x03R\rsystem_prompt\x88\x01\x01\x12&\n" +
 	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12)\n" +
-	"\rtools_enabled\x18\x06 \x01(\bH\x04R\rtools_enabled\x88\x01\x01\x124\n" +
+	"\rtools_enabled\x18\x06 \x01(\bH\x04R\rtools_enabled\x88\x01\x01\x12%\n" +
+	"\vtool_search\x18\a \x01(\bH\x05R\vtool_search\x88\x01\x01\x124\n" +
 	"\x05tools\x18\b \x03(\v2\x1e.zest.mcpgateway.v1.PresetToolR\x05toolsB\x05\n" +
 	"\x03_idB\a\n" +
 	"\x05_nameB\b\n" +
 	"\x06_modelB\x10\n" +
 	"\x0e_system_promptB\x10\n" +
-	"\x0e_tools_enabled\"\x98\x01\n" +
+	"\x0e_tools_enabledB\x0e\n" +
+	"\f_tool_search\"\x98\x01\n" +
 	"\x13UpsertPresetRequest\x127\n" +
 	"\x06preset\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06preset\x12<\n" +
 	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_maskJ\x04\b\x01\x10\x02R\x04body\"J\n" +

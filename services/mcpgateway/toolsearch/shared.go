@@ -1,0 +1,103 @@
+package toolsearch
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+)
+
+// Snapshots gives the tool catalog as it is now (catalog.Catalog): the same Snapshot until a
+// server is registered, edited, connected or lists other tools (a list_changed).
+type Snapshots interface {
+	Snapshot(ctx context.Context) (*catalog.Snapshot, error)
+}
+
+// Shared is the search index of the catalog's current version, shared by every session,
+// preset and chat of the process: built once per catalog Snapshot, when a search first needs
+// it, never per session. A search narrows it to what its caller may see (Options.Allow).
+type Shared struct {
+	snaps Snapshots
+	extra []*mcpgatewayv1.ToolEntry // tools that are in no catalog (the built-in provider's)
+
+	mu     sync.Mutex // one build at a time
+	cur    atomic.Pointer[version]
+	builds atomic.Int64
+}
+
+// version is the index of one catalog snapshot.
+type version struct {
+	snap *catalog.Snapshot
+	ix   *Index
+}
+
+// NewShared returns the index of snaps' catalog, with extra (fixed tools no catalog holds:
+// the built-in provider's, under the names a preset serves them by) beside it.
+func NewShared(snaps Snapshots, extra []*mcpgatewayv1.ToolEntry) *Shared {
+	return &Shared{snaps: snaps, extra: extra}
+}
+
+// Index is the index of the catalog as it is now: the last one built while the catalog has
+// not changed since, else a new one (one build per change, whatever the number of callers).
+func (s *Shared) Index(ctx context.Context) (*Index, error) {
+	snap, err := s.snaps.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v := s.cur.Load(); v != nil && v.snap == snap {
+		return v.ix, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.cur.Load(); v != nil && v.snap == snap { // another caller built it meanwhile
+		return v.ix, nil
+	}
+	tools := snap.ListTools().GetTools()
+	entries := make([]*mcpgatewayv1.ToolEntry, 0, len(tools)+len(s.extra))
+	entries = append(append(entries, tools...), s.extra...)
+	ix := Build(Docs(entries))
+	s.cur.Store(&version{snap: snap, ix: ix})
+	s.builds.Add(1)
+	return ix, nil
+}
+
+// Builds is how many indexes were built (for tests and metrics).
+func (s *Shared) Builds() int64 { return s.builds.Load() }
+
+// Docs are the index's documents of catalog entries, keyed by chat_name: the arguments are
+// the input schema's top-level properties. Each Doc keeps its entry, which a search answers
+// with (name, description, input schema).
+func Docs(entries []*mcpgatewayv1.ToolEntry) []Doc {
+	docs := make([]Doc, 0, len(entries))
+	for _, e := range entries {
+		d := Doc{Key: e.GetChatName(), Server: e.GetServerId(), Name: e.GetName(), Title: e.GetTitle(),
+			Description: e.GetDescription(), Entry: e}
+		props := e.GetInputSchema().GetFields()["properties"].GetStructValue().GetFields()
+		for _, name := range slices.Sorted(maps.Keys(props)) { // in name order: the same sums in every build
+			desc := props[name].GetStructValue().GetFields()["description"].GetStringValue()
+			d.Params = append(d.Params, Param{Name: name, Description: desc})
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// OwnNames are the entries of tools served under their own names (the built-in provider's:
+// a preset serves them as /mcp does), for NewShared's extra; a malformed tool is left out.
+func OwnNames(server string, raws []json.RawMessage) []*mcpgatewayv1.ToolEntry {
+	out := make([]*mcpgatewayv1.ToolEntry, 0, len(raws))
+	for _, raw := range raws {
+		e, err := catalog.Entry(server, server, raw)
+		if err != nil {
+			continue
+		}
+		e.ChatName = e.GetName() // a new entry: no snapshot shares it
+		out = append(out, e)
+	}
+	return out
+}
