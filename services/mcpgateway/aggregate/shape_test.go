@@ -9,6 +9,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve/mcpservetest"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -138,5 +139,76 @@ func TestShapeChangeAnnounced(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no list_changed within 5 s of the preset's change")
+	}
+}
+
+// TestShapedToolSearch: a preset with both tool_search and shaping answers search_tools with
+// its tools shaped — a hidden tool is never found, a renamed one is found by its new name,
+// described anew, its fixed argument out of the schema — and call_tool maps the new name
+// back, the fixed argument applied; the hidden tool and the renamed one's old name are
+// unknown to call_tool, as to tools/call. The index stays the shared one.
+func TestShapedToolSearch(t *testing.T) {
+	f := newFixture(t, "")
+	p := &mcpgatewayv1.Preset{Id: "shapedsearch", McpServerIds: []string{"lemonade", "alpha", "beta"}, ToolSearch: true, Tools: []*mcpgatewayv1.PresetTool{
+		{Tool: "mcp_alpha__echo", Name: "say", Description: "Say something back.", Arguments: &mcpgatewayv1.PresetToolArguments{
+			Fixed: map[string]*structpb.Value{"message": structpb.NewStringValue("from the preset")}}},
+		{Tool: "mcp_beta__echo", Hidden: true},
+	}}
+	if err := f.reg.PutPreset(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	ctx := withKey(t.Context(), testKeys.API)
+	sess, _ := f.open(t, ctx, "shapedsearch")
+	call := func(name, args string) (string, bool) {
+		t.Helper()
+		r := f.result(t, ctx, "shapedsearch", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`)
+		content, _ := r["content"].([]any)
+		if len(content) == 0 {
+			t.Fatalf("%s %s: no content: %v", name, args, r)
+		}
+		text, _ := content[0].(map[string]any)["text"].(string)
+		return text, r["isError"] == true
+	}
+	text, isErr := call("search_tools", `{"query":"echo a message back","limit":10}`)
+	if isErr {
+		t.Fatalf("search_tools: %s", text)
+	}
+	var res struct {
+		Tools []toolsearch.Found `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(text), &res); err != nil {
+		t.Fatalf("search_tools answered %s: %v", text, err)
+	}
+	byName := map[string]toolsearch.Found{}
+	for _, fd := range res.Tools {
+		byName[fd.Name] = fd
+	}
+	for _, gone := range []string{"mcp_alpha__echo", "mcp_beta__echo"} {
+		if _, ok := byName[gone]; ok {
+			t.Errorf("search_tools found %s, which the preset renames or hides: %s", gone, text)
+		}
+	}
+	say, ok := byName["say"]
+	if !ok || byName["lemonade_echo"].Name == "" {
+		t.Fatalf("search_tools found %s, want say (alpha's echo renamed) and lemonade_echo", text)
+	}
+	if props, _ := say.InputSchema["properties"].(map[string]any); say.Description != "Say something back." || say.Server != "alpha" || props["message"] != nil {
+		t.Errorf("say found as %+v, want its new description and no fixed message in its schema", say)
+	}
+	if text, isErr := call("call_tool", `{"name":"say"}`); isErr || text != "alpha echo: from the preset" {
+		t.Errorf("call_tool say: %q (isError %v), want alpha's echo with the fixed message", text, isErr)
+	}
+	if text, isErr := call("call_tool", `{"name":"say","arguments":{"message":"other"}}`); !isErr || !strings.Contains(text, `argument "message" of tool "say" is set by this preset`) {
+		t.Errorf("call_tool say with another message: %q (isError %v)", text, isErr)
+	}
+	for _, name := range []string{"mcp_alpha__echo", "mcp_beta__echo"} {
+		_, msgs, err := f.exchange(ctx, "shapedsearch", sess, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"`+name+`"}}}`)
+		if err != nil || len(msgs) == 0 || !strings.Contains(string(msgs[len(msgs)-1]), `Unknown tool \"`+name+`\"`) {
+			t.Errorf("call_tool %s: %q %v, want an unknown tool", name, msgs, err)
+		}
+	}
+	calls, _ := f.activity.List(0, 0)
+	if len(calls) != 1 || calls[0].Server != "alpha" || calls[0].Tool != "echo" || calls[0].ChatName != "say" {
+		t.Errorf("the activity has %+v, want one call of alpha's echo, named say", calls)
 	}
 }

@@ -237,7 +237,7 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	var search *searchMode
 	if preset.GetToolSearch() && l.search != nil {
 		// The model is offered the two meta-tools; the tools are what call_tool may call.
-		search, tools = newSearchMode(tools, providers), metaTools()
+		search, tools = newSearchMode(tools, providers, shape), metaTools()
 	}
 	if err := checkToolChoice(chat, tools, warnings); err != nil {
 		return err
