@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // shapedPresetBody is preset "shaped" of server-everything ("everything") and the built-in
@@ -152,5 +155,96 @@ func TestPresetShapedToolsTypeScriptSDK(t *testing.T) {
 	r = admin(t, s, "POST", "/presets", `{"id":"clash","mcp_server_ids":["everything"],"tools":[{"tool":"mcp_everything__echo","name":"x"},{"tool":"mcp_everything__get-sum","name":"x"}]}`)
 	if r.Status != 400 || !strings.Contains(errMessage(t, r), `tools[1].name "x" is also the name of tools[0] (mcp_everything__echo): names are unique in a preset, choose another`) {
 		t.Errorf("a collision: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPresetShapedToolSearch: a preset with both tool_search and shaped tools, driven by
+// mark3labs/mcp-go's client in both eras: search_tools answers get-sum by its new name "add",
+// described anew, its fixed argument out of the schema, and never the hidden get-env;
+// call_tool of "add" runs get-sum with a fixed and b defaulted; call_tool of the hidden tool
+// and of get-sum's old name are unknown. The activity names get-sum, called as "add".
+func TestPresetShapedToolSearch(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	putShapedPreset(t, s)
+	body := strings.Replace(shapedPresetBody, `"id":"shaped"`, `"id":"shapedsearch","tool_search":true`, 1)
+	if r := admin(t, s, "POST", "/presets", body); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+	call := func(c *mcpclient.Client, tool string, args map[string]any) (string, bool) {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		res, err := c.CallTool(t.Context(), req)
+		if err != nil {
+			return err.Error(), true
+		}
+		if len(res.Content) == 0 {
+			t.Fatalf("%s %v: no content", tool, args)
+		}
+		return mcp.GetTextFromContent(res.Content[0]), res.IsError
+	}
+	session, _ := approvalClient(t, presetURL(s, "shapedsearch"), nil)
+	for era, c := range map[string]*mcpclient.Client{"2025-11-25": session, "2026-07-28": modernClient(t, presetURL(s, "shapedsearch"), "zest-preset-shapedsearch")} {
+		t.Run(era, func(t *testing.T) {
+			text, isErr := call(c, "search_tools", map[string]any{"query": "the sum of two numbers", "limit": 20})
+			var found struct {
+				Tools []struct {
+					Name, Description string
+					InputSchema       struct{ Properties map[string]any }
+				}
+			}
+			if err := json.Unmarshal([]byte(text), &found); isErr || err != nil {
+				t.Fatalf("search_tools: %q (isError %v) %v", text, isErr, err)
+			}
+			var add bool
+			for _, f := range found.Tools {
+				switch f.Name {
+				case "add":
+					add = true
+					if f.Description != "Add b to forty." || f.InputSchema.Properties["a"] != nil || f.InputSchema.Properties["b"] == nil {
+						t.Errorf("add found as %+v: want the new description, a (fixed) out of the schema", f)
+					}
+				case "mcp_everything__get-sum":
+					t.Errorf("search_tools found get-sum by its old name: %s", text)
+				}
+			}
+			if !add {
+				t.Errorf("search_tools did not find add (get-sum renamed): %s", text)
+			}
+			if text, _ := call(c, "search_tools", map[string]any{"query": "print the environment variables", "limit": 20}); strings.Contains(text, "get-env") {
+				t.Errorf("search_tools found the hidden get-env: %s", text)
+			}
+			if text, isErr := call(c, "call_tool", map[string]any{"name": "add"}); isErr || !strings.Contains(text, "42") {
+				t.Errorf("call_tool add: %q (isError %v), want 40 + 2", text, isErr)
+			}
+			if text, isErr := call(c, "call_tool", map[string]any{"name": "add", "arguments": map[string]any{"b": 5}}); isErr || !strings.Contains(text, "45") {
+				t.Errorf("call_tool add b=5: %q (isError %v)", text, isErr)
+			}
+			for _, gone := range []string{"mcp_everything__get-env", "mcp_everything__get-sum"} {
+				if text, isErr := call(c, "call_tool", map[string]any{"name": gone}); !isErr || !strings.Contains(text, `Unknown tool "`+gone+`"`) {
+					t.Errorf("call_tool %s: %q (isError %v), want an unknown tool", gone, text, isErr)
+				}
+			}
+		})
+	}
+	r := admin(t, s, "GET", "/activity?limit=100", "")
+	var act struct {
+		Calls []struct {
+			Tool     string `json:"tool"`
+			ChatName string `json:"chat_name"`
+			Preset   string `json:"preset_id"`
+		} `json:"calls"`
+	}
+	if err := json.Unmarshal(r.Body, &act); err != nil {
+		t.Fatalf("%v: %s", err, r.Body)
+	}
+	seen := 0
+	for _, c := range act.Calls {
+		if c.ChatName == "add" && c.Tool == "get-sum" && c.Preset == "shapedsearch" {
+			seen++
+		}
+	}
+	if seen != 4 {
+		t.Errorf("activity: %d calls of get-sum as add through call_tool, want 4: %s", seen, r.Body)
 	}
 }
