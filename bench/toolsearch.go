@@ -115,7 +115,7 @@ func benchToolsearch(_, _ string, warm, dur time.Duration) error {
 	}
 	ctx := context.Background()
 	search := func(q searcheval.Query) ([]toolsearch.Found, error) {
-		return shared.Search(ctx, toolsearch.SearchArgs{Query: q.Query, Server: q.Server, Limit: searchAnswerSize}, providers)
+		return shared.Search(ctx, toolsearch.SearchArgs{Query: q.Query, Server: q.Server, Limit: searchAnswerSize}, providers, nil)
 	}
 	var next atomic.Uint64
 	r := runYielding(searchConcurrency, warm, dur, func() error {

@@ -2,13 +2,17 @@ package zestctl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 func (a *app) presetsCmd() *cobra.Command {
@@ -20,6 +24,9 @@ func (a *app) presetsCmd() *cobra.Command {
 			row(w, "model", p.GetModel())
 			row(w, "providers", strings.Join(p.GetMcpServerIds(), ", "))
 			row(w, "system_prompt", p.GetSystemPrompt())
+			for _, t := range p.GetTools() {
+				row(w, "tool", shapedTool(t))
+			}
 		})
 	}
 	c.AddCommand(&cobra.Command{
@@ -68,9 +75,13 @@ func (a *app) presetsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var mask *fieldmaskpb.FieldMask
 			if b != nil {
 				if err := unmarshalInput(b, "preset", in); err != nil {
 					return err
+				}
+				if namesTools(b) { // "tools": [] clears the shaping; left out, it is kept
+					mask = &fieldmaskpb.FieldMask{Paths: []string{"tools"}}
 				}
 			}
 			set := cmd.Flags().Changed
@@ -101,7 +112,7 @@ func (a *app) presetsCmd() *cobra.Command {
 			}
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			r, err := adm.UpsertPreset(ctx, &mcpgatewayv1.UpsertPresetRequest{Preset: in})
+			r, err := adm.UpsertPreset(ctx, &mcpgatewayv1.UpsertPresetRequest{Preset: in, UpdateMask: mask})
 			if err != nil {
 				return err
 			}
@@ -119,4 +130,45 @@ func (a *app) presetsCmd() *cobra.Command {
 	fs.StringVarP(&file, "file", "f", "", "read the preset as JSON from this file (- for stdin)")
 	c.AddCommand(add)
 	return c
+}
+
+// namesTools reports whether a preset's JSON (bare, or wrapped in {"preset":…}) names tools.
+func namesTools(b []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil {
+		return false
+	}
+	if inner, ok := probe["preset"]; ok && len(probe) == 1 {
+		probe = nil
+		if json.Unmarshal(inner, &probe) != nil {
+			return false
+		}
+	}
+	_, ok := probe["tools"]
+	return ok
+}
+
+// shapedTool is one of a preset's tools in a line: "add ← mcp_x__get-sum: fixed a; defaults b".
+func shapedTool(t *mcpgatewayv1.PresetTool) string {
+	line := t.GetTool()
+	if t.GetName() != "" {
+		line = t.GetName() + " ← " + line
+	}
+	var parts []string
+	if t.GetHidden() {
+		parts = append(parts, "hidden")
+	}
+	if t.GetDescription() != "" {
+		parts = append(parts, "new description")
+	}
+	if f := t.GetArguments().GetFixed(); len(f) > 0 {
+		parts = append(parts, "fixed "+strings.Join(slices.Sorted(maps.Keys(f)), ", "))
+	}
+	if d := t.GetArguments().GetDefaults(); len(d) > 0 {
+		parts = append(parts, "defaults "+strings.Join(slices.Sorted(maps.Keys(d)), ", "))
+	}
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, "; ")
+	}
+	return line
 }

@@ -61,7 +61,7 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		case *mcpgatewayv1.TestServerRequest:
 			req.Server, _, err = adminjson.Server(body)
 		case *mcpgatewayv1.UpsertPresetRequest:
-			req.Preset, err = adminjson.Preset(body)
+			req.Preset, req.UpdateMask, err = adminjson.Preset(body)
 		case *mcpgatewayv1.CallToolRequest:
 			err = adminjson.CallTool(body, req)
 		case *mcpgatewayv1.ApproveToolCallRequest:

@@ -75,16 +75,20 @@ func readServer(body []byte, patch bool) (*mcpgatewayv1.ServerConfig, *fieldmask
 	return in, &fieldmaskpb.FieldMask{Paths: paths}, nil
 }
 
-// Preset reads a preset body (POST /internal/mcp/presets).
-func Preset(body []byte) (*mcpgatewayv1.PresetInput, error) {
+// Preset reads a preset body (POST /internal/mcp/presets), and the mask of the fields it
+// names: "tools": [] clears a preset's tools, where leaving tools out keeps them.
+func Preset(body []byte) (*mcpgatewayv1.PresetInput, *fieldmaskpb.FieldMask, error) {
 	f, err := fold(body, ErrPreset, "preset", `{"id":"helper","model":"builtin-llm","mcp_server_ids":["lemonade"]}`, presetFields.aliases, presetFields.names, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := reader{f: f, kind: ErrPreset}
 	p := &mcpgatewayv1.PresetInput{}
-	r.message(p.ProtoReflect(), false)
-	return p, r.err
+	paths := r.message(p.ProtoReflect(), false)
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return p, &fieldmaskpb.FieldMask{Paths: paths}, nil
 }
 
 // CallTool reads a tool call body ({"name":…, "arguments":{…}, "timeout_ms":…}) into req; the

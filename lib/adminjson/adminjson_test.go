@@ -96,12 +96,40 @@ func TestServerToolFilters(t *testing.T) {
 }
 
 func TestPreset(t *testing.T) {
-	p, err := Preset([]byte(`{"preset":{"id":"h","mcpServerIds":["lemonade"],"toolsEnabled":true,"systemPrompt":"Be brief."}}`))
+	p, _, err := Preset([]byte(`{"preset":{"id":"h","mcpServerIds":["lemonade"],"toolsEnabled":true,"systemPrompt":"Be brief."}}`))
 	if err != nil || p.GetId() != "h" || p.GetSystemPrompt() != "Be brief." || len(p.GetMcpServerIds()) != 1 || !p.GetToolsEnabled() {
 		t.Fatalf("%v %v", p, err)
 	}
-	if _, err := Preset([]byte(`{"id":"h","tools":[]}`)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), `unknown field "tools"`) {
+	if _, _, err := Preset([]byte(`{"id":"h","tool_list":[]}`)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), `unknown field "tool_list"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPresetTools(t *testing.T) {
+	p, mask, err := Preset([]byte(`{"id":"h","mcp_server_ids":["fs"],"tools":[{"tool":"mcp_fs__read","name":"read","description":"Read a file.","arguments":{"fixed":{"root":"/srv"},"defaults":{"limit":10}}},{"tool":"mcp_fs__rm","hidden":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := p.GetTools()
+	if len(ts) != 2 || ts[0].GetName() != "read" || ts[0].GetArguments().GetFixed()["root"].GetStringValue() != "/srv" ||
+		ts[0].GetArguments().GetDefaults()["limit"].GetNumberValue() != 10 || !ts[1].GetHidden() {
+		t.Fatalf("tools = %v", ts)
+	}
+	for body, want := range map[string]string{
+		`{"id":"h","tools":{}}`:                              "tools must be an array of objects",
+		`{"id":"h","tools":[{"tool":"x","rename":"y"}]}`:     `tools[0]: unknown field "rename"; an item's members are tool, name, description, hidden, arguments`,
+		`{"id":"h","tools":[{"tool":"x"},{"hidden":"yes"}]}`: `tools[1]: invalid value for bool field hidden: "yes"; an item's`,
+		`{"id":"h","tools":[{"tool":"x","arguments":[]}]}`:   `tools[0]: syntax error: unexpected token [`,
+	} {
+		if _, _, err := Preset([]byte(body)); !errors.Is(err, ErrPreset) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", body, err, want)
+		}
+	}
+	if got := strings.Join(mask.GetPaths(), ","); got != "id,mcp_server_ids,tools" {
+		t.Errorf("mask = %s", got)
+	}
+	if _, mask, _ := Preset([]byte(`{"id":"h","tools":[]}`)); !slices.Contains(mask.GetPaths(), "tools") { // [] clears
+		t.Errorf("an empty tools is not named: %v", mask)
 	}
 }
 

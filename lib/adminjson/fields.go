@@ -2,11 +2,15 @@ package adminjson
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -103,6 +107,13 @@ func (r *reader) message(m protoreflect.Message, patch bool) []string {
 			}
 			continue
 		}
+		if fd.IsList() && fd.Message() != nil { // a preset's tools
+			if v, ok := r.messages(m, fd, k, raw); ok {
+				m.Set(fd, v)
+				paths = append(paths, k)
+			}
+			continue
+		}
 		if fd.Message() != nil && !fd.IsMap() { // the sandbox
 			sb, members := r.sandbox(k, patch)
 			if sb != nil {
@@ -172,4 +183,40 @@ func (r *reader) value(m protoreflect.Message, fd protoreflect.FieldDescriptor, 
 		r.fail(k, "a value of a kind this edge does not read ("+fd.Kind().String()+")", raw)
 	}
 	return protoreflect.Value{}, false
+}
+
+// messages reads the member k of fd, a list of messages (a preset's tools), each item read by
+// protojson as its own message: an unknown member or a value of the wrong kind is refused,
+// naming the item (tools[2]).
+func (r *reader) messages(m protoreflect.Message, fd protoreflect.FieldDescriptor, k string, raw json.RawMessage) (protoreflect.Value, bool) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		r.fail(k, "an array of objects", raw)
+		return protoreflect.Value{}, false
+	}
+	l := m.NewField(fd).List()
+	for i, it := range items {
+		item := l.NewElement()
+		if err := protojson.Unmarshal(it, item.Message().Interface()); err != nil {
+			// protojson's words, without its "proto:" and position, its odd spaces made plain.
+			why := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "proto:"), "\u00a0", " ")
+			why = strings.TrimLeftFunc(jsonPosition.ReplaceAllString(why, ": "), func(r rune) bool { return r == ':' || unicode.IsSpace(r) })
+			r.setErr(fmt.Errorf("%w: %s[%d]: %s; an item's members are %s", r.kind, k, i, why, memberNames(fd.Message())))
+			return protoreflect.Value{}, false
+		}
+		l.Append(item)
+	}
+	return protoreflect.ValueOfList(l), true
+}
+
+// jsonPosition is protojson's "(line 1:13)" in an error: the body is one line to a user.
+var jsonPosition = regexp.MustCompile(`\s*\(line \d+:\d+\):?\s*`)
+
+// memberNames are the JSON names of md's fields, for an error that says what an item holds.
+func memberNames(md protoreflect.MessageDescriptor) string {
+	names := make([]string, 0, md.Fields().Len())
+	for i := range md.Fields().Len() {
+		names = append(names, md.Fields().Get(i).JSONName())
+	}
+	return strings.Join(names, ", ")
 }

@@ -55,6 +55,9 @@ func (s *Service) UpsertPreset(ctx context.Context, req *mcpgatewayv1.UpsertPres
 	if err != nil && !errors.Is(err, registry.ErrNotFound) {
 		return nil, toStatus(err)
 	}
+	if err := serverconfig.KeepPresetTools(p, old, req.GetPreset(), req.GetUpdateMask().GetPaths()); err != nil {
+		return nil, toStatus(err)
+	}
 	if err := s.reg.PutPreset(ctx, p); err != nil {
 		return nil, toStatus(err)
 	}

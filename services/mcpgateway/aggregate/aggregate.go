@@ -5,7 +5,9 @@
 //
 // Tools and prompts of a registered server are served under their chat_name (catalog.ChatName,
 // the name the chat loop gives them); the built-in "lemonade" provider's tools keep their own
-// names and are served by /mcp's own implementation. Resources keep their URIs, and a request
+// names and are served by /mcp's own implementation. The preset's tools field shapes them
+// (toolshape: renamed, described anew, hidden, arguments fixed or defaulted), and a call of a
+// shaped name reaches the tool itself. Resources keep their URIs, and a request
 // about a URI goes to the provider that listed it (or whose template matches it). Each request
 // reaches its provider through federate.Handler.Forward, as on /mcp/servers/{id}: progress with
 // the client's token, cancellation, the server's timeout, failures hidden from non-admins behind
@@ -38,6 +40,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -192,6 +195,8 @@ func (o own) EndSession(ctx context.Context, req *mcphttp.Request) error {
 type provider struct {
 	id  string
 	cfg *mcpgatewayv1.ServerConfig
+	// shape is the preset's tool shaping (Preset.tools), the same for each of its providers.
+	shape *toolshape.Shape
 }
 
 func (p provider) builtin() bool { return p.cfg == nil }
@@ -211,9 +216,10 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 		return nil, status.Errorf(codes.Internal, "registry: %v", err)
 	}
 	var out []provider
+	shape := toolshape.New(p.GetTools())
 	for _, id := range p.GetMcpServerIds() {
 		if id == serverconfig.LemonadeProvider {
-			out = append(out, provider{id: id})
+			out = append(out, provider{id: id, shape: shape})
 			continue
 		}
 		// The one rule of who reaches a server: one that is not registered, disabled or
@@ -226,7 +232,7 @@ func (h *Handler) providers(ctx context.Context, ep endpoint) ([]provider, error
 		case err != nil:
 			return nil, status.Errorf(codes.Internal, "registry: %v", err)
 		default:
-			out = append(out, provider{id: id, cfg: cfg})
+			out = append(out, provider{id: id, cfg: cfg, shape: shape})
 		}
 	}
 	return out, nil
@@ -364,6 +370,9 @@ func (h *Handler) describe(ctx context.Context, ep endpoint, provs []provider) (
 		union(caps, inf.Capabilities)
 	}
 	instr := fmt.Sprintf("Zest preset %q: the tools and prompts of its MCP servers, named mcp_<server>__<name> (the names Zest's chat loop gives them), and their resources with their own URIs.", ep.preset)
+	if len(provs) > 0 && provs[0].shape != nil {
+		instr += " The preset renames, describes or hides some tools: call them by the names tools/list gives."
+	}
 	if len(names) > 0 {
 		instr += " Providers: " + strings.Join(names, "; ") + "."
 	} else {

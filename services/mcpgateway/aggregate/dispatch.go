@@ -19,6 +19,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
@@ -150,10 +151,17 @@ func (c *call) invokeTool(ctx context.Context, msg mcpserve.Message, params json
 	_ = json.Unmarshal(params, &p)
 	name := p.Name
 	unknown := mcpserve.UnknownTool(msg.ID, name)
-	if c.isBuiltinTool(ctx, name) {
-		return c.callBuiltin(ctx, msg, name, params, entry)
+	chat, params, refused := c.unshape(msg, name, params)
+	if refused != nil {
+		return refused
 	}
-	pr, orig, ok := c.resolveTool(ctx, name)
+	if chat == "" {
+		return unknown
+	}
+	if c.isBuiltinTool(ctx, chat) {
+		return c.callBuiltin(ctx, msg, chat, name, params, entry)
+	}
+	pr, orig, ok := c.resolveTool(ctx, chat)
 	if !ok {
 		return unknown
 	}
@@ -181,15 +189,57 @@ func (c *call) invokeTool(ctx context.Context, msg mcpserve.Message, params json
 	return c.h.fed.CallTool(ctx, c.sessionID, c.claims, c.out, msg, tc)
 }
 
-// callBuiltin runs a built-in tool through the tool-call pipeline, its notifications on the
-// session's stream as /mcp sends them; notifications/cancelled stops it.
-func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, name string, params json.RawMessage, entry toolcall.Entry) []byte {
+// shape is the preset's tool shaping (every provider carries the same).
+func (c *call) shape() *toolshape.Shape {
+	if len(c.provs) == 0 {
+		return nil
+	}
+	return c.provs[0].shape
+}
+
+// unshape maps a tools/call of the tool the client named back to the tool's chat_name, the
+// preset's fixed and default arguments merged into params (toolshape.Shape.Call). chat is ""
+// when the preset serves no such tool (hidden, or the old name of a renamed tool); refused is
+// the answer to a call that sets a fixed argument to another value: a tool execution error,
+// which the model can read and correct, as MCP asks of invalid arguments.
+func (c *call) unshape(msg mcpserve.Message, name string, params json.RawMessage) (chat string, out json.RawMessage, refused []byte) {
+	s := c.shape()
+	if s == nil {
+		return name, params, nil
+	}
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(params, &whole) != nil || whole == nil {
+		return "", nil, nil
+	}
+	chat, args, ok, err := s.Call(name, whole["arguments"])
+	if !ok {
+		return "", nil, nil
+	}
+	if err != nil {
+		res, _ := json.Marshal(mcp.NewToolResultError(err.Error()))
+		return "", nil, mcpserve.Result(msg.ID, res)
+	}
+	if len(args) > 0 {
+		whole["arguments"] = args
+	}
+	whole["name"], _ = json.Marshal(chat)
+	out, _ = json.Marshal(whole)
+	return chat, out, nil
+}
+
+// callBuiltin runs the built-in tool tool (called by name) through the tool-call pipeline,
+// its notifications on the session's stream as /mcp sends them; notifications/cancelled
+// stops it.
+func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, tool, name string, params json.RawMessage, entry toolcall.Entry) []byte {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
 	sctx, end := c.h.builtin.WithSession(ctx, c.sessionID, c.claims, func(n []byte) error { c.out.Note(n); return c.out.Err() })
-	res, err := c.h.tools.Invoke(sctx, &toolcall.Call{Entry: entry, Server: serverconfig.LemonadeProvider, Tool: name,
-		Preset: c.ep.preset, Params: params})
+	tc := &toolcall.Call{Entry: entry, Server: serverconfig.LemonadeProvider, Tool: tool, Preset: c.ep.preset, Params: params}
+	if name != tool {
+		tc.ChatName = name
+	}
+	res, err := c.h.tools.Invoke(sctx, tc)
 	if endErr := end(); endErr != nil && err == nil {
 		err = endErr
 	}

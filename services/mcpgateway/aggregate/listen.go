@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 )
 
 // Notify hands one notification of server to the GET streams of the preset sessions that
@@ -51,6 +52,18 @@ var listChanged = [][]byte{
 	[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`),
 }
 
+// sameShape reports whether two reads of a preset's providers shape its tools alike.
+func sameShape(a, b []provider) bool {
+	var sa, sb *toolshape.Shape
+	if len(a) > 0 {
+		sa = a[0].shape
+	}
+	if len(b) > 0 {
+		sb = b[0].shape
+	}
+	return toolshape.Equal(sa, sb)
+}
+
 // servers are the ids of the registered servers among provs.
 func servers(provs []provider) []string {
 	var out []string
@@ -92,7 +105,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStr
 			if err != nil {
 				return true, nil // the preset is gone: its next request says so
 			}
-			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
+			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) || !sameShape(now, provs) {
 				ids, provs = next, now
 				h.hub.Follow(l, ids)
 				h.connect(ctx, provs)

@@ -151,12 +151,12 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 var errNotDeclared = fmt.Errorf("not declared")
 
 // page reads one page of provider p's list k from cursor, as the preset serves it: tools
-// its filters hide left out, tools and prompts under their chat_name. A provider that does
-// not declare the list has none of it.
+// its filters hide left out, tools and prompts under their chat_name, tools shaped by the
+// preset (toolshape). A provider that does not declare the list has none of it.
 func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]json.RawMessage, string, error) {
 	if p.builtin() {
 		tools, err := c.h.builtin.BuiltinTools(ctx)
-		return tools, "", err
+		return p.shape.Tools(tools), "", err
 	}
 	raws, next, err := c.h.upstreamPage(ctx, p, k, cursor)
 	if errors.Is(err, errNotDeclared) {
@@ -179,8 +179,15 @@ func (c *call) page(ctx context.Context, p provider, k kind, cursor string) ([]j
 			if k == toolsList && !serverconfig.Exposed(p.cfg, name) {
 				continue
 			}
-			m["name"], _ = json.Marshal(catalog.ChatName(p.id, name))
+			chat := catalog.ChatName(p.id, name)
+			m["name"], _ = json.Marshal(chat)
 			raw, _ = json.Marshal(m)
+			if k == toolsList && p.shape.Has(chat) {
+				var shown bool
+				if raw, shown = p.shape.Tool(raw); !shown {
+					continue // hidden by the preset
+				}
+			}
 		}
 		out = append(out, raw)
 	}

@@ -75,7 +75,8 @@ func (c *call) callMeta(ctx context.Context, msg mcpserve.Message, name string, 
 
 // searchTools answers search_tools: the providers' tools are listed first (cached; a server
 // not yet connected connects), so that the catalog holds them, then the shared index is
-// searched among them.
+// searched among them, the tools found shaped as the preset serves them (hidden ones never
+// found; call_tool maps a shaped name back, as tools/call does: invokeTool).
 func (c *call) searchTools(ctx context.Context, msg mcpserve.Message, args json.RawMessage) []byte {
 	a, err := toolsearch.ParseSearch(args)
 	if err != nil {
@@ -95,7 +96,7 @@ func (c *call) searchTools(ctx context.Context, msg mcpserve.Message, args json.
 		})
 	}
 	wg.Wait()
-	found, err := c.h.search.Search(ctx, a, servers)
+	found, err := c.h.search.Search(ctx, a, servers, c.shape())
 	switch {
 	case errors.Is(err, toolsearch.ErrUnknownServer):
 		return mcpserve.Result(msg.ID, toolsearch.ErrorResult(err))

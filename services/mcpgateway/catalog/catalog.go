@@ -34,23 +34,9 @@ import (
 // MaxChatName is the longest chat_name (OpenAI's limit on function names).
 const MaxChatName = 64
 
-// clean maps every character outside [A-Za-z0-9_-] to '_', trims '_' at both ends, and
-// gives "tool" for an empty result.
-func clean(part string) string {
-	var b strings.Builder
-	for _, r := range part {
-		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	out := strings.Trim(b.String(), "_")
-	if out == "" {
-		return "tool"
-	}
-	return out
-}
+// clean is a part of a chat_name (serverconfig.ChatNamePart: a preset's tools are checked
+// against the same names).
+func clean(part string) string { return serverconfig.ChatNamePart(part) }
 
 // ChatName is the collision-free name of tool of server serverID.
 func ChatName(serverID, tool string) string {

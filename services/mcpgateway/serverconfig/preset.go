@@ -75,6 +75,12 @@ func ParsePreset(in *mcpgatewayv1.PresetInput, taken, known func(string) bool) (
 		}
 	}
 	p.ToolsEnabled = slices.Contains(p.McpServerIds, LemonadeProvider)
+	if err := checkPresetTools(in.GetTools(), p.GetMcpServerIds()); err != nil {
+		return nil, err
+	}
+	if len(in.GetTools()) > 0 {
+		p.Tools = presetTools(in.GetTools())
+	}
 	switch {
 	case p.GetId() == "":
 		src := p.GetName()

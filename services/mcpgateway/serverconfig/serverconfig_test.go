@@ -22,7 +22,7 @@ func parse(js string, taken func(string) bool) (*mcpgatewayv1.ServerConfig, erro
 }
 
 func parsePreset(js string, known func(string) bool) (*mcpgatewayv1.Preset, error) {
-	in, err := adminjson.Preset([]byte(js))
+	in, _, err := adminjson.Preset([]byte(js))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,8 @@ func TestParsePreset(t *testing.T) {
 		"five providers": {`{"id":"x","mcp_server_ids":["a","b","c","d","e"]}`, "selects 5 providers; a preset selects at most 4"},
 		"ids not a list": {`{"id":"x","mcp_server_ids":"a"}`, "mcp_server_ids must be an array of strings"},
 		"bad id":         {`{"id":"a b"}`, "must match"},
-		"unknown":        {`{"id":"x","tools":[]}`, `unknown field "tools"`},
+		"unknown":        {`{"id":"x","tool_list":[]}`, `unknown field "tool_list"`},
+		"tools of JSON":  {`{"id":"x","mcp_server_ids":["echo"],"tools":[{"tool":"mcp_echo__echo","name":"mcp_x"}]}`, `tools[0].name "mcp_x" begins with mcp_`},
 		"unknown server": {`{"id":"x","mcp_server_ids":["lemonade","ghost"]}`, `mcp_server_ids names "ghost", which is not a registered server`},
 	} {
 		t.Run(name, func(t *testing.T) {

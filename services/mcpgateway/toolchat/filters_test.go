@@ -39,6 +39,7 @@ type fakeModel struct {
 
 	mu         sync.Mutex
 	offered    [][]string
+	tools      [][]any // the tool definitions each request offered
 	beforeCall func()
 	// args are the arguments of its calls (default {"text":"x"}); toolMsg is the last tool
 	// message it was sent, as the model reads it.
@@ -60,6 +61,7 @@ func (m *fakeModel) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingSer
 	}
 	m.mu.Lock()
 	m.offered = append(m.offered, offered)
+	m.tools = append(m.tools, req.GetTools().AsSlice())
 	beforeCall, args := m.beforeCall, m.args
 	msgs := req.GetMessages()
 	if last := msgs[len(msgs)-1]; last.GetRole() == "tool" {
@@ -79,6 +81,12 @@ func (m *fakeModel) Chat(req *inferencev1.ChatRequest, s grpc.ServerStreamingSer
 	}
 	return s.Send(&inferencev1.ChatResponse{Id: "c", Model: "m", FinishReason: "tool_calls", Delta: &inferencev1.ChatMessage{Role: "assistant",
 		ToolCalls: []*inferencev1.ToolCall{{Id: "call_1", Type: "function", Function: &inferencev1.FunctionCall{Name: fn, Arguments: args}}}}})
+}
+
+func (m *fakeModel) firstTools() []any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tools[0]
 }
 
 func (m *fakeModel) firstOffer() []string {

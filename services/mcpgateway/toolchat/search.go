@@ -7,6 +7,7 @@ import (
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 )
 
 // Option configures a Loop.
@@ -20,8 +21,9 @@ func WithToolSearch(s *toolsearch.Shared) Option { return func(l *Loop) { l.sear
 // call_tool, in place of the tools it may call (callable, gathered as for any chat: what the
 // filters and the caller's visibility leave).
 type searchMode struct {
-	callable map[string]*tool
-	servers  []string // the providers that gave tools: a search looks among theirs
+	callable map[string]*tool // by the name the preset serves (shaped)
+	servers  []string         // the providers that gave tools: a search looks among theirs
+	shape    *toolshape.Shape // the preset's: what a search finds is shaped as callable is
 }
 
 // metaTools are the chat's definitions of search_tools and call_tool (OpenAI functions).
@@ -34,15 +36,16 @@ func metaTools() map[string]*tool {
 			InputSchema map[string]any `json:"inputSchema"`
 		}
 		_ = json.Unmarshal(raw, &m) // fixed JSON, read by toolsearch's tests
-		out[m.Name] = &tool{chatName: m.Name, name: m.Name, meta: true, openai: map[string]any{"type": "function",
+		out[m.Name] = &tool{chatName: m.Name, served: m.Name, name: m.Name, meta: true, openai: map[string]any{"type": "function",
 			"function": map[string]any{"name": m.Name, "description": m.Description, "parameters": m.InputSchema}}}
 	}
 	return out
 }
 
-// newSearchMode keeps the chat's tools as what call_tool may call; the servers a search
-// looks among are those that gave them.
-func newSearchMode(callable map[string]*tool, providers []string) *searchMode {
+// newSearchMode keeps the chat's tools (shaped: by the names the preset serves, the hidden
+// ones left out) as what call_tool may call; the servers a search looks among are those that
+// gave them, and what it finds is shaped by shape as they are.
+func newSearchMode(callable map[string]*tool, providers []string, shape *toolshape.Shape) *searchMode {
 	gave := map[string]bool{}
 	for _, t := range callable {
 		gave[t.serverID()] = true
@@ -53,7 +56,7 @@ func newSearchMode(callable map[string]*tool, providers []string) *searchMode {
 			servers = append(servers, id)
 		}
 	}
-	return &searchMode{callable: callable, servers: servers}
+	return &searchMode{callable: callable, servers: servers, shape: shape}
 }
 
 // searchTools answers search_tools (arguments args): the best matches among the chat's tools.
@@ -61,11 +64,11 @@ func (l *Loop) searchTools(ctx context.Context, s *searchMode, args string) ran 
 	a, err := toolsearch.ParseSearch(json.RawMessage(args))
 	if err == nil {
 		var found []toolsearch.Found
-		found, err = l.search.Search(ctx, a, s.servers)
+		found, err = l.search.Search(ctx, a, s.servers, s.shape)
 		if err == nil {
 			kept := found[:0]
 			for _, f := range found {
-				if s.callable[f.Name] != nil { // what this chat may call, and only that
+				if s.callable[f.Name] != nil { // what this chat may call (by its shaped name), and only that
 					kept = append(kept, f)
 				}
 			}

@@ -36,6 +36,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -105,6 +106,36 @@ type tool struct {
 	name     string                     // the tool's own name
 	openai   map[string]any
 	meta     bool // search_tools or call_tool of a chat with tool search
+	// served is the name the model is offered (the chat_name unless the preset renames it),
+	// and shape the preset's shaping, which merges the call's arguments.
+	served string
+	shape  *toolshape.Shape
+}
+
+// shaped are the tools as the preset serves them (toolshape): by the name the model is
+// offered, the hidden ones left out.
+func shaped(tools map[string]*tool, s *toolshape.Shape) map[string]*tool {
+	out := make(map[string]*tool, len(tools))
+	for _, t := range tools {
+		t.served, t.shape = t.chatName, s
+		if s == nil {
+			out[t.chatName] = t
+			continue
+		}
+		fn, _ := t.openai["function"].(map[string]any)
+		desc, _ := fn["description"].(string)
+		params, _ := fn["parameters"].(map[string]any)
+		name, desc, params, ok := s.Function(t.chatName, desc, params)
+		if !ok {
+			continue
+		}
+		fn = maps.Clone(fn)
+		fn["name"], fn["description"], fn["parameters"] = name, desc, params
+		t.openai = map[string]any{"type": "function", "function": fn}
+		t.served = name
+		out[name] = t
+	}
+	return out
 }
 
 // serverID is the id of the tool's provider.
@@ -201,10 +232,12 @@ func (l *Loop) Chat(req *mcpgatewayv1.ChatRequest, stream mcpgatewayv1.ChatServi
 	// users get an incident id instead.
 	admin := l.keys.CallerIsAdmin(ctx)
 	tools, warnings := l.tools(ctx, providers, admin)
+	shape := toolshape.New(preset.GetTools())
+	tools = shaped(tools, shape)
 	var search *searchMode
 	if preset.GetToolSearch() && l.search != nil {
 		// The model is offered the two meta-tools; the tools are what call_tool may call.
-		search, tools = newSearchMode(tools, providers), metaTools()
+		search, tools = newSearchMode(tools, providers, shape), metaTools()
 	}
 	if err := checkToolChoice(chat, tools, warnings); err != nil {
 		return err
@@ -434,7 +467,7 @@ func (l *Loop) runCalls(ctx context.Context, round int, calls []*inferencev1.Too
 				t, c = inner, innerCall
 			}
 		}
-		rec := &mcpgatewayv1.ToolCallRecord{Round: int32(round), Id: c.GetId(), Name: t.chatName, Arguments: c.GetFunction().GetArguments(),
+		rec := &mcpgatewayv1.ToolCallRecord{Round: int32(round), Id: c.GetId(), Name: t.served, Arguments: c.GetFunction().GetArguments(),
 			ServerId: t.serverID()}
 		if t.meta {
 			rec.ServerId = "" // Zest's own tool search
@@ -528,13 +561,17 @@ func (l *Loop) call(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *
 	if err := json.Unmarshal([]byte(args), &argMap); err != nil || argMap == nil {
 		return failed("The tool arguments are not a JSON object: send the arguments as one JSON object matching the tool's parameters")
 	}
+	merged, err := t.shape.Arguments(t.chatName, t.served, json.RawMessage(args))
+	if err != nil { // a fixed argument sent with another value: the model may call again without it
+		return failed("The tool was not called: " + err.Error())
+	}
 	server := serverconfig.LemonadeProvider
 	if t.server != nil {
 		server = t.server.GetId()
 	}
-	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": json.RawMessage(args)})
+	params, _ := json.Marshal(map[string]any{"name": t.name, "arguments": merged})
 	held := &chatApprover{out: out, rec: rec}
-	raw, err := l.pipeline.Invoke(ctx, &toolcall.Call{Entry: toolcall.EntryChat, Server: server, Tool: t.name, ChatName: t.chatName,
+	raw, err := l.pipeline.Invoke(ctx, &toolcall.Call{Entry: toolcall.EntryChat, Server: server, Tool: t.name, ChatName: t.served,
 		Preset: preset, CallID: c.GetId(), Params: params, Approver: held})
 	var unknown *toolcall.UnknownServerError
 	var filtered *serverconfig.ToolFilteredError

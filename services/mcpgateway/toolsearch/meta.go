@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 )
 
 // The two meta-tools a preset with tool_search serves in place of its tools, and their bounds.
@@ -100,7 +102,7 @@ func decodeArgs(args json.RawMessage, v any) error {
 
 // Found is one tool search_tools answers: what a client needs to call it through call_tool.
 type Found struct {
-	Name        string         `json:"name"` // the chat_name call_tool takes
+	Name        string         `json:"name"` // the name call_tool takes: the chat_name, or the preset's new name for it
 	Server      string         `json:"server"`
 	Title       string         `json:"title,omitempty"`
 	Description string         `json:"description"`
@@ -109,8 +111,12 @@ type Found struct {
 
 // Search answers search_tools over the tools of servers (the providers the caller may use,
 // in any order), narrowed to args.Server when set: the best matches of the shared index,
-// best first. A server filter that is not one of servers is an error that lists them.
-func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string) ([]Found, error) {
+// best first, as the preset's shape serves them (toolshape; nil: as they are). The index is
+// one per catalog version, for every preset: a tool the preset hides is left out before the
+// limit, and the others are shaped as they are answered (their new name, description and
+// schema); the words matched are the tool's own. A server filter that is not one of servers
+// is an error that lists them.
+func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, shape *toolshape.Shape) ([]Found, error) {
 	if args.Server != "" && !slices.Contains(servers, args.Server) {
 		return nil, fmt.Errorf("%w: %q: use one of %s", ErrUnknownServer, args.Server, strings.Join(servers, ", "))
 	}
@@ -122,12 +128,19 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string) 
 	if args.Server != "" {
 		allow = func(d *Doc) bool { return d.Server == args.Server }
 	}
+	if shape != nil {
+		inServers := allow
+		allow = func(d *Doc) bool {
+			_, shown := shape.Served(d.Entry.GetChatName())
+			return shown && inServers(d)
+		}
+	}
 	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow})
 	out := make([]Found, 0, len(hits))
 	for _, h := range hits {
 		e := h.Doc.Entry
-		out = append(out, Found{Name: e.GetChatName(), Server: e.GetServerId(), Title: e.GetTitle(),
-			Description: e.GetDescription(), InputSchema: e.GetInputSchema().AsMap()})
+		name, desc, schema, _ := shape.Function(e.GetChatName(), e.GetDescription(), e.GetInputSchema().AsMap())
+		out = append(out, Found{Name: name, Server: e.GetServerId(), Title: e.GetTitle(), Description: desc, InputSchema: schema})
 	}
 	return out, nil
 }

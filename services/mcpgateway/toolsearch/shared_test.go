@@ -11,7 +11,9 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"github.com/zestmcp/zest/services/mcpgateway/toolshape"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // source is a registry and an upstream in memory for catalog.New: two servers and what they
@@ -86,7 +88,7 @@ func TestSharedOneBuildPerChange(t *testing.T) {
 		errs := make(chan error, sessions)
 		for range sessions {
 			wg.Go(func() {
-				if _, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 5}, []string{"fs", "gh"}); err != nil {
+				if _, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 5}, []string{"fs", "gh"}, nil); err != nil {
 					errs <- err
 				}
 			})
@@ -110,7 +112,7 @@ func TestSharedOneBuildPerChange(t *testing.T) {
 	if n := s.Builds(); n != 2 {
 		t.Fatalf("after one list_changed, %d builds, want 2", n)
 	}
-	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: "merge the pull request", Limit: 5}, []string{"fs", "gh"})
+	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: "merge the pull request", Limit: 5}, []string{"fs", "gh"}, nil)
 	if err != nil || len(found) == 0 || found[0].Name != catalog.ChatName("gh", "merge_pull_request") {
 		t.Fatalf("after list_changed: %v %v", names(found), err)
 	}
@@ -122,21 +124,21 @@ func TestSharedSearchNarrows(t *testing.T) {
 	src := newSource()
 	s := toolsearch.NewShared(catalog.New(src, src, nil), nil)
 	ctx := t.Context()
-	found, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Limit: 5}, []string{"gh"})
+	found, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Limit: 5}, []string{"gh"}, nil)
 	if err != nil || len(found) != 1 || found[0].Server != "gh" {
 		t.Fatalf("only gh's tools: %v %v", names(found), err)
 	}
-	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "delete a file", Limit: 5}, []string{"fs", "gh"})
+	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "delete a file", Limit: 5}, []string{"fs", "gh"}, nil)
 	for _, f := range found {
 		if f.Name == catalog.ChatName("fs", "delete_file") {
 			t.Fatalf("a denied tool was found: %v", names(found))
 		}
 	}
-	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Server: "fs", Limit: 5}, []string{"fs", "gh"})
+	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Server: "fs", Limit: 5}, []string{"fs", "gh"}, nil)
 	if len(found) != 1 || found[0].Name != catalog.ChatName("fs", "read_file") || found[0].InputSchema["properties"] == nil {
 		t.Fatalf("server filter fs: %+v", found)
 	}
-	if _, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file", Server: "fs", Limit: 5}, []string{"gh"}); !errors.Is(err, toolsearch.ErrUnknownServer) {
+	if _, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file", Server: "fs", Limit: 5}, []string{"gh"}, nil); !errors.Is(err, toolsearch.ErrUnknownServer) {
 		t.Fatalf("a filter on a server the caller cannot use: %v", err)
 	}
 }
@@ -181,3 +183,33 @@ func TestParseMetaArguments(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestSharedSearchShaped: a preset's shape applies to what the shared index finds — a tool it
+// hides is left out before the limit (the next one is answered in its place), a renamed one is
+// answered by its new name and description with its fixed argument out of the schema.
+func TestSharedSearchShaped(t *testing.T) {
+	src := newSource()
+	s := toolsearch.NewShared(catalog.New(src, src, nil), nil)
+	ctx := t.Context()
+	args := toolsearch.SearchArgs{Query: "read a file", Limit: 1}
+	first, err := s.Search(ctx, args, []string{"fs", "gh"}, nil)
+	if err != nil || len(first) != 1 || first[0].Name != catalog.ChatName("fs", "read_file") {
+		t.Fatalf("unshaped: %v %v", names(first), err)
+	}
+	shape := toolshape.New([]*mcpgatewayv1.PresetTool{
+		{Tool: catalog.ChatName("fs", "read_file"), Hidden: true},
+		{Tool: catalog.ChatName("gh", "create_issue"), Name: "open_issue", Description: "Open an issue.", Arguments: &mcpgatewayv1.PresetToolArguments{
+			Fixed: map[string]*structpb.Value{"title": structpb.NewStringValue("from the preset")}}},
+	})
+	found, err := s.Search(ctx, toolsearch.SearchArgs{Query: "read a file issue", Limit: 1}, []string{"fs", "gh"}, shape)
+	if err != nil || len(found) != 1 {
+		t.Fatalf("shaped, limit 1: %v %v, want the hidden tool left out before the limit", names(found), err)
+	}
+	f := found[0]
+	if props, _ := f.InputSchema["properties"].(map[string]any); f.Name != "open_issue" || f.Description != "Open an issue." || f.Server != "gh" || props["title"] != nil {
+		t.Fatalf("shaped: %+v, want open_issue, described anew, without its fixed title", f)
+	}
+	if n := s.Builds(); n != 1 {
+		t.Fatalf("a shaped search built the index again: %d builds", n)
+	}
+}

@@ -27,11 +27,14 @@ function hashQuery() {
 // presetTools lists the chat names of a preset's tools: the connected servers' tools from the
 // admin list, and the built-in (lemonade) tools from a tools/list of the preset's MCP endpoint
 // in MCP 2026-07-28 (one stateless request; it is also the fallback when the admin list failed).
+// A preset that shapes its tools (renamed, hidden) is listed by its endpoint alone: the names
+// a chat of it may call are the shaped ones.
 async function presetTools(app, preset, adminTools) {
   const ids = preset.mcp_server_ids || [];
   const names = [];
-  if (adminTools) for (const t of adminTools) if (ids.includes(t.server_id)) names.push({ name: t.chat_name, label: `${t.chat_name} (${t.server_name || t.server_id})` });
-  if (!adminTools || ids.includes('lemonade')) {
+  const shaped = (preset.tools || []).length > 0;
+  if (adminTools && !shaped) for (const t of adminTools) if (ids.includes(t.server_id)) names.push({ name: t.chat_name, label: `${t.chat_name} (${t.server_name || t.server_id})` });
+  if (!adminTools || shaped || ids.includes('lemonade')) {
     const v = '2026-07-28';
     try {
       // The built-in tools alone are /mcp's own (unless ZEST_MCP_PRESET names a preset there).

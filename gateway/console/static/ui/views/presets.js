@@ -1,8 +1,10 @@
-// Presets: saved chat setups (a model, a system prompt, 0-4 MCP providers). The list is a table
-// with Edit and Delete; the form creates or replaces one (POST /internal/mcp/presets upserts).
-// Validation errors that name a field (err.param) are shown next to it. A preset with tool
-// search offers search_tools and call_tool instead of its tools; its edit view lets a person
-// try a search over MCP, on /mcp/presets/{id} (mcpclient.js), as any client would.
+// Presets: saved chat setups (a model, a system prompt, 0-4 MCP providers, and how the
+// providers' tools are shaped: renamed, described anew, hidden, arguments fixed or defaulted).
+// The list is a table with Edit and Delete; the form creates or replaces one (POST
+// /internal/mcp/presets upserts). Validation errors that name a field (err.param) are shown
+// next to it. A preset with tool search offers search_tools and call_tool instead of its
+// tools (shaped alike); its edit view lets a person try a search over MCP, on
+// /mcp/presets/{id} (mcpclient.js), as any client would.
 
 import { McpSession } from './mcpclient.js';
 
@@ -24,9 +26,10 @@ export default {
 
     // The presets first: a missing admin key is asked for once, then the rest go together.
     const [presetsR] = await Promise.allSettled([app.api('GET', '/internal/mcp/presets')]);
-    const [modelsR, serversR] = presetsR.status === 'rejected' ? [null, null] : await Promise.allSettled([
+    const [modelsR, serversR, toolsR] = presetsR.status === 'rejected' ? [null, null, null] : await Promise.allSettled([
       app.api('GET', '/api/v1/models'),
       app.api('GET', '/internal/mcp/servers'),
+      app.api('GET', '/internal/mcp/tools'),
     ]);
     if (presetsR.status === 'rejected') {
       listBox.replaceChildren(app.errorBox(presetsR.reason));
@@ -36,6 +39,9 @@ export default {
     let presets = (presetsR.value && presetsR.value.presets) || [];
     const models = modelsR.status === 'fulfilled' ? ((modelsR.value && modelsR.value.data) || []).map((m) => m.id) : null;
     const servers = serversR.status === 'fulfilled' ? (serversR.value && serversR.value.servers) || [] : null;
+    // The connected servers' tools by chat_name: suggestions for a shaped tool (a tool not
+    // listed may still be named: its server may be down, or list it later).
+    const knownTools = toolsR.status === 'fulfilled' ? ((toolsR.value && toolsR.value.tools) || []) : [];
 
     // The form.
     const heading = el('h2', { id: 'preset-form-h', tabindex: '-1' }, 'New preset');
@@ -81,6 +87,7 @@ export default {
         if (i.checked) noMcp.checked = false;
         else if (!provInputs.some((x) => x.checked)) noMcp.checked = true;
         limits();
+        refreshToolNames();
       });
       limits();
     };
@@ -104,6 +111,81 @@ export default {
         servers ? (servers.length === 0 ? el('p', { class: 'help' }, 'No server is registered yet: ', el('a', { href: '#/servers' }, 'register one'), ' to offer its tools.') : null)
           : [el('p', { class: 'help' }, 'The registered servers could not be listed; "No MCP" and "lemonade" remain available.'), app.errorBox(serversR.reason)]));
 
+    // Tools: one entry per shaped tool.
+    const toolsBox = el('div', {});
+    const toolsList = el('datalist', { id: 'preset-tool-names' });
+    let toolRows = [];
+    const refreshToolNames = () => {
+      const chosen = provInputs.filter((x) => x.checked).map((x) => x.value);
+      const names = knownTools.filter((t) => chosen.includes(t.server_id)).map((t) => t.chat_name);
+      toolsList.replaceChildren(...names.map((n) => el('option', { value: n })));
+    };
+    const argText = (m) => (m && Object.keys(m).length ? JSON.stringify(m) : '');
+    const addToolRow = (t) => {
+      const n = toolRows.length;
+      const tool = el('input', { type: 'text', name: `tools.${n}.tool`, list: 'preset-tool-names', autocomplete: 'off', spellcheck: 'false', value: t ? t.tool || '' : '' });
+      const name = el('input', { type: 'text', name: `tools.${n}.name`, pattern: '[A-Za-z0-9_\\-]{1,64}', maxlength: '64', autocomplete: 'off', spellcheck: 'false', value: t ? t.name || '' : '' });
+      const description = el('textarea', { name: `tools.${n}.description`, rows: 2 });
+      description.value = t ? t.description || '' : '';
+      const hidden = el('input', { type: 'checkbox', id: `tools-${n}-hidden`, name: `tools.${n}.hidden`, checked: !!(t && t.hidden) });
+      const fixed = el('textarea', { name: `tools.${n}.fixed`, rows: 2, spellcheck: 'false' });
+      fixed.value = argText(t && t.arguments && t.arguments.fixed);
+      const defaults = el('textarea', { name: `tools.${n}.defaults`, rows: 2, spellcheck: 'false' });
+      defaults.value = argText(t && t.arguments && t.arguments.defaults);
+      const row = { n, tool, name, description, hidden, fixed, defaults };
+      const box = el('fieldset', { class: 'shaped-tool' },
+        el('legend', {}, `Shaped tool ${n + 1}`),
+        app.field('Tool (its chat_name)', tool, 'As the preset lists it unshaped: mcp_<server>__<name>, or a lemonade_* built-in tool.'),
+        app.field('New name', name, 'Empty: its chat_name. Letters, digits, _ and - (at most 64), not beginning with mcp_ or lemonade_.'),
+        app.field('New description', description, "Empty: the server's."),
+        check(hidden, 'Hidden', 'not listed, not callable through this preset'),
+        app.field('Fixed arguments (JSON object)', fixed, 'Always sent, and left out of the schema the client sees, e.g. {"owner":"zestmcp"}.'),
+        app.field('Default arguments (JSON object)', defaults, 'Sent when the call leaves them out; shown as defaults, e.g. {"limit":10}.'),
+        el('button', { type: 'button', class: 'secondary small', 'aria-label': `Remove shaped tool ${n + 1}`, onclick: () => { row.removed = true; box.remove(); } }, 'Remove'));
+      toolRows.push(row);
+      toolsBox.append(box);
+      return row;
+    };
+    const buildTools = (tools) => {
+      toolRows = [];
+      toolsBox.replaceChildren();
+      for (const t of tools) addToolRow(t);
+      refreshToolNames();
+    };
+    // readTools reads the entries, or reports the first argument that is not a JSON object at
+    // its field and returns null.
+    const readTools = () => {
+      const out = [];
+      for (const r of toolRows) {
+        if (r.removed || !r.tool.value.trim()) continue;
+        const t = { tool: r.tool.value.trim() };
+        if (r.name.value.trim()) t.name = r.name.value.trim();
+        if (r.description.value.trim()) t.description = r.description.value;
+        if (r.hidden.checked) t.hidden = true;
+        const args = {};
+        for (const [key, input] of [['fixed', r.fixed], ['defaults', r.defaults]]) {
+          const text = input.value.trim();
+          if (!text) continue;
+          let v;
+          try { v = JSON.parse(text); } catch { v = null; }
+          if (!v || typeof v !== 'object' || Array.isArray(v)) {
+            app.fieldError(form, input.name, `Write the ${key === 'fixed' ? 'fixed' : 'default'} arguments as one JSON object, such as {"limit":10}.`);
+            return null;
+          }
+          args[key] = v;
+        }
+        if (Object.keys(args).length) t.arguments = args;
+        out.push(t);
+      }
+      return out;
+    };
+    const toolsSection = el('div', { class: 'field' },
+      el('fieldset', { 'aria-describedby': 'tools-help' },
+        el('legend', {}, 'Tools (how this preset shows its providers\' tools)'),
+        el('p', { id: 'tools-help', class: 'help' }, 'Rename a tool, give it a new description, hide it, or fix and default its arguments. Clients and chats of this preset see the shaped tool; the call reaches the tool itself.'),
+        toolsList, toolsBox,
+        el('button', { type: 'button', class: 'secondary small', onclick: () => { const r = addToolRow(null); r.tool.focus(); } }, 'Shape a tool')));
+
     let editing = null;
     const saveButton = el('button', { type: 'submit' }, 'Save the preset');
     const newButton = el('button', { type: 'button', class: 'secondary', onclick: () => { fill(null); heading.focus(); } }, 'Start a new preset');
@@ -113,6 +195,7 @@ export default {
       app.field('Model', modelControl, models ? 'The model the chat uses unless the request names one.' : 'The models could not be listed: type a model id, or leave it empty.'),
       app.field('System prompt', promptInput, 'Put first in every conversation that uses this preset.'),
       providers,
+      toolsSection,
       toolSearch,
       el('div', { class: 'actions' }, saveButton, newButton),
       status);
@@ -177,6 +260,7 @@ export default {
       modelControl.value = p ? p.model || '' : '';
       promptInput.value = p ? p.system_prompt || '' : '';
       buildProviders(p ? p.mcp_server_ids || [] : []);
+      buildTools(p ? p.tools || [] : []);
       searchInput.checked = !!(p && p.tool_search);
       newButton.hidden = !p;
       showTry(p);
@@ -190,7 +274,8 @@ export default {
       const rows = presets.map((p) => el('tr', {},
         el('th', { scope: 'row' }, p.name && p.name !== p.id ? [p.name, el('br'), el('code', {}, p.id)] : el('code', {}, p.id)),
         el('td', {}, p.model || el('span', { class: 'muted' }, 'none')),
-        el('td', {}, (p.mcp_server_ids || []).length ? (p.mcp_server_ids || []).join(', ') : el('span', { class: 'muted' }, 'No MCP')),
+        el('td', {}, (p.mcp_server_ids || []).length ? (p.mcp_server_ids || []).join(', ') : el('span', { class: 'muted' }, 'No MCP'),
+          (p.tools || []).length ? el('span', { class: 'muted' }, ` — ${p.tools.length} tool${p.tools.length === 1 ? '' : 's'} shaped`) : null),
         el('td', {}, p.tool_search ? 'Tool search: search_tools, call_tool' : 'Every tool'),
         el('td', {}, el('div', { class: 'row' },
           el('button', { type: 'button', class: 'secondary small', 'aria-label': `Edit preset ${p.id}`, onclick: () => { fill(p); heading.focus(); } }, 'Edit'),
@@ -234,12 +319,15 @@ export default {
         app.fieldError(form, 'id', `"${id}" is not a valid ID: use letters, digits, _ . and - (at most 96).`);
         return;
       }
+      const tools = readTools();
+      if (!tools) return;
       const body = {
         id,
         name: nameInput.value.trim() || id,
         model: modelControl.value.trim(),
         system_prompt: promptInput.value,
         mcp_server_ids: provInputs.filter((x) => x.checked).map((x) => x.value),
+        tools, // [] clears the shaping
         tool_search: searchInput.checked,
       };
       saveButton.disabled = true;

@@ -2096,7 +2096,10 @@ type Preset struct {
 	ToolsEnabled bool `protobuf:"varint,6,opt,name=tools_enabled,proto3" json:"tools_enabled,omitempty"`
 	// tool_search serves the preset's tools as two meta-tools, search_tools and call_tool, on
 	// /mcp/presets/{id} and in its chats: a client or model sees two tools, not the catalog.
-	ToolSearch    bool `protobuf:"varint,7,opt,name=tool_search,proto3" json:"tool_search,omitempty"`
+	ToolSearch bool `protobuf:"varint,7,opt,name=tool_search,proto3" json:"tool_search,omitempty"`
+	// tools shape the providers' tools as the preset serves them: renamed, described anew,
+	// hidden, arguments fixed or defaulted (docs/user/presets.md, "Shaping tools").
+	Tools         []*PresetTool `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2178,6 +2181,13 @@ func (x *Preset) GetToolSearch() bool {
 		return x.ToolSearch
 	}
 	return false
+}
+
+func (x *Preset) GetTools() []*PresetTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // ListPresetsRequest asks for every preset.
@@ -2371,7 +2381,10 @@ type PresetInput struct {
 	// tools_enabled is Lemonade's legacy flag: with no mcp_server_ids, true selects ["lemonade"].
 	ToolsEnabled *bool `protobuf:"varint,6,opt,name=tools_enabled,proto3,oneof" json:"tools_enabled,omitempty"`
 	// tool_search serves the preset's tools as search_tools and call_tool (default false).
-	ToolSearch    *bool `protobuf:"varint,7,opt,name=tool_search,proto3,oneof" json:"tool_search,omitempty"`
+	ToolSearch *bool `protobuf:"varint,7,opt,name=tool_search,proto3,oneof" json:"tool_search,omitempty"`
+	// tools shape the providers' tools as the preset serves them (Preset.tools); an upsert that
+	// leaves them out keeps the stored ones (UpsertPresetRequest.update_mask).
+	Tools         []*PresetTool `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2455,11 +2468,24 @@ func (x *PresetInput) GetToolSearch() bool {
 	return false
 }
 
+func (x *PresetInput) GetTools() []*PresetTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // UpsertPresetRequest carries a preset to store (over HTTP: bare, or wrapped in {"preset":{...}}).
 type UpsertPresetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// preset is the preset; mcpgateway checks it rule by rule.
-	Preset        *PresetInput `protobuf:"bytes,2,opt,name=preset,proto3" json:"preset,omitempty"`
+	// preset is the preset; mcpgateway checks it rule by rule. Its Lemonade fields (id through
+	// tools_enabled) are taken as sent. Its tools are taken when populated or named in
+	// update_mask; else a stored preset keeps its tools (those of the providers it still
+	// selects), so that a client that knows only Lemonade's fields never erases them.
+	Preset *PresetInput `protobuf:"bytes,2,opt,name=preset,proto3" json:"preset,omitempty"`
+	// update_mask names fields to take from preset even when empty ("tools": an empty list
+	// clears the preset's tools). The edge names every field of the JSON body.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2497,6 +2523,13 @@ func (*UpsertPresetRequest) Descriptor() ([]byte, []int) {
 func (x *UpsertPresetRequest) GetPreset() *PresetInput {
 	if x != nil {
 		return x.Preset
+	}
+	return nil
+}
+
+func (x *UpsertPresetRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
 	}
 	return nil
 }
@@ -4041,7 +4074,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a$zest/mcpgateway/v1/presettools.proto\"I\n" +
 	"\x17RecordEdgeChangeRequest\x12\x12\n" +
 	"\x04edge\x18\x01 \x01(\tR\x04edge\x12\x1a\n" +
 	"\bsettings\x18\x02 \x03(\tR\bsettings\"\x1a\n" +
@@ -4206,7 +4239,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x10CallToolResponse\x12\x1c\n" +
 	"\tserver_id\x18\x04 \x01(\tR\tserver_id\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12/\n" +
-	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06resultJ\x04\b\x01\x10\x02R\x04body\"\xd8\x01\n" +
+	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06resultJ\x04\b\x01\x10\x02R\x04body\"\x8e\x02\n" +
 	"\x06Preset\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -4214,14 +4247,15 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\rsystem_prompt\x18\x04 \x01(\tR\rsystem_prompt\x12&\n" +
 	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12$\n" +
 	"\rtools_enabled\x18\x06 \x01(\bR\rtools_enabled\x12 \n" +
-	"\vtool_search\x18\a \x01(\bR\vtool_search\"\x14\n" +
+	"\vtool_search\x18\a \x01(\bR\vtool_search\x124\n" +
+	"\x05tools\x18\b \x03(\v2\x1e.zest.mcpgateway.v1.PresetToolR\x05tools\"\x14\n" +
 	"\x12ListPresetsRequest\"K\n" +
 	"\x13ListPresetsResponse\x124\n" +
 	"\apresets\x18\x01 \x03(\v2\x1a.zest.mcpgateway.v1.PresetR\apresets\"\"\n" +
 	"\x10GetPresetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
 	"\x11GetPresetResponse\x122\n" +
-	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"\xc9\x02\n" +
+	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"\xff\x02\n" +
 	"\vPresetInput\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x88\x01\x01\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x01R\x04name\x88\x01\x01\x12\x19\n" +
@@ -4229,15 +4263,17 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\rsystem_prompt\x18\x04 \x01(\tH\x03R\rsystem_prompt\x88\x01\x01\x12&\n" +
 	"\x0emcp_server_ids\x18\x05 \x03(\tR\x0emcp_server_ids\x12)\n" +
 	"\rtools_enabled\x18\x06 \x01(\bH\x04R\rtools_enabled\x88\x01\x01\x12%\n" +
-	"\vtool_search\x18\a \x01(\bH\x05R\vtool_search\x88\x01\x01B\x05\n" +
+	"\vtool_search\x18\a \x01(\bH\x05R\vtool_search\x88\x01\x01\x124\n" +
+	"\x05tools\x18\b \x03(\v2\x1e.zest.mcpgateway.v1.PresetToolR\x05toolsB\x05\n" +
 	"\x03_idB\a\n" +
 	"\x05_nameB\b\n" +
 	"\x06_modelB\x10\n" +
 	"\x0e_system_promptB\x10\n" +
 	"\x0e_tools_enabledB\x0e\n" +
-	"\f_tool_search\"Z\n" +
+	"\f_tool_search\"\x98\x01\n" +
 	"\x13UpsertPresetRequest\x127\n" +
-	"\x06preset\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06presetJ\x04\b\x01\x10\x02R\x04body\"J\n" +
+	"\x06preset\x18\x02 \x01(\v2\x1f.zest.mcpgateway.v1.PresetInputR\x06preset\x12<\n" +
+	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\vupdate_maskJ\x04\b\x01\x10\x02R\x04body\"J\n" +
 	"\x14UpsertPresetResponse\x122\n" +
 	"\x06preset\x18\x01 \x01(\v2\x1a.zest.mcpgateway.v1.PresetR\x06preset\"%\n" +
 	"\x13DeletePresetRequest\x12\x0e\n" +
@@ -4464,6 +4500,7 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*structpb.Struct)(nil),          // 58: google.protobuf.Struct
 	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
 	(*fieldmaskpb.FieldMask)(nil),    // 60: google.protobuf.FieldMask
+	(*PresetTool)(nil),               // 61: zest.mcpgateway.v1.PresetTool
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	57, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
@@ -4494,66 +4531,69 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	6,  // 25: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
 	58, // 26: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
 	58, // 27: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	31, // 28: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	31, // 29: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	36, // 30: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	31, // 31: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	43, // 32: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	48, // 33: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	48, // 34: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	49, // 35: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
-	56, // 36: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	56, // 37: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	56, // 38: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	9,  // 39: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	11, // 40: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	13, // 41: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	15, // 42: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	17, // 43: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
-	19, // 44: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	21, // 45: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	23, // 46: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	25, // 47: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	27, // 48: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	32, // 49: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	34, // 50: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	37, // 51: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	39, // 52: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	29, // 53: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	41, // 54: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	44, // 55: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	46, // 56: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	50, // 57: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	52, // 58: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	54, // 59: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	1,  // 60: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
-	10, // 61: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	12, // 62: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	14, // 63: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	16, // 64: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	18, // 65: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
-	20, // 66: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	22, // 67: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	24, // 68: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	26, // 69: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	28, // 70: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	33, // 71: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	35, // 72: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	38, // 73: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	40, // 74: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	30, // 75: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	42, // 76: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	45, // 77: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	47, // 78: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	51, // 79: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	53, // 80: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	55, // 81: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	2,  // 82: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
-	61, // [61:83] is the sub-list for method output_type
-	39, // [39:61] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	61, // 28: zest.mcpgateway.v1.Preset.tools:type_name -> zest.mcpgateway.v1.PresetTool
+	31, // 29: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	31, // 30: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	61, // 31: zest.mcpgateway.v1.PresetInput.tools:type_name -> zest.mcpgateway.v1.PresetTool
+	36, // 32: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	60, // 33: zest.mcpgateway.v1.UpsertPresetRequest.update_mask:type_name -> google.protobuf.FieldMask
+	31, // 34: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	43, // 35: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	48, // 36: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	48, // 37: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	49, // 38: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
+	56, // 39: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	56, // 40: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	56, // 41: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	9,  // 42: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	11, // 43: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	13, // 44: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	15, // 45: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	17, // 46: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
+	19, // 47: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	21, // 48: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	23, // 49: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	25, // 50: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	27, // 51: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	32, // 52: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	34, // 53: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	37, // 54: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	39, // 55: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	29, // 56: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	41, // 57: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	44, // 58: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	46, // 59: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	50, // 60: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	52, // 61: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	54, // 62: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	1,  // 63: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
+	10, // 64: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	12, // 65: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	14, // 66: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	16, // 67: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	18, // 68: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
+	20, // 69: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	22, // 70: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	24, // 71: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	26, // 72: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	28, // 73: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	33, // 74: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	35, // 75: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	38, // 76: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	40, // 77: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	30, // 78: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	42, // 79: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	45, // 80: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	47, // 81: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	51, // 82: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	53, // 83: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	55, // 84: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	2,  // 85: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
+	64, // [64:86] is the sub-list for method output_type
+	42, // [42:64] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4561,6 +4601,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	if File_zest_mcpgateway_v1_admin_proto != nil {
 		return
 	}
+	file_zest_mcpgateway_v1_presettools_proto_init()
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[5].OneofWrappers = []any{}
