@@ -23,6 +23,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -48,6 +49,8 @@ type Service struct {
 	changes *follow.Replica
 	// approvals lists and decides the tool calls that wait for approval (nil: none are held).
 	approvals *approval.Gate
+	// pins lists and decides the held tool definitions (nil: none are held).
+	pins *pins.Gate
 	// models checks a preset's model when it is saved (nil: not checked).
 	models inferencev1.InferenceServiceClient
 	// upsertMu serializes upserts so that derived ids cannot race.
@@ -281,6 +284,12 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 		return nil, toStatus(err)
 	}
 	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
+	if s.pins != nil {
+		// One registered again under this id starts over: its first listing is pinned.
+		if err := s.pins.Forget(ctx, req.GetId()); err != nil {
+			s.log.WarnContext(ctx, "forgetting a deleted server's tool pins failed", "server", req.GetId(), "err", err)
+		}
+	}
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -25,6 +26,7 @@ func toStatus(err error) error {
 	var filtered *serverconfig.ToolFilteredError
 	var limited *toolcall.LimitError
 	var refused *toolcall.ApprovalError
+	var held *pins.HeldError
 	code := codes.Internal
 	switch {
 	case errors.As(err, &limited): // before RPCError, which a LimitError also is
@@ -39,6 +41,8 @@ func toStatus(err error) error {
 		code = codes.DeadlineExceeded
 	case errors.As(err, &filtered):
 		return toolFiltered(filtered)
+	case errors.As(err, &held): // refused by the server's pins, not by the tool
+		code = codes.FailedPrecondition
 	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset):
 		// The field the error names goes with it (BadRequest), for a form to show it there.
 		st := status.New(codes.InvalidArgument, err.Error())
