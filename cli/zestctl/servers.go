@@ -86,6 +86,7 @@ func (a *app) serversCmd() *cobra.Command {
 		},
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
 		a.importLemonadeCmd(),
+		a.pinsCmd(),
 	)
 	return c
 }
