@@ -134,15 +134,18 @@ func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsReques
 }
 
 // stateOf is the state of the server of config c before its connection is looked at: c, with
-// approval and approval_by shown as what they mean when the server sets none.
+// approval, approval_by and pin_tools shown as what they mean when the server sets none.
 func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	if c.Approval == nil || c.ApprovalBy == nil {
+	if c.Approval == nil || c.ApprovalBy == nil || c.PinTools == nil {
 		c = proto.CloneOf(c)
 		if c.Approval == nil {
 			c.Approval = proto.String(serverconfig.ApprovalNone)
 		}
 		if c.ApprovalBy == nil {
 			c.ApprovalBy = proto.String(serverconfig.ApprovalBy(c))
+		}
+		if c.PinTools == nil {
+			c.PinTools = proto.Bool(serverconfig.PinsTools(c))
 		}
 	}
 	return &mcpgatewayv1.ServerState{Config: c, Tools: []*mcpgatewayv1.ToolEntry{}}

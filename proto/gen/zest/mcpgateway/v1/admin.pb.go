@@ -52,6 +52,10 @@ const (
 	// stays disconnected until an administrator connects it (FAILED_PRECONDITION; the edge
 	// answers 409). The metadata hold server_id.
 	AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED AdminErrorReason = 4
+	// ADMIN_ERROR_REASON_TOOL_HELD: the tool's definition changed since it was pinned (or the
+	// tool is new), and it is held until an administrator accepts it (FAILED_PRECONDITION; the
+	// edge answers 409). The metadata hold server_id, tool and state ("pending" or "refused").
+	AdminErrorReason_ADMIN_ERROR_REASON_TOOL_HELD AdminErrorReason = 5
 )
 
 // Enum value maps for AdminErrorReason.
@@ -62,6 +66,7 @@ var (
 		2: "ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN",
 		3: "ADMIN_ERROR_REASON_SERVER_DISABLED",
 		4: "ADMIN_ERROR_REASON_SERVER_DISCONNECTED",
+		5: "ADMIN_ERROR_REASON_TOOL_HELD",
 	}
 	AdminErrorReason_value = map[string]int32{
 		"ADMIN_ERROR_REASON_UNSPECIFIED":         0,
@@ -69,6 +74,7 @@ var (
 		"ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN":  2,
 		"ADMIN_ERROR_REASON_SERVER_DISABLED":     3,
 		"ADMIN_ERROR_REASON_SERVER_DISCONNECTED": 4,
+		"ADMIN_ERROR_REASON_TOOL_HELD":           5,
 	}
 )
 
@@ -4346,13 +4352,14 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\tpreset_id\x18\f \x01(\tR\tpreset_id\x12\x18\n" +
 	"\acall_id\x18\r \x01(\tR\acall_id\x12*\n" +
 	"\x10arguments_sha256\x18\x0e \x01(\tR\x10arguments_sha256\x12 \n" +
-	"\vapproval_by\x18\x0f \x01(\tR\vapproval_by*\xdb\x01\n" +
+	"\vapproval_by\x18\x0f \x01(\tR\vapproval_by*\xfd\x01\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
 	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x01\x12)\n" +
 	"%ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN\x10\x02\x12&\n" +
 	"\"ADMIN_ERROR_REASON_SERVER_DISABLED\x10\x03\x12*\n" +
-	"&ADMIN_ERROR_REASON_SERVER_DISCONNECTED\x10\x042\xcf\x1a\n" +
+	"&ADMIN_ERROR_REASON_SERVER_DISCONNECTED\x10\x04\x12 \n" +
+	"\x1cADMIN_ERROR_REASON_TOOL_HELD\x10\x052\xcf\x1a\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
