@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,7 @@ func TestRugPull(t *testing.T) {
 		r = presetCall(t, s, "p", psess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_rug__echo","arguments":{"text":"hi"}}}`)
 		out["preset"] = string(r.Body)
 		r = callTool(t, s, "rug", "echo", map[string]any{"text": "hi"})
-		out["admin"] = string(r.Body)
+		out["admin"] = fmt.Sprintf("%d %s", r.Status, r.Body)
 		_, r = chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["rug"],"tool_choice":{"type":"function","function":{"name":"mcp_rug__echo"}},
 			"messages":[{"role":"user","content":"say {\"text\":\"hi\"}"}]}`)
 		out["chat"] = string(r.Body)
@@ -135,6 +136,9 @@ func TestRugPull(t *testing.T) {
 		if where != "chat" && (!strings.Contains(body, `echo`) || !strings.Contains(body, "is held") || !strings.Contains(body, "zestctl servers pins accept rug echo")) {
 			t.Errorf("held, echo on %s answered %s: want the tool named and how to accept", where, body)
 		}
+	}
+	if got := calls()["admin"]; !strings.HasPrefix(got, "409 ") {
+		t.Errorf("held, the admin API's call answered %s, want 409 (a state an administrator decides)", got)
 	}
 	// add did not change: it is still served and runs.
 	if r := callTool(t, s, "rug", "add", map[string]any{"a": 40, "b": 2}); !strings.Contains(string(r.Body), "42") {
