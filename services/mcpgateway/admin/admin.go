@@ -223,6 +223,12 @@ func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig
 		return toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, cfg))
+	if old != nil && s.pins != nil && !serverconfig.SameProgram(old, cfg) {
+		// Another program under this id: its first listing is pinned (before it connects).
+		if err := s.pins.Forget(ctx, cfg.GetId()); err != nil {
+			s.log.WarnContext(ctx, "forgetting the tool pins of a server pointed at another program failed", "server", cfg.GetId(), "err", err)
+		}
+	}
 	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
 	return nil
