@@ -98,6 +98,9 @@ type Gate struct {
 	now     func() time.Time
 
 	mu sync.Mutex // one read-modify-write of the store at a time, in this replica
+	// heldMu guards held; it is never held across I/O, so that a call's Check does not wait
+	// for another server's listing.
+	heldMu sync.RWMutex
 	// held are the names each server had held at the last read or write of its pins here:
 	// Check reads the store again only for these (another replica may have decided them).
 	held map[string]map[string]bool
@@ -121,7 +124,7 @@ func (g *Gate) OnDecision(f func(ctx context.Context, server string)) { g.change
 // stamp is a time as the pins keep it.
 func (g *Gate) stamp() string { return g.now().UTC().Format(activity.TimeLayout) }
 
-// load reads the pins of server (nil: none yet); the caller holds g.mu.
+// load reads the pins of server (nil: none yet) and notes what it holds.
 func (g *Gate) load(ctx context.Context, server string) (*mcpgatewayv1.ToolPins, error) {
 	p, err := g.store.GetToolPins(ctx, server)
 	if errors.Is(err, registry.ErrNotFound) {
@@ -135,13 +138,15 @@ func (g *Gate) load(ctx context.Context, server string) (*mcpgatewayv1.ToolPins,
 	return p, nil
 }
 
-// note remembers the held names of p (nil: none); the caller holds g.mu.
+// note remembers the held names of p (nil: none).
 func (g *Gate) note(server string, p *mcpgatewayv1.ToolPins) {
 	names := map[string]bool{}
 	for _, h := range p.GetHeld() {
 		names[h.GetName()] = true
 	}
+	g.heldMu.Lock()
 	g.held[server] = names
+	g.heldMu.Unlock()
 }
 
 // pins reports whether the server of id pins its tools; a server that is not registered (a
@@ -266,9 +271,9 @@ func (g *Gate) Check(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool s
 		return nil
 	}
 	id := cfg.GetId()
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.heldMu.RLock()
 	names, seen := g.held[id]
+	g.heldMu.RUnlock()
 	if seen && !names[tool] {
 		return nil
 	}
@@ -366,6 +371,8 @@ func (g *Gate) decide(ctx context.Context, server string, tools []string, accept
 func (g *Gate) Forget(ctx context.Context, server string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.heldMu.Lock()
 	delete(g.held, server)
+	g.heldMu.Unlock()
 	return g.store.DeleteToolPins(ctx, server)
 }

@@ -239,3 +239,39 @@ func TestFailsClosed(t *testing.T) {
 		t.Fatalf("pins not written, yet %v served", names(got))
 	}
 }
+
+// blocking is a store whose writes wait until release is closed.
+type blocking struct {
+	registry.Pins
+	writing chan struct{}
+	release chan struct{}
+}
+
+func (b blocking) PutToolPins(ctx context.Context, p *mcpgatewayv1.ToolPins) error {
+	b.writing <- struct{}{}
+	<-b.release
+	return b.Pins.PutToolPins(ctx, p)
+}
+
+// A call's Check never waits for another server's listing, whose store write may be slow
+// (etcd): it reads only what this replica noted.
+func TestCheckDoesNotWaitForAListing(t *testing.T) {
+	ctx := t.Context()
+	_, reg := openGate(t)
+	store := blocking{Pins: reg, writing: make(chan struct{}), release: make(chan struct{})}
+	cfgs := servers{"slow": {Id: "slow"}, "s": {Id: "s"}}
+	g := New(store, cfgs, nil)
+	go func() {
+		<-store.writing // the first listing of s
+		store.release <- struct{}{}
+	}()
+	g.Admit(ctx, "s", []json.RawMessage{tool("echo", "Echo")}, true)
+	done := make(chan struct{})
+	go func() { defer close(done); g.Admit(ctx, "slow", []json.RawMessage{tool("x", "")}, true) }()
+	<-store.writing // slow's listing now waits in its write, holding the gate's write lock
+	if err := g.Check(ctx, cfgs["s"], "echo"); err != nil {
+		t.Fatalf("Check during another server's listing: %v", err)
+	}
+	close(store.release)
+	<-done
+}
