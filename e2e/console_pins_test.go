@@ -31,8 +31,8 @@ func TestConsolePins(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWaitText(t, ctx, "#main section h2", "echo of rug", uiWait)
-	mustWaitText(t, ctx, "#main section pre.diff", "[removed: given]", uiWait)
-	mustWaitText(t, ctx, "#main section pre.diff", "[added: ~/.ssh/id_rsa]", uiWait)
+	mustWaitText(t, ctx, "#main section pre.diff del", "given", uiWait)
+	mustWaitText(t, ctx, "#main section pre.diff ins", "read ~/.ssh/id_rsa", uiWait)
 	mustWaitText(t, ctx, "#live", "1 changed tool definition held.", uiWait)
 	axeCheck(t, ctx, "pins, one held")
 	screenshot(t, ctx, "pins")

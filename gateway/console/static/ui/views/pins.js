@@ -52,21 +52,23 @@ export default {
         `until you decide. Accept pins the new definition; Refuse keeps it hidden (a later change is held again). Checked every ${POLL_MS / 1000} s.`),
       state, errBox, list);
 
-    // shownDiff renders the change of one member: words (a text) or lines (JSON), marked.
+    // shownDiff renders the change of one member, words (a text: each word with the spaces
+    // after it) or lines (JSON): a run removed in <del>, a run added in <ins>, which the
+    // stylesheet names for screen readers ("removed:", "added:").
     const shownDiff = (label, before, after, words) => {
-      const split = (s) => (words ? s.split(/(\s+)/).filter((x) => x !== '') : s.split('\n'));
+      const split = (s) => (words ? s.match(/\S+\s*|\s+/g) || [] : s.split('\n').map((l) => `${l}\n`));
       const ops = diff(split(before), split(after));
-      const sep = words ? '' : '\n';
-      const body = ops === null
-        ? [el('p', { class: 'muted' }, 'Pinned:'), el('pre', {}, before), el('p', { class: 'muted' }, 'Now:'), el('pre', {}, after)]
-        : [el('pre', { class: 'diff', 'aria-label': `${label}: what was removed is struck out, what was added underlined` },
-          ...ops.map(([op, tok]) => {
-            if (op === ' ') return tok + sep;
-            const tag = op === '-' ? 'del' : 'ins';
-            return el(tag, {}, el('span', { class: 'visually-hidden' }, op === '-' ? ' [removed: ' : ' [added: '), tok,
-              el('span', { class: 'visually-hidden' }, '] '), sep);
-          }))];
-      return el('div', { class: 'field' }, el('h3', {}, label), ...body);
+      if (ops === null) {
+        return el('div', { class: 'field' }, el('h3', {}, label),
+          el('p', { class: 'muted' }, 'Pinned:'), el('pre', {}, before), el('p', { class: 'muted' }, 'Now:'), el('pre', {}, after));
+      }
+      const runs = []; // [op, text], consecutive tokens of one op joined
+      for (const [op, tok] of ops) {
+        if (runs.length && runs[runs.length - 1][0] === op) runs[runs.length - 1][1] += tok;
+        else runs.push([op, tok]);
+      }
+      return el('div', { class: 'field' }, el('h3', {}, label),
+        el('pre', { class: 'diff' }, ...runs.map(([op, text]) => (op === ' ' ? text : el(op === '-' ? 'del' : 'ins', {}, text)))));
     };
 
     const decide = async (server, tools, verb, buttons) => {
@@ -103,6 +105,9 @@ export default {
         for (const k of ['inputSchema', 'outputSchema', 'annotations']) {
           if (pretty(before[k]) !== pretty(after[k])) parts.push(shownDiff(k, pretty(before[k]), pretty(after[k]), false));
         }
+        parts.push(el('details', {}, el('summary', {}, 'The whole definitions'),
+          el('p', { class: 'muted' }, 'Pinned:'), el('pre', {}, pretty(before)),
+          el('p', { class: 'muted' }, 'Now:'), el('pre', {}, pretty(after))));
       }
       return el('section', { 'aria-labelledby': id, class: h.state === 'refused' ? 'refused' : '' },
         el('h2', { id }, el('code', {}, h.name), ` of ${server}`),
