@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -48,13 +49,15 @@ func (a *app) pinsCmd() *cobra.Command {
 			}[verb],
 			Args: cobra.MinimumNArgs(1), ValidArgsFunction: a.completeIDs(a.serverIDs),
 			RunE: a.withAdmin(func(ctx context.Context, adm mcpgatewayv1.AdminServiceClient, _ *cobra.Command, argv []string) error {
-				req := &mcpgatewayv1.DecideToolPinsRequest{ServerId: argv[0], Tools: argv[1:]}
-				var r *mcpgatewayv1.DecideToolPinsResponse
+				var r interface {
+					proto.Message
+					GetDecided() []*mcpgatewayv1.HeldTool
+				}
 				var err error
 				if verb == "accept" {
-					r, err = adm.AcceptToolPins(ctx, req)
+					r, err = adm.AcceptToolPins(ctx, &mcpgatewayv1.AcceptToolPinsRequest{ServerId: argv[0], Tools: argv[1:]})
 				} else {
-					r, err = adm.RefuseToolPins(ctx, req)
+					r, err = adm.RefuseToolPins(ctx, &mcpgatewayv1.RefuseToolPinsRequest{ServerId: argv[0], Tools: argv[1:]})
 				}
 				if err != nil {
 					return err

@@ -37,36 +37,44 @@ func (s *Service) ListToolPins(ctx context.Context, req *mcpgatewayv1.ListToolPi
 }
 
 // AcceptToolPins implements AdminService.
-func (s *Service) AcceptToolPins(ctx context.Context, req *mcpgatewayv1.DecideToolPinsRequest) (*mcpgatewayv1.DecideToolPinsResponse, error) {
-	return s.decidePins(ctx, req, true)
+func (s *Service) AcceptToolPins(ctx context.Context, req *mcpgatewayv1.AcceptToolPinsRequest) (*mcpgatewayv1.AcceptToolPinsResponse, error) {
+	p, decided, err := s.decidePins(ctx, req.GetServerId(), req.GetTools(), true)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.AcceptToolPinsResponse{Pins: p, Decided: decided}, nil
 }
 
 // RefuseToolPins implements AdminService.
-func (s *Service) RefuseToolPins(ctx context.Context, req *mcpgatewayv1.DecideToolPinsRequest) (*mcpgatewayv1.DecideToolPinsResponse, error) {
-	return s.decidePins(ctx, req, false)
+func (s *Service) RefuseToolPins(ctx context.Context, req *mcpgatewayv1.RefuseToolPinsRequest) (*mcpgatewayv1.RefuseToolPinsResponse, error) {
+	p, decided, err := s.decidePins(ctx, req.GetServerId(), req.GetTools(), false)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.RefuseToolPinsResponse{Pins: p, Decided: decided}, nil
 }
 
 // decidePins decides, and records each tool decided in the audit trail (who, the tool, the
 // hash of the definition decided); a decision that fails is recorded once, for the server.
-func (s *Service) decidePins(ctx context.Context, req *mcpgatewayv1.DecideToolPinsRequest, accept bool) (*mcpgatewayv1.DecideToolPinsResponse, error) {
+func (s *Service) decidePins(ctx context.Context, server string, tools []string, accept bool) (*mcpgatewayv1.ToolPins, []*mcpgatewayv1.HeldTool, error) {
 	if s.pins == nil {
-		return nil, errNoPins
+		return nil, nil, errNoPins
 	}
-	if req.GetServerId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "server_id is empty: name the server whose held tools you decide")
+	if server == "" {
+		return nil, nil, status.Error(codes.InvalidArgument, "server_id is empty: name the server whose held tools you decide")
 	}
 	action := ActionRefuseToolPin
 	if accept {
 		action = ActionAcceptToolPin
 	}
 	began := time.Now()
-	p, decided, err := s.pins.Decide(ctx, req.GetServerId(), req.GetTools(), accept)
+	p, decided, err := s.pins.Decide(ctx, server, tools, accept)
 	if err != nil {
-		s.audit.Admin(ctx, action, req.GetServerId(), req.GetServerId(), toStatus(err), time.Since(began), nil)
-		return nil, toStatus(err)
+		s.audit.Admin(ctx, action, server, server, toStatus(err), time.Since(began), nil)
+		return nil, nil, toStatus(err)
 	}
 	for _, h := range decided {
-		s.audit.Admin(ctx, action, h.GetName()+"@"+h.GetNewSha256(), req.GetServerId(), nil, time.Since(began), nil)
+		s.audit.Admin(ctx, action, h.GetName()+"@"+h.GetNewSha256(), server, nil, time.Since(began), nil)
 	}
-	return &mcpgatewayv1.DecideToolPinsResponse{Pins: p, Decided: decided}, nil
+	return p, decided, nil
 }

@@ -40,7 +40,7 @@ func TestPinsRoutes(t *testing.T) {
 	if _, err := s.ListToolPins(ctx, &mcpgatewayv1.ListToolPinsRequest{ServerId: "nope"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("ListToolPins of a server with no pins: %v", err)
 	}
-	for name, req := range map[string]*mcpgatewayv1.DecideToolPinsRequest{"no server": {}, "a tool not held": {ServerId: "s", Tools: []string{"nope"}}} {
+	for name, req := range map[string]*mcpgatewayv1.AcceptToolPinsRequest{"no server": {}, "a tool not held": {ServerId: "s", Tools: []string{"nope"}}} {
 		want := map[string]codes.Code{"no server": codes.InvalidArgument, "a tool not held": codes.NotFound}[name]
 		if _, err := s.AcceptToolPins(ctx, req); status.Code(err) != want {
 			t.Errorf("%s: %v, want %v", name, err, want)
@@ -51,11 +51,11 @@ func TestPinsRoutes(t *testing.T) {
 	if p, err := store.GetToolPins(ctx, "s"); err != nil || len(p.GetHeld()) != 1 {
 		t.Fatalf("after an edit of the same program: %v, %v", p, err)
 	}
-	refused, err := s.RefuseToolPins(ctx, &mcpgatewayv1.DecideToolPinsRequest{ServerId: "s"})
+	refused, err := s.RefuseToolPins(ctx, &mcpgatewayv1.RefuseToolPinsRequest{ServerId: "s"})
 	if err != nil || len(refused.GetDecided()) != 1 || refused.GetPins().GetHeld()[0].GetState() != pins.StateRefused {
 		t.Fatalf("RefuseToolPins = %v, %v", refused, err)
 	}
-	accepted, err := s.AcceptToolPins(ctx, &mcpgatewayv1.DecideToolPinsRequest{ServerId: "s", Tools: []string{"echo"}})
+	accepted, err := s.AcceptToolPins(ctx, &mcpgatewayv1.AcceptToolPinsRequest{ServerId: "s", Tools: []string{"echo"}})
 	if err != nil || len(accepted.GetPins().GetHeld()) != 0 || accepted.GetPins().GetPinned()[0].GetDefinition().GetFields()["description"].GetStringValue() != "Changed" {
 		t.Fatalf("AcceptToolPins = %v, %v", accepted, err)
 	}

@@ -4384,8 +4384,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x0fApproveToolCall\x12*.zest.mcpgateway.v1.ApproveToolCallRequest\x1a+.zest.mcpgateway.v1.ApproveToolCallResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/internal/mcp/approvals/{id}/approve\x12\x8f\x01\n" +
 	"\fDenyToolCall\x12'.zest.mcpgateway.v1.DenyToolCallRequest\x1a(.zest.mcpgateway.v1.DenyToolCallResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/internal/mcp/approvals/{id}/deny\x12}\n" +
 	"\fListToolPins\x12'.zest.mcpgateway.v1.ListToolPinsRequest\x1a(.zest.mcpgateway.v1.ListToolPinsResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/internal/mcp/pins\x12\xa1\x01\n" +
-	"\x0eAcceptToolPins\x12).zest.mcpgateway.v1.DecideToolPinsRequest\x1a*.zest.mcpgateway.v1.DecideToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/accept\x12\xa1\x01\n" +
-	"\x0eRefuseToolPins\x12).zest.mcpgateway.v1.DecideToolPinsRequest\x1a*.zest.mcpgateway.v1.DecideToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/refuse\x12m\n" +
+	"\x0eAcceptToolPins\x12).zest.mcpgateway.v1.AcceptToolPinsRequest\x1a*.zest.mcpgateway.v1.AcceptToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/accept\x12\xa1\x01\n" +
+	"\x0eRefuseToolPins\x12).zest.mcpgateway.v1.RefuseToolPinsRequest\x1a*.zest.mcpgateway.v1.RefuseToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/refuse\x12m\n" +
 	"\x10RecordEdgeChange\x12+.zest.mcpgateway.v1.RecordEdgeChangeRequest\x1a,.zest.mcpgateway.v1.RecordEdgeChangeResponseB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -4467,9 +4467,11 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
 	(*fieldmaskpb.FieldMask)(nil),    // 60: google.protobuf.FieldMask
 	(*ListToolPinsRequest)(nil),      // 61: zest.mcpgateway.v1.ListToolPinsRequest
-	(*DecideToolPinsRequest)(nil),    // 62: zest.mcpgateway.v1.DecideToolPinsRequest
-	(*ListToolPinsResponse)(nil),     // 63: zest.mcpgateway.v1.ListToolPinsResponse
-	(*DecideToolPinsResponse)(nil),   // 64: zest.mcpgateway.v1.DecideToolPinsResponse
+	(*AcceptToolPinsRequest)(nil),    // 62: zest.mcpgateway.v1.AcceptToolPinsRequest
+	(*RefuseToolPinsRequest)(nil),    // 63: zest.mcpgateway.v1.RefuseToolPinsRequest
+	(*ListToolPinsResponse)(nil),     // 64: zest.mcpgateway.v1.ListToolPinsResponse
+	(*AcceptToolPinsResponse)(nil),   // 65: zest.mcpgateway.v1.AcceptToolPinsResponse
+	(*RefuseToolPinsResponse)(nil),   // 66: zest.mcpgateway.v1.RefuseToolPinsResponse
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	57, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
@@ -4533,8 +4535,8 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	52, // 58: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
 	54, // 59: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
 	61, // 60: zest.mcpgateway.v1.AdminService.ListToolPins:input_type -> zest.mcpgateway.v1.ListToolPinsRequest
-	62, // 61: zest.mcpgateway.v1.AdminService.AcceptToolPins:input_type -> zest.mcpgateway.v1.DecideToolPinsRequest
-	62, // 62: zest.mcpgateway.v1.AdminService.RefuseToolPins:input_type -> zest.mcpgateway.v1.DecideToolPinsRequest
+	62, // 61: zest.mcpgateway.v1.AdminService.AcceptToolPins:input_type -> zest.mcpgateway.v1.AcceptToolPinsRequest
+	63, // 62: zest.mcpgateway.v1.AdminService.RefuseToolPins:input_type -> zest.mcpgateway.v1.RefuseToolPinsRequest
 	1,  // 63: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
 	10, // 64: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
 	12, // 65: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
@@ -4557,9 +4559,9 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	51, // 82: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
 	53, // 83: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
 	55, // 84: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	63, // 85: zest.mcpgateway.v1.AdminService.ListToolPins:output_type -> zest.mcpgateway.v1.ListToolPinsResponse
-	64, // 86: zest.mcpgateway.v1.AdminService.AcceptToolPins:output_type -> zest.mcpgateway.v1.DecideToolPinsResponse
-	64, // 87: zest.mcpgateway.v1.AdminService.RefuseToolPins:output_type -> zest.mcpgateway.v1.DecideToolPinsResponse
+	64, // 85: zest.mcpgateway.v1.AdminService.ListToolPins:output_type -> zest.mcpgateway.v1.ListToolPinsResponse
+	65, // 86: zest.mcpgateway.v1.AdminService.AcceptToolPins:output_type -> zest.mcpgateway.v1.AcceptToolPinsResponse
+	66, // 87: zest.mcpgateway.v1.AdminService.RefuseToolPins:output_type -> zest.mcpgateway.v1.RefuseToolPinsResponse
 	2,  // 88: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
 	64, // [64:89] is the sub-list for method output_type
 	39, // [39:64] is the sub-list for method input_type

@@ -760,7 +760,7 @@ func local_request_AdminService_ListToolPins_0(ctx context.Context, marshaler ru
 
 func request_AdminService_AcceptToolPins_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DecideToolPinsRequest
+		protoReq AcceptToolPinsRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -784,7 +784,7 @@ func request_AdminService_AcceptToolPins_0(ctx context.Context, marshaler runtim
 
 func local_request_AdminService_AcceptToolPins_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DecideToolPinsRequest
+		protoReq AcceptToolPinsRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -805,7 +805,7 @@ func local_request_AdminService_AcceptToolPins_0(ctx context.Context, marshaler 
 
 func request_AdminService_RefuseToolPins_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DecideToolPinsRequest
+		protoReq RefuseToolPinsRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -829,7 +829,7 @@ func request_AdminService_RefuseToolPins_0(ctx context.Context, marshaler runtim
 
 func local_request_AdminService_RefuseToolPins_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DecideToolPinsRequest
+		protoReq RefuseToolPinsRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)

@@ -124,11 +124,11 @@ type AdminServiceClient interface {
 	// AcceptToolPins is called by POST /internal/mcp/servers/{server_id}/pins/accept: the held
 	// definitions named (all of the server's when none is) are pinned, and the tools are listed
 	// and callable again. A server with nothing held, or a name not held, is NOT_FOUND.
-	AcceptToolPins(ctx context.Context, in *DecideToolPinsRequest, opts ...grpc.CallOption) (*DecideToolPinsResponse, error)
+	AcceptToolPins(ctx context.Context, in *AcceptToolPinsRequest, opts ...grpc.CallOption) (*AcceptToolPinsResponse, error)
 	// RefuseToolPins is called by POST /internal/mcp/servers/{server_id}/pins/refuse: the held
 	// definitions stay hidden and uncallable (another definition is held again). Errors as
 	// AcceptToolPins'.
-	RefuseToolPins(ctx context.Context, in *DecideToolPinsRequest, opts ...grpc.CallOption) (*DecideToolPinsResponse, error)
+	RefuseToolPins(ctx context.Context, in *RefuseToolPinsRequest, opts ...grpc.CallOption) (*RefuseToolPinsResponse, error)
 	// RecordEdgeChange is called by the edge when an administrator changes one of its own
 	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
 	// before the change applies: the edge keeps no state, so this is how the change reaches the
@@ -373,9 +373,9 @@ func (c *adminServiceClient) ListToolPins(ctx context.Context, in *ListToolPinsR
 	return out, nil
 }
 
-func (c *adminServiceClient) AcceptToolPins(ctx context.Context, in *DecideToolPinsRequest, opts ...grpc.CallOption) (*DecideToolPinsResponse, error) {
+func (c *adminServiceClient) AcceptToolPins(ctx context.Context, in *AcceptToolPinsRequest, opts ...grpc.CallOption) (*AcceptToolPinsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(DecideToolPinsResponse)
+	out := new(AcceptToolPinsResponse)
 	err := c.cc.Invoke(ctx, AdminService_AcceptToolPins_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -383,9 +383,9 @@ func (c *adminServiceClient) AcceptToolPins(ctx context.Context, in *DecideToolP
 	return out, nil
 }
 
-func (c *adminServiceClient) RefuseToolPins(ctx context.Context, in *DecideToolPinsRequest, opts ...grpc.CallOption) (*DecideToolPinsResponse, error) {
+func (c *adminServiceClient) RefuseToolPins(ctx context.Context, in *RefuseToolPinsRequest, opts ...grpc.CallOption) (*RefuseToolPinsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(DecideToolPinsResponse)
+	out := new(RefuseToolPinsResponse)
 	err := c.cc.Invoke(ctx, AdminService_RefuseToolPins_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -481,11 +481,11 @@ type AdminServiceServer interface {
 	// AcceptToolPins is called by POST /internal/mcp/servers/{server_id}/pins/accept: the held
 	// definitions named (all of the server's when none is) are pinned, and the tools are listed
 	// and callable again. A server with nothing held, or a name not held, is NOT_FOUND.
-	AcceptToolPins(context.Context, *DecideToolPinsRequest) (*DecideToolPinsResponse, error)
+	AcceptToolPins(context.Context, *AcceptToolPinsRequest) (*AcceptToolPinsResponse, error)
 	// RefuseToolPins is called by POST /internal/mcp/servers/{server_id}/pins/refuse: the held
 	// definitions stay hidden and uncallable (another definition is held again). Errors as
 	// AcceptToolPins'.
-	RefuseToolPins(context.Context, *DecideToolPinsRequest) (*DecideToolPinsResponse, error)
+	RefuseToolPins(context.Context, *RefuseToolPinsRequest) (*RefuseToolPinsResponse, error)
 	// RecordEdgeChange is called by the edge when an administrator changes one of its own
 	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
 	// before the change applies: the edge keeps no state, so this is how the change reaches the
@@ -567,10 +567,10 @@ func (UnimplementedAdminServiceServer) DenyToolCall(context.Context, *DenyToolCa
 func (UnimplementedAdminServiceServer) ListToolPins(context.Context, *ListToolPinsRequest) (*ListToolPinsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListToolPins not implemented")
 }
-func (UnimplementedAdminServiceServer) AcceptToolPins(context.Context, *DecideToolPinsRequest) (*DecideToolPinsResponse, error) {
+func (UnimplementedAdminServiceServer) AcceptToolPins(context.Context, *AcceptToolPinsRequest) (*AcceptToolPinsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AcceptToolPins not implemented")
 }
-func (UnimplementedAdminServiceServer) RefuseToolPins(context.Context, *DecideToolPinsRequest) (*DecideToolPinsResponse, error) {
+func (UnimplementedAdminServiceServer) RefuseToolPins(context.Context, *RefuseToolPinsRequest) (*RefuseToolPinsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefuseToolPins not implemented")
 }
 func (UnimplementedAdminServiceServer) RecordEdgeChange(context.Context, *RecordEdgeChangeRequest) (*RecordEdgeChangeResponse, error) {
@@ -987,7 +987,7 @@ func _AdminService_ListToolPins_Handler(srv interface{}, ctx context.Context, de
 }
 
 func _AdminService_AcceptToolPins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(DecideToolPinsRequest)
+	in := new(AcceptToolPinsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -999,13 +999,13 @@ func _AdminService_AcceptToolPins_Handler(srv interface{}, ctx context.Context, 
 		FullMethod: AdminService_AcceptToolPins_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServiceServer).AcceptToolPins(ctx, req.(*DecideToolPinsRequest))
+		return srv.(AdminServiceServer).AcceptToolPins(ctx, req.(*AcceptToolPinsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _AdminService_RefuseToolPins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(DecideToolPinsRequest)
+	in := new(RefuseToolPinsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -1017,7 +1017,7 @@ func _AdminService_RefuseToolPins_Handler(srv interface{}, ctx context.Context, 
 		FullMethod: AdminService_RefuseToolPins_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServiceServer).RefuseToolPins(ctx, req.(*DecideToolPinsRequest))
+		return srv.(AdminServiceServer).RefuseToolPins(ctx, req.(*RefuseToolPinsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }

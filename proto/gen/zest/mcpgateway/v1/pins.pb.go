@@ -371,31 +371,31 @@ func (x *ListToolPinsResponse) GetServers() []*ToolPins {
 	return nil
 }
 
-// DecideToolPinsRequest accepts or refuses held changes of one server.
-type DecideToolPinsRequest struct {
+// AcceptToolPinsRequest accepts held changes of one server: their definitions are pinned.
+type AcceptToolPinsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// server_id is the server whose held changes are decided.
+	// server_id is the server whose held changes are accepted.
 	ServerId string `protobuf:"bytes,1,opt,name=server_id,proto3" json:"server_id,omitempty"`
-	// tools names the held tools to decide; empty: every held change of the server.
+	// tools names the held tools to accept; empty: every pending change of the server.
 	Tools         []string `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *DecideToolPinsRequest) Reset() {
-	*x = DecideToolPinsRequest{}
+func (x *AcceptToolPinsRequest) Reset() {
+	*x = AcceptToolPinsRequest{}
 	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *DecideToolPinsRequest) String() string {
+func (x *AcceptToolPinsRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*DecideToolPinsRequest) ProtoMessage() {}
+func (*AcceptToolPinsRequest) ProtoMessage() {}
 
-func (x *DecideToolPinsRequest) ProtoReflect() protoreflect.Message {
+func (x *AcceptToolPinsRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -407,49 +407,49 @@ func (x *DecideToolPinsRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use DecideToolPinsRequest.ProtoReflect.Descriptor instead.
-func (*DecideToolPinsRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use AcceptToolPinsRequest.ProtoReflect.Descriptor instead.
+func (*AcceptToolPinsRequest) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_pins_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *DecideToolPinsRequest) GetServerId() string {
+func (x *AcceptToolPinsRequest) GetServerId() string {
 	if x != nil {
 		return x.ServerId
 	}
 	return ""
 }
 
-func (x *DecideToolPinsRequest) GetTools() []string {
+func (x *AcceptToolPinsRequest) GetTools() []string {
 	if x != nil {
 		return x.Tools
 	}
 	return nil
 }
 
-// DecideToolPinsResponse is the server's pins after the decision and what it decided.
-type DecideToolPinsResponse struct {
+// AcceptToolPinsResponse is the server's pins after the decision and what it accepted.
+type AcceptToolPinsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Pins  *ToolPins              `protobuf:"bytes,1,opt,name=pins,proto3" json:"pins,omitempty"`
-	// decided are the changes decided, each as it was held (accept: now pinned).
+	// decided are the changes accepted, each as it was held (now pinned).
 	Decided       []*HeldTool `protobuf:"bytes,2,rep,name=decided,proto3" json:"decided,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *DecideToolPinsResponse) Reset() {
-	*x = DecideToolPinsResponse{}
+func (x *AcceptToolPinsResponse) Reset() {
+	*x = AcceptToolPinsResponse{}
 	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *DecideToolPinsResponse) String() string {
+func (x *AcceptToolPinsResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*DecideToolPinsResponse) ProtoMessage() {}
+func (*AcceptToolPinsResponse) ProtoMessage() {}
 
-func (x *DecideToolPinsResponse) ProtoReflect() protoreflect.Message {
+func (x *AcceptToolPinsResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -461,19 +461,128 @@ func (x *DecideToolPinsResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use DecideToolPinsResponse.ProtoReflect.Descriptor instead.
-func (*DecideToolPinsResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use AcceptToolPinsResponse.ProtoReflect.Descriptor instead.
+func (*AcceptToolPinsResponse) Descriptor() ([]byte, []int) {
 	return file_zest_mcpgateway_v1_pins_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *DecideToolPinsResponse) GetPins() *ToolPins {
+func (x *AcceptToolPinsResponse) GetPins() *ToolPins {
 	if x != nil {
 		return x.Pins
 	}
 	return nil
 }
 
-func (x *DecideToolPinsResponse) GetDecided() []*HeldTool {
+func (x *AcceptToolPinsResponse) GetDecided() []*HeldTool {
+	if x != nil {
+		return x.Decided
+	}
+	return nil
+}
+
+// RefuseToolPinsRequest refuses held changes of one server: they stay hidden.
+type RefuseToolPinsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server_id is the server whose held changes are refused.
+	ServerId string `protobuf:"bytes,1,opt,name=server_id,proto3" json:"server_id,omitempty"`
+	// tools names the held tools to refuse; empty: every pending change of the server.
+	Tools         []string `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefuseToolPinsRequest) Reset() {
+	*x = RefuseToolPinsRequest{}
+	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefuseToolPinsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefuseToolPinsRequest) ProtoMessage() {}
+
+func (x *RefuseToolPinsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefuseToolPinsRequest.ProtoReflect.Descriptor instead.
+func (*RefuseToolPinsRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_pins_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RefuseToolPinsRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *RefuseToolPinsRequest) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// RefuseToolPinsResponse is the server's pins after the decision and what it refused.
+type RefuseToolPinsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pins  *ToolPins              `protobuf:"bytes,1,opt,name=pins,proto3" json:"pins,omitempty"`
+	// decided are the changes refused, each as it was held before.
+	Decided       []*HeldTool `protobuf:"bytes,2,rep,name=decided,proto3" json:"decided,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefuseToolPinsResponse) Reset() {
+	*x = RefuseToolPinsResponse{}
+	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefuseToolPinsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefuseToolPinsResponse) ProtoMessage() {}
+
+func (x *RefuseToolPinsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_pins_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefuseToolPinsResponse.ProtoReflect.Descriptor instead.
+func (*RefuseToolPinsResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_pins_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RefuseToolPinsResponse) GetPins() *ToolPins {
+	if x != nil {
+		return x.Pins
+	}
+	return nil
+}
+
+func (x *RefuseToolPinsResponse) GetDecided() []*HeldTool {
 	if x != nil {
 		return x.Decided
 	}
@@ -517,10 +626,16 @@ const file_zest_mcpgateway_v1_pins_proto_rawDesc = "" +
 	"\tserver_id\x18\x01 \x01(\tR\tserver_id\"N\n" +
 	"\x14ListToolPinsResponse\x126\n" +
 	"\aservers\x18\x01 \x03(\v2\x1c.zest.mcpgateway.v1.ToolPinsR\aservers\"K\n" +
-	"\x15DecideToolPinsRequest\x12\x1c\n" +
+	"\x15AcceptToolPinsRequest\x12\x1c\n" +
 	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12\x14\n" +
 	"\x05tools\x18\x02 \x03(\tR\x05tools\"\x82\x01\n" +
-	"\x16DecideToolPinsResponse\x120\n" +
+	"\x16AcceptToolPinsResponse\x120\n" +
+	"\x04pins\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ToolPinsR\x04pins\x126\n" +
+	"\adecided\x18\x02 \x03(\v2\x1c.zest.mcpgateway.v1.HeldToolR\adecided\"K\n" +
+	"\x15RefuseToolPinsRequest\x12\x1c\n" +
+	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12\x14\n" +
+	"\x05tools\x18\x02 \x03(\tR\x05tools\"\x82\x01\n" +
+	"\x16RefuseToolPinsResponse\x120\n" +
 	"\x04pins\x18\x01 \x01(\v2\x1c.zest.mcpgateway.v1.ToolPinsR\x04pins\x126\n" +
 	"\adecided\x18\x02 \x03(\v2\x1c.zest.mcpgateway.v1.HeldToolR\adecidedB\xd0\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\tPinsProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -537,31 +652,35 @@ func file_zest_mcpgateway_v1_pins_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_pins_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_pins_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_zest_mcpgateway_v1_pins_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_zest_mcpgateway_v1_pins_proto_goTypes = []any{
 	(*ToolPins)(nil),               // 0: zest.mcpgateway.v1.ToolPins
 	(*PinnedTool)(nil),             // 1: zest.mcpgateway.v1.PinnedTool
 	(*HeldTool)(nil),               // 2: zest.mcpgateway.v1.HeldTool
 	(*ListToolPinsRequest)(nil),    // 3: zest.mcpgateway.v1.ListToolPinsRequest
 	(*ListToolPinsResponse)(nil),   // 4: zest.mcpgateway.v1.ListToolPinsResponse
-	(*DecideToolPinsRequest)(nil),  // 5: zest.mcpgateway.v1.DecideToolPinsRequest
-	(*DecideToolPinsResponse)(nil), // 6: zest.mcpgateway.v1.DecideToolPinsResponse
-	(*structpb.Struct)(nil),        // 7: google.protobuf.Struct
+	(*AcceptToolPinsRequest)(nil),  // 5: zest.mcpgateway.v1.AcceptToolPinsRequest
+	(*AcceptToolPinsResponse)(nil), // 6: zest.mcpgateway.v1.AcceptToolPinsResponse
+	(*RefuseToolPinsRequest)(nil),  // 7: zest.mcpgateway.v1.RefuseToolPinsRequest
+	(*RefuseToolPinsResponse)(nil), // 8: zest.mcpgateway.v1.RefuseToolPinsResponse
+	(*structpb.Struct)(nil),        // 9: google.protobuf.Struct
 }
 var file_zest_mcpgateway_v1_pins_proto_depIdxs = []int32{
-	1, // 0: zest.mcpgateway.v1.ToolPins.pinned:type_name -> zest.mcpgateway.v1.PinnedTool
-	2, // 1: zest.mcpgateway.v1.ToolPins.held:type_name -> zest.mcpgateway.v1.HeldTool
-	7, // 2: zest.mcpgateway.v1.PinnedTool.definition:type_name -> google.protobuf.Struct
-	7, // 3: zest.mcpgateway.v1.HeldTool.old_definition:type_name -> google.protobuf.Struct
-	7, // 4: zest.mcpgateway.v1.HeldTool.new_definition:type_name -> google.protobuf.Struct
-	0, // 5: zest.mcpgateway.v1.ListToolPinsResponse.servers:type_name -> zest.mcpgateway.v1.ToolPins
-	0, // 6: zest.mcpgateway.v1.DecideToolPinsResponse.pins:type_name -> zest.mcpgateway.v1.ToolPins
-	2, // 7: zest.mcpgateway.v1.DecideToolPinsResponse.decided:type_name -> zest.mcpgateway.v1.HeldTool
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	1,  // 0: zest.mcpgateway.v1.ToolPins.pinned:type_name -> zest.mcpgateway.v1.PinnedTool
+	2,  // 1: zest.mcpgateway.v1.ToolPins.held:type_name -> zest.mcpgateway.v1.HeldTool
+	9,  // 2: zest.mcpgateway.v1.PinnedTool.definition:type_name -> google.protobuf.Struct
+	9,  // 3: zest.mcpgateway.v1.HeldTool.old_definition:type_name -> google.protobuf.Struct
+	9,  // 4: zest.mcpgateway.v1.HeldTool.new_definition:type_name -> google.protobuf.Struct
+	0,  // 5: zest.mcpgateway.v1.ListToolPinsResponse.servers:type_name -> zest.mcpgateway.v1.ToolPins
+	0,  // 6: zest.mcpgateway.v1.AcceptToolPinsResponse.pins:type_name -> zest.mcpgateway.v1.ToolPins
+	2,  // 7: zest.mcpgateway.v1.AcceptToolPinsResponse.decided:type_name -> zest.mcpgateway.v1.HeldTool
+	0,  // 8: zest.mcpgateway.v1.RefuseToolPinsResponse.pins:type_name -> zest.mcpgateway.v1.ToolPins
+	2,  // 9: zest.mcpgateway.v1.RefuseToolPinsResponse.decided:type_name -> zest.mcpgateway.v1.HeldTool
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_pins_proto_init() }
@@ -575,7 +694,7 @@ func file_zest_mcpgateway_v1_pins_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_pins_proto_rawDesc), len(file_zest_mcpgateway_v1_pins_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
