@@ -120,7 +120,7 @@ func gui3EditSave(t *testing.T, s *Suite, id string, edit func(draft map[string]
 func TestGUI3EditKeepsPolicy(t *testing.T) {
 	s := startSuite(t, "LEMONADE_API_KEY="+fedAPIKey, "LEMONADE_ADMIN_API_KEY="+adminKey)
 	everything := serverEverything(t)
-	policy := map[string]any{"approval": "required", "approval_tools": []any{"echo"}, "approval_by": "client",
+	policy := map[string]any{"approval": "required", "approval_tools": []any{"echo"}, "approval_by": "client", "pin_tools": false,
 		"tools_deny": []any{"get-env"}, "rate_limit": "100/m", "max_concurrency": float64(3), "max_output_bytes": float64(4096)}
 	guarded := map[string]any{"id": "guarded", "command": "node", "args": []string{everything}, "expose": false}
 	for k, v := range policy {
@@ -275,7 +275,8 @@ var everyField = []map[string]any{
 		"max_output_bytes": 2048.0, "sandbox": map[string]any{"enabled": false, "network": "proxy", "allow_hosts": []any{"api.example.com"},
 			"writable_paths": []any{"/tmp/w"}, "readable_paths": []any{"/tmp/r"}, "memory_bytes": "1073741824", "max_pids": 64.0,
 			"cpu_seconds": 60.0, "open_files": 256.0},
-		"rate_limit": "5/s:9", "max_concurrency": 2.0, "approval": "required", "approval_tools": []any{"rm"}, "approval_by": "client"},
+		"rate_limit": "5/s:9", "max_concurrency": 2.0, "approval": "required", "approval_tools": []any{"rm"}, "approval_by": "client",
+		"pin_tools": false},
 	{"id": "every-http", "name": "Every http", "transport": "streamable-http", "url": "http://tools.example/mcp", "bearer_token": "${TOKEN}",
 		"allow_insecure_http": true, "enabled": false},
 }

@@ -57,7 +57,7 @@ func TestConsoleLook(t *testing.T) {
 	chatSend(t, ctx, `please echo {"message":"from the chat"}`)
 	mustWaitText(t, ctx, ".chat-log", "The tool returned", uiWait)
 
-	names := map[string]string{"#/": "dashboard", "#/servers": "servers", "#/tools": "tools", "#/presets": "presets", "#/chat": "chat", "#/activity": "activity", "#/audit": "audit", "#/approvals": "approvals"}
+	names := map[string]string{"#/": "dashboard", "#/servers": "servers", "#/tools": "tools", "#/presets": "presets", "#/chat": "chat", "#/activity": "activity", "#/audit": "audit", "#/approvals": "approvals", "#/pins": "pins"}
 	for _, scheme := range []struct{ name, bg string }{{"light", "rgb(255, 255, 255)"}, {"dark", "rgb(20, 20, 20)"}} {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme.name}}}); err != nil {

@@ -328,7 +328,7 @@ func TestConsole(t *testing.T) {
 }
 
 // consoleViews are the console's views.
-var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity", "#/audit", "#/approvals"}
+var consoleViews = []string{"#/", "#/servers", "#/tools", "#/presets", "#/chat", "#/activity", "#/audit", "#/approvals", "#/pins"}
 
 // TestConsoleKeys: the admin key is asked for when the API answers 401, kept for the tab
 // (sessionStorage, never localStorage) and sent only to the admin API; a server without an

@@ -32,7 +32,8 @@ func registerPresetProviders(t *testing.T, s *Suite) {
 	memory := filepath.Join(peersDir(t), "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 	registerServer(t, s, map[string]any{"id": "memory", "command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": "${E2E_MEMORY_FILE}"}})
-	registerServer(t, s, map[string]any{"id": "grow", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}})
+	// Its tools grow by design: pin_tools false serves them (pinning would hold them: TestRugPull).
+	registerServer(t, s, map[string]any{"id": "grow", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}, "pin_tools": false})
 	registerServer(t, s, map[string]any{"id": "hidden", "command": "node", "args": []string{everything}, "expose": false})
 }
 

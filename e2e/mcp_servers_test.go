@@ -96,7 +96,8 @@ func TestFederationStdioThroughTheSDK(t *testing.T) {
 	registerServer(t, s, map[string]any{"id": "everything", "command": "node", "args": []string{everything}, "tools_deny": []string{"get-env"}})
 	registerServer(t, s, map[string]any{"id": "hidden", "command": "node", "args": []string{everything}, "expose": false})
 	registerServer(t, s, map[string]any{"id": "off", "command": "node", "args": []string{everything}, "enabled": false})
-	registerServer(t, s, map[string]any{"id": "growing", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}})
+	// Its tools grow by design: pin_tools false serves them (pinning would hold them: TestRugPull).
+	registerServer(t, s, map[string]any{"id": "growing", "command": "node", "args": []string{nodeScript(t, "growing-server.mjs")}, "pin_tools": false})
 
 	t.Run("the official SDK", func(t *testing.T) {
 		cmd := exec.Command("node", nodeScript(t, "federation-client.mjs"), fedURL(s, "everything"), fedAPIKey, "full")

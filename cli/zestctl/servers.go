@@ -87,6 +87,7 @@ func (a *app) serversCmd() *cobra.Command {
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
 		a.installCmd(), a.searchCmd(),
 		a.importLemonadeCmd(),
+		a.pinsCmd(),
 	)
 	return c
 }
@@ -211,6 +212,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.String("approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
 	fs.StringArray("approval-tools", nil, `glob over tool names whose calls need approval (repeatable; --approval-tools "" alone: none)`)
 	fs.String("approval-by", "", `who decides a held call: "admin" (default: only the admin key) or "client" (an MCP client's user, through elicitation)`)
+	fs.Bool("pin-tools", true, "pin the server's tool definitions: a changed or new tool is held until an administrator accepts it (zestctl servers pins)")
 	fs.StringVar(&f.jsonText, "json", "", "the config as JSON, as POST /internal/mcp/servers takes it (on edit: a JSON merge patch, as PATCH takes it); flags given beside it win")
 	fs.StringVarP(&f.file, "file", "f", "", "read --json's JSON from this file (- for stdin)")
 }

@@ -68,6 +68,10 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			req.Reason, err = adminjson.Reason(body)
 		case *mcpgatewayv1.DenyToolCallRequest:
 			req.Reason, err = adminjson.Reason(body)
+		case *mcpgatewayv1.AcceptToolPinsRequest:
+			req.Tools, err = adminjson.PinTools(body)
+		case *mcpgatewayv1.RefuseToolPinsRequest:
+			req.Tools, err = adminjson.PinTools(body)
 		default: // a route given a body later fails here until it has a case, not served without it
 			err = fmt.Errorf("the admin routes have no reader for a %T body", v)
 		}

@@ -54,6 +54,7 @@ func TestAdminErrorsAnswerTheTable(t *testing.T) {
 		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:  http.StatusForbidden,
 		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED:     http.StatusConflict,
 		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED: http.StatusConflict,
+		mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_HELD:           http.StatusConflict,
 	} {
 		st, err := status.New(codes.FailedPrecondition, "refused").WithDetails(&errdetails.ErrorInfo{Domain: domain, Reason: reason.String()})
 		if err != nil {

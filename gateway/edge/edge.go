@@ -268,8 +268,8 @@ func (e *Edge) Close() error {
 // adminError writes Lemonade's admin error shape with the status of the one table
 // (httpstatus), and what the admin routes say beyond a code: a body over the limit is 413; a
 // tools/call of a tool the server's filters do not expose is 400, one that waits for an
-// approval not given is 403, a disabled server or one an administrator disconnected 409 (all
-// FailedPrecondition with a reason); on the routes that reach an MCP server (connect, refresh-tools, tools/call, test) a
+// approval not given is 403, a disabled server, one an administrator disconnected or a tool
+// whose changed definition is held 409 (all FailedPrecondition with a reason); on the routes that reach an MCP server (connect, refresh-tools, tools/call, test) a
 // failure that is not the caller's (no bad argument, key, unknown id or limit) and not out of
 // time (504) is 502.
 func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) {
@@ -284,8 +284,9 @@ func adminError(w http.ResponseWriter, r *http.Request, err error, limit int64) 
 	case st.Code() == codes.FailedPrecondition && adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN:
 		code = http.StatusForbidden // the call needs approval and was not run: the message says why
 	case st.Code() == codes.FailedPrecondition && (adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISABLED ||
-		adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED):
-		code = http.StatusConflict // a state an administrator set: the message says how to undo it
+		adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED ||
+		adminReason(st) == mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_HELD):
+		code = http.StatusConflict // a state an administrator set or decides: the message says how to undo it
 	case callersOwn(st.Code()), st.Code() == codes.DeadlineExceeded:
 	case reachesUpstream(r.URL.Path):
 		code = http.StatusBadGateway

@@ -335,3 +335,25 @@ func Reason(body []byte) (string, error) {
 	}
 	return *s, nil
 }
+
+// PinTools reads a decision body on held tool definitions (POST
+// /internal/mcp/servers/{server_id}/pins/accept or /refuse): empty, or {"tools": ["…"]}
+// naming the held tools to decide (none: every pending one of the server); other fields are
+// refused, so that a misspelt one is not lost.
+func PinTools(body []byte) ([]string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	f, err := object(body, ErrRequest, `{"tools":["echo"]}`)
+	if err != nil {
+		return nil, err
+	}
+	for k := range f {
+		if k != "tools" {
+			return nil, fmt.Errorf("%w: unknown field %.40q: a decision on held tools takes only tools (or an empty body: every pending one)", ErrRequest, k)
+		}
+	}
+	r := reader{f: f, kind: ErrRequest}
+	tools := r.strs("tools")
+	return tools, r.err
+}

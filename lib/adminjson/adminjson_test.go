@@ -298,3 +298,20 @@ func TestSandboxMemoryAsItIsShown(t *testing.T) {
 		t.Fatalf("1GB: %v", err)
 	}
 }
+
+func TestPinTools(t *testing.T) {
+	for body, want := range map[string]string{"": "", `{}`: "", `{"tools":["echo","add"]}`: "echo,add", `{"tools":[]}`: ""} {
+		if got, err := PinTools([]byte(body)); err != nil || strings.Join(got, ",") != want {
+			t.Errorf("PinTools(%q) = %q, %v; want %q", body, got, err, want)
+		}
+	}
+	for body, msg := range map[string]string{
+		`{"tools":"echo"}`:  "tools must be",
+		`{"tool":["echo"]}`: `unknown field "tool": a decision on held tools takes only tools`,
+		`[]`:                `the body must be a JSON object such as {"tools":["echo"]}`,
+	} {
+		if _, err := PinTools([]byte(body)); !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("PinTools(%q) = %v, want an error containing %q", body, err, msg)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -48,6 +49,8 @@ type Service struct {
 	changes *follow.Replica
 	// approvals lists and decides the tool calls that wait for approval (nil: none are held).
 	approvals *approval.Gate
+	// pins lists and decides the held tool definitions (nil: none are held).
+	pins *pins.Gate
 	// models checks a preset's model when it is saved (nil: not checked).
 	models inferencev1.InferenceServiceClient
 	// upsertMu serializes upserts so that derived ids cannot race.
@@ -138,15 +141,18 @@ func (s *Service) ListTools(ctx context.Context, _ *mcpgatewayv1.ListToolsReques
 }
 
 // stateOf is the state of the server of config c before its connection is looked at: c, with
-// approval and approval_by shown as what they mean when the server sets none.
+// approval, approval_by and pin_tools shown as what they mean when the server sets none.
 func stateOf(c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
-	if c.Approval == nil || c.ApprovalBy == nil {
+	if c.Approval == nil || c.ApprovalBy == nil || c.PinTools == nil {
 		c = proto.CloneOf(c)
 		if c.Approval == nil {
 			c.Approval = proto.String(serverconfig.ApprovalNone)
 		}
 		if c.ApprovalBy == nil {
 			c.ApprovalBy = proto.String(serverconfig.ApprovalBy(c))
+		}
+		if c.PinTools == nil {
+			c.PinTools = proto.Bool(serverconfig.PinsTools(c))
 		}
 	}
 	return &mcpgatewayv1.ServerState{Config: c, Tools: []*mcpgatewayv1.ToolEntry{}}
@@ -224,6 +230,12 @@ func (s *Service) store(ctx context.Context, old, cfg *mcpgatewayv1.ServerConfig
 		return toStatus(err)
 	}
 	audit.NoteChanged(ctx, audit.Changed(old, cfg))
+	if old != nil && s.pins != nil && !serverconfig.SameProgram(old, cfg) {
+		// Another program under this id: its first listing is pinned (before it connects).
+		if err := s.pins.Forget(ctx, cfg.GetId()); err != nil {
+			s.log.WarnContext(ctx, "forgetting the tool pins of a server pointed at another program failed", "server", cfg.GetId(), "err", err)
+		}
+	}
 	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerPut, ID: cfg.GetId(), Server: cfg}, old)
 	s.log.Info("server registered", "id", cfg.GetId(), "transport", cfg.GetTransport())
 	return nil
@@ -288,6 +300,12 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 		return nil, toStatus(err)
 	}
 	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
+	if s.pins != nil {
+		// One registered again under this id starts over: its first listing is pinned.
+		if err := s.pins.Forget(ctx, req.GetId()); err != nil {
+			s.log.WarnContext(ctx, "forgetting a deleted server's tool pins failed", "server", req.GetId(), "err", err)
+		}
+	}
 	return &mcpgatewayv1.DeleteServerResponse{Removed: req.GetId()}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -25,6 +26,7 @@ func toStatus(err error) error {
 	var filtered *serverconfig.ToolFilteredError
 	var limited *toolcall.LimitError
 	var refused *toolcall.ApprovalError
+	var held *pins.HeldError
 	code := codes.Internal
 	switch {
 	case errors.As(err, &limited): // before RPCError, which a LimitError also is
@@ -39,6 +41,8 @@ func toStatus(err error) error {
 		code = codes.DeadlineExceeded
 	case errors.As(err, &filtered):
 		return toolFiltered(filtered)
+	case errors.As(err, &held):
+		return toolHeld(held)
 	case errors.Is(err, serverconfig.ErrInvalid), errors.Is(err, serverconfig.ErrInvalidPreset):
 		// The field the error names goes with it (BadRequest), for a form to show it there.
 		st := status.New(codes.InvalidArgument, err.Error())
@@ -79,6 +83,22 @@ func toolFiltered(e *serverconfig.ToolFilteredError) error {
 		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_FILTERED.String(),
 		Domain:   errorDomain,
 		Metadata: map[string]string{"server_id": e.ServerID, "tool": e.Tool, "field": e.Field, "pattern": e.Pattern},
+	})
+	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// toolHeld is a call of a tool whose definition is held (pins): FailedPrecondition with an
+// ErrorInfo (TOOL_HELD) that the edge answers 409 — a state an administrator decides, not a
+// failure of the server.
+func toolHeld(e *pins.HeldError) error {
+	st := status.New(codes.FailedPrecondition, e.Error())
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_TOOL_HELD.String(),
+		Domain:   errorDomain,
+		Metadata: map[string]string{"server_id": e.Server, "tool": e.Tool, "state": e.State},
 	})
 	if err != nil {
 		return st.Err()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -28,5 +30,18 @@ func TestToStatusPutsTheContextFirst(t *testing.T) {
 				t.Fatalf("toStatus(%v) = %v, want %v", c.err, got, c.want)
 			}
 		})
+	}
+}
+
+// A held tool's call is FailedPrecondition with the TOOL_HELD ErrorInfo (the edge's 409),
+// naming the server, the tool and its state.
+func TestToStatusToolHeld(t *testing.T) {
+	st := status.Convert(toStatus(fmt.Errorf("call: %w", &pins.HeldError{Server: "rug", Tool: "echo", State: pins.StatePending})))
+	if st.Code() != codes.FailedPrecondition || len(st.Details()) != 1 {
+		t.Fatalf("toStatus = %v", st)
+	}
+	info, ok := st.Details()[0].(*errdetails.ErrorInfo)
+	if !ok || info.GetReason() != "ADMIN_ERROR_REASON_TOOL_HELD" || info.GetMetadata()["server_id"] != "rug" || info.GetMetadata()["tool"] != "echo" || info.GetMetadata()["state"] != "pending" {
+		t.Fatalf("details = %v", st.Details())
 	}
 }

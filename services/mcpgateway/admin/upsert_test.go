@@ -20,7 +20,7 @@ func policy() *mcpgatewayv1.ServerConfig {
 		ToolsAllow: []string{"echo", "get-*"}, ToolsDeny: []string{"get-env"}, Expose: proto.Bool(false), ToolHost: proto.String("th-1"),
 		MaxOutputBytes: proto.Int32(4096), Sandbox: &mcpgatewayv1.Sandbox{Network: proto.String("none"), WritablePaths: []string{"/srv"}},
 		RateLimit: proto.String("100/m"), MaxConcurrency: proto.Int32(3), Approval: proto.String("required"),
-		ApprovalTools: []string{"rm"}, ApprovalBy: proto.String("client")}
+		ApprovalTools: []string{"rm"}, ApprovalBy: proto.String("client"), PinTools: proto.Bool(false)}
 }
 
 // zestFields are the fields of a config that are not Lemonade's.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -107,16 +108,21 @@ func (h *Handler) WithSession(ctx context.Context, sessionID string, cl session.
 // MCP endpoint answers it: a tool the caller may not see (a filtered tool, a server it may
 // not reach) is an unknown tool (-32602, named as the client called it); an approval that was
 // not given is a result with isError true that says why, and a retry that answers another
-// call's approval is -32602; a server's limits are its JSON-RPC error (-32029). ok is false
+// call's approval is -32602; a held tool (its definition changed since it was pinned) is a
+// result with isError true that names it and how an administrator accepts it; a server's
+// limits are its JSON-RPC error (-32029). ok is false
 // for any other error: the endpoint words it (a timeout, a failure, a cancellation).
 func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok bool) {
 	var unknown *toolcall.UnknownServerError
 	var filtered *serverconfig.ToolFilteredError
 	var approval *toolcall.ApprovalError
 	var limited *toolcall.LimitError
+	var held *pins.HeldError
 	switch {
 	case errors.As(err, &filtered), errors.As(err, &unknown):
 		return UnknownTool(id, name), true
+	case errors.As(err, &held):
+		return IsErrorResult(id, held.Error()), true
 	case errors.As(err, &approval):
 		if approval.State == toolcall.ApprovalMismatch || approval.State == toolcall.ApprovalNotAsked {
 			return errorResponse(id, mcp.INVALID_PARAMS, "Invalid params: "+approval.Text), true

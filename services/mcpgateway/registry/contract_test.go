@@ -55,6 +55,7 @@ func runContract(t *testing.T, open func(t *testing.T) Registry) {
 	})
 
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, open(t).(Approvals)) })
+	t.Run("ToolPins", func(t *testing.T) { testToolPins(t, open(t).(Pins)) })
 
 	t.Run("EmptyIDsRefused", func(t *testing.T) {
 		r, ctx := open(t), t.Context()

@@ -39,6 +39,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -387,10 +388,19 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if store, ok := reg.(registry.Approvals); ok {
 		gate = approval.New(store, cfg.ApprovalTimeout, log)
 	}
+	// The tool definitions pinned per server (pin_tools): a changed or new tool is held — left
+	// out of every list the manager reads, refused by the pipeline — until an administrator
+	// accepts it. Both stores keep the pins.
+	var pinGate *pins.Gate
+	if store, ok := reg.(registry.Pins); ok {
+		pinGate = pins.New(store, servers, log)
+		up.PinTools(pinGate)
+		pinGate.OnDecision(up.Relist)
+	}
 	// The one door: every tool call of every path (the admin API, /mcp's built-in tools,
 	// /mcp/servers/{id}, /mcp/presets/{id}, the chat loop) goes through this pipeline.
 	tools := toolcall.New(toolcall.Config{MaxOutputBytes: cfg.ToolOutputMaxBytes}, servers, up, cfg.Keys,
-		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithAudit(trail), toolcall.WithLogger(log))
+		toolcall.WithBuiltin(mcpserve.NewBuiltin(mcpSrv)), toolcall.WithActivity(calls), toolcall.WithApprovals(gate), toolcall.WithPins(pinGate), toolcall.WithAudit(trail), toolcall.WithLogger(log))
 	// The three MCP endpoints: /mcp's built-in tools, /mcp/servers/{id} (each registered server
 	// through the same transport and sessions), /mcp/presets/{id} (a preset's providers on one
 	// endpoint; and /mcp, with ZEST_MCP_PRESET).
@@ -428,7 +438,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	// (the registry's watch), reaches the connections and the sessions the same way.
 	changes := follow.New(up, log, follow.WithNotify(notify), follow.WithPresets(agg))
 	adminService := admin.New(servers, up, tools, log,
-		admin.WithCatalog(cat), admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithChanges(changes), admin.WithModels(infer))
+		admin.WithCatalog(cat), admin.WithActivity(calls), admin.WithAudit(trail), admin.WithApprovals(gate), admin.WithPins(pinGate), admin.WithChanges(changes), admin.WithModels(infer))
 	// The tool catalog's answer leaves with the encoding its snapshot kept (catalog.Codec).
 	// A batch's answer (mcpserve.Batch) stops growing at the message limit it is sent under.
 	serverOpts = append(serverOpts, grpc.ChainStreamInterceptor(mcpserve.MaxAnswerInterceptor(cfg.GRPCMaxMessageBytes)))

@@ -5,6 +5,7 @@
 //
 //	resolve     the server exists and this caller may see it (Resolve: one rule for every path)
 //	filters     the server's tools_allow / tools_deny
+//	pinning     a tool whose definition changed since it was pinned is held (pins.Gate)
 //	approval    a person decides, bound to the server, the tool and the arguments (approve.go)
 //	limits      the server's rate_limit and max_concurrency, each call counted (limits.go)
 //	dispatch    the server through upstream, or the built-in tools in process (Builtin)
@@ -28,6 +29,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
+	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -137,6 +139,10 @@ func WithApprovals(gate *approval.Gate) Option { return func(p *Pipeline) { p.ga
 // administrator's are recorded by its own interceptor).
 func WithAudit(trail *audit.Log) Option { return func(p *Pipeline) { p.audit = trail } }
 
+// WithPins refuses the calls of tools that gate holds (their definition changed since it
+// was pinned); without it no tool is held.
+func WithPins(gate *pins.Gate) Option { return func(p *Pipeline) { p.pins = gate } }
+
 // WithLogger sets the logger (slog.Default when absent).
 func WithLogger(log *slog.Logger) Option { return func(p *Pipeline) { p.log = log } }
 
@@ -151,6 +157,7 @@ type Pipeline struct {
 	keys     keyauth.Keys
 	builtin  Builtin
 	gate     *approval.Gate
+	pins     *pins.Gate
 	audit    *audit.Log
 	activity *activity.Log
 	log      *slog.Logger
@@ -195,6 +202,11 @@ func (p *Pipeline) chain(ctx context.Context, c *Call) (json.RawMessage, error) 
 	}
 	if err := serverconfig.CheckTool(cfg, c.Tool); err != nil {
 		return nil, err
+	}
+	if cfg != builtinConfig {
+		if err := p.pins.Check(ctx, cfg, c.Tool); err != nil {
+			return nil, err
+		}
 	}
 	if c.Retry != nil && c.Retry.Parked != "" {
 		// The parked call passed approval and limits when it began; its answers only

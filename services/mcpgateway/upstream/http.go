@@ -109,7 +109,7 @@ type renewal struct {
 	err  error
 }
 
-func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, maxEvent int, log *slog.Logger) (*httpSession, error) {
+func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, maxEvent int, admit admitFunc, log *slog.Logger) (*httpSession, error) {
 	if emit == nil {
 		emit = func(string, []byte) {}
 	}
@@ -117,6 +117,7 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		waiting = newWaiters()
 	}
 	s := &httpSession{cfg: cfg, log: log, headers: map[string]string{}, emit: emit, waiting: waiting}
+	s.cache.admit = admit
 	s.client = &http.Client{Transport: sse.Transport(nil, maxEvent, func(r *http.Request) {
 		s.log.Warn("an MCP server sent an event-stream line over the limit: the stream is given up and its request fails",
 			"server", cfg.GetId(), "method", r.Method, "limit_bytes", maxEvent)
@@ -257,7 +258,7 @@ func (s *httpSession) tools(ctx context.Context, refresh bool) ([]json.RawMessag
 		}
 		all = append(all, page.Tools...)
 		if page.NextCursor == "" {
-			return s.cache.put(ticket, all), nil
+			return s.cache.put(ticket, s.cache.admitted(ctx, all)), nil
 		}
 		cursor = page.NextCursor
 	}

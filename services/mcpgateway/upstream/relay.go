@@ -305,9 +305,10 @@ func (m *Manager) CallWith(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, 
 	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	res, err := m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, hooks)
 	})
+	return m.admitPage(ctx, cfg, method, res, err)
 }
 
 // splitRef splits a ref into its kind ("t": the tool host's, "h": this replica's) and id.

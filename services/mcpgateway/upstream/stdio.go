@@ -42,11 +42,12 @@ type stdioSession struct {
 	inf Info
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, log *slog.Logger) (*stdioSession, error) {
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, admit admitFunc, log *slog.Logger) (*stdioSession, error) {
 	s := &stdioSession{th: host.Client, host: host, hosts: hosts, pin: cfg.GetToolHost(), log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(), Sandbox: serverconfig.ToToolHost(cfg.GetSandbox()),
 	}}
+	s.cache.admit = admit
 	s.placedAt.Store(hosts.Generation())
 	if err := s.start(ctx); err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (s *stdioSession) list(ctx context.Context, restart bool) ([]json.RawMessag
 	for i, t := range r.GetTools() {
 		out[i] = t
 	}
-	return s.cache.put(ticket, out), nil
+	return s.cache.put(ticket, s.cache.admitted(ctx, out)), nil
 }
 
 // errLost means the tool host does not know the server (it restarted since).

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,17 @@ type toolCache struct {
 	stored uint64
 	// version is the process-wide number of the list kept (see Manager.Listed).
 	version uint64
+	// admit leaves out of a complete list the tools it does not serve (Manager.PinTools); nil:
+	// all of them.
+	admit func(ctx context.Context, tools []json.RawMessage) []json.RawMessage
+}
+
+// admitted is the part of tools, a complete list the server just sent, that is served.
+func (c *toolCache) admitted(ctx context.Context, tools []json.RawMessage) []json.RawMessage {
+	if c.admit == nil || tools == nil {
+		return tools
+	}
+	return c.admit(ctx, tools)
 }
 
 // get returns the cached tools and whether the server was listed at all.

@@ -65,6 +65,8 @@ type Manager struct {
 	notify atomic.Pointer[func(serverID string, msg []byte)]
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting *waiters
+	// pins decides which listed tools are served (PinTools); nil: all of them.
+	pins atomic.Pointer[Pins]
 	// maxEventBytes bounds a line of an HTTP server's event stream (MaxEventBytes; a test
 	// sets a smaller one, so that reaching it takes no time).
 	maxEventBytes int
@@ -177,12 +179,12 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		var h *httpSession
-		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.maxEventBytes, m.log); err == nil {
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.maxEventBytes, m.admit(cfg.GetId()), m.log); err == nil {
 			s = h
 		}
 	} else {
 		var st *stdioSession
-		if st, err = openStdio(ctx, cfg, host, m.hosts, m.log); err == nil {
+		if st, err = openStdio(ctx, cfg, host, m.hosts, m.admit(cfg.GetId()), m.log); err == nil {
 			s = st
 		}
 	}
@@ -516,9 +518,10 @@ func (m *Manager) Call(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, meth
 	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	res, err := m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.call(ctx, method, params, timeout)
 	})
+	return m.admitPage(ctx, cfg, method, res, err)
 }
 
 // ready returns the open session of cfg and the call's timeout (the server's timeout_ms
@@ -589,9 +592,10 @@ func (m *Manager) CallProgress(ctx context.Context, cfg *mcpgatewayv1.ServerConf
 	if err := bypass(method); err != nil {
 		return nil, err
 	}
-	return m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
+	res, err := m.onSession(ctx, cfg, timeout, func(s session, timeout time.Duration) (json.RawMessage, error) {
 		return s.callWith(ctx, method, params, timeout, Hooks{OnProgress: onProgress})
 	})
+	return m.admitPage(ctx, cfg, method, res, err)
 }
 
 // OnNotification sets f to receive every notification a server sends that is not the

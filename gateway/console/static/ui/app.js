@@ -10,8 +10,9 @@ import chat from './views/chat.js';
 import activity from './views/activity.js';
 import audit from './views/audit.js';
 import approvals from './views/approvals.js';
+import pins from './views/pins.js';
 
-const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity, '#/audit': audit, '#/approvals': approvals };
+const views = { '#/': dashboard, '#/servers': servers, '#/tools': tools, '#/presets': presets, '#/chat': chat, '#/activity': activity, '#/audit': audit, '#/approvals': approvals, '#/pins': pins };
 
 const ADMIN_KEY = 'zest.adminKey';
 const API_KEY = 'zest.apiKey';

@@ -59,6 +59,7 @@ function formBody(form) {
   body.approval = v('approval') || 'none';
   body.approval_tools = lines(form.elements.approval_tools.value);
   body.approval_by = v('approval_by') || 'admin';
+  body.pin_tools = v('pin_tools') !== 'false';
   body.rate_limit = orNull(v('rate_limit'));
   body.max_concurrency = num('max_concurrency');
   body.max_output_bytes = num('max_output_bytes');
@@ -154,6 +155,10 @@ function serverForm(app, existing, onSaved) {
         el('option', { value: 'client', selected: s.approval_by === 'client' }, 'The MCP client\'s user (elicitation); chats still wait for an administrator')),
         'With "client", whoever holds the API key approves their own MCP calls.'),
       field('Tools that need approval (glob patterns, one per line)', el('textarea', { name: 'approval_tools', rows: '2' }, (s.approval_tools || []).join('\n'))),
+      field('Tool definitions', el('select', { name: 'pin_tools' },
+        el('option', { value: 'true', selected: s.pin_tools !== false }, 'Pinned: a changed or new tool is held until it is accepted'),
+        el('option', { value: 'false', selected: s.pin_tools === false }, 'Not pinned: a server\'s changes are served at once')),
+        'A held tool is not listed nor callable anywhere; the Pins page shows the difference and accepts or refuses it.'),
       field('Rate limit', el('input', { type: 'text', name: 'rate_limit', value: s.rate_limit || '', placeholder: '10/s', autocomplete: 'off' }),
         'Tool calls of all callers together: N/s, N/m or N/h, with an optional burst as N/s:B. Empty: no limit of its own.'),
       field('Calls at once', el('input', { type: 'number', name: 'max_concurrency', min: '1', max: '1024', step: '1', value: s.max_concurrency || '' }),

@@ -52,6 +52,10 @@ const (
 	// stays disconnected until an administrator connects it (FAILED_PRECONDITION; the edge
 	// answers 409). The metadata hold server_id.
 	AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED AdminErrorReason = 4
+	// ADMIN_ERROR_REASON_TOOL_HELD: the tool's definition changed since it was pinned (or the
+	// tool is new), and it is held until an administrator accepts it (FAILED_PRECONDITION; the
+	// edge answers 409). The metadata hold server_id, tool and state ("pending" or "refused").
+	AdminErrorReason_ADMIN_ERROR_REASON_TOOL_HELD AdminErrorReason = 5
 )
 
 // Enum value maps for AdminErrorReason.
@@ -62,6 +66,7 @@ var (
 		2: "ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN",
 		3: "ADMIN_ERROR_REASON_SERVER_DISABLED",
 		4: "ADMIN_ERROR_REASON_SERVER_DISCONNECTED",
+		5: "ADMIN_ERROR_REASON_TOOL_HELD",
 	}
 	AdminErrorReason_value = map[string]int32{
 		"ADMIN_ERROR_REASON_UNSPECIFIED":         0,
@@ -69,6 +74,7 @@ var (
 		"ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN":  2,
 		"ADMIN_ERROR_REASON_SERVER_DISABLED":     3,
 		"ADMIN_ERROR_REASON_SERVER_DISCONNECTED": 4,
+		"ADMIN_ERROR_REASON_TOOL_HELD":           5,
 	}
 )
 
@@ -397,7 +403,11 @@ type ServerConfig struct {
 	// key, through the console, zestctl or POST /internal/mcp/approvals/{id}/approve; the call
 	// is held on every path) or "client" (an MCP client's user, through elicitation or
 	// input_required; chats and the admin API still wait for an administrator).
-	ApprovalBy    *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
+	ApprovalBy *string `protobuf:"bytes,23,opt,name=approval_by,proto3,oneof" json:"approval_by,omitempty"`
+	// pin_tools pins the server's tool definitions (default true): a tool whose definition
+	// changes after it was pinned, or that appears later, is held until an administrator
+	// accepts it (docs/operator/untrusted-tools.md#pinned-tool-definitions).
+	PinTools      *bool `protobuf:"varint,24,opt,name=pin_tools,proto3,oneof" json:"pin_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -591,6 +601,13 @@ func (x *ServerConfig) GetApprovalBy() string {
 		return *x.ApprovalBy
 	}
 	return ""
+}
+
+func (x *ServerConfig) GetPinTools() bool {
+	if x != nil && x.PinTools != nil {
+		return *x.PinTools
+	}
+	return false
 }
 
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
@@ -4074,7 +4091,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a$zest/mcpgateway/v1/presettools.proto\"I\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzest/mcpgateway/v1/pins.proto\x1a$zest/mcpgateway/v1/presettools.proto\"I\n" +
 	"\x17RecordEdgeChangeRequest\x12\x12\n" +
 	"\x04edge\x18\x01 \x01(\tR\x04edge\x12\x1a\n" +
 	"\bsettings\x18\x02 \x03(\tR\bsettings\"\x1a\n" +
@@ -4098,7 +4115,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\r_memory_bytesB\v\n" +
 	"\t_max_pidsB\x0e\n" +
 	"\f_cpu_secondsB\r\n" +
-	"\v_open_files\"\xf8\a\n" +
+	"\v_open_files\"\xa9\b\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4129,7 +4146,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x0fmax_concurrency\x18\x14 \x01(\x05H\x06R\x0fmax_concurrency\x88\x01\x01\x12\x1f\n" +
 	"\bapproval\x18\x15 \x01(\tH\aR\bapproval\x88\x01\x01\x12&\n" +
 	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
-	"\vapproval_by\x18\x17 \x01(\tH\bR\vapproval_by\x88\x01\x01\x1a6\n" +
+	"\vapproval_by\x18\x17 \x01(\tH\bR\vapproval_by\x88\x01\x01\x12!\n" +
+	"\tpin_tools\x18\x18 \x01(\bH\tR\tpin_tools\x88\x01\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
@@ -4143,7 +4161,9 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\v_rate_limitB\x12\n" +
 	"\x10_max_concurrencyB\v\n" +
 	"\t_approvalB\x0e\n" +
-	"\f_approval_by\"\xd9\x02\n" +
+	"\f_approval_byB\f\n" +
+	"\n" +
+	"_pin_tools\"\xd9\x02\n" +
 	"\tToolEntry\x12\x1c\n" +
 	"\tserver_id\x18\x01 \x01(\tR\tserver_id\x12 \n" +
 	"\vserver_name\x18\x02 \x01(\tR\vserver_name\x12\x12\n" +
@@ -4390,13 +4410,14 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\tpreset_id\x18\f \x01(\tR\tpreset_id\x12\x18\n" +
 	"\acall_id\x18\r \x01(\tR\acall_id\x12*\n" +
 	"\x10arguments_sha256\x18\x0e \x01(\tR\x10arguments_sha256\x12 \n" +
-	"\vapproval_by\x18\x0f \x01(\tR\vapproval_by*\xdb\x01\n" +
+	"\vapproval_by\x18\x0f \x01(\tR\vapproval_by*\xfd\x01\n" +
 	"\x10AdminErrorReason\x12\"\n" +
 	"\x1eADMIN_ERROR_REASON_UNSPECIFIED\x10\x00\x12$\n" +
 	" ADMIN_ERROR_REASON_TOOL_FILTERED\x10\x01\x12)\n" +
 	"%ADMIN_ERROR_REASON_APPROVAL_NOT_GIVEN\x10\x02\x12&\n" +
 	"\"ADMIN_ERROR_REASON_SERVER_DISABLED\x10\x03\x12*\n" +
-	"&ADMIN_ERROR_REASON_SERVER_DISCONNECTED\x10\x042\x88\x17\n" +
+	"&ADMIN_ERROR_REASON_SERVER_DISCONNECTED\x10\x04\x12 \n" +
+	"\x1cADMIN_ERROR_REASON_TOOL_HELD\x10\x052\xcf\x1a\n" +
 	"\fAdminService\x12}\n" +
 	"\vListServers\x12&.zest.mcpgateway.v1.ListServersRequest\x1a'.zest.mcpgateway.v1.ListServersResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/internal/mcp/servers\x12u\n" +
 	"\tListTools\x12$.zest.mcpgateway.v1.ListToolsRequest\x1a%.zest.mcpgateway.v1.ListToolsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/internal/mcp/tools\x12|\n" +
@@ -4419,7 +4440,10 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vExportAudit\x12&.zest.mcpgateway.v1.ExportAuditRequest\x1a'.zest.mcpgateway.v1.ExportAuditResponse0\x01\x12\x85\x01\n" +
 	"\rListApprovals\x12(.zest.mcpgateway.v1.ListApprovalsRequest\x1a).zest.mcpgateway.v1.ListApprovalsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/internal/mcp/approvals\x12\x9b\x01\n" +
 	"\x0fApproveToolCall\x12*.zest.mcpgateway.v1.ApproveToolCallRequest\x1a+.zest.mcpgateway.v1.ApproveToolCallResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/internal/mcp/approvals/{id}/approve\x12\x8f\x01\n" +
-	"\fDenyToolCall\x12'.zest.mcpgateway.v1.DenyToolCallRequest\x1a(.zest.mcpgateway.v1.DenyToolCallResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/internal/mcp/approvals/{id}/deny\x12m\n" +
+	"\fDenyToolCall\x12'.zest.mcpgateway.v1.DenyToolCallRequest\x1a(.zest.mcpgateway.v1.DenyToolCallResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/internal/mcp/approvals/{id}/deny\x12}\n" +
+	"\fListToolPins\x12'.zest.mcpgateway.v1.ListToolPinsRequest\x1a(.zest.mcpgateway.v1.ListToolPinsResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/internal/mcp/pins\x12\xa1\x01\n" +
+	"\x0eAcceptToolPins\x12).zest.mcpgateway.v1.AcceptToolPinsRequest\x1a*.zest.mcpgateway.v1.AcceptToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/accept\x12\xa1\x01\n" +
+	"\x0eRefuseToolPins\x12).zest.mcpgateway.v1.RefuseToolPinsRequest\x1a*.zest.mcpgateway.v1.RefuseToolPinsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/internal/mcp/servers/{server_id}/pins/refuse\x12m\n" +
 	"\x10RecordEdgeChange\x12+.zest.mcpgateway.v1.RecordEdgeChangeRequest\x1a,.zest.mcpgateway.v1.RecordEdgeChangeResponseB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"AdminProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
@@ -4501,6 +4525,12 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
 	(*fieldmaskpb.FieldMask)(nil),    // 60: google.protobuf.FieldMask
 	(*PresetTool)(nil),               // 61: zest.mcpgateway.v1.PresetTool
+	(*ListToolPinsRequest)(nil),      // 62: zest.mcpgateway.v1.ListToolPinsRequest
+	(*AcceptToolPinsRequest)(nil),    // 63: zest.mcpgateway.v1.AcceptToolPinsRequest
+	(*RefuseToolPinsRequest)(nil),    // 64: zest.mcpgateway.v1.RefuseToolPinsRequest
+	(*ListToolPinsResponse)(nil),     // 65: zest.mcpgateway.v1.ListToolPinsResponse
+	(*AcceptToolPinsResponse)(nil),   // 66: zest.mcpgateway.v1.AcceptToolPinsResponse
+	(*RefuseToolPinsResponse)(nil),   // 67: zest.mcpgateway.v1.RefuseToolPinsResponse
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	57, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
@@ -4566,31 +4596,37 @@ var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	50, // 60: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
 	52, // 61: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
 	54, // 62: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	1,  // 63: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
-	10, // 64: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	12, // 65: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	14, // 66: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	16, // 67: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	18, // 68: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
-	20, // 69: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	22, // 70: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	24, // 71: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	26, // 72: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	28, // 73: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	33, // 74: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	35, // 75: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	38, // 76: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	40, // 77: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	30, // 78: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	42, // 79: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	45, // 80: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	47, // 81: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	51, // 82: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	53, // 83: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	55, // 84: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	2,  // 85: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
-	64, // [64:86] is the sub-list for method output_type
-	42, // [42:64] is the sub-list for method input_type
+	62, // 63: zest.mcpgateway.v1.AdminService.ListToolPins:input_type -> zest.mcpgateway.v1.ListToolPinsRequest
+	63, // 64: zest.mcpgateway.v1.AdminService.AcceptToolPins:input_type -> zest.mcpgateway.v1.AcceptToolPinsRequest
+	64, // 65: zest.mcpgateway.v1.AdminService.RefuseToolPins:input_type -> zest.mcpgateway.v1.RefuseToolPinsRequest
+	1,  // 66: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
+	10, // 67: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	12, // 68: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	14, // 69: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	16, // 70: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	18, // 71: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
+	20, // 72: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	22, // 73: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	24, // 74: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	26, // 75: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	28, // 76: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	33, // 77: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	35, // 78: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	38, // 79: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	40, // 80: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	30, // 81: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	42, // 82: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	45, // 83: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	47, // 84: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	51, // 85: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	53, // 86: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	55, // 87: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	65, // 88: zest.mcpgateway.v1.AdminService.ListToolPins:output_type -> zest.mcpgateway.v1.ListToolPinsResponse
+	66, // 89: zest.mcpgateway.v1.AdminService.AcceptToolPins:output_type -> zest.mcpgateway.v1.AcceptToolPinsResponse
+	67, // 90: zest.mcpgateway.v1.AdminService.RefuseToolPins:output_type -> zest.mcpgateway.v1.RefuseToolPinsResponse
+	2,  // 91: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
+	67, // [67:92] is the sub-list for method output_type
+	42, // [42:67] is the sub-list for method input_type
 	42, // [42:42] is the sub-list for extension type_name
 	42, // [42:42] is the sub-list for extension extendee
 	0,  // [0:42] is the sub-list for field type_name
@@ -4601,6 +4637,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	if File_zest_mcpgateway_v1_admin_proto != nil {
 		return
 	}
+	file_zest_mcpgateway_v1_pins_proto_init()
 	file_zest_mcpgateway_v1_presettools_proto_init()
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}

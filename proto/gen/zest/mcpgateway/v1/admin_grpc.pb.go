@@ -40,6 +40,9 @@ const (
 	AdminService_ListApprovals_FullMethodName    = "/zest.mcpgateway.v1.AdminService/ListApprovals"
 	AdminService_ApproveToolCall_FullMethodName  = "/zest.mcpgateway.v1.AdminService/ApproveToolCall"
 	AdminService_DenyToolCall_FullMethodName     = "/zest.mcpgateway.v1.AdminService/DenyToolCall"
+	AdminService_ListToolPins_FullMethodName     = "/zest.mcpgateway.v1.AdminService/ListToolPins"
+	AdminService_AcceptToolPins_FullMethodName   = "/zest.mcpgateway.v1.AdminService/AcceptToolPins"
+	AdminService_RefuseToolPins_FullMethodName   = "/zest.mcpgateway.v1.AdminService/RefuseToolPins"
 	AdminService_RecordEdgeChange_FullMethodName = "/zest.mcpgateway.v1.AdminService/RecordEdgeChange"
 )
 
@@ -114,6 +117,18 @@ type AdminServiceClient interface {
 	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
 	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
 	DenyToolCall(ctx context.Context, in *DenyToolCallRequest, opts ...grpc.CallOption) (*DenyToolCallResponse, error)
+	// ListToolPins is called by GET /internal/mcp/pins (?server_id= for one server): the tool
+	// definitions pinned per server and the changes held until an administrator decides
+	// (docs/operator/untrusted-tools.md#pinned-tool-definitions).
+	ListToolPins(ctx context.Context, in *ListToolPinsRequest, opts ...grpc.CallOption) (*ListToolPinsResponse, error)
+	// AcceptToolPins is called by POST /internal/mcp/servers/{server_id}/pins/accept: the held
+	// definitions named (all of the server's when none is) are pinned, and the tools are listed
+	// and callable again. A server with nothing held, or a name not held, is NOT_FOUND.
+	AcceptToolPins(ctx context.Context, in *AcceptToolPinsRequest, opts ...grpc.CallOption) (*AcceptToolPinsResponse, error)
+	// RefuseToolPins is called by POST /internal/mcp/servers/{server_id}/pins/refuse: the held
+	// definitions stay hidden and uncallable (another definition is held again). Errors as
+	// AcceptToolPins'.
+	RefuseToolPins(ctx context.Context, in *RefuseToolPinsRequest, opts ...grpc.CallOption) (*RefuseToolPinsResponse, error)
 	// RecordEdgeChange is called by the edge when an administrator changes one of its own
 	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
 	// before the change applies: the edge keeps no state, so this is how the change reaches the
@@ -348,6 +363,36 @@ func (c *adminServiceClient) DenyToolCall(ctx context.Context, in *DenyToolCallR
 	return out, nil
 }
 
+func (c *adminServiceClient) ListToolPins(ctx context.Context, in *ListToolPinsRequest, opts ...grpc.CallOption) (*ListToolPinsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListToolPinsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListToolPins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) AcceptToolPins(ctx context.Context, in *AcceptToolPinsRequest, opts ...grpc.CallOption) (*AcceptToolPinsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcceptToolPinsResponse)
+	err := c.cc.Invoke(ctx, AdminService_AcceptToolPins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RefuseToolPins(ctx context.Context, in *RefuseToolPinsRequest, opts ...grpc.CallOption) (*RefuseToolPinsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefuseToolPinsResponse)
+	err := c.cc.Invoke(ctx, AdminService_RefuseToolPins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) RecordEdgeChange(ctx context.Context, in *RecordEdgeChangeRequest, opts ...grpc.CallOption) (*RecordEdgeChangeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RecordEdgeChangeResponse)
@@ -429,6 +474,18 @@ type AdminServiceServer interface {
 	// DenyToolCall is called by POST /internal/mcp/approvals/{id}/deny: the waiting call fails,
 	// and the model is told so (with the reason, if any). Errors as ApproveToolCall's.
 	DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error)
+	// ListToolPins is called by GET /internal/mcp/pins (?server_id= for one server): the tool
+	// definitions pinned per server and the changes held until an administrator decides
+	// (docs/operator/untrusted-tools.md#pinned-tool-definitions).
+	ListToolPins(context.Context, *ListToolPinsRequest) (*ListToolPinsResponse, error)
+	// AcceptToolPins is called by POST /internal/mcp/servers/{server_id}/pins/accept: the held
+	// definitions named (all of the server's when none is) are pinned, and the tools are listed
+	// and callable again. A server with nothing held, or a name not held, is NOT_FOUND.
+	AcceptToolPins(context.Context, *AcceptToolPinsRequest) (*AcceptToolPinsResponse, error)
+	// RefuseToolPins is called by POST /internal/mcp/servers/{server_id}/pins/refuse: the held
+	// definitions stay hidden and uncallable (another definition is held again). Errors as
+	// AcceptToolPins'.
+	RefuseToolPins(context.Context, *RefuseToolPinsRequest) (*RefuseToolPinsResponse, error)
 	// RecordEdgeChange is called by the edge when an administrator changes one of its own
 	// settings (POST /internal/set, POST {prefix}log-level), with the administrator's key and
 	// before the change applies: the edge keeps no state, so this is how the change reaches the
@@ -506,6 +563,15 @@ func (UnimplementedAdminServiceServer) ApproveToolCall(context.Context, *Approve
 }
 func (UnimplementedAdminServiceServer) DenyToolCall(context.Context, *DenyToolCallRequest) (*DenyToolCallResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DenyToolCall not implemented")
+}
+func (UnimplementedAdminServiceServer) ListToolPins(context.Context, *ListToolPinsRequest) (*ListToolPinsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListToolPins not implemented")
+}
+func (UnimplementedAdminServiceServer) AcceptToolPins(context.Context, *AcceptToolPinsRequest) (*AcceptToolPinsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcceptToolPins not implemented")
+}
+func (UnimplementedAdminServiceServer) RefuseToolPins(context.Context, *RefuseToolPinsRequest) (*RefuseToolPinsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefuseToolPins not implemented")
 }
 func (UnimplementedAdminServiceServer) RecordEdgeChange(context.Context, *RecordEdgeChangeRequest) (*RecordEdgeChangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordEdgeChange not implemented")
@@ -902,6 +968,60 @@ func _AdminService_DenyToolCall_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListToolPins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListToolPinsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListToolPins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListToolPins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListToolPins(ctx, req.(*ListToolPinsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_AcceptToolPins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcceptToolPinsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AcceptToolPins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AcceptToolPins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AcceptToolPins(ctx, req.(*AcceptToolPinsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RefuseToolPins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefuseToolPinsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RefuseToolPins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RefuseToolPins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RefuseToolPins(ctx, req.(*RefuseToolPinsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_RecordEdgeChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RecordEdgeChangeRequest)
 	if err := dec(in); err != nil {
@@ -1006,6 +1126,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DenyToolCall",
 			Handler:    _AdminService_DenyToolCall_Handler,
+		},
+		{
+			MethodName: "ListToolPins",
+			Handler:    _AdminService_ListToolPins_Handler,
+		},
+		{
+			MethodName: "AcceptToolPins",
+			Handler:    _AdminService_AcceptToolPins_Handler,
+		},
+		{
+			MethodName: "RefuseToolPins",
+			Handler:    _AdminService_RefuseToolPins_Handler,
 		},
 		{
 			MethodName: "RecordEdgeChange",
