@@ -6,7 +6,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -95,33 +94,9 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 	return out.modern(mcpera.DecorateResponse(msg.Method, resp, inf.ServerInfo))
 }
 
-// listenModern serves subscriptions/listen: it acknowledges the notification types both the
-// client asked for and the upstream declares (mcpera.Subscription), then streams the
-// upstream's notifications of those types, tagged with the subscription id, until the client
-// goes away. Nothing was asked for (or can be given): the acknowledgement and the result come
-// at once.
+// listenModern serves subscriptions/listen: the notifications the client asked for that the
+// upstream declares, of the upstream alone (ServeSubscription).
 func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, id json.RawMessage, r mcpera.Request, caps, serverInfo map[string]any, out *output) error {
-	sub := r.Subscribe(id, caps)
-	send := out.message
-	var l *fanout.Listener
-	if sub.Granted() {
-		l = fanout.NewListener()
-		h.hub.Follow(l, []string{cfg.GetId()})
-		defer h.hub.Follow(l, nil)
-	}
-	if err := send(sub.Ack()); err != nil {
-		return err
-	}
-	if l != nil {
-		err := l.Serve(ctx, fanout.Stream{
-			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.listenCheck,
-			Check: func() (bool, error) { return true, nil },
-			Pass:  sub.Pass,
-		})
-		if err != nil || ctx.Err() != nil {
-			return err // the client went away: nobody reads the result
-		}
-	}
-	return out.modern(sub.Result(serverInfo))
+	return h.ServeSubscription(ctx, Subscription{Out: out, Sub: r.Subscribe(id, caps), Hub: h.hub,
+		Servers: []string{cfg.GetId()}, Every: h.listenCheck, ServerInfo: serverInfo})
 }

@@ -76,6 +76,19 @@ func (s *Subscription) Tag(msg []byte) []byte {
 	return b
 }
 
+// ListsChanged are the list_changed notifications granted, tagged: what a client is sent when
+// the lists the endpoint serves changed by its own doing (a preset's providers or shaping),
+// not by a server's notification.
+func (s *Subscription) ListsChanged() [][]byte {
+	var out [][]byte
+	for _, k := range listChangedKinds {
+		if m := "notifications/" + k.kind + "/list_changed"; s.granted[m] {
+			out = append(out, s.Tag([]byte(`{"jsonrpc":"2.0","method":"`+m+`"}`)))
+		}
+	}
+	return out
+}
+
 // Result is the answer that ends the subscription (decorated as every result: see Decorate).
 func (s *Subscription) Result(serverInfo any) []byte {
 	res, _ := json.Marshal(map[string]any{"_meta": s.tag()})
