@@ -3,18 +3,18 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // modern answers one request of protocol 2026-07-28 to a preset's endpoint: no session, the
-// request stands alone, with the checks every endpoint applies (mcpserve.AdmitModern).
+// request stands alone, with the checks every endpoint applies (mcpera.Admit).
 // server/discover describes the preset as initialize does (the union of the providers'
 // capabilities, Zest's serverInfo); subscriptions/listen streams the providers' list_changed
 // notifications; every other request goes through the session era's dispatch (names,
@@ -27,7 +27,7 @@ import (
 // /mcp/servers/{id}; the retry, routed as any request, resumes the parked call when the
 // requestState Zest signed names the provider it reaches (call.forward).
 func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request, r mcpera.Request, provs []provider, out *federate.Output) error {
-	msg, bad := mcpserve.AdmitModern(req, r)
+	msg, bad := mcpera.Admit(req, r)
 	if bad != nil {
 		return out.Modern(bad)
 	}
@@ -47,7 +47,7 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.Modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
+		return out.Modern(jsonrpc.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
 	}

@@ -3,12 +3,12 @@ package federate
 import (
 	"context"
 	"encoding/json"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -21,7 +21,7 @@ import (
 // era: a session-era upstream is sent the request without the revision's _meta members, and
 // its result gets what 2026-07-28 asks of a result (mcpera.Decorate).
 func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
-	msg, bad := mcpserve.AdmitModern(req, r)
+	msg, bad := mcpera.Admit(req, r)
 	if bad != nil {
 		return out.modern(bad)
 	}
@@ -30,7 +30,7 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 	}
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
-		return out.modern(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
+		return out.modern(jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
 	switch msg.Method {
 	case "server/discover":
@@ -42,7 +42,7 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
+		return out.modern(jsonrpc.Result(msg.ID, mcpera.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}

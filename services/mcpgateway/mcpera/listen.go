@@ -2,6 +2,7 @@ package mcpera
 
 import (
 	"encoding/json"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -92,7 +93,7 @@ func (s *Subscription) ListsChanged() [][]byte {
 // Result is the answer that ends the subscription (decorated as every result: see Decorate).
 func (s *Subscription) Result(serverInfo any) []byte {
 	res, _ := json.Marshal(map[string]any{"_meta": s.tag()})
-	return resultMessage(s.id, Decorate("subscriptions/listen", res, serverInfo))
+	return jsonrpc.Result(s.id, Decorate("subscriptions/listen", res, serverInfo))
 }
 
 // DecorateResponse applies Decorate to the result of a rendered JSON-RPC response; an error
@@ -115,16 +116,5 @@ func decorateResponse(method string, resp []byte, serverInfo any, replace bool) 
 	if json.Unmarshal(resp, &r) != nil || len(r.Result) == 0 {
 		return resp
 	}
-	return resultMessage(r.ID, decorate(method, r.Result, serverInfo, replace))
-}
-
-// resultMessage renders a JSON-RPC result answer to id (both valid JSON already: appended,
-// not encoded again, as a list result can be large).
-func resultMessage(id, res json.RawMessage) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	out := make([]byte, 0, len(id)+len(res)+32)
-	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
-	return append(append(out, res...), '}')
+	return jsonrpc.Result(r.ID, decorate(method, r.Result, serverInfo, replace))
 }

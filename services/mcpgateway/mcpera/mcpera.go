@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"net/http"
 	"slices"
 	"strings"
@@ -120,22 +121,22 @@ var Removed = []string{"initialize", "ping", "logging/setLevel", "resources/subs
 func (r Request) Check(header http.Header, id json.RawMessage, method string, supported []string) []byte {
 	switch {
 	case r.HeaderVersion == "":
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
-			mcp.HeaderProtocolVersion, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
+			mcp.HeaderProtocolVersion, r.MetaVersion))
 	case r.MetaVersion == "":
-		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (the header says %s)",
-			mcp.MetaKeyProtocolVersion, r.HeaderVersion, r.HeaderVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (the header says %s)",
+			mcp.MetaKeyProtocolVersion, r.HeaderVersion, r.HeaderVersion))
 	case r.HeaderVersion != r.MetaVersion:
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header says %q, params._meta[%q] says %q; send the same version in both",
-			mcp.HeaderProtocolVersion, r.HeaderVersion, mcp.MetaKeyProtocolVersion, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header says %q, params._meta[%q] says %q; send the same version in both",
+			mcp.HeaderProtocolVersion, r.HeaderVersion, mcp.MetaKeyProtocolVersion, r.MetaVersion))
 	case !slices.Contains(supported, r.MetaVersion):
-		return ErrorResponse(id, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("Unsupported protocol version %q: send one of %v", r.MetaVersion, supported),
+		return jsonrpc.ErrorResponseData(id, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("Unsupported protocol version %q: send one of %v", r.MetaVersion, supported),
 			mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: r.MetaVersion})
 	}
 	var caps map[string]json.RawMessage
 	if json.Unmarshal(r.Meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
-		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
-			mcp.MetaKeyClientCapabilities, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
+			mcp.MetaKeyClientCapabilities, r.MetaVersion))
 	}
 	// Only the headers that mirror the body are checked here (the version was, above).
 	mirrored := func(name string) string {
@@ -146,7 +147,7 @@ func (r Request) Check(header http.Header, id json.RawMessage, method string, su
 	}
 	if err := mcp.ValidateStandardHeaders(mirrored,
 		r.MetaVersion, mcp.MCPMethod(method), r.Params); err != nil {
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "))
 	}
 	return nil
 }
@@ -166,17 +167,32 @@ func (r Request) ClientCapabilities() map[string]json.RawMessage {
 	return caps
 }
 
-// ErrorResponse is a JSON-RPC error response with the request's id (null when it has none).
-func ErrorResponse(id json.RawMessage, code int, message string, data any) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+// Admit is what every endpoint checks first of a request of 2026-07-28 (r, classified from
+// req): the JSON-RPC envelope (jsonrpc.Check), that it is not a response (the revision has no
+// server requests, so a client posts none), the transport rules of Request.Check, and that
+// its method was not removed by the revision. It returns the message, and the answer that
+// ends the exchange when the request cannot go further (send it with Final). With no answer,
+// a message that is not a request is a notification, accepted (HTTP 202);
+// notifications/cancelled does nothing: a modern request has no session to name it by, so
+// closing its connection is how it is cancelled.
+func Admit(req *mcphttp.Request, r Request) (jsonrpc.Message, []byte) {
+	msg, code, problem := jsonrpc.Check(req.Body)
+	switch {
+	case problem != "":
+		return msg, jsonrpc.ErrorResponse(msg.ID, code, problem)
+	case msg.Method == "":
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST,
+			"Invalid Request: in protocol 2026-07-28 a server sends no requests, so a client posts no responses; answer an input_required result by sending the request again with its inputResponses")
+	case msg.JSONRPC != mcp.JSONRPC_VERSION:
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
-	e := map[string]any{"code": code, "message": message}
-	if data != nil {
-		e["data"] = data
+	if bad := r.Check(req.Header, msg.ID, msg.Method, Supported); bad != nil {
+		return msg, bad
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
-	return b
+	if msg.IsRequest() && slices.Contains(Removed, msg.Method) {
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+msg.Method+" was removed in protocol 2026-07-28")
+	}
+	return msg, nil
 }
 
 // Status is the HTTP status of a modern exchange's answer, which 2026-07-28 ties to the
@@ -327,7 +343,7 @@ func (r Request) CheckParamHeaders(header http.Header, id json.RawMessage, tool 
 		return strings.TrimSpace(v), ok
 	}, tool, r.Params)
 	if err != nil {
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "))
 	}
 	return nil
 }
