@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
 

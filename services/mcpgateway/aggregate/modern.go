@@ -3,9 +3,7 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
@@ -43,11 +41,11 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 			// subscriptions/listen, which no endpoint of mcpgateway grants.
 			delete(r, "subscribe")
 		}
-		b, err := json.Marshal(map[string]any{"supportedVersions": mcpera.Supported, "capabilities": caps, "instructions": instr})
+		answer, err := mcpera.Discover(msg.ID, caps, instr, info)
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.Modern(jsonrpc.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
+		return out.Modern(answer)
 	case "subscriptions/listen":
 		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
 	}
@@ -79,14 +77,14 @@ func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provide
 		}})
 }
 
-// modernParams are the params a provider gets of a modern client's request: a provider of
-// 2026-07-28 gets the client's _meta as it came, a session-era one none of the revision's
-// members (it would read the request as modern).
+// modernParams are the params a provider of protocolVersion gets of the client's request:
+// as they came for a session's request, as its era wants them for a modern one
+// (mcpera.ParamsFor).
 func (c *call) modernParams(protocolVersion string, params json.RawMessage) json.RawMessage {
-	if c.modern == nil || mcp.IsModernProtocol(protocolVersion) {
+	if c.modern == nil {
 		return params
 	}
-	return mcpera.StripMeta(params)
+	return mcpera.ParamsFor(protocolVersion, params)
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a modern tools/call against the

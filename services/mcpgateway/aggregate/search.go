@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"

@@ -2,7 +2,6 @@ package federate
 
 import (
 	"encoding/json"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 )

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"google.golang.org/grpc/codes"

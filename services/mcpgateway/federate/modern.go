@@ -3,10 +3,10 @@ package federate
 import (
 	"context"
 	"encoding/json"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
@@ -34,15 +34,11 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 	}
 	switch msg.Method {
 	case "server/discover":
-		res := map[string]any{"supportedVersions": mcpera.Supported, "capabilities": orEmpty(inf.Capabilities)}
-		if inf.Instructions != "" {
-			res["instructions"] = inf.Instructions
-		}
-		b, err := json.Marshal(res)
+		answer, err := mcpera.Discover(msg.ID, inf.Capabilities, inf.Instructions, orEmpty(inf.ServerInfo))
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.modern(jsonrpc.Result(msg.ID, mcpera.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
+		return out.modern(answer)
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
@@ -59,13 +55,7 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 			}
 		}
 	}
-	// The request as the upstream's era wants it: a server of 2026-07-28 gets the client's
-	// _meta (its capabilities decide what the server may ask of it); a session-era server
-	// gets none of the revision's members, which would make it read the request as modern.
-	params := r.Params
-	if !mcp.IsModernProtocol(inf.ProtocolVersion) {
-		params = mcpera.StripMeta(params)
-	}
+	params := mcpera.ParamsFor(inf.ProtocolVersion, r.Params) // as the upstream's era wants it
 	fwd, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method, "params": params})
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())

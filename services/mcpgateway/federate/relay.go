@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )

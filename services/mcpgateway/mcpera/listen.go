@@ -2,9 +2,9 @@ package mcpera
 
 import (
 	"encoding/json"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 )
 
 // Subscription is one subscriptions/listen request as an endpoint grants it: the list_changed

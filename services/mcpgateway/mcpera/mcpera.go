@@ -22,12 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -281,6 +281,35 @@ func decorate(method string, result json.RawMessage, serverInfo any, replace boo
 		return result
 	}
 	return out
+}
+
+// Discover is an endpoint's answer to server/discover (request id): the versions served,
+// its capabilities (an empty object when it has none) and instructions (left out when
+// empty), decorated as every result with serverInfo (Decorate).
+func Discover(id json.RawMessage, caps map[string]any, instructions string, serverInfo any) ([]byte, error) {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	res := map[string]any{"supportedVersions": Supported, "capabilities": caps}
+	if instructions != "" {
+		res["instructions"] = instructions
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the server/discover result: %w", err)
+	}
+	return jsonrpc.Result(id, Decorate("server/discover", b, serverInfo)), nil
+}
+
+// ParamsFor are the params a server of protocolVersion is forwarded of a modern client's
+// request: a server of 2026-07-28 gets the client's _meta as it came (its capabilities decide
+// what the server may ask of it); a session-era one none of the revision's members
+// (StripMeta).
+func ParamsFor(protocolVersion string, params json.RawMessage) json.RawMessage {
+	if mcp.IsModernProtocol(protocolVersion) {
+		return params
+	}
+	return StripMeta(params)
 }
 
 // StripMeta removes from params the _meta members of 2026-07-28

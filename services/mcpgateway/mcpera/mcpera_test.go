@@ -144,3 +144,43 @@ func TestAdmit(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscover: server/discover names the versions served, the capabilities (an empty object
+// for none), the instructions only when there are some, and the serverInfo.
+func TestDiscover(t *testing.T) {
+	got, err := Discover(json.RawMessage(`"d"`), nil, "", map[string]any{"name": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		ID     string `json:"id"`
+		Result struct {
+			Versions     []string       `json:"supportedVersions"`
+			Capabilities map[string]any `json:"capabilities"`
+			Instructions *string        `json:"instructions"`
+			Meta         map[string]any `json:"_meta"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(got, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "d" || len(res.Result.Versions) == 0 || res.Result.Capabilities == nil || res.Result.Instructions != nil ||
+		res.Result.Meta["io.modelcontextprotocol/serverInfo"].(map[string]any)["name"] != "s" {
+		t.Errorf("Discover = %s", got)
+	}
+	if got, _ := Discover(json.RawMessage(`1`), map[string]any{"tools": map[string]any{}}, "Use it.", nil); !strings.Contains(string(got), `"instructions":"Use it."`) {
+		t.Errorf("Discover with instructions = %s", got)
+	}
+}
+
+// TestParamsFor: a modern server gets the client's _meta as it came, a session-era one none
+// of the revision's members.
+func TestParamsFor(t *testing.T) {
+	params := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1},"x":1}`)
+	if got := ParamsFor("2026-07-28", params); string(got) != string(params) {
+		t.Errorf("modern: %s", got)
+	}
+	if got := string(ParamsFor("2025-11-25", params)); strings.Contains(got, "io.modelcontextprotocol/") || !strings.Contains(got, `"progressToken":1`) {
+		t.Errorf("session era: %s", got)
+	}
+}

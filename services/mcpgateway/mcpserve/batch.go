@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"math"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/mcpbatch"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"strings"
 	"testing"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/mcpbatch"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"google.golang.org/grpc"
 )
 
