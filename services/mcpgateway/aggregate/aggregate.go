@@ -32,6 +32,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -271,11 +272,11 @@ func (h *Handler) exchange(ep endpoint, req *mcphttp.Request, stream mcphttp.Exc
 	provs, err := h.providers(ctx, ep)
 	if errors.Is(err, ErrUnknownPreset) { // /mcp's preset is missing: every request is told why
 		h.log.ErrorContext(ctx, "ZEST_MCP_PRESET names a preset that is not in the registry", "preset", ep.preset)
-		msg, _, _ := mcpserve.CheckMessage(payload)
+		msg, _, _ := jsonrpc.Check(payload)
 		if !msg.IsRequest() {
-			return out.Malformed(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
+			return out.Malformed(jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
 		}
-		return out.Final(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
+		return out.Final(jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error()))
 	}
 	if err != nil {
 		return err
@@ -286,9 +287,9 @@ func (h *Handler) exchange(ep endpoint, req *mcphttp.Request, stream mcphttp.Exc
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(ctx, ep, req, provs, payload, out)
 	}
-	msg, code, problem := mcpserve.CheckMessage(payload)
+	msg, code, problem := jsonrpc.Check(payload)
 	if problem != "" {
-		return out.Malformed(mcpserve.ErrorResponse(msg.ID, code, problem))
+		return out.Malformed(jsonrpc.ErrorResponse(msg.ID, code, problem))
 	}
 	if msg.Method == string(mcp.MethodInitialize) && msg.IsRequest() {
 		return h.initialize(ctx, ep, provs, payload, msg.ID, out)
@@ -315,7 +316,7 @@ func (h *Handler) batch(ctx context.Context, ep endpoint, req *mcphttp.Request, 
 		cl, err := h.session(ctx, ep, req.SessionID(), req.ProtocolVersion())
 		c = &call{h: h, ep: ep, provs: provs, sessionID: req.SessionID(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
-	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
+	}, func(item []byte, msg jsonrpc.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.Err()
 	}))
 }
@@ -328,7 +329,7 @@ func ServerName(preset string) string { return "zest-preset-" + preset }
 // instructions that name the providers (describe).
 func (h *Handler) initialize(ctx context.Context, ep endpoint, provs []provider, payload, id json.RawMessage, out *federate.Output) error {
 	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
-		return out.Final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
+		return out.Final(jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
 	version := mcpserve.Negotiate(payload)
 	caps, instr := h.describe(ctx, ep, provs)

@@ -12,6 +12,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -42,9 +43,9 @@ const resourceNotFound = -32002
 
 // dispatch answers one message: the response to a request, nil for a notification or a
 // client's response, or an error response for a message that cannot be accepted.
-func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Message) []byte {
+func (c *call) dispatch(ctx context.Context, payload []byte, msg jsonrpc.Message) []byte {
 	if msg.JSONRPC != mcp.JSONRPC_VERSION {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
 	if !msg.IsRequest() {
 		switch msg.Method {
@@ -55,13 +56,13 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		}
 		return nil // notifications/initialized, roots/list_changed: accepted
 	}
-	params, bad := mcpserve.Params(msg)
+	params, bad := jsonrpc.Params(msg)
 	if bad != nil {
 		return bad
 	}
 	switch msg.Method {
 	case "ping":
-		return mcpserve.Result(msg.ID, json.RawMessage(`{}`))
+		return jsonrpc.Result(msg.ID, json.RawMessage(`{}`))
 	case "logging/setLevel":
 		return c.h.fed.SetLevel(ctx, c.sessionID, c.claims, msg.ID, params)
 	case "tools/list":
@@ -84,7 +85,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 	case "completion/complete":
 		return c.complete(ctx, msg, params)
 	}
-	return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+msg.Method)
+	return jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+msg.Method)
 }
 
 // serverConfigs are the configs of the preset's servers.
@@ -103,13 +104,13 @@ func (c *call) serverConfigs() []*mcpgatewayv1.ServerConfig {
 // cancellation, timeout, failures hidden from non-admins; for a modern client,
 // federate.Handler.ForwardModern: a session-era provider's requests become input_required
 // results). Every request that reaches a provider for the client passes here.
-func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) forward(ctx context.Context, p provider, msg jsonrpc.Message, params json.RawMessage) []byte {
 	inf, err := c.h.up.Info(ctx, p.cfg)
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.fed.Failure(ctx, p.id, "connecting", err))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.fed.Failure(ctx, p.id, "connecting", err))
 	}
 	if !federate.Declares(inf.Capabilities, msg.Method) {
-		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, p.id))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, p.id))
 	}
 	if c.modern != nil && !mcp.IsModernProtocol(inf.ProtocolVersion) {
 		// A retry with the requestState of a call parked on this provider resumes it (a
@@ -130,12 +131,12 @@ func (c *call) forward(ctx context.Context, p provider, msg mcpserve.Message, pa
 // built-in tool in process, a server's tool on its server under its own name (federate's
 // CallTool, as /mcp/servers/{id} calls it). A preset with tool_search serves its meta-tools
 // here too (callMeta); its tools stay callable by name.
-func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) callTool(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) []byte {
 	var p struct {
 		Name *string `json:"name"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.Name == nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 	}
 	if toolsearch.IsMeta(*p.Name) && c.toolSearch(ctx) {
 		return c.callMeta(ctx, msg, *p.Name, params)
@@ -144,7 +145,7 @@ func (c *call) callTool(ctx context.Context, msg mcpserve.Message, params json.R
 }
 
 // invokeTool runs the tool params name through the pipeline as a call of entry.
-func (c *call) invokeTool(ctx context.Context, msg mcpserve.Message, params json.RawMessage, entry toolcall.Entry) []byte {
+func (c *call) invokeTool(ctx context.Context, msg jsonrpc.Message, params json.RawMessage, entry toolcall.Entry) []byte {
 	var p struct {
 		Name string `json:"name"`
 	}
@@ -176,10 +177,10 @@ func (c *call) invokeTool(ctx context.Context, msg mcpserve.Message, params json
 	}
 	inf, err := c.h.up.Info(ctx, pr.cfg)
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.fed.Failure(ctx, pr.id, "connecting", err))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.fed.Failure(ctx, pr.id, "connecting", err))
 	}
 	if !federate.Declares(inf.Capabilities, msg.Method) {
-		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, pr.id))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, pr.id))
 	}
 	tc := federate.ToolCall{Entry: entry, Server: pr.cfg, Tool: orig, Name: name, Preset: c.ep.preset,
 		Params: c.modernParams(inf.ProtocolVersion, params)}
@@ -202,7 +203,7 @@ func (c *call) shape() *toolshape.Shape {
 // when the preset serves no such tool (hidden, or the old name of a renamed tool); refused is
 // the answer to a call that sets a fixed argument to another value: a tool execution error,
 // which the model can read and correct, as MCP asks of invalid arguments.
-func (c *call) unshape(msg mcpserve.Message, name string, params json.RawMessage) (chat string, out json.RawMessage, refused []byte) {
+func (c *call) unshape(msg jsonrpc.Message, name string, params json.RawMessage) (chat string, out json.RawMessage, refused []byte) {
 	s := c.shape()
 	if s == nil {
 		return name, params, nil
@@ -217,7 +218,7 @@ func (c *call) unshape(msg mcpserve.Message, name string, params json.RawMessage
 	}
 	if err != nil {
 		res, _ := json.Marshal(mcp.NewToolResultError(err.Error()))
-		return "", nil, mcpserve.Result(msg.ID, res)
+		return "", nil, jsonrpc.Result(msg.ID, res)
 	}
 	if len(args) > 0 {
 		whole["arguments"] = args
@@ -230,7 +231,7 @@ func (c *call) unshape(msg mcpserve.Message, name string, params json.RawMessage
 // callBuiltin runs the built-in tool tool (called by name) through the tool-call pipeline,
 // its notifications on the session's stream as /mcp sends them; notifications/cancelled
 // stops it.
-func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, tool, name string, params json.RawMessage, entry toolcall.Entry) []byte {
+func (c *call) callBuiltin(ctx context.Context, msg jsonrpc.Message, tool, name string, params json.RawMessage, entry toolcall.Entry) []byte {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer c.h.fed.Track(c.sessionID, msg.ID, cancel)()
@@ -248,14 +249,14 @@ func (c *call) callBuiltin(ctx context.Context, msg mcpserve.Message, tool, name
 	case federate.Cancelled(context.Cause(ctx)):
 		return nil // cancelled by the client: no answer (MCP's cancellation)
 	case err == nil:
-		return mcpserve.Result(msg.ID, res)
+		return jsonrpc.Result(msg.ID, res)
 	case errors.As(err, &rpcErr):
 		return mcpserve.RPCErrorResponse(msg.ID, rpcErr)
 	}
 	if refused, ok := mcpserve.ToolRefusal(msg.ID, name, err); ok {
 		return refused
 	}
-	return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
+	return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 }
 
 // isBuiltinTool reports whether name is a built-in tool and the preset has the built-in
@@ -334,20 +335,20 @@ func (c *call) resolveTool(ctx context.Context, chat string) (provider, string, 
 }
 
 // getPrompt gets a server's prompt by its chat_name.
-func (c *call) getPrompt(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) getPrompt(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) []byte {
 	var p struct {
 		Name *string `json:"name"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.Name == nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: prompts/get requires params.name, the name of a prompt from prompts/list")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: prompts/get requires params.name, the name of a prompt from prompts/list")
 	}
 	pr, orig, ok := c.resolvePrompt(ctx, *p.Name)
 	if !ok {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown prompt: %q", *p.Name))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown prompt: %q", *p.Name))
 	}
 	params, err := rename(params, "name", orig)
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params must be an object")
 	}
 	return c.forward(ctx, pr, msg, params)
 }
@@ -360,23 +361,23 @@ func (c *call) resolvePrompt(ctx context.Context, chat string) (provider, string
 }
 
 // resource routes resources/read, subscribe and unsubscribe by params.uri.
-func (c *call) resource(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) resource(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) []byte {
 	var p struct {
 		URI *string `json:"uri"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.URI == nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+msg.Method+" requires params.uri, a URI from resources/list or of a resource template")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+msg.Method+" requires params.uri, a URI from resources/list or of a resource template")
 	}
 	pr, ok := c.owner(ctx, *p.URI)
 	if !ok {
-		return mcpserve.ErrorResponse(msg.ID, resourceNotFound, fmt.Sprintf("Resource not found: no provider of preset %q lists %q or has a template for it", c.ep.preset, *p.URI))
+		return jsonrpc.ErrorResponse(msg.ID, resourceNotFound, fmt.Sprintf("Resource not found: no provider of preset %q lists %q or has a template for it", c.ep.preset, *p.URI))
 	}
 	return c.forward(ctx, pr, msg, params)
 }
 
 // complete routes completion/complete by its ref: a prompt by its chat_name (renamed for the
 // server), a resource template by the provider that lists it.
-func (c *call) complete(ctx context.Context, msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) complete(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) []byte {
 	var p struct {
 		Ref struct {
 			Type string `json:"type"`
@@ -385,19 +386,19 @@ func (c *call) complete(ctx context.Context, msg mcpserve.Message, params json.R
 		} `json:"ref"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: completion/complete requires params.ref and params.argument")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: completion/complete requires params.ref and params.argument")
 	}
 	switch p.Ref.Type {
 	case "ref/prompt":
 		pr, orig, ok := c.resolvePrompt(ctx, p.Ref.Name)
 		if !ok {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown prompt: %q", p.Ref.Name))
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Unknown prompt: %q", p.Ref.Name))
 		}
 		var whole map[string]json.RawMessage
 		_ = json.Unmarshal(params, &whole)
 		ref, err := rename(whole["ref"], "name", orig)
 		if err != nil {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.ref must be an object")
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.ref must be an object")
 		}
 		whole["ref"] = ref
 		b, _ := json.Marshal(whole)
@@ -405,11 +406,11 @@ func (c *call) complete(ctx context.Context, msg mcpserve.Message, params json.R
 	case "ref/resource":
 		pr, ok := c.templateOwner(ctx, p.Ref.URI)
 		if !ok {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: no provider of preset %q has the resource template %q", c.ep.preset, p.Ref.URI))
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: no provider of preset %q has the resource template %q", c.ep.preset, p.Ref.URI))
 		}
 		return c.forward(ctx, pr, msg, params)
 	}
-	return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, `Invalid params: params.ref.type must be "ref/prompt" or "ref/resource"`)
+	return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, `Invalid params: params.ref.type must be "ref/prompt" or "ref/resource"`)
 }
 
 // rename returns the object obj with member key set to value (its other members unchanged).

@@ -64,6 +64,23 @@ func sameShape(a, b []provider) bool {
 	return toolshape.Equal(sa, sb)
 }
 
+// reread reads the preset's providers again and reports whether what it serves changed since
+// provs (with ids, their servers) were read: other providers, or the tools shaped otherwise;
+// if so, provs and ids become the new read. A preset gone is no change: the client's next
+// request says so. Both streams of a preset ask it (a session's GET, subscriptions/listen).
+func (h *Handler) reread(ctx context.Context, ep endpoint, provs *[]provider, ids *[]string) bool {
+	now, err := h.providers(ctx, ep)
+	if err != nil {
+		return false
+	}
+	next := servers(now)
+	if slices.Equal(next, *ids) && len(now) == len(*provs) && sameShape(now, *provs) {
+		return false
+	}
+	*provs, *ids = now, next
+	return true
+}
+
 // servers are the ids of the registered servers among provs.
 func servers(provs []provider) []string {
 	var out []string
@@ -101,12 +118,7 @@ func (h *Handler) listen(ep endpoint, sessionID string, stream mcphttp.ListenStr
 	// The stream of /mcp/servers/{id}, and what a preset adds: its providers read again.
 	return h.fed.ServeSession(federate.SessionStream{Stream: stream, Listener: l, SessionID: sessionID, Claims: cl,
 		Every: h.listenCheck, Wake: wake, More: func(send func([]byte) error) (bool, error) {
-			now, err := h.providers(ctx, ep)
-			if err != nil {
-				return true, nil // the preset is gone: its next request says so
-			}
-			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) || !sameShape(now, provs) {
-				ids, provs = next, now
+			if h.reread(ctx, ep, &provs, &ids) {
 				h.hub.Follow(l, ids)
 				h.connect(ctx, provs)
 				for _, m := range listChanged {

@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
 
@@ -69,12 +69,12 @@ func serves(p provider, k kind) bool { return !p.builtin() || k == toolsList }
 // cursor points, up to the first provider that has more pages (the next page starts with its
 // next page). A preset whose providers each answer in one page lists in one page. A provider that cannot be reached is skipped, logged,
 // and named in the result's _meta (MetaUnavailable).
-func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMessage, k kind) []byte {
+func (c *call) list(ctx context.Context, msg jsonrpc.Message, params json.RawMessage, k kind) []byte {
 	var p struct {
 		Cursor *string `json:"cursor"`
 	}
 	if params != nil && json.Unmarshal(params, &p) != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.cursor must be a string")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.cursor must be a string")
 	}
 	start, upCursor := 0, ""
 	if p.Cursor != nil {
@@ -86,7 +86,7 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 			}
 		}
 		if start < 0 {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
 		}
 	}
 	// The providers' pages are read at once (a slow provider delays the list by its own time
@@ -141,9 +141,9 @@ func (c *call) list(ctx context.Context, msg mcpserve.Message, params json.RawMe
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 	}
-	return mcpserve.Result(msg.ID, b)
+	return jsonrpc.Result(msg.ID, b)
 }
 
 // errNotDeclared means a provider does not declare the capability a list needs: it has no

@@ -3,20 +3,16 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/federate"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // modern answers one request of protocol 2026-07-28 to a preset's endpoint: no session, the
-// request stands alone, with the checks every endpoint applies (mcpserve.AdmitModern).
+// request stands alone, with the checks every endpoint applies (mcpera.Admit).
 // server/discover describes the preset as initialize does (the union of the providers'
 // capabilities, Zest's serverInfo); subscriptions/listen streams the providers' list_changed
 // notifications; every other request goes through the session era's dispatch (names,
@@ -29,7 +25,7 @@ import (
 // /mcp/servers/{id}; the retry, routed as any request, resumes the parked call when the
 // requestState Zest signed names the provider it reaches (call.forward).
 func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request, r mcpera.Request, provs []provider, out *federate.Output) error {
-	msg, bad := mcpserve.AdmitModern(req, r)
+	msg, bad := mcpera.Admit(req, r)
 	if bad != nil {
 		return out.Modern(bad)
 	}
@@ -45,11 +41,11 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 			// subscriptions/listen, which no endpoint of mcpgateway grants.
 			delete(r, "subscribe")
 		}
-		b, err := json.Marshal(map[string]any{"supportedVersions": mcpera.Supported, "capabilities": caps, "instructions": instr})
+		answer, err := mcpera.Discover(msg.ID, caps, instr, info)
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.Modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, info)))
+		return out.Modern(answer)
 	case "subscriptions/listen":
 		return h.listenModern(ctx, ep, provs, msg.ID, r, out)
 	}
@@ -63,75 +59,32 @@ func (h *Handler) modern(ctx context.Context, ep endpoint, req *mcphttp.Request,
 	return out.Modern(mcpera.DecorateResponseAs(msg.Method, resp, info))
 }
 
-// listenModern serves subscriptions/listen: it acknowledges the list_changed notifications
-// the client asked for that the preset declares (the union of its providers', as
-// server/discover gives it), then streams those of every provider, tagged with the
-// subscription id, until the client goes away; when the preset's providers change, the
-// granted list_changed notifications follow too (the lists changed). Nothing granted: the
-// acknowledgement and the result come at once.
+// listenModern serves subscriptions/listen: the list_changed notifications the client asked
+// for that the preset declares (the union of its providers', as server/discover gives it), of
+// every provider (federate.ServeSubscription); when the preset's providers or its shaping of
+// the tools change, the granted list_changed follow too (the lists changed), as on a
+// session's GET stream (reread).
 func (h *Handler) listenModern(ctx context.Context, ep endpoint, provs []provider, id json.RawMessage, r mcpera.Request, out *federate.Output) error {
 	caps, _ := h.describe(ctx, ep, provs)
-	sub := r.Subscribe(id, caps)
-	send := out.Message
-	var l *fanout.Listener
+	wake, stop := h.bell.Listen()
+	defer stop()
 	ids := servers(provs)
-	var wake <-chan struct{}
-	if sub.Granted() {
-		l = fanout.NewListener()
-		h.hub.Follow(l, ids)
-		defer h.hub.Follow(l, nil)
-		var stop func()
-		wake, stop = h.bell.Listen()
-		defer stop()
-	}
-	if err := send(sub.Ack()); err != nil {
-		return err
-	}
-	if l != nil {
-		check := func() (bool, error) {
-			now, err := h.providers(ctx, ep)
-			if err != nil {
-				return true, nil // the preset is gone: the client's next request says so
-			}
-			if next := servers(now); !slices.Equal(next, ids) || len(now) != len(provs) {
-				ids, provs = next, now
-				h.hub.Follow(l, ids)
-				for _, m := range listChanged {
-					if sub.Pass(m) {
-						if err := send(sub.Tag(m)); err != nil {
-							return false, err
-						}
-					}
-				}
-			}
-			return true, nil
-		}
-		// provs were read before the bell listened: a change in between is seen now.
-		if on, err := check(); !on || err != nil {
-			return err
-		}
-		err := l.Serve(ctx, fanout.Stream{
-			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.listenCheck,
-			Wake:  wake,
-			Check: check,
-			Pass:  sub.Pass,
-		})
-		if err != nil || ctx.Err() != nil {
-			return err // the client went away: nobody reads the result
-		}
-	}
-	return out.Modern(sub.Result(serverInfo(ep)))
+	return h.fed.ServeSubscription(ctx, federate.Subscription{Out: out, Sub: r.Subscribe(id, caps), Hub: h.hub,
+		Servers: ids, Every: h.listenCheck, Wake: wake, ServerInfo: serverInfo(ep),
+		More: func() ([]string, bool) {
+			changed := h.reread(ctx, ep, &provs, &ids)
+			return ids, changed
+		}})
 }
 
-// modernParams are the params a provider gets of a modern client's request: a provider of
-// 2026-07-28 gets the client's _meta as it came, a session-era one none of the revision's
-// members (it would read the request as modern).
+// modernParams are the params a provider of protocolVersion gets of the client's request:
+// as they came for a session's request, as its era wants them for a modern one
+// (mcpera.ParamsFor).
 func (c *call) modernParams(protocolVersion string, params json.RawMessage) json.RawMessage {
-	if c.modern == nil || mcp.IsModernProtocol(protocolVersion) {
+	if c.modern == nil {
 		return params
 	}
-	return mcpera.StripMeta(params)
+	return mcpera.ParamsFor(protocolVersion, params)
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a modern tools/call against the

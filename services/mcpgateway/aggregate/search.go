@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
@@ -28,25 +29,25 @@ func (c *call) toolSearch(ctx context.Context) bool {
 }
 
 // listMeta answers tools/list of a preset with tool_search: the two meta-tools, in one page.
-func (c *call) listMeta(msg mcpserve.Message, params json.RawMessage) []byte {
+func (c *call) listMeta(msg jsonrpc.Message, params json.RawMessage) []byte {
 	var p struct {
 		Cursor *string `json:"cursor"`
 	}
 	if params != nil && json.Unmarshal(params, &p) != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.cursor must be a string")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: params.cursor must be a string")
 	}
 	if p.Cursor != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, errUnknownCursor.Error())
 	}
 	b, _ := json.Marshal(map[string]any{"tools": toolsearch.MetaTools})
-	return mcpserve.Result(msg.ID, b)
+	return jsonrpc.Result(msg.ID, b)
 }
 
 // callMeta runs search_tools or call_tool (name) of a preset with tool_search. search_tools
 // searches the shared index among the tools of the providers this caller may use; call_tool
 // calls the tool it names as a tools/call of it would, through the one pipeline (entry
 // toolcall.EntrySearch): a tool the preset does not serve to this caller is unknown.
-func (c *call) callMeta(ctx context.Context, msg mcpserve.Message, name string, params json.RawMessage) []byte {
+func (c *call) callMeta(ctx context.Context, msg jsonrpc.Message, name string, params json.RawMessage) []byte {
 	var p struct {
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta,omitempty"`
@@ -57,7 +58,7 @@ func (c *call) callMeta(ctx context.Context, msg mcpserve.Message, name string, 
 	}
 	a, err := toolsearch.ParseCall(p.Arguments)
 	if err != nil {
-		return mcpserve.Result(msg.ID, toolsearch.ErrorResult(err))
+		return jsonrpc.Result(msg.ID, toolsearch.ErrorResult(err))
 	}
 	if toolsearch.IsMeta(a.Name) {
 		return mcpserve.UnknownTool(msg.ID, a.Name)
@@ -77,10 +78,10 @@ func (c *call) callMeta(ctx context.Context, msg mcpserve.Message, name string, 
 // not yet connected connects), so that the catalog holds them, then the shared index is
 // searched among them, the tools found shaped as the preset serves them (hidden ones never
 // found; call_tool maps a shaped name back, as tools/call does: invokeTool).
-func (c *call) searchTools(ctx context.Context, msg mcpserve.Message, args json.RawMessage) []byte {
+func (c *call) searchTools(ctx context.Context, msg jsonrpc.Message, args json.RawMessage) []byte {
 	a, err := toolsearch.ParseSearch(args)
 	if err != nil {
-		return mcpserve.Result(msg.ID, toolsearch.ErrorResult(err))
+		return jsonrpc.Result(msg.ID, toolsearch.ErrorResult(err))
 	}
 	servers := make([]string, 0, len(c.provs))
 	var wg sync.WaitGroup
@@ -99,11 +100,11 @@ func (c *call) searchTools(ctx context.Context, msg mcpserve.Message, args json.
 	found, err := c.h.search.Search(ctx, a, servers, c.shape())
 	switch {
 	case errors.Is(err, toolsearch.ErrUnknownServer):
-		return mcpserve.Result(msg.ID, toolsearch.ErrorResult(err))
+		return jsonrpc.Result(msg.ID, toolsearch.ErrorResult(err))
 	case err != nil:
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: tool search: "+err.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: tool search: "+err.Error())
 	}
-	return mcpserve.Result(msg.ID, toolsearch.Result(found))
+	return jsonrpc.Result(msg.ID, toolsearch.Result(found))
 }
 
 func mustJSON(s string) json.RawMessage {

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -209,5 +210,50 @@ func TestShapedToolSearch(t *testing.T) {
 	calls, _ := f.activity.List(0, 0)
 	if len(calls) != 1 || calls[0].Server != "alpha" || calls[0].Tool != "echo" || calls[0].ChatName != "say" {
 		t.Errorf("the activity has %+v, want one call of alpha's echo, named say", calls)
+	}
+}
+
+// TestShapeChangeAnnouncedModern: the same for a 2026-07-28 client: a change of the preset's
+// tools alone reaches its subscriptions/listen stream as a tools/list_changed tagged with the
+// subscription id. Before, the modern stream compared the providers only, not their shaping.
+func TestShapeChangeAnnouncedModern(t *testing.T) {
+	f := newFixture(t, "")
+	f.shapedPreset(t)
+	ctx, cancel := context.WithCancel(withKey(t.Context(), testKeys.API))
+	defer cancel()
+	stream, err := f.mcp.Exchange(ctx, &mcpservetest.Request{PresetID: "shaped", ProtocolVersion: "2026-07-28", McpMethod: "subscriptions/listen",
+		Payload: []byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":` + modernMeta + `}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := stream.Recv(); err != nil || !strings.Contains(string(ack.Message), `"notifications":{"toolsListChanged":true}`) {
+		t.Fatalf("acknowledgement %v, %v", ack, err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		item, err := stream.Recv()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(item.Message)
+	}()
+	p, err := f.reg.GetPreset(t.Context(), "shaped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = proto.CloneOf(p)
+	p.Tools[0].Name = "speak"
+	if err := f.reg.PutPreset(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	f.agg.PresetChanged("shaped")
+	select {
+	case m := <-got:
+		if !strings.Contains(m, `"method":"notifications/tools/list_changed"`) || !strings.Contains(m, `"io.modelcontextprotocol/subscriptionId":"L"`) {
+			t.Fatalf("the stream got %s", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed within 5 s of the preset's change")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -40,7 +40,7 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // approver is the toolcall.ClientAsker of one tools/call of an MCP client.
 type approver struct {
 	c   *call
-	msg mcpserve.Message
+	msg jsonrpc.Message
 	// progressToken is the client's token when it asked for progress (null: it did not).
 	progressToken json.RawMessage
 }
@@ -99,16 +99,16 @@ func elicitation(a *mcpgatewayv1.Approval) map[string]any {
 
 // answerApproval decides the approval named by an elicitation's answer (the relay's ref past
 // approvalRef): accept approves, decline and cancel deny, and so does a JSON-RPC error.
-func (c *call) answerApproval(ctx context.Context, id string, msg mcpserve.Message, result json.RawMessage, errMsg string) []byte {
+func (c *call) answerApproval(ctx context.Context, id string, msg jsonrpc.Message, result json.RawMessage, errMsg string) []byte {
 	if c.h.tools.Approvals() == nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: this mcpgateway holds no approvals")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: this mcpgateway holds no approvals")
 	}
 	approve, reason, bad := toolcall.ElicitationDecision(result, errMsg)
 	if bad != "" {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+bad)
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+bad)
 	}
 	if _, err := c.h.tools.DecideByClient(ctx, id, approve, reason); err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: the approval this answers is no longer pending: "+err.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: the approval this answers is no longer pending: "+err.Error())
 	}
 	return nil
 }

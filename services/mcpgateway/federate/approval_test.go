@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
 )
@@ -27,7 +27,7 @@ func TestAnswerApproval(t *testing.T) {
 	gate := approval.New(reg, time.Minute, nil)
 	tools := toolcall.New(toolcall.Config{}, reg, nil, testKeys, toolcall.WithApprovals(gate))
 	c := &call{h: New(reg, nil, tools, nil, reg, testKeys, slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	msg := mcpserve.Message{ID: json.RawMessage(`"zr.x"`)}
+	msg := jsonrpc.Message{ID: json.RawMessage(`"zr.x"`)}
 	for _, tc := range []struct {
 		result, errMsg, state, reason, bad string
 	}{

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -45,7 +45,7 @@ func relaysOfMeta(params json.RawMessage) upstream.Relays {
 func (c *call) parks() bool { return c.modern }
 
 // inputRequired renders a parked call's requests as an input_required result.
-func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredError) []byte {
+func (c *call) inputRequired(msg jsonrpc.Message, ir *upstream.InputRequiredError) []byte {
 	st := session.InputState{Server: c.cfg.GetId(), Method: msg.Method, Call: ir.Call, Refs: map[string]string{},
 		Expires: time.Now().Add(ParkWindow).Unix()}
 	requests := map[string]any{}
@@ -60,15 +60,15 @@ func (c *call) inputRequired(msg mcpserve.Message, ir *upstream.InputRequiredErr
 	}
 	res, err := json.Marshal(map[string]any{"resultType": mcp.ResultTypeInputRequired, "inputRequests": requests, "requestState": c.h.sessions.SignState(st)})
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 	}
-	return mcpserve.Result(msg.ID, res)
+	return jsonrpc.Result(msg.ID, res)
 }
 
 // resumeParked answers a modern client's retry that carries a requestState Zest issued (ok
 // false: it carries none, and the request goes its ordinary way). A tools/call's retry is
 // not one of these: it is the tool-call pipeline's (CallTool).
-func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
+func (c *call) resumeParked(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) ([]byte, bool) {
 	var p struct {
 		RequestState   *string         `json:"requestState"`
 		InputResponses json.RawMessage `json:"inputResponses"`
@@ -85,7 +85,7 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 			bad = bad || len(v) == 0 || v[0] != '{'
 		}
 		if bad {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: inputResponses must be an object whose members are the client's results (objects), by the keys of inputRequests"), true
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: inputResponses must be an object whose members are the client's results (objects), by the keys of inputRequests"), true
 		}
 	}
 	if p.RequestState == nil || !strings.HasPrefix(*p.RequestState, session.StatePrefix) {
@@ -93,19 +93,19 @@ func (c *call) resumeParked(ctx context.Context, msg mcpserve.Message, params js
 	}
 	st, err := c.h.sessions.OpenState(*p.RequestState, c.cfg.GetId(), msg.Method, time.Now())
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error()), true
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error()), true
 	}
 	var answers []upstream.ClientAnswer
 	for key, ref := range st.Refs {
 		a, ok := responses[key]
 		if !ok {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", key)), true
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", key)), true
 		}
 		answers = append(answers, upstream.ClientAnswer{Ref: ref, Result: a})
 	}
 	res, err := c.h.up.Resume(ctx, c.cfg, msg.Method, st.Call, answers, c.hooks(params))
 	if errors.Is(err, upstream.ErrRelayUnknown) {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it"), true
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it"), true
 	}
 	return c.answer(ctx, msg, res, err), true
 }

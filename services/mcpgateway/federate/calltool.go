@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -42,7 +43,7 @@ type ToolCall struct {
 // retry that answers an input_required result (an approval, or a call parked on the server's
 // request), cancellation by notifications/cancelled, and the words of every refusal. nil: the
 // client cancelled the call (MCP's cancellation: no answer).
-func (h *Handler) CallTool(ctx context.Context, sessionID string, cl session.Claims, out *Output, msg mcpserve.Message, tc ToolCall) []byte {
+func (h *Handler) CallTool(ctx context.Context, sessionID string, cl session.Claims, out *Output, msg jsonrpc.Message, tc ToolCall) []byte {
 	c := &call{h: h, cfg: tc.Server, sessionID: sessionID, claims: cl, out: out, modern: tc.Modern}
 	params := tc.Params
 	var retry *toolcall.Retry
@@ -71,7 +72,7 @@ func (h *Handler) CallTool(ctx context.Context, sessionID string, cl session.Cla
 	case err != nil && errors.Is(context.Cause(ctx), errCancelled):
 		return nil // whatever the upstream path made of the cancellation
 	case errors.Is(err, upstream.ErrRelayUnknown):
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: requestState names a call that no longer waits ("+err.Error()+"); send the request again without it")
 	}
 	if refused, ok := mcpserve.ToolRefusal(msg.ID, tc.Name, err); ok {
 		return refused
@@ -100,7 +101,7 @@ func (h *Handler) unlisted(ctx context.Context, tc ToolCall, err error) bool {
 // parked call it resumes, and inputResponses carry the answers. It returns the retry (nil for
 // a first request), the params to send on (without Zest's own requestState and
 // inputResponses), or the answer that refuses a retry that cannot be taken.
-func (c *call) retryOf(msg mcpserve.Message, clientParams, params json.RawMessage) (*toolcall.Retry, json.RawMessage, []byte) {
+func (c *call) retryOf(msg jsonrpc.Message, clientParams, params json.RawMessage) (*toolcall.Retry, json.RawMessage, []byte) {
 	var p struct {
 		RequestState   *string         `json:"requestState"`
 		InputResponses json.RawMessage `json:"inputResponses"`
@@ -117,7 +118,7 @@ func (c *call) retryOf(msg mcpserve.Message, clientParams, params json.RawMessag
 			bad = bad || len(v) == 0 || v[0] != '{'
 		}
 		if bad {
-			return nil, nil, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: inputResponses must be an object whose members are the client's results (objects), by the keys of inputRequests")
+			return nil, nil, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: inputResponses must be an object whose members are the client's results (objects), by the keys of inputRequests")
 		}
 	}
 	if p.RequestState == nil || !strings.HasPrefix(*p.RequestState, session.StatePrefix) {
@@ -125,7 +126,7 @@ func (c *call) retryOf(msg mcpserve.Message, clientParams, params json.RawMessag
 	}
 	st, err := c.h.sessions.OpenState(*p.RequestState, c.cfg.GetId(), msg.Method, time.Now())
 	if err != nil {
-		return nil, nil, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error())
+		return nil, nil, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: "+err.Error())
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(params, &fields) == nil {
@@ -136,7 +137,7 @@ func (c *call) retryOf(msg mcpserve.Message, clientParams, params json.RawMessag
 	if id, ok := strings.CutPrefix(st.Call, approvalRef); ok {
 		answer, ok := responses[approvalKey]
 		if !ok {
-			return nil, nil, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", approvalKey))
+			return nil, nil, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", approvalKey))
 		}
 		return &toolcall.Retry{Approval: id, Answer: answer}, params, nil
 	}
@@ -144,7 +145,7 @@ func (c *call) retryOf(msg mcpserve.Message, clientParams, params json.RawMessag
 	for key, ref := range st.Refs {
 		a, ok := responses[key]
 		if !ok {
-			return nil, nil, mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", key))
+			return nil, nil, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: inputResponses has no answer to input request %q; answer every request of the input_required result", key))
 		}
 		r.Answers = append(r.Answers, upstream.ClientAnswer{Ref: ref, Result: a})
 	}

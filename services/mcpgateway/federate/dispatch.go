@@ -10,7 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/toolcall"
@@ -68,9 +68,9 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // dispatch answers one message: the response to a request, nil for a notification or a
 // client's response (accepted, HTTP 202), or an error response for a message that cannot be
 // accepted.
-func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Message) []byte {
+func (c *call) dispatch(ctx context.Context, payload []byte, msg jsonrpc.Message) []byte {
 	if msg.JSONRPC != mcp.JSONRPC_VERSION {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
 	if !msg.IsRequest() {
 		switch {
@@ -82,23 +82,23 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 		// notifications/initialized and roots/list_changed are accepted and go no further.
 		return nil
 	}
-	params, bad := mcpserve.Params(msg)
+	params, bad := jsonrpc.Params(msg)
 	if bad != nil {
 		return bad
 	}
 	switch msg.Method {
 	case "ping":
-		return mcpserve.Result(msg.ID, json.RawMessage(`{}`))
+		return jsonrpc.Result(msg.ID, json.RawMessage(`{}`))
 	case "server/discover": // protocol 2026-07-28 is a later slice: its probe is unknown, as on /mcp
-		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover")
 	}
 	// Connected on demand (not yet on this replica, after a restart, or reconfigured).
 	inf, err := c.h.up.Info(ctx, c.cfg)
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "connecting", err))
 	}
 	if !declares(inf.Capabilities, msg.Method) {
-		return mcpserve.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, c.cfg.GetId()))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method not found: %s (MCP server %q does not declare it in its capabilities)", msg.Method, c.cfg.GetId()))
 	}
 	switch msg.Method {
 	case "logging/setLevel":
@@ -108,7 +108,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 			Name *string `json:"name"`
 		}
 		if json.Unmarshal(params, &p) != nil || p.Name == nil {
-			return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
+			return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_PARAMS, "Invalid params: tools/call requires params.name, the name of a tool from tools/list")
 		}
 		return c.h.CallTool(ctx, c.sessionID, c.claims, c.out, msg, ToolCall{Entry: toolcall.EntryServer, Server: c.cfg, Tool: *p.Name, Name: *p.Name,
 			Params: params, Modern: c.modern, ClientParams: c.clientParams})
@@ -127,7 +127,7 @@ func (c *call) dispatch(ctx context.Context, payload []byte, msg mcpserve.Messag
 // server's timeout and cancellable by notifications/cancelled. A request that asks for
 // progress gets its notifications relayed before the answer, with the client's own token,
 // and the server's requests the client accepts (relay.go) come on the same stream.
-func (c *call) forward(ctx context.Context, msg mcpserve.Message, params json.RawMessage) (json.RawMessage, error) {
+func (c *call) forward(ctx context.Context, msg jsonrpc.Message, params json.RawMessage) (json.RawMessage, error) {
 	if string(params) == "null" {
 		params = nil
 	}
@@ -171,7 +171,7 @@ type inflight struct{ cancel context.CancelCauseFunc }
 
 // answer renders the upstream's answer with the client's id: its result, its JSON-RPC error
 // as it was, or an error of Zest's own when no answer came.
-func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMessage, err error) []byte {
+func (c *call) answer(ctx context.Context, msg jsonrpc.Message, res json.RawMessage, err error) []byte {
 	var rpcErr *upstream.RPCError
 	var asked *upstream.InputRequiredError
 	switch {
@@ -181,7 +181,7 @@ func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMes
 		if len(res) == 0 {
 			res = json.RawMessage(`{}`)
 		}
-		return mcpserve.Result(msg.ID, res)
+		return jsonrpc.Result(msg.ID, res)
 	case errors.As(err, &rpcErr):
 		e := map[string]any{"code": rpcErr.Code, "message": rpcErr.Message}
 		if d := bytes.TrimSpace(rpcErr.Data); len(d) > 0 && string(d) != "null" && json.Valid(d) {
@@ -192,10 +192,10 @@ func (c *call) answer(ctx context.Context, msg mcpserve.Message, res json.RawMes
 	case errors.Is(err, errCancelled):
 		return nil // the client cancelled: no answer is sent (MCP's cancellation)
 	case upstream.Outcome(res, err) == upstream.OutcomeTimeout:
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("Request timed out: MCP server %q did not answer %s within %d ms (its timeout_ms)",
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("Request timed out: MCP server %q did not answer %s within %d ms (its timeout_ms)",
 			c.cfg.GetId(), msg.Method, timeoutMs(c.cfg)))
 	}
-	return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), msg.Method+" of", err))
+	return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), msg.Method+" of", err))
 }
 
 func timeoutMs(cfg *mcpgatewayv1.ServerConfig) int32 {
@@ -213,13 +213,13 @@ func (c *call) setLevel(ctx context.Context, id json.RawMessage, params json.Raw
 	}
 	_ = json.Unmarshal(params, &p)
 	if levelRank(p.Level) < 0 {
-		return mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, "Invalid params: params.level must be one of "+strings.Join(logLevels, ", "))
+		return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, "Invalid params: params.level must be one of "+strings.Join(logLevels, ", "))
 	}
 	if err := c.h.store.SetSessionLogLevel(ctx, c.sessionID, p.Level, c.h.expires(c.claims)); err != nil {
 		c.h.log.ErrorContext(ctx, "storing a session's log level", "err", err)
-		return mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error())
+		return jsonrpc.ErrorResponse(id, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error())
 	}
-	return mcpserve.Result(id, json.RawMessage(`{}`))
+	return jsonrpc.Result(id, json.RawMessage(`{}`))
 }
 
 func levelRank(level string) int {

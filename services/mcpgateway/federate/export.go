@@ -9,8 +9,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -72,14 +72,14 @@ func (h *Handler) StartSession(out *Output, payload, id json.RawMessage, version
 	if err := out.session(sid, version); err != nil {
 		return err
 	}
-	return out.final(mcpserve.Result(id, b))
+	return out.final(jsonrpc.Result(id, b))
 }
 
 // Forward sends one request (msg, with params as given) of session sessionID to cfg's server
 // and renders its answer with the client's id (nil when the client cancelled it). It is the
 // one way another endpoint reaches a server for a client's request, with forward's per-call
 // hooks: progress, and the server's own requests relayed to the client on out.
-func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, out *Output, msg mcpserve.Message, params json.RawMessage) []byte {
+func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, out *Output, msg jsonrpc.Message, params json.RawMessage) []byte {
 	c := &call{h: h, cfg: cfg, sessionID: sessionID, claims: cl, out: out}
 	res, err := c.forward(ctx, msg, params)
 	return c.answer(ctx, msg, res, err)
@@ -90,7 +90,7 @@ func (h *Handler) Forward(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 // server's requests the client accepts park the call and end the request with an
 // input_required result whose requestState names cfg's server, as on /mcp/servers/{id}
 // (bridge.go); a modern server's input_required result reaches the client as it is.
-func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params, clientParams json.RawMessage) []byte {
+func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg jsonrpc.Message, params, clientParams json.RawMessage) []byte {
 	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(clientParams)}
 	res, err := c.forward(ctx, msg, params)
 	return c.answer(ctx, msg, res, err)
@@ -101,7 +101,7 @@ func (h *Handler) ForwardModern(ctx context.Context, cfg *mcpgatewayv1.ServerCon
 // call resumes, from any replica, as on /mcp/servers/{id}. A state issued for another server
 // or method is refused. A tools/call's retry goes through CallTool instead. ok is false when the request carries no requestState of Zest's: it
 // goes its ordinary way.
-func (h *Handler) ResumeModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg mcpserve.Message, params json.RawMessage) ([]byte, bool) {
+func (h *Handler) ResumeModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, out *Output, msg jsonrpc.Message, params json.RawMessage) ([]byte, bool) {
 	c := &call{h: h, cfg: cfg, out: out, modern: true, modernRelays: relaysOfMeta(params)}
 	return c.resumeParked(ctx, msg, params)
 }
@@ -128,7 +128,7 @@ func Cancelled(cause error) bool { return errors.Is(cause, errCancelled) }
 // servers (a preset's): the answer to a relayed request goes to the server among cfgs whose
 // signed relay id it carries, as on /mcp/servers/{id}; a response to anything else is
 // accepted and dropped (nil, HTTP 202).
-func (h *Handler) AnswerRelay(ctx context.Context, cfgs []*mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, payload []byte, msg mcpserve.Message) []byte {
+func (h *Handler) AnswerRelay(ctx context.Context, cfgs []*mcpgatewayv1.ServerConfig, sessionID string, cl session.Claims, payload []byte, msg jsonrpc.Message) []byte {
 	var id string
 	if json.Unmarshal(msg.ID, &id) != nil || !strings.HasPrefix(id, session.RelayPrefix) {
 		return nil
@@ -138,7 +138,7 @@ func (h *Handler) AnswerRelay(ctx context.Context, cfgs []*mcpgatewayv1.ServerCo
 			return (&call{h: h, cfg: cfg, sessionID: sessionID, claims: cl}).clientAnswer(ctx, payload, msg)
 		}
 	}
-	return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: this response answers no request sent to this session (its id was not issued for it)")
+	return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: this response answers no request sent to this session (its id was not issued for it)")
 }
 
 // SetLevel answers logging/setLevel of session sessionID (the level is kept in the registry).

@@ -26,6 +26,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
@@ -148,9 +149,9 @@ func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) 
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(ctx, req, cfg, payload, out)
 	}
-	msg, code, problem := mcpserve.CheckMessage(payload)
+	msg, code, problem := jsonrpc.Check(payload)
 	if problem != "" {
-		return out.malformed(mcpserve.ErrorResponse(msg.ID, code, problem))
+		return out.malformed(jsonrpc.ErrorResponse(msg.ID, code, problem))
 	}
 	if msg.Method == string(mcp.MethodInitialize) && msg.IsRequest() {
 		return h.initialize(ctx, cfg, payload, msg.ID, out)
@@ -183,7 +184,7 @@ func (h *Handler) batch(ctx context.Context, req *mcphttp.Request, cfg *mcpgatew
 		cl, err := h.sessionFor(ctx, req)
 		c = &call{h: h, cfg: cfg, sessionID: req.SessionID(), claims: cl, out: out}
 		return cl.ProtocolVersion, err
-	}, func(item []byte, msg mcpserve.Message) ([]byte, error) {
+	}, func(item []byte, msg jsonrpc.Message) ([]byte, error) {
 		return c.dispatch(ctx, item, msg), out.err()
 	}))
 }
@@ -193,12 +194,12 @@ func (h *Handler) batch(ctx context.Context, req *mcphttp.Request, cfg *mcpgatew
 // capabilities and instructions.
 func (h *Handler) initialize(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, payload, id json.RawMessage, out *output) error {
 	if problem := mcpserve.CheckInitializeParams(payload); problem != "" {
-		return out.final(mcpserve.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
+		return out.final(jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
 	version := mcpserve.Negotiate(payload)
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
-		return out.final(mcpserve.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
+		return out.final(jsonrpc.ErrorResponse(id, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
 	result := map[string]any{"protocolVersion": version, "capabilities": orEmpty(inf.Capabilities), "serverInfo": orEmpty(inf.ServerInfo)}
 	if inf.Instructions != "" {

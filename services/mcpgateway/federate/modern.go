@@ -6,10 +6,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
-	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,7 +21,7 @@ import (
 // era: a session-era upstream is sent the request without the revision's _meta members, and
 // its result gets what 2026-07-28 asks of a result (mcpera.Decorate).
 func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Request, cfg *mcpgatewayv1.ServerConfig, out *output) error {
-	msg, bad := mcpserve.AdmitModern(req, r)
+	msg, bad := mcpera.Admit(req, r)
 	if bad != nil {
 		return out.modern(bad)
 	}
@@ -31,19 +30,15 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 	}
 	inf, err := h.up.Info(ctx, cfg)
 	if err != nil {
-		return out.modern(mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
+		return out.modern(jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, h.failure(ctx, cfg.GetId(), "connecting", err)))
 	}
 	switch msg.Method {
 	case "server/discover":
-		res := map[string]any{"supportedVersions": mcpera.Supported, "capabilities": orEmpty(inf.Capabilities)}
-		if inf.Instructions != "" {
-			res["instructions"] = inf.Instructions
-		}
-		b, err := json.Marshal(res)
+		answer, err := mcpera.Discover(msg.ID, inf.Capabilities, inf.Instructions, orEmpty(inf.ServerInfo))
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		return out.modern(mcpserve.Result(msg.ID, mcpera.Decorate(msg.Method, b, orEmpty(inf.ServerInfo))))
+		return out.modern(answer)
 	case "subscriptions/listen":
 		return h.listenModern(ctx, cfg, msg.ID, r, inf.Capabilities, inf.ServerInfo, out)
 	}
@@ -60,13 +55,7 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 			}
 		}
 	}
-	// The request as the upstream's era wants it: a server of 2026-07-28 gets the client's
-	// _meta (its capabilities decide what the server may ask of it); a session-era server
-	// gets none of the revision's members, which would make it read the request as modern.
-	params := r.Params
-	if !mcp.IsModernProtocol(inf.ProtocolVersion) {
-		params = mcpera.StripMeta(params)
-	}
+	params := mcpera.ParamsFor(inf.ProtocolVersion, r.Params) // as the upstream's era wants it
 	fwd, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "method": msg.Method, "params": params})
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
@@ -95,33 +84,9 @@ func (h *Handler) modern(ctx context.Context, req *mcphttp.Request, r mcpera.Req
 	return out.modern(mcpera.DecorateResponse(msg.Method, resp, inf.ServerInfo))
 }
 
-// listenModern serves subscriptions/listen: it acknowledges the notification types both the
-// client asked for and the upstream declares (mcpera.Subscription), then streams the
-// upstream's notifications of those types, tagged with the subscription id, until the client
-// goes away. Nothing was asked for (or can be given): the acknowledgement and the result come
-// at once.
+// listenModern serves subscriptions/listen: the notifications the client asked for that the
+// upstream declares, of the upstream alone (ServeSubscription).
 func (h *Handler) listenModern(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, id json.RawMessage, r mcpera.Request, caps, serverInfo map[string]any, out *output) error {
-	sub := r.Subscribe(id, caps)
-	send := out.message
-	var l *fanout.Listener
-	if sub.Granted() {
-		l = fanout.NewListener()
-		h.hub.Follow(l, []string{cfg.GetId()})
-		defer h.hub.Follow(l, nil)
-	}
-	if err := send(sub.Ack()); err != nil {
-		return err
-	}
-	if l != nil {
-		err := l.Serve(ctx, fanout.Stream{
-			Send:  func(msg []byte) error { return send(sub.Tag(msg)) },
-			Every: h.listenCheck,
-			Check: func() (bool, error) { return true, nil },
-			Pass:  sub.Pass,
-		})
-		if err != nil || ctx.Err() != nil {
-			return err // the client went away: nobody reads the result
-		}
-	}
-	return out.modern(sub.Result(serverInfo))
+	return h.ServeSubscription(ctx, Subscription{Out: out, Sub: r.Subscribe(id, caps), Hub: h.hub,
+		Servers: []string{cfg.GetId()}, Every: h.listenCheck, ServerInfo: serverInfo})
 }

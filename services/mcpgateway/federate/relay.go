@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
@@ -80,14 +80,14 @@ func (c *call) relay(req upstream.ServerRequest) {
 // clientAnswer takes a response the client POSTed: the answer to a relayed request goes to
 // the server that asked; a response to anything else is accepted and dropped. nil is HTTP 202;
 // an error response is a 400 that says why the answer was not taken.
-func (c *call) clientAnswer(ctx context.Context, payload []byte, msg mcpserve.Message) []byte {
+func (c *call) clientAnswer(ctx context.Context, payload []byte, msg jsonrpc.Message) []byte {
 	var id string
 	if json.Unmarshal(msg.ID, &id) != nil || !strings.HasPrefix(id, session.RelayPrefix) {
 		return nil
 	}
 	ref, err := c.h.sessions.OpenRelay(id, c.sessionID, c.cfg.GetId())
 	if err != nil {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: this response answers no request sent to this session (its id was not issued for it)")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: this response answers no request sent to this session (its id was not issued for it)")
 	}
 	var r struct {
 		Result json.RawMessage `json:"result"`
@@ -98,7 +98,7 @@ func (c *call) clientAnswer(ctx context.Context, payload []byte, msg mcpserve.Me
 		} `json:"error"`
 	}
 	if json.Unmarshal(payload, &r) != nil || (r.Error == nil) == (len(r.Result) == 0) {
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: a response carries exactly one of result and error")
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: a response carries exactly one of result and error")
 	}
 	if approvalID, ok := strings.CutPrefix(ref, approvalRef); ok { // Zest's own elicitation (approval.go)
 		errMsg := ""
@@ -114,9 +114,9 @@ func (c *call) clientAnswer(ctx context.Context, payload []byte, msg mcpserve.Me
 	err = c.h.up.Answer(ctx, ref, r.Result, rpcErr)
 	switch {
 	case errors.Is(err, upstream.ErrRelayUnknown):
-		return mcpserve.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: "+err.Error())
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, "Invalid Request: "+err.Error())
 	case err != nil:
-		return mcpserve.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "answering a request of", err))
+		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, c.h.failure(ctx, c.cfg.GetId(), "answering a request of", err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 )
 
 // Subscription is one subscriptions/listen request as an endpoint grants it: the list_changed
@@ -76,10 +77,23 @@ func (s *Subscription) Tag(msg []byte) []byte {
 	return b
 }
 
+// ListsChanged are the list_changed notifications granted, tagged: what a client is sent when
+// the lists the endpoint serves changed by its own doing (a preset's providers or shaping),
+// not by a server's notification.
+func (s *Subscription) ListsChanged() [][]byte {
+	var out [][]byte
+	for _, k := range listChangedKinds {
+		if m := "notifications/" + k.kind + "/list_changed"; s.granted[m] {
+			out = append(out, s.Tag([]byte(`{"jsonrpc":"2.0","method":"`+m+`"}`)))
+		}
+	}
+	return out
+}
+
 // Result is the answer that ends the subscription (decorated as every result: see Decorate).
 func (s *Subscription) Result(serverInfo any) []byte {
 	res, _ := json.Marshal(map[string]any{"_meta": s.tag()})
-	return resultMessage(s.id, Decorate("subscriptions/listen", res, serverInfo))
+	return jsonrpc.Result(s.id, Decorate("subscriptions/listen", res, serverInfo))
 }
 
 // DecorateResponse applies Decorate to the result of a rendered JSON-RPC response; an error
@@ -102,16 +116,5 @@ func decorateResponse(method string, resp []byte, serverInfo any, replace bool) 
 	if json.Unmarshal(resp, &r) != nil || len(r.Result) == 0 {
 		return resp
 	}
-	return resultMessage(r.ID, decorate(method, r.Result, serverInfo, replace))
-}
-
-// resultMessage renders a JSON-RPC result answer to id (both valid JSON already: appended,
-// not encoded again, as a list result can be large).
-func resultMessage(id, res json.RawMessage) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	out := make([]byte, 0, len(id)+len(res)+32)
-	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
-	return append(append(out, res...), '}')
+	return jsonrpc.Result(r.ID, decorate(method, r.Result, serverInfo, replace))
 }

@@ -31,6 +31,9 @@ func TestSubscription(t *testing.T) {
 	if got := string(sub.Tag([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))); got != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"s"}}}` {
 		t.Errorf("Tag = %s", got)
 	}
+	if got := sub.ListsChanged(); len(got) != 1 || string(got[0]) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"s"}}}` {
+		t.Errorf("ListsChanged = %q: want the granted tools/list_changed alone, tagged", got)
+	}
 	if res := string(sub.Result(map[string]any{"name": "z"})); !strings.Contains(res, `"id":"s"`) || !strings.Contains(res, `"resultType":"complete"`) || !strings.Contains(res, `"io.modelcontextprotocol/serverInfo":{"name":"z"}`) {
 		t.Errorf("Result = %s", res)
 	}

@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -120,22 +121,22 @@ var Removed = []string{"initialize", "ping", "logging/setLevel", "resources/subs
 func (r Request) Check(header http.Header, id json.RawMessage, method string, supported []string) []byte {
 	switch {
 	case r.HeaderVersion == "":
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
-			mcp.HeaderProtocolVersion, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header is required on a request whose _meta names protocol %s; send the same version in both",
+			mcp.HeaderProtocolVersion, r.MetaVersion))
 	case r.MetaVersion == "":
-		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (the header says %s)",
-			mcp.MetaKeyProtocolVersion, r.HeaderVersion, r.HeaderVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (the header says %s)",
+			mcp.MetaKeyProtocolVersion, r.HeaderVersion, r.HeaderVersion))
 	case r.HeaderVersion != r.MetaVersion:
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header says %q, params._meta[%q] says %q; send the same version in both",
-			mcp.HeaderProtocolVersion, r.HeaderVersion, mcp.MetaKeyProtocolVersion, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, fmt.Sprintf("Header mismatch: the %s header says %q, params._meta[%q] says %q; send the same version in both",
+			mcp.HeaderProtocolVersion, r.HeaderVersion, mcp.MetaKeyProtocolVersion, r.MetaVersion))
 	case !slices.Contains(supported, r.MetaVersion):
-		return ErrorResponse(id, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("Unsupported protocol version %q: send one of %v", r.MetaVersion, supported),
+		return jsonrpc.ErrorResponseData(id, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("Unsupported protocol version %q: send one of %v", r.MetaVersion, supported),
 			mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: r.MetaVersion})
 	}
 	var caps map[string]json.RawMessage
 	if json.Unmarshal(r.Meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
-		return ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
-			mcp.MetaKeyClientCapabilities, r.MetaVersion), nil)
+		return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, fmt.Sprintf("Invalid params: params._meta[%q] is required in protocol %s (an empty object declares none)",
+			mcp.MetaKeyClientCapabilities, r.MetaVersion))
 	}
 	// Only the headers that mirror the body are checked here (the version was, above).
 	mirrored := func(name string) string {
@@ -146,7 +147,7 @@ func (r Request) Check(header http.Header, id json.RawMessage, method string, su
 	}
 	if err := mcp.ValidateStandardHeaders(mirrored,
 		r.MetaVersion, mcp.MCPMethod(method), r.Params); err != nil {
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "))
 	}
 	return nil
 }
@@ -166,17 +167,32 @@ func (r Request) ClientCapabilities() map[string]json.RawMessage {
 	return caps
 }
 
-// ErrorResponse is a JSON-RPC error response with the request's id (null when it has none).
-func ErrorResponse(id json.RawMessage, code int, message string, data any) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+// Admit is what every endpoint checks first of a request of 2026-07-28 (r, classified from
+// req): the JSON-RPC envelope (jsonrpc.Check), that it is not a response (the revision has no
+// server requests, so a client posts none), the transport rules of Request.Check, and that
+// its method was not removed by the revision. It returns the message, and the answer that
+// ends the exchange when the request cannot go further (send it with Final). With no answer,
+// a message that is not a request is a notification, accepted (HTTP 202);
+// notifications/cancelled does nothing: a modern request has no session to name it by, so
+// closing its connection is how it is cancelled.
+func Admit(req *mcphttp.Request, r Request) (jsonrpc.Message, []byte) {
+	msg, code, problem := jsonrpc.Check(req.Body)
+	switch {
+	case problem != "":
+		return msg, jsonrpc.ErrorResponse(msg.ID, code, problem)
+	case msg.Method == "":
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST,
+			"Invalid Request: in protocol 2026-07-28 a server sends no requests, so a client posts no responses; answer an input_required result by sending the request again with its inputResponses")
+	case msg.JSONRPC != mcp.JSONRPC_VERSION:
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
-	e := map[string]any{"code": code, "message": message}
-	if data != nil {
-		e["data"] = data
+	if bad := r.Check(req.Header, msg.ID, msg.Method, Supported); bad != nil {
+		return msg, bad
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
-	return b
+	if msg.IsRequest() && slices.Contains(Removed, msg.Method) {
+		return msg, jsonrpc.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+msg.Method+" was removed in protocol 2026-07-28")
+	}
+	return msg, nil
 }
 
 // Status is the HTTP status of a modern exchange's answer, which 2026-07-28 ties to the
@@ -267,6 +283,35 @@ func decorate(method string, result json.RawMessage, serverInfo any, replace boo
 	return out
 }
 
+// Discover is an endpoint's answer to server/discover (request id): the versions served,
+// its capabilities (an empty object when it has none) and instructions (left out when
+// empty), decorated as every result with serverInfo (Decorate).
+func Discover(id json.RawMessage, caps map[string]any, instructions string, serverInfo any) ([]byte, error) {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	res := map[string]any{"supportedVersions": Supported, "capabilities": caps}
+	if instructions != "" {
+		res["instructions"] = instructions
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the server/discover result: %w", err)
+	}
+	return jsonrpc.Result(id, Decorate("server/discover", b, serverInfo)), nil
+}
+
+// ParamsFor are the params a server of protocolVersion is forwarded of a modern client's
+// request: a server of 2026-07-28 gets the client's _meta as it came (its capabilities decide
+// what the server may ask of it); a session-era one none of the revision's members
+// (StripMeta).
+func ParamsFor(protocolVersion string, params json.RawMessage) json.RawMessage {
+	if mcp.IsModernProtocol(protocolVersion) {
+		return params
+	}
+	return StripMeta(params)
+}
+
 // StripMeta removes from params the _meta members of 2026-07-28
 // (io.modelcontextprotocol/protocolVersion, clientInfo, clientCapabilities, logLevel), for a
 // request forwarded to a server of the session era, which would read them as a modern
@@ -327,7 +372,7 @@ func (r Request) CheckParamHeaders(header http.Header, id json.RawMessage, tool 
 		return strings.TrimSpace(v), ok
 	}, tool, r.Params)
 	if err != nil {
-		return ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "), nil)
+		return jsonrpc.ErrorResponse(id, mcp.HEADER_MISMATCH, "Header mismatch: "+strings.TrimPrefix(err.Error(), "header mismatch: "))
 	}
 	return nil
 }

@@ -112,3 +112,75 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmit: what every endpoint checks first of a 2026-07-28 request, in order: the
+// envelope, a posted response, the jsonrpc member, the era's checks, the removed methods; a
+// notification and a request that pass get no answer.
+func TestAdmit(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c := range []struct{ name, method, body, want string }{
+		{"not JSON", "", `{`, `{"error":{"code":-32700,"message":"Parse error: the body is not valid JSON"},"id":null,"jsonrpc":"2.0"}`},
+		{"a response", "", `{"jsonrpc":"2.0","id":4,"result":{}}`, `"code":-32600,"message":"Invalid Request: in protocol 2026-07-28 a server sends no requests`},
+		{"another jsonrpc", "tools/list", `{"jsonrpc":"1.0","id":4,"method":"tools/list","params":{` + meta + `}}`, `{"error":{"code":-32600,"message":"Invalid Request: \"jsonrpc\" must be \"2.0\""},"id":4,"jsonrpc":"2.0"}`},
+		{"no capabilities", "tools/list", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, `"code":-32602`},
+		{"a removed method", "ping", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{` + meta + `}}`, `{"error":{"code":-32601,"message":"Method not found: ping was removed in protocol 2026-07-28"},"id":4,"jsonrpc":"2.0"}`},
+		{"a notification", "notifications/cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,` + meta + `}}`, ""},
+		{"a request", "tools/list", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + meta + `}}`, ""},
+	} {
+		h := http.Header{}
+		h.Set("Mcp-Protocol-Version", "2026-07-28")
+		if c.method != "" {
+			h.Set("Mcp-Method", c.method)
+		}
+		req := &mcphttp.Request{Header: h, Body: []byte(c.body)}
+		msg, bad := Admit(req, Classify("2026-07-28", req.Body))
+		switch {
+		case c.want == "" && bad != nil:
+			t.Errorf("%s: refused with %s", c.name, bad)
+		case c.want != "" && !strings.Contains(string(bad), c.want):
+			t.Errorf("%s: %s, want %s", c.name, bad, c.want)
+		case c.want == "" && msg.Method != c.method:
+			t.Errorf("%s: the message's method is %q", c.name, msg.Method)
+		}
+	}
+}
+
+// TestDiscover: server/discover names the versions served, the capabilities (an empty object
+// for none), the instructions only when there are some, and the serverInfo.
+func TestDiscover(t *testing.T) {
+	got, err := Discover(json.RawMessage(`"d"`), nil, "", map[string]any{"name": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		ID     string `json:"id"`
+		Result struct {
+			Versions     []string       `json:"supportedVersions"`
+			Capabilities map[string]any `json:"capabilities"`
+			Instructions *string        `json:"instructions"`
+			Meta         map[string]any `json:"_meta"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(got, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "d" || len(res.Result.Versions) == 0 || res.Result.Capabilities == nil || res.Result.Instructions != nil ||
+		res.Result.Meta["io.modelcontextprotocol/serverInfo"].(map[string]any)["name"] != "s" {
+		t.Errorf("Discover = %s", got)
+	}
+	if got, _ := Discover(json.RawMessage(`1`), map[string]any{"tools": map[string]any{}}, "Use it.", nil); !strings.Contains(string(got), `"instructions":"Use it."`) {
+		t.Errorf("Discover with instructions = %s", got)
+	}
+}
+
+// TestParamsFor: a modern server gets the client's _meta as it came, a session-era one none
+// of the revision's members.
+func TestParamsFor(t *testing.T) {
+	params := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1},"x":1}`)
+	if got := ParamsFor("2026-07-28", params); string(got) != string(params) {
+		t.Errorf("modern: %s", got)
+	}
+	if got := string(ParamsFor("2025-11-25", params)); strings.Contains(got, "io.modelcontextprotocol/") || !strings.Contains(got, `"progressToken":1`) {
+		t.Errorf("session era: %s", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/mcpbatch"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -27,24 +28,24 @@ import (
 // answered with an error saying that it ran and what its answer's size was, and the items
 // after it are not run (each answered with an error saying so). Nothing is built past the
 // limit, and the answer always fits.
-func Batch(ctx context.Context, payload []byte, session func() (string, error), answer func(item []byte, msg Message) ([]byte, error)) (final []byte, malformed bool, err error) {
+func Batch(ctx context.Context, payload []byte, session func() (string, error), answer func(item []byte, msg jsonrpc.Message) ([]byte, error)) (final []byte, malformed bool, err error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(payload, &items); err != nil {
-		return errorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"), true, nil
+		return jsonrpc.ErrorResponse(nil, mcp.PARSE_ERROR, "Parse error: the body is not valid JSON"), true, nil
 	}
 	if len(items) > mcpbatch.MaxMessages {
-		return errorResponse(nil, mcp.INVALID_REQUEST, mcpbatch.TooLong(len(items))), true, nil
+		return jsonrpc.ErrorResponse(nil, mcp.INVALID_REQUEST, mcpbatch.TooLong(len(items))), true, nil
 	}
 	version, err := session()
 	if err != nil {
 		return nil, false, err
 	}
 	if version != "2025-03-26" || len(items) == 0 {
-		return errorResponse(nil, mcp.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"), true, nil
+		return jsonrpc.ErrorResponse(nil, mcp.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are accepted only in sessions that negotiated 2025-03-26"), true, nil
 	}
 	limit := MaxAnswer(ctx)
 	type checked struct {
-		env     envelope
+		env     jsonrpc.Message
 		code    int
 		problem string
 		room    int // what its error answer takes at most, kept for it until it is answered
@@ -53,8 +54,8 @@ func Batch(ctx context.Context, payload []byte, session func() (string, error), 
 	kept := 0
 	for i, item := range items {
 		c := &checks[i]
-		c.env, c.code, c.problem = checkEnvelope(item)
-		c.room = len(errorResponse(c.env.ID, mcp.INTERNAL_ERROR, tooLarge(math.MaxInt, limit))) + len(`,`) // the longer error
+		c.env, c.code, c.problem = jsonrpc.Check(item)
+		c.room = len(jsonrpc.ErrorResponse(c.env.ID, mcp.INTERNAL_ERROR, tooLarge(math.MaxInt, limit))) + len(`,`) // the longer error
 		kept += c.room
 	}
 	var out []json.RawMessage
@@ -69,19 +70,19 @@ func Batch(ctx context.Context, payload []byte, session func() (string, error), 
 			if code == mcp.PARSE_ERROR { // valid JSON as a whole: the item is just not an object
 				code, problem = mcp.INVALID_REQUEST, "Invalid Request: a batch item must be a JSON-RPC object"
 			}
-			resp = errorResponse(c.env.ID, code, problem)
+			resp = jsonrpc.ErrorResponse(c.env.ID, code, problem)
 		case c.env.Method == string(mcp.MethodInitialize):
-			resp = errorResponse(c.env.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch")
-		case full && c.env.isRequest():
-			resp = errorResponse(c.env.ID, mcp.INTERNAL_ERROR, notRun(limit))
+			resp = jsonrpc.ErrorResponse(c.env.ID, mcp.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch")
+		case full && c.env.IsRequest():
+			resp = jsonrpc.ErrorResponse(c.env.ID, mcp.INTERNAL_ERROR, notRun(limit))
 		default: // notifications and responses still go through once the answer is full: they add nothing to it
-			if resp, err = answer(item, Message(c.env)); err != nil {
+			if resp, err = answer(item, c.env); err != nil {
 				return nil, false, err
 			}
 			switch {
 			case resp == nil || size+len(resp)+len(`,`)+kept <= limit:
-			case c.env.isRequest():
-				resp, full = errorResponse(c.env.ID, mcp.INTERNAL_ERROR, tooLarge(len(resp), limit)), true
+			case c.env.IsRequest():
+				resp, full = jsonrpc.ErrorResponse(c.env.ID, mcp.INTERNAL_ERROR, tooLarge(len(resp), limit)), true
 			default:
 				resp = nil // the refusal of a notification or response, which names no id: dropped
 			}

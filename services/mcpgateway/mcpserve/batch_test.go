@@ -9,6 +9,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/mcpbatch"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"google.golang.org/grpc"
 )
 
@@ -28,7 +29,10 @@ func in20250326() (string, error) { return "2025-03-26", nil }
 // refused whole (HTTP 400) before the session is even checked, naming the limit.
 func TestBatchHoldsAtMostMaxMessages(t *testing.T) {
 	ran := 0
-	answer := func(_ []byte, msg Message) ([]byte, error) { ran++; return result(msg.ID, json.RawMessage(`{}`)), nil }
+	answer := func(_ []byte, msg jsonrpc.Message) ([]byte, error) {
+		ran++
+		return jsonrpc.Result(msg.ID, json.RawMessage(`{}`)), nil
+	}
 	final, malformed, err := Batch(t.Context(), batchOf(mcpbatch.MaxMessages, ping), in20250326, answer)
 	var out []map[string]any
 	if err != nil || malformed || json.Unmarshal(final, &out) != nil || len(out) != mcpbatch.MaxMessages || ran != mcpbatch.MaxMessages {
@@ -59,12 +63,12 @@ func TestBatchAnswerStopsAtTheLimit(t *testing.T) {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i+1)
 	})
 	var ran []string
-	final, malformed, err := Batch(ctx, payload, in20250326, func(_ []byte, msg Message) ([]byte, error) {
+	final, malformed, err := Batch(ctx, payload, in20250326, func(_ []byte, msg jsonrpc.Message) ([]byte, error) {
 		ran = append(ran, string(msg.ID)+msg.Method)
 		if msg.Method != "tools/list" {
 			return nil, nil
 		}
-		return result(msg.ID, json.RawMessage(`{"tools":[],"pad":"`+strings.Repeat("x", answerBytes)+`"}`)), nil
+		return jsonrpc.Result(msg.ID, json.RawMessage(`{"tools":[],"pad":"`+strings.Repeat("x", answerBytes)+`"}`)), nil
 	})
 	var out []struct {
 		ID     int `json:"id"`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -125,7 +126,7 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 		return IsErrorResult(id, held.Error()), true
 	case errors.As(err, &approval):
 		if approval.State == toolcall.ApprovalMismatch || approval.State == toolcall.ApprovalNotAsked {
-			return errorResponse(id, mcp.INVALID_PARAMS, "Invalid params: "+approval.Text), true
+			return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, "Invalid params: "+approval.Text), true
 		}
 		return IsErrorResult(id, approval.Text), true
 	case errors.As(err, &limited):
@@ -139,7 +140,7 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 // UnknownTool is every MCP endpoint's answer to a tools/call of a tool it does not serve to
 // the caller (-32602, UnknownToolMessage).
 func UnknownTool(id json.RawMessage, name string) []byte {
-	return errorResponse(id, mcp.INVALID_PARAMS, UnknownToolMessage(name))
+	return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, UnknownToolMessage(name))
 }
 
 // UnknownToolMessage says that the endpoint has no tool name (as the client called it) and
@@ -151,7 +152,7 @@ func UnknownToolMessage(name string) string {
 // IsErrorResult is a tools/call result with isError true and text.
 func IsErrorResult(id json.RawMessage, text string) []byte {
 	res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true})
-	return result(id, res)
+	return jsonrpc.Result(id, res)
 }
 
 // RPCErrorResponse renders a server's JSON-RPC error with the client's id, as it was.

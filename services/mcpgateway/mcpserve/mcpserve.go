@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/services/mcpgateway/fanout"
+	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -110,17 +111,6 @@ func NewMCPServer(version string) *server.MCPServer {
 	)
 }
 
-// envelope is the part of a JSON-RPC message that routing needs, and its params as sent:
-// decoded once (checkEnvelope), handed on (Params).
-type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
-func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
-
 // Exchange answers one POST of /mcp.
 func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) error {
 	r, err := mcpera.Of(req)
@@ -134,11 +124,11 @@ func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) 
 	if len(payload) > 0 && payload[0] == '[' {
 		return h.batch(req, payload, stream)
 	}
-	env, code, problem := checkEnvelope(payload)
+	env, code, problem := jsonrpc.Check(payload)
 	if problem != "" {
-		return sendMalformed(stream, errorResponse(env.ID, code, problem))
+		return sendMalformed(stream, jsonrpc.ErrorResponse(env.ID, code, problem))
 	}
-	if env.Method == string(mcp.MethodInitialize) && env.isRequest() {
+	if env.Method == string(mcp.MethodInitialize) && env.IsRequest() {
 		return h.initialize(stream, payload, env.ID)
 	}
 	claims, err := h.sessionFor(stream.Context(), req)
@@ -150,7 +140,7 @@ func (h *Handler) Exchange(req *mcphttp.Request, stream mcphttp.ExchangeStream) 
 	if err != nil || resp == nil {
 		return err
 	}
-	if !env.isRequest() {
+	if !env.IsRequest() {
 		// A notification or response that could not be accepted: an HTTP error status,
 		// with the JSON-RPC error as its body (Streamable HTTP, "sending messages").
 		return sendMalformed(stream, resp)
@@ -174,8 +164,8 @@ func (h *Handler) batch(req *mcphttp.Request, payload []byte, stream mcphttp.Exc
 		}
 		sess = h.newSession(ctx, req.SessionID(), claims)
 		return claims.ProtocolVersion, nil
-	}, func(item []byte, msg Message) ([]byte, error) {
-		return h.dispatch(ctx, sess, item, envelope(msg), stream.Message)
+	}, func(item []byte, msg jsonrpc.Message) ([]byte, error) {
+		return h.dispatch(ctx, sess, item, msg, stream.Message)
 	})
 	switch {
 	case err != nil || final == nil:
@@ -190,7 +180,7 @@ func (h *Handler) batch(req *mcphttp.Request, payload []byte, stream mcphttp.Exc
 func (h *Handler) initialize(stream mcphttp.ExchangeStream, payload []byte, id json.RawMessage) error {
 	if problem := checkInitializeParams(payload); problem != "" {
 		// mcp-go would answer an initialize without params with 2025-03-26.
-		return sendFinal(stream, errorResponse(id, mcp.INVALID_PARAMS, problem))
+		return sendFinal(stream, jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, problem))
 	}
 	sess := &clientSession{notes: make(chan mcp.JSONRPCNotification, 64), level: DefaultLogLevel, loaded: true}
 	resp := h.srv.HandleMessage(h.srv.WithContext(stream.Context(), sess), payload)
@@ -260,21 +250,21 @@ func CheckSession(ctx context.Context, codec *session.Codec, ended Ended, id, bi
 // dispatch runs one message through mcp-go, relaying notifications through send while the
 // handler runs and flushing every one of them before it returns the response (nil for a
 // notification or a client response).
-func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte, env envelope, send func([]byte) error) ([]byte, error) {
-	if env.JSONRPC == "2.0" && env.Method == "server/discover" && env.isRequest() && !sess.modern {
+func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte, env jsonrpc.Message, send func([]byte) error) ([]byte, error) {
+	if env.JSONRPC == "2.0" && env.Method == "server/discover" && env.IsRequest() && !sess.modern {
 		// A session-era request: server/discover belongs to 2026-07-28 (see modern).
-		return errorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover belongs to protocol 2026-07-28; send it with MCP-Protocol-Version: 2026-07-28 and params._meta"), nil
+		return jsonrpc.ErrorResponse(env.ID, mcp.METHOD_NOT_FOUND, "Method not found: server/discover belongs to protocol 2026-07-28; send it with MCP-Protocol-Version: 2026-07-28 and params._meta"), nil
 	}
 	if env.JSONRPC != mcp.JSONRPC_VERSION {
-		return errorResponse(env.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`), nil
+		return jsonrpc.ErrorResponse(env.ID, mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`), nil
 	}
-	if env.isRequest() && !sess.modern { // a modern result carries more (resultType, cache hints)
+	if env.IsRequest() && !sess.modern { // a modern result carries more (resultType, cache hints)
 		switch env.Method {
 		case "ping":
-			return result(env.ID, json.RawMessage(`{}`)), nil
+			return jsonrpc.Result(env.ID, json.RawMessage(`{}`)), nil
 		case "tools/list":
 			if cached := h.toolsList(ctx, sess); cached != nil && !hasCursor(msg) {
-				return result(env.ID, cached), nil
+				return jsonrpc.Result(env.ID, cached), nil
 			}
 		}
 	}
@@ -284,7 +274,7 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 		resp := clarify(env.Method, h.srv.HandleMessage(h.srv.WithContext(ctx, sess), msg), sess.takeDecodeErr())
 		if err := sess.storeError(); err != nil { // logging/setLevel that could not be kept
 			h.log.Error("storing a session's log level", "err", err)
-			return errorResponse(env.ID, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error()), nil
+			return jsonrpc.ErrorResponse(env.ID, mcp.INTERNAL_ERROR, "Internal error: the log level could not be stored: "+err.Error()), nil
 		}
 		return encodeFor(env.ID, resp)
 	}
@@ -296,11 +286,11 @@ func (h *Handler) dispatch(ctx context.Context, sess *clientSession, msg []byte,
 // sends while it runs are relayed as they come, by a goroutine started with the first of them
 // (most tools send none, and a goroutine per call costs ~15% of a small call); what is still
 // queued when the tool returns is flushed here.
-func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte, env envelope, send func([]byte) error) ([]byte, error) {
+func (h *Handler) callTool(ctx context.Context, sess *clientSession, msg []byte, env jsonrpc.Message, send func([]byte) error) ([]byte, error) {
 	r := &relay{notes: sess.notes, send: send, stop: make(chan struct{})}
 	sess.setRelay(r)
 	var out []byte
-	if env.Method == "tools/call" && env.isRequest() {
+	if env.Method == "tools/call" && env.IsRequest() {
 		params := env.Params
 		var p struct {
 			Name string `json:"name"`
@@ -334,12 +324,12 @@ func (h *Handler) toolAnswer(ctx context.Context, id json.RawMessage, name strin
 	}
 	switch {
 	case err == nil:
-		return result(id, res)
+		return jsonrpc.Result(id, res)
 	case errors.As(err, &rpcErr):
 		return RPCErrorResponse(id, rpcErr)
 	}
 	h.log.ErrorContext(ctx, "a built-in tool failed", "tool", name, "err", err)
-	return errorResponse(id, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
+	return jsonrpc.ErrorResponse(id, mcp.INTERNAL_ERROR, "Internal error: "+err.Error())
 }
 
 // encodeFor renders mcp-go's answer to the request with id. A tool's CallToolResult is
@@ -357,7 +347,7 @@ func encodeFor(id json.RawMessage, resp mcp.JSONRPCMessage) ([]byte, error) {
 		}
 		if res != nil {
 			if b, err := res.MarshalJSON(); err == nil {
-				return result(id, b), nil
+				return jsonrpc.Result(id, b), nil
 			}
 		}
 	}
@@ -397,12 +387,6 @@ func (h *Handler) toolsList(ctx context.Context, sess *clientSession) json.RawMe
 // hasCursor reports whether a tools/list request asks for a later page.
 func hasCursor(msg []byte) bool { return bytes.Contains(msg, []byte(`"cursor"`)) }
 
-func result(id json.RawMessage, r json.RawMessage) []byte {
-	out := make([]byte, 0, len(r)+len(id)+32)
-	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
-	return append(append(out, r...), '}')
-}
-
 func sendNote(send func([]byte) error, n mcp.JSONRPCNotification) error {
 	b, err := json.Marshal(n)
 	if err != nil {
@@ -418,14 +402,6 @@ func sendFinal(stream mcphttp.ExchangeStream, msg []byte) error {
 // sendMalformed answers a request that could not be read as JSON-RPC (HTTP 400).
 func sendMalformed(stream mcphttp.ExchangeStream, msg []byte) error {
 	return stream.Final(msg, http.StatusBadRequest)
-}
-
-func errorResponse(id json.RawMessage, code int, message string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
-	return b
 }
 
 // Listen serves GET /mcp: the server-to-client stream of a session, opened once the session
