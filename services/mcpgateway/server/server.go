@@ -38,6 +38,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/lemonade"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -301,6 +302,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	up := upstream.NewPlaced(th, nil, log)
+	// Upstream OAuth: tokens sealed with ZEST_SECRET_KEY_FILE's key in the registry. Without
+	// the key the signer refuses every sign-in, naming the setting.
+	keys, err := oauthclient.LoadKeyring(os.LookupEnv)
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, err
+	}
+	if tokens, ok := reg.(registry.OAuthTokens); ok {
+		up.SetOAuth(oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log))
+	}
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
 		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")
