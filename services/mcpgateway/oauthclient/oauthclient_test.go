@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"golang.org/x/oauth2"
 )
 
 // testAS is an authorization server and a protected resource (RFC 9728, RFC 8414) for the
@@ -30,7 +32,8 @@ type testAS struct {
 
 	mu       sync.Mutex
 	issued   int
-	refresh  map[string]bool // refresh tokens valid
+	refresh  map[string]bool   // refresh tokens valid
+	codes    map[string]string // code (its PKCE challenge) → resource
 	grants   []string
 	resource []string
 	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
@@ -38,7 +41,7 @@ type testAS struct {
 }
 
 func startAS(t *testing.T) *testAS {
-	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}}
+	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
@@ -64,6 +67,19 @@ func startAS(t *testing.T) *testAS {
 		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
 			CodeChallengeMethodsSupported: []string{"S256"}})
 	})
+	// The authorization endpoint approves at once (the person signed in): it keeps the PKCE
+	// challenge and the resource with the code.
+	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || q.Get("client_id") != "zest" {
+			http.Error(w, "bad authorization request", http.StatusBadRequest)
+			return
+		}
+		a.mu.Lock()
+		a.codes[q.Get("code_challenge")] = q.Get("resource")
+		a.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
 	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		id, secret, ok := r.BasicAuth()
@@ -84,6 +100,13 @@ func startAS(t *testing.T) *testAS {
 			return
 		}
 		switch r.PostForm.Get("grant_type") {
+		case "authorization_code":
+			code := r.PostForm.Get("code")
+			if res, ok := a.codes[code]; !ok || res != r.PostForm.Get("resource") || oauth2.S256ChallengeFromVerifier(r.PostForm.Get("code_verifier")) != code {
+				fail("invalid_grant")
+				return
+			}
+			delete(a.codes, code)
 		case "client_credentials":
 			if secret == "" {
 				fail("invalid_client")
@@ -362,5 +385,89 @@ func TestTransport(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || len(bodies) != 2 || bodies[0] != "Bearer at-1 {}" || bodies[1] != "Bearer at-2 {}" {
 		t.Fatalf("status %d, requests %q", resp.StatusCode, bodies)
+	}
+}
+
+// TestSignIn: a sign-in by authorization code opens the authorization server with PKCE S256
+// and the server's URL as the resource; its callback, with the state and the browser's
+// binding, stores the tokens; a state is used once, and a callback from another browser or
+// after SignInTimeout is refused.
+func TestSignIn(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Grant: "authorization_code"}}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusNeedsSignIn || !strings.Contains(st.GetMessage(), "zestctl servers sign-in up") {
+		t.Fatalf("before: %v", st)
+	}
+	if _, err := s.AccessToken(t.Context(), cfg, false); !errors.Is(err, ErrNeedsSignIn) {
+		t.Fatalf("a call before sign-in: %v", err)
+	}
+	if _, err := s.StartSignIn(t.Context(), cfg, "https://zest.example/elsewhere", "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), CallbackPath) {
+		t.Fatalf("another redirect: %v", err)
+	}
+	// callback follows the authorization server's redirect to Zest's callback, and returns its query.
+	callback := func(authURL string) url.Values {
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		u, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || u.Path != CallbackPath {
+			t.Fatalf("%d, Location %q: %v", resp.StatusCode, resp.Header.Get("Location"), err)
+		}
+		return u.Query()
+	}
+	const redirect = "https://zest.example" + CallbackPath
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "browser-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := callback(authURL)
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-2"); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("another browser's callback: %v", err)
+	}
+	id, by, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1")
+	if err != nil || id != "up" || by != "admin" {
+		t.Fatalf("finish = %q %q %v", id, by, err)
+	}
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("after sign-in: %q, %v", tok, err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "admin" || !st.GetRefreshable() {
+		t.Fatalf("state = %v", st)
+	}
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("a state used twice: %v", err)
+	}
+	authURL, err = s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q = callback(authURL)
+	c.add(SignInTimeout + time.Second)
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a late callback: %v", err)
+	}
+	cc := ccConfig(cfg.GetUrl())
+	if _, err := s.StartSignIn(t.Context(), cc, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "no person signs in") {
+		t.Fatalf("client_credentials: %v", err)
+	}
+}
+
+// TestPendingSignInsBounded: at most MaxPendingSignIns wait for their callback.
+func TestPendingSignInsBounded(t *testing.T) {
+	a := startAS(t)
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	for range MaxPendingSignIns {
+		if _, err := s.StartSignIn(t.Context(), cfg, "https://z"+CallbackPath, "admin", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.StartSignIn(t.Context(), cfg, "https://z"+CallbackPath, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "already wait") {
+		t.Fatalf("one over the bound: %v", err)
 	}
 }

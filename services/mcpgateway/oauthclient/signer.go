@@ -74,6 +74,8 @@ type Signer struct {
 
 	mu      sync.Mutex
 	servers map[string]*server
+	// pending are the sign-ins waiting for their callback, by stateKey.
+	pending map[string]*pending
 }
 
 // server is one server's state; mu serializes its token requests.
@@ -97,7 +99,7 @@ func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}}
+	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]*pending{}}
 }
 
 func (s *Signer) server(id string) *server {
