@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/zestmcp/zest/lib/oauthrs"
 )
 
 // MaxMetadataBytes bounds a metadata document read during discovery.
@@ -170,14 +172,11 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 		}
 		issuer = d.Resource.AuthorizationServers[0]
 	}
-	iu, err := url.Parse(issuer)
-	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" {
+	if iu, err := url.Parse(issuer); err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" {
 		return nil, fmt.Errorf("%w: authorization server %q is not an http(s) URL", ErrDiscovery, issuer)
 	}
-	asCandidates := []string{wellKnown(iu, "oauth-authorization-server"), wellKnown(iu, "openid-configuration")}
-	if strings.Trim(iu.Path, "/") != "" {
-		asCandidates = append(asCandidates, strings.TrimSuffix(iu.String(), "/")+"/.well-known/openid-configuration")
-	}
+	// RFC 8414's well-known URL, then OpenID discovery's: the ones Zest's own verifier reads.
+	asCandidates := oauthrs.MetadataURLs(issuer)
 	tried = tried[:0]
 	for _, c := range asCandidates {
 		tried = append(tried, c)

@@ -374,8 +374,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
 		switch {
 		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"),
-			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"):
+			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"),
+			m == mcpgatewayv1.UpstreamOAuthService_StartSignIn_FullMethodName, m == mcpgatewayv1.UpstreamOAuthService_SignOut_FullMethodName:
 			return keyauth.LevelAdmin
+		case m == mcpgatewayv1.UpstreamOAuthService_FinishSignIn_FullMethodName:
+			// A browser's callback: the state it carries is its credential (oauthclient).
+			return keyauth.LevelPublic
 		case strings.HasPrefix(m, "/"+mcpgatewayv1.HttpService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelEndpoint
 		}
@@ -459,6 +463,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	// The MCP Registry, read for zestctl servers install and the console (admin key).
 	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
+	// Sign-in to the upstream servers that sign in by OAuth (admin key; the callback: its state).
+	if signer := up.OAuth(); signer != nil {
+		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers))
+	}
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 

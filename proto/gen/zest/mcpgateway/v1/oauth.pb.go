@@ -7,6 +7,7 @@
 package mcpgatewayv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -20,6 +21,319 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// StartSignInRequest names the server and Zest's callback URL as the browser reaches it.
+type StartSignInRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the server's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// redirect_uri is Zest's callback as the browser reaches Zest: https://HOST/internal/mcp/oauth/callback
+	// (registered with the authorization server for oauth.client_id).
+	RedirectUri   string `protobuf:"bytes,2,opt,name=redirect_uri,proto3" json:"redirect_uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartSignInRequest) Reset() {
+	*x = StartSignInRequest{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSignInRequest) ProtoMessage() {}
+
+func (x *StartSignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSignInRequest.ProtoReflect.Descriptor instead.
+func (*StartSignInRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *StartSignInRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *StartSignInRequest) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+// StartSignInResponse is where the person signs in.
+type StartSignInResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// authorization_url is the authorization server's page, to open in a browser.
+	AuthorizationUrl string `protobuf:"bytes,1,opt,name=authorization_url,proto3" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StartSignInResponse) Reset() {
+	*x = StartSignInResponse{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSignInResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSignInResponse) ProtoMessage() {}
+
+func (x *StartSignInResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSignInResponse.ProtoReflect.Descriptor instead.
+func (*StartSignInResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartSignInResponse) GetAuthorizationUrl() string {
+	if x != nil {
+		return x.AuthorizationUrl
+	}
+	return ""
+}
+
+// SignOutRequest names the server.
+type SignOutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the server's id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignOutRequest) Reset() {
+	*x = SignOutRequest{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignOutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignOutRequest) ProtoMessage() {}
+
+func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignOutRequest.ProtoReflect.Descriptor instead.
+func (*SignOutRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SignOutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// SignOutResponse is the server's sign-in state afterwards.
+type SignOutResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// oauth_state is "needs_sign_in".
+	OauthState    *UpstreamOAuthState `protobuf:"bytes,1,opt,name=oauth_state,proto3" json:"oauth_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignOutResponse) Reset() {
+	*x = SignOutResponse{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignOutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignOutResponse) ProtoMessage() {}
+
+func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignOutResponse.ProtoReflect.Descriptor instead.
+func (*SignOutResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SignOutResponse) GetOauthState() *UpstreamOAuthState {
+	if x != nil {
+		return x.OauthState
+	}
+	return nil
+}
+
+// FinishSignInRequest is the callback's query.
+type FinishSignInRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// state is the state StartSignIn gave the authorization server.
+	State string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// code is the authorization code (empty when error is set).
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// error is the authorization server's error code, when it refused.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishSignInRequest) Reset() {
+	*x = FinishSignInRequest{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishSignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishSignInRequest) ProtoMessage() {}
+
+func (x *FinishSignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishSignInRequest.ProtoReflect.Descriptor instead.
+func (*FinishSignInRequest) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FinishSignInRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *FinishSignInRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *FinishSignInRequest) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// FinishSignInResponse names the server signed in to and where it stands.
+type FinishSignInResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the server's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// oauth_state is the server's sign-in state.
+	OauthState    *UpstreamOAuthState `protobuf:"bytes,2,opt,name=oauth_state,proto3" json:"oauth_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishSignInResponse) Reset() {
+	*x = FinishSignInResponse{}
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishSignInResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishSignInResponse) ProtoMessage() {}
+
+func (x *FinishSignInResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishSignInResponse.ProtoReflect.Descriptor instead.
+func (*FinishSignInResponse) Descriptor() ([]byte, []int) {
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FinishSignInResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FinishSignInResponse) GetOauthState() *UpstreamOAuthState {
+	if x != nil {
+		return x.OauthState
+	}
+	return nil
+}
 
 // UpstreamOAuth is how Zest signs in, as an OAuth 2.1 client, to a streamable-http server
 // that requires access tokens of an authorization server (docs/operator/oauth.md). The server's
@@ -48,7 +362,7 @@ type UpstreamOAuth struct {
 
 func (x *UpstreamOAuth) Reset() {
 	*x = UpstreamOAuth{}
-	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[0]
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -60,7 +374,7 @@ func (x *UpstreamOAuth) String() string {
 func (*UpstreamOAuth) ProtoMessage() {}
 
 func (x *UpstreamOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[0]
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -73,7 +387,7 @@ func (x *UpstreamOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamOAuth.ProtoReflect.Descriptor instead.
 func (*UpstreamOAuth) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{0}
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpstreamOAuth) GetClientId() string {
@@ -132,7 +446,7 @@ type UpstreamOAuthState struct {
 
 func (x *UpstreamOAuthState) Reset() {
 	*x = UpstreamOAuthState{}
-	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +458,7 @@ func (x *UpstreamOAuthState) String() string {
 func (*UpstreamOAuthState) ProtoMessage() {}
 
 func (x *UpstreamOAuthState) ProtoReflect() protoreflect.Message {
-	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[1]
+	mi := &file_zest_mcpgateway_v1_oauth_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +471,7 @@ func (x *UpstreamOAuthState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamOAuthState.ProtoReflect.Descriptor instead.
 func (*UpstreamOAuthState) Descriptor() ([]byte, []int) {
-	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{1}
+	return file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpstreamOAuthState) GetStatus() string {
@@ -199,7 +513,23 @@ var File_zest_mcpgateway_v1_oauth_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/oauth.proto\x12\x12zest.mcpgateway.v1\"\xb5\x01\n" +
+	"\x1ezest/mcpgateway/v1/oauth.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\"H\n" +
+	"\x12StartSignInRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\fredirect_uri\"C\n" +
+	"\x13StartSignInResponse\x12,\n" +
+	"\x11authorization_url\x18\x01 \x01(\tR\x11authorization_url\" \n" +
+	"\x0eSignOutRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"[\n" +
+	"\x0fSignOutResponse\x12H\n" +
+	"\voauth_state\x18\x01 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"U\n" +
+	"\x13FinishSignInRequest\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"p\n" +
+	"\x14FinishSignInResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12H\n" +
+	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\xb5\x01\n" +
 	"\rUpstreamOAuth\x12\x1c\n" +
 	"\tclient_id\x18\x01 \x01(\tR\tclient_id\x12$\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\rclient_secret\x12\x16\n" +
@@ -211,7 +541,11 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x18\n" +
 	"\aexpires\x18\x03 \x01(\tR\aexpires\x12 \n" +
 	"\vrefreshable\x18\x04 \x01(\bR\vrefreshable\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessageB\xd1\x01\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage2\x89\x03\n" +
+	"\x14UpstreamOAuthService\x12\x8d\x01\n" +
+	"\vStartSignIn\x12&.zest.mcpgateway.v1.StartSignInRequest\x1a'.zest.mcpgateway.v1.StartSignInResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/internal/mcp/servers/{id}/sign-in\x12~\n" +
+	"\aSignOut\x12\".zest.mcpgateway.v1.SignOutRequest\x1a#.zest.mcpgateway.v1.SignOutResponse\"*\x82\xd3\xe4\x93\x02$*\"/internal/mcp/servers/{id}/sign-in\x12a\n" +
+	"\fFinishSignIn\x12'.zest.mcpgateway.v1.FinishSignInRequest\x1a(.zest.mcpgateway.v1.FinishSignInResponseB\xd1\x01\n" +
 	"\x16com.zest.mcpgateway.v1B\n" +
 	"OauthProtoP\x01ZAgithub.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1;mcpgatewayv1\xa2\x02\x03ZMX\xaa\x02\x12Zest.Mcpgateway.V1\xca\x02\x12Zest\\Mcpgateway\\V1\xe2\x02\x1eZest\\Mcpgateway\\V1\\GPBMetadata\xea\x02\x14Zest::Mcpgateway::V1b\x06proto3"
 
@@ -227,17 +561,31 @@ func file_zest_mcpgateway_v1_oauth_proto_rawDescGZIP() []byte {
 	return file_zest_mcpgateway_v1_oauth_proto_rawDescData
 }
 
-var file_zest_mcpgateway_v1_oauth_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_zest_mcpgateway_v1_oauth_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_zest_mcpgateway_v1_oauth_proto_goTypes = []any{
-	(*UpstreamOAuth)(nil),      // 0: zest.mcpgateway.v1.UpstreamOAuth
-	(*UpstreamOAuthState)(nil), // 1: zest.mcpgateway.v1.UpstreamOAuthState
+	(*StartSignInRequest)(nil),   // 0: zest.mcpgateway.v1.StartSignInRequest
+	(*StartSignInResponse)(nil),  // 1: zest.mcpgateway.v1.StartSignInResponse
+	(*SignOutRequest)(nil),       // 2: zest.mcpgateway.v1.SignOutRequest
+	(*SignOutResponse)(nil),      // 3: zest.mcpgateway.v1.SignOutResponse
+	(*FinishSignInRequest)(nil),  // 4: zest.mcpgateway.v1.FinishSignInRequest
+	(*FinishSignInResponse)(nil), // 5: zest.mcpgateway.v1.FinishSignInResponse
+	(*UpstreamOAuth)(nil),        // 6: zest.mcpgateway.v1.UpstreamOAuth
+	(*UpstreamOAuthState)(nil),   // 7: zest.mcpgateway.v1.UpstreamOAuthState
 }
 var file_zest_mcpgateway_v1_oauth_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	7, // 0: zest.mcpgateway.v1.SignOutResponse.oauth_state:type_name -> zest.mcpgateway.v1.UpstreamOAuthState
+	7, // 1: zest.mcpgateway.v1.FinishSignInResponse.oauth_state:type_name -> zest.mcpgateway.v1.UpstreamOAuthState
+	0, // 2: zest.mcpgateway.v1.UpstreamOAuthService.StartSignIn:input_type -> zest.mcpgateway.v1.StartSignInRequest
+	2, // 3: zest.mcpgateway.v1.UpstreamOAuthService.SignOut:input_type -> zest.mcpgateway.v1.SignOutRequest
+	4, // 4: zest.mcpgateway.v1.UpstreamOAuthService.FinishSignIn:input_type -> zest.mcpgateway.v1.FinishSignInRequest
+	1, // 5: zest.mcpgateway.v1.UpstreamOAuthService.StartSignIn:output_type -> zest.mcpgateway.v1.StartSignInResponse
+	3, // 6: zest.mcpgateway.v1.UpstreamOAuthService.SignOut:output_type -> zest.mcpgateway.v1.SignOutResponse
+	5, // 7: zest.mcpgateway.v1.UpstreamOAuthService.FinishSignIn:output_type -> zest.mcpgateway.v1.FinishSignInResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_oauth_proto_init() }
@@ -251,9 +599,9 @@ func file_zest_mcpgateway_v1_oauth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zest_mcpgateway_v1_oauth_proto_rawDesc), len(file_zest_mcpgateway_v1_oauth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   8,
 			NumExtensions: 0,
-			NumServices:   0,
+			NumServices:   1,
 		},
 		GoTypes:           file_zest_mcpgateway_v1_oauth_proto_goTypes,
 		DependencyIndexes: file_zest_mcpgateway_v1_oauth_proto_depIdxs,
