@@ -67,7 +67,7 @@ func Start(t testing.TB, scopes ...string) *Server {
 	zest := storage.NativeClient(ZestClientID, "http://127.0.0.1"+ZestCallbackPath)
 	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest})
 	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}}
-	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true},
+	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true},
 		s.store, op.StaticIssuer(s.Issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
