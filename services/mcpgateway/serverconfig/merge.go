@@ -31,6 +31,11 @@ var stdioZestFields = []protoreflect.Name{"tool_host", "sandbox"}
 // when an upsert moves a server to stdio.
 var httpZestFields = []protoreflect.Name{FieldOAuth}
 
+// HTTPOnlyField reports whether fd is a Zest field only a streamable-http server may set.
+func HTTPOnlyField(fd protoreflect.FieldDescriptor) bool {
+	return slices.Contains(httpZestFields, fd.Name())
+}
+
 var configFields = (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
 
 // checkPaths refuses a field mask path that names no field of a server config (nested: one of
