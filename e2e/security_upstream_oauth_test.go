@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -210,6 +213,49 @@ func TestUpstreamOAuth(t *testing.T) {
 		}
 		if st := oauthState("tracker"); st["status"] != "needs_sign_in" || !strings.Contains(st["message"].(string), "refused the refresh token") {
 			t.Fatalf("after revocation: %v", st)
+		}
+	})
+
+	// zestctl servers sign-in prints the URL and waits for the sign-in, through Zest's callback.
+	t.Run("zestctl sign-in", func(t *testing.T) {
+		registerServer(t, s, map[string]any{"id": "ctl", "url": up.URL,
+			"oauth": map[string]any{"client_id": oauthserver.ZestClientID, "scopes": []string{"mcp", "offline_access"}}})
+		cmd := exec.CommandContext(t.Context(), filepath.Join(binDir, "zestctl"), "servers", "sign-in", "ctl", "--timeout", "60s")
+		cmd.Env = s.Env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() {
+			_ = cmd.Wait()
+			t.Fatalf("zestctl printed no URL: %s", stderr.String())
+		}
+		authURL := lines.Text()
+		resp, err := http.Get(authURL) // the browser, back to the edge's callback
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(page), "Zest is signed in to ctl") {
+			t.Fatalf("callback: %d %s", resp.StatusCode, page)
+		}
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if err := cmd.Wait(); err != nil || !strings.Contains(rest.String(), "signed in to ctl as ") {
+			t.Fatalf("zestctl: %v\nstdout: %s\nstderr: %s", err, rest.String(), stderr.String())
+		}
+		if r := call("ctl"); r.Status != 200 {
+			t.Fatalf("call after zestctl's sign-in: %d %s", r.Status, r.Body)
 		}
 	})
 

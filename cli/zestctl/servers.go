@@ -85,7 +85,7 @@ func (a *app) serversCmd() *cobra.Command {
 			}),
 		},
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
-		a.installCmd(), a.searchCmd(),
+		a.installCmd(), a.searchCmd(), a.signInCmd(),
 		a.importLemonadeCmd(),
 	)
 	return c
@@ -135,6 +135,9 @@ func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
 			row(w, "tool_host", placement(s))
 		}
 		row(w, "status", s.GetStatus())
+		if o := s.GetOauthState(); o != nil {
+			row(w, "oauth", oauthLine(o))
+		}
 		row(w, "enabled", c.GetEnabled())
 		row(w, "expose", c.GetExpose())
 		row(w, "timeout_ms", c.GetTimeoutMs())
@@ -485,4 +488,12 @@ func (a *app) withAdmin(run func(ctx context.Context, adm mcpgatewayv1.AdminServ
 		defer cancel()
 		return run(ctx, adm, cmd, argv)
 	}
+}
+
+// oauthLine is a server's OAuth sign-in for people: "signed in as … until …" or "needs sign-in: …".
+func oauthLine(o *mcpgatewayv1.UpstreamOAuthState) string {
+	if o.GetStatus() == "signed_in" {
+		return "signed in as " + o.GetSubject() + " until " + o.GetExpires()
+	}
+	return "needs sign-in: " + o.GetMessage()
 }

@@ -79,14 +79,18 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	})
 }
 
-// signInBody reads POST /internal/mcp/servers/{id}/sign-in's {"redirect_uri": "…"}.
+// signInBody reads POST /internal/mcp/servers/{id}/sign-in's {"redirect_uri": "…"}, or an
+// empty body (mcpgateway's ZEST_PUBLIC_URL gives the callback).
 func signInBody(body []byte) (string, error) {
 	var in struct {
 		RedirectURI string `json:"redirect_uri"`
 	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil || in.RedirectURI == "" {
+	if err := dec.Decode(&in); err != nil {
 		return "", fmt.Errorf(`%w: the body must be {"redirect_uri": "https://HOST/internal/mcp/oauth/callback"}, Zest's callback as the browser reaches it`, adminjson.ErrRequest)
 	}
 	return in.RedirectURI, nil

@@ -3,6 +3,7 @@ package oauthclient
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -15,17 +16,21 @@ import (
 // callback the edge relays.
 type Service struct {
 	mcpgatewayv1.UnimplementedUpstreamOAuthServiceServer
-	signer  *Signer
-	servers interface {
+	signer *Signer
+	// publicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): the callback of a
+	// sign-in that names none.
+	publicURL string
+	servers   interface {
 		GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
 	}
 }
 
-// NewService serves signer's sign-ins for the servers servers holds.
+// NewService serves signer's sign-ins for the servers servers holds; publicURL (may be empty)
+// is Zest's address as browsers reach it.
 func NewService(signer *Signer, servers interface {
 	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
-}) *Service {
-	return &Service{signer: signer, servers: servers}
+}, publicURL string) *Service {
+	return &Service{signer: signer, servers: servers, publicURL: strings.TrimSuffix(publicURL, "/")}
 }
 
 // admin names the administrator of ctx's call: an access token's subject, else the admin key.
@@ -53,7 +58,14 @@ func (s *Service) StartSignIn(ctx context.Context, req *mcpgatewayv1.StartSignIn
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.signer.StartSignIn(ctx, cfg, req.GetRedirectUri(), admin(ctx), "")
+	redirect := req.GetRedirectUri()
+	if redirect == "" {
+		if s.publicURL == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "no redirect_uri, and ZEST_PUBLIC_URL is not set on mcpgateway: send redirect_uri (Zest's https://HOST%s as the browser reaches it), or set ZEST_PUBLIC_URL", CallbackPath)
+		}
+		redirect = s.publicURL + CallbackPath
+	}
+	u, err := s.signer.StartSignIn(ctx, cfg, redirect, admin(ctx), "")
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
