@@ -102,6 +102,24 @@ func (u *oauthUpstream) tokens() []string {
 	return out
 }
 
+// upstreamOAuthSuite is a suite with the admin key and a secret key file (ZEST_SECRET_KEY_FILE;
+// UP_SECRET holds the test server's service client secret), the test authorization server
+// and an upstream that requires its tokens.
+func upstreamOAuthSuite(t *testing.T, extra ...string) (*Suite, *oauthserver.Server, *oauthUpstream) {
+	t.Helper()
+	as := oauthserver.Start(t, "mcp")
+	up := startOAuthUpstream(t, as.Issuer)
+	keyFile := filepath.Join(t.TempDir(), "secret.key")
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startSuite(t, append([]string{"LEMONADE_ADMIN_API_KEY=" + adminKey, "ZEST_SECRET_KEY_FILE=" + keyFile,
+		"UP_SECRET=" + oauthserver.ServiceClientSecret}, extra...)...)
+	return s, as, up
+}
+
 // TestUpstreamOAuth: Zest signs in to an upstream that requires OAuth — by client
 // credentials (machine to machine), and by authorization code started through the admin API
 // (the console's Sign in; the browser follows the authorization server back to the edge's
@@ -111,16 +129,7 @@ func (u *oauthUpstream) tokens() []string {
 // service's log, the admin API's answers, the metrics, the audit trail or, in the clear, the
 // registry file.
 func TestUpstreamOAuth(t *testing.T) {
-	as := oauthserver.Start(t, "mcp")
-	up := startOAuthUpstream(t, as.Issuer)
-	keyFile := filepath.Join(t.TempDir(), "secret.key")
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_SECRET_KEY_FILE="+keyFile, "UP_SECRET="+oauthserver.ServiceClientSecret,
-		"ZEST_LOG_LEVEL=debug", "ZEST_EDGE_METRICS_ADDR=127.0.0.1:0", "ZEST_MCPGATEWAY_METRICS_ADDR=127.0.0.1:0")
+	s, as, up := upstreamOAuthSuite(t, "ZEST_LOG_LEVEL=debug", "ZEST_EDGE_METRICS_ADDR=127.0.0.1:0", "ZEST_MCPGATEWAY_METRICS_ADDR=127.0.0.1:0")
 	call := func(id string) Response {
 		return admin(t, s, "POST", "/servers/"+id+"/tools/call", `{"name":"hello","arguments":{}}`)
 	}
