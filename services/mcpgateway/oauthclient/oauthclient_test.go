@@ -30,18 +30,21 @@ type testAS struct {
 	// lifetime is the expires_in of its tokens.
 	lifetime time.Duration
 
-	mu       sync.Mutex
-	issued   int
-	refresh  map[string]bool   // refresh tokens valid
-	codes    map[string]string // code (its PKCE challenge) → resource
-	grants   []string
-	resource []string
+	mu      sync.Mutex
+	issued  int
+	refresh map[string]bool   // refresh tokens valid
+	codes   map[string]string // code (its PKCE challenge) → resource
+	clients map[string]bool   // client ids: "zest", and those registered
+	// registration: the metadata names a registration endpoint (RFC 7591).
+	registration bool
+	grants       []string
+	resource     []string
 	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
 	wellKnownOnly bool
 }
 
 func startAS(t *testing.T) *testAS {
-	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}}
+	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
@@ -64,14 +67,38 @@ func startAS(t *testing.T) *testAS {
 	mux.HandleFunc("/prm/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
-			CodeChallengeMethodsSupported: []string{"S256"}})
+		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
+			CodeChallengeMethodsSupported: []string{"S256"}}
+		if a.registration {
+			m.RegistrationEndpoint = base + "/as/register"
+		}
+		_ = json.NewEncoder(w).Encode(m)
 	})
 	// The authorization endpoint approves at once (the person signed in): it keeps the PKCE
 	// challenge and the resource with the code.
+	// Dynamic client registration (RFC 7591): a public client for the redirect URIs given.
+	mux.HandleFunc("/as/register", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			RedirectURIs []string `json:"redirect_uris"`
+			AuthMethod   string   `json:"token_endpoint_auth_method"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" {
+			http.Error(w, `{"error":"invalid_client_metadata"}`, http.StatusBadRequest)
+			return
+		}
+		a.mu.Lock()
+		id := fmt.Sprintf("dyn-%d", len(a.clients))
+		a.clients[id] = true
+		a.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs})
+	})
 	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || q.Get("client_id") != "zest" {
+		a.mu.Lock()
+		known := a.clients[q.Get("client_id")]
+		a.mu.Unlock()
+		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || !known {
 			http.Error(w, "bad authorization request", http.StatusBadRequest)
 			return
 		}
@@ -95,7 +122,7 @@ func startAS(t *testing.T) *testAS {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, `{"error":%q}`, code)
 		}
-		if id != "zest" || (secret != "" && secret != "s3cret") {
+		if !a.clients[id] || (secret != "" && secret != "s3cret") {
 			fail("invalid_client")
 			return
 		}
@@ -469,5 +496,41 @@ func TestPendingSignInsBounded(t *testing.T) {
 	}
 	if _, err := s.StartSignIn(t.Context(), cfg, "https://z"+CallbackPath, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "already wait") {
 		t.Fatalf("one over the bound: %v", err)
+	}
+}
+
+// TestDynamicRegistration: without oauth.client_id, Zest registers itself (RFC 7591) where the
+// authorization server offers it, signs in with that client, and refreshes with it; where none
+// is offered, the sign-in is refused naming oauth.client_id.
+func TestDynamicRegistration(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	const redirect = "https://zest.example" + CallbackPath
+	if _, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "offers no dynamic client registration") {
+		t.Fatalf("without registration: %v", err)
+	}
+	a.registration = true
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(authURL, "client_id=dyn-1") {
+		t.Fatalf("authorization URL %s: want the registered client", authURL)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
 	}
 }

@@ -42,6 +42,8 @@ type pending struct {
 	by       string
 	binding  string
 	expires  time.Time
+	// registeredSecret is the secret a dynamic registration gave, kept (sealed) with the tokens.
+	registeredSecret string
 }
 
 // StartSignIn starts a sign-in by authorization code (PKCE S256) to cfg's server for by, the
@@ -62,9 +64,6 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if err != nil || ru.Path != CallbackPath || (ru.Scheme != "https" && ru.Scheme != "http") {
 		return "", fmt.Errorf("%w: redirect_uri %q must be Zest's own https://HOST%s", ErrSignIn, redirectURI, CallbackPath)
 	}
-	if o.GetClientId() == "" {
-		return "", fmt.Errorf("%w: server %q: oauth.client_id is empty: register Zest with its authorization server (redirect URI %s) and set oauth.client_id", ErrSignIn, id, redirectURI)
-	}
 	secret, err := s.secret(cfg)
 	if err != nil {
 		return "", err
@@ -73,6 +72,19 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if err != nil {
 		return "", err
 	}
+	clientID := o.GetClientId()
+	registeredSecret := ""
+	if clientID == "" {
+		// No client configured: dynamic client registration (RFC 7591) where the server offers it.
+		if d.Server.RegistrationEndpoint == "" {
+			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration: register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
+		}
+		reg, err := s.register(ctx, id, d, redirectURI)
+		if err != nil {
+			return "", err
+		}
+		clientID, secret, registeredSecret = reg.ClientID, reg.ClientSecret, reg.ClientSecret
+	}
 	if !d.Server.SupportsS256() {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s does not name PKCE S256 in code_challenge_methods_supported, which MCP authorization requires", ErrSignIn, id, d.Server.Issuer)
 	}
@@ -80,8 +92,8 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
 	state := rand.Text() + rand.Text()
-	p := &pending{cfg: cfg, d: d, verifier: oauth2.GenerateVerifier(), by: by, binding: binding, expires: s.now().Add(SignInTimeout),
-		conf: oauth2.Config{ClientID: o.GetClientId(), ClientSecret: secret, RedirectURL: redirectURI, Scopes: scopes(cfg, d),
+	p := &pending{cfg: cfg, d: d, verifier: oauth2.GenerateVerifier(), by: by, binding: binding, expires: s.now().Add(SignInTimeout), registeredSecret: registeredSecret,
+		conf: oauth2.Config{ClientID: clientID, ClientSecret: secret, RedirectURL: redirectURI, Scopes: scopes(cfg, d),
 			Endpoint: oauth2.Endpoint{AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret)}}}
 	s.mu.Lock()
 	now := s.now()
@@ -131,7 +143,8 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 		return id, p.by, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.d.Server.TokenEndpoint, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: p.cfg.GetUrl(), Issuer: p.d.Server.Issuer, TokenEndpoint: p.d.Server.TokenEndpoint, ClientID: p.conf.ClientID}
+		Resource: p.cfg.GetUrl(), Issuer: p.d.Server.Issuer, TokenEndpoint: p.d.Server.TokenEndpoint, ClientID: p.conf.ClientID,
+		RegisteredSecret: p.registeredSecret}
 	rec.Subject = subjectOf(tok.AccessToken, p.by)
 	sv := s.server(id)
 	sv.mu.Lock()
