@@ -2,6 +2,7 @@ package oauthclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,8 @@ type testAS struct {
 	registration bool
 	grants       []string
 	resource     []string
+	// hold, when set, receives each token request's arrival and holds it until it reads one.
+	hold chan chan struct{}
 	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
 	wellKnownOnly bool
 }
@@ -108,6 +111,11 @@ func startAS(t *testing.T) *testAS {
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
 	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
+		if a.hold != nil {
+			release := make(chan struct{})
+			a.hold <- release
+			<-release
+		}
 		_ = r.ParseForm()
 		id, secret, ok := r.BasicAuth()
 		if !ok {
@@ -532,5 +540,35 @@ func TestDynamicRegistration(t *testing.T) {
 	c.add(time.Hour)
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
 		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
+	}
+}
+
+// TestStateDoesNotWaitForATokenRequest: the admin API's state of a server answers while a
+// token request of that server is in progress (it holds the server's lock across the
+// authorization server's answer), from what the last request left.
+func TestStateDoesNotWaitForATokenRequest(t *testing.T) {
+	a := startAS(t)
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	cfg := ccConfig(a.srv.URL + "/mcp")
+	a.hold = make(chan chan struct{})
+	done := make(chan error, 1)
+	go func() { _, err := s.AccessToken(context.Background(), cfg, false); done <- err }()
+	release := <-a.hold // the token request is at the authorization server
+	state := make(chan *mcpgatewayv1.UpstreamOAuthState, 1)
+	go func() { state <- s.State(context.Background(), cfg) }()
+	select {
+	case st := <-state:
+		if st.GetStatus() != StatusNeedsSignIn {
+			t.Errorf("state while the first token is requested: %v", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("State waited for the token request")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := s.State(context.Background(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("after: %v", st)
 	}
 }

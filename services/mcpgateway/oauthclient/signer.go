@@ -78,12 +78,30 @@ type Signer struct {
 	pending map[string]*pending
 }
 
-// server is one server's state; mu serializes its token requests.
+// server is one server's state; mu serializes its token requests (and is held across them).
 type server struct {
 	mu  sync.Mutex
 	rec *record
 	// message is why the server needs sign-in, when it does.
 	message string
+	// shown is rec and message as State reads them without waiting for a token request.
+	smu      sync.Mutex
+	shownRec *record
+	shownMsg string
+}
+
+// set records rec and msg (mu held).
+func (sv *server) set(rec *record, msg string) {
+	sv.rec, sv.message = rec, msg
+	sv.smu.Lock()
+	sv.shownRec, sv.shownMsg = rec, msg
+	sv.smu.Unlock()
+}
+
+func (sv *server) shown() (*record, string) {
+	sv.smu.Lock()
+	defer sv.smu.Unlock()
+	return sv.shownRec, sv.shownMsg
 }
 
 // New returns a signer. keys may be nil (no ZEST_SECRET_KEY_FILE): every server then needs a
@@ -136,7 +154,7 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	now := s.now()
 	if sv.rec == nil || force || !fresh(sv.rec, now) {
 		// Another replica may have refreshed it: read the store before asking the server.
-		rec, err := s.load(ctx, id)
+		rec, err := s.load(ctx, id, true)
 		if err != nil && !errors.Is(err, errNoRecord) {
 			return "", err
 		}
@@ -144,10 +162,10 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 			rec = nil // signed in to another URL: not this server's token
 		}
 		if rec != nil && (sv.rec == nil || rec.AccessToken != sv.rec.AccessToken) && fresh(rec, now) {
-			sv.rec, sv.message = rec, ""
+			sv.set(rec, "")
 			return rec.AccessToken, nil
 		}
-		sv.rec = rec
+		sv.set(rec, sv.message)
 	}
 	if sv.rec != nil && !force && fresh(sv.rec, now) {
 		return sv.rec.AccessToken, nil
@@ -155,11 +173,11 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	rec, err := s.renew(ctx, cfg, sv.rec)
 	if err != nil {
 		if errors.Is(err, ErrNeedsSignIn) {
-			sv.rec, sv.message = nil, err.Error()
+			sv.set(nil, err.Error())
 		}
 		return "", err
 	}
-	sv.rec, sv.message = rec, ""
+	sv.set(rec, "")
 	return rec.AccessToken, nil
 }
 
@@ -315,7 +333,9 @@ func (s *Signer) discover(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (
 
 var errNoRecord = errors.New("no token record")
 
-func (s *Signer) load(ctx context.Context, id string) (*record, error) {
+// load reads id's record; reseal seals one of the previous key again (only under the
+// server's mu: a record written meanwhile must not be replaced by an older one).
+func (s *Signer) load(ctx context.Context, id string, reseal bool) (*record, error) {
 	sealed, err := s.store.GetOAuthToken(ctx, id)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
@@ -331,7 +351,7 @@ func (s *Signer) load(ctx context.Context, id string) (*record, error) {
 	if err := json.Unmarshal(plain, rec); err != nil {
 		return nil, fmt.Errorf("server %q: %w", id, ErrUnseal)
 	}
-	if stale {
+	if stale && reseal {
 		if err := s.save(ctx, id, rec); err != nil {
 			return nil, err
 		}
@@ -382,20 +402,21 @@ func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcp
 	if s == nil || s.keys == nil {
 		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: ErrNoSecretKey.Error()}
 	}
-	sv := s.server(id)
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	rec := sv.rec
-	if rec == nil {
-		var err error
-		rec, err = s.load(ctx, id)
-		if err != nil && !errors.Is(err, errNoRecord) {
+	// From what the last token request left, without waiting for one in progress; from the
+	// store when that says nothing current (another replica may have signed in or refreshed).
+	rec, message := s.server(id).shown()
+	if rec == nil || !fresh(rec, s.now()) {
+		stored, err := s.load(ctx, id, false)
+		switch {
+		case err == nil:
+			rec = stored
+		case !errors.Is(err, errNoRecord):
 			return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: err.Error()}
 		}
 	}
 	cc := cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials
 	if rec == nil || rec.Resource != cfg.GetUrl() || (!fresh(rec, s.now()) && rec.RefreshToken == "" && !cc) {
-		msg := sv.message
+		msg := message
 		switch {
 		case msg != "":
 		case cc:

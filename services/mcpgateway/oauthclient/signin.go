@@ -152,7 +152,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 	if err := s.save(ctx, id, rec); err != nil {
 		return id, p.by, err
 	}
-	sv.rec, sv.message = rec, ""
+	sv.set(rec, "")
 	s.log.Info("upstream sign-in finished", "server", id, "by", p.by, "subject", rec.Subject, "expires", rec.Expiry)
 	return id, p.by, nil
 }
