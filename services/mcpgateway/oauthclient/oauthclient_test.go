@@ -572,3 +572,39 @@ func TestStateDoesNotWaitForATokenRequest(t *testing.T) {
 		t.Fatalf("after: %v", st)
 	}
 }
+
+// TestSignInAcrossReplicas: a sign-in started on one mcpgateway is finished by another that
+// shares the registry and the key (the callback reaches any replica); the store holds the
+// sign-in sealed, and forgets it once used.
+func TestSignInAcrossReplicas(t *testing.T) {
+	a := startAS(t)
+	store := openBolt(t)
+	one := New(testKeys(t), store, env(nil), a.srv.Client(), nil, nil)
+	two := New(testKeys(t), store, env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := one.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	state := loc.Query().Get("state")
+	sealed, err := store.GetOAuthToken(t.Context(), pendingKey(state))
+	if err != nil || bytes.Contains(sealed, []byte(state)) || bytes.Contains(sealed, []byte("verifier\":\"")) {
+		t.Fatalf("the stored sign-in: %v (want it sealed)", err)
+	}
+	if id, by, err := two.FinishSignIn(t.Context(), state, loc.Query().Get("code"), "", ""); err != nil || id != "up" || by != "admin" {
+		t.Fatalf("finished on the other replica: %q %q %v", id, by, err)
+	}
+	if tok, err := one.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("the first replica's token: %q, %v", tok, err)
+	}
+	if _, err := store.GetOAuthToken(t.Context(), pendingKey(state)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("the used sign-in is kept: %v", err)
+	}
+}

@@ -74,8 +74,9 @@ type Signer struct {
 
 	mu      sync.Mutex
 	servers map[string]*server
-	// pending are the sign-ins waiting for their callback, by stateKey.
-	pending map[string]*pending
+	// pending are this replica's sign-ins waiting for their callback (pendingKey → expiry);
+	// each is kept sealed in the store.
+	pending map[string]time.Time
 }
 
 // server is one server's state; mu serializes its token requests (and is held across them).
@@ -117,7 +118,7 @@ func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]*pending{}}
+	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
 }
 
 func (s *Signer) server(id string) *server {
