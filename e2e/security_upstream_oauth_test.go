@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -265,6 +266,26 @@ func TestUpstreamOAuth(t *testing.T) {
 		}
 		if r := call("ctl"); r.Status != 200 {
 			t.Fatalf("call after zestctl's sign-in: %d %s", r.Status, r.Body)
+		}
+	})
+
+	// The sign-ins are admin changes in the audit trail (never with their state or code).
+	t.Run("audited", func(t *testing.T) {
+		var a auditAnswer
+		r := admin(t, s, "GET", "/audit?limit=500&kind=admin", "")
+		if err := json.Unmarshal(r.Body, &a); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, e := range a.Entries {
+			if e.ServerID == "tracker" || e.ServerID == "ctl" {
+				seen[e.Action+" "+e.ServerID] = true
+			}
+		}
+		for _, want := range []string{"start_sign_in tracker", "finish_sign_in tracker", "start_sign_in ctl", "finish_sign_in ctl"} {
+			if !seen[want] {
+				t.Errorf("no audit entry %q among %v", want, seen)
+			}
 		}
 	})
 
