@@ -155,8 +155,10 @@ func TestUpstreamOAuth(t *testing.T) {
 	t.Run("sign in, call, refresh, revoked", func(t *testing.T) {
 		registerServer(t, s, map[string]any{"id": "tracker", "url": up.URL,
 			"oauth": map[string]any{"client_id": oauthserver.ZestClientID, "scopes": []string{"mcp", "offline_access"}}})
+		// Refused with the fix alone, not the chain of transports it failed through.
 		r := call("tracker")
-		if r.Status == 200 || !strings.Contains(string(r.Body), "needs sign-in") || !strings.Contains(string(r.Body), "zestctl servers sign-in tracker") {
+		if msg := errMessage(t, r); r.Status != http.StatusBadGateway || !strings.HasPrefix(msg, `server "tracker" needs sign-in: Zest holds no token for it; sign in from the console`) ||
+			!strings.HasSuffix(msg, "zestctl servers sign-in tracker") {
 			t.Fatalf("a call before sign-in: %d %s", r.Status, r.Body)
 		}
 		if st := oauthState("tracker"); st["status"] != "needs_sign_in" {
@@ -218,7 +220,8 @@ func TestUpstreamOAuth(t *testing.T) {
 		as.RevokeRefreshTokens()
 		up.expire()
 		r = call("tracker")
-		if r.Status == 200 || !strings.Contains(string(r.Body), "needs sign-in") || !strings.Contains(string(r.Body), "invalid_grant") || !strings.Contains(string(r.Body), "zestctl servers sign-in tracker") {
+		if msg := errMessage(t, r); r.Status != http.StatusBadGateway || !strings.HasPrefix(msg, `server "tracker" needs sign-in: its authorization server refused the refresh token (invalid_grant)`) ||
+			!strings.HasSuffix(msg, "zestctl servers sign-in tracker") {
 			t.Fatalf("a call after revocation: %d %s", r.Status, r.Body)
 		}
 		if st := oauthState("tracker"); st["status"] != "needs_sign_in" || !strings.Contains(st["message"].(string), "refused the refresh token") {

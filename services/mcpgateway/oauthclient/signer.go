@@ -137,9 +137,17 @@ func signInHint(id string) string {
 	return fmt.Sprintf("sign in from the console (Servers → %s → Sign in) or with zestctl servers sign-in %s", id, id)
 }
 
-func needsSignIn(id, why string) error {
-	return fmt.Errorf("server %q %w: %s; %s", id, ErrNeedsSignIn, why, signInHint(id))
+// NeedsSignInError is ErrNeedsSignIn for one server: why, and how to sign in.
+type NeedsSignInError struct{ ID, Why string }
+
+func (e *NeedsSignInError) Error() string {
+	return fmt.Sprintf("server %q needs sign-in: %s; %s", e.ID, e.Why, signInHint(e.ID))
 }
+
+// Is makes a NeedsSignInError ErrNeedsSignIn.
+func (e *NeedsSignInError) Is(target error) bool { return target == ErrNeedsSignIn }
+
+func needsSignIn(id, why string) error { return &NeedsSignInError{ID: id, Why: why} }
 
 // AccessToken returns the access token to send to cfg's server: the one held while it is
 // valid beyond RefreshBefore, else a refreshed one, else (client_credentials) a new one.

@@ -126,6 +126,11 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		if signer == nil {
 			return nil, fmt.Errorf("%w: %q signs in by OAuth, and this mcpgateway has no OAuth client (%s)", ErrUpstream, cfg.GetId(), oauthclient.ErrNoSecretKey)
 		}
+		// A server Zest holds no token for fails here, with the error that says how to sign in,
+		// rather than deep in the first request.
+		if _, err := signer.AccessToken(ctx, cfg, false); err != nil {
+			return nil, err
+		}
 		// Every request, mcp-go's and Zest's own (modern.go), goes through the signer.
 		s.client.Transport = &oauthclient.Transport{Base: s.client.Transport, Signer: signer, Config: cfg}
 	}
