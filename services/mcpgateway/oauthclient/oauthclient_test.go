@@ -608,3 +608,28 @@ func TestSignInAcrossReplicas(t *testing.T) {
 		t.Fatalf("the used sign-in is kept: %v", err)
 	}
 }
+
+// TestClientCredentialsAfterARefusedRefresh: a client-credentials server whose refresh token is
+// refused requests a new token with its credentials; it never needs a person.
+func TestClientCredentialsAfterARefusedRefresh(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := ccConfig(a.srv.URL + "/mcp")
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("first: %q, %v", tok, err)
+	}
+	a.revokeAll()
+	c.add(2 * time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("after the refused refresh: %q, %v; want a new token by client credentials", tok, err)
+	}
+	// x/oauth2 tries the client's secret in the header, then in the body, on a refusal.
+	grants, _ := a.seen()
+	if g := strings.Join(grants, ","); g != "client_credentials,refresh_token,client_credentials" && g != "client_credentials,refresh_token,refresh_token,client_credentials" {
+		t.Fatalf("grants %v", grants)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("state %v", st)
+	}
+}

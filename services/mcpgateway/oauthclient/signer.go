@@ -204,36 +204,14 @@ func (s *Signer) renew(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec 
 		return nil, err
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
+	if rec != nil && rec.RefreshToken != "" {
+		next, err := s.refresh(ctx, cfg, rec, secret)
+		if err == nil || o.GetGrant() != serverconfig.GrantClientCredentials || !errors.Is(err, ErrNeedsSignIn) {
+			return next, err
+		}
+		// A client-credentials server needs no person: it requests a new token instead.
+	}
 	switch {
-	case rec != nil && rec.RefreshToken != "":
-		if rec.RegisteredSecret != "" {
-			secret = rec.RegisteredSecret
-		}
-		// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
-		// every token request: the client-credentials request with its grant_type overridden
-		// (which the package allows for this) is a refresh request that carries one.
-		cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret),
-			EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
-		tok, err := cc.Token(ctx)
-		if err != nil {
-			var re *oauth2.RetrieveError
-			if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
-				// Revoked or expired: the record is of no more use.
-				if derr := s.store.DeleteOAuthToken(ctx, id); derr != nil {
-					s.log.Warn("a refused refresh token could not be forgotten", "server", id, "err", derr)
-				}
-				s.log.Info("upstream refused the refresh token: the server needs sign-in", "server", id, "error_code", re.ErrorCode)
-				return nil, needsSignIn(id, "its authorization server refused the refresh token ("+re.ErrorCode+")")
-			}
-			return nil, fmt.Errorf("server %q: refresh at %s: %w", id, rec.TokenEndpoint, tokenError(err))
-		}
-		next := *rec
-		next.AccessToken, next.TokenType, next.Expiry = tok.AccessToken, tok.Type(), s.expiry(tok)
-		if tok.RefreshToken != "" { // rotated (OAuth 2.1 section 4.3.1 for public clients)
-			next.RefreshToken = tok.RefreshToken
-		}
-		next.Subject = subjectOf(tok.AccessToken, next.Subject)
-		return &next, s.save(ctx, id, &next)
 	case o.GetGrant() == serverconfig.GrantClientCredentials:
 		d, err := s.discover(ctx, cfg)
 		if err != nil {
@@ -274,6 +252,40 @@ func (s *Signer) expiry(tok *oauth2.Token) time.Time {
 		return time.Time{}
 	}
 	return s.now().Add(time.Until(tok.Expiry))
+}
+
+// refresh gets a new token for cfg by rec's refresh token; a refused one (revoked, expired)
+// forgets the record and is ErrNeedsSignIn.
+func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec *record, secret string) (*record, error) {
+	id := cfg.GetId()
+	if rec.RegisteredSecret != "" {
+		secret = rec.RegisteredSecret
+	}
+	// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
+	// every token request: the client-credentials request with its grant_type overridden
+	// (which the package allows for this) is a refresh request that carries one.
+	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret),
+		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
+			// Revoked or expired: the record is of no more use.
+			if derr := s.store.DeleteOAuthToken(ctx, id); derr != nil {
+				s.log.Warn("a refused refresh token could not be forgotten", "server", id, "err", derr)
+			}
+			s.log.Info("upstream refused the refresh token: the server needs sign-in", "server", id, "error_code", re.ErrorCode)
+			return nil, needsSignIn(id, "its authorization server refused the refresh token ("+re.ErrorCode+")")
+		}
+		return nil, fmt.Errorf("server %q: refresh at %s: %w", id, rec.TokenEndpoint, tokenError(err))
+	}
+	next := *rec
+	next.AccessToken, next.TokenType, next.Expiry = tok.AccessToken, tok.Type(), s.expiry(tok)
+	if tok.RefreshToken != "" { // rotated (OAuth 2.1 section 4.3.1 for public clients)
+		next.RefreshToken = tok.RefreshToken
+	}
+	next.Subject = subjectOf(tok.AccessToken, next.Subject)
+	return &next, s.save(ctx, id, &next)
 }
 
 // tokenError is err without a response body (x/oauth2's message may quote it).
