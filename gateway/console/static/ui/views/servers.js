@@ -66,9 +66,9 @@ function formBody(form) {
 }
 
 // NOT_IN_FORM are the config fields the form does not show: the id is the path's (derived from
-// the name for a new server); enabled and expose are set through the API or zestctl. An edit,
+// the name for a new server); enabled, expose and oauth are set through the API or zestctl. An edit,
 // a merge patch, leaves them as stored.
-const NOT_IN_FORM = ['id', 'enabled', 'expose'];
+const NOT_IN_FORM = ['id', 'enabled', 'expose', 'oauth'];
 
 // mergePatch applies a JSON merge patch (RFC 7396) to a copy of target: what Zest does with
 // formBody on PATCH, so that a test connection tries the config the edit would store.
