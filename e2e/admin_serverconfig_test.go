@@ -279,6 +279,10 @@ var everyField = []map[string]any{
 		"pin_tools": false},
 	{"id": "every-http", "name": "Every http", "transport": "streamable-http", "url": "http://tools.example/mcp", "bearer_token": "${TOKEN}",
 		"allow_insecure_http": true, "enabled": false},
+	// oauth and bearer_token exclude each other: a third server.
+	{"id": "every-oauth", "transport": "streamable-http", "url": "https://tools.example/mcp", "enabled": false,
+		"oauth": map[string]any{"client_id": "zest", "client_secret": "${UP_SECRET}", "scopes": []any{"read"},
+			"authorization_server": "https://login.example.com", "grant": "client_credentials"}},
 }
 
 // TestEveryConfigFieldIsHandled guards the one contract of a server config: every field of

@@ -85,7 +85,7 @@ func (a *app) serversCmd() *cobra.Command {
 			}),
 		},
 		a.serverInputCmd("add", false), a.serverInputCmd("edit", true), a.serverInputCmd("test", false),
-		a.installCmd(), a.searchCmd(),
+		a.installCmd(), a.searchCmd(), a.signInCmd(),
 		a.importLemonadeCmd(),
 		a.pinsCmd(),
 	)
@@ -136,6 +136,9 @@ func (a *app) showServer(s *mcpgatewayv1.ServerState) error {
 			row(w, "tool_host", placement(s))
 		}
 		row(w, "status", s.GetStatus())
+		if o := s.GetOauthState(); o != nil {
+			row(w, "oauth", oauthLine(o))
+		}
 		row(w, "enabled", c.GetEnabled())
 		row(w, "expose", c.GetExpose())
 		row(w, "timeout_ms", c.GetTimeoutMs())
@@ -207,6 +210,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.String("tool-host", "", "pin the stdio program to the tool host of this name (ZEST_TOOLHOST_NAME); empty: placed by Zest")
 	fs.Int32("max-output-bytes", 0, "largest tools/call result of the server, 1024-41943040 (0: the operator's ZEST_TOOL_OUTPUT_MAX_BYTES)")
 	fs.String("sandbox", "", `confine the stdio program: true, false, or the sandbox as JSON, e.g. '{"network":"none","writable_paths":["/var/lib/s"]}' (on edit: its fields given change, the others stay)`)
+	fs.String("oauth", "", `sign Zest in to the streamable-http server by OAuth, as JSON, e.g. '{"client_id":"zest","scopes":["read"]}' or '{"client_id":"zest","client_secret":"${SECRET}","grant":"client_credentials"}' (then: zestctl servers sign-in ID)`)
 	fs.String("rate-limit", "", `tool calls of this server, all callers together: N/s, N/m or N/h with an optional burst ":B" (empty: none)`)
 	fs.Int32("max-concurrency", 0, "tool calls of this server in flight at once, 1-1024 (0: none)")
 	fs.String("approval", "", `"required": every tool call waits for a person's approval (chats: an administrator; MCP clients: elicitation); "none": only --approval-tools`)
@@ -274,7 +278,7 @@ func unmarshalInput(b []byte, wrap string, m proto.Message) error {
 // transportFields are the fields of each transport that edit --transport clears unless given.
 var transportFields = map[string][]string{
 	"stdio":           {"command", "args", "working_dir", "env", "tool_host", "sandbox"},
-	"streamable-http": {"url", "bearer_token", "allow_insecure_http"},
+	"streamable-http": {"url", "bearer_token", "allow_insecure_http", "oauth"},
 }
 
 // apply sets on in every field whose flag was given, and adds it to mask. patch (edit) reads
@@ -292,20 +296,20 @@ func apply(fs *pflag.FlagSet, in *mcpgatewayv1.ServerConfig, mask []string, patc
 		name := string(fd.Name())
 		var err error
 		switch {
-		case fd.Message() != nil && !fd.IsMap(): // --sandbox: the API's JSON
+		case fd.Message() != nil && !fd.IsMap(): // --sandbox, --oauth: the API's JSON
 			read := adminjson.Server
 			if patch {
 				read = adminjson.ServerPatch
 			}
 			text, _ := fs.GetString(flag)
-			sb, sbMask, err := read([]byte(`{"sandbox":` + text + `}`))
+			got, gotMask, err := read([]byte(`{"` + name + `":` + text + `}`))
 			if err != nil {
 				return nil, usagef("--%s: %v", flag, err)
 			}
-			if sb.GetSandbox() != nil {
-				m.Set(fd, sb.ProtoReflect().Get(fd))
+			if got.ProtoReflect().Has(fd) {
+				m.Set(fd, got.ProtoReflect().Get(fd))
 			}
-			mask = withPaths(mask, sbMask.GetPaths()...)
+			mask = withPaths(mask, gotMask.GetPaths()...)
 			continue
 		case fd.IsMap(): // --env KEY=${VAR}
 			var pairs []string
@@ -487,4 +491,12 @@ func (a *app) withAdmin(run func(ctx context.Context, adm mcpgatewayv1.AdminServ
 		defer cancel()
 		return run(ctx, adm, cmd, argv)
 	}
+}
+
+// oauthLine is a server's OAuth sign-in for people: "signed in as … until …" or "needs sign-in: …".
+func oauthLine(o *mcpgatewayv1.UpstreamOAuthState) string {
+	if o.GetStatus() == "signed_in" {
+		return "signed in as " + o.GetSubject() + " until " + o.GetExpires()
+	}
+	return "needs sign-in: " + o.GetMessage()
 }

@@ -158,7 +158,7 @@ func TestEditSendsTheGivenFields(t *testing.T) {
 				ApprovalTools: []string{"rm", "del*"}, ApprovalBy: proto.String("client"), Expose: proto.Bool(false)}},
 		{[]string{"e", "--transport", "streamable-http", "--url", "http://127.0.0.1:9/mcp"}, "args,command,env,id,sandbox,tool_host,transport,url,working_dir",
 			&mcpgatewayv1.ServerConfig{Id: "e", Transport: "streamable-http", Url: "http://127.0.0.1:9/mcp"}},
-		{[]string{"e", "--transport", "stdio", "--command", "node"}, "allow_insecure_http,bearer_token,command,id,transport,url",
+		{[]string{"e", "--transport", "stdio", "--command", "node"}, "allow_insecure_http,bearer_token,command,id,oauth,transport,url",
 			&mcpgatewayv1.ServerConfig{Id: "e", Transport: "stdio", Command: "node"}},
 		{[]string{"e", "--sandbox", `{"network":"host"}`, "--tool-host", "th-1", "--max-output-bytes", "2048"}, "id,max_output_bytes,sandbox.network,tool_host",
 			&mcpgatewayv1.ServerConfig{Id: "e", Sandbox: &mcpgatewayv1.Sandbox{Network: proto.String("host")}, ToolHost: proto.String("th-1"), MaxOutputBytes: proto.Int32(2048)}},
@@ -219,5 +219,17 @@ func TestPlacement(t *testing.T) {
 		if got := placement(s); got != want {
 			t.Errorf("placement(%v) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// TestOAuthFlag: --oauth takes the API's JSON of the oauth block, and names it in the mask.
+func TestOAuthFlag(t *testing.T) {
+	in, mask, err := input(t, false, "h", "--url", "https://h.example/mcp", "--oauth", `{"client_id":"zest","scopes":["read"]}`)
+	slices.Sort(mask)
+	if err != nil || in.GetOauth().GetClientId() != "zest" || len(in.GetOauth().GetScopes()) != 1 || !slices.Contains(mask, "oauth") {
+		t.Fatalf("add --oauth: %v %v %v", in, mask, err)
+	}
+	if _, _, err := input(t, false, "h", "--url", "https://h.example/mcp", "--oauth", `{"secret":"x"}`); err == nil || !strings.Contains(err.Error(), `unknown field "secret" in oauth`) {
+		t.Fatalf("an unknown member: %v", err)
 	}
 }

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -72,9 +74,28 @@ func (m *adminMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			req.Tools, err = adminjson.PinTools(body)
 		case *mcpgatewayv1.RefuseToolPinsRequest:
 			req.Tools, err = adminjson.PinTools(body)
+		case *mcpgatewayv1.StartSignInRequest:
+			req.RedirectUri, err = signInBody(body)
 		default: // a route given a body later fails here until it has a case, not served without it
 			err = fmt.Errorf("the admin routes have no reader for a %T body", v)
 		}
 		return err
 	})
+}
+
+// signInBody reads POST /internal/mcp/servers/{id}/sign-in's {"redirect_uri": "…"}, or an
+// empty body (mcpgateway's ZEST_PUBLIC_URL gives the callback).
+func signInBody(body []byte) (string, error) {
+	var in struct {
+		RedirectURI string `json:"redirect_uri"`
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return "", fmt.Errorf(`%w: the body must be {"redirect_uri": "https://HOST/internal/mcp/oauth/callback"}, Zest's callback as the browser reaches it`, adminjson.ErrRequest)
+	}
+	return in.RedirectURI, nil
 }

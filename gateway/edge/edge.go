@@ -104,6 +104,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 		e.Close()
 		return nil, fmt.Errorf("registry routes: %w", err)
 	}
+	// Sign-in to upstream servers by OAuth (/internal/mcp/servers/{id}/sign-in), admin key.
+	if err := mcpgatewayv1.RegisterUpstreamOAuthServiceHandlerClient(context.Background(), admin, mcpgatewayv1.NewUpstreamOAuthServiceClient(e.backend["mcpgateway"])); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("upstream sign-in routes: %w", err)
+	}
 
 	failureRate, err := ratelimit.ParseSetting(cfg.AuthFailureLimit)
 	if err != nil {
@@ -177,6 +182,9 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	mux.Handle("/internal/mcp/audit/export", g.AdminNotConfigured(g.CORS(g.AdminKey(limits.wrap(adminLimited, httpguard.LimitBody(cfg.MaxAdminBodyBytes, writeAdminError,
 		auditExport{admin: mcpgatewayv1.NewAdminServiceClient(e.backend["mcpgateway"]), log: log, limit: cfg.MaxAdminBodyBytes}))))))
 	mux.Handle("/internal/mcp/", adminRoutes)
+	// The authorization server's callback after an upstream sign-in: a browser without a key,
+	// the state its credential (mcpgateway checks it).
+	mux.Handle("GET "+oauthCallbackPath, oauthCallback{client: mcpgatewayv1.NewUpstreamOAuthServiceClient(e.backend["mcpgateway"]), log: log})
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, Media: inferencev1.NewMediaServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	oa.Models = inferencev1.NewModelAdminServiceClient(e.backend["inference"])

@@ -315,3 +315,25 @@ func TestPinTools(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthBlock: the oauth block reads as an object of UpstreamOAuth's fields (camelCase
+// aliases too); true, false or an unknown member is refused naming it.
+func TestOAuthBlock(t *testing.T) {
+	cfg, _, err := Server([]byte(`{"id":"h","url":"https://h/mcp","oauth":{"clientId":"zest","scopes":["a"],"grant":"client_credentials","client_secret":"${S}"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.GetOauth(); o.GetClientId() != "zest" || o.GetClientSecret() != "${S}" || o.GetGrant() != "client_credentials" || len(o.GetScopes()) != 1 {
+		t.Fatalf("oauth = %v", o)
+	}
+	for body, want := range map[string]string{
+		`{"id":"h","oauth":true}`:                             `oauth must be an object such as {"client_id":"zest","scopes":["read"]}`,
+		`{"id":"h","oauth":{"secret":"x"}}`:                   `unknown field "secret" in oauth: its fields are client_id, client_secret, scopes, authorization_server, grant`,
+		`{"id":"h","oauth":{"scopes":"a"}}`:                   "oauth.scopes must be an array of strings",
+		`{"id":"h","oauth":{"client_id":"a","clientId":"b"}}`: "oauth.client_id and oauth.clientId are the same field",
+	} {
+		if _, _, err := Server([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", body, err, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 // JSON names of the admin contract) and the camelCase alias of each multi-word one.
 type fieldSet struct {
 	md      protoreflect.MessageDescriptor
+	mt      protoreflect.MessageType
 	names   []string
 	aliases map[string]string
 }
@@ -30,7 +31,7 @@ func fieldsOf(m interface {
 	ProtoReflect() protoreflect.Message
 }) fieldSet {
 	md := m.ProtoReflect().Descriptor()
-	fs := fieldSet{md: md, aliases: map[string]string{}}
+	fs := fieldSet{md: md, mt: m.ProtoReflect().Type(), aliases: map[string]string{}}
 	fields := md.Fields()
 	for i := range fields.Len() {
 		name := string(fields.Get(i).Name())
@@ -58,6 +59,10 @@ var (
 	serverFields  = fieldsOf(&mcpgatewayv1.ServerConfig{})
 	sandboxFields = fieldsOf(&mcpgatewayv1.Sandbox{})
 	presetFields  = fieldsOf(&mcpgatewayv1.PresetInput{})
+	oauthFields   = fieldsOf(&mcpgatewayv1.UpstreamOAuth{})
+
+	// nestedFields are the message fields' own fields, by message.
+	nestedFields = map[protoreflect.FullName]fieldSet{sandboxFields.md.FullName(): sandboxFields, oauthFields.md.FullName(): oauthFields}
 
 	// serverStateFields are the read-only fields of a server state (every field of ServerState
 	// but its config, whose fields the state's JSON holds): a client that sends a state back (as
@@ -114,13 +119,13 @@ func (r *reader) message(m protoreflect.Message, patch bool) []string {
 			}
 			continue
 		}
-		if fd.Message() != nil && !fd.IsMap() { // the sandbox
-			sb, members := r.sandbox(k, patch)
-			if sb != nil {
-				m.Set(fd, protoreflect.ValueOfMessage(sb.ProtoReflect()))
+		if fd.Message() != nil && !fd.IsMap() { // the sandbox, oauth
+			sub, members := r.nested(k, patch, nestedFields[fd.Message().FullName()])
+			if sub != nil {
+				m.Set(fd, protoreflect.ValueOfMessage(sub.ProtoReflect()))
 			}
 			if !patch {
-				paths = append(paths, k) // an upsert replaces the whole sandbox
+				paths = append(paths, k) // an upsert replaces the whole block
 				continue
 			}
 			for _, member := range members {

@@ -15,17 +15,29 @@ import (
 
 const sandboxExample = `true, false or an object such as {"network":"none","writable_paths":["/var/lib/my-server"]}`
 
-// sandbox reads "sandbox": true, false (enabled alone) or an object of Sandbox's fields (snake
-// or camelCase). The members' errors name them as sandbox.<member>; mcpgateway checks the
-// values. members are the fields the value names ("enabled" for true and false), for a merge
-// patch's mask; with patch a null member is named too (to clear it), else it is absent.
-func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, members []string) {
+// nestedExamples are what each message field of a server config takes, for its errors.
+var nestedExamples = map[protoreflect.FullName]string{
+	"zest.mcpgateway.v1.Sandbox":       sandboxExample,
+	"zest.mcpgateway.v1.UpstreamOAuth": `an object such as {"client_id":"zest","scopes":["read"]}`,
+}
+
+// nested reads a message field k of a server config: an object of its message's fields (snake
+// or camelCase); for "sandbox" also true or false (enabled alone). The members' errors name
+// them as k.<member>; mcpgateway checks the values. members are the fields the value names
+// ("enabled" for true and false), for a merge patch's mask; with patch a null member is named
+// too (to clear it), else it is absent.
+func (r *reader) nested(k string, patch bool, fs fieldSet) (out protoreflect.ProtoMessage, members []string) {
 	raw, ok := r.get(k)
 	if !ok {
 		return nil, nil
 	}
+	example := nestedExamples[fs.md.FullName()]
 	switch raw[0] {
 	case 't', 'f':
+		if fs.md != sandboxFields.md {
+			r.fail(k, example, raw)
+			return nil, nil
+		}
 		b := r.boolean(k)
 		if b == nil {
 			return nil, nil
@@ -33,25 +45,25 @@ func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, member
 		return &mcpgatewayv1.Sandbox{Enabled: b}, []string{"enabled"}
 	case '{':
 	default:
-		r.fail(k, sandboxExample, raw)
+		r.fail(k, example, raw)
 		return nil, nil
 	}
 	var f map[string]json.RawMessage
 	if json.Unmarshal(raw, &f) != nil {
-		r.fail(k, sandboxExample, raw)
+		r.fail(k, example, raw)
 		return nil, nil
 	}
 	sub := map[string]json.RawMessage{}
 	var unknown []string
 	for name, v := range f {
-		if snake, ok := camelToSnake(name); ok {
+		if snake, ok := camelToSnake(fs, name); ok {
 			if _, both := f[snake]; both {
 				r.setErr(fmt.Errorf("%w: %s.%s and %s.%s are the same field: send one of them", r.kind, k, snake, k, name))
 				return nil, nil
 			}
 			name = snake
 		}
-		if !slices.Contains(sandboxFields.names, name) {
+		if !slices.Contains(fs.names, name) {
 			unknown = append(unknown, strconv.Quote(name))
 			continue
 		}
@@ -59,12 +71,11 @@ func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, member
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		r.setErr(fmt.Errorf("%w: unknown field %s in %s: its fields are %s", r.kind, strings.Join(unknown, ", "), k, strings.Join(sandboxFields.names, ", ")))
+		r.setErr(fmt.Errorf("%w: unknown field %s in %s: its fields are %s", r.kind, strings.Join(unknown, ", "), k, strings.Join(fs.names, ", ")))
 		return nil, nil
 	}
 	s := reader{f: sub, kind: r.kind}
-	sb = &mcpgatewayv1.Sandbox{}
-	m := sb.ProtoReflect()
+	m := fs.mt.New()
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
@@ -92,11 +103,11 @@ func (r *reader) sandbox(k string, patch bool) (sb *mcpgatewayv1.Sandbox, member
 		r.setErr(s.err)
 		return nil, nil
 	}
-	return sb, members
+	return m.Interface(), members
 }
 
-func camelToSnake(name string) (string, bool) {
-	for snake, camel := range sandboxFields.aliases {
+func camelToSnake(fs fieldSet, name string) (string, bool) {
+	for snake, camel := range fs.aliases {
 		if camel == name {
 			return snake, true
 		}

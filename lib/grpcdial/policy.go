@@ -95,6 +95,10 @@ var methods = []struct {
 	// McpService ends sessions from outside (zestctl); MCP's transport calls its endpoints
 	// in-process, through no gRPC contract.
 	{"/zest.mcpgateway.v1.McpService/EndSession", false, "writes: ends a session"},
+	// Signing Zest in to an upstream by OAuth (oauth.proto).
+	{"/zest.mcpgateway.v1.UpstreamOAuthService/StartSignIn", false, "starts a sign-in (and may register a client): a second send would start another"},
+	{"/zest.mcpgateway.v1.UpstreamOAuthService/FinishSignIn", false, "uses the state and the code once: a second send is refused as used"},
+	{"/zest.mcpgateway.v1.UpstreamOAuthService/SignOut", false, "writes: forgets the server's tokens (and audits it)"},
 
 	{"/zest.toolhost.v1.ToolHostService/GetStatus", true, "reads a server's process state"},
 	{"/zest.toolhost.v1.ToolHostService/ListServers", true, "reads the supervised servers"},

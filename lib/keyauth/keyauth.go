@@ -217,6 +217,9 @@ const (
 	// LevelEndpoint is LevelAPI, or an OAuth access token Guard.Token accepts: the MCP
 	// endpoints' calls, which the edge relays with the caller's token.
 	LevelEndpoint
+	// LevelPublic needs no key: a method whose request carries its own credential (the
+	// upstream OAuth callback's state, single-use and short-lived).
+	LevelPublic
 )
 
 // Guard decides which key a gRPC method needs.
@@ -254,6 +257,8 @@ func (g Guard) Authorize(authorization string, level Level) error {
 	token := BearerToken(authorization)
 	var err error
 	switch level {
+	case LevelPublic:
+		return nil
 	case LevelService:
 		err = g.Keys.CheckService(token)
 	case LevelAdmin:

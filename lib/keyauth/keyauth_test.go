@@ -284,3 +284,20 @@ func TestEndpointTokens(t *testing.T) {
 		t.Errorf("a token with no verifier: %v", err)
 	}
 }
+
+// TestPublicLevel: a LevelPublic method answers without a key whatever keys are set; the
+// others still take theirs.
+func TestPublicLevel(t *testing.T) {
+	g := Guard{Keys: Keys{API: "api", Admin: "adm", Service: "svc-0123456789abcdef"}, Level: func(m string) Level {
+		if m == "/p.S/Public" {
+			return LevelPublic
+		}
+		return LevelAdmin
+	}}
+	if err := tapCall(t, g, "/p.S/Public", ""); err != nil {
+		t.Fatalf("public without a key: %v", err)
+	}
+	if err := tapCall(t, g, "/p.S/Other", ""); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("admin without a key: %v", err)
+	}
+}

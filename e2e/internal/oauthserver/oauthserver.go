@@ -36,6 +36,13 @@ const (
 	CallbackPath = "/oauth/callback"
 )
 
+// ZestClientID is the public client Zest signs in to an upstream with (authorization code,
+// PKCE), its redirect the edge's ZestCallbackPath on any loopback port.
+const (
+	ZestClientID     = "zest-upstream"
+	ZestCallbackPath = "/internal/mcp/oauth/callback"
+)
+
 // Server is a running authorization server.
 type Server struct {
 	// Issuer is its URL (http://127.0.0.1:port), the issuer of its tokens.
@@ -56,9 +63,11 @@ func Start(t testing.TB, scopes ...string) *Server {
 	}
 	s := &Server{Issuer: "http://" + lis.Addr().String()}
 	client := storage.NativeClient(ClientID, "http://localhost"+CallbackPath, "http://127.0.0.1"+CallbackPath)
-	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client})
+	// Zest's own client for its upstream sign-ins: its callback on the edge, any loopback port.
+	zest := storage.NativeClient(ZestClientID, "http://127.0.0.1"+ZestCallbackPath)
+	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest})
 	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}}
-	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true},
+	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true},
 		s.store, op.StaticIssuer(s.Issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
@@ -121,15 +130,38 @@ type resourceKey struct{}
 
 // resourceFromAuthorize passes the resource parameter of an authorization request (RFC 8707)
 // to the storage through the request's context.
+// The token endpoint's resource goes the same way, for the grants whose request names it
+// (client credentials, refresh: the storage keeps no resource with them).
 func resourceFromAuthorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/authorize" {
+		if r.URL.Path == "/authorize" || (r.URL.Path == "/oauth/token" && r.Method == http.MethodPost) {
 			if res := r.FormValue("resource"); res != "" {
 				r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, res))
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Service client: the example storage's service user, for the client credentials grant.
+const (
+	ServiceClientID     = "sid1"
+	ServiceClientSecret = "verysecret"
+)
+
+// RevokeRefreshTokens makes every refresh token issued so far invalid (invalid_grant), as an
+// administrator of the authorization server revoking a grant would.
+func (s *Server) RevokeRefreshTokens() {
+	s.store.mu.Lock()
+	s.store.revokedBefore = time.Now()
+	s.store.mu.Unlock()
+}
+
+// Refreshed counts the refresh token requests the server granted.
+func (s *Server) Refreshed() int {
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return s.store.refreshed
 }
 
 // store is the example storage with JWT access tokens for the one client, the scopes given
@@ -140,7 +172,63 @@ type store struct {
 
 	mu        sync.Mutex
 	resources map[string]string // auth request id → resource
+	// revokedBefore: refresh tokens used from then are refused (RevokeRefreshTokens).
+	revokedBefore time.Time
+	refreshed     int
 }
+
+// ClientCredentials gives the service user JWT access tokens, as the native client has.
+func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Client, error) {
+	c, err := s.Storage.ClientCredentials(ctx, id, secret)
+	if err != nil {
+		return nil, err
+	}
+	return jwtClient{Client: c, scopes: s.scopes}, nil
+}
+
+// ClientCredentialsTokenRequest: the token's audience is the resource asked for.
+func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
+	req, err := s.Storage.ClientCredentialsTokenRequest(ctx, id, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if res, ok := ctx.Value(resourceKey{}).(string); ok {
+		if j, ok := req.(*oidc.JWTTokenRequest); ok {
+			j.Audience = []string{res}
+		}
+	}
+	return req, nil
+}
+
+// TokenRequestByRefreshToken refuses a revoked refresh token; a refreshed token's audience
+// is the resource the refresh asked for.
+func (s *store) TokenRequestByRefreshToken(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+	s.mu.Lock()
+	revoked := !s.revokedBefore.IsZero()
+	if !revoked {
+		s.refreshed++
+	}
+	s.mu.Unlock()
+	if revoked {
+		return nil, oidc.ErrInvalidGrant().WithDescription("the refresh token was revoked")
+	}
+	req, err := s.Storage.TokenRequestByRefreshToken(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if res, ok := ctx.Value(resourceKey{}).(string); ok {
+		return refreshForResource{RefreshTokenRequest: req, resource: res}, nil
+	}
+	return req, nil
+}
+
+// refreshForResource is a refresh whose token is for resource.
+type refreshForResource struct {
+	op.RefreshTokenRequest
+	resource string
+}
+
+func (r refreshForResource) GetAudience() []string { return []string{r.resource} }
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	c, err := s.Storage.GetClientByClientID(ctx, id)
@@ -218,8 +306,13 @@ type resourceRequest struct {
 func (r *resourceRequest) GetAudience() []string { return []string{r.resource} }
 
 func unwrap(req op.TokenRequest) op.TokenRequest {
-	if r, ok := req.(*resourceRequest); ok {
+	switch r := req.(type) {
+	case *resourceRequest:
 		return r.AuthRequest
+	case refreshForResource:
+		if tr, ok := r.RefreshTokenRequest.(op.TokenRequest); ok {
+			return tr
+		}
 	}
 	return req
 }

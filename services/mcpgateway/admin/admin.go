@@ -125,7 +125,7 @@ func (s *Service) ListServers(ctx context.Context, _ *mcpgatewayv1.ListServersRe
 	}
 	out := &mcpgatewayv1.ListServersResponse{Servers: []*mcpgatewayv1.ServerState{}}
 	for _, c := range cfgs {
-		out.Servers = append(out.Servers, s.stateIn(snap, c))
+		out.Servers = append(out.Servers, s.stateIn(ctx, snap, c))
 	}
 	return out, nil
 }
@@ -164,11 +164,11 @@ func (s *Service) state(ctx context.Context, c *mcpgatewayv1.ServerConfig) (*mcp
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return s.stateIn(snap, c), nil
+	return s.stateIn(ctx, snap, c), nil
 }
 
 // stateIn is a config plus its connection state, and its tools in snap.
-func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
+func (s *Service) stateIn(ctx context.Context, snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) *mcpgatewayv1.ServerState {
 	st := s.up.State(c.GetId())
 	out := stateOf(c)
 	out.Connected, out.LastError, out.ProtocolVersion = st.Connected, st.LastError, st.Info.ProtocolVersion
@@ -182,6 +182,9 @@ func (s *Service) stateIn(snap *catalog.Snapshot, c *mcpgatewayv1.ServerConfig) 
 		out.Status = "error"
 	default:
 		out.Status = "disconnected"
+	}
+	if c.GetOauth() != nil {
+		out.OauthState = s.up.OAuth().State(ctx, c) // never a token
 	}
 	if st.Connected {
 		out.ServerInfo, _ = structpb.NewStruct(st.Info.ServerInfo)
@@ -298,6 +301,12 @@ func (s *Service) DeleteServer(ctx context.Context, req *mcpgatewayv1.DeleteServ
 	old, _ := s.reg.GetServer(ctx, req.GetId())
 	if err := s.reg.DeleteServer(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
+	}
+	if signer := s.up.OAuth(); signer != nil {
+		// A server registered again under the id signs in again.
+		if err := signer.Forget(ctx, req.GetId()); err != nil {
+			s.log.Warn("the OAuth tokens of a deleted server could not be forgotten", "server", req.GetId(), "err", err)
+		}
 	}
 	s.changes.Changed(ctx, registry.Change{Kind: registry.ServerDeleted, ID: req.GetId()}, old)
 	if s.pins != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -62,6 +63,14 @@ func toStatus(err error) error {
 		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED, err)
 	case errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
+	case errors.As(err, new(*oauthclient.NeedsSignInError)), errors.Is(err, oauthclient.ErrNoSecretKey):
+		// A server that signs in by OAuth without a usable token: the message is the fix alone,
+		// not the chain of transports it failed through.
+		var nsi *oauthclient.NeedsSignInError
+		if errors.As(err, &nsi) {
+			return status.Error(codes.FailedPrecondition, nsi.Error())
+		}
+		return status.Error(codes.FailedPrecondition, oauthclient.ErrNoSecretKey.Error())
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
 		code = codes.Unavailable
 	}

@@ -23,13 +23,14 @@ func policy() *mcpgatewayv1.ServerConfig {
 		ApprovalTools: []string{"rm"}, ApprovalBy: proto.String("client"), PinTools: proto.Bool(false)}
 }
 
-// zestFields are the fields of a config that are not Lemonade's.
+// zestFields are the fields of a config that are not Lemonade's, but those only a
+// streamable-http server may set (policy is a stdio server; oauth is checked moved there).
 func zestFields(t *testing.T) []protoreflect.FieldDescriptor {
 	t.Helper()
 	var out []protoreflect.FieldDescriptor
 	fields := (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
 	for i := range fields.Len() {
-		if fd := fields.Get(i); !serverconfig.LemonadeField(fd) {
+		if fd := fields.Get(i); !serverconfig.LemonadeField(fd) && !serverconfig.HTTPOnlyField(fd) {
 			out = append(out, fd)
 		}
 	}
@@ -91,6 +92,14 @@ func TestLemonadeShapedUpsertKeepsZestFields(t *testing.T) {
 	}
 	if got := r.GetServer(); got.ToolHost != nil || got.Sandbox != nil || got.GetExpose() || got.GetMaxConcurrency() != 3 {
 		t.Errorf("moved to streamable-http: %v", got)
+	}
+	// There it takes an oauth block, which a Lemonade-shaped upsert keeps, as every Zest field.
+	withOAuth := &mcpgatewayv1.ServerConfig{Id: "guarded", Transport: "streamable-http", Url: "https://h.example/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	if _, err = s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: withOAuth}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.UpsertServer(ctx, &mcpgatewayv1.UpsertServerRequest{Server: http}); err != nil || r.GetServer().GetOauth().GetClientId() != "zest" {
+		t.Errorf("a Lemonade-shaped upsert of a server signing in by OAuth: %v, %v; want oauth kept", r.GetServer(), err)
 	}
 	// Named, they are refused there as before.
 	http.ToolHost = proto.String("th-1")

@@ -25,6 +25,10 @@ var adminActions = map[string]string{
 	mcpgatewayv1.AdminService_ApproveToolCall_FullMethodName:  "approve_tool_call",
 	mcpgatewayv1.AdminService_DenyToolCall_FullMethodName:     "deny_tool_call",
 	mcpgatewayv1.AdminService_RecordEdgeChange_FullMethodName: "set_edge_settings",
+	// Signing Zest in to an upstream by OAuth (oauthclient), and the browser's callback.
+	mcpgatewayv1.UpstreamOAuthService_StartSignIn_FullMethodName:  "start_sign_in",
+	mcpgatewayv1.UpstreamOAuthService_FinishSignIn_FullMethodName: "finish_sign_in",
+	mcpgatewayv1.UpstreamOAuthService_SignOut_FullMethodName:      "sign_out",
 }
 
 // UnaryInterceptor records every call of adminActions when it ends: who, the action, its
@@ -85,6 +89,9 @@ func targetOf(req, resp any) (target, server string) {
 	case *mcpgatewayv1.DenyToolCallRequest:
 		out, _ := resp.(*mcpgatewayv1.DenyToolCallResponse)
 		return r.GetId(), out.GetApproval().GetServerId()
+	case *mcpgatewayv1.FinishSignInRequest: // the server signed in to (none when refused)
+		out, _ := resp.(*mcpgatewayv1.FinishSignInResponse)
+		return out.GetId(), out.GetId()
 	case *mcpgatewayv1.RecordEdgeChangeRequest: // the edge, by its address
 		return r.GetEdge(), ""
 	case interface{ GetId() string }:

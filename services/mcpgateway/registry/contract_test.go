@@ -56,6 +56,7 @@ func runContract(t *testing.T, open func(t *testing.T) Registry) {
 
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, open(t).(Approvals)) })
 	t.Run("ToolPins", func(t *testing.T) { testToolPins(t, open(t).(Pins)) })
+	t.Run("OAuthTokens", func(t *testing.T) { testOAuthTokens(t, open(t).(OAuthTokens)) })
 
 	t.Run("EmptyIDsRefused", func(t *testing.T) {
 		r, ctx := open(t), t.Context()

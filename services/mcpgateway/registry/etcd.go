@@ -38,6 +38,7 @@ import (
 //	audit_trim/<id>            a trim's own AuditEntry, as audit/
 //	meta/audit_split           "1" once the admin entries an older build kept in audit/ were moved
 //	approvals/<id>             an Approval as protojson, on a lease (approvals.go)
+//	oauth_tokens/<id>          a server's OAuth tokens, sealed (oauthtokens.go)
 //
 // <hash> is the hex SHA-256 of the session id: the id is a bearer credential of its session
 // and is never stored. presets/ and servers/ are neighbours in key order, so one watch over

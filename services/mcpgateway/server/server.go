@@ -39,6 +39,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/mcphttp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpregistry"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpserve"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -303,6 +304,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	up := upstream.NewPlaced(th, nil, log)
+	// Upstream OAuth: tokens sealed with ZEST_SECRET_KEY_FILE's key in the registry. Without
+	// the key the signer refuses every sign-in, naming the setting.
+	keys, err := oauthclient.LoadKeyring(os.LookupEnv)
+	if err != nil {
+		cc.Close()
+		th.Close()
+		reg.Close()
+		return nil, err
+	}
+	if tokens, ok := reg.(registry.OAuthTokens); ok {
+		up.SetOAuth(oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log))
+	}
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
 		dirs.Images = filepath.Join(cfg.DataDir, "mcp-images")
@@ -363,8 +376,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	guard := keyauth.Guard{Keys: cfg.Keys, Level: func(m string) keyauth.Level {
 		switch {
 		case strings.HasPrefix(m, "/"+mcpgatewayv1.AdminService_ServiceDesc.ServiceName+"/"),
-			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"):
+			strings.HasPrefix(m, "/"+mcpgatewayv1.RegistryService_ServiceDesc.ServiceName+"/"),
+			m == mcpgatewayv1.UpstreamOAuthService_StartSignIn_FullMethodName, m == mcpgatewayv1.UpstreamOAuthService_SignOut_FullMethodName:
 			return keyauth.LevelAdmin
+		case m == mcpgatewayv1.UpstreamOAuthService_FinishSignIn_FullMethodName:
+			// A browser's callback: the state it carries is its credential (oauthclient).
+			return keyauth.LevelPublic
 		case strings.HasPrefix(m, "/"+mcpgatewayv1.HttpService_ServiceDesc.ServiceName+"/"):
 			return keyauth.LevelEndpoint
 		}
@@ -457,6 +474,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	mcpgatewayv1.RegisterChatServiceServer(g.GRPC, chat)
 	// The MCP Registry, read for zestctl servers install and the console (admin key).
 	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
+	// Sign-in to the upstream servers that sign in by OAuth (admin key; the callback: its state).
+	if signer := up.OAuth(); signer != nil {
+		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL))
+	}
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
 

@@ -27,6 +27,15 @@ func LemonadeField(fd protoreflect.FieldDescriptor) bool {
 // to streamable-http drops the stored ones it keeps no more than Lemonade's own stdio fields.
 var stdioZestFields = []protoreflect.Name{"tool_host", "sandbox"}
 
+// httpZestFields are the Zest fields only a streamable-http server may set, dropped likewise
+// when an upsert moves a server to stdio.
+var httpZestFields = []protoreflect.Name{FieldOAuth}
+
+// HTTPOnlyField reports whether fd is a Zest field only a streamable-http server may set.
+func HTTPOnlyField(fd protoreflect.FieldDescriptor) bool {
+	return slices.Contains(httpZestFields, fd.Name())
+}
+
 var configFields = (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
 
 // checkPaths refuses a field mask path that names no field of a server config (nested: one of
@@ -103,6 +112,13 @@ func Upsert(stored, in *mcpgatewayv1.ServerConfig, mask []string) (*mcpgatewayv1
 	out := merge(stored, in, paths)
 	if transportOf(out) != TransportStdio && transportOf(stored) == TransportStdio {
 		for _, name := range stdioZestFields {
+			if fd := configFields.ByName(name); !slices.Contains(paths, string(name)) {
+				out.ProtoReflect().Clear(fd)
+			}
+		}
+	}
+	if transportOf(out) == TransportStdio && transportOf(stored) != TransportStdio {
+		for _, name := range httpZestFields {
 			if fd := configFields.ByName(name); !slices.Contains(paths, string(name)) {
 				out.ProtoReflect().Clear(fd)
 			}

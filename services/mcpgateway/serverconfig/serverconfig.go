@@ -162,6 +162,9 @@ func Parse(in *mcpgatewayv1.ServerConfig, taken func(id string) bool) (*mcpgatew
 			return nil, err
 		}
 	}
+	if err := parseOAuth(cfg); err != nil {
+		return nil, err
+	}
 	switch {
 	case cfg.GetId() == "":
 		cfg.Id = DeriveID(cfg, func(id string) bool {

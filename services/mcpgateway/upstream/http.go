@@ -17,6 +17,7 @@ import (
 	"github.com/zestmcp/zest/lib/envref"
 	"github.com/zestmcp/zest/lib/sse"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
 
@@ -109,7 +110,7 @@ type renewal struct {
 	err  error
 }
 
-func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, maxEvent int, admit admitFunc, log *slog.Logger) (*httpSession, error) {
+func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv func(string) (string, bool), emit func(string, []byte), waiting *waiters, maxEvent int, admit admitFunc, signer *oauthclient.Signer, log *slog.Logger) (*httpSession, error) {
 	if emit == nil {
 		emit = func(string, []byte) {}
 	}
@@ -122,6 +123,18 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 		s.log.Warn("an MCP server sent an event-stream line over the limit: the stream is given up and its request fails",
 			"server", cfg.GetId(), "method", r.Method, "limit_bytes", maxEvent)
 	})}
+	if cfg.GetOauth() != nil {
+		if signer == nil {
+			return nil, fmt.Errorf("%w: %q signs in by OAuth, and this mcpgateway has no OAuth client (%s)", ErrUpstream, cfg.GetId(), oauthclient.ErrNoSecretKey)
+		}
+		// A server Zest holds no token for fails here, with the error that says how to sign in,
+		// rather than deep in the first request.
+		if _, err := signer.AccessToken(ctx, cfg, false); err != nil {
+			return nil, err
+		}
+		// Every request, mcp-go's and Zest's own (modern.go), goes through the signer.
+		s.client.Transport = &oauthclient.Transport{Base: s.client.Transport, Signer: signer, Config: cfg}
+	}
 	if ref := cfg.GetBearerToken(); ref != "" {
 		name, err := envref.Variable(ref)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/toolhosts"
 	"google.golang.org/grpc/codes"
@@ -70,7 +71,16 @@ type Manager struct {
 	// maxEventBytes bounds a line of an HTTP server's event stream (MaxEventBytes; a test
 	// sets a smaller one, so that reaching it takes no time).
 	maxEventBytes int
+	// oauth signs in to the HTTP servers whose config has an oauth block (SetOAuth); nil: such
+	// a server cannot connect.
+	oauth atomic.Pointer[oauthclient.Signer]
 }
+
+// SetOAuth gives the manager the signer of the HTTP servers that sign in by OAuth.
+func (m *Manager) SetOAuth(s *oauthclient.Signer) { m.oauth.Store(s) }
+
+// OAuth is the manager's signer (nil when none was set).
+func (m *Manager) OAuth() *oauthclient.Signer { return m.oauth.Load() }
 
 // conn is the connection state of one server id. mu guards the fields and is held only to
 // read or write them, never across I/O.
@@ -179,7 +189,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 	var err error
 	if cfg.GetTransport() == serverconfig.TransportHTTP {
 		var h *httpSession
-		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.maxEventBytes, m.admit(cfg.GetId()), m.log); err == nil {
+		if h, err = openHTTP(ctx, cfg, m.lookupEnv, m.emit, m.waiting, m.maxEventBytes, m.admit(cfg.GetId()), m.oauth.Load(), m.log); err == nil {
 			s = h
 		}
 	} else {

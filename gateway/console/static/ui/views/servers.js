@@ -67,9 +67,9 @@ function formBody(form) {
 }
 
 // NOT_IN_FORM are the config fields the form does not show: the id is the path's (derived from
-// the name for a new server); enabled and expose are set through the API or zestctl. An edit,
+// the name for a new server); enabled, expose and oauth are set through the API or zestctl. An edit,
 // a merge patch, leaves them as stored.
-const NOT_IN_FORM = ['id', 'enabled', 'expose'];
+const NOT_IN_FORM = ['id', 'enabled', 'expose', 'oauth'];
 
 // mergePatch applies a JSON merge patch (RFC 7396) to a copy of target: what Zest does with
 // formBody on PATCH, so that a test connection tries the config the edit would store.
@@ -221,6 +221,17 @@ function serverForm(app, existing, onSaved) {
   return form;
 }
 
+// oauthLine is where Zest stands with a server that signs in by OAuth: "Signed in as … until …"
+// or "Needs sign-in" and why (never a token: the state holds none).
+function oauthLine(app, s) {
+  const { el } = app;
+  const st = s.oauth_state || {};
+  if (st.status === 'signed_in') {
+    return el('p', { class: 'muted', 'data-part': 'oauth' }, `Signed in as ${st.subject || 'unknown'}${st.expires ? ` until ${st.expires}` : ''}${st.refreshable ? ' (refreshed without you)' : ''}`);
+  }
+  return el('p', { class: 'error', 'data-part': 'oauth' }, el('strong', {}, 'Needs sign-in: '), st.message || 'Sign in to let Zest call this server.');
+}
+
 function serverItem(app, s, actions) {
   const { el } = app;
   const status = busy.has(s.id) ? 'connecting' : s.status;
@@ -237,6 +248,7 @@ function serverItem(app, s, actions) {
       ? el('p', { class: 'muted', 'data-part': 'placement' }, `Tool host: ${s.placement}${s.tool_host ? ' (pinned)' : ''}`) : null,
     s.server_info ? el('p', { class: 'muted' }, `${s.server_info.title || s.server_info.name} ${s.server_info.version || ''} · protocol ${s.protocol_version}`) : null,
     s.last_error ? el('p', { class: 'error' }, el('strong', {}, 'Last error: '), s.last_error) : null,
+    s.oauth ? oauthLine(app, s) : null,
     (s.tools_allow || []).length || (s.tools_deny || []).length
       ? el('p', { class: 'muted' }, `Filters: allow ${(s.tools_allow || []).join(', ') || 'all'}; hide ${(s.tools_deny || []).join(', ') || 'none'}`) : null,
     el('details', { 'data-part': 'tools' }, el('summary', {}, `Tools (${tools.length})`),
@@ -248,6 +260,8 @@ function serverItem(app, s, actions) {
     el('div', { class: 'actions' },
       btn('Edit', () => actions.edit(s)),
       btn('Refresh tools', () => actions.run(s, 'refresh-tools', 'Tools refreshed')),
+      s.oauth && s.oauth.grant !== 'client_credentials' ? btn('Sign in', () => actions.signIn(s)) : null,
+      s.oauth_state && s.oauth_state.status === 'signed_in' ? btn('Sign out', () => actions.signOut(s)) : null,
       s.connected ? btn('Disconnect', () => actions.run(s, 'disconnect', 'Disconnected')) : btn('Connect', () => actions.connect(s)),
       btn('Remove', () => actions.remove(s), 'danger small')));
 }
@@ -335,6 +349,23 @@ export default {
         try {
           await app.api('POST', `/internal/mcp/servers/${encodeURIComponent(s.id)}/${what}`);
           app.announce(`${s.name || s.id}: ${done}`);
+          msg.replaceChildren();
+        } catch (e) { msg.replaceChildren(app.errorBox(e)); }
+        await load(false).catch(() => {});
+      },
+      // Sign in: the authorization server's page in this tab; it comes back to Zest's callback,
+      // which says how it went and links back here.
+      signIn: async (s) => {
+        try {
+          const r = await app.api('POST', `/internal/mcp/servers/${encodeURIComponent(s.id)}/sign-in`, { redirect_uri: `${window.location.origin}/internal/mcp/oauth/callback` });
+          app.announce(`${s.name || s.id}: opening the sign-in page`);
+          window.location.assign(r.authorization_url);
+        } catch (e) { msg.replaceChildren(app.errorBox(e)); }
+      },
+      signOut: async (s) => {
+        try {
+          await app.api('DELETE', `/internal/mcp/servers/${encodeURIComponent(s.id)}/sign-in`);
+          app.announce(`${s.name || s.id}: signed out`);
           msg.replaceChildren();
         } catch (e) { msg.replaceChildren(app.errorBox(e)); }
         await load(false).catch(() => {});

@@ -407,7 +407,11 @@ type ServerConfig struct {
 	// pin_tools pins the server's tool definitions (default true): a tool whose definition
 	// changes after it was pinned, or that appears later, is held until an administrator
 	// accepts it (docs/operator/untrusted-tools.md#pinned-tool-definitions).
-	PinTools      *bool `protobuf:"varint,24,opt,name=pin_tools,proto3,oneof" json:"pin_tools,omitempty"`
+	PinTools *bool `protobuf:"varint,24,opt,name=pin_tools,proto3,oneof" json:"pin_tools,omitempty"`
+	// oauth signs Zest in to a streamable-http server as an OAuth 2.1 client (oauth.proto,
+	// docs/operator/oauth.md); absent: bearer_token, or no credentials. Refused for a stdio
+	// server and beside bearer_token. (Numbered apart from the fields added beside it.)
+	Oauth         *UpstreamOAuth `protobuf:"bytes,40,opt,name=oauth,proto3" json:"oauth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -610,6 +614,13 @@ func (x *ServerConfig) GetPinTools() bool {
 	return false
 }
 
+func (x *ServerConfig) GetOauth() *UpstreamOAuth {
+	if x != nil {
+		return x.Oauth
+	}
+	return nil
+}
+
 // ToolEntry is one tool of a connected server in the catalog, named for chat without collisions.
 type ToolEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -757,7 +768,10 @@ type ServerState struct {
 	// process is the tool host's view of a stdio server's process (GetServer only).
 	Process *ProcessState `protobuf:"bytes,21,opt,name=process,proto3" json:"process,omitempty"`
 	// placement is the name of the tool host a stdio server runs on (or would start on now), or the one tool_host pins while that one is down; empty for a streamable-http server, or when no tool host is healthy.
-	Placement     string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
+	Placement string `protobuf:"bytes,26,opt,name=placement,proto3" json:"placement,omitempty"`
+	// oauth_state is where Zest stands with the server's OAuth sign-in (config.oauth set):
+	// "signed in as … until …" or "needs sign-in". It never holds a token.
+	OauthState    *UpstreamOAuthState `protobuf:"bytes,40,opt,name=oauth_state,proto3" json:"oauth_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -867,6 +881,13 @@ func (x *ServerState) GetPlacement() string {
 		return x.Placement
 	}
 	return ""
+}
+
+func (x *ServerState) GetOauthState() *UpstreamOAuthState {
+	if x != nil {
+		return x.OauthState
+	}
+	return nil
 }
 
 // ProcessState is what the tool host knows of a stdio server's process, for administrators.
@@ -4091,7 +4112,7 @@ var File_zest_mcpgateway_v1_admin_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzest/mcpgateway/v1/pins.proto\x1a$zest/mcpgateway/v1/presettools.proto\"I\n" +
+	"\x1ezest/mcpgateway/v1/admin.proto\x12\x12zest.mcpgateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ezest/mcpgateway/v1/oauth.proto\x1a\x1dzest/mcpgateway/v1/pins.proto\x1a$zest/mcpgateway/v1/presettools.proto\"I\n" +
 	"\x17RecordEdgeChangeRequest\x12\x12\n" +
 	"\x04edge\x18\x01 \x01(\tR\x04edge\x12\x1a\n" +
 	"\bsettings\x18\x02 \x03(\tR\bsettings\"\x1a\n" +
@@ -4115,7 +4136,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\r_memory_bytesB\v\n" +
 	"\t_max_pidsB\x0e\n" +
 	"\f_cpu_secondsB\r\n" +
-	"\v_open_files\"\xa9\b\n" +
+	"\v_open_files\"\xe2\b\n" +
 	"\fServerConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -4147,7 +4168,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\bapproval\x18\x15 \x01(\tH\aR\bapproval\x88\x01\x01\x12&\n" +
 	"\x0eapproval_tools\x18\x16 \x03(\tR\x0eapproval_tools\x12%\n" +
 	"\vapproval_by\x18\x17 \x01(\tH\bR\vapproval_by\x88\x01\x01\x12!\n" +
-	"\tpin_tools\x18\x18 \x01(\bH\tR\tpin_tools\x88\x01\x01\x1a6\n" +
+	"\tpin_tools\x18\x18 \x01(\bH\tR\tpin_tools\x88\x01\x01\x127\n" +
+	"\x05oauth\x18( \x01(\v2!.zest.mcpgateway.v1.UpstreamOAuthR\x05oauth\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
@@ -4173,7 +4195,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\x12:\n" +
 	"\finput_schema\x18\a \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12+\n" +
 	"\x04tool\x18\b \x01(\v2\x17.google.protobuf.StructR\x04tool\x129\n" +
-	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\x91\x06\n" +
+	"\vopenai_tool\x18\t \x01(\v2\x17.google.protobuf.StructR\vopenai_tool\"\xdb\x06\n" +
 	"\vServerState\x128\n" +
 	"\x06config\x18\" \x01(\v2 .zest.mcpgateway.v1.ServerConfigR\x06config\x12\x16\n" +
 	"\x06status\x18\r \x01(\tR\x06status\x12\x1c\n" +
@@ -4187,7 +4209,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x05tools\x18\x13 \x03(\v2\x1d.zest.mcpgateway.v1.ToolEntryR\x05tools\x12!\n" +
 	"\ttest_only\x18\x14 \x01(\bH\x00R\ttest_only\x88\x01\x01\x12:\n" +
 	"\aprocess\x18\x15 \x01(\v2 .zest.mcpgateway.v1.ProcessStateR\aprocess\x12\x1c\n" +
-	"\tplacement\x18\x1a \x01(\tR\tplacementB\f\n" +
+	"\tplacement\x18\x1a \x01(\tR\tplacement\x12H\n" +
+	"\voauth_state\x18( \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_stateB\f\n" +
 	"\n" +
 	"_test_onlyJ\x04\b\x01\x10\rJ\x04\b\x16\x10\x1aJ\x04\b\x1b\x10\"R\x02idR\x04nameR\ttransportR\acommandR\x04argsR\vworking_dirR\x03envR\x03urlR\fbearer_tokenR\x13allow_insecure_httpR\aenabledR\n" +
 	"timeout_msR\vtools_allowR\n" +
@@ -4521,115 +4544,119 @@ var file_zest_mcpgateway_v1_admin_proto_goTypes = []any{
 	(*DenyToolCallResponse)(nil),     // 55: zest.mcpgateway.v1.DenyToolCallResponse
 	(*Approval)(nil),                 // 56: zest.mcpgateway.v1.Approval
 	nil,                              // 57: zest.mcpgateway.v1.ServerConfig.EnvEntry
-	(*structpb.Struct)(nil),          // 58: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),    // 60: google.protobuf.FieldMask
-	(*PresetTool)(nil),               // 61: zest.mcpgateway.v1.PresetTool
-	(*ListToolPinsRequest)(nil),      // 62: zest.mcpgateway.v1.ListToolPinsRequest
-	(*AcceptToolPinsRequest)(nil),    // 63: zest.mcpgateway.v1.AcceptToolPinsRequest
-	(*RefuseToolPinsRequest)(nil),    // 64: zest.mcpgateway.v1.RefuseToolPinsRequest
-	(*ListToolPinsResponse)(nil),     // 65: zest.mcpgateway.v1.ListToolPinsResponse
-	(*AcceptToolPinsResponse)(nil),   // 66: zest.mcpgateway.v1.AcceptToolPinsResponse
-	(*RefuseToolPinsResponse)(nil),   // 67: zest.mcpgateway.v1.RefuseToolPinsResponse
+	(*UpstreamOAuth)(nil),            // 58: zest.mcpgateway.v1.UpstreamOAuth
+	(*structpb.Struct)(nil),          // 59: google.protobuf.Struct
+	(*UpstreamOAuthState)(nil),       // 60: zest.mcpgateway.v1.UpstreamOAuthState
+	(*timestamppb.Timestamp)(nil),    // 61: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),    // 62: google.protobuf.FieldMask
+	(*PresetTool)(nil),               // 63: zest.mcpgateway.v1.PresetTool
+	(*ListToolPinsRequest)(nil),      // 64: zest.mcpgateway.v1.ListToolPinsRequest
+	(*AcceptToolPinsRequest)(nil),    // 65: zest.mcpgateway.v1.AcceptToolPinsRequest
+	(*RefuseToolPinsRequest)(nil),    // 66: zest.mcpgateway.v1.RefuseToolPinsRequest
+	(*ListToolPinsResponse)(nil),     // 67: zest.mcpgateway.v1.ListToolPinsResponse
+	(*AcceptToolPinsResponse)(nil),   // 68: zest.mcpgateway.v1.AcceptToolPinsResponse
+	(*RefuseToolPinsResponse)(nil),   // 69: zest.mcpgateway.v1.RefuseToolPinsResponse
 }
 var file_zest_mcpgateway_v1_admin_proto_depIdxs = []int32{
 	57, // 0: zest.mcpgateway.v1.ServerConfig.env:type_name -> zest.mcpgateway.v1.ServerConfig.EnvEntry
 	3,  // 1: zest.mcpgateway.v1.ServerConfig.sandbox:type_name -> zest.mcpgateway.v1.Sandbox
-	58, // 2: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
-	58, // 3: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
-	58, // 4: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
-	4,  // 5: zest.mcpgateway.v1.ServerState.config:type_name -> zest.mcpgateway.v1.ServerConfig
-	58, // 6: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
-	58, // 7: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
-	5,  // 8: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	7,  // 9: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
-	59, // 10: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
-	8,  // 11: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
-	6,  // 12: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
-	5,  // 13: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
-	6,  // 14: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	4,  // 15: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	60, // 16: zest.mcpgateway.v1.UpsertServerRequest.update_mask:type_name -> google.protobuf.FieldMask
-	4,  // 17: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	4,  // 18: zest.mcpgateway.v1.UpdateServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	60, // 19: zest.mcpgateway.v1.UpdateServerRequest.update_mask:type_name -> google.protobuf.FieldMask
-	4,  // 20: zest.mcpgateway.v1.UpdateServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	4,  // 21: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
-	6,  // 22: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	6,  // 23: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	6,  // 24: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	6,  // 25: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
-	58, // 26: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	58, // 27: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
-	61, // 28: zest.mcpgateway.v1.Preset.tools:type_name -> zest.mcpgateway.v1.PresetTool
-	31, // 29: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
-	31, // 30: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	61, // 31: zest.mcpgateway.v1.PresetInput.tools:type_name -> zest.mcpgateway.v1.PresetTool
-	36, // 32: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
-	60, // 33: zest.mcpgateway.v1.UpsertPresetRequest.update_mask:type_name -> google.protobuf.FieldMask
-	31, // 34: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
-	43, // 35: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
-	48, // 36: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	48, // 37: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
-	49, // 38: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
-	56, // 39: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
-	56, // 40: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	56, // 41: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
-	9,  // 42: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
-	11, // 43: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
-	13, // 44: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
-	15, // 45: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
-	17, // 46: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
-	19, // 47: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
-	21, // 48: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
-	23, // 49: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
-	25, // 50: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
-	27, // 51: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
-	32, // 52: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
-	34, // 53: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
-	37, // 54: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
-	39, // 55: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
-	29, // 56: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
-	41, // 57: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
-	44, // 58: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
-	46, // 59: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
-	50, // 60: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
-	52, // 61: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
-	54, // 62: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
-	62, // 63: zest.mcpgateway.v1.AdminService.ListToolPins:input_type -> zest.mcpgateway.v1.ListToolPinsRequest
-	63, // 64: zest.mcpgateway.v1.AdminService.AcceptToolPins:input_type -> zest.mcpgateway.v1.AcceptToolPinsRequest
-	64, // 65: zest.mcpgateway.v1.AdminService.RefuseToolPins:input_type -> zest.mcpgateway.v1.RefuseToolPinsRequest
-	1,  // 66: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
-	10, // 67: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
-	12, // 68: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
-	14, // 69: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
-	16, // 70: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
-	18, // 71: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
-	20, // 72: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
-	22, // 73: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
-	24, // 74: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
-	26, // 75: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
-	28, // 76: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
-	33, // 77: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
-	35, // 78: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
-	38, // 79: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
-	40, // 80: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
-	30, // 81: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
-	42, // 82: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
-	45, // 83: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
-	47, // 84: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
-	51, // 85: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
-	53, // 86: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
-	55, // 87: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
-	65, // 88: zest.mcpgateway.v1.AdminService.ListToolPins:output_type -> zest.mcpgateway.v1.ListToolPinsResponse
-	66, // 89: zest.mcpgateway.v1.AdminService.AcceptToolPins:output_type -> zest.mcpgateway.v1.AcceptToolPinsResponse
-	67, // 90: zest.mcpgateway.v1.AdminService.RefuseToolPins:output_type -> zest.mcpgateway.v1.RefuseToolPinsResponse
-	2,  // 91: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
-	67, // [67:92] is the sub-list for method output_type
-	42, // [42:67] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	58, // 2: zest.mcpgateway.v1.ServerConfig.oauth:type_name -> zest.mcpgateway.v1.UpstreamOAuth
+	59, // 3: zest.mcpgateway.v1.ToolEntry.input_schema:type_name -> google.protobuf.Struct
+	59, // 4: zest.mcpgateway.v1.ToolEntry.tool:type_name -> google.protobuf.Struct
+	59, // 5: zest.mcpgateway.v1.ToolEntry.openai_tool:type_name -> google.protobuf.Struct
+	4,  // 6: zest.mcpgateway.v1.ServerState.config:type_name -> zest.mcpgateway.v1.ServerConfig
+	59, // 7: zest.mcpgateway.v1.ServerState.server_info:type_name -> google.protobuf.Struct
+	59, // 8: zest.mcpgateway.v1.ServerState.capabilities:type_name -> google.protobuf.Struct
+	5,  // 9: zest.mcpgateway.v1.ServerState.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	7,  // 10: zest.mcpgateway.v1.ServerState.process:type_name -> zest.mcpgateway.v1.ProcessState
+	60, // 11: zest.mcpgateway.v1.ServerState.oauth_state:type_name -> zest.mcpgateway.v1.UpstreamOAuthState
+	61, // 12: zest.mcpgateway.v1.ProcessState.start_time:type_name -> google.protobuf.Timestamp
+	8,  // 13: zest.mcpgateway.v1.ProcessState.sandbox:type_name -> zest.mcpgateway.v1.SandboxStatus
+	6,  // 14: zest.mcpgateway.v1.ListServersResponse.servers:type_name -> zest.mcpgateway.v1.ServerState
+	5,  // 15: zest.mcpgateway.v1.ListToolsResponse.tools:type_name -> zest.mcpgateway.v1.ToolEntry
+	6,  // 16: zest.mcpgateway.v1.GetServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	4,  // 17: zest.mcpgateway.v1.UpsertServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	62, // 18: zest.mcpgateway.v1.UpsertServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	4,  // 19: zest.mcpgateway.v1.UpsertServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 20: zest.mcpgateway.v1.UpdateServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	62, // 21: zest.mcpgateway.v1.UpdateServerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	4,  // 22: zest.mcpgateway.v1.UpdateServerResponse.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	4,  // 23: zest.mcpgateway.v1.TestServerRequest.server:type_name -> zest.mcpgateway.v1.ServerConfig
+	6,  // 24: zest.mcpgateway.v1.TestServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 25: zest.mcpgateway.v1.ConnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 26: zest.mcpgateway.v1.DisconnectServerResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	6,  // 27: zest.mcpgateway.v1.RefreshToolsResponse.server:type_name -> zest.mcpgateway.v1.ServerState
+	59, // 28: zest.mcpgateway.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	59, // 29: zest.mcpgateway.v1.CallToolResponse.result:type_name -> google.protobuf.Struct
+	63, // 30: zest.mcpgateway.v1.Preset.tools:type_name -> zest.mcpgateway.v1.PresetTool
+	31, // 31: zest.mcpgateway.v1.ListPresetsResponse.presets:type_name -> zest.mcpgateway.v1.Preset
+	31, // 32: zest.mcpgateway.v1.GetPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	63, // 33: zest.mcpgateway.v1.PresetInput.tools:type_name -> zest.mcpgateway.v1.PresetTool
+	36, // 34: zest.mcpgateway.v1.UpsertPresetRequest.preset:type_name -> zest.mcpgateway.v1.PresetInput
+	62, // 35: zest.mcpgateway.v1.UpsertPresetRequest.update_mask:type_name -> google.protobuf.FieldMask
+	31, // 36: zest.mcpgateway.v1.UpsertPresetResponse.preset:type_name -> zest.mcpgateway.v1.Preset
+	43, // 37: zest.mcpgateway.v1.ListActivityResponse.calls:type_name -> zest.mcpgateway.v1.ActivityCall
+	48, // 38: zest.mcpgateway.v1.ListAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	48, // 39: zest.mcpgateway.v1.ExportAuditResponse.entries:type_name -> zest.mcpgateway.v1.AuditEntry
+	49, // 40: zest.mcpgateway.v1.AuditEntry.trimmed:type_name -> zest.mcpgateway.v1.AuditTrimmed
+	56, // 41: zest.mcpgateway.v1.ListApprovalsResponse.approvals:type_name -> zest.mcpgateway.v1.Approval
+	56, // 42: zest.mcpgateway.v1.ApproveToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	56, // 43: zest.mcpgateway.v1.DenyToolCallResponse.approval:type_name -> zest.mcpgateway.v1.Approval
+	9,  // 44: zest.mcpgateway.v1.AdminService.ListServers:input_type -> zest.mcpgateway.v1.ListServersRequest
+	11, // 45: zest.mcpgateway.v1.AdminService.ListTools:input_type -> zest.mcpgateway.v1.ListToolsRequest
+	13, // 46: zest.mcpgateway.v1.AdminService.GetServer:input_type -> zest.mcpgateway.v1.GetServerRequest
+	15, // 47: zest.mcpgateway.v1.AdminService.UpsertServer:input_type -> zest.mcpgateway.v1.UpsertServerRequest
+	17, // 48: zest.mcpgateway.v1.AdminService.UpdateServer:input_type -> zest.mcpgateway.v1.UpdateServerRequest
+	19, // 49: zest.mcpgateway.v1.AdminService.TestServer:input_type -> zest.mcpgateway.v1.TestServerRequest
+	21, // 50: zest.mcpgateway.v1.AdminService.DeleteServer:input_type -> zest.mcpgateway.v1.DeleteServerRequest
+	23, // 51: zest.mcpgateway.v1.AdminService.ConnectServer:input_type -> zest.mcpgateway.v1.ConnectServerRequest
+	25, // 52: zest.mcpgateway.v1.AdminService.DisconnectServer:input_type -> zest.mcpgateway.v1.DisconnectServerRequest
+	27, // 53: zest.mcpgateway.v1.AdminService.RefreshTools:input_type -> zest.mcpgateway.v1.RefreshToolsRequest
+	32, // 54: zest.mcpgateway.v1.AdminService.ListPresets:input_type -> zest.mcpgateway.v1.ListPresetsRequest
+	34, // 55: zest.mcpgateway.v1.AdminService.GetPreset:input_type -> zest.mcpgateway.v1.GetPresetRequest
+	37, // 56: zest.mcpgateway.v1.AdminService.UpsertPreset:input_type -> zest.mcpgateway.v1.UpsertPresetRequest
+	39, // 57: zest.mcpgateway.v1.AdminService.DeletePreset:input_type -> zest.mcpgateway.v1.DeletePresetRequest
+	29, // 58: zest.mcpgateway.v1.AdminService.CallTool:input_type -> zest.mcpgateway.v1.CallToolRequest
+	41, // 59: zest.mcpgateway.v1.AdminService.ListActivity:input_type -> zest.mcpgateway.v1.ListActivityRequest
+	44, // 60: zest.mcpgateway.v1.AdminService.ListAudit:input_type -> zest.mcpgateway.v1.ListAuditRequest
+	46, // 61: zest.mcpgateway.v1.AdminService.ExportAudit:input_type -> zest.mcpgateway.v1.ExportAuditRequest
+	50, // 62: zest.mcpgateway.v1.AdminService.ListApprovals:input_type -> zest.mcpgateway.v1.ListApprovalsRequest
+	52, // 63: zest.mcpgateway.v1.AdminService.ApproveToolCall:input_type -> zest.mcpgateway.v1.ApproveToolCallRequest
+	54, // 64: zest.mcpgateway.v1.AdminService.DenyToolCall:input_type -> zest.mcpgateway.v1.DenyToolCallRequest
+	64, // 65: zest.mcpgateway.v1.AdminService.ListToolPins:input_type -> zest.mcpgateway.v1.ListToolPinsRequest
+	65, // 66: zest.mcpgateway.v1.AdminService.AcceptToolPins:input_type -> zest.mcpgateway.v1.AcceptToolPinsRequest
+	66, // 67: zest.mcpgateway.v1.AdminService.RefuseToolPins:input_type -> zest.mcpgateway.v1.RefuseToolPinsRequest
+	1,  // 68: zest.mcpgateway.v1.AdminService.RecordEdgeChange:input_type -> zest.mcpgateway.v1.RecordEdgeChangeRequest
+	10, // 69: zest.mcpgateway.v1.AdminService.ListServers:output_type -> zest.mcpgateway.v1.ListServersResponse
+	12, // 70: zest.mcpgateway.v1.AdminService.ListTools:output_type -> zest.mcpgateway.v1.ListToolsResponse
+	14, // 71: zest.mcpgateway.v1.AdminService.GetServer:output_type -> zest.mcpgateway.v1.GetServerResponse
+	16, // 72: zest.mcpgateway.v1.AdminService.UpsertServer:output_type -> zest.mcpgateway.v1.UpsertServerResponse
+	18, // 73: zest.mcpgateway.v1.AdminService.UpdateServer:output_type -> zest.mcpgateway.v1.UpdateServerResponse
+	20, // 74: zest.mcpgateway.v1.AdminService.TestServer:output_type -> zest.mcpgateway.v1.TestServerResponse
+	22, // 75: zest.mcpgateway.v1.AdminService.DeleteServer:output_type -> zest.mcpgateway.v1.DeleteServerResponse
+	24, // 76: zest.mcpgateway.v1.AdminService.ConnectServer:output_type -> zest.mcpgateway.v1.ConnectServerResponse
+	26, // 77: zest.mcpgateway.v1.AdminService.DisconnectServer:output_type -> zest.mcpgateway.v1.DisconnectServerResponse
+	28, // 78: zest.mcpgateway.v1.AdminService.RefreshTools:output_type -> zest.mcpgateway.v1.RefreshToolsResponse
+	33, // 79: zest.mcpgateway.v1.AdminService.ListPresets:output_type -> zest.mcpgateway.v1.ListPresetsResponse
+	35, // 80: zest.mcpgateway.v1.AdminService.GetPreset:output_type -> zest.mcpgateway.v1.GetPresetResponse
+	38, // 81: zest.mcpgateway.v1.AdminService.UpsertPreset:output_type -> zest.mcpgateway.v1.UpsertPresetResponse
+	40, // 82: zest.mcpgateway.v1.AdminService.DeletePreset:output_type -> zest.mcpgateway.v1.DeletePresetResponse
+	30, // 83: zest.mcpgateway.v1.AdminService.CallTool:output_type -> zest.mcpgateway.v1.CallToolResponse
+	42, // 84: zest.mcpgateway.v1.AdminService.ListActivity:output_type -> zest.mcpgateway.v1.ListActivityResponse
+	45, // 85: zest.mcpgateway.v1.AdminService.ListAudit:output_type -> zest.mcpgateway.v1.ListAuditResponse
+	47, // 86: zest.mcpgateway.v1.AdminService.ExportAudit:output_type -> zest.mcpgateway.v1.ExportAuditResponse
+	51, // 87: zest.mcpgateway.v1.AdminService.ListApprovals:output_type -> zest.mcpgateway.v1.ListApprovalsResponse
+	53, // 88: zest.mcpgateway.v1.AdminService.ApproveToolCall:output_type -> zest.mcpgateway.v1.ApproveToolCallResponse
+	55, // 89: zest.mcpgateway.v1.AdminService.DenyToolCall:output_type -> zest.mcpgateway.v1.DenyToolCallResponse
+	67, // 90: zest.mcpgateway.v1.AdminService.ListToolPins:output_type -> zest.mcpgateway.v1.ListToolPinsResponse
+	68, // 91: zest.mcpgateway.v1.AdminService.AcceptToolPins:output_type -> zest.mcpgateway.v1.AcceptToolPinsResponse
+	69, // 92: zest.mcpgateway.v1.AdminService.RefuseToolPins:output_type -> zest.mcpgateway.v1.RefuseToolPinsResponse
+	2,  // 93: zest.mcpgateway.v1.AdminService.RecordEdgeChange:output_type -> zest.mcpgateway.v1.RecordEdgeChangeResponse
+	69, // [69:94] is the sub-list for method output_type
+	44, // [44:69] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_zest_mcpgateway_v1_admin_proto_init() }
@@ -4637,6 +4664,7 @@ func file_zest_mcpgateway_v1_admin_proto_init() {
 	if File_zest_mcpgateway_v1_admin_proto != nil {
 		return
 	}
+	file_zest_mcpgateway_v1_oauth_proto_init()
 	file_zest_mcpgateway_v1_pins_proto_init()
 	file_zest_mcpgateway_v1_presettools_proto_init()
 	file_zest_mcpgateway_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}

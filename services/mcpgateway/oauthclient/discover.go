@@ -1,0 +1,215 @@
+// Package oauthclient signs Zest in to its upstream streamable-http servers as an OAuth 2.1
+// client (MCP authorization, 2025-06-18 and later): discovery from the server's 401 (RFC 9728
+// protected-resource metadata, then RFC 8414 / OpenID discovery of its authorization server),
+// tokens for the server's URL as the resource (RFC 8707), PKCE S256 on every authorization
+// code, client credentials for machine-to-machine, refresh before expiry, and the tokens kept
+// sealed (AES-256-GCM) in the registry under the key of ZEST_SECRET_KEY_FILE. The flows are
+// golang.org/x/oauth2's.
+package oauthclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/oauthrs"
+)
+
+// MaxMetadataBytes bounds a metadata document read during discovery.
+const MaxMetadataBytes = 256 << 10
+
+// ErrDiscovery means the server's authorization could not be discovered.
+var ErrDiscovery = errors.New("OAuth discovery")
+
+// ProtectedResource is the part of a server's RFC 9728 metadata Zest reads.
+type ProtectedResource struct {
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorization_servers"`
+	ScopesSupported      []string `json:"scopes_supported"`
+}
+
+// ServerMetadata is the part of an authorization server's RFC 8414 (or OpenID) metadata Zest reads.
+type ServerMetadata struct {
+	Issuer                        string   `json:"issuer"`
+	AuthorizationEndpoint         string   `json:"authorization_endpoint"`
+	TokenEndpoint                 string   `json:"token_endpoint"`
+	RegistrationEndpoint          string   `json:"registration_endpoint,omitempty"`
+	RevocationEndpoint            string   `json:"revocation_endpoint,omitempty"`
+	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported,omitempty"`
+	GrantTypesSupported           []string `json:"grant_types_supported,omitempty"`
+}
+
+// SupportsS256 reports whether the server names PKCE S256 (MCP authorization: a client must
+// refuse to go on without it).
+func (m *ServerMetadata) SupportsS256() bool {
+	return slices.Contains(m.CodeChallengeMethodsSupported, "S256")
+}
+
+// Discovery is what Zest found for one server.
+type Discovery struct {
+	Resource ProtectedResource
+	Server   ServerMetadata
+}
+
+// Challenge sends resource an unauthenticated MCP request and returns the WWW-Authenticate
+// header of its 401 ("" when it answered otherwise, or without one).
+func Challenge(ctx context.Context, hc *http.Client, resource string) (string, error) {
+	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zest-mcpgateway","version":"0.1.0"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, resource, strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrDiscovery, resource, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxMetadataBytes))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return "", nil
+	}
+	return resp.Header.Get("WWW-Authenticate"), nil
+}
+
+// ResourceMetadataURL is the resource_metadata parameter of a Bearer challenge (RFC 9728
+// section 5.1), "" when there is none.
+func ResourceMetadataURL(challenge string) string {
+	for _, p := range challengeParams(challenge) {
+		if strings.EqualFold(p[0], "resource_metadata") {
+			return p[1]
+		}
+	}
+	return ""
+}
+
+// challengeParams splits the auth-params of a Bearer challenge (quoted or token values).
+func challengeParams(h string) [][2]string {
+	i := strings.Index(strings.ToLower(h), "bearer")
+	if i < 0 {
+		return nil
+	}
+	s := h[i+len("bearer"):]
+	var out [][2]string
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		eq := strings.IndexByte(s, '=')
+		if eq <= 0 {
+			return out
+		}
+		name := strings.TrimSpace(s[:eq])
+		s = strings.TrimLeft(s[eq+1:], " \t")
+		var val string
+		if strings.HasPrefix(s, `"`) {
+			var b strings.Builder
+			j := 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				b.WriteByte(s[j])
+			}
+			val, s = b.String(), s[min(j+1, len(s)):]
+		} else {
+			end := strings.IndexAny(s, ", \t")
+			if end < 0 {
+				end = len(s)
+			}
+			val, s = s[:end], s[end:]
+		}
+		out = append(out, [2]string{name, val})
+	}
+}
+
+// wellKnown is the well-known URL of suffix for u, its path appended (RFC 8414 section 3,
+// RFC 9728 section 3.1): https://h/.well-known/suffix/path.
+func wellKnown(u *url.URL, suffix string) string {
+	w := url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/.well-known/" + suffix + strings.TrimSuffix(u.Path, "/")}
+	return w.String()
+}
+
+// Discover finds the authorization of resource (the server's URL): its protected-resource
+// metadata from challenge's resource_metadata, else from the well-known URLs (with the
+// resource's path, then without); then the authorization server (issuer, when not empty,
+// instead of the one the metadata names) by RFC 8414, then OpenID discovery.
+func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer string) (*Discovery, error) {
+	ru, err := url.Parse(resource)
+	if err != nil {
+		return nil, fmt.Errorf("%w: url %q: %w", ErrDiscovery, resource, err)
+	}
+	d := &Discovery{}
+	var tried []string
+	candidates := []string{}
+	if m := ResourceMetadataURL(challenge); m != "" {
+		candidates = append(candidates, m)
+	} else {
+		candidates = append(candidates, wellKnown(ru, "oauth-protected-resource"))
+		if strings.Trim(ru.Path, "/") != "" {
+			candidates = append(candidates, wellKnown(&url.URL{Scheme: ru.Scheme, Host: ru.Host}, "oauth-protected-resource"))
+		}
+	}
+	found := false
+	for _, c := range candidates {
+		tried = append(tried, c)
+		if err := getJSON(ctx, hc, c, &d.Resource); err == nil {
+			found = true
+			break
+		}
+	}
+	if !found && issuer == "" {
+		return nil, fmt.Errorf("%w: %s publishes no protected-resource metadata (tried %s): set oauth.authorization_server to its authorization server's issuer URL", ErrDiscovery, resource, strings.Join(tried, ", "))
+	}
+	if issuer == "" {
+		if len(d.Resource.AuthorizationServers) == 0 {
+			return nil, fmt.Errorf("%w: the protected-resource metadata of %s names no authorization_servers: set oauth.authorization_server", ErrDiscovery, resource)
+		}
+		issuer = d.Resource.AuthorizationServers[0]
+	}
+	if iu, err := url.Parse(issuer); err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" {
+		return nil, fmt.Errorf("%w: authorization server %q is not an http(s) URL", ErrDiscovery, issuer)
+	}
+	// RFC 8414's well-known URL, then OpenID discovery's: the ones Zest's own verifier reads.
+	asCandidates := oauthrs.MetadataURLs(issuer)
+	tried = tried[:0]
+	for _, c := range asCandidates {
+		tried = append(tried, c)
+		var m ServerMetadata
+		if err := getJSON(ctx, hc, c, &m); err != nil {
+			continue
+		}
+		// RFC 8414 section 3.3: the issuer must be the one asked for.
+		if strings.TrimSuffix(m.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+			return nil, fmt.Errorf("%w: %s names issuer %q, not %q (RFC 8414 section 3.3)", ErrDiscovery, c, m.Issuer, issuer)
+		}
+		if m.TokenEndpoint == "" {
+			return nil, fmt.Errorf("%w: %s names no token_endpoint", ErrDiscovery, c)
+		}
+		d.Server = m
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: no authorization server metadata for %s (tried %s)", ErrDiscovery, issuer, strings.Join(tried, ", "))
+}
+
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, MaxMetadataBytes)).Decode(v)
+}

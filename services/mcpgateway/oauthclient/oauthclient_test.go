@@ -1,0 +1,635 @@
+package oauthclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"golang.org/x/oauth2"
+)
+
+// testAS is an authorization server and a protected resource (RFC 9728, RFC 8414) for the
+// client's unit tests: its token endpoint checks the grant, the client and the resource, and
+// counts what it issued. The e2e tests use zitadel/oidc's provider (e2e/internal/oauthserver).
+type testAS struct {
+	srv *httptest.Server
+	// lifetime is the expires_in of its tokens.
+	lifetime time.Duration
+
+	mu      sync.Mutex
+	issued  int
+	refresh map[string]bool   // refresh tokens valid
+	codes   map[string]string // code (its PKCE challenge) → resource
+	clients map[string]bool   // client ids: "zest", and those registered
+	// registration: the metadata names a registration endpoint (RFC 7591).
+	registration bool
+	grants       []string
+	resource     []string
+	// hold, when set, receives each token request's arrival and holds it until it reads one.
+	hold chan chan struct{}
+	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
+	wellKnownOnly bool
+}
+
+func startAS(t *testing.T) *testAS {
+	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}}
+	mux := http.NewServeMux()
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	base := a.srv.URL
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			if a.wellKnownOnly {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+base+`/prm/mcp"`)
+			}
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	prm := func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: base + "/mcp", AuthorizationServers: []string{base + "/as"}, ScopesSupported: []string{"mcp"}})
+	}
+	mux.HandleFunc("/prm/mcp", prm)
+	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
+	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
+		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
+			CodeChallengeMethodsSupported: []string{"S256"}}
+		if a.registration {
+			m.RegistrationEndpoint = base + "/as/register"
+		}
+		_ = json.NewEncoder(w).Encode(m)
+	})
+	// The authorization endpoint approves at once (the person signed in): it keeps the PKCE
+	// challenge and the resource with the code.
+	// Dynamic client registration (RFC 7591): a public client for the redirect URIs given.
+	mux.HandleFunc("/as/register", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			RedirectURIs []string `json:"redirect_uris"`
+			AuthMethod   string   `json:"token_endpoint_auth_method"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" {
+			http.Error(w, `{"error":"invalid_client_metadata"}`, http.StatusBadRequest)
+			return
+		}
+		a.mu.Lock()
+		id := fmt.Sprintf("dyn-%d", len(a.clients))
+		a.clients[id] = true
+		a.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs})
+	})
+	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		a.mu.Lock()
+		known := a.clients[q.Get("client_id")]
+		a.mu.Unlock()
+		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || !known {
+			http.Error(w, "bad authorization request", http.StatusBadRequest)
+			return
+		}
+		a.mu.Lock()
+		a.codes[q.Get("code_challenge")] = q.Get("resource")
+		a.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
+		if a.hold != nil {
+			release := make(chan struct{})
+			a.hold <- release
+			<-release
+		}
+		_ = r.ParseForm()
+		id, secret, ok := r.BasicAuth()
+		if !ok {
+			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.grants = append(a.grants, r.PostForm.Get("grant_type"))
+		a.resource = append(a.resource, r.PostForm.Get("resource"))
+		fail := func(code string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":%q}`, code)
+		}
+		if !a.clients[id] || (secret != "" && secret != "s3cret") {
+			fail("invalid_client")
+			return
+		}
+		switch r.PostForm.Get("grant_type") {
+		case "authorization_code":
+			code := r.PostForm.Get("code")
+			if res, ok := a.codes[code]; !ok || res != r.PostForm.Get("resource") || oauth2.S256ChallengeFromVerifier(r.PostForm.Get("code_verifier")) != code {
+				fail("invalid_grant")
+				return
+			}
+			delete(a.codes, code)
+		case "client_credentials":
+			if secret == "" {
+				fail("invalid_client")
+				return
+			}
+		case "refresh_token":
+			rt := r.PostForm.Get("refresh_token")
+			if !a.refresh[rt] {
+				fail("invalid_grant")
+				return
+			}
+			delete(a.refresh, rt) // rotated
+		default:
+			fail("unsupported_grant_type")
+			return
+		}
+		a.issued++
+		rt := fmt.Sprintf("rt-%d", a.issued)
+		a.refresh[rt] = true
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("at-%d", a.issued), "token_type": "Bearer",
+			"expires_in": int(a.lifetime.Seconds()), "refresh_token": rt})
+	})
+	return a
+}
+
+// revokeAll makes every refresh token the server issued invalid.
+func (a *testAS) revokeAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.refresh)
+}
+
+func (a *testAS) seen() (grants, resources []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.grants...), append([]string(nil), a.resource...)
+}
+
+func testKeys(t *testing.T) *Keyring {
+	k, err := NewKeyring(bytes.Repeat([]byte{7}, KeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func openBolt(t *testing.T) *registry.Bolt {
+	r, err := registry.Open(filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// clock is a test's clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestDiscover(t *testing.T) {
+	a := startAS(t)
+	hc := a.srv.Client()
+	for _, wk := range []bool{false, true} {
+		a.wellKnownOnly = wk
+		ch, err := Challenge(t.Context(), hc, a.srv.URL+"/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ResourceMetadataURL(ch); (got != "") == wk {
+			t.Fatalf("wellKnownOnly %v: resource_metadata %q from %q", wk, got, ch)
+		}
+		d, err := Discover(t.Context(), hc, a.srv.URL+"/mcp", ch, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Server.TokenEndpoint != a.srv.URL+"/as/token" || !d.Server.SupportsS256() || d.Resource.ScopesSupported[0] != "mcp" {
+			t.Fatalf("discovery = %+v", d)
+		}
+	}
+	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", ""); !errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "set oauth.authorization_server") {
+		t.Fatalf("no metadata: %v", err)
+	}
+	// The override is used, and its metadata must name it as the issuer.
+	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/as/"); err != nil {
+		t.Fatalf("override: %v", err)
+	}
+	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/nowhere"); !errors.Is(err, ErrDiscovery) {
+		t.Fatalf("override without metadata: %v", err)
+	}
+}
+
+func TestResourceMetadataURL(t *testing.T) {
+	for h, want := range map[string]string{
+		`Bearer resource_metadata="https://a/b", error="invalid_token"`:      "https://a/b",
+		`Bearer error="invalid_token", resource_metadata="https://a/\"q\""`:  `https://a/"q"`,
+		`Basic realm="x", Bearer scope="a b", Resource_Metadata=https://a/c`: "https://a/c",
+		`Bearer realm="x"`:             "",
+		``:                             "",
+		`Bearer resource_metadata="un`: "un",
+	} {
+		if got := ResourceMetadataURL(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+}
+
+func TestSeal(t *testing.T) {
+	k := testKeys(t)
+	sealed, err := k.Seal([]byte("at-1"), []byte("up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte("at-1")) {
+		t.Fatal("the sealed record holds the token in the clear")
+	}
+	if p, stale, err := k.Open(sealed, []byte("up")); err != nil || stale || string(p) != "at-1" {
+		t.Fatalf("open = %q %v %v", p, stale, err)
+	}
+	if _, _, err := k.Open(sealed, []byte("other")); !errors.Is(err, ErrUnseal) {
+		t.Fatalf("a record moved to another server opened: %v", err)
+	}
+	sealed[len(sealed)-1] ^= 1
+	if _, _, err := k.Open(sealed, []byte("up")); !errors.Is(err, ErrUnseal) {
+		t.Fatalf("an altered record opened: %v", err)
+	}
+	var nilKeys *Keyring
+	if _, err := nilKeys.Seal(nil, nil); !errors.Is(err, ErrNoSecretKey) || !strings.Contains(err.Error(), EnvSecretKeyFile) {
+		t.Fatalf("without a key: %v", err)
+	}
+}
+
+// TestKeyRotation: a record sealed with the previous key opens (stale) once
+// ZEST_SECRET_KEY_PREVIOUS_FILE names it; without it the error names the setting.
+func TestKeyRotation(t *testing.T) {
+	dir := t.TempDir()
+	oldFile, newFile, bad := filepath.Join(dir, "old"), filepath.Join(dir, "new"), filepath.Join(dir, "bad")
+	_ = os.WriteFile(oldFile, bytes.Repeat([]byte{1}, KeyBytes), 0o600)                        // raw
+	_ = os.WriteFile(newFile, []byte("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\n"), 0o600) // base64 of 32 × 2
+	_ = os.WriteFile(bad, []byte("short"), 0o600)
+	if k, err := LoadKeyring(env(nil)); k != nil || err != nil {
+		t.Fatalf("no setting: %v %v", k, err)
+	}
+	if _, err := LoadKeyring(env(map[string]string{EnvSecretKeyFile: bad})); err == nil || !strings.Contains(err.Error(), EnvSecretKeyFile) || !strings.Contains(err.Error(), "32 random bytes") {
+		t.Fatalf("short key: %v", err)
+	}
+	old, err := LoadKeyring(env(map[string]string{EnvSecretKeyFile: oldFile}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := old.Seal([]byte("x"), nil)
+	cur, err := LoadKeyring(env(map[string]string{EnvSecretKeyFile: newFile}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cur.Open(sealed, nil); !errors.Is(err, ErrUnseal) || !strings.Contains(err.Error(), EnvSecretKeyPreviousFile) {
+		t.Fatalf("old record, new key alone: %v", err)
+	}
+	both, err := LoadKeyring(env(map[string]string{EnvSecretKeyFile: newFile, EnvSecretKeyPreviousFile: oldFile}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, stale, err := both.Open(sealed, nil); err != nil || !stale || string(p) != "x" {
+		t.Fatalf("old record while rotating: %q %v %v", p, stale, err)
+	}
+}
+
+func ccConfig(url string) *mcpgatewayv1.ServerConfig {
+	return &mcpgatewayv1.ServerConfig{Id: "up", Url: url, Transport: "streamable-http",
+		Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", ClientSecret: "${UP_SECRET}", Grant: "client_credentials"}}
+}
+
+// TestClientCredentialsAndRefresh: client_credentials discovers the server and requests a
+// token for its URL (resource); the token is sealed in the store; it is refreshed
+// RefreshBefore its expiry by the clock, with the resource; a refused refresh token leaves the
+// server needing sign-in (an authorization_code server) with an error naming the fix.
+func TestClientCredentialsAndRefresh(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)}
+	store := openBolt(t)
+	s := New(testKeys(t), store, env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, slog.New(slog.DiscardHandler))
+	cfg := ccConfig(a.srv.URL + "/mcp")
+	tok, err := s.AccessToken(t.Context(), cfg, false)
+	if err != nil || tok != "at-1" {
+		t.Fatalf("first token %q, %v", tok, err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "zest" || st.GetExpires() != "2026-12-05T05:00:00Z" || !st.GetRefreshable() {
+		t.Fatalf("state = %v", st)
+	}
+	sealed, err := store.GetOAuthToken(t.Context(), "up")
+	if err != nil || bytes.Contains(sealed, []byte("at-1")) || bytes.Contains(sealed, []byte("rt-1")) {
+		t.Fatalf("stored record %q, %v: want it sealed", sealed, err)
+	}
+	if tok, _ := s.AccessToken(t.Context(), cfg, false); tok != "at-1" {
+		t.Fatalf("a valid token was not reused: %q", tok)
+	}
+	c.add(time.Hour - RefreshBefore + time.Second)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("near expiry: %q, %v; want a refreshed token", tok, err)
+	}
+	grants, resources := a.seen()
+	if strings.Join(grants, ",") != "client_credentials,refresh_token" || resources[0] != cfg.GetUrl() || resources[1] != cfg.GetUrl() {
+		t.Fatalf("grants %v, resources %v", grants, resources)
+	}
+	// Another signer (a replica, or a restart) reads the sealed record.
+	s2 := New(testKeys(t), store, env(nil), a.srv.Client(), c.now, nil)
+	if tok, err := s2.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("another signer: %q, %v", tok, err)
+	}
+
+	// An authorization_code server whose refresh token is revoked needs sign-in.
+	ac := &mcpgatewayv1.ServerConfig{Id: "up", Url: cfg.GetUrl(), Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	a.revokeAll()
+	c.add(time.Hour)
+	_, err = s.AccessToken(t.Context(), ac, false)
+	if !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), "zestctl servers sign-in up") || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("revoked: %v", err)
+	}
+	if st := s.State(t.Context(), ac); st.GetStatus() != StatusNeedsSignIn || !strings.Contains(st.GetMessage(), "refused the refresh token") {
+		t.Fatalf("state after revocation = %v", st)
+	}
+	if _, err := store.GetOAuthToken(t.Context(), "up"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("the refused record is kept: %v", err)
+	}
+	// Without a key, nothing signs in, and the error names the setting.
+	none := New(nil, store, env(nil), a.srv.Client(), c.now, nil)
+	if _, err := none.AccessToken(t.Context(), cfg, false); !errors.Is(err, ErrNoSecretKey) || !strings.Contains(err.Error(), EnvSecretKeyFile) {
+		t.Fatalf("no key: %v", err)
+	}
+}
+
+// TestTransport: the transport sends the token, and on a 401 gets a new one and sends the
+// request once more (its body again).
+func TestTransport(t *testing.T) {
+	a := startAS(t)
+	var mu sync.Mutex
+	reject := "at-1"
+	var bodies []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("Authorization") == "" { // discovery's probe
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		bodies = append(bodies, r.Header.Get("Authorization")+" "+string(b))
+		if r.Header.Get("Authorization") == "Bearer "+reject {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	cfg := ccConfig(up.URL)
+	cfg.Oauth.AuthorizationServer = a.srv.URL + "/as"
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
+	resp, err := hc.Post(up.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(bodies) != 2 || bodies[0] != "Bearer at-1 {}" || bodies[1] != "Bearer at-2 {}" {
+		t.Fatalf("status %d, requests %q", resp.StatusCode, bodies)
+	}
+}
+
+// TestSignIn: a sign-in by authorization code opens the authorization server with PKCE S256
+// and the server's URL as the resource; its callback, with the state and the browser's
+// binding, stores the tokens; a state is used once, and a callback from another browser or
+// after SignInTimeout is refused.
+func TestSignIn(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Grant: "authorization_code"}}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusNeedsSignIn || !strings.Contains(st.GetMessage(), "zestctl servers sign-in up") {
+		t.Fatalf("before: %v", st)
+	}
+	if _, err := s.AccessToken(t.Context(), cfg, false); !errors.Is(err, ErrNeedsSignIn) {
+		t.Fatalf("a call before sign-in: %v", err)
+	}
+	if _, err := s.StartSignIn(t.Context(), cfg, "https://zest.example/elsewhere", "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), CallbackPath) {
+		t.Fatalf("another redirect: %v", err)
+	}
+	// callback follows the authorization server's redirect to Zest's callback, and returns its query.
+	callback := func(authURL string) url.Values {
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		u, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || u.Path != CallbackPath {
+			t.Fatalf("%d, Location %q: %v", resp.StatusCode, resp.Header.Get("Location"), err)
+		}
+		return u.Query()
+	}
+	const redirect = "https://zest.example" + CallbackPath
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "browser-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := callback(authURL)
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-2"); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("another browser's callback: %v", err)
+	}
+	id, by, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1")
+	if err != nil || id != "up" || by != "admin" {
+		t.Fatalf("finish = %q %q %v", id, by, err)
+	}
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("after sign-in: %q, %v", tok, err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "admin" || !st.GetRefreshable() {
+		t.Fatalf("state = %v", st)
+	}
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("a state used twice: %v", err)
+	}
+	authURL, err = s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q = callback(authURL)
+	c.add(SignInTimeout + time.Second)
+	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a late callback: %v", err)
+	}
+	cc := ccConfig(cfg.GetUrl())
+	if _, err := s.StartSignIn(t.Context(), cc, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "no person signs in") {
+		t.Fatalf("client_credentials: %v", err)
+	}
+}
+
+// TestPendingSignInsBounded: at most MaxPendingSignIns wait for their callback.
+func TestPendingSignInsBounded(t *testing.T) {
+	a := startAS(t)
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	for range MaxPendingSignIns {
+		if _, err := s.StartSignIn(t.Context(), cfg, "https://z"+CallbackPath, "admin", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.StartSignIn(t.Context(), cfg, "https://z"+CallbackPath, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "already wait") {
+		t.Fatalf("one over the bound: %v", err)
+	}
+}
+
+// TestDynamicRegistration: without oauth.client_id, Zest registers itself (RFC 7591) where the
+// authorization server offers it, signs in with that client, and refreshes with it; where none
+// is offered, the sign-in is refused naming oauth.client_id.
+func TestDynamicRegistration(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	const redirect = "https://zest.example" + CallbackPath
+	if _, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "offers no dynamic client registration") {
+		t.Fatalf("without registration: %v", err)
+	}
+	a.registration = true
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(authURL, "client_id=dyn-1") {
+		t.Fatalf("authorization URL %s: want the registered client", authURL)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
+	}
+}
+
+// TestStateDoesNotWaitForATokenRequest: the admin API's state of a server answers while a
+// token request of that server is in progress (it holds the server's lock across the
+// authorization server's answer), from what the last request left.
+func TestStateDoesNotWaitForATokenRequest(t *testing.T) {
+	a := startAS(t)
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	cfg := ccConfig(a.srv.URL + "/mcp")
+	a.hold = make(chan chan struct{})
+	done := make(chan error, 1)
+	go func() { _, err := s.AccessToken(context.Background(), cfg, false); done <- err }()
+	release := <-a.hold // the token request is at the authorization server
+	state := make(chan *mcpgatewayv1.UpstreamOAuthState, 1)
+	go func() { state <- s.State(context.Background(), cfg) }()
+	select {
+	case st := <-state:
+		if st.GetStatus() != StatusNeedsSignIn {
+			t.Errorf("state while the first token is requested: %v", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("State waited for the token request")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := s.State(context.Background(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("after: %v", st)
+	}
+}
+
+// TestSignInAcrossReplicas: a sign-in started on one mcpgateway is finished by another that
+// shares the registry and the key (the callback reaches any replica); the store holds the
+// sign-in sealed, and forgets it once used.
+func TestSignInAcrossReplicas(t *testing.T) {
+	a := startAS(t)
+	store := openBolt(t)
+	one := New(testKeys(t), store, env(nil), a.srv.Client(), nil, nil)
+	two := New(testKeys(t), store, env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := one.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	state := loc.Query().Get("state")
+	sealed, err := store.GetOAuthToken(t.Context(), pendingKey(state))
+	if err != nil || bytes.Contains(sealed, []byte(state)) || bytes.Contains(sealed, []byte("verifier\":\"")) {
+		t.Fatalf("the stored sign-in: %v (want it sealed)", err)
+	}
+	if id, by, err := two.FinishSignIn(t.Context(), state, loc.Query().Get("code"), "", ""); err != nil || id != "up" || by != "admin" {
+		t.Fatalf("finished on the other replica: %q %q %v", id, by, err)
+	}
+	if tok, err := one.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("the first replica's token: %q, %v", tok, err)
+	}
+	if _, err := store.GetOAuthToken(t.Context(), pendingKey(state)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("the used sign-in is kept: %v", err)
+	}
+}
+
+// TestClientCredentialsAfterARefusedRefresh: a client-credentials server whose refresh token is
+// refused requests a new token with its credentials; it never needs a person.
+func TestClientCredentialsAfterARefusedRefresh(t *testing.T) {
+	a := startAS(t)
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := ccConfig(a.srv.URL + "/mcp")
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
+		t.Fatalf("first: %q, %v", tok, err)
+	}
+	a.revokeAll()
+	c.add(2 * time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("after the refused refresh: %q, %v; want a new token by client credentials", tok, err)
+	}
+	// x/oauth2 tries the client's secret in the header, then in the body, on a refusal.
+	grants, _ := a.seen()
+	if g := strings.Join(grants, ","); g != "client_credentials,refresh_token,client_credentials" && g != "client_credentials,refresh_token,refresh_token,client_credentials" {
+		t.Fatalf("grants %v", grants)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("state %v", st)
+	}
+}

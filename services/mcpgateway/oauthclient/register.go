@@ -1,0 +1,50 @@
+package oauthclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// clientName is how Zest names itself to an authorization server it registers with.
+const clientName = "Zest MCP gateway"
+
+// registered is a client a dynamic registration gave.
+type registered struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+}
+
+// register registers Zest as a client of d's authorization server (RFC 7591) for a sign-in
+// coming back to redirectURI: a public client (PKCE), unless the server insists on a secret.
+func (s *Signer) register(ctx context.Context, id string, d *Discovery, redirectURI string) (*registered, error) {
+	body, _ := json.Marshal(map[string]any{
+		"client_name": clientName, "redirect_uris": []string{redirectURI}, "grant_types": []string{"authorization_code", "refresh_token"},
+		"response_types": []string{"code"}, "token_endpoint_auth_method": "none",
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Server.RegistrationEndpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server %q: client registration at %s: %w", ErrSignIn, id, d.Server.RegistrationEndpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxMetadataBytes))
+	if err != nil {
+		return nil, err
+	}
+	var r registered
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil || r.ClientID == "" {
+		return nil, fmt.Errorf("%w: server %q: the authorization server refused to register Zest (HTTP %d at %s): register a client for Zest there (redirect URI %s) and set oauth.client_id",
+			ErrSignIn, id, resp.StatusCode, d.Server.RegistrationEndpoint, redirectURI)
+	}
+	s.log.Info("Zest registered itself with an upstream's authorization server", "server", id, "issuer", d.Server.Issuer, "client_id", r.ClientID)
+	return &r, nil
+}

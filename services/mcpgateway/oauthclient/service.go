@@ -1,0 +1,98 @@
+package oauthclient
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/zestmcp/zest/lib/keyauth"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Service is UpstreamOAuthService: sign-in to a server, from the console or zestctl, and the
+// callback the edge relays.
+type Service struct {
+	mcpgatewayv1.UnimplementedUpstreamOAuthServiceServer
+	signer *Signer
+	// publicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): the callback of a
+	// sign-in that names none.
+	publicURL string
+	servers   interface {
+		GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
+	}
+}
+
+// NewService serves signer's sign-ins for the servers servers holds; publicURL (may be empty)
+// is Zest's address as browsers reach it.
+func NewService(signer *Signer, servers interface {
+	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
+}, publicURL string) *Service {
+	return &Service{signer: signer, servers: servers, publicURL: strings.TrimSuffix(publicURL, "/")}
+}
+
+// admin names the administrator of ctx's call: an access token's subject, else the admin key.
+func admin(ctx context.Context) string {
+	if c, ok := keyauth.TokenCallerOf(ctx); ok {
+		return "oauth:" + c.Subject
+	}
+	return "admin-key"
+}
+
+func (s *Service) server(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
+	cfg, err := s.servers.GetServer(ctx, id)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "server %q is not registered", id)
+	}
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return cfg, nil
+}
+
+// StartSignIn implements UpstreamOAuthServiceServer.
+func (s *Service) StartSignIn(ctx context.Context, req *mcpgatewayv1.StartSignInRequest) (*mcpgatewayv1.StartSignInResponse, error) {
+	cfg, err := s.server(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	redirect := req.GetRedirectUri()
+	if redirect == "" {
+		if s.publicURL == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "no redirect_uri, and ZEST_PUBLIC_URL is not set on mcpgateway: send redirect_uri (Zest's https://HOST%s as the browser reaches it), or set ZEST_PUBLIC_URL", CallbackPath)
+		}
+		redirect = s.publicURL + CallbackPath
+	}
+	u, err := s.signer.StartSignIn(ctx, cfg, redirect, admin(ctx), "")
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &mcpgatewayv1.StartSignInResponse{AuthorizationUrl: u}, nil
+}
+
+// SignOut implements UpstreamOAuthServiceServer.
+func (s *Service) SignOut(ctx context.Context, req *mcpgatewayv1.SignOutRequest) (*mcpgatewayv1.SignOutResponse, error) {
+	cfg, err := s.server(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.signer.Forget(ctx, cfg.GetId()); err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return &mcpgatewayv1.SignOutResponse{OauthState: s.signer.State(ctx, cfg)}, nil
+}
+
+// FinishSignIn implements UpstreamOAuthServiceServer.
+func (s *Service) FinishSignIn(ctx context.Context, req *mcpgatewayv1.FinishSignInRequest) (*mcpgatewayv1.FinishSignInResponse, error) {
+	id, _, err := s.signer.FinishSignIn(ctx, req.GetState(), req.GetCode(), req.GetError(), "")
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	cfg, err := s.server(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpgatewayv1.FinishSignInResponse{Id: id, OauthState: s.signer.State(ctx, cfg)}, nil
+}

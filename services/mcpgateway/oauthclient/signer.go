@@ -1,0 +1,463 @@
+package oauthclient
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zestmcp/zest/lib/envref"
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// Limits and timings of the client.
+const (
+	// RefreshBefore is how long before its expiry an access token is refreshed: a call never
+	// goes out with a token about to expire on its way.
+	RefreshBefore = time.Minute
+	// RequestTimeout bounds one request to an authorization server (discovery, a token).
+	RequestTimeout = 15 * time.Second
+)
+
+// States of UpstreamOAuthState.status.
+const (
+	StatusSignedIn    = "signed_in"
+	StatusNeedsSignIn = "needs_sign_in"
+)
+
+// ErrNeedsSignIn means Zest holds no usable token for the server and cannot get one without a
+// person: its error names how to sign in.
+var ErrNeedsSignIn = errors.New("needs sign-in")
+
+// Store keeps the sealed token records: the registry (bbolt or etcd).
+type Store = registry.OAuthTokens
+
+// record is what Zest keeps for one server, sealed: the tokens and where they came from.
+type record struct {
+	AccessToken   string    `json:"access_token"`
+	RefreshToken  string    `json:"refresh_token,omitempty"`
+	TokenType     string    `json:"token_type,omitempty"`
+	Expiry        time.Time `json:"expiry,omitzero"`
+	Subject       string    `json:"subject,omitempty"`
+	Resource      string    `json:"resource"`
+	Issuer        string    `json:"issuer"`
+	TokenEndpoint string    `json:"token_endpoint"`
+	ClientID      string    `json:"client_id"`
+	// RegisteredSecret is the secret a dynamic client registration gave (RFC 7591); a
+	// configured client's secret stays in the environment and is never stored.
+	RegisteredSecret string `json:"registered_secret,omitempty"`
+}
+
+// Signer holds the upstream servers' OAuth tokens for one mcpgateway: it gives each request
+// its access token, refreshing or requesting one as the server's grant allows, and says where
+// each server stands. Tokens never leave it but in an Authorization header to their server
+// and sealed to its store.
+type Signer struct {
+	keys      *Keyring
+	store     Store
+	lookupEnv func(string) (string, bool)
+	hc        *http.Client
+	log       *slog.Logger
+	now       func() time.Time
+
+	mu      sync.Mutex
+	servers map[string]*server
+	// pending are this replica's sign-ins waiting for their callback (pendingKey → expiry);
+	// each is kept sealed in the store.
+	pending map[string]time.Time
+}
+
+// server is one server's state; mu serializes its token requests (and is held across them).
+type server struct {
+	mu  sync.Mutex
+	rec *record
+	// message is why the server needs sign-in, when it does.
+	message string
+	// shown is rec and message as State reads them without waiting for a token request.
+	smu      sync.Mutex
+	shownRec *record
+	shownMsg string
+}
+
+// set records rec and msg (mu held).
+func (sv *server) set(rec *record, msg string) {
+	sv.rec, sv.message = rec, msg
+	sv.smu.Lock()
+	sv.shownRec, sv.shownMsg = rec, msg
+	sv.smu.Unlock()
+}
+
+func (sv *server) shown() (*record, string) {
+	sv.smu.Lock()
+	defer sv.smu.Unlock()
+	return sv.shownRec, sv.shownMsg
+}
+
+// New returns a signer. keys may be nil (no ZEST_SECRET_KEY_FILE): every server then needs a
+// key before it can sign in. hc (nil: a client with RequestTimeout) reaches the authorization
+// servers; now (nil: time.Now) is the clock of expiries.
+func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *http.Client, now func() time.Time, log *slog.Logger) *Signer {
+	if hc == nil {
+		hc = &http.Client{Timeout: RequestTimeout}
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
+}
+
+func (s *Signer) server(id string) *server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.servers[id]
+	if sv == nil {
+		sv = &server{}
+		s.servers[id] = sv
+	}
+	return sv
+}
+
+// signInHint is how a person signs in to server id.
+func signInHint(id string) string {
+	return fmt.Sprintf("sign in from the console (Servers → %s → Sign in) or with zestctl servers sign-in %s", id, id)
+}
+
+// NeedsSignInError is ErrNeedsSignIn for one server: why, and how to sign in.
+type NeedsSignInError struct{ ID, Why string }
+
+func (e *NeedsSignInError) Error() string {
+	return fmt.Sprintf("server %q needs sign-in: %s; %s", e.ID, e.Why, signInHint(e.ID))
+}
+
+// Is makes a NeedsSignInError ErrNeedsSignIn.
+func (e *NeedsSignInError) Is(target error) bool { return target == ErrNeedsSignIn }
+
+func needsSignIn(id, why string) error { return &NeedsSignInError{ID: id, Why: why} }
+
+// AccessToken returns the access token to send to cfg's server: the one held while it is
+// valid beyond RefreshBefore, else a refreshed one, else (client_credentials) a new one.
+// force asks for a new token even if the held one looks valid (the server answered 401).
+func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, force bool) (string, error) {
+	id := cfg.GetId()
+	if s.keys == nil {
+		return "", fmt.Errorf("server %q signs in by OAuth: %w", id, ErrNoSecretKey)
+	}
+	sv := s.server(id)
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	now := s.now()
+	if sv.rec == nil || force || !fresh(sv.rec, now) {
+		// Another replica may have refreshed it: read the store before asking the server.
+		rec, err := s.load(ctx, id, true)
+		if err != nil && !errors.Is(err, errNoRecord) {
+			return "", err
+		}
+		if rec != nil && rec.Resource != cfg.GetUrl() {
+			rec = nil // signed in to another URL: not this server's token
+		}
+		if rec != nil && (sv.rec == nil || rec.AccessToken != sv.rec.AccessToken) && fresh(rec, now) {
+			sv.set(rec, "")
+			return rec.AccessToken, nil
+		}
+		sv.set(rec, sv.message)
+	}
+	if sv.rec != nil && !force && fresh(sv.rec, now) {
+		return sv.rec.AccessToken, nil
+	}
+	rec, err := s.renew(ctx, cfg, sv.rec)
+	if err != nil {
+		if errors.Is(err, ErrNeedsSignIn) {
+			sv.set(nil, err.Error())
+		}
+		return "", err
+	}
+	sv.set(rec, "")
+	return rec.AccessToken, nil
+}
+
+// fresh reports whether rec's access token is valid beyond RefreshBefore (one without an
+// expiry is until the server refuses it).
+func fresh(rec *record, now time.Time) bool {
+	return rec.AccessToken != "" && (rec.Expiry.IsZero() || rec.Expiry.Add(-RefreshBefore).After(now))
+}
+
+// renew gets a new token for cfg: by rec's refresh token, else by client credentials.
+func (s *Signer) renew(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec *record) (*record, error) {
+	id, o := cfg.GetId(), cfg.GetOauth()
+	secret, err := s.secret(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
+	if rec != nil && rec.RefreshToken != "" {
+		next, err := s.refresh(ctx, cfg, rec, secret)
+		if err == nil || o.GetGrant() != serverconfig.GrantClientCredentials || !errors.Is(err, ErrNeedsSignIn) {
+			return next, err
+		}
+		// A client-credentials server needs no person: it requests a new token instead.
+	}
+	switch {
+	case o.GetGrant() == serverconfig.GrantClientCredentials:
+		d, err := s.discover(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret),
+			Scopes: scopes(cfg, d), EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
+		tok, err := cc.Token(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
+		}
+		next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
+			Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId()}
+		next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
+		s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
+		return next, s.save(ctx, id, next)
+	case rec != nil:
+		return nil, needsSignIn(id, "its access token expired and Zest holds no refresh token")
+	default:
+		return nil, needsSignIn(id, "Zest holds no token for it")
+	}
+}
+
+// expiry is when tok expires by the signer's clock (x/oauth2 counts expires_in from
+// time.Now); zero when the server said nothing.
+func (s *Signer) expiry(tok *oauth2.Token) time.Time {
+	in := tok.ExpiresIn
+	switch v := tok.Extra("expires_in").(type) {
+	case float64:
+		in = int64(v)
+	case string:
+		in, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if in > 0 {
+		return s.now().Add(time.Duration(in) * time.Second)
+	}
+	if tok.Expiry.IsZero() {
+		return time.Time{}
+	}
+	return s.now().Add(time.Until(tok.Expiry))
+}
+
+// refresh gets a new token for cfg by rec's refresh token; a refused one (revoked, expired)
+// forgets the record and is ErrNeedsSignIn.
+func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec *record, secret string) (*record, error) {
+	id := cfg.GetId()
+	if rec.RegisteredSecret != "" {
+		secret = rec.RegisteredSecret
+	}
+	// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
+	// every token request: the client-credentials request with its grant_type overridden
+	// (which the package allows for this) is a refresh request that carries one.
+	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret),
+		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
+			// Revoked or expired: the record is of no more use.
+			if derr := s.store.DeleteOAuthToken(ctx, id); derr != nil {
+				s.log.Warn("a refused refresh token could not be forgotten", "server", id, "err", derr)
+			}
+			s.log.Info("upstream refused the refresh token: the server needs sign-in", "server", id, "error_code", re.ErrorCode)
+			return nil, needsSignIn(id, "its authorization server refused the refresh token ("+re.ErrorCode+")")
+		}
+		return nil, fmt.Errorf("server %q: refresh at %s: %w", id, rec.TokenEndpoint, tokenError(err))
+	}
+	next := *rec
+	next.AccessToken, next.TokenType, next.Expiry = tok.AccessToken, tok.Type(), s.expiry(tok)
+	if tok.RefreshToken != "" { // rotated (OAuth 2.1 section 4.3.1 for public clients)
+		next.RefreshToken = tok.RefreshToken
+	}
+	next.Subject = subjectOf(tok.AccessToken, next.Subject)
+	return &next, s.save(ctx, id, &next)
+}
+
+// tokenError is err without a response body (x/oauth2's message may quote it).
+func tokenError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := ""
+		if re.Response != nil {
+			status = re.Response.Status
+		}
+		if re.ErrorCode != "" {
+			return fmt.Errorf("HTTP %s, error %q %s", status, re.ErrorCode, re.ErrorDescription)
+		}
+		return fmt.Errorf("HTTP %s", status)
+	}
+	return err
+}
+
+func authStyle(secret string) oauth2.AuthStyle {
+	if secret == "" {
+		return oauth2.AuthStyleInParams // a public client: client_id in the body, no secret
+	}
+	return oauth2.AuthStyleAutoDetect
+}
+
+// scopes are the configured ones, else those the server's metadata supports.
+func scopes(cfg *mcpgatewayv1.ServerConfig, d *Discovery) []string {
+	if s := cfg.GetOauth().GetScopes(); len(s) > 0 {
+		return s
+	}
+	return d.Resource.ScopesSupported
+}
+
+// secret resolves oauth.client_secret ("" when none is configured).
+func (s *Signer) secret(cfg *mcpgatewayv1.ServerConfig) (string, error) {
+	ref := cfg.GetOauth().GetClientSecret()
+	if ref == "" {
+		return "", nil
+	}
+	name, err := envref.Variable(ref)
+	if err != nil {
+		return "", fmt.Errorf("server %q: oauth.client_secret %w", cfg.GetId(), err)
+	}
+	if err := envref.CheckNotReserved("oauth.client_secret", ref, "UPSTREAM_CLIENT_SECRET", "mcpgateway's environment"); err != nil {
+		return "", err
+	}
+	v, ok := s.lookupEnv(name)
+	if !ok {
+		return "", fmt.Errorf("server %q: oauth.client_secret: %w: %s (set it in mcpgateway's environment)", cfg.GetId(), envref.ErrNotSet, name)
+	}
+	return v, nil
+}
+
+// discover finds cfg's authorization server (see Discover).
+func (s *Signer) discover(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (*Discovery, error) {
+	challenge, err := Challenge(ctx, s.hc, cfg.GetUrl())
+	if err != nil {
+		return nil, err
+	}
+	d, err := Discover(ctx, s.hc, cfg.GetUrl(), challenge, cfg.GetOauth().GetAuthorizationServer())
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", cfg.GetId(), err)
+	}
+	return d, nil
+}
+
+var errNoRecord = errors.New("no token record")
+
+// load reads id's record; reseal seals one of the previous key again (only under the
+// server's mu: a record written meanwhile must not be replaced by an older one).
+func (s *Signer) load(ctx context.Context, id string, reseal bool) (*record, error) {
+	sealed, err := s.store.GetOAuthToken(ctx, id)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, errNoRecord
+		}
+		return nil, fmt.Errorf("server %q: read its OAuth tokens: %w", id, err)
+	}
+	plain, stale, err := s.keys.Open(sealed, []byte(id))
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", id, err)
+	}
+	rec := &record{}
+	if err := json.Unmarshal(plain, rec); err != nil {
+		return nil, fmt.Errorf("server %q: %w", id, ErrUnseal)
+	}
+	if stale && reseal {
+		if err := s.save(ctx, id, rec); err != nil {
+			return nil, err
+		}
+		s.log.Info("upstream OAuth tokens sealed again with the current secret key", "server", id)
+	}
+	return rec, nil
+}
+
+func (s *Signer) save(ctx context.Context, id string, rec *record) error {
+	plain, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.keys.Seal(plain, []byte(id))
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutOAuthToken(ctx, id, sealed); err != nil {
+		return fmt.Errorf("server %q: store its OAuth tokens: %w", id, err)
+	}
+	return nil
+}
+
+// subjectOf is the sub claim of a JWT access token, else def (an opaque token says nothing).
+// The signature is not checked: the subject is only shown.
+func subjectOf(token, def string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return def
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return def
+	}
+	var c struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(b, &c) != nil || c.Sub == "" {
+		return def
+	}
+	return c.Sub
+}
+
+// State says where Zest stands with cfg's server: signed in as whom until when, or what to do.
+// It never holds a token.
+func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcpgatewayv1.UpstreamOAuthState {
+	id := cfg.GetId()
+	if s == nil || s.keys == nil {
+		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: ErrNoSecretKey.Error()}
+	}
+	// From what the last token request left, without waiting for one in progress; from the
+	// store when that says nothing current (another replica may have signed in or refreshed).
+	rec, message := s.server(id).shown()
+	if rec == nil || !fresh(rec, s.now()) {
+		stored, err := s.load(ctx, id, false)
+		switch {
+		case err == nil:
+			rec = stored
+		case !errors.Is(err, errNoRecord):
+			return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: err.Error()}
+		}
+	}
+	cc := cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials
+	if rec == nil || rec.Resource != cfg.GetUrl() || (!fresh(rec, s.now()) && rec.RefreshToken == "" && !cc) {
+		msg := message
+		switch {
+		case msg != "":
+		case cc:
+			msg = "Zest requests a token with its client credentials on the next call"
+		default:
+			msg = signInHint(id)
+		}
+		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: msg}
+	}
+	st := &mcpgatewayv1.UpstreamOAuthState{Status: StatusSignedIn, Subject: rec.Subject, Refreshable: rec.RefreshToken != "" || cc}
+	if !rec.Expiry.IsZero() {
+		st.Expires = rec.Expiry.UTC().Format(time.RFC3339)
+	}
+	return st
+}
+
+// Forget drops what Zest holds for server id (the server was deleted, or signed out).
+func (s *Signer) Forget(ctx context.Context, id string) error {
+	s.mu.Lock()
+	delete(s.servers, id)
+	s.mu.Unlock()
+	return s.store.DeleteOAuthToken(ctx, id)
+}

@@ -1,0 +1,253 @@
+package oauthclient
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/registry"
+	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
+	"golang.org/x/oauth2"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Limits of a sign-in by authorization code.
+const (
+	// CallbackPath is the edge's route the authorization server sends the browser back to.
+	CallbackPath = "/internal/mcp/oauth/callback"
+	// SignInTimeout is how long a sign-in started waits for its callback.
+	SignInTimeout = 10 * time.Minute
+	// MaxPendingSignIns bounds the sign-ins waiting for their callback on one mcpgateway.
+	MaxPendingSignIns = 64
+)
+
+// Errors of a sign-in.
+var (
+	// ErrSignIn means a callback does not finish a sign-in this mcpgateway started.
+	ErrSignIn = errors.New("OAuth sign-in")
+)
+
+// pending is a sign-in waiting for its callback: what finishes it, and who started it. It is
+// kept sealed in the store (any replica may receive the callback), under pendingKey(state).
+type pending struct {
+	// Config is the server's config as the sign-in started (protojson: ${VAR} references only).
+	Config   json.RawMessage `json:"config"`
+	Issuer   string          `json:"issuer"`
+	AuthURL  string          `json:"auth_url"`
+	TokenURL string          `json:"token_url"`
+	ClientID string          `json:"client_id"`
+	// RegisteredSecret is the secret a dynamic registration gave, kept (sealed) with the tokens.
+	RegisteredSecret string    `json:"registered_secret,omitempty"`
+	RedirectURI      string    `json:"redirect_uri"`
+	Scopes           []string  `json:"scopes,omitempty"`
+	Verifier         string    `json:"verifier"`
+	By               string    `json:"by"`
+	Binding          string    `json:"binding,omitempty"`
+	Expires          time.Time `json:"expires"`
+}
+
+// pendingKey is the store's key of a sign-in in progress: the state's hash (the state is the
+// sign-in's credential), under a prefix no server id has ("/" is not in an id).
+func pendingKey(state string) string { return "sign-in/" + stateKey(state) }
+
+// pendingAAD binds a sealed sign-in to its kind.
+var pendingAAD = []byte("zest upstream sign-in")
+
+// StartSignIn starts a sign-in by authorization code (PKCE S256) to cfg's server for by, the
+// administrator who asked: it returns the URL to open in a browser, which the authorization
+// server sends back to redirectURI (Zest's CallbackPath) with the state. binding, when not
+// empty, must come back with the callback (the console's cookie: the browser that started it).
+func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, redirectURI, by, binding string) (string, error) {
+	id, o := cfg.GetId(), cfg.GetOauth()
+	switch {
+	case o == nil:
+		return "", fmt.Errorf("%w: server %q has no oauth block: set oauth (docs/operator/oauth.md)", ErrSignIn, id)
+	case o.GetGrant() == serverconfig.GrantClientCredentials:
+		return "", fmt.Errorf("%w: server %q signs in with its client credentials (oauth.grant client_credentials): no person signs in", ErrSignIn, id)
+	case s.keys == nil:
+		return "", fmt.Errorf("%w: %w", ErrSignIn, ErrNoSecretKey)
+	}
+	ru, err := url.Parse(redirectURI)
+	if err != nil || ru.Path != CallbackPath || (ru.Scheme != "https" && ru.Scheme != "http") {
+		return "", fmt.Errorf("%w: redirect_uri %q must be Zest's own https://HOST%s", ErrSignIn, redirectURI, CallbackPath)
+	}
+	secret, err := s.secret(cfg)
+	if err != nil {
+		return "", err
+	}
+	d, err := s.discover(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	if !d.Server.SupportsS256() {
+		return "", fmt.Errorf("%w: server %q: its authorization server %s does not name PKCE S256 in code_challenge_methods_supported, which MCP authorization requires", ErrSignIn, id, d.Server.Issuer)
+	}
+	if d.Server.AuthorizationEndpoint == "" {
+		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
+	}
+	clientID := o.GetClientId()
+	registeredSecret := ""
+	if clientID == "" {
+		// No client configured: dynamic client registration (RFC 7591) where the server offers it.
+		if d.Server.RegistrationEndpoint == "" {
+			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration: register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
+		}
+		reg, err := s.register(ctx, id, d, redirectURI)
+		if err != nil {
+			return "", err
+		}
+		clientID, secret, registeredSecret = reg.ClientID, reg.ClientSecret, reg.ClientSecret
+	}
+	state := rand.Text() + rand.Text()
+	rawCfg, err := protojson.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
+		ClientID: clientID, RegisteredSecret: registeredSecret, RedirectURI: redirectURI, Scopes: scopes(cfg, d),
+		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
+	if err := s.holdPending(ctx, state, p); err != nil {
+		return "", err
+	}
+	s.log.Info("upstream sign-in started", "server", id, "by", by, "issuer", d.Server.Issuer)
+	conf := p.oauth2(secret)
+	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl())), nil
+}
+
+// oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.
+func (p *pending) oauth2(secret string) oauth2.Config {
+	return oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, RedirectURL: p.RedirectURI, Scopes: p.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret)}}
+}
+
+// holdPending keeps p sealed in the store for its callback; this replica counts its own
+// sign-ins waiting (MaxPendingSignIns) and forgets the expired ones.
+func (s *Signer) holdPending(ctx context.Context, state string, p *pending) error {
+	now := s.now()
+	s.mu.Lock()
+	var expired []string
+	for k, until := range s.pending {
+		if until.Before(now) {
+			expired = append(expired, k)
+			delete(s.pending, k)
+		}
+	}
+	full := len(s.pending) >= MaxPendingSignIns
+	if !full {
+		s.pending[pendingKey(state)] = p.Expires
+	}
+	s.mu.Unlock()
+	for _, k := range expired {
+		if err := s.store.DeleteOAuthToken(ctx, k); err != nil {
+			s.log.Warn("an expired sign-in could not be forgotten", "err", err)
+		}
+	}
+	if full {
+		return fmt.Errorf("%w: %d sign-ins already wait for their callback: finish one, or wait %s for them to expire", ErrSignIn, MaxPendingSignIns, SignInTimeout)
+	}
+	plain, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.keys.Seal(plain, pendingAAD)
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutOAuthToken(ctx, pendingKey(state), sealed); err != nil {
+		return fmt.Errorf("%w: keep the sign-in: %w", ErrSignIn, err)
+	}
+	return nil
+}
+
+// takePending returns the sign-in of state and forgets it (one use) when binding is its own;
+// nil when there is none (or it is another browser's, which is left for its own callback).
+func (s *Signer) takePending(ctx context.Context, state, binding string) (*pending, error) {
+	key := pendingKey(state)
+	sealed, err := s.store.GetOAuthToken(ctx, key)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	plain, _, err := s.keys.Open(sealed, pendingAAD)
+	if err != nil {
+		return nil, err
+	}
+	p := &pending{}
+	if err := json.Unmarshal(plain, p); err != nil {
+		return nil, ErrUnseal
+	}
+	if p.Binding != "" && subtle.ConstantTimeCompare([]byte(p.Binding), []byte(binding)) != 1 && !p.Expires.Before(s.now()) {
+		return nil, nil
+	}
+	if err := s.store.DeleteOAuthToken(ctx, key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.pending, key)
+	s.mu.Unlock()
+	return p, nil
+}
+
+// stateKey is how a state is kept: its hash (the state itself is a bearer of the sign-in).
+func stateKey(state string) string {
+	h := sha256.Sum256([]byte(state))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// FinishSignIn finishes the sign-in of state with the authorization server's callback: code,
+// or errCode when it refused. binding must be the one the sign-in started with. It returns the
+// server's id and who started the sign-in.
+func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding string) (id, by string, err error) {
+	var p *pending
+	if s.keys != nil && state != "" {
+		if p, err = s.takePending(ctx, state, binding); err != nil {
+			return "", "", fmt.Errorf("%w: %w", ErrSignIn, err)
+		}
+	}
+	if p == nil || p.Expires.Before(s.now()) {
+		return "", "", fmt.Errorf("%w: this callback matches no sign-in in progress (expired after %s, used already, or started in another browser): start it again", ErrSignIn, SignInTimeout)
+	}
+	cfg := &mcpgatewayv1.ServerConfig{}
+	if err := protojson.Unmarshal(p.Config, cfg); err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrSignIn, ErrUnseal)
+	}
+	id = cfg.GetId()
+	if errCode != "" {
+		return id, p.By, fmt.Errorf("%w: server %q: the authorization server refused: %s", ErrSignIn, id, strings.ToValidUTF8(errCode, "?"))
+	}
+	secret := p.RegisteredSecret
+	if cfg.GetOauth().GetClientId() != "" {
+		if secret, err = s.secret(cfg); err != nil {
+			return id, p.By, err
+		}
+	}
+	conf := p.oauth2(secret)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl()))
+	if err != nil {
+		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
+	}
+	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret}
+	rec.Subject = subjectOf(tok.AccessToken, p.By)
+	sv := s.server(id)
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if err := s.save(ctx, id, rec); err != nil {
+		return id, p.By, err
+	}
+	sv.set(rec, "")
+	s.log.Info("upstream sign-in finished", "server", id, "by", p.By, "subject", rec.Subject, "expires", rec.Expiry)
+	return id, p.By, nil
+}

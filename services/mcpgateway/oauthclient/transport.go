@@ -1,0 +1,50 @@
+package oauthclient
+
+import (
+	"net/http"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+)
+
+// Transport sends every request to cfg's server with the signer's access token. A 401 to a
+// request sent with a token gets one new token (refreshed, or requested again by client
+// credentials) and the request once more, when its body can be sent again; a server that
+// needs sign-in fails the request with ErrNeedsSignIn, naming how to sign in.
+type Transport struct {
+	Base   http.RoundTripper
+	Signer *Signer
+	Config *mcpgatewayv1.ServerConfig
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.Signer.AccessToken(req.Context(), t.Config, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.Base.RoundTrip(withToken(req, tok))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+		return resp, err
+	}
+	tok, err = t.Signer.AccessToken(req.Context(), t.Config, true)
+	if err != nil {
+		_ = resp.Body.Close()
+		return nil, err
+	}
+	again := withToken(req, tok)
+	if req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			_ = resp.Body.Close()
+			return nil, err
+		}
+	}
+	_ = resp.Body.Close()
+	return t.Base.RoundTrip(again)
+}
+
+// withToken is a copy of req with its Authorization (the caller's request is not changed).
+func withToken(req *http.Request, tok string) *http.Request {
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
+}
