@@ -131,25 +131,58 @@ type inMsg struct {
 // hasID says whether the message carries an id other than null.
 func (m *inMsg) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
 
-// classify decodes one message (a JSON object) from the child. A message with a "method"
-// member is a request or a notification whatever its id, never a response. The error is a
-// protocol failure: raw is not a JSON object.
+// classify decodes one message (a JSON object) from the child, in one pass (decodeMessage);
+// the members of m are slices of one copy of raw, which the caller may reuse. A message with
+// a "method" member is a request or a notification whatever its id, never a response. The
+// error is a protocol failure: raw is not a JSON object.
 func classify(raw []byte) (inMsg, string, kind, error) {
-	var m inMsg
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, "", 0, fmt.Errorf("%w: stdout line is not a JSON-RPC message (%q)", ErrProtocol, truncate(raw, 120))
+	m, ok := decodeMessage(raw)
+	if !ok {
+		return inMsg{}, "", 0, fmt.Errorf("%w: stdout line is not a JSON-RPC message (%q)", ErrProtocol, truncate(raw, 120))
+	}
+	if m.ID != nil || m.Method != nil || m.Params != nil || m.Result != nil || m.Error != nil {
+		m = m.clone(raw)
 	}
 	if m.Method == nil {
 		return m, "", kindResponse, nil
 	}
-	var method string
-	if json.Unmarshal(m.Method, &method) != nil || method == "" {
+	method, ok := methodName(m.Method)
+	if !ok {
 		return m, "", kindBadRequest, nil
 	}
 	if m.hasID() {
 		return m, method, kindRequest, nil
 	}
 	return m, method, kindNotification, nil
+}
+
+// clone returns m with its members in one copy of raw, which they are slices of.
+func (m inMsg) clone(raw []byte) inMsg {
+	c := bytes.Clone(raw)
+	in := func(member json.RawMessage) json.RawMessage {
+		if member == nil {
+			return nil
+		}
+		off := cap(raw) - cap(member)
+		return c[off : off+len(member) : off+len(member)]
+	}
+	return inMsg{ID: in(m.ID), Method: in(m.Method), Params: in(m.Params), Result: in(m.Result), Error: in(m.Error)}
+}
+
+// methodName is the method a "method" member names: false when it is not a non-empty
+// string.
+func methodName(raw json.RawMessage) (string, bool) {
+	if len(raw) < 3 || raw[0] != '"' {
+		return "", false
+	}
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), true
+	}
+	var method string
+	if json.Unmarshal(raw, &method) != nil || method == "" {
+		return "", false
+	}
+	return method, true
 }
 
 // responseError decodes the error member of a response (nil when there is none). A malformed
