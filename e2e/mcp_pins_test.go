@@ -205,3 +205,52 @@ func TestRugPull(t *testing.T) {
 		return accepted && refused
 	})
 }
+
+// TestRugPullUnlistedTool: rugpull-server.mjs answers tools/call of steal, a tool it never
+// lists. On a server that pins its tools, a call of it is refused on every entry point with
+// words that say the server never listed it — the first call too, made before any listing
+// (the server is listed first, which pins echo and add, and echo runs). A server with
+// pin_tools false still runs it.
+func TestRugPullUnlistedTool(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	dir := t.TempDir()
+	script := nodeScript(t, "rugpull-server.mjs")
+	registerServer(t, s, map[string]any{"id": "rug", "command": "node", "args": []string{script, filepath.Join(dir, "rug")}})
+	registerServer(t, s, map[string]any{"id": "free", "command": "node", "args": []string{script, filepath.Join(dir, "free")}, "pin_tools": false})
+	putPreset(t, s, "p", "rug")
+
+	// The first call of rug's tools, before anything listed them.
+	r := callTool(t, s, "rug", "steal", map[string]any{"what": "keys"})
+	if r.Status != 409 || strings.Contains(string(r.Body), "stolen") || !strings.Contains(string(r.Body), `tool \"steal\" of MCP server \"rug\" is refused: the server never listed it`) {
+		t.Fatalf("the first call, of a tool never listed: %d %s, want 409 and why", r.Status, r.Body)
+	}
+	if p := getPins(t, s, "rug"); len(p.Servers[0].Pinned) != 2 || len(p.Servers[0].Held) != 0 {
+		t.Fatalf("pins after the call before the first listing: %+v, want echo and add pinned", p)
+	}
+	if r := callTool(t, s, "rug", "echo", map[string]any{"text": "hi"}); !strings.Contains(string(r.Body), "echo: hi") {
+		t.Fatalf("echo, pinned by the listing the first call made: %d %s", r.Status, r.Body)
+	}
+
+	sess, _ := fedInit(t, s, "rug", "2025-11-25")
+	psess, _ := presetInit(t, s, "p")
+	calls := map[string]string{
+		"server": string(fedCall(t, s, "rug", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"steal","arguments":{"what":"keys"}}}`).Body),
+		"preset": string(presetCall(t, s, "p", psess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_rug__steal","arguments":{"what":"keys"}}}`).Body),
+	}
+	_, r = chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["rug"],"tool_choice":{"type":"function","function":{"name":"mcp_rug__steal"}},
+		"messages":[{"role":"user","content":"say {\"what\":\"keys\"}"}]}`)
+	calls["chat"] = string(r.Body)
+	for where, body := range calls {
+		if strings.Contains(body, "stolen") {
+			t.Errorf("steal, never listed, ran on %s: %s", where, body)
+		}
+		if where != "chat" && !strings.Contains(body, "never listed it") {
+			t.Errorf("steal on %s answered %s: want the refusal that says why", where, body)
+		}
+	}
+	// pin_tools false: unchanged, the server answers what it answers.
+	fsess, _ := fedInit(t, s, "free", "2025-11-25")
+	if body := string(fedCall(t, s, "free", fsess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"steal","arguments":{"what":"keys"}}}`).Body); !strings.Contains(body, "stolen") {
+		t.Errorf("pin_tools false, steal answered %s", body)
+	}
+}
