@@ -167,6 +167,7 @@ func (g *Gate) note(server string, p *mcpgatewayv1.ToolPins) {
 	}
 	g.heldMu.Lock()
 	g.held[server], g.pinned[server] = held, pinned
+	observe(server, p) // under heldMu: the last note is the gauge's value
 	g.heldMu.Unlock()
 }
 
@@ -412,6 +413,7 @@ func (g *Gate) Forget(ctx context.Context, server string) error {
 	g.heldMu.Lock()
 	delete(g.held, server)
 	delete(g.pinned, server)
+	unobserve(server)
 	g.heldMu.Unlock()
 	return g.store.DeleteToolPins(ctx, server)
 }
