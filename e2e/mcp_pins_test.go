@@ -228,8 +228,9 @@ func TestRugPull(t *testing.T) {
 }
 
 // TestRugPullUnlistedTool: rugpull-server.mjs answers tools/call of steal, a tool it never
-// lists. On a server that pins its tools, a call of it is refused on every entry point with
-// words that say the server never listed it — the first call too, made before any listing
+// lists. On a server that pins its tools, a call of it is refused on every entry point — the
+// admin API with words that say the server never listed it (409), the MCP endpoints as an
+// unknown tool (-32602), as any name their lists did not show — the first call too, made before any listing
 // (the server is listed first, which pins echo and add, and echo runs). A server with
 // pin_tools false still runs it.
 func TestRugPullUnlistedTool(t *testing.T) {
@@ -265,8 +266,9 @@ func TestRugPullUnlistedTool(t *testing.T) {
 		if strings.Contains(body, "stolen") {
 			t.Errorf("steal, never listed, ran on %s: %s", where, body)
 		}
-		if where != "chat" && !strings.Contains(body, "never listed it") {
-			t.Errorf("steal on %s answered %s: want the refusal that says why", where, body)
+		// To an MCP client, a name its list never showed is an unknown tool, as on every endpoint.
+		if where != "chat" && !strings.Contains(body, `Unknown tool \"`) {
+			t.Errorf("steal on %s answered %s: want an unknown tool", where, body)
 		}
 	}
 	// pin_tools false: unchanged, the server answers what it answers.
