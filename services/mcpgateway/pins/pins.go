@@ -309,7 +309,7 @@ func (g *Gate) Check(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool s
 	}
 	if p == nil && g.list != nil {
 		if err := g.list(ctx, cfg); err != nil {
-			return fmt.Errorf("listing the tools of MCP server %q, which pins its tools, before the first call of one: %w", id, err)
+			return err // the manager's error names the server and the fix (disabled, not reachable)
 		}
 		if p, err = g.load(ctx, id); err != nil {
 			return fmt.Errorf("reading the tool pins of MCP server %q: %w", id, err)
