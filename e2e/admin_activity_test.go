@@ -107,7 +107,7 @@ func TestActivity(t *testing.T) {
 			{ID: "6", Path: "chat", Who: who(fedAPIKey), ServerID: "act", Tool: "echo", ChatName: "mcp_act__echo", PresetID: "actp", Outcome: "ok"},
 			{ID: "5", Path: "mcp", Who: who(fedAPIKey), ServerID: "lemonade", Tool: "lemonade_list_models", Outcome: "ok"},
 			{ID: "4", Path: "mcp", Who: who(fedAPIKey), ServerID: "act", Tool: "echo", ChatName: "mcp_act__echo", PresetID: "actp", Outcome: "ok"},
-			{ID: "3", Path: "mcp", Who: who(fedAPIKey), ServerID: "act", Tool: "nope", Outcome: "error", Error: "Unknown tool: nope"},
+			{ID: "3", Path: "mcp", Who: who(fedAPIKey), ServerID: "act", Tool: "nope", Outcome: "error", Error: "tool \"nope\" of MCP server \"act\" is refused: the server never listed it, so its definition was never pinned (a server that answers a call of a tool it does not list may be pulling a rug); it becomes callable once the server lists it and an a"}, // the pinning link's refusal, cut to the ring's length
 			{ID: "2", Path: "mcp", Who: who(fedAPIKey), ServerID: "act", Tool: "echo", Outcome: "ok"},
 			{ID: "1", Path: "admin", Who: who(adminKey), ServerID: "act", Tool: "echo", Outcome: "ok"},
 		}

@@ -48,10 +48,19 @@ func getPins(t *testing.T, s *Suite, id string) toolPins {
 // held: gone from /mcp/servers/{id}, a preset, the admin API's catalog and the chat loop, and
 // refused on each with words that name it and how to accept; the admin API shows the old
 // and the new definition. Accepting brings it back, with its new description, everywhere;
-// both decisions are in the audit trail with the hash decided. A server with pin_tools false
-// is not held.
+// both decisions are in the audit trail with the hash decided; zest_mcp_tools_held counts
+// what is held. A server with pin_tools false is not held.
 func TestRugPull(t *testing.T) {
-	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey, "ZEST_MCPGATEWAY_METRICS_ADDR=127.0.0.1:0", "ZEST_LOG_LEVEL=info")
+	// zest_mcp_tools_held of rug, as mcpgateway serves it.
+	heldGauge := func(state string) float64 {
+		t.Helper()
+		v, err := gauge(s.Logs("zest-mcpgateway"), `zest_mcp_tools_held{server="rug",state="`+state+`"}`)
+		if err != nil {
+			t.Fatalf("zest_mcp_tools_held: %v", err)
+		}
+		return v
+	}
 	dir := t.TempDir()
 	rug, free := filepath.Join(dir, "rug"), filepath.Join(dir, "free")
 	script := nodeScript(t, "rugpull-server.mjs")
@@ -65,6 +74,9 @@ func TestRugPull(t *testing.T) {
 	}
 	if p := getPins(t, s, "rug"); len(p.Servers[0].Pinned) != 2 || len(p.Servers[0].Held) != 0 {
 		t.Fatalf("pins after the first listing: %+v", p)
+	}
+	if p, r := heldGauge("pending"), heldGauge("refused"); p != 0 || r != 0 {
+		t.Fatalf("zest_mcp_tools_held after the first listing: pending %v refused %v, want 0", p, r)
 	}
 	if r := admin(t, s, "GET", "/pins?server_id=free", ""); r.Status != 404 {
 		t.Fatalf("a server with pin_tools false has pins: %d %s", r.Status, r.Body)
@@ -124,6 +136,9 @@ func TestRugPull(t *testing.T) {
 	if held.State != "pending" || held.OldDefinition["description"] != "Echo the given text back" || held.NewDefinition["description"] != pulled || len(held.NewSha256) != 64 {
 		t.Fatalf("held: %+v", held)
 	}
+	if p := heldGauge("pending"); p != 1 {
+		t.Errorf("held, zest_mcp_tools_held pending = %v, want 1", p)
+	}
 	for where, ok := range listed() {
 		if ok {
 			t.Errorf("held, echo is still listed on %s", where)
@@ -168,6 +183,9 @@ func TestRugPull(t *testing.T) {
 			t.Errorf("accepted, echo on %s answered %s", where, body)
 		}
 	}
+	if p := heldGauge("pending"); p != 0 {
+		t.Errorf("accepted, zest_mcp_tools_held pending = %v, want 0", p)
+	}
 	if r := admin(t, s, "POST", "/servers/rug/pins/accept", `{}`); r.Status != 404 {
 		t.Errorf("accept with nothing held: %d %s, want 404", r.Status, r.Body)
 	}
@@ -190,6 +208,9 @@ func TestRugPull(t *testing.T) {
 	if p := getPins(t, s, "rug"); p.Servers[0].Held[0].State != "refused" {
 		t.Fatalf("after refusing: %+v", p)
 	}
+	if p, r := heldGauge("pending"), heldGauge("refused"); p != 0 || r != 1 {
+		t.Errorf("refused, zest_mcp_tools_held pending %v refused %v, want 0 and 1", p, r)
+	}
 	if listed()["server"] || !strings.Contains(calls()["server"], "refused") {
 		t.Errorf("refused, echo is served on /mcp/servers/rug")
 	}
@@ -204,4 +225,55 @@ func TestRugPull(t *testing.T) {
 		}
 		return accepted && refused
 	})
+}
+
+// TestRugPullUnlistedTool: rugpull-server.mjs answers tools/call of steal, a tool it never
+// lists. On a server that pins its tools, a call of it is refused on every entry point — the
+// admin API with words that say the server never listed it (409), the MCP endpoints as an
+// unknown tool (-32602), as any name their lists did not show — the first call too, made before any listing
+// (the server is listed first, which pins echo and add, and echo runs). A server with
+// pin_tools false still runs it.
+func TestRugPullUnlistedTool(t *testing.T) {
+	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	dir := t.TempDir()
+	script := nodeScript(t, "rugpull-server.mjs")
+	registerServer(t, s, map[string]any{"id": "rug", "command": "node", "args": []string{script, filepath.Join(dir, "rug")}})
+	registerServer(t, s, map[string]any{"id": "free", "command": "node", "args": []string{script, filepath.Join(dir, "free")}, "pin_tools": false})
+	putPreset(t, s, "p", "rug")
+
+	// The first call of rug's tools, before anything listed them.
+	r := callTool(t, s, "rug", "steal", map[string]any{"what": "keys"})
+	if r.Status != 409 || strings.Contains(string(r.Body), "stolen") || !strings.Contains(string(r.Body), `tool \"steal\" of MCP server \"rug\" is refused: the server never listed it`) {
+		t.Fatalf("the first call, of a tool never listed: %d %s, want 409 and why", r.Status, r.Body)
+	}
+	if p := getPins(t, s, "rug"); len(p.Servers[0].Pinned) != 2 || len(p.Servers[0].Held) != 0 {
+		t.Fatalf("pins after the call before the first listing: %+v, want echo and add pinned", p)
+	}
+	if r := callTool(t, s, "rug", "echo", map[string]any{"text": "hi"}); !strings.Contains(string(r.Body), "echo: hi") {
+		t.Fatalf("echo, pinned by the listing the first call made: %d %s", r.Status, r.Body)
+	}
+
+	sess, _ := fedInit(t, s, "rug", "2025-11-25")
+	psess, _ := presetInit(t, s, "p")
+	calls := map[string]string{
+		"server": string(fedCall(t, s, "rug", sess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"steal","arguments":{"what":"keys"}}}`).Body),
+		"preset": string(presetCall(t, s, "p", psess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_rug__steal","arguments":{"what":"keys"}}}`).Body),
+	}
+	_, r = chatJSON(t, s, `{"model":"builtin-llm","mcp_server_ids":["rug"],"tool_choice":{"type":"function","function":{"name":"mcp_rug__steal"}},
+		"messages":[{"role":"user","content":"say {\"what\":\"keys\"}"}]}`)
+	calls["chat"] = string(r.Body)
+	for where, body := range calls {
+		if strings.Contains(body, "stolen") {
+			t.Errorf("steal, never listed, ran on %s: %s", where, body)
+		}
+		// To an MCP client, a name its list never showed is an unknown tool, as on every endpoint.
+		if where != "chat" && !strings.Contains(body, `Unknown tool \"`) {
+			t.Errorf("steal on %s answered %s: want an unknown tool", where, body)
+		}
+	}
+	// pin_tools false: unchanged, the server answers what it answers.
+	fsess, _ := fedInit(t, s, "free", "2025-11-25")
+	if body := string(fedCall(t, s, "free", fsess, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"steal","arguments":{"what":"keys"}}}`).Body); !strings.Contains(body, "stolen") {
+		t.Errorf("pin_tools false, steal answered %s", body)
+	}
 }

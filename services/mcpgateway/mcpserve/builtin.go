@@ -120,7 +120,8 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 	var limited *toolcall.LimitError
 	var held *pins.HeldError
 	switch {
-	case errors.As(err, &filtered), errors.As(err, &unknown):
+	case errors.As(err, &filtered), errors.As(err, &unknown),
+		errors.As(err, &held) && held.State == pins.StateUnlisted: // a name no list showed the client
 		return UnknownTool(id, name), true
 	case errors.As(err, &held):
 		return IsErrorResult(id, held.Error()), true

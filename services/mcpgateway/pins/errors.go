@@ -8,16 +8,19 @@ import (
 )
 
 // HeldError is a call of a tool whose definition is held: it changed since it was pinned, or
-// the tool appeared after the server's tools were pinned. It names the tool and how an
-// administrator accepts it.
+// the tool appeared after the server's tools were pinned; or of a tool no listing showed
+// (StateUnlisted). It names the tool and how an administrator accepts it.
 type HeldError struct {
 	Server string
 	Tool   string
-	// State is StatePending or StateRefused.
+	// State is StatePending, StateRefused or StateUnlisted.
 	State string
 }
 
 func (e *HeldError) Error() string {
+	if e.State == StateUnlisted {
+		return fmt.Sprintf("tool %q of MCP server %q is refused: the server never listed it, so its definition was never pinned (a server that answers a call of a tool it does not list may be pulling a rug); it becomes callable once the server lists it and an administrator accepts it (zestctl servers pins list %s, or the console's Pins tab)", e.Tool, e.Server, e.Server)
+	}
 	if e.State == StateRefused {
 		return fmt.Sprintf("tool %q of MCP server %q is held: an administrator refused its current definition, which changed since it was pinned; it stays unavailable until an administrator accepts it (zestctl servers pins accept %s %s, or the console's Pins tab)", e.Tool, e.Server, e.Server, e.Tool)
 	}

@@ -43,6 +43,10 @@ const (
 	// StateRefused: an administrator refused this definition; it stays hidden, and only
 	// another definition is held again.
 	StateRefused = "refused"
+	// StateUnlisted: a call of a tool that no listing of its server showed, so none pinned
+	// it (a server may answer a call of a tool it never listed). It is not recorded: a tool
+	// is held, and then accepted, only as a listing shows it.
+	StateUnlisted = "unlisted"
 )
 
 // FirstListing is the pinned_by of the definitions pinned by a server's first listing.
@@ -104,6 +108,12 @@ type Gate struct {
 	// held are the names each server had held at the last read or write of its pins here:
 	// Check reads the store again only for these (another replica may have decided them).
 	held map[string]map[string]bool
+	// pinned are the names each server had pinned then: Check reads the store again for any
+	// other name (another replica may have pinned it).
+	pinned map[string]map[string]bool
+	// list lists a server's tools (its first listing, which pins them) for a call that comes
+	// before it (ListWith).
+	list func(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error
 	// changed is told of every decision, with the server's id (Relist).
 	changed func(ctx context.Context, server string)
 }
@@ -114,12 +124,19 @@ func New(store registry.Pins, servers Servers, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Gate{store: store, servers: servers, log: log, now: time.Now, held: map[string]map[string]bool{}}
+	return &Gate{store: store, servers: servers, log: log, now: time.Now, held: map[string]map[string]bool{}, pinned: map[string]map[string]bool{}}
 }
 
 // OnDecision sets f to be called after each decision, with the server's id: the server's
 // tools are to be listed again (and its clients told), since what is served changed.
 func (g *Gate) OnDecision(f func(ctx context.Context, server string)) { g.changed = f }
+
+// ListWith sets f to list the tools of a server that pins its tools and has no pins yet when
+// one of its tools is called: the listing pins them (Admit), and the call is checked against
+// it. Without it, such a call is refused.
+func (g *Gate) ListWith(f func(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error) {
+	g.list = f
+}
 
 // stamp is a time as the pins keep it.
 func (g *Gate) stamp() string { return g.now().UTC().Format(activity.TimeLayout) }
@@ -138,14 +155,19 @@ func (g *Gate) load(ctx context.Context, server string) (*mcpgatewayv1.ToolPins,
 	return p, nil
 }
 
-// note remembers the held names of p (nil: none).
+// note remembers the held and the pinned names of p (nil: none).
 func (g *Gate) note(server string, p *mcpgatewayv1.ToolPins) {
-	names := map[string]bool{}
+	held := map[string]bool{}
 	for _, h := range p.GetHeld() {
-		names[h.GetName()] = true
+		held[h.GetName()] = true
+	}
+	pinned := make(map[string]bool, len(p.GetPinned()))
+	for _, t := range p.GetPinned() {
+		pinned[t.GetName()] = true
 	}
 	g.heldMu.Lock()
-	g.held[server] = names
+	g.held[server], g.pinned[server] = held, pinned
+	observe(server, p) // under heldMu: the last note is the gauge's value
 	g.heldMu.Unlock()
 }
 
@@ -263,30 +285,47 @@ func structOf(def []byte) *structpb.Struct {
 	return s
 }
 
-// Check is the pipeline's pinning link: a *HeldError when tool (its own name on the server
-// of cfg) is held, nil otherwise. It reads the store only for a tool held when this replica
-// last looked, or for a server it never looked at.
+// Check is the pipeline's pinning link: nil when tool (its own name on the server of cfg) is
+// pinned and not held, else a *HeldError — held (pending or refused), or not pinned at all
+// (StateUnlisted: no listing of the server showed it, so nobody approved its definition). A
+// server with no pins yet (its first listing has not completed) is listed first (ListWith),
+// which pins its tools; a call is never let through on a definition nobody saw. Check reads
+// the store only for a name this replica did not see pinned and unheld, or for a server it
+// never looked at.
 func (g *Gate) Check(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, tool string) error {
 	if g == nil || !serverconfig.PinsTools(cfg) {
 		return nil
 	}
 	id := cfg.GetId()
 	g.heldMu.RLock()
-	names, seen := g.held[id]
+	ok := g.pinned[id][tool] && !g.held[id][tool]
 	g.heldMu.RUnlock()
-	if seen && !names[tool] {
+	if ok {
 		return nil
 	}
 	p, err := g.load(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the tool pins of MCP server %q: %w", id, err)
 	}
+	if p == nil && g.list != nil {
+		if err := g.list(ctx, cfg); err != nil {
+			return err // the manager's error names the server and the fix (disabled, not reachable)
+		}
+		if p, err = g.load(ctx, id); err != nil {
+			return fmt.Errorf("reading the tool pins of MCP server %q: %w", id, err)
+		}
+	}
 	for _, h := range p.GetHeld() {
 		if h.GetName() == tool {
 			return &HeldError{Server: id, Tool: tool, State: h.GetState()}
 		}
 	}
-	return nil
+	for _, t := range p.GetPinned() {
+		if t.GetName() == tool {
+			return nil
+		}
+	}
+	return &HeldError{Server: id, Tool: tool, State: StateUnlisted}
 }
 
 // List returns the pins of server, or of every server when server is "".
@@ -373,6 +412,8 @@ func (g *Gate) Forget(ctx context.Context, server string) error {
 	defer g.mu.Unlock()
 	g.heldMu.Lock()
 	delete(g.held, server)
+	delete(g.pinned, server)
+	unobserve(server)
 	g.heldMu.Unlock()
 	return g.store.DeleteToolPins(ctx, server)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -274,4 +275,62 @@ func TestCheckDoesNotWaitForAListing(t *testing.T) {
 	}
 	close(store.release)
 	<-done
+}
+
+// A call of a tool that no listing showed is refused (a rug-pull server may answer a call of a
+// tool it never listed): before the first listing, the server is listed first (ListWith),
+// and only its pinned, unheld tools are called.
+func TestUnlistedToolRefused(t *testing.T) {
+	ctx := t.Context()
+	cfg := &mcpgatewayv1.ServerConfig{Id: "s"}
+	g, reg := openGate(t, cfg)
+	var held *HeldError
+	// No listing yet and no way to list: refused, not let through.
+	if err := g.Check(ctx, cfg, "echo"); !errors.As(err, &held) || held.State != StateUnlisted {
+		t.Fatalf("Check before any listing, no lister = %v", err)
+	}
+	listings := 0
+	g.ListWith(func(ctx context.Context, c *mcpgatewayv1.ServerConfig) error {
+		listings++
+		g.Admit(ctx, c.GetId(), []json.RawMessage{tool("echo", "Echo"), tool("add", "Add")}, true)
+		return nil
+	})
+	for range 3 {
+		if err := g.Check(ctx, cfg, "echo"); err != nil {
+			t.Fatalf("Check(echo), listed on demand = %v", err)
+		}
+		err := g.Check(ctx, cfg, "exfil")
+		if !errors.As(err, &held) || held.State != StateUnlisted || held.Tool != "exfil" || held.Server != "s" {
+			t.Fatalf("Check(exfil), never listed = %v", err)
+		}
+		for _, want := range []string{`tool "exfil" of MCP server "s" is refused`, "never listed it", "zestctl servers pins list s"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q does not say %q", err, want)
+			}
+		}
+	}
+	if listings != 1 {
+		t.Fatalf("listed %d times, want once (the first listing pins)", listings)
+	}
+	// Another replica pinned a tool (its listing, then an accept): this one calls it.
+	other := New(reg, servers{"s": cfg}, nil)
+	other.Admit(ctx, "s", []json.RawMessage{tool("echo", "Echo"), tool("add", "Add"), tool("exfil", "New")}, true)
+	if _, _, err := other.Decide(ctx, "s", []string{"exfil"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(ctx, cfg, "exfil"); err != nil {
+		t.Fatalf("Check(exfil) accepted on another replica = %v", err)
+	}
+	// A listing that fails is the call's error: nothing is let through.
+	broken := &mcpgatewayv1.ServerConfig{Id: "broken"}
+	g2, _ := openGate(t, broken)
+	g2.ListWith(func(context.Context, *mcpgatewayv1.ServerConfig) error { return errors.New("connection refused") })
+	if err := g2.Check(ctx, broken, "echo"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Check when the first listing fails = %v", err)
+	}
+	// pin_tools false: any name is called, as before.
+	free := &mcpgatewayv1.ServerConfig{Id: "free", PinTools: proto.Bool(false)}
+	if err := g.Check(ctx, free, "anything"); err != nil {
+		t.Fatalf("pin_tools false = %v", err)
+	}
 }

@@ -413,6 +413,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		pinGate = pins.New(store, servers, log)
 		up.PinTools(pinGate)
 		pinGate.OnDecision(up.Relist)
+		// A call before the server's first listing lists it first (which pins its tools).
+		pinGate.ListWith(func(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) error {
+			_, err := up.ListTools(ctx, cfg, true)
+			return err
+		})
 	}
 	// The one door: every tool call of every path (the admin API, /mcp's built-in tools,
 	// /mcp/servers/{id}, /mcp/presets/{id}, the chat loop) goes through this pipeline.

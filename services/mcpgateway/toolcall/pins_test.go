@@ -13,7 +13,8 @@ import (
 
 // TestPinningLink: a tool whose definition changed since it was pinned is refused on every
 // entry point, before approval, limits or dispatch, with words that name it and how to
-// accept it; its unchanged neighbour runs; a server with pin_tools false is not held.
+// accept it, and so is a tool no listing showed; its unchanged neighbour runs; a server with
+// pin_tools false is not held.
 func TestPinningLink(t *testing.T) {
 	f := newFixture(t, server("s", func(c *mcpgatewayv1.ServerConfig) { c.Approval = proto.String("required") }),
 		server("free", func(c *mcpgatewayv1.ServerConfig) { c.PinTools = proto.Bool(false) }))
@@ -38,6 +39,15 @@ func TestPinningLink(t *testing.T) {
 			}
 		}
 	}
+	// A tool no listing showed (a rug-pull server answers calls of tools it never listed) is
+	// refused on every entry point too, with the same error.
+	for _, e := range Entries {
+		_, err := f.p.Invoke(as(t.Context(), "admin-key"), &Call{Entry: e, Server: "s", Tool: "exfil", Params: params("exfil", `{}`)})
+		var held *pins.HeldError
+		if !errors.As(err, &held) || held.Tool != "exfil" || held.State != pins.StateUnlisted || !strings.Contains(err.Error(), "never listed it") {
+			t.Fatalf("%s: a call of a tool never listed = %v, want a *pins.HeldError (unlisted)", e, err)
+		}
+	}
 	if got := f.up.dispatched(); len(got) != 0 {
 		t.Fatalf("held calls were dispatched: %v", got)
 	}
@@ -46,5 +56,8 @@ func TestPinningLink(t *testing.T) {
 	}
 	if _, err := f.p.Invoke(as(t.Context(), "admin-key"), &Call{Entry: EntryServer, Server: "free", Tool: "echo", Params: params("echo", `{}`)}); err != nil {
 		t.Fatalf("pin_tools false: %v", err)
+	}
+	if _, err := f.p.Invoke(as(t.Context(), "admin-key"), &Call{Entry: EntryServer, Server: "free", Tool: "exfil", Params: params("exfil", `{}`)}); err != nil {
+		t.Fatalf("pin_tools false, a tool never listed: %v", err)
 	}
 }

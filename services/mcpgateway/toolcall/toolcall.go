@@ -5,7 +5,7 @@
 //
 //	resolve     the server exists and this caller may see it (Resolve: one rule for every path)
 //	filters     the server's tools_allow / tools_deny
-//	pinning     a tool whose definition changed since it was pinned is held (pins.Gate)
+//	pinning     a tool whose definition changed since it was pinned is held, one never listed refused (pins.Gate)
 //	approval    a person decides, bound to the server, the tool and the arguments (approve.go)
 //	limits      the server's rate_limit and max_concurrency, each call counted (limits.go)
 //	dispatch    the server through upstream, or the built-in tools in process (Builtin)
