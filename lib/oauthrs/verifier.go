@@ -307,12 +307,18 @@ func MetadataURLs(issuer string) []string {
 }
 
 func (v *Verifier) getJSON(ctx context.Context, uri string, out any) error {
+	return GetJSON(ctx, v.client, uri, MaxDocumentBytes, out)
+}
+
+// GetJSON reads the JSON document at uri into out: HTTP 200 only, at most maxBytes, each
+// failure naming the URL. Discovery reads its metadata with it, here and as an OAuth client.
+func GetJSON(ctx context.Context, hc *http.Client, uri string, maxBytes int, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := v.client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -320,12 +326,12 @@ func (v *Verifier) getJSON(ctx context.Context, uri string, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", uri, resp.Status)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", uri, err)
 	}
-	if len(body) > MaxDocumentBytes {
-		return fmt.Errorf("GET %s: the document is longer than %d bytes", uri, MaxDocumentBytes)
+	if len(body) > maxBytes {
+		return fmt.Errorf("GET %s: the document is longer than %d bytes", uri, maxBytes)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("GET %s: %w", uri, err)

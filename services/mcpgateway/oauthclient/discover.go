@@ -9,7 +9,6 @@ package oauthclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +157,7 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 	found := false
 	for _, c := range candidates {
 		tried = append(tried, c)
-		if err := getJSON(ctx, hc, c, &d.Resource); err == nil {
+		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &d.Resource); err == nil {
 			found = true
 			break
 		}
@@ -181,7 +180,7 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 	for _, c := range asCandidates {
 		tried = append(tried, c)
 		var m ServerMetadata
-		if err := getJSON(ctx, hc, c, &m); err != nil {
+		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &m); err != nil {
 			continue
 		}
 		// RFC 8414 section 3.3: the issuer must be the one asked for.
@@ -195,21 +194,4 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: no authorization server metadata for %s (tried %s)", ErrDiscovery, issuer, strings.Join(tried, ", "))
-}
-
-func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
-	}
-	return json.NewDecoder(io.LimitReader(resp.Body, MaxMetadataBytes)).Decode(v)
 }
