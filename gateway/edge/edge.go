@@ -64,9 +64,10 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// several, the check reaches one that is connected, so the edge is healthy while one
 	// serves (mcpgateway moves the servers of one that died).
 	for name, addr := range map[string]string{"mcpgateway": cfg.McpgatewayAddr, "inference": cfg.InferenceAddr, "toolhost": cfg.ToolhostAddr} {
-		var opts []grpc.DialOption
+		// The tool hosts are only asked their health, which reports its own failures.
+		opts := grpcdial.LogUnavailable(log)
 		if name == "toolhost" {
-			opts = append(opts, grpc.WithDisableHealthCheck())
+			opts = []grpc.DialOption{grpc.WithDisableHealthCheck()}
 		}
 		cc, err := grpcdial.Dial(addr, "", cfg.GRPCMaxMessageBytes, opts...)
 		if err != nil {

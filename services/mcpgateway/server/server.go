@@ -288,7 +288,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, err := grpcdial.Dial(cfg.InferenceAddr, cfg.Keys.API, cfg.GRPCMaxMessageBytes)
+	cc, err := grpcdial.Dial(cfg.InferenceAddr, cfg.Keys.API, cfg.GRPCMaxMessageBytes, grpcdial.LogUnavailable(log)...)
 	if err != nil {
 		reg.Close()
 		return nil, err

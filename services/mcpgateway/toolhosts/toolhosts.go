@@ -284,7 +284,7 @@ func (p *Pool) setMembers(addrs []string) error {
 		if p.members[a] != nil {
 			continue
 		}
-		cc, err := grpcdial.Dial(a, p.cfg.Key, p.cfg.MaxMessageBytes)
+		cc, err := grpcdial.Dial(a, p.cfg.Key, p.cfg.MaxMessageBytes, grpcdial.LogUnavailable(p.log)...)
 		if err != nil {
 			errs = append(errs, err)
 			continue
