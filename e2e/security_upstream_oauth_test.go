@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/e2e/internal/oauthserver"
 	"github.com/zestmcp/zest/lib/oauthrs"
+	"github.com/zestmcp/zest/lib/tracing/otlptest"
+	"github.com/zestmcp/zest/lib/waitfor"
 )
 
 // oauthUpstream is a streamable-http MCP server that requires access tokens of the test
@@ -127,10 +130,13 @@ func upstreamOAuthSuite(t *testing.T, extra ...string) (*Suite, *oauthserver.Ser
 // callback); it calls the tool, refreshes without a person when the upstream refuses the
 // token as expired, and once the refresh token is revoked the server's state says
 // "needs_sign_in" and calls are refused naming the fix. No token, code or state is in any
-// service's log, the admin API's answers, the metrics, the audit trail or, in the clear, the
-// registry file.
+// service's log, the admin API's answers, the metrics, the traces, the audit trail or, in the
+// clear, the registry file.
 func TestUpstreamOAuth(t *testing.T) {
-	s, as, up := upstreamOAuthSuite(t, "ZEST_LOG_LEVEL=debug", "ZEST_EDGE_METRICS_ADDR=127.0.0.1:0", "ZEST_MCPGATEWAY_METRICS_ADDR=127.0.0.1:0")
+	rcv := otlptest.Start(t) // every span of every service, looked through at the end
+	s, as, up := upstreamOAuthSuite(t, "ZEST_LOG_LEVEL=debug", "ZEST_EDGE_METRICS_ADDR=127.0.0.1:0", "ZEST_MCPGATEWAY_METRICS_ADDR=127.0.0.1:0",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.Endpoint, "OTEL_BSP_SCHEDULE_DELAY=100",
+		"OTEL_TRACES_EXPORTER=", "OTEL_SDK_DISABLED=", "OTEL_SERVICE_NAME=", "OTEL_EXPORTER_OTLP_PROTOCOL=")
 	call := func(id string) Response {
 		return admin(t, s, "POST", "/servers/"+id+"/tools/call", `{"name":"hello","arguments":{}}`)
 	}
@@ -322,6 +328,21 @@ func TestUpstreamOAuth(t *testing.T) {
 				t.Errorf("%s logged no metrics address", name)
 			}
 		}
+		// The spans of the calls above, the sign-in's and the refresh's among them (each
+		// service exports within 0.1 s of a span's end).
+		waitfor.NoError(t, 10*time.Second, func() error {
+			for _, sp := range rcv.Spans() {
+				if sp.Service == "zest-mcpgateway" && strings.Contains(sp.Name, "UpstreamOAuthService/FinishSignIn") {
+					return nil
+				}
+			}
+			return fmt.Errorf("no span of FinishSignIn among %d spans", len(rcv.Spans()))
+		})
+		var spans []byte
+		for _, sp := range rcv.Spans() {
+			spans = append(spans, sp.Raw...)
+		}
+		places[fmt.Sprintf("traces (%d spans)", len(rcv.Spans()))] = string(spans)
 		matches, _ := filepath.Glob(filepath.Join(s.DataDir, "*.db"))
 		if len(matches) == 0 {
 			t.Errorf("no registry file in %s", s.DataDir)

@@ -14,6 +14,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // Span is one received span, flattened: its ids in hex (ParentID "" for a root) and the
@@ -27,6 +28,9 @@ type Span struct {
 	Kind     tracepb.Span_SpanKind
 	Attrs    map[string]string // string, int and bool attributes as text
 	Status   tracepb.Status_StatusCode
+	// Raw is the span as it came (protobuf wire format): its events, links and status message
+	// too, every string in the clear, for a test that looks for one anywhere.
+	Raw []byte
 }
 
 // Receiver is a running TraceService.
@@ -69,6 +73,7 @@ func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServ
 				s := Span{Service: service, Name: sp.GetName(), TraceID: hex.EncodeToString(sp.GetTraceId()),
 					SpanID: hex.EncodeToString(sp.GetSpanId()), Kind: sp.GetKind(), Attrs: map[string]string{},
 					Status: sp.GetStatus().GetCode()}
+				s.Raw, _ = proto.Marshal(sp)
 				if len(sp.GetParentSpanId()) > 0 {
 					s.ParentID = hex.EncodeToString(sp.GetParentSpanId())
 				}
