@@ -345,6 +345,12 @@ func CallerTokenOf(ctx context.Context) (CallerToken, bool) {
 	return t, ok
 }
 
+// WithCallerToken is ctx holding token as the access token its caller was let in by (what
+// the interceptors do once the token is verified; tests of the code that reads it).
+func WithCallerToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, callerTokenKey{}, CallerToken{token: token})
+}
+
 // verifyPending verifies the access token Tap let through, if any: Unauthenticated when
 // Token refuses it; else ctx naming the token's caller (TokenCallerOf) and holding the token
 // (CallerTokenOf).
@@ -357,7 +363,7 @@ func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, status.Error(codes.Unauthenticated, err.Error())
 	}
-	return context.WithValue(context.WithValue(ctx, tokenCallerKey{}, c), callerTokenKey{}, CallerToken{token: token}), nil
+	return WithCallerToken(context.WithValue(ctx, tokenCallerKey{}, c), token), nil
 }
 
 // Interceptors verify the access tokens Tap let through (lib/grpcserve chains them last):
