@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -204,6 +205,13 @@ func (s *Signer) exchange(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	// The caller's token goes only to the issuer that issued it, or to the authorization
+	// server the operator named: a server's own metadata must not send Zest's callers' tokens
+	// (whose audience is Zest) wherever it likes.
+	if o.GetAuthorizationServer() == "" && !sameIssuer(d.Server.Issuer, s.callerIssuer()) {
+		return "", time.Time{}, fmt.Errorf("server %q: its metadata names the authorization server %q, and Zest sends its callers' tokens only to ZEST_OAUTH_ISSUER (%q), which issued them: "+
+			"set oauth.authorization_server to %q if you trust it with them", id, d.Server.Issuer, s.callerIssuer(), d.Server.Issuer)
+	}
 	tokenType := o.GetRequestedTokenType()
 	if tokenType == "" {
 		tokenType = serverconfig.TokenTypeAccessToken
@@ -225,4 +233,23 @@ func (s *Signer) exchange(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 	expiry := s.expiry(tok)
 	s.log.DebugContext(ctx, "caller's token exchanged for the upstream", "server", id, "expires", expiry)
 	return tok.AccessToken, expiry, nil
+}
+
+func sameIssuer(a, b string) bool {
+	return b != "" && strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}
+
+// SetCallerIssuer names the issuer of the callers' access tokens (ZEST_OAUTH_ISSUER): the one
+// authorization server a grant token_exchange server's metadata may send them to (another
+// needs oauth.authorization_server).
+func (s *Signer) SetCallerIssuer(issuer string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.issuer = issuer
+}
+
+func (s *Signer) callerIssuer() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.issuer
 }

@@ -42,6 +42,7 @@ func TestTokenExchange(t *testing.T) {
 	store := openBolt(t)
 	s := New(nil, store, env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, slog.New(slog.DiscardHandler))
 	cfg := txConfig(a.srv.URL + "/mcp")
+	s.SetCallerIssuer(a.srv.URL + "/as")
 	alice, bob := keyauth.WithCallerToken(t.Context(), "alice"), keyauth.WithCallerToken(t.Context(), "bob")
 
 	tokA, err := s.ExchangedToken(alice, cfg, false)
@@ -99,6 +100,21 @@ func TestTokenExchange(t *testing.T) {
 	if err := s.Forget(t.Context(), "up"); err != nil || s.exchanges.len() != 0 {
 		t.Fatalf("forget: %v, %d kept", err, s.exchanges.len())
 	}
+
+	// An authorization server other than the callers' issuer, named by the server's metadata
+	// alone, is never sent a caller's token; oauth.authorization_server names one to trust.
+	s.SetCallerIssuer("https://id.example.com")
+	n = len(a.exchanges())
+	if _, err := s.ExchangedToken(keyauth.WithCallerToken(t.Context(), "carol"), cfg, false); err == nil ||
+		!strings.Contains(err.Error(), "ZEST_OAUTH_ISSUER") || !strings.Contains(err.Error(), "oauth.authorization_server") || len(a.exchanges()) != n {
+		t.Fatalf("another issuer: %v, %d exchanges", err, len(a.exchanges())-n)
+	}
+	trusted := txConfig(cfg.GetUrl())
+	trusted.Oauth.AuthorizationServer = a.srv.URL + "/as"
+	if _, err := s.ExchangedToken(keyauth.WithCallerToken(t.Context(), "carol"), trusted, false); err != nil {
+		t.Fatalf("the named authorization server: %v", err)
+	}
+	s.SetCallerIssuer(a.srv.URL + "/as")
 
 	// An authorization server that refuses the exchange: the error names the settings, and
 	// holds no token.

@@ -79,6 +79,8 @@ type Signer struct {
 	pending map[string]time.Time
 	// exchanges are the callers' exchanged tokens of the grant token_exchange servers.
 	exchanges exchanges
+	// issuer is ZEST_OAUTH_ISSUER, the issuer of the tokens exchanged (SetCallerIssuer).
+	issuer string
 }
 
 // server is one server's state; mu serializes its token requests (and is held across them).
