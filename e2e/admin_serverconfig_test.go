@@ -279,10 +279,12 @@ var everyField = []map[string]any{
 		"pin_tools": false},
 	{"id": "every-http", "name": "Every http", "transport": "streamable-http", "url": "http://tools.example/mcp", "bearer_token": "${TOKEN}",
 		"allow_insecure_http": true, "enabled": false},
-	// oauth and bearer_token exclude each other: a third server.
+	// oauth and bearer_token exclude each other: a third server (grant token_exchange, the one
+	// that reads every field of the block).
 	{"id": "every-oauth", "transport": "streamable-http", "url": "https://tools.example/mcp", "enabled": false,
 		"oauth": map[string]any{"client_id": "zest", "client_secret": "${UP_SECRET}", "scopes": []any{"read"},
-			"authorization_server": "https://login.example.com", "grant": "client_credentials"}},
+			"authorization_server": "https://login.example.com", "grant": "token_exchange", "audience": "tools",
+			"requested_token_type": "urn:ietf:params:oauth:token-type:jwt"}},
 }
 
 // TestEveryConfigFieldIsHandled guards the one contract of a server config: every field of

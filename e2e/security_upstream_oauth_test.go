@@ -54,7 +54,17 @@ func startOAuthUpstream(t *testing.T, issuer string) *oauthUpstream {
 	mcpSrv.AddTool(mcp.NewTool("hello"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("hello from the protected upstream"), nil
 	})
-	streamable := server.NewStreamableHTTPServer(mcpSrv, server.WithStateLess(true))
+	// whoami says whom the request's token names: its subject, and the act claim's subject
+	// when the authorization server set one (a token exchanged on a caller's behalf).
+	mcpSrv.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c, _ := ctx.Value(upstreamClaimsKey{}).(tokenClaims)
+		return mcp.NewToolResultText("sub=" + c.Sub + " act=" + c.Act.Sub), nil
+	})
+	streamable := server.NewStreamableHTTPServer(mcpSrv, server.WithStateLess(true),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			return context.WithValue(ctx, upstreamClaimsKey{}, claimsOf(tok))
+		}))
 	mux := http.NewServeMux()
 	mux.HandleFunc(oauthrs.MetadataPath+"/mcp", func(w http.ResponseWriter, _ *http.Request) {
 		m, _ := cfg.MetadataFor("/mcp")
@@ -85,6 +95,27 @@ func startOAuthUpstream(t *testing.T, issuer string) *oauthUpstream {
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return u
+}
+
+type upstreamClaimsKey struct{}
+
+// tokenClaims are the claims of a JWT the tests read (after a verifier checked it).
+type tokenClaims struct {
+	Sub string   `json:"sub"`
+	Aud []string `json:"aud"`
+	Act struct {
+		Sub string `json:"sub"`
+	} `json:"act"`
+}
+
+// claimsOf reads a JWT's claims without checking it.
+func claimsOf(tok string) tokenClaims {
+	var c tokenClaims
+	if parts := strings.Split(tok, "."); len(parts) == 3 {
+		b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		_ = json.Unmarshal(b, &c)
+	}
+	return c
 }
 
 // expire makes every token seen so far refused.
@@ -314,52 +345,70 @@ func TestUpstreamOAuth(t *testing.T) {
 			}
 			needles = append(needles, sec)
 		}
-		var places = map[string]string{}
-		for _, name := range []string{"zest-gateway", "zest-mcpgateway", "zest-toolhost", "zest-inference"} {
-			places["log of "+name] = s.Logs(name)
-		}
-		for _, path := range []string{"/servers", "/servers/tracker", "/servers/m2m", "/audit?limit=500", "/activity?limit=500"} {
-			places["GET /internal/mcp"+path] = string(admin(t, s, "GET", path, "").Body)
-		}
-		for _, name := range []string{"zest-gateway", "zest-mcpgateway"} {
-			if m := metricsServing.FindStringSubmatch(s.Logs(name)); m != nil {
-				places["metrics of "+name] = get(t, "http://"+m[1]+"/metrics")
-			} else {
-				t.Errorf("%s logged no metrics address", name)
-			}
-		}
-		// The spans of the calls above, the sign-in's and the refresh's among them (each
-		// service exports within 0.1 s of a span's end).
+		// The traces too: the spans of the calls above, the sign-in's and the refresh's among them.
+		noSecretAnywhere(t, s, needles, &spansOf{rcv, "UpstreamOAuthService/FinishSignIn"}, "/servers", "/servers/tracker", "/servers/m2m")
+	})
+}
+
+// spansOf is the trace receiver of a suite whose services export their spans, and the name
+// (part of it) of an mcpgateway span to wait for: the last the test made.
+type spansOf struct {
+	rcv  *otlptest.Receiver
+	last string
+}
+
+// noSecretAnywhere fails t when a needle (a token's signature, a code, a state) is in a
+// service's log, an admin API answer (adminPaths under /internal/mcp, with the audit trail
+// and the activity), the edge's and mcpgateway's metrics, the spans of traces (when not nil)
+// or, in the clear, the registry file.
+func noSecretAnywhere(t *testing.T, s *Suite, needles []string, traces *spansOf, adminPaths ...string) {
+	t.Helper()
+	var places = map[string]string{}
+	if traces != nil {
+		// Each service exports within 0.1 s of a span's end (OTEL_BSP_SCHEDULE_DELAY).
 		waitfor.NoError(t, 10*time.Second, func() error {
-			for _, sp := range rcv.Spans() {
-				if sp.Service == "zest-mcpgateway" && strings.Contains(sp.Name, "UpstreamOAuthService/FinishSignIn") {
+			for _, sp := range traces.rcv.Spans() {
+				if sp.Service == "zest-mcpgateway" && strings.Contains(sp.Name, traces.last) {
 					return nil
 				}
 			}
-			return fmt.Errorf("no span of FinishSignIn among %d spans", len(rcv.Spans()))
+			return fmt.Errorf("no span of %s among %d spans", traces.last, len(traces.rcv.Spans()))
 		})
 		var spans []byte
-		for _, sp := range rcv.Spans() {
+		for _, sp := range traces.rcv.Spans() {
 			spans = append(spans, sp.Raw...)
 		}
-		places[fmt.Sprintf("traces (%d spans)", len(rcv.Spans()))] = string(spans)
-		matches, _ := filepath.Glob(filepath.Join(s.DataDir, "*.db"))
-		if len(matches) == 0 {
-			t.Errorf("no registry file in %s", s.DataDir)
+		places[fmt.Sprintf("traces (%d spans)", len(traces.rcv.Spans()))] = string(spans)
+	}
+	for _, name := range []string{"zest-gateway", "zest-mcpgateway", "zest-toolhost", "zest-inference"} {
+		places["log of "+name] = s.Logs(name)
+	}
+	for _, path := range append(adminPaths, "/audit?limit=500", "/activity?limit=500") {
+		places["GET /internal/mcp"+path] = string(admin(t, s, "GET", path, "").Body)
+	}
+	for _, name := range []string{"zest-gateway", "zest-mcpgateway"} {
+		if m := metricsServing.FindStringSubmatch(s.Logs(name)); m != nil {
+			places["metrics of "+name] = get(t, "http://"+m[1]+"/metrics")
+		} else {
+			t.Errorf("%s logged no metrics address", name)
 		}
-		for _, m := range matches {
-			db, _ := os.ReadFile(m)
-			places["registry file "+filepath.Base(m)] = string(db)
-		}
-		for where, text := range places {
-			for _, n := range needles {
-				if strings.Contains(text, n) {
-					t.Errorf("%s holds a token, code or state", where)
-					break
-				}
+	}
+	matches, _ := filepath.Glob(filepath.Join(s.DataDir, "*.db"))
+	if len(matches) == 0 {
+		t.Errorf("no registry file in %s", s.DataDir)
+	}
+	for _, m := range matches {
+		db, _ := os.ReadFile(m)
+		places["registry file "+filepath.Base(m)] = string(db)
+	}
+	for where, text := range places {
+		for _, n := range needles {
+			if strings.Contains(text, n) {
+				t.Errorf("%s holds a token, code or state", where)
+				break
 			}
 		}
-	})
+	}
 }
 
 func get(t *testing.T, u string) string {

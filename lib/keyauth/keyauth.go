@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -315,8 +316,44 @@ func TokenCallerOf(ctx context.Context) (TokenCaller, bool) {
 	return c, ok
 }
 
+// CallerToken is the access token a caller was let in by, kept for the servers Zest calls on
+// its behalf (an upstream's oauth.grant token_exchange exchanges it, RFC 8693). Formatting,
+// logging or marshalling it shows no part of the token: only Reveal does, for the exchange.
+type CallerToken struct{ token string }
+
+// Reveal is the token itself.
+func (t CallerToken) Reveal() string { return t.token }
+
+// String hides the token from fmt and from anything that prints a value.
+func (CallerToken) String() string { return "[caller access token]" }
+
+// GoString hides the token from %#v.
+func (t CallerToken) GoString() string { return t.String() }
+
+// LogValue hides the token from log/slog.
+func (t CallerToken) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+// MarshalJSON hides the token from encoding/json.
+func (t CallerToken) MarshalJSON() ([]byte, error) { return []byte(`"` + t.String() + `"`), nil }
+
+type callerTokenKey struct{}
+
+// CallerTokenOf is the verified access token ctx's caller was let in by (with TokenCallerOf);
+// none for a caller by key.
+func CallerTokenOf(ctx context.Context) (CallerToken, bool) {
+	t, ok := ctx.Value(callerTokenKey{}).(CallerToken)
+	return t, ok
+}
+
+// WithCallerToken is ctx holding token as the access token its caller was let in by (what
+// the interceptors do once the token is verified; tests of the code that reads it).
+func WithCallerToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, callerTokenKey{}, CallerToken{token: token})
+}
+
 // verifyPending verifies the access token Tap let through, if any: Unauthenticated when
-// Token refuses it; else ctx naming the token's caller (TokenCallerOf).
+// Token refuses it; else ctx naming the token's caller (TokenCallerOf) and holding the token
+// (CallerTokenOf).
 func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
 	token, ok := ctx.Value(pendingToken{}).(string)
 	if !ok {
@@ -326,7 +363,7 @@ func (g Guard) verifyPending(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, status.Error(codes.Unauthenticated, err.Error())
 	}
-	return context.WithValue(ctx, tokenCallerKey{}, c), nil
+	return WithCallerToken(context.WithValue(ctx, tokenCallerKey{}, c), token), nil
 }
 
 // Interceptors verify the access tokens Tap let through (lib/grpcserve chains them last):

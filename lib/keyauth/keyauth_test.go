@@ -2,7 +2,10 @@ package keyauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,7 +245,7 @@ func TestEndpointTokens(t *testing.T) {
 	}}
 	unary, _ := g.Interceptors()
 	var admin bool
-	var subject string
+	var subject, callerToken string
 	run := func(method, auth string) (handled bool, err error) {
 		md := metadata.MD{}
 		if auth != "" {
@@ -256,6 +259,11 @@ func TestEndpointTokens(t *testing.T) {
 			handled, admin = true, g.Keys.CallerIsAdmin(ctx)
 			c, _ := TokenCallerOf(ctx)
 			subject = c.Subject
+			tok, ok := CallerTokenOf(ctx)
+			callerToken = tok.Reveal()
+			if !ok {
+				callerToken = "(none)"
+			}
 			return nil, nil
 		})
 		return handled, err
@@ -263,14 +271,17 @@ func TestEndpointTokens(t *testing.T) {
 	if ok, err := run("/a.Http/Exchange", "Bearer good.jwt.token"); !ok || err != nil || admin || subject != "alice" {
 		t.Errorf("a good token: handled %v, %v, admin %v, subject %q", ok, err, admin, subject)
 	}
+	if callerToken != "good.jwt.token" {
+		t.Errorf("the caller's token in its context: %q", callerToken)
+	}
 	if ok, err := run("/a.Http/Exchange", "Bearer admin.jwt.token"); !ok || err != nil || !admin {
 		t.Errorf("an administrator's token: handled %v, %v, admin %v", ok, err, admin)
 	}
 	if ok, err := run("/a.Http/Exchange", "Bearer bad.jwt.token"); ok || status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "audience") {
 		t.Errorf("a bad token: handled %v, %v", ok, err)
 	}
-	if ok, err := run("/a.Http/Exchange", "Bearer api"); !ok || err != nil {
-		t.Errorf("the API key: handled %v, %v", ok, err)
+	if ok, err := run("/a.Http/Exchange", "Bearer api"); !ok || err != nil || callerToken != "(none)" {
+		t.Errorf("the API key: handled %v, %v, caller token %q", ok, err, callerToken)
 	}
 	n := verified
 	if _, err := run("/a.Http/Exchange", "Bearer wrong-key"); status.Code(err) != codes.Unauthenticated || verified != n {
@@ -299,5 +310,21 @@ func TestPublicLevel(t *testing.T) {
 	}
 	if err := tapCall(t, g, "/p.S/Other", ""); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("admin without a key: %v", err)
+	}
+}
+
+// TestCallerTokenHidden: a caller's token formatted, logged or marshalled shows nothing of it.
+func TestCallerTokenHidden(t *testing.T) {
+	tok := CallerToken{token: "eyJhbGciOi.secret-payload.signature"}
+	var logged strings.Builder
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "token", tok)
+	js, _ := json.Marshal(map[string]any{"t": tok})
+	for _, out := range []string{fmt.Sprint(tok), fmt.Sprintf("%v %+v %#v %s", tok, tok, tok, tok), logged.String(), string(js)} {
+		if strings.Contains(out, "secret-payload") || strings.Contains(out, "signature") {
+			t.Errorf("the token shows in %q", out)
+		}
+	}
+	if tok.Reveal() != "eyJhbGciOi.secret-payload.signature" {
+		t.Fatal("Reveal")
 	}
 }

@@ -4,7 +4,9 @@
 // no secret, any loopback redirect port), one user it signs in without a page (the
 // authorization step redirects straight back with a code, as a browser would after a login),
 // and it issues JWT access tokens whose audience is the resource (RFC 8707) the client asked
-// for, with the scopes granted in a scope claim (RFC 9068).
+// for, with the scopes granted in a scope claim (RFC 9068). A confidential client
+// (ExchangeClientID) may exchange its access tokens for others (token exchange, RFC 8693),
+// which name it in their act claim.
 //
 // zitadel's provider is an OpenID provider: it reads no resource parameter and sets a token's
 // audience to its client. The harness adds what MCP authorization needs around it, and only
@@ -65,7 +67,9 @@ func Start(t testing.TB, scopes ...string) *Server {
 	client := storage.NativeClient(ClientID, "http://localhost"+CallbackPath, "http://127.0.0.1"+CallbackPath)
 	// Zest's own client for its upstream sign-ins: its callback on the edge, any loopback port.
 	zest := storage.NativeClient(ZestClientID, "http://127.0.0.1"+ZestCallbackPath)
-	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest})
+	// Zest's confidential client for token exchange (RFC 8693), on behalf of its callers.
+	exchange := storage.WebClient(ExchangeClientID, ExchangeClientSecret, "http://127.0.0.1/unused")
+	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest, ExchangeClientID: exchange})
 	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}}
 	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true},
 		s.store, op.StaticIssuer(s.Issuer), op.WithAllowInsecure())
@@ -132,16 +136,30 @@ type resourceKey struct{}
 // to the storage through the request's context.
 // The token endpoint's resource goes the same way, for the grants whose request names it
 // (client credentials, refresh: the storage keeps no resource with them).
+//
+// zitadel's token exchange reads the resource and sets the issued token's audience from the
+// audience parameter alone: a token exchange that names a resource and no audience gets the
+// resource as its audience, as RFC 8707 has it.
 func resourceFromAuthorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/authorize" || (r.URL.Path == "/oauth/token" && r.Method == http.MethodPost) {
 			if res := r.FormValue("resource"); res != "" {
 				r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, res))
+				if r.Form.Get("grant_type") == string(oidc.GrantTypeTokenExchange) && r.Form.Get("audience") == "" {
+					r.Form.Set("audience", res)
+				}
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// Exchange client: the confidential client Zest exchanges its callers' access tokens as
+// (grant token_exchange, RFC 8693; client_secret_basic).
+const (
+	ExchangeClientID     = "zest-exchange"
+	ExchangeClientSecret = "exchangesecret"
+)
 
 // Service client: the example storage's service user, for the client credentials grant.
 const (
@@ -175,6 +193,7 @@ type store struct {
 	// revokedBefore: refresh tokens used from then are refused (RevokeRefreshTokens).
 	revokedBefore time.Time
 	refreshed     int
+	exchanged     int
 }
 
 // ClientCredentials gives the service user JWT access tokens, as the native client has.
@@ -229,6 +248,42 @@ type refreshForResource struct {
 }
 
 func (r refreshForResource) GetAudience() []string { return []string{r.resource} }
+
+// ValidateTokenExchangeRequest lets Zest's exchange client exchange an access token of this
+// server's for an access token (the default) or a JWT; the example storage's own check
+// (impersonation by administrators) is not the delegation Zest does.
+func (s *store) ValidateTokenExchangeRequest(_ context.Context, req op.TokenExchangeRequest) error {
+	if req.GetClientID() != ExchangeClientID {
+		return oidc.ErrUnauthorizedClient().WithDescription("only " + ExchangeClientID + " may exchange tokens")
+	}
+	if req.GetExchangeSubjectTokenType() != oidc.AccessTokenType {
+		return oidc.ErrInvalidRequest().WithDescription("subject_token_type must be an access token")
+	}
+	switch req.GetRequestedTokenType() {
+	case "":
+		req.SetRequestedTokenType(oidc.AccessTokenType)
+	case oidc.AccessTokenType, oidc.JWTTokenType:
+	default:
+		return oidc.ErrInvalidRequest().WithDescription("requested_token_type must be an access token or a JWT")
+	}
+	s.mu.Lock()
+	s.exchanged++
+	s.mu.Unlock()
+	return nil
+}
+
+// GetPrivateClaimsFromTokenExchangeRequest: the exchanged token carries its scopes and names
+// the client that acts for the subject (RFC 8693 section 4.1's act claim: delegation).
+func (s *store) GetPrivateClaimsFromTokenExchangeRequest(_ context.Context, req op.TokenExchangeRequest) (map[string]any, error) {
+	return map[string]any{"scope": strings.Join(req.GetScopes(), " "), "act": map[string]any{"sub": req.GetClientID()}}, nil
+}
+
+// Exchanged counts the token exchanges the server granted.
+func (s *Server) Exchanged() int {
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return s.store.exchanged
+}
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	c, err := s.Storage.GetClientByClientID(ctx, id)

@@ -63,6 +63,11 @@ func toStatus(err error) error {
 		return serverState(mcpgatewayv1.AdminErrorReason_ADMIN_ERROR_REASON_SERVER_DISCONNECTED, err)
 	case errors.Is(err, upstream.ErrNotConnected):
 		code = codes.FailedPrecondition
+	case errors.As(err, new(*oauthclient.OnBehalfError)):
+		// The admin API's caller holds a key, never an access token to exchange.
+		var ob *oauthclient.OnBehalfError
+		errors.As(err, &ob)
+		return status.Error(codes.FailedPrecondition, ob.Error())
 	case errors.As(err, new(*oauthclient.NeedsSignInError)), errors.Is(err, oauthclient.ErrNoSecretKey):
 		// A server that signs in by OAuth without a usable token: the message is the fix alone,
 		// not the chain of transports it failed through.

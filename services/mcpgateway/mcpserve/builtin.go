@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/services/mcpgateway/jsonrpc"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/session"
@@ -119,12 +120,15 @@ func ToolRefusal(id json.RawMessage, name string, err error) (answer []byte, ok 
 	var approval *toolcall.ApprovalError
 	var limited *toolcall.LimitError
 	var held *pins.HeldError
+	var onBehalf *oauthclient.OnBehalfError
 	switch {
 	case errors.As(err, &filtered), errors.As(err, &unknown),
 		errors.As(err, &held) && held.State == pins.StateUnlisted: // a name no list showed the client
 		return UnknownTool(id, name), true
 	case errors.As(err, &held):
 		return IsErrorResult(id, held.Error()), true
+	case errors.As(err, &onBehalf): // a caller by key of a server called on behalf of each caller
+		return IsErrorResult(id, onBehalf.Error()), true
 	case errors.As(err, &approval):
 		if approval.State == toolcall.ApprovalMismatch || approval.State == toolcall.ApprovalNotAsked {
 			return jsonrpc.ErrorResponse(id, mcp.INVALID_PARAMS, "Invalid params: "+approval.Text), true

@@ -44,7 +44,12 @@ type testAS struct {
 	hold chan chan struct{}
 	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
 	wellKnownOnly bool
+	// exchanged are the token exchanges it granted.
+	exchanged []exchangeSeen
 }
+
+// exchangeSeen is one token exchange request as the server read it.
+type exchangeSeen struct{ subject, audience, tokenType, scope string }
 
 func startAS(t *testing.T) *testAS {
 	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}}
@@ -147,6 +152,21 @@ func startAS(t *testing.T) *testAS {
 				fail("invalid_client")
 				return
 			}
+		case "urn:ietf:params:oauth:grant-type:token-exchange":
+			// RFC 8693: a confidential client exchanges a caller's access token; the token
+			// names the caller (its subject token) and the audience asked for.
+			subject := r.PostForm.Get("subject_token")
+			if secret == "" || subject == "" || r.PostForm.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token" {
+				fail("invalid_request")
+				return
+			}
+			a.issued++
+			a.exchanged = append(a.exchanged, exchangeSeen{subject: subject, audience: r.PostForm.Get("audience"),
+				tokenType: r.PostForm.Get("requested_token_type"), scope: r.PostForm.Get("scope")})
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("xt-%s-%d", subject, a.issued), "token_type": "Bearer",
+				"issued_token_type": r.PostForm.Get("requested_token_type"), "expires_in": int(a.lifetime.Seconds())})
+			return
 		case "refresh_token":
 			rt := r.PostForm.Get("refresh_token")
 			if !a.refresh[rt] {

@@ -77,6 +77,10 @@ type Signer struct {
 	// pending are this replica's sign-ins waiting for their callback (pendingKey → expiry);
 	// each is kept sealed in the store.
 	pending map[string]time.Time
+	// exchanges are the callers' exchanged tokens of the grant token_exchange servers.
+	exchanges exchanges
+	// issuer is ZEST_OAUTH_ISSUER, the issuer of the tokens exchanged (SetCallerIssuer).
+	issuer string
 }
 
 // server is one server's state; mu serializes its token requests (and is held across them).
@@ -420,6 +424,9 @@ func subjectOf(token, def string) string {
 // It never holds a token.
 func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcpgatewayv1.UpstreamOAuthState {
 	id := cfg.GetId()
+	if OnBehalf(cfg) {
+		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusOnBehalf, Message: onBehalfMessage}
+	}
 	if s == nil || s.keys == nil {
 		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: ErrNoSecretKey.Error()}
 	}
@@ -459,5 +466,6 @@ func (s *Signer) Forget(ctx context.Context, id string) error {
 	s.mu.Lock()
 	delete(s.servers, id)
 	s.mu.Unlock()
+	s.exchanges.forget(id)
 	return s.store.DeleteOAuthToken(ctx, id)
 }

@@ -73,6 +73,8 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", fmt.Errorf("%w: server %q has no oauth block: set oauth (docs/operator/oauth.md)", ErrSignIn, id)
 	case o.GetGrant() == serverconfig.GrantClientCredentials:
 		return "", fmt.Errorf("%w: server %q signs in with its client credentials (oauth.grant client_credentials): no person signs in", ErrSignIn, id)
+	case OnBehalf(cfg):
+		return "", fmt.Errorf("%w: server %q is called on behalf of each caller (oauth.grant token_exchange): no one signs in to it, each caller's own access token is exchanged", ErrSignIn, id)
 	case s.keys == nil:
 		return "", fmt.Errorf("%w: %w", ErrSignIn, ErrNoSecretKey)
 	}

@@ -6,10 +6,13 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 )
 
-// Transport sends every request to cfg's server with the signer's access token. A 401 to a
-// request sent with a token gets one new token (refreshed, or requested again by client
-// credentials) and the request once more, when its body can be sent again; a server that
-// needs sign-in fails the request with ErrNeedsSignIn, naming how to sign in.
+// Transport sends every request to cfg's server with the signer's access token, or, for a
+// server called on behalf of each caller (grant token_exchange), with the token exchanged for
+// the caller of the request's context (a request without one fails with OnBehalfError, and
+// nothing is sent). A 401 to a request sent with a token gets one new token (refreshed,
+// requested again by client credentials, or exchanged again) and the request once more, when
+// its body can be sent again; a server that needs sign-in fails the request with
+// ErrNeedsSignIn, naming how to sign in.
 type Transport struct {
 	Base   http.RoundTripper
 	Signer *Signer
@@ -18,7 +21,7 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.Signer.AccessToken(req.Context(), t.Config, false)
+	tok, err := t.token(req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +29,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 		return resp, err
 	}
-	tok, err = t.Signer.AccessToken(req.Context(), t.Config, true)
+	tok, err = t.token(req, true)
 	if err != nil {
 		_ = resp.Body.Close()
 		return nil, err
@@ -40,6 +43,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_ = resp.Body.Close()
 	return t.Base.RoundTrip(again)
+}
+
+// token is the token req goes with (see Transport).
+func (t *Transport) token(req *http.Request, force bool) (string, error) {
+	if OnBehalf(t.Config) {
+		return t.Signer.ExchangedToken(req.Context(), t.Config, force)
+	}
+	return t.Signer.AccessToken(req.Context(), t.Config, force)
 }
 
 // withToken is a copy of req with its Authorization (the caller's request is not changed).

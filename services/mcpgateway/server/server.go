@@ -314,7 +314,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if tokens, ok := reg.(registry.OAuthTokens); ok {
-		up.SetOAuth(oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log))
+		signer := oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log)
+		signer.SetCallerIssuer(cfg.OAuth.Issuer) // where token_exchange may send the callers' tokens
+		up.SetOAuth(signer)
 	}
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {

@@ -15,6 +15,15 @@ const (
 	GrantAuthorizationCode = "authorization_code"
 	// GrantClientCredentials: Zest requests tokens with its own client id and secret.
 	GrantClientCredentials = "client_credentials"
+	// GrantTokenExchange: each call goes on behalf of its caller, with the caller's OAuth
+	// access token exchanged for one for the server (RFC 8693); Zest holds no token of its own.
+	GrantTokenExchange = "token_exchange"
+)
+
+// Token types of RFC 8693 section 3 that oauth.requested_token_type may name.
+const (
+	TokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+	TokenTypeJWT         = "urn:ietf:params:oauth:token-type:jwt"
 )
 
 // Limits of an oauth block.
@@ -25,6 +34,8 @@ const (
 	MaxOAuthScopeLen = 128
 	// MaxOAuthClientIDLen bounds oauth.client_id.
 	MaxOAuthClientIDLen = 256
+	// MaxOAuthAudienceLen bounds oauth.audience.
+	MaxOAuthAudienceLen = 512
 )
 
 // FieldOAuth is the server config's oauth block.
@@ -46,9 +57,13 @@ func parseOAuth(cfg *mcpgatewayv1.ServerConfig) error {
 	switch o.GetGrant() {
 	case "":
 		o.Grant = GrantAuthorizationCode
-	case GrantAuthorizationCode, GrantClientCredentials:
+	case GrantAuthorizationCode, GrantClientCredentials, GrantTokenExchange:
 	default:
-		return invalid("oauth.grant %q: use %s (a person signs in; the default) or %s (machine to machine)", truncate(o.GetGrant(), 40), GrantAuthorizationCode, GrantClientCredentials)
+		return invalid("oauth.grant %q: use %s (a person signs in; the default), %s (machine to machine) or %s (on behalf of each caller)",
+			truncate(o.GetGrant(), 40), GrantAuthorizationCode, GrantClientCredentials, GrantTokenExchange)
+	}
+	if err := parseTokenExchange(o); err != nil {
+		return err
 	}
 	if id := o.GetClientId(); len(id) > MaxOAuthClientIDLen || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
 		return invalid("oauth.client_id must be at most %d visible characters without spaces (the client id the authorization server registered for Zest)", MaxOAuthClientIDLen)
@@ -83,6 +98,30 @@ func parseOAuth(cfg *mcpgatewayv1.ServerConfig) error {
 		if u, _ := url.Parse(as); u.RawQuery != "" {
 			return invalid("oauth.authorization_server must not have a query: give the issuer URL, e.g. https://login.example.com")
 		}
+	}
+	return nil
+}
+
+// parseTokenExchange checks the fields of grant token_exchange, which no other grant reads.
+func parseTokenExchange(o *mcpgatewayv1.UpstreamOAuth) error {
+	if o.GetGrant() != GrantTokenExchange {
+		if o.GetAudience() != "" || o.GetRequestedTokenType() != "" {
+			return invalid("oauth.audience and oauth.requested_token_type are read with oauth.grant %s only (set the grant, or remove them)", GrantTokenExchange)
+		}
+		return nil
+	}
+	if o.GetClientId() == "" {
+		return invalid("oauth.grant %s needs oauth.client_id (and, for a confidential client, oauth.client_secret as a ${VARIABLE} reference): Zest exchanges each caller's token as that client", GrantTokenExchange)
+	}
+	if a := o.GetAudience(); len(a) > MaxOAuthAudienceLen || strings.ContainsFunc(a, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return invalid("oauth.audience must be at most %d visible ASCII characters without spaces (the name of the server at its authorization server)", MaxOAuthAudienceLen)
+	}
+	switch o.GetRequestedTokenType() {
+	case "":
+		o.RequestedTokenType = TokenTypeAccessToken
+	case TokenTypeAccessToken, TokenTypeJWT:
+	default:
+		return invalid("oauth.requested_token_type %q: use %s (the default) or %s", truncate(o.GetRequestedTokenType(), 60), TokenTypeAccessToken, TokenTypeJWT)
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ func TestParseOAuth(t *testing.T) {
 	if err != nil || cfg.GetOauth().GetGrant() != GrantClientCredentials {
 		t.Fatalf("client_credentials: %v, %v", cfg, err)
 	}
+	cfg, err = parse(`{"id":"h",`+url+`,"oauth":{"client_id":"zest","client_secret":"${UP_SECRET}","grant":"token_exchange","audience":"tools"}}`, nil)
+	if o := cfg.GetOauth(); err != nil || o.GetGrant() != GrantTokenExchange || o.GetAudience() != "tools" || o.GetRequestedTokenType() != TokenTypeAccessToken {
+		t.Fatalf("token_exchange: %v, %v; want the access token type by default", cfg, err)
+	}
 	if _, err := parse(`{"id":"h",`+url+`,"oauth":{}}`, nil); err != nil {
 		t.Fatalf("an empty oauth block (discovery, registration later) is refused: %v", err)
 	}
@@ -35,6 +39,11 @@ func TestParseOAuth(t *testing.T) {
 		{"secret without id", `{"id":"h",` + url + `,"oauth":{"client_secret":"${S}"}}`, "oauth.client_secret is set without oauth.client_id"},
 		{"unknown grant", `{"id":"h",` + url + `,"oauth":{"grant":"password"}}`, `oauth.grant "password": use authorization_code`},
 		{"client_credentials without secret", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"client_credentials"}}`, "client_credentials needs oauth.client_id and oauth.client_secret"},
+		{"token_exchange without client", `{"id":"h",` + url + `,"oauth":{"grant":"token_exchange"}}`, "oauth.grant token_exchange needs oauth.client_id"},
+		{"unknown token type", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","requested_token_type":"urn:ietf:params:oauth:token-type:id_token"}}`, "oauth.requested_token_type"},
+		{"audience with a space", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","audience":"a b"}}`, "oauth.audience must be"},
+		{"long audience", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","audience":"` + strings.Repeat("a", MaxOAuthAudienceLen+1) + `"}}`, "oauth.audience must be"},
+		{"audience of another grant", `{"id":"h",` + url + `,"oauth":{"client_id":"z","audience":"tools"}}`, "read with oauth.grant token_exchange only"},
 		{"scope with a space", `{"id":"h",` + url + `,"oauth":{"scopes":["a b"]}}`, `oauth.scopes: "a b" is not a scope`},
 		{"empty scope", `{"id":"h",` + url + `,"oauth":{"scopes":[""]}}`, `oauth.scopes: "" is not a scope`},
 		{"too many scopes", `{"id":"h",` + url + `,"oauth":{"scopes":[` + many + `]}}`, "at most 32"},

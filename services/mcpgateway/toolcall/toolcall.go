@@ -5,6 +5,7 @@
 //
 //	resolve     the server exists and this caller may see it (Resolve: one rule for every path)
 //	filters     the server's tools_allow / tools_deny
+//	on behalf   a server of oauth.grant token_exchange needs a caller with an access token
 //	pinning     a tool whose definition changed since it was pinned is held, one never listed refused (pins.Gate)
 //	approval    a person decides, bound to the server, the tool and the arguments (approve.go)
 //	limits      the server's rate_limit and max_concurrency, each call counted (limits.go)
@@ -29,6 +30,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -201,6 +203,13 @@ func (p *Pipeline) chain(ctx context.Context, c *Call) (json.RawMessage, error) 
 		return nil, err
 	}
 	if err := serverconfig.CheckTool(cfg, c.Tool); err != nil {
+		return nil, err
+	}
+	// A server called on behalf of each caller (oauth.grant token_exchange) is called with the
+	// caller's own access token, which ctx carries from the edge (keyauth.CallerTokenOf) to
+	// the upstream's transport: a caller without one is refused here, before anyone approves
+	// or any limit counts the call, never called as another identity.
+	if err := oauthclient.CheckCaller(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if cfg != builtinConfig {

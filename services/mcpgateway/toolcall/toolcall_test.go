@@ -18,6 +18,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 	"github.com/zestmcp/zest/services/mcpgateway/approval"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
@@ -34,11 +35,16 @@ type fakeUp struct {
 	calls  []string // the params of each dispatched call
 	answer func(params json.RawMessage) (json.RawMessage, error)
 	listed []json.RawMessage
+	// callerTokens are the callers' access tokens the dispatched calls' contexts held.
+	callerTokens []string
 }
 
-func (f *fakeUp) DispatchToolCall(_ context.Context, cfg *mcpgatewayv1.ServerConfig, params json.RawMessage, _ time.Duration, _ upstream.Hooks) (json.RawMessage, error) {
+func (f *fakeUp) DispatchToolCall(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, params json.RawMessage, _ time.Duration, _ upstream.Hooks) (json.RawMessage, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, cfg.GetId()+" "+string(params))
+	if tok, ok := keyauth.CallerTokenOf(ctx); ok {
+		f.callerTokens = append(f.callerTokens, tok.Reveal())
+	}
 	answer := f.answer
 	f.mu.Unlock()
 	if answer == nil {
@@ -197,6 +203,39 @@ func TestTheChainRefusesBeforeTheServer(t *testing.T) {
 	}
 	if got := f.up.dispatched(); len(got) != len(Entries) {
 		t.Fatalf("the server got %d calls, want %d", len(got), len(Entries))
+	}
+}
+
+// TestOnBehalfOfTheCaller: a server called on behalf of each caller (oauth.grant
+// token_exchange) is refused, naming the setting, on every entry point to a caller without an
+// OAuth access token — before approval and limits, never reaching the server — and a caller
+// with one is dispatched with its token in the call's context (for the upstream's transport),
+// which no log line holds.
+func TestOnBehalfOfTheCaller(t *testing.T) {
+	f := newFixture(t, server("tx", func(c *mcpgatewayv1.ServerConfig) {
+		c.RateLimit = proto.String("1/h")
+		c.Oauth = &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Grant: serverconfig.GrantTokenExchange}
+	}))
+	for _, e := range Entries {
+		_, err := f.p.Invoke(as(t.Context(), "admin-key"), &Call{Entry: e, Server: "tx", Tool: "ls", Params: params("ls", `{}`)})
+		var ob *oauthclient.OnBehalfError
+		if !errors.As(err, &ob) || !strings.Contains(err.Error(), "oauth.grant is token_exchange") {
+			t.Fatalf("%s, a caller by key: %v", e, err)
+		}
+	}
+	if got := f.up.dispatched(); len(got) != 0 {
+		t.Fatalf("a caller without a token reached the server: %v", got)
+	}
+	// The refusals counted nothing: the one call of the hour goes through.
+	ctx := keyauth.WithCallerToken(t.Context(), "caller.access.token")
+	if _, err := f.p.Invoke(ctx, &Call{Entry: EntryPreset, Server: "tx", Tool: "ls", Params: params("ls", `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.up.callerTokens) != 1 || f.up.callerTokens[0] != "caller.access.token" {
+		t.Fatalf("the dispatch's context held %v", f.up.callerTokens)
+	}
+	if strings.Contains(f.logs.String(), "caller.access.token") {
+		t.Fatalf("the caller's token was logged:\n%s", f.logs)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/incident"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -580,6 +581,7 @@ func (l *Loop) call(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *
 	var limited *toolcall.LimitError
 	var rpcErr *upstream.RPCError
 	var pinned *pins.HeldError
+	var onBehalf *oauthclient.OnBehalfError
 	switch {
 	case held.asked && err == nil:
 		rec.Approval = registry.ApprovalApproved
@@ -596,6 +598,8 @@ func (l *Loop) call(ctx context.Context, t *tool, c *inferencev1.ToolCall, rec *
 		return failed(fmt.Sprintf("The tool is not available: MCP server %q no longer exposes %q (its tools_allow/tools_deny filter it out)", server, t.name))
 	case errors.As(err, &pinned):
 		return failed("The tool is not available: " + pinned.Error())
+	case errors.As(err, &onBehalf): // the chat's caller has a key, no access token to exchange
+		return failed("The tool is not available: " + onBehalf.Error())
 	case errors.As(err, &refused):
 		return failed(refused.Text)
 	case errors.As(err, &limited): // the server's limits: the model may try again

@@ -128,9 +128,15 @@ func openHTTP(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, lookupEnv fun
 			return nil, fmt.Errorf("%w: %q signs in by OAuth, and this mcpgateway has no OAuth client (%s)", ErrUpstream, cfg.GetId(), oauthclient.ErrNoSecretKey)
 		}
 		// A server Zest holds no token for fails here, with the error that says how to sign in,
-		// rather than deep in the first request.
-		if _, err := signer.AccessToken(ctx, cfg, false); err != nil {
+		// rather than deep in the first request; one called on behalf of each caller connects
+		// on a caller's request only (its token is exchanged for the connect and the listing).
+		if err := oauthclient.CheckCaller(ctx, cfg); err != nil {
 			return nil, err
+		}
+		if !oauthclient.OnBehalf(cfg) {
+			if _, err := signer.AccessToken(ctx, cfg, false); err != nil {
+				return nil, err
+			}
 		}
 		// Every request, mcp-go's and Zest's own (modern.go), goes through the signer.
 		s.client.Transport = &oauthclient.Transport{Base: s.client.Transport, Signer: signer, Config: cfg}
@@ -168,11 +174,15 @@ func (s *httpSession) connect(ctx context.Context) error {
 	if !s.sessionOnly && s.discover(ctx) {
 		return nil
 	}
-	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), s.transportOptions(
+	var listen []transport.StreamableHTTPCOption
+	if !oauthclient.OnBehalf(s.cfg) {
 		// The GET stream carries what the server sends outside a request, such as
 		// notifications/tools/list_changed (and, from mcp-go, sampling/createMessage); a
-		// server without one answers 405 and is not asked again.
-		transport.WithContinuousListening())...) //nolint:staticcheck // session-era servers still have the GET stream (2026-07-28 removed it; modern.go serves that era)
+		// server without one answers 405 and is not asked again. A server called on behalf
+		// of each caller has none: no caller's token would carry it.
+		listen = append(listen, transport.WithContinuousListening()) //nolint:staticcheck // session-era servers still have the GET stream (2026-07-28 removed it; modern.go serves that era)
+	}
+	tr, err := transport.NewStreamableHTTP(s.cfg.GetUrl(), s.transportOptions(listen...)...)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrUpstream, s.cfg.GetId(), err)
 	}

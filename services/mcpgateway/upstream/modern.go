@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/zestmcp/zest/services/mcpgateway/mcpera"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 )
 
 // discoverTimeout bounds the server/discover probe of an HTTP upstream (and the server's own
@@ -247,11 +248,17 @@ func (s *httpSession) relisten() *listenStart {
 	tr := s.tr
 	start := newListenStart()
 	s.started = start
-	if len(filter) > 0 && tr != nil && !s.closed {
+	switch {
+	case len(filter) > 0 && oauthclient.OnBehalf(s.cfg):
+		// No caller's token would carry the stream: Zest hears such a server on the response
+		// streams of its callers' requests only.
+		start.finish(fmt.Errorf("%w: %q is called on behalf of each caller (oauth.grant token_exchange): Zest keeps no subscriptions/listen stream of its own open to it",
+			ErrUpstream, s.cfg.GetId()))
+	case len(filter) > 0 && tr != nil && !s.closed:
 		lctx, stop := context.WithCancel(context.Background())
 		s.stopListen = stop
 		go s.listen(lctx, tr, filter, start)
-	} else {
+	default:
 		start.finish(nil)
 	}
 	s.mu.Unlock()

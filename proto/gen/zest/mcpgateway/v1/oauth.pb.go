@@ -353,11 +353,21 @@ type UpstreamOAuth struct {
 	// authorization_server is the issuer URL to use instead of the one the server's metadata
 	// names (absent: discovered).
 	AuthorizationServer string `protobuf:"bytes,4,opt,name=authorization_server,proto3" json:"authorization_server,omitempty"`
-	// grant is "authorization_code" (absent: a person signs in from the console or zestctl) or
-	// "client_credentials" (machine to machine: Zest requests tokens with its own credentials).
-	Grant         string `protobuf:"bytes,5,opt,name=grant,proto3" json:"grant,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// grant is "authorization_code" (absent: a person signs in from the console or zestctl),
+	// "client_credentials" (machine to machine: Zest requests tokens with its own credentials)
+	// or "token_exchange" (on behalf of each caller: the access token a caller arrived with is
+	// exchanged for one for this server, RFC 8693; Zest holds no token of its own).
+	Grant string `protobuf:"bytes,5,opt,name=grant,proto3" json:"grant,omitempty"`
+	// audience is the token exchange's audience parameter (RFC 8693 section 2.1), for
+	// authorization servers that name the target service that way; the resource is always the
+	// server's url. Only with grant token_exchange.
+	Audience string `protobuf:"bytes,6,opt,name=audience,proto3" json:"audience,omitempty"`
+	// requested_token_type is the token exchange's requested_token_type (absent:
+	// urn:ietf:params:oauth:token-type:access_token; or urn:ietf:params:oauth:token-type:jwt).
+	// Only with grant token_exchange.
+	RequestedTokenType string `protobuf:"bytes,7,opt,name=requested_token_type,proto3" json:"requested_token_type,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *UpstreamOAuth) Reset() {
@@ -425,10 +435,25 @@ func (x *UpstreamOAuth) GetGrant() string {
 	return ""
 }
 
+func (x *UpstreamOAuth) GetAudience() string {
+	if x != nil {
+		return x.Audience
+	}
+	return ""
+}
+
+func (x *UpstreamOAuth) GetRequestedTokenType() string {
+	if x != nil {
+		return x.RequestedTokenType
+	}
+	return ""
+}
+
 // UpstreamOAuthState is where Zest stands with a server's sign-in; it never holds a token.
 type UpstreamOAuthState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status is "signed_in" or "needs_sign_in".
+	// status is "signed_in", "needs_sign_in", or "on_behalf_of_caller" (grant token_exchange:
+	// each call goes with its caller's exchanged token; message says so, and Zest holds none).
 	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// subject is whom the tokens were issued to (the token's sub, else the client id).
 	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
@@ -529,13 +554,15 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"p\n" +
 	"\x14FinishSignInResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12H\n" +
-	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\xb5\x01\n" +
+	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\x85\x02\n" +
 	"\rUpstreamOAuth\x12\x1c\n" +
 	"\tclient_id\x18\x01 \x01(\tR\tclient_id\x12$\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\rclient_secret\x12\x16\n" +
 	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x122\n" +
 	"\x14authorization_server\x18\x04 \x01(\tR\x14authorization_server\x12\x14\n" +
-	"\x05grant\x18\x05 \x01(\tR\x05grant\"\x9c\x01\n" +
+	"\x05grant\x18\x05 \x01(\tR\x05grant\x12\x1a\n" +
+	"\baudience\x18\x06 \x01(\tR\baudience\x122\n" +
+	"\x14requested_token_type\x18\a \x01(\tR\x14requested_token_type\"\x9c\x01\n" +
 	"\x12UpstreamOAuthState\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x18\n" +
