@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -350,4 +351,63 @@ func get(t *testing.T, u string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestUpstreamOAuthClientMetadataDocument: an upstream whose authorization server takes client
+// ID metadata documents (MCP authorization 2025-11-25) and knows no client of Zest's: Zest
+// names itself by the URL of the document the edge serves under ZEST_PUBLIC_URL (no key), the
+// authorization server fetches it, and the sign-in through the console's route and the edge's
+// callback ends signed in; the tool is called, and the token refreshed, as that client.
+func TestUpstreamOAuthClientMetadataDocument(t *testing.T) {
+	s, as, up := upstreamOAuthSuite(t)
+	as.AcceptClientMetadataDocuments()
+	docURL := s.URL + "/internal/mcp/oauth/client-metadata.json"
+	callbackURL := s.URL + "/internal/mcp/oauth/callback"
+
+	resp, err := http.Get(docURL) // no key: the authorization server fetches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
+		GrantTypes   []string `json:"grant_types"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || doc.ClientID != docURL || len(doc.RedirectURIs) != 1 || doc.RedirectURIs[0] != callbackURL ||
+		doc.AuthMethod != "none" || !slices.Contains(doc.GrantTypes, "refresh_token") {
+		t.Fatalf("GET %s: %d %+v %v", docURL, resp.StatusCode, doc, err)
+	}
+
+	registerServer(t, s, map[string]any{"id": "linear", "url": up.URL, "oauth": map[string]any{"scopes": []string{"mcp", "offline_access"}}})
+	r := admin(t, s, "POST", "/servers/linear/sign-in", jsonBody(t, map[string]string{"redirect_uri": callbackURL}))
+	authURL, _ := r.JSON(t)["authorization_url"].(string)
+	if r.Status != 200 || !strings.Contains(authURL, "client_id="+url.QueryEscape(docURL)) {
+		t.Fatalf("sign-in: %d %s", r.Status, r.Body)
+	}
+	resp, err = http.Get(authURL) // the browser, back to the edge's callback
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "Zest is signed in to linear as ") {
+		t.Fatalf("callback: %d %s", resp.StatusCode, page)
+	}
+	if fetched := as.ClientDocumentsFetched(); len(fetched) == 0 || fetched[0] != docURL {
+		t.Fatalf("the authorization server fetched %v, want %s", fetched, docURL)
+	}
+	call := func() Response {
+		return admin(t, s, "POST", "/servers/linear/tools/call", `{"name":"hello","arguments":{}}`)
+	}
+	if r := call(); r.Status != 200 || !strings.Contains(string(r.Body), "hello from the protected upstream") {
+		t.Fatalf("call after sign-in: %d %s", r.Status, r.Body)
+	}
+	before := as.Refreshed()
+	up.expire()
+	if r := call(); r.Status != 200 || as.Refreshed() <= before {
+		t.Fatalf("call after expiry (refreshed %d → %d): %d %s", before, as.Refreshed(), r.Status, r.Body)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,8 @@ type Server struct {
 	// Issuer is its URL (http://127.0.0.1:port), the issuer of its tokens.
 	Issuer string
 	store  *store
+	// metadataDocs is set by AcceptClientMetadataDocuments.
+	metadataDocs atomic.Bool
 	// Authorized counts the authorization requests it approved.
 	mu         sync.Mutex
 	authorized int
@@ -66,7 +69,7 @@ func Start(t testing.TB, scopes ...string) *Server {
 	// Zest's own client for its upstream sign-ins: its callback on the edge, any loopback port.
 	zest := storage.NativeClient(ZestClientID, "http://127.0.0.1"+ZestCallbackPath)
 	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest})
-	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}}
+	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}, metadataDocs: &s.metadataDocs}
 	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true},
 		s.store, op.StaticIssuer(s.Issuer), op.WithAllowInsecure())
 	if err != nil {
@@ -86,7 +89,7 @@ func Start(t testing.TB, scopes ...string) *Server {
 		s.mu.Unlock()
 		http.Redirect(w, r, callback(r.Context(), id), http.StatusFound)
 	}))
-	mux.Handle("/", resourceFromAuthorize(provider))
+	mux.Handle("/", s.clientMetadataSupported(resourceFromAuthorize(provider)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -175,6 +178,9 @@ type store struct {
 	// revokedBefore: refresh tokens used from then are refused (RevokeRefreshTokens).
 	revokedBefore time.Time
 	refreshed     int
+	// metadataDocs: a client id that is a URL is read from its client ID metadata document.
+	metadataDocs *atomic.Bool
+	fetched      []string // the client metadata documents fetched, by URL
 }
 
 // ClientCredentials gives the service user JWT access tokens, as the native client has.
@@ -231,6 +237,9 @@ type refreshForResource struct {
 func (r refreshForResource) GetAudience() []string { return []string{r.resource} }
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if s.metadataDocs.Load() && (strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")) {
+		return s.clientFromDocument(ctx, id)
+	}
 	c, err := s.Storage.GetClientByClientID(ctx, id)
 	if err != nil {
 		return nil, err

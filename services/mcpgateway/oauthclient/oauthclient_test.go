@@ -38,6 +38,9 @@ type testAS struct {
 	clients map[string]bool   // client ids: "zest", and those registered
 	// registration: the metadata names a registration endpoint (RFC 7591).
 	registration bool
+	// metadataDocs: the metadata says client_id_metadata_document_supported, and a client id
+	// that is an https URL is taken (this server reads no document: the e2e one does).
+	metadataDocs bool
 	grants       []string
 	resource     []string
 	// hold, when set, receives each token request's arrival and holds it until it reads one.
@@ -75,6 +78,7 @@ func startAS(t *testing.T) *testAS {
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
+		m.ClientIDMetadataDocumentSupported = a.metadataDocs
 		_ = json.NewEncoder(w).Encode(m)
 	})
 	// The authorization endpoint approves at once (the person signed in): it keeps the PKCE
@@ -99,7 +103,10 @@ func startAS(t *testing.T) *testAS {
 	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		a.mu.Lock()
-		known := a.clients[q.Get("client_id")]
+		known := a.clients[q.Get("client_id")] || (a.metadataDocs && strings.HasPrefix(q.Get("client_id"), "https://"))
+		if known {
+			a.clients[q.Get("client_id")] = true
+		}
 		a.mu.Unlock()
 		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || !known {
 			http.Error(w, "bad authorization request", http.StatusBadRequest)
@@ -540,6 +547,74 @@ func TestDynamicRegistration(t *testing.T) {
 	c.add(time.Hour)
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
 		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
+	}
+}
+
+// TestClientMetadataDocument: without oauth.client_id, Zest names itself by the URL of its
+// client ID metadata document (ZEST_PUBLIC_URL's) where the authorization server takes one —
+// before a dynamic registration, after a configured client — and only for a sign-in back to
+// that URL's callback; it signs in and refreshes with it.
+func TestClientMetadataDocument(t *testing.T) {
+	a := startAS(t)
+	a.registration, a.metadataDocs = true, true
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil, WithPublicURL("https://zest.example/"))
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	const redirect = "https://zest.example" + CallbackPath
+	const doc = "https://zest.example/internal/mcp/oauth/client-metadata.json"
+	clientOf := func(t *testing.T, s *Signer, cfg *mcpgatewayv1.ServerConfig, redirect string) string {
+		t.Helper()
+		authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		return u.Query().Get("client_id")
+	}
+	if got := clientOf(t, s, cfg, redirect); got != doc {
+		t.Fatalf("client_id %q, want the document's URL", got)
+	}
+	configured := &mcpgatewayv1.ServerConfig{Id: "up", Url: cfg.GetUrl(), Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	if got := clientOf(t, s, configured, redirect); got != "zest" {
+		t.Fatalf("client_id %q, want the configured one", got)
+	}
+	if got := clientOf(t, s, cfg, "https://other.example"+CallbackPath); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("a redirect the document does not name: client_id %q, want a registered one", got)
+	}
+	if got := clientOf(t, New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil), cfg, redirect); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("no ZEST_PUBLIC_URL: client_id %q, want a registered one", got)
+	}
+	plain := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil, WithPublicURL("http://zest.example"))
+	if got := clientOf(t, plain, cfg, "http://zest.example"+CallbackPath); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("a plain http ZEST_PUBLIC_URL: client_id %q, want a registered one", got)
+	}
+	a.registration = false
+	if got := clientOf(t, s, cfg, redirect); got != doc {
+		t.Fatalf("without registration: client_id %q, want the document's URL", got)
+	}
+	a.metadataDocs = false
+	if _, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "takes no client ID metadata document") {
+		t.Fatalf("neither: %v", err)
+	}
+	// Signed in and refreshed as the document's client.
+	a.metadataDocs = true
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("refresh with the document's client: %q, %v", tok, err)
 	}
 }
 

@@ -71,6 +71,9 @@ type Signer struct {
 	hc        *http.Client
 	log       *slog.Logger
 	now       func() time.Time
+	// publicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): the base of the
+	// client ID metadata document the edge serves (lib/clientmetadata).
+	publicURL string
 
 	mu      sync.Mutex
 	servers map[string]*server
@@ -105,10 +108,20 @@ func (sv *server) shown() (*record, string) {
 	return sv.shownRec, sv.shownMsg
 }
 
+// Option configures a Signer.
+type Option func(*Signer)
+
+// WithPublicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): with it, a sign-in
+// back to its callback names Zest by its client ID metadata document where the authorization
+// server takes one (lib/clientmetadata).
+func WithPublicURL(u string) Option {
+	return func(s *Signer) { s.publicURL = strings.TrimSuffix(u, "/") }
+}
+
 // New returns a signer. keys may be nil (no ZEST_SECRET_KEY_FILE): every server then needs a
 // key before it can sign in. hc (nil: a client with RequestTimeout) reaches the authorization
 // servers; now (nil: time.Now) is the clock of expiries.
-func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *http.Client, now func() time.Time, log *slog.Logger) *Signer {
+func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *http.Client, now func() time.Time, log *slog.Logger, opts ...Option) *Signer {
 	if hc == nil {
 		hc = &http.Client{Timeout: RequestTimeout}
 	}
@@ -118,7 +131,11 @@ func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
+	s := &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Signer) server(id string) *server {

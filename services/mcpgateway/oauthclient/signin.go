@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zestmcp/zest/lib/clientmetadata"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -23,7 +24,7 @@ import (
 // Limits of a sign-in by authorization code.
 const (
 	// CallbackPath is the edge's route the authorization server sends the browser back to.
-	CallbackPath = "/internal/mcp/oauth/callback"
+	CallbackPath = clientmetadata.CallbackPath
 	// SignInTimeout is how long a sign-in started waits for its callback.
 	SignInTimeout = 10 * time.Minute
 	// MaxPendingSignIns bounds the sign-ins waiting for their callback on one mcpgateway.
@@ -94,12 +95,16 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if d.Server.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
+	// The client, in order of preference: the one configured (oauth.client_id), Zest's client
+	// ID metadata document where the server takes one, a dynamic registration (RFC 7591).
 	clientID := o.GetClientId()
 	registeredSecret := ""
+	if doc, ok := s.clientMetadataURL(redirectURI); clientID == "" && ok && d.Server.ClientIDMetadataDocumentSupported {
+		clientID = doc
+	}
 	if clientID == "" {
-		// No client configured: dynamic client registration (RFC 7591) where the server offers it.
 		if d.Server.RegistrationEndpoint == "" {
-			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration: register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
+			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration and takes no client ID metadata document (which needs ZEST_PUBLIC_URL, https, as the redirect's base): register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
 		}
 		reg, err := s.register(ctx, id, d, redirectURI)
 		if err != nil {
@@ -121,6 +126,16 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	s.log.Info("upstream sign-in started", "server", id, "by", by, "issuer", d.Server.Issuer)
 	conf := p.oauth2(secret)
 	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl())), nil
+}
+
+// clientMetadataURL is the URL of Zest's client ID metadata document, when a sign-in back to
+// redirectURI may name Zest by it: the document's one redirect URI is ZEST_PUBLIC_URL's
+// callback, and an authorization server takes only an https URL (or http on loopback).
+func (s *Signer) clientMetadataURL(redirectURI string) (string, bool) {
+	if s.publicURL == "" || redirectURI != s.publicURL+CallbackPath {
+		return "", false
+	}
+	return clientmetadata.URL(s.publicURL)
 }
 
 // oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.

@@ -314,7 +314,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if tokens, ok := reg.(registry.OAuthTokens); ok {
-		up.SetOAuth(oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log))
+		up.SetOAuth(oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log, oauthclient.WithPublicURL(cfg.OAuth.PublicURL)))
 	}
 	dirs := lemonade.Dirs{Images: cfg.ImageDir, Audio: cfg.AudioDir}
 	if dirs.Images == "" {
