@@ -281,9 +281,18 @@ func TestUpstreamOAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
+		ctlSubject, _ := oauthState("ctl")["subject"].(string)
 		for _, e := range a.Entries {
 			if e.ServerID == "tracker" || e.ServerID == "ctl" {
 				seen[e.Action+" "+e.ServerID] = true
+			}
+			// The callback comes without a key: its entry names the administrator who started
+			// the sign-in (the console's, zestctl's admin key) and whom the upstream's tokens
+			// were issued to.
+			if e.Action == "finish_sign_in" && e.Outcome == "ok" {
+				if e.Who != who(adminKey) || e.UpstreamSubject == "" || (e.ServerID == "ctl" && e.UpstreamSubject != ctlSubject) {
+					t.Errorf("finish_sign_in %s: who %q, upstream_subject %q; want %q, %q", e.ServerID, e.Who, e.UpstreamSubject, who(adminKey), ctlSubject)
+				}
 			}
 		}
 		for _, want := range []string{"start_sign_in tracker", "finish_sign_in tracker", "start_sign_in ctl", "finish_sign_in ctl"} {

@@ -478,7 +478,7 @@ func TestSignIn(t *testing.T) {
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
 		t.Fatalf("after sign-in: %q, %v", tok, err)
 	}
-	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "admin" || !st.GetRefreshable() {
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "zest" || !st.GetRefreshable() {
 		t.Fatalf("state = %v", st)
 	}
 	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {

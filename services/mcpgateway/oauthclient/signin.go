@@ -255,7 +255,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
 		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret}
-	rec.Subject = subjectOf(tok.AccessToken, p.By)
+	rec.Subject = subjectOf(tok.AccessToken, p.ClientID) // an opaque token: its client, as UpstreamOAuthState.subject says
 	sv := s.server(id)
 	sv.mu.Lock()
 	defer sv.mu.Unlock()

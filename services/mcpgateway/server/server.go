@@ -481,7 +481,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
 	// Sign-in to the upstream servers that sign in by OAuth (admin key; the callback: its state).
 	if signer := up.OAuth(); signer != nil {
-		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL))
+		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL, oauthclient.WithAuditNames(activity.WhoOf, audit.NoteSignIn)))
 	}
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
