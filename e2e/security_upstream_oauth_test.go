@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/e2e/internal/oauthserver"
@@ -418,5 +421,91 @@ func TestUpstreamOAuthClientMetadataDocument(t *testing.T) {
 	up.expire()
 	if r := call(); r.Status != 200 || as.Refreshed() <= before {
 		t.Fatalf("call after expiry (refreshed %d → %d): %d %s", before, as.Refreshed(), r.Status, r.Body)
+	}
+}
+
+// TestNeedsSignInEveryEntryPoint: a call to a server Zest has not signed in to reads the same
+// fix on every entry point — the admin API's tool call, /mcp/servers/{id} (the session
+// revisions and 2026-07-28, through mcp-go's client), /mcp/presets/{id} and the chat loop —
+// naming the server and how to sign in, to an API caller as to an administrator: no incident
+// id to chase.
+func TestNeedsSignInEveryEntryPoint(t *testing.T) {
+	s, _, up := upstreamOAuthSuite(t, "LEMONADE_API_KEY="+fedAPIKey)
+	registerServer(t, s, map[string]any{"id": "tracker", "url": up.URL, "oauth": map[string]any{"client_id": oauthserver.ZestClientID}})
+	if r := admin(t, s, "POST", "/presets", `{"id":"p","model":"builtin-llm","mcp_server_ids":["tracker","lemonade"]}`); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+	const fix = `server "tracker" needs sign-in: Zest holds no token for it; sign in from the console (Servers → tracker → Sign in) or with zestctl servers sign-in tracker`
+	auth := "Authorization: Bearer " + fedAPIKey
+	rpcError := func(r Response) string { // error.message
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		return msg
+	}
+	mcpGo := func(url, tool string, legacy bool) string {
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey})}
+		tr, err := transport.NewStreamableHTTP(url, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copts []mcpclient.ClientOption
+		if legacy {
+			copts = append(copts, mcpclient.WithProtocolVersion("2025-11-25"))
+		}
+		cl := mcpclient.NewClient(tr, copts...)
+		t.Cleanup(func() { cl.Close() })
+		if err := cl.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+		if _, err := cl.Initialize(t.Context(), init); err != nil {
+			return err.Error()
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		out, err := cl.CallTool(t.Context(), req)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("a result: %+v", out)
+	}
+	for _, c := range []struct {
+		name string
+		call func() string
+	}{
+		{"admin API", func() string { return errMessage(t, admin(t, s, "POST", "/servers/tracker/tools/call", `{"name":"hello","arguments":{}}`)) }},
+		{"/mcp/servers/{id} initialize", func() string {
+			return rpcError(do(t, "POST", fedURL(s, "tracker"), sprintf(initBody, "2025-11-25"), append(mcpHeaders, auth)...))
+		}},
+		{"/mcp/servers/{id} mcp-go", func() string { return mcpGo(fedURL(s, "tracker"), "hello", false) }},
+		{"/mcp/servers/{id} mcp-go legacy", func() string { return mcpGo(fedURL(s, "tracker"), "hello", true) }},
+		{"/mcp/presets/{id} tools/call", func() string {
+			sid, _ := presetInit(t, s, "p", auth)
+			return rpcError(presetCall(t, s, "p", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_tracker__hello","arguments":{}}}`, auth))
+		}},
+		{"/mcp/presets/{id} mcp-go", func() string { return mcpGo(presetURL(s, "p"), "mcp_tracker__hello", false) }},
+		{"chat", func() string {
+			body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"tracker"},
+				"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_tracker__hello"}},
+				"messages":    []map[string]any{{"role": "user", "content": "{}"}}})
+			return rpcError(do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", auth)) // OpenAI's error.message
+		}},
+		{"chat warnings", func() string {
+			body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"tracker", "lemonade"},
+				"messages": []map[string]any{{"role": "user", "content": "hello"}}})
+			r := do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", auth)
+			var a toolChatAnswer
+			if r.Status != 200 || json.Unmarshal(r.Body, &a) != nil {
+				return fmt.Sprintf("%d %s", r.Status, r.Body)
+			}
+			return strings.Join(a.ZestWarnings, "\n")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.call(); !strings.Contains(got, fix) || strings.Contains(got, "incident") {
+				t.Fatalf("got %q\nwant it to hold %q", got, fix)
+			}
+		})
 	}
 }

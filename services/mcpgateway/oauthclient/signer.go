@@ -166,6 +166,22 @@ func (e *NeedsSignInError) Is(target error) bool { return target == ErrNeedsSign
 
 func needsSignIn(id, why string) error { return &NeedsSignInError{ID: id, Why: why} }
 
+// Fix is what a caller reads of a call that failed because Zest cannot sign in to its server:
+// the server that needs sign-in, why and how (NeedsSignInError), or the setting to set
+// (ErrNoSecretKey) — the fix alone, not the chain of transports it failed through, and the
+// same on every entry point (the admin API, the MCP endpoints, the chat loop). ok is false for
+// any other error.
+func Fix(err error) (msg string, ok bool) {
+	var nsi *NeedsSignInError
+	switch {
+	case errors.As(err, &nsi):
+		return nsi.Error(), true
+	case errors.Is(err, ErrNoSecretKey):
+		return ErrNoSecretKey.Error(), true
+	}
+	return "", false
+}
+
 // AccessToken returns the access token to send to cfg's server: the one held while it is
 // valid beyond RefreshBefore, else a refreshed one, else (client_credentials) a new one.
 // force asks for a new token even if the held one looks valid (the server answered 401).
