@@ -708,3 +708,75 @@ func TestClientCredentialsAfterARefusedRefresh(t *testing.T) {
 		t.Fatalf("state %v", st)
 	}
 }
+
+// TestAbandonedSignIn: a sign-in started and never finished — its replica gone — is forgotten
+// from the shared store by another replica once SignInTimeout has passed (SweepSignIns), and
+// not before; meanwhile a second sign-in of the same server starts and finishes; a replica
+// whose bound of waiting sign-ins is spent starts a new one once they expire, which forgets
+// them. The clock is the test's.
+func TestAbandonedSignIn(t *testing.T) {
+	a := startAS(t)
+	store := openBolt(t)
+	c := &clock{t: time.Now()}
+	gone := New(testKeys(t), store, env(nil), a.srv.Client(), c.now, nil)
+	live := New(testKeys(t), store, env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	const redirect = "https://zest.example" + CallbackPath
+	waiting := func() int {
+		t.Helper()
+		recs, err := store.ListOAuthTokens(t.Context(), pendingPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	approve := func(authURL string) url.Values {
+		t.Helper()
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return loc.Query()
+	}
+	abandoned, err := gone.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandonedQ := approve(abandoned) // the person never came back to Zest with it
+	c.add(SignInTimeout / 2)
+	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 0 || waiting() != 1 {
+		t.Fatalf("within its time: forgot %d (%v), %d waiting", n, err, waiting())
+	}
+	second, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatalf("a second sign-in: %v", err)
+	}
+	c.add(SignInTimeout/2 + time.Second) // the first's time is up, not the second's
+	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 1 || waiting() != 1 {
+		t.Fatalf("after its time: forgot %d (%v), %d waiting; want 1 and 1", n, err, waiting())
+	}
+	if _, _, err := live.FinishSignIn(t.Context(), abandonedQ.Get("state"), abandonedQ.Get("code"), "", ""); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("the abandoned sign-in's late callback: %v", err)
+	}
+	q := approve(second)
+	if id, _, err := live.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); err != nil || id != "up" || waiting() != 0 {
+		t.Fatalf("the second sign-in: %q, %v, %d waiting", id, err, waiting())
+	}
+
+	// The bound spent by abandoned sign-ins: a new one starts once they expire, and they go.
+	for range MaxPendingSignIns {
+		if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("one over the bound: %v", err)
+	}
+	c.add(SignInTimeout + time.Second)
+	if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); err != nil || waiting() != 1 {
+		t.Fatalf("after they expired: %v, %d waiting; want the new one alone", err, waiting())
+	}
+}

@@ -29,6 +29,10 @@ const (
 	SignInTimeout = 10 * time.Minute
 	// MaxPendingSignIns bounds the sign-ins waiting for their callback on one mcpgateway.
 	MaxPendingSignIns = 64
+	// SweepEvery is how often each mcpgateway forgets the sign-ins whose SignInTimeout has
+	// passed, whichever replica started them (SweepSignIns): an abandoned sign-in — never
+	// finished, or its replica died — is kept at most SignInTimeout + SweepEvery.
+	SweepEvery = SignInTimeout
 )
 
 // Errors of a sign-in.
@@ -58,7 +62,10 @@ type pending struct {
 
 // pendingKey is the store's key of a sign-in in progress: the state's hash (the state is the
 // sign-in's credential), under a prefix no server id has ("/" is not in an id).
-func pendingKey(state string) string { return "sign-in/" + stateKey(state) }
+func pendingKey(state string) string { return pendingPrefix + stateKey(state) }
+
+// pendingPrefix starts the store's key of every sign-in in progress.
+const pendingPrefix = "sign-in/"
 
 // pendingAAD binds a sealed sign-in to its kind.
 var pendingAAD = []byte("zest upstream sign-in")
@@ -144,28 +151,18 @@ func (p *pending) oauth2(secret string) oauth2.Config {
 		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret)}}
 }
 
-// holdPending keeps p sealed in the store for its callback; this replica counts its own
-// sign-ins waiting (MaxPendingSignIns) and forgets the expired ones.
+// holdPending keeps p sealed in the store for its callback, once the expired sign-ins are
+// forgotten (SweepSignIns); this replica counts its own sign-ins waiting (MaxPendingSignIns).
 func (s *Signer) holdPending(ctx context.Context, state string, p *pending) error {
-	now := s.now()
-	s.mu.Lock()
-	var expired []string
-	for k, until := range s.pending {
-		if until.Before(now) {
-			expired = append(expired, k)
-			delete(s.pending, k)
-		}
+	if _, err := s.SweepSignIns(ctx); err != nil {
+		s.log.Warn("the expired sign-ins could not be forgotten", "err", err)
 	}
+	s.mu.Lock()
 	full := len(s.pending) >= MaxPendingSignIns
 	if !full {
 		s.pending[pendingKey(state)] = p.Expires
 	}
 	s.mu.Unlock()
-	for _, k := range expired {
-		if err := s.store.DeleteOAuthToken(ctx, k); err != nil {
-			s.log.Warn("an expired sign-in could not be forgotten", "err", err)
-		}
-	}
 	if full {
 		return fmt.Errorf("%w: %d sign-ins already wait for their callback: finish one, or wait %s for them to expire", ErrSignIn, MaxPendingSignIns, SignInTimeout)
 	}
@@ -181,6 +178,61 @@ func (s *Signer) holdPending(ctx context.Context, state string, p *pending) erro
 		return fmt.Errorf("%w: keep the sign-in: %w", ErrSignIn, err)
 	}
 	return nil
+}
+
+// SweepSignIns forgets every sign-in in progress whose SignInTimeout has passed, whichever
+// replica started it (one that died leaves its sign-ins in the shared store for another to
+// forget), and one that no key opens (it can never finish). It returns how many it forgot.
+func (s *Signer) SweepSignIns(ctx context.Context) (int, error) {
+	now := s.now()
+	s.mu.Lock()
+	for k, until := range s.pending {
+		if until.Before(now) {
+			delete(s.pending, k)
+		}
+	}
+	s.mu.Unlock()
+	if s.keys == nil {
+		return 0, nil
+	}
+	recs, err := s.store.ListOAuthTokens(ctx, pendingPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("%w: list the sign-ins in progress: %w", ErrSignIn, err)
+	}
+	forgot := 0
+	var errs []error
+	for key, sealed := range recs {
+		var p pending
+		if plain, _, err := s.keys.Open(sealed, pendingAAD); err == nil && json.Unmarshal(plain, &p) == nil && !p.Expires.Before(now) {
+			continue
+		}
+		if err := s.store.DeleteOAuthToken(ctx, key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		forgot++
+	}
+	if forgot > 0 {
+		s.log.Info("expired sign-ins forgotten", "count", forgot)
+	}
+	return forgot, errors.Join(errs...)
+}
+
+// SweepAbandoned runs SweepSignIns now and every SweepEvery until ctx is done (mcpgateway
+// runs it while it serves).
+func (s *Signer) SweepAbandoned(ctx context.Context) {
+	tick := time.NewTicker(SweepEvery)
+	defer tick.Stop()
+	for {
+		if _, err := s.SweepSignIns(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("the expired sign-ins could not be forgotten", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // takePending returns the sign-in of state and forgets it (one use) when binding is its own;

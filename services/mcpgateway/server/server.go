@@ -515,6 +515,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	if w, ok := s.reg.(registry.Watcher); ok {
 		followed.Go(func() { s.changes.Follow(fctx, w, s.servers) })
 	}
+	if signer := s.up.OAuth(); signer != nil { // abandoned upstream sign-ins, any replica's
+		followed.Go(func() { signer.SweepAbandoned(fctx) })
+	}
 	defer func() { stop(); followed.Wait() }()
 	return s.srv.Serve(ctx, lis)
 }
