@@ -474,7 +474,9 @@ func TestNeedsSignInEveryEntryPoint(t *testing.T) {
 		name string
 		call func() string
 	}{
-		{"admin API", func() string { return errMessage(t, admin(t, s, "POST", "/servers/tracker/tools/call", `{"name":"hello","arguments":{}}`)) }},
+		{"admin API", func() string {
+			return errMessage(t, admin(t, s, "POST", "/servers/tracker/tools/call", `{"name":"hello","arguments":{}}`))
+		}},
 		{"/mcp/servers/{id} initialize", func() string {
 			return rpcError(do(t, "POST", fedURL(s, "tracker"), sprintf(initBody, "2025-11-25"), append(mcpHeaders, auth)...))
 		}},
