@@ -510,7 +510,7 @@ func TestMetricsTable(t *testing.T) {
 // through grpc-gateway, each with the AdminService RPC behind it and the edge's file.
 var edgeAdminRoutes = map[string]struct{ rpc, file string }{
 	"GET /internal/mcp/audit/export":   {"ExportAudit", "gateway/edge/edge.go"},
-	"GET /internal/mcp/oauth/callback": {"FinishSignIn", "gateway/edge/oauthcallback.go"},
+	"GET /internal/mcp/oauth/callback": {"FinishSignIn", "lib/clientmetadata/clientmetadata.go"},
 }
 
 // pathParam is a path template's variable: {id}, or a field path such as {server.id}, which

@@ -15,11 +15,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/zestmcp/zest/e2e/internal/oauthserver"
@@ -317,9 +320,18 @@ func TestUpstreamOAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
+		ctlSubject, _ := oauthState("ctl")["subject"].(string)
 		for _, e := range a.Entries {
 			if e.ServerID == "tracker" || e.ServerID == "ctl" {
 				seen[e.Action+" "+e.ServerID] = true
+			}
+			// The callback comes without a key: its entry names the administrator who started
+			// the sign-in (the console's, zestctl's admin key) and whom the upstream's tokens
+			// were issued to.
+			if e.Action == "finish_sign_in" && e.Outcome == "ok" {
+				if e.Who != who(adminKey) || e.UpstreamSubject == "" || (e.ServerID == "ctl" && e.UpstreamSubject != ctlSubject) {
+					t.Errorf("finish_sign_in %s: who %q, upstream_subject %q; want %q, %q", e.ServerID, e.Who, e.UpstreamSubject, who(adminKey), ctlSubject)
+				}
 			}
 		}
 		for _, want := range []string{"start_sign_in tracker", "finish_sign_in tracker", "start_sign_in ctl", "finish_sign_in ctl"} {
@@ -420,4 +432,151 @@ func get(t *testing.T, u string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestUpstreamOAuthClientMetadataDocument: an upstream whose authorization server takes client
+// ID metadata documents (MCP authorization 2025-11-25) and knows no client of Zest's: Zest
+// names itself by the URL of the document the edge serves under ZEST_PUBLIC_URL (no key), the
+// authorization server fetches it, and the sign-in through the console's route and the edge's
+// callback ends signed in; the tool is called, and the token refreshed, as that client.
+func TestUpstreamOAuthClientMetadataDocument(t *testing.T) {
+	s, as, up := upstreamOAuthSuite(t)
+	as.AcceptClientMetadataDocuments()
+	docURL := s.URL + "/internal/mcp/oauth/client-metadata.json"
+	callbackURL := s.URL + "/internal/mcp/oauth/callback"
+
+	resp, err := http.Get(docURL) // no key: the authorization server fetches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
+		GrantTypes   []string `json:"grant_types"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || doc.ClientID != docURL || len(doc.RedirectURIs) != 1 || doc.RedirectURIs[0] != callbackURL ||
+		doc.AuthMethod != "none" || !slices.Contains(doc.GrantTypes, "refresh_token") {
+		t.Fatalf("GET %s: %d %+v %v", docURL, resp.StatusCode, doc, err)
+	}
+
+	registerServer(t, s, map[string]any{"id": "linear", "url": up.URL, "oauth": map[string]any{"scopes": []string{"mcp", "offline_access"}}})
+	r := admin(t, s, "POST", "/servers/linear/sign-in", jsonBody(t, map[string]string{"redirect_uri": callbackURL}))
+	authURL, _ := r.JSON(t)["authorization_url"].(string)
+	if r.Status != 200 || !strings.Contains(authURL, "client_id="+url.QueryEscape(docURL)) {
+		t.Fatalf("sign-in: %d %s", r.Status, r.Body)
+	}
+	resp, err = http.Get(authURL) // the browser, back to the edge's callback
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "Zest is signed in to linear as ") {
+		t.Fatalf("callback: %d %s", resp.StatusCode, page)
+	}
+	if fetched := as.ClientDocumentsFetched(); len(fetched) == 0 || fetched[0] != docURL {
+		t.Fatalf("the authorization server fetched %v, want %s", fetched, docURL)
+	}
+	call := func() Response {
+		return admin(t, s, "POST", "/servers/linear/tools/call", `{"name":"hello","arguments":{}}`)
+	}
+	if r := call(); r.Status != 200 || !strings.Contains(string(r.Body), "hello from the protected upstream") {
+		t.Fatalf("call after sign-in: %d %s", r.Status, r.Body)
+	}
+	before := as.Refreshed()
+	up.expire()
+	if r := call(); r.Status != 200 || as.Refreshed() <= before {
+		t.Fatalf("call after expiry (refreshed %d → %d): %d %s", before, as.Refreshed(), r.Status, r.Body)
+	}
+}
+
+// TestNeedsSignInEveryEntryPoint: a call to a server Zest has not signed in to reads the same
+// fix on every entry point — the admin API's tool call, /mcp/servers/{id} (the session
+// revisions and 2026-07-28, through mcp-go's client), /mcp/presets/{id} and the chat loop —
+// naming the server and how to sign in, to an API caller as to an administrator: no incident
+// id to chase.
+func TestNeedsSignInEveryEntryPoint(t *testing.T) {
+	s, _, up := upstreamOAuthSuite(t, "LEMONADE_API_KEY="+fedAPIKey)
+	registerServer(t, s, map[string]any{"id": "tracker", "url": up.URL, "oauth": map[string]any{"client_id": oauthserver.ZestClientID}})
+	if r := admin(t, s, "POST", "/presets", `{"id":"p","model":"builtin-llm","mcp_server_ids":["tracker","lemonade"]}`); r.Status != 200 {
+		t.Fatalf("preset: %d %s", r.Status, r.Body)
+	}
+	const fix = `server "tracker" needs sign-in: Zest holds no token for it; sign in from the console (Servers → tracker → Sign in) or with zestctl servers sign-in tracker`
+	auth := "Authorization: Bearer " + fedAPIKey
+	rpcError := func(r Response) string { // error.message
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		return msg
+	}
+	mcpGo := func(url, tool string, legacy bool) string {
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey})}
+		tr, err := transport.NewStreamableHTTP(url, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copts []mcpclient.ClientOption
+		if legacy {
+			copts = append(copts, mcpclient.WithProtocolVersion("2025-11-25"))
+		}
+		cl := mcpclient.NewClient(tr, copts...)
+		t.Cleanup(func() { cl.Close() })
+		if err := cl.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+		if _, err := cl.Initialize(t.Context(), init); err != nil {
+			return err.Error()
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		out, err := cl.CallTool(t.Context(), req)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("a result: %+v", out)
+	}
+	for _, c := range []struct {
+		name string
+		call func() string
+	}{
+		{"admin API", func() string {
+			return errMessage(t, admin(t, s, "POST", "/servers/tracker/tools/call", `{"name":"hello","arguments":{}}`))
+		}},
+		{"/mcp/servers/{id} initialize", func() string {
+			return rpcError(do(t, "POST", fedURL(s, "tracker"), sprintf(initBody, "2025-11-25"), append(mcpHeaders, auth)...))
+		}},
+		{"/mcp/servers/{id} mcp-go", func() string { return mcpGo(fedURL(s, "tracker"), "hello", false) }},
+		{"/mcp/servers/{id} mcp-go legacy", func() string { return mcpGo(fedURL(s, "tracker"), "hello", true) }},
+		{"/mcp/presets/{id} tools/call", func() string {
+			sid, _ := presetInit(t, s, "p", auth)
+			return rpcError(presetCall(t, s, "p", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_tracker__hello","arguments":{}}}`, auth))
+		}},
+		{"/mcp/presets/{id} mcp-go", func() string { return mcpGo(presetURL(s, "p"), "mcp_tracker__hello", false) }},
+		{"chat", func() string {
+			body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"tracker"},
+				"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "mcp_tracker__hello"}},
+				"messages":    []map[string]any{{"role": "user", "content": "{}"}}})
+			return rpcError(do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", auth)) // OpenAI's error.message
+		}},
+		{"chat warnings", func() string {
+			body := jsonBody(t, map[string]any{"model": "builtin-llm", "mcp_server_ids": []string{"tracker", "lemonade"},
+				"messages": []map[string]any{{"role": "user", "content": "hello"}}})
+			r := do(t, "POST", s.URL+"/api/v1/chat/completions", body, "Content-Type: application/json", auth)
+			var a toolChatAnswer
+			if r.Status != 200 || json.Unmarshal(r.Body, &a) != nil {
+				return fmt.Sprintf("%d %s", r.Status, r.Body)
+			}
+			return strings.Join(a.ZestWarnings, "\n")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.call(); !strings.Contains(got, fix) || strings.Contains(got, "incident") {
+				t.Fatalf("got %q\nwant it to hold %q", got, fix)
+			}
+		})
+	}
 }

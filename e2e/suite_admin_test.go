@@ -68,6 +68,8 @@ type auditEntry struct {
 	Changed    []string `json:"changed"`
 	Arguments  string   `json:"arguments"`
 	Result     string   `json:"result"`
+	// UpstreamSubject is whom an upstream's tokens were issued to (finish_sign_in).
+	UpstreamSubject string `json:"upstream_subject"`
 }
 
 type auditAnswer struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/zestmcp/zest/gateway/httpguard"
 	"github.com/zestmcp/zest/gateway/logstream"
 	"github.com/zestmcp/zest/gateway/openai"
+	"github.com/zestmcp/zest/lib/clientmetadata"
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/httpexchange"
 	"github.com/zestmcp/zest/lib/httpstatus"
@@ -186,6 +187,11 @@ func New(cfg Config, log *slog.Logger) (*Edge, error) {
 	// The authorization server's callback after an upstream sign-in: a browser without a key,
 	// the state its credential (mcpgateway checks it).
 	mux.Handle("GET "+oauthCallbackPath, oauthCallback{client: mcpgatewayv1.NewUpstreamOAuthServiceClient(e.backend["mcpgateway"]), log: log})
+	// Zest's client ID metadata document, its client_id where an upstream's authorization
+	// server takes one (lib/clientmetadata): public, fetched by that server.
+	if _, ok := clientmetadata.URL(cfg.OAuth.PublicURL); ok {
+		mux.Handle("GET "+clientmetadata.Path, clientmetadata.Handler(cfg.OAuth.PublicURL))
+	}
 	mux.Handle("/internal/mcp", adminRoutes) // grpc-gateway's 404, instead of ServeMux's redirect
 	oa := &openai.API{Inference: e.infer, Media: inferencev1.NewMediaServiceClient(e.backend["inference"]), ToolChat: mcpgatewayv1.NewChatServiceClient(e.backend["mcpgateway"]), Log: log, Forward: forwardAuth}
 	oa.Models = inferencev1.NewModelAdminServiceClient(e.backend["inference"])

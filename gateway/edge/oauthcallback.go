@@ -5,13 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/zestmcp/zest/lib/clientmetadata"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/status"
 )
 
 // oauthCallbackPath is where an authorization server sends the browser back after an
 // administrator signed Zest in to an upstream server (services/mcpgateway/oauthclient).
-const oauthCallbackPath = "/internal/mcp/oauth/callback"
+const oauthCallbackPath = clientmetadata.CallbackPath
 
 // oauthCallback relays the callback's state and code to mcpgateway and answers the browser
 // with a page that says how it went. The browser holds no key: the state is the credential,

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,8 @@ type Server struct {
 	// Issuer is its URL (http://127.0.0.1:port), the issuer of its tokens.
 	Issuer string
 	store  *store
+	// metadataDocs is set by AcceptClientMetadataDocuments.
+	metadataDocs atomic.Bool
 	// Authorized counts the authorization requests it approved.
 	mu         sync.Mutex
 	authorized int
@@ -70,7 +73,7 @@ func Start(t testing.TB, scopes ...string) *Server {
 	// Zest's confidential client for token exchange (RFC 8693), on behalf of its callers.
 	exchange := storage.WebClient(ExchangeClientID, ExchangeClientSecret, "http://127.0.0.1/unused")
 	inner := storage.NewStorageWithClients(storage.NewUserStore(s.Issuer), map[string]*storage.Client{ClientID: client, ZestClientID: zest, ExchangeClientID: exchange})
-	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}}
+	s.store = &store{Storage: inner, scopes: scopes, resources: map[string]string{}, metadataDocs: &s.metadataDocs}
 	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("zest e2e")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true},
 		s.store, op.StaticIssuer(s.Issuer), op.WithAllowInsecure())
 	if err != nil {
@@ -90,7 +93,7 @@ func Start(t testing.TB, scopes ...string) *Server {
 		s.mu.Unlock()
 		http.Redirect(w, r, callback(r.Context(), id), http.StatusFound)
 	}))
-	mux.Handle("/", resourceFromAuthorize(provider))
+	mux.Handle("/", s.clientMetadataSupported(resourceFromAuthorize(provider)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -194,6 +197,9 @@ type store struct {
 	revokedBefore time.Time
 	refreshed     int
 	exchanged     int
+	// metadataDocs: a client id that is a URL is read from its client ID metadata document.
+	metadataDocs *atomic.Bool
+	fetched      []string // the client metadata documents fetched, by URL
 }
 
 // ClientCredentials gives the service user JWT access tokens, as the native client has.
@@ -286,6 +292,9 @@ func (s *Server) Exchanged() int {
 }
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if s.metadataDocs.Load() && (strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")) {
+		return s.clientFromDocument(ctx, id)
+	}
 	c, err := s.Storage.GetClientByClientID(ctx, id)
 	if err != nil {
 		return nil, err

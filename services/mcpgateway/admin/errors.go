@@ -69,13 +69,9 @@ func toStatus(err error) error {
 		errors.As(err, &ob)
 		return status.Error(codes.FailedPrecondition, ob.Error())
 	case errors.As(err, new(*oauthclient.NeedsSignInError)), errors.Is(err, oauthclient.ErrNoSecretKey):
-		// A server that signs in by OAuth without a usable token: the message is the fix alone,
-		// not the chain of transports it failed through.
-		var nsi *oauthclient.NeedsSignInError
-		if errors.As(err, &nsi) {
-			return status.Error(codes.FailedPrecondition, nsi.Error())
-		}
-		return status.Error(codes.FailedPrecondition, oauthclient.ErrNoSecretKey.Error())
+		// A server that signs in by OAuth without a usable token: the fix alone.
+		msg, _ := oauthclient.Fix(err)
+		return status.Error(codes.FailedPrecondition, msg)
 	case errors.Is(err, upstream.ErrUpstream), errors.As(err, &rpcErr):
 		code = codes.Unavailable
 	}

@@ -44,14 +44,31 @@ func (l *Log) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		began := time.Now()
 		resp, err := handler(context.WithValue(ctx, noteKey{}, n), req)
 		target, server := targetOf(req, resp)
-		l.Admin(ctx, action, target, server, err, time.Since(began), n.changed)
+		e := adminEntry(ctx, action, target, server, err, time.Since(began), n.changed)
+		if n.who != "" {
+			e.Who = n.who
+		}
+		e.UpstreamSubject = n.upstreamSubject
+		l.enqueue(e)
 		return resp, err
 	}
 }
 
 type noteKey struct{}
 
-type note struct{ changed []string }
+type note struct {
+	changed              []string
+	who, upstreamSubject string
+}
+
+// NoteSignIn tells the audit entry of a finished upstream sign-in (the authorization server's
+// callback, which carries no key) who started it — named as WhoOf named them then — and
+// whom the upstream's tokens were issued to.
+func NoteSignIn(ctx context.Context, who, upstreamSubject string) {
+	if n, ok := ctx.Value(noteKey{}).(*note); ok {
+		n.who, n.upstreamSubject = who, upstreamSubject
+	}
+}
 
 // NoteChanged tells the audit entry of the admin call of ctx which fields it changed (none
 // when ctx is not an audited call's).

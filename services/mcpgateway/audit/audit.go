@@ -210,12 +210,17 @@ func (l *Log) Admin(ctx context.Context, action, target, server string, err erro
 	if l == nil {
 		return
 	}
+	l.enqueue(adminEntry(ctx, action, target, server, err, took, changed))
+}
+
+// adminEntry is the entry of an admin change, by the caller of ctx.
+func adminEntry(ctx context.Context, action, target, server string, err error, took time.Duration, changed []string) *mcpgatewayv1.AuditEntry {
 	e := &mcpgatewayv1.AuditEntry{Time: time.Now().UTC().Format(activity.TimeLayout), Kind: KindAdmin, Who: activity.WhoOf(ctx),
 		Action: action, Target: target, ServerId: server, Outcome: activity.OK, DurationMs: durationMs(took), Changed: changed}
 	if err != nil {
 		e.Outcome, e.Error = Outcome(err), activity.Cut(status.Convert(err).Message(), activity.MessageBytes)
 	}
-	l.enqueue(e)
+	return e
 }
 
 // Outcome names an error as an entry's outcome: its gRPC code in snake case

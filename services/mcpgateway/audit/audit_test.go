@@ -282,6 +282,29 @@ func TestInterceptor(t *testing.T) {
 	}
 }
 
+// TestInterceptorSignIn: the callback of an upstream sign-in comes without a key; its entry
+// names whom the sign-in noted (who started it) and the upstream's subject, not anonymous.
+func TestInterceptorSignIn(t *testing.T) {
+	st := &fakeStore{}
+	l := New(st, Config{Logger: quiet()})
+	ic := l.UnaryInterceptor()
+	ctx := activity.NewCallers(keyauth.Keys{Admin: "admin-key"}).Context(t.Context()) // no key: anonymous
+	finish := func(ctx context.Context, _ any) (any, error) {
+		NoteSignIn(ctx, activity.Who("admin-key"), "user-1")
+		return &mcpgatewayv1.FinishSignInResponse{Id: "tracker"}, nil
+	}
+	if _, err := ic(ctx, &mcpgatewayv1.FinishSignInRequest{}, &grpc.UnaryServerInfo{FullMethod: mcpgatewayv1.UpstreamOAuthService_FinishSignIn_FullMethodName}, finish); err != nil {
+		t.Fatal(err)
+	}
+	l.Close(t.Context())
+	if len(st.batches) != 1 || len(st.batches[0]) != 1 {
+		t.Fatalf("entries %v", st.batches)
+	}
+	if e := st.batches[0][0]; e.GetAction() != "finish_sign_in" || e.GetServerId() != "tracker" || e.GetWho() != activity.Who("admin-key") || e.GetUpstreamSubject() != "user-1" {
+		t.Fatalf("entry %v", e)
+	}
+}
+
 // TestChanged names the fields that differ, and every set field of a creation.
 func TestChanged(t *testing.T) {
 	old := &mcpgatewayv1.ServerConfig{Id: "a", Command: "node", Args: []string{"x"}, Env: map[string]string{"K": "${K}"}, Enabled: proto.Bool(true)}

@@ -11,12 +11,19 @@ import (
 	"strings"
 
 	"github.com/zestmcp/zest/lib/requestid"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
 // Describe returns summary followed by the cause (admin) or by an incident id, which it then
 // logs at warn with the server, summary and cause.
+//
+// A server Zest cannot sign in to is no incident: every caller reads the fix alone
+// (oauthclient.Fix: the server, and how to sign in), as the admin API answers it.
 func Describe(ctx context.Context, log *slog.Logger, admin bool, serverID, summary string, err error) string {
+	if fix, ok := oauthclient.Fix(err); ok {
+		return fix
+	}
 	if admin {
 		return summary + ": " + cause(serverID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/upstream"
 )
 
@@ -28,6 +29,27 @@ func TestDescribe(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "incident="+id[1]) || !strings.Contains(l, "stderr secret") || !strings.Contains(l, "server=s1") {
 		t.Fatalf("log line %q lacks the incident or the cause", l)
+	}
+}
+
+// TestDescribeNeedsSignIn: a server Zest cannot sign in to is no incident — an administrator
+// and anyone else read the fix alone, as the admin API words it, and nothing is logged.
+func TestDescribeNeedsSignIn(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	want := &oauthclient.NeedsSignInError{ID: "tracker", Why: "Zest holds no token for it"}
+	err := fmt.Errorf("%w: %q: initialize: transport error: failed to send request: %w", upstream.ErrUpstream, "tracker", want)
+	for _, admin := range []bool{true, false} {
+		if got := Describe(t.Context(), log, admin, "tracker", `Internal error: connecting MCP server "tracker" failed`, err); got != want.Error() ||
+			!strings.HasSuffix(got, "zestctl servers sign-in tracker") {
+			t.Errorf("admin %v: %q, want %q", admin, got, want.Error())
+		}
+	}
+	if got := Describe(t.Context(), log, false, "tracker", "The tool failed", fmt.Errorf("connect: %w", oauthclient.ErrNoSecretKey)); got != oauthclient.ErrNoSecretKey.Error() {
+		t.Errorf("no secret key: %q", got)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("logged %q", logs.String())
 	}
 }
 

@@ -42,6 +42,9 @@ type ServerMetadata struct {
 	RevocationEndpoint            string   `json:"revocation_endpoint,omitempty"`
 	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported,omitempty"`
 	GrantTypesSupported           []string `json:"grant_types_supported,omitempty"`
+	// ClientIDMetadataDocumentSupported: the server takes a client id that is the URL of a
+	// client ID metadata document (MCP authorization 2025-11-25), which it fetches.
+	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
 }
 
 // SupportsS256 reports whether the server names PKCE S256 (MCP authorization: a client must

@@ -38,6 +38,9 @@ type testAS struct {
 	clients map[string]bool   // client ids: "zest", and those registered
 	// registration: the metadata names a registration endpoint (RFC 7591).
 	registration bool
+	// metadataDocs: the metadata says client_id_metadata_document_supported, and a client id
+	// that is an https URL is taken (this server reads no document: the e2e one does).
+	metadataDocs bool
 	grants       []string
 	resource     []string
 	// hold, when set, receives each token request's arrival and holds it until it reads one.
@@ -80,6 +83,7 @@ func startAS(t *testing.T) *testAS {
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
+		m.ClientIDMetadataDocumentSupported = a.metadataDocs
 		_ = json.NewEncoder(w).Encode(m)
 	})
 	// The authorization endpoint approves at once (the person signed in): it keeps the PKCE
@@ -104,7 +108,10 @@ func startAS(t *testing.T) *testAS {
 	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		a.mu.Lock()
-		known := a.clients[q.Get("client_id")]
+		known := a.clients[q.Get("client_id")] || (a.metadataDocs && strings.HasPrefix(q.Get("client_id"), "https://"))
+		if known {
+			a.clients[q.Get("client_id")] = true
+		}
 		a.mu.Unlock()
 		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" || !known {
 			http.Error(w, "bad authorization request", http.StatusBadRequest)
@@ -491,7 +498,7 @@ func TestSignIn(t *testing.T) {
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
 		t.Fatalf("after sign-in: %q, %v", tok, err)
 	}
-	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "admin" || !st.GetRefreshable() {
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "zest" || !st.GetRefreshable() {
 		t.Fatalf("state = %v", st)
 	}
 	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {
@@ -560,6 +567,74 @@ func TestDynamicRegistration(t *testing.T) {
 	c.add(time.Hour)
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
 		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
+	}
+}
+
+// TestClientMetadataDocument: without oauth.client_id, Zest names itself by the URL of its
+// client ID metadata document (ZEST_PUBLIC_URL's) where the authorization server takes one —
+// before a dynamic registration, after a configured client — and only for a sign-in back to
+// that URL's callback; it signs in and refreshes with it.
+func TestClientMetadataDocument(t *testing.T) {
+	a := startAS(t)
+	a.registration, a.metadataDocs = true, true
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), c.now, nil, WithPublicURL("https://zest.example/"))
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	const redirect = "https://zest.example" + CallbackPath
+	const doc = "https://zest.example/internal/mcp/oauth/client-metadata.json"
+	clientOf := func(t *testing.T, s *Signer, cfg *mcpgatewayv1.ServerConfig, redirect string) string {
+		t.Helper()
+		authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		return u.Query().Get("client_id")
+	}
+	if got := clientOf(t, s, cfg, redirect); got != doc {
+		t.Fatalf("client_id %q, want the document's URL", got)
+	}
+	configured := &mcpgatewayv1.ServerConfig{Id: "up", Url: cfg.GetUrl(), Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	if got := clientOf(t, s, configured, redirect); got != "zest" {
+		t.Fatalf("client_id %q, want the configured one", got)
+	}
+	if got := clientOf(t, s, cfg, "https://other.example"+CallbackPath); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("a redirect the document does not name: client_id %q, want a registered one", got)
+	}
+	if got := clientOf(t, New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil), cfg, redirect); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("no ZEST_PUBLIC_URL: client_id %q, want a registered one", got)
+	}
+	plain := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil, WithPublicURL("http://zest.example"))
+	if got := clientOf(t, plain, cfg, "http://zest.example"+CallbackPath); !strings.HasPrefix(got, "dyn-") {
+		t.Fatalf("a plain http ZEST_PUBLIC_URL: client_id %q, want a registered one", got)
+	}
+	a.registration = false
+	if got := clientOf(t, s, cfg, redirect); got != doc {
+		t.Fatalf("without registration: client_id %q, want the document's URL", got)
+	}
+	a.metadataDocs = false
+	if _, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "takes no client ID metadata document") {
+		t.Fatalf("neither: %v", err)
+	}
+	// Signed in and refreshed as the document's client.
+	a.metadataDocs = true
+	authURL, err := s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
+		t.Fatalf("refresh with the document's client: %q, %v", tok, err)
 	}
 }
 
@@ -651,5 +726,77 @@ func TestClientCredentialsAfterARefusedRefresh(t *testing.T) {
 	}
 	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn {
 		t.Fatalf("state %v", st)
+	}
+}
+
+// TestAbandonedSignIn: a sign-in started and never finished — its replica gone — is forgotten
+// from the shared store by another replica once SignInTimeout has passed (SweepSignIns), and
+// not before; meanwhile a second sign-in of the same server starts and finishes; a replica
+// whose bound of waiting sign-ins is spent starts a new one once they expire, which forgets
+// them. The clock is the test's.
+func TestAbandonedSignIn(t *testing.T) {
+	a := startAS(t)
+	store := openBolt(t)
+	c := &clock{t: time.Now()}
+	gone := New(testKeys(t), store, env(nil), a.srv.Client(), c.now, nil)
+	live := New(testKeys(t), store, env(nil), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	const redirect = "https://zest.example" + CallbackPath
+	waiting := func() int {
+		t.Helper()
+		recs, err := store.ListOAuthTokens(t.Context(), pendingPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	approve := func(authURL string) url.Values {
+		t.Helper()
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return loc.Query()
+	}
+	abandoned, err := gone.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandonedQ := approve(abandoned) // the person never came back to Zest with it
+	c.add(SignInTimeout / 2)
+	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 0 || waiting() != 1 {
+		t.Fatalf("within its time: forgot %d (%v), %d waiting", n, err, waiting())
+	}
+	second, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", "")
+	if err != nil {
+		t.Fatalf("a second sign-in: %v", err)
+	}
+	c.add(SignInTimeout/2 + time.Second) // the first's time is up, not the second's
+	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 1 || waiting() != 1 {
+		t.Fatalf("after its time: forgot %d (%v), %d waiting; want 1 and 1", n, err, waiting())
+	}
+	if _, _, err := live.FinishSignIn(t.Context(), abandonedQ.Get("state"), abandonedQ.Get("code"), "", ""); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("the abandoned sign-in's late callback: %v", err)
+	}
+	q := approve(second)
+	if id, _, err := live.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); err != nil || id != "up" || waiting() != 0 {
+		t.Fatalf("the second sign-in: %q, %v, %d waiting", id, err, waiting())
+	}
+
+	// The bound spent by abandoned sign-ins: a new one starts once they expire, and they go.
+	for range MaxPendingSignIns {
+		if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("one over the bound: %v", err)
+	}
+	c.add(SignInTimeout + time.Second)
+	if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); err != nil || waiting() != 1 {
+		t.Fatalf("after they expired: %v, %d waiting; want the new one alone", err, waiting())
 	}
 }

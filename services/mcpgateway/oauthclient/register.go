@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-)
 
-// clientName is how Zest names itself to an authorization server it registers with.
-const clientName = "Zest MCP gateway"
+	"github.com/zestmcp/zest/lib/clientmetadata"
+)
 
 // registered is a client a dynamic registration gave.
 type registered struct {
@@ -22,7 +21,7 @@ type registered struct {
 // coming back to redirectURI: a public client (PKCE), unless the server insists on a secret.
 func (s *Signer) register(ctx context.Context, id string, d *Discovery, redirectURI string) (*registered, error) {
 	body, _ := json.Marshal(map[string]any{
-		"client_name": clientName, "redirect_uris": []string{redirectURI}, "grant_types": []string{"authorization_code", "refresh_token"},
+		"client_name": clientmetadata.ClientName, "redirect_uris": []string{redirectURI}, "grant_types": []string{"authorization_code", "refresh_token"},
 		"response_types": []string{"code"}, "token_endpoint_auth_method": "none",
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Server.RegistrationEndpoint, bytes.NewReader(body))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"google.golang.org/grpc/codes"
@@ -23,22 +22,31 @@ type Service struct {
 	servers   interface {
 		GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
 	}
+	who        func(context.Context) string
+	noteSignIn func(ctx context.Context, who, upstreamSubject string)
+}
+
+// ServiceOption configures a Service.
+type ServiceOption func(*Service)
+
+// WithAuditNames names who starts a sign-in (who: as the audit trail names the caller of ctx,
+// activity.WhoOf) and tells the audit entry of a finished one who started it and the
+// upstream's subject (note: audit.NoteSignIn) — the callback itself carries no key.
+func WithAuditNames(who func(context.Context) string, note func(ctx context.Context, who, upstreamSubject string)) ServiceOption {
+	return func(s *Service) { s.who, s.noteSignIn = who, note }
 }
 
 // NewService serves signer's sign-ins for the servers servers holds; publicURL (may be empty)
 // is Zest's address as browsers reach it.
 func NewService(signer *Signer, servers interface {
 	GetServer(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error)
-}, publicURL string) *Service {
-	return &Service{signer: signer, servers: servers, publicURL: strings.TrimSuffix(publicURL, "/")}
-}
-
-// admin names the administrator of ctx's call: an access token's subject, else the admin key.
-func admin(ctx context.Context) string {
-	if c, ok := keyauth.TokenCallerOf(ctx); ok {
-		return "oauth:" + c.Subject
+}, publicURL string, opts ...ServiceOption) *Service {
+	s := &Service{signer: signer, servers: servers, publicURL: strings.TrimSuffix(publicURL, "/"),
+		who: func(context.Context) string { return "" }, noteSignIn: func(context.Context, string, string) {}}
+	for _, o := range opts {
+		o(s)
 	}
-	return "admin-key"
+	return s
 }
 
 func (s *Service) server(ctx context.Context, id string) (*mcpgatewayv1.ServerConfig, error) {
@@ -65,7 +73,9 @@ func (s *Service) StartSignIn(ctx context.Context, req *mcpgatewayv1.StartSignIn
 		}
 		redirect = s.publicURL + CallbackPath
 	}
-	u, err := s.signer.StartSignIn(ctx, cfg, redirect, admin(ctx), "")
+	// The sign-in names who started it as the audit trail names them (the key's hash, or
+	// oauth:<subject>), for the callback's entry, which comes without a key.
+	u, err := s.signer.StartSignIn(ctx, cfg, redirect, s.who(ctx), "")
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
@@ -86,7 +96,10 @@ func (s *Service) SignOut(ctx context.Context, req *mcpgatewayv1.SignOutRequest)
 
 // FinishSignIn implements UpstreamOAuthServiceServer.
 func (s *Service) FinishSignIn(ctx context.Context, req *mcpgatewayv1.FinishSignInRequest) (*mcpgatewayv1.FinishSignInResponse, error) {
-	id, _, err := s.signer.FinishSignIn(ctx, req.GetState(), req.GetCode(), req.GetError(), "")
+	id, by, err := s.signer.FinishSignIn(ctx, req.GetState(), req.GetCode(), req.GetError(), "")
+	if by != "" { // the callback's audit entry names who started the sign-in, refused or not
+		s.noteSignIn(ctx, by, "")
+	}
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
@@ -94,5 +107,7 @@ func (s *Service) FinishSignIn(ctx context.Context, req *mcpgatewayv1.FinishSign
 	if err != nil {
 		return nil, err
 	}
-	return &mcpgatewayv1.FinishSignInResponse{Id: id, OauthState: s.signer.State(ctx, cfg)}, nil
+	st := s.signer.State(ctx, cfg)
+	s.noteSignIn(ctx, by, st.GetSubject())
+	return &mcpgatewayv1.FinishSignInResponse{Id: id, OauthState: st}, nil
 }

@@ -71,6 +71,9 @@ type Signer struct {
 	hc        *http.Client
 	log       *slog.Logger
 	now       func() time.Time
+	// publicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): the base of the
+	// client ID metadata document the edge serves (lib/clientmetadata).
+	publicURL string
 
 	mu      sync.Mutex
 	servers map[string]*server
@@ -109,10 +112,20 @@ func (sv *server) shown() (*record, string) {
 	return sv.shownRec, sv.shownMsg
 }
 
+// Option configures a Signer.
+type Option func(*Signer)
+
+// WithPublicURL is Zest's address as browsers reach it (ZEST_PUBLIC_URL): with it, a sign-in
+// back to its callback names Zest by its client ID metadata document where the authorization
+// server takes one (lib/clientmetadata).
+func WithPublicURL(u string) Option {
+	return func(s *Signer) { s.publicURL = strings.TrimSuffix(u, "/") }
+}
+
 // New returns a signer. keys may be nil (no ZEST_SECRET_KEY_FILE): every server then needs a
 // key before it can sign in. hc (nil: a client with RequestTimeout) reaches the authorization
 // servers; now (nil: time.Now) is the clock of expiries.
-func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *http.Client, now func() time.Time, log *slog.Logger) *Signer {
+func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *http.Client, now func() time.Time, log *slog.Logger, opts ...Option) *Signer {
 	if hc == nil {
 		hc = &http.Client{Timeout: RequestTimeout}
 	}
@@ -122,7 +135,11 @@ func New(keys *Keyring, store Store, lookupEnv func(string) (string, bool), hc *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
+	s := &Signer{keys: keys, store: store, lookupEnv: lookupEnv, hc: hc, log: log, now: now, servers: map[string]*server{}, pending: map[string]time.Time{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Signer) server(id string) *server {
@@ -152,6 +169,22 @@ func (e *NeedsSignInError) Error() string {
 func (e *NeedsSignInError) Is(target error) bool { return target == ErrNeedsSignIn }
 
 func needsSignIn(id, why string) error { return &NeedsSignInError{ID: id, Why: why} }
+
+// Fix is what a caller reads of a call that failed because Zest cannot sign in to its server:
+// the server that needs sign-in, why and how (NeedsSignInError), or the setting to set
+// (ErrNoSecretKey) — the fix alone, not the chain of transports it failed through, and the
+// same on every entry point (the admin API, the MCP endpoints, the chat loop). ok is false for
+// any other error.
+func Fix(err error) (msg string, ok bool) {
+	var nsi *NeedsSignInError
+	switch {
+	case errors.As(err, &nsi):
+		return nsi.Error(), true
+	case errors.Is(err, ErrNoSecretKey):
+		return ErrNoSecretKey.Error(), true
+	}
+	return "", false
+}
 
 // AccessToken returns the access token to send to cfg's server: the one held while it is
 // valid beyond RefreshBefore, else a refreshed one, else (client_credentials) a new one.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zestmcp/zest/lib/clientmetadata"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -23,11 +24,15 @@ import (
 // Limits of a sign-in by authorization code.
 const (
 	// CallbackPath is the edge's route the authorization server sends the browser back to.
-	CallbackPath = "/internal/mcp/oauth/callback"
+	CallbackPath = clientmetadata.CallbackPath
 	// SignInTimeout is how long a sign-in started waits for its callback.
 	SignInTimeout = 10 * time.Minute
 	// MaxPendingSignIns bounds the sign-ins waiting for their callback on one mcpgateway.
 	MaxPendingSignIns = 64
+	// SweepEvery is how often each mcpgateway forgets the sign-ins whose SignInTimeout has
+	// passed, whichever replica started them (SweepSignIns): an abandoned sign-in — never
+	// finished, or its replica died — is kept at most SignInTimeout + SweepEvery.
+	SweepEvery = SignInTimeout
 )
 
 // Errors of a sign-in.
@@ -57,7 +62,10 @@ type pending struct {
 
 // pendingKey is the store's key of a sign-in in progress: the state's hash (the state is the
 // sign-in's credential), under a prefix no server id has ("/" is not in an id).
-func pendingKey(state string) string { return "sign-in/" + stateKey(state) }
+func pendingKey(state string) string { return pendingPrefix + stateKey(state) }
+
+// pendingPrefix starts the store's key of every sign-in in progress.
+const pendingPrefix = "sign-in/"
 
 // pendingAAD binds a sealed sign-in to its kind.
 var pendingAAD = []byte("zest upstream sign-in")
@@ -96,12 +104,16 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if d.Server.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
+	// The client, in order of preference: the one configured (oauth.client_id), Zest's client
+	// ID metadata document where the server takes one, a dynamic registration (RFC 7591).
 	clientID := o.GetClientId()
 	registeredSecret := ""
+	if doc, ok := s.clientMetadataURL(redirectURI); clientID == "" && ok && d.Server.ClientIDMetadataDocumentSupported {
+		clientID = doc
+	}
 	if clientID == "" {
-		// No client configured: dynamic client registration (RFC 7591) where the server offers it.
 		if d.Server.RegistrationEndpoint == "" {
-			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration: register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
+			return "", fmt.Errorf("%w: server %q: oauth.client_id is empty and its authorization server %s offers no dynamic client registration and takes no client ID metadata document (which needs ZEST_PUBLIC_URL, https, as the redirect's base): register Zest there (redirect URI %s) and set oauth.client_id", ErrSignIn, id, d.Server.Issuer, redirectURI)
 		}
 		reg, err := s.register(ctx, id, d, redirectURI)
 		if err != nil {
@@ -125,34 +137,34 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl())), nil
 }
 
+// clientMetadataURL is the URL of Zest's client ID metadata document, when a sign-in back to
+// redirectURI may name Zest by it: the document's one redirect URI is ZEST_PUBLIC_URL's
+// callback, and an authorization server takes only an https URL (or http on loopback).
+func (s *Signer) clientMetadataURL(redirectURI string) (string, bool) {
+	if s.publicURL == "" || redirectURI != s.publicURL+CallbackPath {
+		return "", false
+	}
+	return clientmetadata.URL(s.publicURL)
+}
+
 // oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.
 func (p *pending) oauth2(secret string) oauth2.Config {
 	return oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, RedirectURL: p.RedirectURI, Scopes: p.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret)}}
 }
 
-// holdPending keeps p sealed in the store for its callback; this replica counts its own
-// sign-ins waiting (MaxPendingSignIns) and forgets the expired ones.
+// holdPending keeps p sealed in the store for its callback, once the expired sign-ins are
+// forgotten (SweepSignIns); this replica counts its own sign-ins waiting (MaxPendingSignIns).
 func (s *Signer) holdPending(ctx context.Context, state string, p *pending) error {
-	now := s.now()
-	s.mu.Lock()
-	var expired []string
-	for k, until := range s.pending {
-		if until.Before(now) {
-			expired = append(expired, k)
-			delete(s.pending, k)
-		}
+	if _, err := s.SweepSignIns(ctx); err != nil {
+		s.log.Warn("the expired sign-ins could not be forgotten", "err", err)
 	}
+	s.mu.Lock()
 	full := len(s.pending) >= MaxPendingSignIns
 	if !full {
 		s.pending[pendingKey(state)] = p.Expires
 	}
 	s.mu.Unlock()
-	for _, k := range expired {
-		if err := s.store.DeleteOAuthToken(ctx, k); err != nil {
-			s.log.Warn("an expired sign-in could not be forgotten", "err", err)
-		}
-	}
 	if full {
 		return fmt.Errorf("%w: %d sign-ins already wait for their callback: finish one, or wait %s for them to expire", ErrSignIn, MaxPendingSignIns, SignInTimeout)
 	}
@@ -168,6 +180,61 @@ func (s *Signer) holdPending(ctx context.Context, state string, p *pending) erro
 		return fmt.Errorf("%w: keep the sign-in: %w", ErrSignIn, err)
 	}
 	return nil
+}
+
+// SweepSignIns forgets every sign-in in progress whose SignInTimeout has passed, whichever
+// replica started it (one that died leaves its sign-ins in the shared store for another to
+// forget), and one that no key opens (it can never finish). It returns how many it forgot.
+func (s *Signer) SweepSignIns(ctx context.Context) (int, error) {
+	now := s.now()
+	s.mu.Lock()
+	for k, until := range s.pending {
+		if until.Before(now) {
+			delete(s.pending, k)
+		}
+	}
+	s.mu.Unlock()
+	if s.keys == nil {
+		return 0, nil
+	}
+	recs, err := s.store.ListOAuthTokens(ctx, pendingPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("%w: list the sign-ins in progress: %w", ErrSignIn, err)
+	}
+	forgot := 0
+	var errs []error
+	for key, sealed := range recs {
+		var p pending
+		if plain, _, err := s.keys.Open(sealed, pendingAAD); err == nil && json.Unmarshal(plain, &p) == nil && !p.Expires.Before(now) {
+			continue
+		}
+		if err := s.store.DeleteOAuthToken(ctx, key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		forgot++
+	}
+	if forgot > 0 {
+		s.log.Info("expired sign-ins forgotten", "count", forgot)
+	}
+	return forgot, errors.Join(errs...)
+}
+
+// SweepAbandoned runs SweepSignIns now and every SweepEvery until ctx is done (mcpgateway
+// runs it while it serves).
+func (s *Signer) SweepAbandoned(ctx context.Context) {
+	tick := time.NewTicker(SweepEvery)
+	defer tick.Stop()
+	for {
+		if _, err := s.SweepSignIns(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("the expired sign-ins could not be forgotten", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // takePending returns the sign-in of state and forgets it (one use) when binding is its own;
@@ -242,7 +309,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
 		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret}
-	rec.Subject = subjectOf(tok.AccessToken, p.By)
+	rec.Subject = subjectOf(tok.AccessToken, p.ClientID) // an opaque token: its client, as UpstreamOAuthState.subject says
 	sv := s.server(id)
 	sv.mu.Lock()
 	defer sv.mu.Unlock()

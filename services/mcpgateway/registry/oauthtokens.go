@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -20,6 +22,9 @@ type OAuthTokens interface {
 	GetOAuthToken(ctx context.Context, id string) ([]byte, error)
 	// DeleteOAuthToken forgets the record of server id (none: no error).
 	DeleteOAuthToken(ctx context.Context, id string) error
+	// ListOAuthTokens returns the records whose id starts with prefix, by id (the sign-ins in
+	// progress, which their owner sweeps once expired).
+	ListOAuthTokens(ctx context.Context, prefix string) (map[string][]byte, error)
 }
 
 var bucketOAuthTokens = []byte("oauth_tokens")
@@ -75,6 +80,23 @@ func (b *Bolt) DeleteOAuthToken(_ context.Context, id string) error {
 	})
 }
 
+// ListOAuthTokens implements OAuthTokens.
+func (b *Bolt) ListOAuthTokens(_ context.Context, prefix string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketOAuthTokens)
+		if bk == nil {
+			return nil
+		}
+		c := bk.Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			out[string(k)] = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // PutOAuthToken implements OAuthTokens.
 func (e *Etcd) PutOAuthToken(ctx context.Context, id string, sealed []byte) error {
 	if err := checkTokenID(id); err != nil {
@@ -102,4 +124,17 @@ func (e *Etcd) DeleteOAuthToken(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
+}
+
+// ListOAuthTokens implements OAuthTokens.
+func (e *Etcd) ListOAuthTokens(ctx context.Context, prefix string) (map[string][]byte, error) {
+	kvs, err := e.list(ctx, "list oauth tokens "+prefix, dirOAuthTokens+prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(kvs))
+	for _, kv := range kvs {
+		out[strings.TrimPrefix(string(kv.Key), e.prefix+dirOAuthTokens)] = kv.Value
+	}
+	return out, nil
 }

@@ -32,6 +32,19 @@ func testOAuthTokens(t *testing.T, o OAuthTokens) {
 	if _, err := o.GetOAuthToken(ctx, "up2"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another server's record: %v", err)
 	}
+	// Listed by prefix: only the ids that start with it, with their records.
+	for id, v := range map[string][]byte{"sign-in/a": {3}, "sign-in/b": {4}, "sign-inx": {5}} {
+		if err := o.PutOAuthToken(ctx, id, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := o.ListOAuthTokens(ctx, "sign-in/")
+	if err != nil || len(got) != 2 || !bytes.Equal(got["sign-in/a"], []byte{3}) || !bytes.Equal(got["sign-in/b"], []byte{4}) {
+		t.Fatalf("list sign-in/ = %v, %v", got, err)
+	}
+	if got, err := o.ListOAuthTokens(ctx, "none/"); err != nil || len(got) != 0 {
+		t.Fatalf("list none/ = %v, %v", got, err)
+	}
 	for range 2 {
 		if err := o.DeleteOAuthToken(ctx, "up"); err != nil {
 			t.Fatal(err)

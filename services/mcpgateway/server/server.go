@@ -314,7 +314,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if tokens, ok := reg.(registry.OAuthTokens); ok {
-		signer := oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log)
+		signer := oauthclient.New(keys, tokens, os.LookupEnv, nil, nil, log, oauthclient.WithPublicURL(cfg.OAuth.PublicURL))
 		signer.SetCallerIssuer(cfg.OAuth.Issuer) // where token_exchange may send the callers' tokens
 		up.SetOAuth(signer)
 	}
@@ -483,7 +483,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	mcpgatewayv1.RegisterRegistryServiceServer(g.GRPC, mcpregistry.NewService(registryClient, log))
 	// Sign-in to the upstream servers that sign in by OAuth (admin key; the callback: its state).
 	if signer := up.OAuth(); signer != nil {
-		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL))
+		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL, oauthclient.WithAuditNames(activity.WhoOf, audit.NoteSignIn)))
 	}
 	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
 }
@@ -516,6 +516,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	followed.Go(func() { s.up.FollowToolHost(fctx) })
 	if w, ok := s.reg.(registry.Watcher); ok {
 		followed.Go(func() { s.changes.Follow(fctx, w, s.servers) })
+	}
+	if signer := s.up.OAuth(); signer != nil { // abandoned upstream sign-ins, any replica's
+		followed.Go(func() { signer.SweepAbandoned(fctx) })
 	}
 	defer func() { stop(); followed.Wait() }()
 	return s.srv.Serve(ctx, lis)

@@ -3391,9 +3391,13 @@ type AuditEntry struct {
 	// result_truncated is set when result was cut.
 	ResultTruncated bool `protobuf:"varint,17,opt,name=result_truncated,proto3" json:"result_truncated,omitempty"`
 	// trimmed is what a trim removed (kind "trim"): one item per kind and reason.
-	Trimmed       []*AuditTrimmed `protobuf:"bytes,18,rep,name=trimmed,proto3" json:"trimmed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Trimmed []*AuditTrimmed `protobuf:"bytes,18,rep,name=trimmed,proto3" json:"trimmed,omitempty"`
+	// upstream_subject is, for a finished upstream sign-in ("finish_sign_in"), whom the
+	// upstream's authorization server issued the tokens to (the token's sub, else the client
+	// id); who is then the administrator who started the sign-in.
+	UpstreamSubject string `protobuf:"bytes,19,opt,name=upstream_subject,proto3" json:"upstream_subject,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AuditEntry) Reset() {
@@ -3550,6 +3554,13 @@ func (x *AuditEntry) GetTrimmed() []*AuditTrimmed {
 		return x.Trimmed
 	}
 	return nil
+}
+
+func (x *AuditEntry) GetUpstreamSubject() string {
+	if x != nil {
+		return x.UpstreamSubject
+	}
+	return ""
 }
 
 // AuditTrimmed is what one trim of the audit trail removed of one kind for one reason.
@@ -4371,7 +4382,7 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x04 \x01(\tR\x06server\x12\x10\n" +
 	"\x03who\x18\x05 \x01(\tR\x03who\"O\n" +
 	"\x13ExportAuditResponse\x128\n" +
-	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\"\x92\x04\n" +
+	"\aentries\x18\x01 \x03(\v2\x1e.zest.mcpgateway.v1.AuditEntryR\aentries\"\xbe\x04\n" +
 	"\n" +
 	"AuditEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4392,7 +4403,8 @@ const file_zest_mcpgateway_v1_admin_proto_rawDesc = "" +
 	"\x13arguments_truncated\x18\x0f \x01(\bR\x13arguments_truncated\x12\x16\n" +
 	"\x06result\x18\x10 \x01(\tR\x06result\x12*\n" +
 	"\x10result_truncated\x18\x11 \x01(\bR\x10result_truncated\x12:\n" +
-	"\atrimmed\x18\x12 \x03(\v2 .zest.mcpgateway.v1.AuditTrimmedR\atrimmed\"t\n" +
+	"\atrimmed\x18\x12 \x03(\v2 .zest.mcpgateway.v1.AuditTrimmedR\atrimmed\x12*\n" +
+	"\x10upstream_subject\x18\x13 \x01(\tR\x10upstream_subject\"t\n" +
 	"\fAuditTrimmed\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
