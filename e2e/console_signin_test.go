@@ -34,7 +34,7 @@ func TestConsoleSignIn(t *testing.T) {
 	openView(t, ctx, s.URL, "#/servers")
 	mustWaitText(t, ctx, `#server-tracker [data-part="oauth"]`, "Signed in as ", uiWait)
 	do1(t, ctx, "connect", chromedp.Click(chromedp.CSS(`button[aria-label="Connect tracker"]`)))
-	mustWaitText(t, ctx, `#server-tracker [data-part="tools"]`, "Tools (1)", uiWait)
+	mustWaitText(t, ctx, `#server-tracker [data-part="tools"]`, "Tools (2)", uiWait) // hello and whoami
 
 	do1(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`button[aria-label="Sign out tracker"]`)))
 	mustWaitText(t, ctx, `#server-tracker [data-part="oauth"]`, "Needs sign-in", uiWait)
