@@ -42,6 +42,9 @@ type ServerMetadata struct {
 	RevocationEndpoint            string   `json:"revocation_endpoint,omitempty"`
 	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported,omitempty"`
 	GrantTypesSupported           []string `json:"grant_types_supported,omitempty"`
+	// TokenEndpointAuthMethodsSupported: how a client with a secret authenticates at the
+	// token endpoint (RFC 8414: client_secret_basic when absent).
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported,omitempty"`
 }
 
 // SupportsS256 reports whether the server names PKCE S256 (MCP authorization: a client must
@@ -54,6 +57,10 @@ func (m *ServerMetadata) SupportsS256() bool {
 type Discovery struct {
 	Resource ProtectedResource
 	Server   ServerMetadata
+	// ChallengeScopes are the scope of the server's 401 challenge (RFC 6750 section 3): the
+	// scopes it asks for, first choice of a client that is told none (MCP authorization's
+	// scope selection).
+	ChallengeScopes []string
 }
 
 // Challenge sends resource an unauthenticated MCP request and returns the WWW-Authenticate
@@ -87,6 +94,17 @@ func ResourceMetadataURL(challenge string) string {
 		}
 	}
 	return ""
+}
+
+// ChallengeScopes are the scope parameter of a Bearer challenge, split on spaces (nil when
+// there is none).
+func ChallengeScopes(challenge string) []string {
+	for _, p := range challengeParams(challenge) {
+		if strings.EqualFold(p[0], "scope") {
+			return strings.Fields(p[1])
+		}
+	}
+	return nil
 }
 
 // challengeParams splits the auth-params of a Bearer challenge (quoted or token values).
@@ -134,10 +152,24 @@ func wellKnown(u *url.URL, suffix string) string {
 	return w.String()
 }
 
+// resourceCovers reports whether the protected-resource metadata's resource names the server
+// at u (MCP authorization: a client must check it before it authorizes): the same origin, and
+// u's path at or under the resource's path. A metadata document that another server's URL
+// names would have Zest sign in, and send its tokens, for that server.
+func resourceCovers(resource string, u *url.URL) bool {
+	r, err := url.Parse(resource)
+	if err != nil || r.Fragment != "" || !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
+		return false
+	}
+	rp, up := strings.TrimSuffix(r.Path, "/"), strings.TrimSuffix(u.Path, "/")
+	return rp == up || strings.HasPrefix(up, rp+"/")
+}
+
 // Discover finds the authorization of resource (the server's URL): its protected-resource
 // metadata from challenge's resource_metadata, else from the well-known URLs (with the
-// resource's path, then without); then the authorization server (issuer, when not empty,
-// instead of the one the metadata names) by RFC 8414, then OpenID discovery.
+// resource's path, then without), whose resource must name the server; then the
+// authorization server (issuer, when not empty, instead of the one the metadata names) by
+// RFC 8414, then OpenID discovery.
 func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer string) (*Discovery, error) {
 	ru, err := url.Parse(resource)
 	if err != nil {
@@ -154,11 +186,15 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 			candidates = append(candidates, wellKnown(&url.URL{Scheme: ru.Scheme, Host: ru.Host}, "oauth-protected-resource"))
 		}
 	}
+	d.ChallengeScopes = ChallengeScopes(challenge)
 	found := false
 	for _, c := range candidates {
 		tried = append(tried, c)
 		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &d.Resource); err == nil {
 			found = true
+			if !resourceCovers(d.Resource.Resource, ru) {
+				return nil, fmt.Errorf("%w: the protected-resource metadata at %s is for the resource %q, not %s (RFC 9728 section 3.3): Zest does not sign in to a server whose metadata names another; check the server's url", ErrDiscovery, c, d.Resource.Resource, resource)
+			}
 			break
 		}
 	}

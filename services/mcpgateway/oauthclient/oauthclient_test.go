@@ -44,6 +44,10 @@ type testAS struct {
 	hold chan chan struct{}
 	// wellKnownOnly: the 401 names no resource_metadata (the client tries the well-known URL).
 	wellKnownOnly bool
+	// prmResource, when set, is the resource its metadata names (else its /mcp; "-": none).
+	prmResource string
+	// challengeScope, when set, is the scope of its 401's challenge.
+	challengeScope string
 }
 
 func startAS(t *testing.T) *testAS {
@@ -54,18 +58,27 @@ func startAS(t *testing.T) *testAS {
 	base := a.srv.URL
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
-			if a.wellKnownOnly {
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			} else {
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+base+`/prm/mcp"`)
+			ch := `Bearer error="invalid_token"`
+			if !a.wellKnownOnly {
+				ch += `, resource_metadata="` + base + `/prm/mcp"`
 			}
+			if a.challengeScope != "" {
+				ch += `, scope="` + a.challengeScope + `"`
+			}
+			w.Header().Set("WWW-Authenticate", ch)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
 	prm := func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: base + "/mcp", AuthorizationServers: []string{base + "/as"}, ScopesSupported: []string{"mcp"}})
+		res := base + "/mcp"
+		if a.prmResource == "-" {
+			res = ""
+		} else if a.prmResource != "" {
+			res = a.prmResource
+		}
+		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: res, AuthorizationServers: []string{base + "/as"}, ScopesSupported: []string{"mcp"}})
 	}
 	mux.HandleFunc("/prm/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
@@ -244,6 +257,63 @@ func TestDiscover(t *testing.T) {
 	}
 	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/nowhere"); !errors.Is(err, ErrDiscovery) {
 		t.Fatalf("override without metadata: %v", err)
+	}
+}
+
+// TestDiscoverRefusesAnotherResource: metadata whose resource is not the server's URL (or a
+// parent of it on the same origin) is refused before any authorization request (conformance
+// auth/resource-mismatch: Zest went on to sign in with it).
+func TestDiscoverRefusesAnotherResource(t *testing.T) {
+	a := startAS(t)
+	for res, ok := range map[string]bool{
+		"https://evil.example.com/mcp": false,
+		a.srv.URL + "/other":           false,
+		a.srv.URL + "/mc":              false,
+		"":                             false,
+		a.srv.URL + "/mcp#x":           false,
+		a.srv.URL + "/mcp":             true,
+		a.srv.URL + "/mcp/":            true,
+		a.srv.URL:                      true,
+		a.srv.URL + "/":                true,
+	} {
+		a.prmResource = res
+		if res == "" {
+			a.prmResource = "-"
+		}
+		for _, wk := range []bool{false, true} {
+			a.wellKnownOnly = wk
+			ch, err := Challenge(t.Context(), a.srv.Client(), a.srv.URL+"/mcp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Discover(t.Context(), a.srv.Client(), a.srv.URL+"/mcp", ch, "")
+			if ok != (err == nil) || (!ok && (!errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "check the server's url"))) {
+				t.Errorf("resource %q (well-known only %v): %v", res, wk, err)
+			}
+		}
+	}
+}
+
+// TestScopeFromTheChallenge: without configured scopes, a sign-in asks for the scope of the
+// server's 401 before its metadata's scopes_supported (conformance
+// auth/scope-from-www-authenticate: Zest asked for scopes_supported); configured scopes come first.
+func TestScopeFromTheChallenge(t *testing.T) {
+	a := startAS(t)
+	a.challengeScope = "mcp:read mcp:write"
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	for configured, want := range map[string]string{"": "mcp:read mcp:write", "mine": "mine"} {
+		cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+		if configured != "" {
+			cfg.Oauth.Scopes = []string{configured}
+		}
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		if got := u.Query().Get("scope"); got != want {
+			t.Errorf("configured %q: scope %q, want %q", configured, got, want)
+		}
 	}
 }
 

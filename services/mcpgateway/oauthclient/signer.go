@@ -311,10 +311,14 @@ func authStyle(secret string) oauth2.AuthStyle {
 	return oauth2.AuthStyleAutoDetect
 }
 
-// scopes are the configured ones, else those the server's metadata supports.
+// scopes are the configured ones, else those the server's 401 asked for, else those its
+// metadata supports (MCP authorization's scope selection).
 func scopes(cfg *mcpgatewayv1.ServerConfig, d *Discovery) []string {
 	if s := cfg.GetOauth().GetScopes(); len(s) > 0 {
 		return s
+	}
+	if len(d.ChallengeScopes) > 0 {
+		return d.ChallengeScopes
 	}
 	return d.Resource.ScopesSupported
 }
