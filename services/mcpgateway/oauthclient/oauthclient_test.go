@@ -48,6 +48,13 @@ type testAS struct {
 	prmResource string
 	// challengeScope, when set, is the scope of its 401's challenge.
 	challengeScope string
+	// authMethods is its metadata's token_endpoint_auth_methods_supported; with only
+	// client_secret_post, a secret sent by HTTP Basic is refused.
+	authMethods []string
+	// registerPost: a registration gives the secret "s3cret" and client_secret_post.
+	registerPost bool
+	// auths are how each token request authenticated: basic, post or none.
+	auths []string
 }
 
 func startAS(t *testing.T) *testAS {
@@ -84,7 +91,7 @@ func startAS(t *testing.T) *testAS {
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
-			CodeChallengeMethodsSupported: []string{"S256"}}
+			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods}
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
@@ -107,7 +114,11 @@ func startAS(t *testing.T) *testAS {
 		a.clients[id] = true
 		a.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs})
+		reg := map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs}
+		if a.registerPost {
+			reg["client_secret"], reg["token_endpoint_auth_method"] = "s3cret", "client_secret_post"
+		}
+		_ = json.NewEncoder(w).Encode(reg)
 	})
 	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -130,12 +141,20 @@ func startAS(t *testing.T) *testAS {
 			<-release
 		}
 		_ = r.ParseForm()
-		id, secret, ok := r.BasicAuth()
-		if !ok {
+		id, secret, basic := r.BasicAuth()
+		if !basic {
 			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		switch {
+		case basic:
+			a.auths = append(a.auths, "basic")
+		case secret != "":
+			a.auths = append(a.auths, "post")
+		default:
+			a.auths = append(a.auths, "none")
+		}
 		a.grants = append(a.grants, r.PostForm.Get("grant_type"))
 		a.resource = append(a.resource, r.PostForm.Get("resource"))
 		fail := func(code string) {
@@ -143,7 +162,7 @@ func startAS(t *testing.T) *testAS {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, `{"error":%q}`, code)
 		}
-		if !a.clients[id] || (secret != "" && secret != "s3cret") {
+		if !a.clients[id] || (secret != "" && secret != "s3cret") || (basic && len(a.authMethods) == 1 && a.authMethods[0] == "client_secret_post") {
 			fail("invalid_client")
 			return
 		}
@@ -313,6 +332,62 @@ func TestScopeFromTheChallenge(t *testing.T) {
 		u, _ := url.Parse(authURL)
 		if got := u.Query().Get("scope"); got != want {
 			t.Errorf("configured %q: scope %q, want %q", configured, got, want)
+		}
+	}
+}
+
+// TestTokenEndpointAuthMethod: a client with a secret authenticates at the token endpoint
+// the way its registration or the server's metadata says — conformance
+// auth/token-endpoint-auth-post: Zest sent a registered client's secret by HTTP Basic first
+// (x/oauth2's detection) where the server takes client_secret_post only.
+func TestTokenEndpointAuthMethod(t *testing.T) {
+	// A registration that gives a secret for client_secret_post: the code exchange and the
+	// refresh send it in the body.
+	a := startAS(t)
+	a.registration, a.registerPost, a.authMethods = true, true, []string{"client_secret_post"}
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	got := strings.Join(a.auths, " ")
+	a.auths = nil
+	a.mu.Unlock()
+	if got != "post post" {
+		t.Fatalf("the code exchange and the refresh authenticated by %q, want post post", got)
+	}
+
+	// Client credentials: the metadata's one method, or Basic first when it lists Basic.
+	for methods, want := range map[string]string{"client_secret_post": "post", "client_secret_basic client_secret_post": "basic"} {
+		a.authMethods = strings.Fields(methods)
+		cc := ccConfig(cfg.GetUrl())
+		cc.Id = "cc-" + want
+		if _, err := s.AccessToken(t.Context(), cc, false); err != nil {
+			t.Fatalf("%s: %v", methods, err)
+		}
+		a.mu.Lock()
+		got := strings.Join(a.auths, " ")
+		a.auths = nil
+		a.mu.Unlock()
+		if got != want {
+			t.Errorf("metadata %s: client credentials authenticated by %q, want %q", methods, got, want)
 		}
 	}
 }

@@ -16,6 +16,9 @@ const clientName = "Zest MCP gateway"
 type registered struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
+	// TokenEndpointAuthMethod is how the registered client authenticates at the token
+	// endpoint, as the server registered it (it may give a secret where Zest asked for none).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
 }
 
 // register registers Zest as a client of d's authorization server (RFC 7591) for a sign-in

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,8 @@ type record struct {
 	// RegisteredSecret is the secret a dynamic client registration gave (RFC 7591); a
 	// configured client's secret stays in the environment and is never stored.
 	RegisteredSecret string `json:"registered_secret,omitempty"`
+	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
+	AuthMethod string `json:"auth_method,omitempty"`
 }
 
 // Signer holds the upstream servers' OAuth tokens for one mcpgateway: it gives each request
@@ -217,14 +220,15 @@ func (s *Signer) renew(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec 
 		if err != nil {
 			return nil, err
 		}
-		cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret),
+		method := authMethod("", d)
+		cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
 			Scopes: scopes(cfg, d), EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
 		tok, err := cc.Token(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
 		}
 		next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
-			Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId()}
+			Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId(), AuthMethod: method}
 		next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
 		s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
 		return next, s.save(ctx, id, next)
@@ -264,7 +268,7 @@ func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, re
 	// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
 	// every token request: the client-credentials request with its grant_type overridden
 	// (which the package allows for this) is a refresh request that carries one.
-	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret),
+	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret, rec.AuthMethod),
 		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
 	tok, err := cc.Token(ctx)
 	if err != nil {
@@ -304,9 +308,38 @@ func tokenError(err error) error {
 	return err
 }
 
-func authStyle(secret string) oauth2.AuthStyle {
-	if secret == "" {
-		return oauth2.AuthStyleInParams // a public client: client_id in the body, no secret
+// Token endpoint authentication methods (RFC 7591 section 2, RFC 8414).
+const (
+	methodBasic = "client_secret_basic"
+	methodPost  = "client_secret_post"
+)
+
+// authMethod is how a client with a secret authenticates at d's token endpoint: the method
+// its registration gave, else client_secret_basic when the server's metadata lists it (or
+// lists none: RFC 8414's default is basic, but x/oauth2 then tries both), else
+// client_secret_post when it lists that.
+func authMethod(registered string, d *Discovery) string {
+	supported := d.Server.TokenEndpointAuthMethodsSupported
+	switch {
+	case registered != "":
+		return registered
+	case slices.Contains(supported, methodBasic):
+		return methodBasic
+	case slices.Contains(supported, methodPost):
+		return methodPost
+	}
+	return ""
+}
+
+// authStyle is x/oauth2's way of sending the client's credentials for method: none for a
+// public client (its client_id in the body), the secret in the body or by HTTP Basic as the
+// method says, else whichever the server takes (x/oauth2 tries Basic, then the body).
+func authStyle(secret, method string) oauth2.AuthStyle {
+	switch {
+	case secret == "" || method == methodPost:
+		return oauth2.AuthStyleInParams
+	case method == methodBasic:
+		return oauth2.AuthStyleInHeader
 	}
 	return oauth2.AuthStyleAutoDetect
 }

@@ -46,13 +46,15 @@ type pending struct {
 	TokenURL string          `json:"token_url"`
 	ClientID string          `json:"client_id"`
 	// RegisteredSecret is the secret a dynamic registration gave, kept (sealed) with the tokens.
-	RegisteredSecret string    `json:"registered_secret,omitempty"`
-	RedirectURI      string    `json:"redirect_uri"`
-	Scopes           []string  `json:"scopes,omitempty"`
-	Verifier         string    `json:"verifier"`
-	By               string    `json:"by"`
-	Binding          string    `json:"binding,omitempty"`
-	Expires          time.Time `json:"expires"`
+	RegisteredSecret string `json:"registered_secret,omitempty"`
+	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
+	AuthMethod  string    `json:"auth_method,omitempty"`
+	RedirectURI string    `json:"redirect_uri"`
+	Scopes      []string  `json:"scopes,omitempty"`
+	Verifier    string    `json:"verifier"`
+	By          string    `json:"by"`
+	Binding     string    `json:"binding,omitempty"`
+	Expires     time.Time `json:"expires"`
 }
 
 // pendingKey is the store's key of a sign-in in progress: the state's hash (the state is the
@@ -95,7 +97,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
 	clientID := o.GetClientId()
-	registeredSecret := ""
+	registeredSecret, registeredMethod := "", ""
 	if clientID == "" {
 		// No client configured: dynamic client registration (RFC 7591) where the server offers it.
 		if d.Server.RegistrationEndpoint == "" {
@@ -105,7 +107,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		if err != nil {
 			return "", err
 		}
-		clientID, secret, registeredSecret = reg.ClientID, reg.ClientSecret, reg.ClientSecret
+		clientID, secret, registeredSecret, registeredMethod = reg.ClientID, reg.ClientSecret, reg.ClientSecret, reg.TokenEndpointAuthMethod
 	}
 	state := rand.Text() + rand.Text()
 	rawCfg, err := protojson.Marshal(cfg)
@@ -113,7 +115,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, RedirectURI: redirectURI, Scopes: scopes(cfg, d),
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), RedirectURI: redirectURI, Scopes: scopes(cfg, d),
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
@@ -126,7 +128,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 // oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.
 func (p *pending) oauth2(secret string) oauth2.Config {
 	return oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, RedirectURL: p.RedirectURI, Scopes: p.Scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret)}}
+		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret, p.AuthMethod)}}
 }
 
 // holdPending keeps p sealed in the store for its callback; this replica counts its own
@@ -239,7 +241,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret}
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod}
 	rec.Subject = subjectOf(tok.AccessToken, p.By)
 	sv := s.server(id)
 	sv.mu.Lock()
