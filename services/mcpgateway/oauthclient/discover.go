@@ -61,7 +61,17 @@ type Discovery struct {
 	// scopes it asks for, first choice of a client that is told none (MCP authorization's
 	// scope selection).
 	ChallengeScopes []string
+	// Legacy says the server published no protected-resource metadata, so its authorization
+	// server was taken to be its origin (MCP 2025-03-26): LegacyMetadata, or
+	// LegacyDefaultEndpoints when the origin published no metadata either.
+	Legacy string
 }
+
+// Ways of a server of MCP 2025-03-26 (Discovery.Legacy).
+const (
+	LegacyMetadata         = "the authorization server metadata at the server's origin (MCP 2025-03-26)"
+	LegacyDefaultEndpoints = "the default endpoints /authorize, /token and /register at the server's origin (MCP 2025-03-26)"
+)
 
 // Challenge sends resource an unauthenticated MCP request and returns the WWW-Authenticate
 // header of its 401 ("" when it answered otherwise, or without one).
@@ -199,7 +209,7 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 		}
 	}
 	if !found && issuer == "" {
-		return nil, fmt.Errorf("%w: %s publishes no protected-resource metadata (tried %s): set oauth.authorization_server to its authorization server's issuer URL", ErrDiscovery, resource, strings.Join(tried, ", "))
+		return discoverLegacy(ctx, hc, ru, d)
 	}
 	if issuer == "" {
 		if len(d.Resource.AuthorizationServers) == 0 {
@@ -230,4 +240,31 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: no authorization server metadata for %s (tried %s)", ErrDiscovery, issuer, strings.Join(tried, ", "))
+}
+
+// discoverLegacy finds the authorization of a server that publishes no protected-resource
+// metadata as MCP 2025-03-26 says: its origin is its authorization server, whose RFC 8414 (or
+// OpenID) metadata gives the endpoints — the issuer it names on that same origin — else the
+// default endpoints /authorize, /token and /register there (PKCE S256, which that revision
+// requires of every authorization server).
+func discoverLegacy(ctx context.Context, hc *http.Client, ru *url.URL, d *Discovery) (*Discovery, error) {
+	origin := (&url.URL{Scheme: ru.Scheme, Host: ru.Host}).String()
+	for _, c := range oauthrs.MetadataURLs(origin) {
+		var m ServerMetadata
+		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &m); err != nil {
+			continue
+		}
+		if iu, err := url.Parse(m.Issuer); err != nil || !strings.EqualFold(iu.Scheme, ru.Scheme) || !strings.EqualFold(iu.Host, ru.Host) {
+			return nil, fmt.Errorf("%w: %s publishes no protected-resource metadata, and the authorization server metadata at its origin (%s) names the issuer %q, not one on that origin: set oauth.authorization_server", ErrDiscovery, ru, c, m.Issuer)
+		}
+		if m.TokenEndpoint == "" {
+			return nil, fmt.Errorf("%w: %s names no token_endpoint", ErrDiscovery, c)
+		}
+		d.Server, d.Legacy = m, LegacyMetadata
+		return d, nil
+	}
+	d.Server = ServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
+		RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
+	d.Legacy = LegacyDefaultEndpoints
+	return d, nil
 }

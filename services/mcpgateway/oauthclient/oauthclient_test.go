@@ -55,6 +55,9 @@ type testAS struct {
 	registerPost bool
 	// auths are how each token request authenticated: basic, post or none.
 	auths []string
+	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
+	// (a server of MCP 2025-03-26), its endpoints under /oauth.
+	rootIssuer string
 }
 
 func startAS(t *testing.T) *testAS {
@@ -89,6 +92,13 @@ func startAS(t *testing.T) *testAS {
 	}
 	mux.HandleFunc("/prm/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		if a.rootIssuer == "" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: a.rootIssuer, AuthorizationEndpoint: base + "/oauth/authorize", TokenEndpoint: base + "/oauth/token"})
+	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
 			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods}
@@ -267,9 +277,6 @@ func TestDiscover(t *testing.T) {
 			t.Fatalf("discovery = %+v", d)
 		}
 	}
-	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", ""); !errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "set oauth.authorization_server") {
-		t.Fatalf("no metadata: %v", err)
-	}
 	// The override is used, and its metadata must name it as the issuer.
 	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/as/"); err != nil {
 		t.Fatalf("override: %v", err)
@@ -389,6 +396,37 @@ func TestTokenEndpointAuthMethod(t *testing.T) {
 		if got != want {
 			t.Errorf("metadata %s: client credentials authenticated by %q, want %q", methods, got, want)
 		}
+	}
+}
+
+// TestDiscoverLegacy: a server that publishes no protected-resource metadata is one of MCP
+// 2025-03-26, whose origin is its authorization server: its RFC 8414 metadata there (an
+// issuer on that origin), else the default endpoints /authorize, /token and /register —
+// conformance auth/2025-03-26-oauth-metadata-backcompat and -endpoint-fallback: Zest refused
+// to sign in without oauth.authorization_server.
+func TestDiscoverLegacy(t *testing.T) {
+	a := startAS(t)
+	hc := a.srv.Client()
+	base := a.srv.URL
+	d, err := Discover(t.Context(), hc, base+"/other", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Legacy != LegacyDefaultEndpoints || d.Server.AuthorizationEndpoint != base+"/authorize" || d.Server.TokenEndpoint != base+"/token" ||
+		d.Server.RegistrationEndpoint != base+"/register" || !d.Server.SupportsS256() {
+		t.Fatalf("no metadata at all: %+v", d)
+	}
+	a.rootIssuer = base + "/oauth"
+	if d, err = Discover(t.Context(), hc, base+"/other", "", ""); err != nil || d.Legacy != LegacyMetadata || d.Server.TokenEndpoint != base+"/oauth/token" {
+		t.Fatalf("metadata at the origin: %+v %v", d, err)
+	}
+	a.rootIssuer = "https://elsewhere.example"
+	if _, err := Discover(t.Context(), hc, base+"/other", "", ""); !errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "not one on that origin") {
+		t.Fatalf("an issuer on another origin: %v", err)
+	}
+	// A server with protected-resource metadata is not one of 2025-03-26.
+	if d, err = Discover(t.Context(), hc, base+"/mcp", "", ""); err != nil || d.Legacy != "" || d.Server.TokenEndpoint != base+"/as/token" {
+		t.Fatalf("a current server: %+v %v", d, err)
 	}
 }
 

@@ -45,6 +45,10 @@ func (s *Signer) register(ctx context.Context, id string, d *Discovery, redirect
 	}
 	var r registered
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil || r.ClientID == "" {
+		if d.Legacy != "" {
+			return nil, fmt.Errorf("%w: server %q publishes no OAuth metadata, and registering Zest at %s, %s, failed (HTTP %d): set oauth.authorization_server to its authorization server's issuer URL, or register a client for Zest there (redirect URI %s) and set oauth.client_id",
+				ErrSignIn, id, d.Server.RegistrationEndpoint, d.Legacy, resp.StatusCode, redirectURI)
+		}
 		return nil, fmt.Errorf("%w: server %q: the authorization server refused to register Zest (HTTP %d at %s): register a client for Zest there (redirect URI %s) and set oauth.client_id",
 			ErrSignIn, id, resp.StatusCode, d.Server.RegistrationEndpoint, redirectURI)
 	}

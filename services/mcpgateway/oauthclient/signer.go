@@ -386,6 +386,9 @@ func (s *Signer) discover(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", cfg.GetId(), err)
 	}
+	if d.Legacy != "" {
+		s.log.Info("upstream publishes no protected-resource metadata: its origin is taken as its authorization server", "server", cfg.GetId(), "endpoints", d.Legacy)
+	}
 	return d, nil
 }
 
