@@ -119,12 +119,14 @@ func run(ctx context.Context, serverURL string) error {
 	if _, err := a.do(ctx, http.MethodPost, "/servers", map[string]any{"id": id, "transport": "streamable-http", "url": serverURL, "oauth": o}); err != nil {
 		return fmt.Errorf("register %s: %w", id, err)
 	}
+	var again func() error
 	if !machineToMachine(scenario) {
-		if err := signIn(ctx, a, zest, id); err != nil {
+		again = func() error { return signIn(ctx, a, zest, id) }
+		if err := again(); err != nil {
 			return err
 		}
 	}
-	return listAndCall(ctx, zest+"/mcp/servers/"+id, key)
+	return listAndCall(ctx, zest+"/mcp/servers/"+id, key, again)
 }
 
 // signIn signs Zest in to server id as a person does from the console: the admin API gives
@@ -157,7 +159,9 @@ func signIn(ctx context.Context, a *adminAPI, zest, id string) error {
 }
 
 // listAndCall lists the tools of the server at url (Zest's /mcp/servers/{id}) and calls each.
-func listAndCall(ctx context.Context, url, key string) error {
+// A call refused because the server needs sign-in (it asked for more scopes: a step-up) is
+// made once more after signIn, as a person would sign in again from the console.
+func listAndCall(ctx context.Context, url, key string, signIn func() error) error {
 	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
 	if err != nil {
 		return err
@@ -185,6 +189,13 @@ func listAndCall(ctx context.Context, url, key string) error {
 		req.Params.Name = tool.Name
 		req.Params.Arguments = map[string]any{}
 		res, err := cl.CallTool(ctx, req)
+		if signIn != nil && needsSignIn(res, err) {
+			fmt.Printf("tools/call %s: the server needs sign-in again: %s\n", tool.Name, callError(res, err))
+			if err := signIn(); err != nil {
+				return err
+			}
+			res, err = cl.CallTool(ctx, req)
+		}
 		if err != nil {
 			return fmt.Errorf("tools/call %s at %s: %w", tool.Name, url, err)
 		}
@@ -194,6 +205,28 @@ func listAndCall(ctx context.Context, url, key string) error {
 		fmt.Printf("called %s through Zest\n", tool.Name)
 	}
 	return nil
+}
+
+// callError is the words of a failed call: its error, else its result's text.
+func callError(res *mcp.CallToolResult, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	if res == nil || !res.IsError {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := mcp.AsTextContent(c); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// needsSignIn reports whether a call failed because Zest needs a new sign-in to the server.
+func needsSignIn(res *mcp.CallToolResult, err error) bool {
+	return strings.Contains(callError(res, err), "needs sign-in")
 }
 
 // adminAPI is Zest's admin API with the admin key.

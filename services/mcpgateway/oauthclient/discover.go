@@ -117,6 +117,17 @@ func ChallengeScopes(challenge string) []string {
 	return nil
 }
 
+// ChallengeError is the error parameter of a Bearer challenge (RFC 6750 section 3.1), "" when
+// there is none.
+func ChallengeError(challenge string) string {
+	for _, p := range challengeParams(challenge) {
+		if strings.EqualFold(p[0], "error") {
+			return p[1]
+		}
+	}
+	return ""
+}
+
 // challengeParams splits the auth-params of a Bearer challenge (quoted or token values).
 func challengeParams(h string) [][2]string {
 	i := strings.Index(strings.ToLower(h), "bearer")

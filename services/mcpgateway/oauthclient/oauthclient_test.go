@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,13 +56,15 @@ type testAS struct {
 	registerPost bool
 	// auths are how each token request authenticated: basic, post or none.
 	auths []string
+	// scopes are the scope each access or refresh token was issued for, and each code.
+	scopes map[string]string
 	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
 	// (a server of MCP 2025-03-26), its endpoints under /oauth.
 	rootIssuer string
 }
 
 func startAS(t *testing.T) *testAS {
-	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}}
+	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}, scopes: map[string]string{}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
@@ -141,6 +144,7 @@ func startAS(t *testing.T) *testAS {
 		}
 		a.mu.Lock()
 		a.codes[q.Get("code_challenge")] = q.Get("resource")
+		a.scopes[q.Get("code_challenge")] = q.Get("scope")
 		a.mu.Unlock()
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
@@ -176,9 +180,11 @@ func startAS(t *testing.T) *testAS {
 			fail("invalid_client")
 			return
 		}
+		scope := r.PostForm.Get("scope")
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			code := r.PostForm.Get("code")
+			scope = a.scopes[code]
 			if res, ok := a.codes[code]; !ok || res != r.PostForm.Get("resource") || oauth2.S256ChallengeFromVerifier(r.PostForm.Get("code_verifier")) != code {
 				fail("invalid_grant")
 				return
@@ -196,6 +202,7 @@ func startAS(t *testing.T) *testAS {
 				return
 			}
 			delete(a.refresh, rt) // rotated
+			scope = a.scopes[rt]
 		default:
 			fail("unsupported_grant_type")
 			return
@@ -203,6 +210,7 @@ func startAS(t *testing.T) *testAS {
 		a.issued++
 		rt := fmt.Sprintf("rt-%d", a.issued)
 		a.refresh[rt] = true
+		a.scopes[rt], a.scopes[fmt.Sprintf("at-%d", a.issued)] = scope, scope
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("at-%d", a.issued), "token_type": "Bearer",
 			"expires_in": int(a.lifetime.Seconds()), "refresh_token": rt})
@@ -427,6 +435,114 @@ func TestDiscoverLegacy(t *testing.T) {
 	// A server with protected-resource metadata is not one of 2025-03-26.
 	if d, err = Discover(t.Context(), hc, base+"/mcp", "", ""); err != nil || d.Legacy != "" || d.Server.TokenEndpoint != base+"/as/token" {
 		t.Fatalf("a current server: %+v %v", d, err)
+	}
+}
+
+// TestStepUp: a 403 insufficient_scope whose challenge asks for more scopes than the token's
+// (MCP authorization's step-up) — conformance auth/scope-step-up: Zest passed the 403 on and
+// never asked for them. A client-credentials server's request is sent once more with a token
+// for them; a server a person signs in to needs sign-in, and the next sign-in asks for them. A
+// server that refuses the scopes its token was asked for is not asked again (the 403 stands).
+func TestStepUp(t *testing.T) {
+	a := startAS(t)
+	var mu sync.Mutex
+	need := "mcp mcp:write" // the scopes a call needs
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok { // discovery's probe
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		a.mu.Lock()
+		granted := strings.Fields(a.scopes[tok])
+		a.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, sc := range strings.Fields(need) {
+			if !slices.Contains(granted, sc) {
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`"`)
+				w.WriteHeader(http.StatusForbidden)
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	call := func(cfg *mcpgatewayv1.ServerConfig) (int, error) {
+		hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
+		resp, err := hc.Post(up.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	// Client credentials: a new token for the scopes asked, the request sent again.
+	cc := ccConfig(up.URL)
+	cc.Oauth.AuthorizationServer, cc.Oauth.Scopes = a.srv.URL+"/as", []string{"mcp"}
+	if status, err := call(cc); err != nil || status != http.StatusOK {
+		t.Fatalf("client credentials: %d %v", status, err)
+	}
+	a.mu.Lock()
+	issued := a.issued
+	a.mu.Unlock()
+	if issued != 2 {
+		t.Fatalf("client credentials: %d tokens issued, want 2 (the first, then one for the scopes asked)", issued)
+	}
+
+	// Authorization code: the call fails needing sign-in, the next sign-in asks for the scopes.
+	cfg := &mcpgatewayv1.ServerConfig{Id: "person", Url: up.URL, Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Scopes: []string{"mcp"}, AuthorizationServer: a.srv.URL + "/as"}}
+	signIn := func(wantScope string) {
+		t.Helper()
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		if got := u.Query().Get("scope"); got != wantScope {
+			t.Fatalf("sign-in asks for %q, want %q", got, wantScope)
+		}
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn("mcp")
+	if _, err := call(cfg); !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), `asks for the scopes "mcp mcp:write" (insufficient_scope)`) {
+		t.Fatalf("a call that needs more scopes: %v", err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusNeedsSignIn || !strings.Contains(st.GetMessage(), "insufficient_scope") {
+		t.Fatalf("state after a step-up: %v", st)
+	}
+	signIn("mcp mcp:write")
+	if status, err := call(cfg); err != nil || status != http.StatusOK {
+		t.Fatalf("after the new sign-in: %d %v", status, err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("state after the new sign-in: %v", st)
+	}
+
+	// Refused for the scopes the token was asked for: the 403 stands, no new sign-in asked.
+	mu.Lock()
+	need = "mcp other"
+	mu.Unlock()
+	if _, err := call(cfg); !errors.Is(err, ErrNeedsSignIn) {
+		t.Fatalf("a call that needs another scope: %v", err)
+	}
+	signIn("mcp mcp:write other")
+	a.mu.Lock()
+	clear(a.scopes) // every token now refused
+	a.mu.Unlock()
+	if status, err := call(cfg); err != nil || status != http.StatusForbidden {
+		t.Fatalf("refused for the scopes asked already: %d %v, want the 403", status, err)
 	}
 }
 

@@ -61,6 +61,11 @@ type record struct {
 	RegisteredSecret string `json:"registered_secret,omitempty"`
 	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
 	AuthMethod string `json:"auth_method,omitempty"`
+	// Scopes are those the token was asked for.
+	Scopes []string `json:"scopes,omitempty"`
+	// StepUp are the scopes to ask for next: Scopes and those a 403 insufficient_scope of the
+	// server asked for beyond them (MCP authorization's step-up); nil when it asked for none.
+	StepUp []string `json:"step_up,omitempty"`
 }
 
 // Signer holds the upstream servers' OAuth tokens for one mcpgateway: it gives each request
@@ -216,27 +221,88 @@ func (s *Signer) renew(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec 
 	}
 	switch {
 	case o.GetGrant() == serverconfig.GrantClientCredentials:
-		d, err := s.discover(ctx, cfg)
-		if err != nil {
-			return nil, err
+		var stepUp []string
+		if rec != nil {
+			stepUp = rec.StepUp
 		}
-		method := authMethod("", d)
-		cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
-			Scopes: scopes(cfg, d), EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
-		tok, err := cc.Token(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
-		}
-		next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
-			Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId(), AuthMethod: method}
-		next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
-		s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
-		return next, s.save(ctx, id, next)
+		return s.clientCredentials(ctx, cfg, secret, stepUp)
 	case rec != nil:
 		return nil, needsSignIn(id, "its access token expired and Zest holds no refresh token")
 	default:
 		return nil, needsSignIn(id, "Zest holds no token for it")
 	}
+}
+
+// clientCredentials requests a token for cfg with its client credentials, for its scopes and
+// those of stepUp.
+func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, secret string, stepUp []string) (*record, error) {
+	id, o := cfg.GetId(), cfg.GetOauth()
+	d, err := s.discover(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	method := authMethod("", d)
+	want := union(scopes(cfg, d), stepUp)
+	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
+		Scopes: want, EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
+	}
+	next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
+		Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId(), AuthMethod: method, Scopes: want}
+	next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
+	s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
+	return next, s.save(ctx, id, next)
+}
+
+// union is a's scopes, then those of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// InsufficientScope takes a 403 insufficient_scope of cfg's server to the token held, whose
+// challenge asked for want (MCP authorization's step-up): the next token is asked for its
+// scopes and want. A client-credentials server gets that token at once (retry: send the
+// request again with it); a server a person signs in to needs a new sign-in, which asks for
+// them, and the error says so. When the token was asked for want already, nothing changes
+// (retry false, no error: the 403 stands) — a server that keeps refusing is not asked again.
+func (s *Signer) InsufficientScope(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, want []string) (retry bool, err error) {
+	id := cfg.GetId()
+	sv := s.server(id)
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	rec := sv.rec
+	if rec == nil || len(want) == 0 || len(union(rec.Scopes, want)) == len(rec.Scopes) {
+		return false, nil
+	}
+	next := *rec
+	next.StepUp = union(rec.Scopes, want)
+	s.log.Info("upstream asks for more scopes than its token's", "server", id, "scopes", strings.Join(next.StepUp, " "))
+	if cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials {
+		secret, err := s.secret(cfg)
+		if err != nil {
+			return false, err
+		}
+		got, err := s.clientCredentials(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cfg, secret, next.StepUp)
+		if err != nil {
+			return false, err
+		}
+		sv.set(got, "")
+		return true, nil
+	}
+	why := fmt.Sprintf("it asks for the scopes %q (insufficient_scope), more than its sign-in was granted", strings.Join(want, " "))
+	if err := s.save(ctx, id, &next); err != nil {
+		return false, err
+	}
+	sv.set(&next, why)
+	return false, needsSignIn(id, why)
 }
 
 // expiry is when tok expires by the signer's clock (x/oauth2 counts expires_in from
@@ -476,6 +542,13 @@ func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcp
 		}
 	}
 	cc := cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials
+	if rec != nil && rec.Resource == cfg.GetUrl() && len(rec.StepUp) > 0 && !cc {
+		// Its token still serves what it was granted for; the rest needs a new sign-in.
+		if message == "" {
+			message = fmt.Sprintf("server %q needs sign-in: it asks for the scopes %q, more than its sign-in was granted; %s", id, strings.Join(rec.StepUp, " "), signInHint(id))
+		}
+		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: message}
+	}
 	if rec == nil || rec.Resource != cfg.GetUrl() || (!fresh(rec, s.now()) && rec.RefreshToken == "" && !cc) {
 		msg := message
 		switch {

@@ -96,6 +96,11 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if d.Server.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
+	want := scopes(cfg, d)
+	// A step-up the server asked for (InsufficientScope) is asked for again.
+	if rec, err := s.load(ctx, id, false); err == nil && rec.Resource == cfg.GetUrl() {
+		want = union(want, rec.StepUp)
+	}
 	clientID := o.GetClientId()
 	registeredSecret, registeredMethod := "", ""
 	if clientID == "" {
@@ -115,7 +120,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), RedirectURI: redirectURI, Scopes: scopes(cfg, d),
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
@@ -241,7 +246,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod}
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes}
 	rec.Subject = subjectOf(tok.AccessToken, p.By)
 	sv := s.server(id)
 	sv.mu.Lock()
