@@ -26,9 +26,10 @@ var conformanceClientSecrets = map[string]string{
 // and authorization server and runs e2e/internal/conformanceclient, which registers the
 // server in Zest with an oauth block, signs Zest in through the admin API and the edge's
 // callback (or by client credentials) and lists and calls its tools through
-// /mcp/servers/{id}. The scenarios of conformance-auth-client-baseline.yml must pass; any other
-// must fail (a new pass fails the test until the baseline lists it); each failure is logged
-// with its failed checks.
+// /mcp/servers/{id}. The scenarios of conformance-auth-client-baseline.yml must pass; a new
+// pass is reported (logged, to be added to the baseline: the features other scenarios need,
+// client ID metadata documents and token exchange, are being built beside this, and their
+// merge must not fail this test), and each failure is logged with its failed checks.
 func TestUpstreamOAuthConformance(t *testing.T) {
 	env := []string{"LEMONADE_ADMIN_API_KEY=" + adminKey, "ZEST_SECRET_KEY_FILE=" + secretKeyFile(t)}
 	var names []string
@@ -87,7 +88,7 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 		case want && !ok:
 			t.Errorf("%s passed before (conformance-auth-client-baseline.yml) and fails now: %s\n%s", sc, failedChecks(t, dir), out)
 		case !want && ok:
-			t.Errorf("%s passes now: add it to e2e/testdata/conformance-auth-client-baseline.yml", sc)
+			t.Logf("NEW PASS: %s passes now: add it to e2e/testdata/conformance-auth-client-baseline.yml", sc)
 		case !ok:
 			t.Logf("%s fails as the baseline expects: %s", sc, failedChecks(t, dir))
 		}
