@@ -67,6 +67,16 @@ type Discovery struct {
 	Legacy string
 }
 
+// ResourceIndicator is the resource Zest asks tokens for (RFC 8707) for the server at url: the
+// resource of its protected-resource metadata exactly as published (MCP authorization: not
+// reparsed, so no "/" is added to a pathless one), else url.
+func (d *Discovery) ResourceIndicator(url string) string {
+	if d.Resource.Resource != "" {
+		return d.Resource.Resource
+	}
+	return url
+}
+
 // Ways of a server of MCP 2025-03-26 (Discovery.Legacy).
 const (
 	LegacyMetadata         = "the authorization server metadata at the server's origin (MCP 2025-03-26)"

@@ -117,8 +117,9 @@ func startAS(t *testing.T) *testAS {
 		var req struct {
 			RedirectURIs []string `json:"redirect_uris"`
 			AuthMethod   string   `json:"token_endpoint_auth_method"`
+			AppType      string   `json:"application_type"`
 		}
-		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" {
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" || req.AppType != "web" {
 			http.Error(w, `{"error":"invalid_client_metadata"}`, http.StatusBadRequest)
 			return
 		}
@@ -543,6 +544,69 @@ func TestStepUp(t *testing.T) {
 	a.mu.Unlock()
 	if status, err := call(cfg); err != nil || status != http.StatusForbidden {
 		t.Fatalf("refused for the scopes asked already: %d %v, want the 403", status, err)
+	}
+}
+
+// TestResourceIndicator: tokens are asked for the resource of the protected-resource metadata
+// exactly as published — a pathless one without a "/" added — in the authorization request,
+// the code exchange, the refresh and client credentials (conformance 0.2.0-alpha.12
+// auth/metadata-var2: Zest sent the server's URL where the metadata names its origin).
+func TestResourceIndicator(t *testing.T) {
+	a := startAS(t)
+	a.prmResource = a.srv.URL // the origin, no path
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != a.srv.URL {
+		t.Fatalf("authorization request's resource %q, want %q", u.Query().Get("resource"), a.srv.URL)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	cc := ccConfig(cfg.GetUrl())
+	cc.Id = "cc"
+	if _, err := s.AccessToken(t.Context(), cc, false); err != nil {
+		t.Fatal(err)
+	}
+	grants, resources := a.seen()
+	if len(resources) != 3 {
+		t.Fatalf("token requests %v", grants)
+	}
+	for i, r := range resources {
+		if r != a.srv.URL {
+			t.Errorf("%s request's resource %q, want %q", grants[i], r, a.srv.URL)
+		}
+	}
+}
+
+// TestApplicationType: a registration names its application_type (SEP-837; conformance
+// 0.2.0-alpha.12 failed every registration without it): native for a loopback callback.
+func TestApplicationType(t *testing.T) {
+	for uri, want := range map[string]string{
+		"https://zest.example.com" + CallbackPath: "web",
+		"http://127.0.0.1:8080" + CallbackPath:    "native",
+		"http://[::1]:8080" + CallbackPath:        "native",
+		"http://localhost:8080" + CallbackPath:    "native",
+		"https://10.0.0.5" + CallbackPath:         "web",
+	} {
+		if got := applicationType(uri); got != want {
+			t.Errorf("%s: %q, want %q", uri, got, want)
+		}
 	}
 }
 

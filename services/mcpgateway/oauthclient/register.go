@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
 )
 
 // clientName is how Zest names itself to an authorization server it registers with.
@@ -21,12 +24,28 @@ type registered struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
 }
 
+// applicationType is the application_type of a registration for redirectURI (OpenID Connect
+// Dynamic Client Registration, which MCP authorization requires a client to give, SEP-837):
+// "web" for Zest's callback on a host, "native" for one on a loopback address (OpenID's web
+// clients may not use localhost).
+func applicationType(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return "web"
+	}
+	h := u.Hostname()
+	if ip, err := netip.ParseAddr(h); (err == nil && ip.IsLoopback()) || strings.EqualFold(h, "localhost") {
+		return "native"
+	}
+	return "web"
+}
+
 // register registers Zest as a client of d's authorization server (RFC 7591) for a sign-in
 // coming back to redirectURI: a public client (PKCE), unless the server insists on a secret.
 func (s *Signer) register(ctx context.Context, id string, d *Discovery, redirectURI string) (*registered, error) {
 	body, _ := json.Marshal(map[string]any{
 		"client_name": clientName, "redirect_uris": []string{redirectURI}, "grant_types": []string{"authorization_code", "refresh_token"},
-		"response_types": []string{"code"}, "token_endpoint_auth_method": "none",
+		"response_types": []string{"code"}, "token_endpoint_auth_method": "none", "application_type": applicationType(redirectURI),
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Server.RegistrationEndpoint, bytes.NewReader(body))
 	if err != nil {

@@ -47,15 +47,18 @@ type Store = registry.OAuthTokens
 
 // record is what Zest keeps for one server, sealed: the tokens and where they came from.
 type record struct {
-	AccessToken   string    `json:"access_token"`
-	RefreshToken  string    `json:"refresh_token,omitempty"`
-	TokenType     string    `json:"token_type,omitempty"`
-	Expiry        time.Time `json:"expiry,omitzero"`
-	Subject       string    `json:"subject,omitempty"`
-	Resource      string    `json:"resource"`
-	Issuer        string    `json:"issuer"`
-	TokenEndpoint string    `json:"token_endpoint"`
-	ClientID      string    `json:"client_id"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Subject      string    `json:"subject,omitempty"`
+	Resource     string    `json:"resource"`
+	// Indicator is the resource its tokens are asked for (Discovery.ResourceIndicator; empty
+	// in a record written before it: Resource).
+	Indicator     string `json:"indicator,omitempty"`
+	Issuer        string `json:"issuer"`
+	TokenEndpoint string `json:"token_endpoint"`
+	ClientID      string `json:"client_id"`
 	// RegisteredSecret is the secret a dynamic client registration gave (RFC 7591); a
 	// configured client's secret stays in the environment and is never stored.
 	RegisteredSecret string `json:"registered_secret,omitempty"`
@@ -198,6 +201,14 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	return rec.AccessToken, nil
 }
 
+// indicator is the resource rec's tokens are asked for.
+func (rec *record) indicator() string {
+	if rec.Indicator != "" {
+		return rec.Indicator
+	}
+	return rec.Resource
+}
+
 // fresh reports whether rec's access token is valid beyond RefreshBefore (one without an
 // expiry is until the server refuses it).
 func fresh(rec *record, now time.Time) bool {
@@ -244,13 +255,14 @@ func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.Server
 	method := authMethod("", d)
 	want := union(scopes(cfg, d), stepUp)
 	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
-		Scopes: want, EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
+		Scopes: want, EndpointParams: url.Values{"resource": {d.ResourceIndicator(cfg.GetUrl())}}}
 	tok, err := cc.Token(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
 	}
 	next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
-		Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId(), AuthMethod: method, Scopes: want}
+		Resource: cfg.GetUrl(), Indicator: d.ResourceIndicator(cfg.GetUrl()), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
+		ClientID: o.GetClientId(), AuthMethod: method, Scopes: want}
 	next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
 	s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
 	return next, s.save(ctx, id, next)
@@ -335,7 +347,7 @@ func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, re
 	// every token request: the client-credentials request with its grant_type overridden
 	// (which the package allows for this) is a refresh request that carries one.
 	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret, rec.AuthMethod),
-		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
+		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {rec.indicator()}}}
 	tok, err := cc.Token(ctx)
 	if err != nil {
 		var re *oauth2.RetrieveError

@@ -48,7 +48,9 @@ type pending struct {
 	// RegisteredSecret is the secret a dynamic registration gave, kept (sealed) with the tokens.
 	RegisteredSecret string `json:"registered_secret,omitempty"`
 	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
-	AuthMethod  string    `json:"auth_method,omitempty"`
+	AuthMethod string `json:"auth_method,omitempty"`
+	// Indicator is the resource the tokens are asked for (Discovery.ResourceIndicator).
+	Indicator   string    `json:"indicator,omitempty"`
 	RedirectURI string    `json:"redirect_uri"`
 	Scopes      []string  `json:"scopes,omitempty"`
 	Verifier    string    `json:"verifier"`
@@ -120,14 +122,14 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), RedirectURI: redirectURI, Scopes: want,
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
 	}
 	s.log.Info("upstream sign-in started", "server", id, "by", by, "issuer", d.Server.Issuer)
 	conf := p.oauth2(secret)
-	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl())), nil
+	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Indicator)), nil
 }
 
 // oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.
@@ -241,12 +243,16 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 	}
 	conf := p.oauth2(secret)
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl()))
+	indicator := p.Indicator
+	if indicator == "" { // a sign-in started before Indicator was kept
+		indicator = cfg.GetUrl()
+	}
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", indicator))
 	if err != nil {
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes}
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes, Indicator: indicator}
 	rec.Subject = subjectOf(tok.AccessToken, p.By)
 	sv := s.server(id)
 	sv.mu.Lock()
