@@ -56,6 +56,10 @@ type testAS struct {
 	registerPost bool
 	// auths are how each token request authenticated: basic, post or none.
 	auths []string
+	// issSupported: its metadata says it sends iss in its authorization responses (RFC 9207);
+	// issInRedirect, when set, is the iss its authorization responses carry.
+	issSupported  bool
+	issInRedirect string
 	// scopes are the scope each access or refresh token was issued for, and each code.
 	scopes map[string]string
 	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
@@ -104,7 +108,7 @@ func startAS(t *testing.T) *testAS {
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
-			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods}
+			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods, IssParameterSupported: a.issSupported}
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
@@ -147,7 +151,11 @@ func startAS(t *testing.T) *testAS {
 		a.codes[q.Get("code_challenge")] = q.Get("resource")
 		a.scopes[q.Get("code_challenge")] = q.Get("scope")
 		a.mu.Unlock()
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+		iss := ""
+		if a.issInRedirect != "" {
+			iss = "&iss=" + url.QueryEscape(a.issInRedirect)
+		}
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state"))+iss, http.StatusFound)
 	})
 	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
 		if a.hold != nil {
@@ -375,7 +383,7 @@ func TestTokenEndpointAuthMethod(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	c.add(time.Hour)
@@ -512,7 +520,7 @@ func TestStepUp(t *testing.T) {
 		}
 		resp.Body.Close()
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+		if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -571,7 +579,7 @@ func TestResourceIndicator(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	c.add(time.Hour)
@@ -590,6 +598,54 @@ func TestResourceIndicator(t *testing.T) {
 	for i, r := range resources {
 		if r != a.srv.URL {
 			t.Errorf("%s request's resource %q, want %q", grants[i], r, a.srv.URL)
+		}
+	}
+}
+
+// TestIssuerInTheCallback: the callback's iss (RFC 9207) must be exactly the issuer the
+// sign-in went to, and is required when its metadata says it sends one; a refused response's
+// code is never exchanged (conformance 0.2.0-alpha.12 auth/iss-wrong-issuer, iss-unexpected,
+// iss-normalized, iss-supported-missing: Zest took the code whatever the iss).
+func TestIssuerInTheCallback(t *testing.T) {
+	a := startAS(t)
+	issuer := a.srv.URL + "/as"
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		advertised bool
+		iss        string
+		ok         bool
+	}{
+		{false, "", true},
+		{false, issuer, true},
+		{false, "https://evil.example", false},
+		{true, "", false},
+		{true, issuer, true},
+		{true, issuer + "/", false},
+		{true, strings.ToUpper(issuer[:4]) + issuer[4:], false},
+	} {
+		a.issSupported, a.issInRedirect = c.advertised, c.iss
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		q, _ := url.Parse(resp.Header.Get("Location"))
+		cb := Callback{State: q.Query().Get("state"), Code: q.Query().Get("code")}
+		if q.Query().Has("iss") {
+			cb.Iss = new(string)
+			*cb.Iss = q.Query().Get("iss")
+		}
+		before, _ := a.seen()
+		_, _, err = s.FinishSignIn(t.Context(), cb, "")
+		after, _ := a.seen()
+		if c.ok != (err == nil) || (!c.ok && (!errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "RFC 9207") || len(after) != len(before))) {
+			t.Errorf("advertised %v, iss %q: %v (token requests %d → %d)", c.advertised, c.iss, err, len(before), len(after))
 		}
 	}
 }
@@ -824,10 +880,10 @@ func TestSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := callback(authURL)
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-2"); !errors.Is(err, ErrSignIn) {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-2"); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("another browser's callback: %v", err)
 	}
-	id, by, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1")
+	id, by, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-1")
 	if err != nil || id != "up" || by != "admin" {
 		t.Fatalf("finish = %q %q %v", id, by, err)
 	}
@@ -837,7 +893,7 @@ func TestSignIn(t *testing.T) {
 	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "admin" || !st.GetRefreshable() {
 		t.Fatalf("state = %v", st)
 	}
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-1"); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("a state used twice: %v", err)
 	}
 	authURL, err = s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
@@ -846,7 +902,7 @@ func TestSignIn(t *testing.T) {
 	}
 	q = callback(authURL)
 	c.add(SignInTimeout + time.Second)
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("a late callback: %v", err)
 	}
 	cc := ccConfig(cfg.GetUrl())
@@ -897,7 +953,7 @@ func TestDynamicRegistration(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	c.add(time.Hour)
@@ -961,7 +1017,7 @@ func TestSignInAcrossReplicas(t *testing.T) {
 	if err != nil || bytes.Contains(sealed, []byte(state)) || bytes.Contains(sealed, []byte("verifier\":\"")) {
 		t.Fatalf("the stored sign-in: %v (want it sealed)", err)
 	}
-	if id, by, err := two.FinishSignIn(t.Context(), state, loc.Query().Get("code"), "", ""); err != nil || id != "up" || by != "admin" {
+	if id, by, err := two.FinishSignIn(t.Context(), Callback{State: state, Code: loc.Query().Get("code")}, ""); err != nil || id != "up" || by != "admin" {
 		t.Fatalf("finished on the other replica: %q %q %v", id, by, err)
 	}
 	if tok, err := one.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {

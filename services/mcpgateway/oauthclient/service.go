@@ -10,6 +10,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Service is UpstreamOAuthService: sign-in to a server, from the console or zestctl, and the
@@ -86,7 +87,11 @@ func (s *Service) SignOut(ctx context.Context, req *mcpgatewayv1.SignOutRequest)
 
 // FinishSignIn implements UpstreamOAuthServiceServer.
 func (s *Service) FinishSignIn(ctx context.Context, req *mcpgatewayv1.FinishSignInRequest) (*mcpgatewayv1.FinishSignInResponse, error) {
-	id, _, err := s.signer.FinishSignIn(ctx, req.GetState(), req.GetCode(), req.GetError(), "")
+	cb := Callback{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()}
+	if req.Iss != nil {
+		cb.Iss = proto.String(req.GetIss())
+	}
+	id, _, err := s.signer.FinishSignIn(ctx, cb, "")
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}

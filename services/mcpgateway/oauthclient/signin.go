@@ -50,7 +50,9 @@ type pending struct {
 	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
 	AuthMethod string `json:"auth_method,omitempty"`
 	// Indicator is the resource the tokens are asked for (Discovery.ResourceIndicator).
-	Indicator   string    `json:"indicator,omitempty"`
+	Indicator string `json:"indicator,omitempty"`
+	// IssRequired: the authorization server names itself in its responses (RFC 9207).
+	IssRequired bool      `json:"iss_required,omitempty"`
 	RedirectURI string    `json:"redirect_uri"`
 	Scopes      []string  `json:"scopes,omitempty"`
 	Verifier    string    `json:"verifier"`
@@ -122,7 +124,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), RedirectURI: redirectURI, Scopes: want,
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
@@ -214,10 +216,22 @@ func stateKey(state string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// FinishSignIn finishes the sign-in of state with the authorization server's callback: code,
-// or errCode when it refused. binding must be the one the sign-in started with. It returns the
-// server's id and who started the sign-in.
-func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding string) (id, by string, err error) {
+// Callback is the query of the authorization server's callback.
+type Callback struct {
+	State, Code string
+	// Error is the server's error code, when it refused.
+	Error string
+	// Iss is its iss parameter (RFC 9207), nil when it has none.
+	Iss *string
+}
+
+// FinishSignIn finishes the sign-in of cb.State with the authorization server's callback: its
+// code, or its error when it refused. An iss (RFC 9207) must be exactly the issuer the sign-in
+// went to, and is required when that issuer's metadata says it sends one: another issuer's
+// response (a mix-up) is refused before its code goes anywhere. binding must be the one the
+// sign-in started with. It returns the server's id and who started the sign-in.
+func (s *Signer) FinishSignIn(ctx context.Context, cb Callback, binding string) (id, by string, err error) {
+	state, code, errCode := cb.State, cb.Code, cb.Error
 	var p *pending
 	if s.keys != nil && state != "" {
 		if p, err = s.takePending(ctx, state, binding); err != nil {
@@ -232,6 +246,14 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 		return "", "", fmt.Errorf("%w: %w", ErrSignIn, ErrUnseal)
 	}
 	id = cfg.GetId()
+	switch {
+	case cb.Iss != nil && *cb.Iss != p.Issuer: // compared as sent: no normalization (RFC 9207 section 2.4)
+		return id, p.By, fmt.Errorf("%w: server %q: the authorization response names the issuer %.200q, not %q, which the sign-in went to (RFC 9207): refused; start the sign-in again",
+			ErrSignIn, id, *cb.Iss, p.Issuer)
+	case cb.Iss == nil && p.IssRequired:
+		return id, p.By, fmt.Errorf("%w: server %q: the authorization response has no iss, which its authorization server %s says it sends (RFC 9207): refused; start the sign-in again",
+			ErrSignIn, id, p.Issuer)
+	}
 	if errCode != "" {
 		return id, p.By, fmt.Errorf("%w: server %q: the authorization server refused: %s", ErrSignIn, id, strings.ToValidUTF8(errCode, "?"))
 	}
