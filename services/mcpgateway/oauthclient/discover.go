@@ -86,26 +86,45 @@ const (
 	LegacyDefaultEndpoints = "the default endpoints /authorize, /token and /register at the server's origin (MCP 2025-03-26)"
 )
 
-// Challenge sends resource an unauthenticated MCP request and returns the WWW-Authenticate
-// header of its 401 ("" when it answered otherwise, or without one).
+// probes are the unauthenticated MCP requests Challenge sends, in order: initialize, then
+// tools/list for a server that lets initialize through and requires a token (and says which
+// scopes) per operation.
+var probes = []string{
+	`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zest-mcpgateway","version":"0.1.0"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+}
+
+// Challenge sends resource unauthenticated MCP requests (probes) and returns the
+// WWW-Authenticate header of the first 401 ("" when none answered 401, or without one).
 func Challenge(ctx context.Context, hc *http.Client, resource string) (string, error) {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zest-mcpgateway","version":"0.1.0"}}}`
+	for _, body := range probes {
+		h, unauthorized, err := probe(ctx, hc, resource, body)
+		if err != nil || unauthorized {
+			return h, err
+		}
+	}
+	return "", nil
+}
+
+// probe sends resource one unauthenticated request: the WWW-Authenticate of its answer, and
+// whether it was 401.
+func probe(ctx context.Context, hc *http.Client, resource, body string) (string, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, resource, strings.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrDiscovery, resource, err)
+		return "", false, fmt.Errorf("%w: %s: %w", ErrDiscovery, resource, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxMetadataBytes))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
-		return "", nil
+		return "", false, nil
 	}
-	return resp.Header.Get("WWW-Authenticate"), nil
+	return resp.Header.Get("WWW-Authenticate"), true, nil
 }
 
 // ResourceMetadataURL is the resource_metadata parameter of a Bearer challenge (RFC 9728

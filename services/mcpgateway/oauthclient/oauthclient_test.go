@@ -650,6 +650,27 @@ func TestIssuerInTheCallback(t *testing.T) {
 	}
 }
 
+// TestChallengeOfAnOperation: a server that lets an unauthenticated initialize through and
+// challenges per operation gives its challenge (and the scope it names) to the tools/list
+// probe (conformance 0.2.0-alpha.12 auth/scope-step-up: Zest read no challenge and asked for
+// scopes_supported).
+func TestChallengeOfAnOperation(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"initialize"`) {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:basic", resource_metadata="https://x/prm"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	ch, err := Challenge(t.Context(), srv.Client(), srv.URL)
+	if err != nil || ResourceMetadataURL(ch) != "https://x/prm" || strings.Join(ChallengeScopes(ch), " ") != "mcp:basic" {
+		t.Fatalf("challenge %q, %v", ch, err)
+	}
+}
+
 // TestApplicationType: a registration names its application_type (SEP-837; conformance
 // 0.2.0-alpha.12 failed every registration without it): native for a loopback callback.
 func TestApplicationType(t *testing.T) {
