@@ -60,6 +60,10 @@ type testAS struct {
 	// issInRedirect, when set, is the iss its authorization responses carry.
 	issSupported  bool
 	issInRedirect string
+	// issuer2: its protected-resource metadata names /as2 (the same endpoints, another
+	// issuer) rather than /as; refused are the access tokens its /mcp answers 401.
+	issuer2 bool
+	refused map[string]bool
 	// scopes are the scope each access or refresh token was issued for, and each code.
 	scopes map[string]string
 	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
@@ -74,7 +78,10 @@ func startAS(t *testing.T) *testAS {
 	t.Cleanup(a.srv.Close)
 	base := a.srv.URL
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
+		a.mu.Lock()
+		refused := a.refused[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		a.mu.Unlock()
+		if r.Header.Get("Authorization") == "" || refused {
 			ch := `Bearer error="invalid_token"`
 			if !a.wellKnownOnly {
 				ch += `, resource_metadata="` + base + `/prm/mcp"`
@@ -95,7 +102,11 @@ func startAS(t *testing.T) *testAS {
 		} else if a.prmResource != "" {
 			res = a.prmResource
 		}
-		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: res, AuthorizationServers: []string{base + "/as"}, ScopesSupported: []string{"mcp"}})
+		as := base + "/as"
+		if a.issuer2 {
+			as = base + "/as2"
+		}
+		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: res, AuthorizationServers: []string{as}, ScopesSupported: []string{"mcp"}})
 	}
 	mux.HandleFunc("/prm/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
@@ -105,6 +116,10 @@ func startAS(t *testing.T) *testAS {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: a.rootIssuer, AuthorizationEndpoint: base + "/oauth/authorize", TokenEndpoint: base + "/oauth/token"})
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server/as2", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: base + "/as2", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
+			CodeChallengeMethodsSupported: []string{"S256"}})
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
@@ -668,6 +683,70 @@ func TestChallengeOfAnOperation(t *testing.T) {
 	ch, err := Challenge(t.Context(), srv.Client(), srv.URL)
 	if err != nil || ResourceMetadataURL(ch) != "https://x/prm" || strings.Join(ChallengeScopes(ch), " ") != "mcp:basic" {
 		t.Fatalf("challenge %q, %v", ch, err)
+	}
+}
+
+// TestIssuerMoved: a server that refuses a token Zest held as valid, and whose metadata now
+// names another authorization server (SEP-2352), has its tokens forgotten rather than
+// refreshed at the former one — a client-credentials server gets a token of the new one, and a
+// server a person signs in to needs sign-in (conformance 0.2.0-alpha.12
+// auth/authorization-server-migration: Zest kept refreshing at the former one).
+func TestIssuerMoved(t *testing.T) {
+	a := startAS(t)
+	a.refused = map[string]bool{}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	call := func(cfg *mcpgatewayv1.ServerConfig) error {
+		hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
+		resp, err := hc.Post(cfg.GetUrl(), "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
+	cc := ccConfig(a.srv.URL + "/mcp")
+	person := &mcpgatewayv1.ServerConfig{Id: "person", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := s.StartSignIn(t.Context(), person, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(cc); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(person); err != nil {
+		t.Fatal(err)
+	}
+	// The server moves to /as2 and refuses every token issued so far.
+	a.mu.Lock()
+	a.issuer2 = true
+	for i := 1; i <= a.issued; i++ {
+		a.refused[fmt.Sprintf("at-%d", i)] = true
+	}
+	a.mu.Unlock()
+	if err := call(cc); err != nil {
+		t.Fatalf("client credentials after the move: %v", err)
+	}
+	if err := call(person); !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), "authorization server changed from "+a.srv.URL+"/as to "+a.srv.URL+"/as2") {
+		t.Fatalf("a person's server after the move: %v", err)
+	}
+	if st := s.State(t.Context(), person); st.GetStatus() != StatusNeedsSignIn {
+		t.Fatalf("state: %v", st)
+	}
+	if grants, _ := a.seen(); strings.Join(grants, " ") != "authorization_code client_credentials client_credentials" {
+		t.Fatalf("token requests %v: the former authorization server was asked to refresh", grants)
 	}
 }
 

@@ -190,6 +190,11 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if sv.rec != nil && !force && fresh(sv.rec, now) {
 		return sv.rec.AccessToken, nil
 	}
+	if force && sv.rec != nil {
+		if err := s.followIssuer(ctx, cfg, sv); err != nil {
+			return "", err
+		}
+	}
 	rec, err := s.renew(ctx, cfg, sv.rec)
 	if err != nil {
 		if errors.Is(err, ErrNeedsSignIn) {
@@ -207,6 +212,31 @@ func (rec *record) indicator() string {
 		return rec.Indicator
 	}
 	return rec.Resource
+}
+
+// followIssuer checks, when the server refused a token Zest held as valid, whether its
+// metadata now names another authorization server than the one that issued it (SEP-2352): if
+// so the tokens, and a client registered there, are forgotten — a client-credentials server
+// then requests a token of the new one, and a server a person signs in to needs sign-in
+// (whose registration, when Zest registers itself, is made anew there). A discovery that fails
+// changes nothing: the refresh is tried as before. sv.mu is held.
+func (s *Signer) followIssuer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sv *server) error {
+	id, old := cfg.GetId(), sv.rec.Issuer
+	d, err := s.discover(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cfg)
+	if err != nil || old == "" || d.Server.Issuer == old {
+		return nil
+	}
+	if err := s.store.DeleteOAuthToken(ctx, id); err != nil {
+		return fmt.Errorf("server %q: forget the tokens of its former authorization server: %w", id, err)
+	}
+	s.log.Info("upstream names another authorization server: its tokens are forgotten", "server", id, "from", old, "to", d.Server.Issuer)
+	sv.set(nil, "")
+	if cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials {
+		return nil
+	}
+	err = needsSignIn(id, fmt.Sprintf("its authorization server changed from %s to %s", old, d.Server.Issuer))
+	sv.set(nil, err.Error())
+	return err
 }
 
 // fresh reports whether rec's access token is valid beyond RefreshBefore (one without an
