@@ -164,32 +164,23 @@ func signIn(ctx context.Context, a *adminAPI, zest, id string) error {
 }
 
 // listAndCall lists the tools of the server at url (Zest's /mcp/servers/{id}) and calls each.
-// A call refused because the server needs sign-in (it asked for more scopes: a step-up) is
-// made once more after signIn, as a person would sign in again from the console.
+// A session or a call refused because the server needs sign-in (it asked for more scopes, or
+// names another authorization server) is tried once more after signIn, as a person would sign
+// in again from the console.
 func listAndCall(ctx context.Context, url, key string, signIn func() error) error {
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
-	if err != nil {
-		return err
+	cl, tools, err := session(ctx, url, key)
+	if err != nil && signIn != nil && needsSignIn(nil, err) {
+		fmt.Printf("the server needs sign-in again: %v\n", err)
+		if err := signIn(); err != nil {
+			return err
+		}
+		cl, tools, err = session(ctx, url, key)
 	}
-	cl := mcpclient.NewClient(tr)
-	if err := cl.Start(ctx); err != nil {
+	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-11-25"
-	init.Params.ClientInfo = mcp.Implementation{Name: "zest-conformanceclient", Version: "1"}
-	if _, err := cl.Initialize(ctx, init); err != nil {
-		return fmt.Errorf("initialize %s: %w", url, err)
-	}
-	tools, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return fmt.Errorf("tools/list at %s: %w", url, err)
-	}
-	if len(tools.Tools) == 0 {
-		return fmt.Errorf("tools/list at %s: no tools", url)
-	}
-	for _, tool := range tools.Tools {
+	for _, tool := range tools {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = tool.Name
 		req.Params.Arguments = map[string]any{}
@@ -210,6 +201,36 @@ func listAndCall(ctx context.Context, url, key string, signIn func() error) erro
 		fmt.Printf("called %s through Zest\n", tool.Name)
 	}
 	return nil
+}
+
+// session opens an MCP session of url and lists its tools (at least one).
+func session(ctx context.Context, url, key string) (*mcpclient.Client, []mcp.Tool, error) {
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := mcpclient.NewClient(tr)
+	fail := func(err error) (*mcpclient.Client, []mcp.Tool, error) {
+		cl.Close()
+		return nil, nil, err
+	}
+	if err := cl.Start(ctx); err != nil {
+		return fail(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "zest-conformanceclient", Version: "1"}
+	if _, err := cl.Initialize(ctx, init); err != nil {
+		return fail(fmt.Errorf("initialize %s: %w", url, err))
+	}
+	tools, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return fail(fmt.Errorf("tools/list at %s: %w", url, err))
+	}
+	if len(tools.Tools) == 0 {
+		return fail(fmt.Errorf("tools/list at %s: no tools", url))
+	}
+	return cl, tools.Tools, nil
 }
 
 // callError is the words of a failed call: its error, else its result's text.
