@@ -26,8 +26,8 @@ func (f *finishRecorder) FinishSignIn(_ context.Context, req *mcpgatewayv1.Finis
 // of another issuer could not be refused.
 func TestOAuthCallbackRelaysIss(t *testing.T) {
 	for query, want := range map[string]*string{
-		"state=s&code=c":                        nil,
-		"state=s&code=c&iss=":                   new(string),
+		"state=s&code=c":                         nil,
+		"state=s&code=c&iss=":                    new(string),
 		"state=s&code=c&iss=https%3A%2F%2Fas%2F": func() *string { v := "https://as/"; return &v }(),
 	} {
 		rec := &finishRecorder{}
