@@ -147,15 +147,21 @@ func upstreamOAuthSuite(t *testing.T, extra ...string) (*Suite, *oauthserver.Ser
 	t.Helper()
 	as := oauthserver.Start(t, "mcp")
 	up := startOAuthUpstream(t, as.Issuer)
+	s := startSuite(t, append([]string{"LEMONADE_ADMIN_API_KEY=" + adminKey, "ZEST_SECRET_KEY_FILE=" + secretKeyFile(t),
+		"UP_SECRET=" + oauthserver.ServiceClientSecret}, extra...)...)
+	return s, as, up
+}
+
+// secretKeyFile writes a new random secret key for ZEST_SECRET_KEY_FILE and returns its path.
+func secretKeyFile(t *testing.T) string {
+	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "secret.key")
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startSuite(t, append([]string{"LEMONADE_ADMIN_API_KEY=" + adminKey, "ZEST_SECRET_KEY_FILE=" + keyFile,
-		"UP_SECRET=" + oauthserver.ServiceClientSecret}, extra...)...)
-	return s, as, up
+	return keyFile
 }
 
 // TestUpstreamOAuth: Zest signs in to an upstream that requires OAuth — by client

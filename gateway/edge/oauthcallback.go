@@ -8,6 +8,7 @@ import (
 	"github.com/zestmcp/zest/lib/clientmetadata"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // oauthCallbackPath is where an authorization server sends the browser back after an
@@ -31,7 +32,11 @@ var callbackPage = template.Must(template.New("callback").Parse(`<!doctype html>
 
 func (c oauthCallback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	resp, err := c.client.FinishSignIn(r.Context(), &mcpgatewayv1.FinishSignInRequest{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
+	req := &mcpgatewayv1.FinishSignInRequest{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")}
+	if q.Has("iss") { // RFC 9207: present, even empty, is not absent
+		req.Iss = proto.String(q.Get("iss"))
+	}
+	resp, err := c.client.FinishSignIn(r.Context(), req)
 	page := struct{ Title, Status, Message string }{}
 	code := http.StatusOK
 	if err != nil {

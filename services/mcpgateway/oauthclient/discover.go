@@ -45,6 +45,12 @@ type ServerMetadata struct {
 	// ClientIDMetadataDocumentSupported: the server takes a client id that is the URL of a
 	// client ID metadata document (MCP authorization 2025-11-25), which it fetches.
 	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
+	// TokenEndpointAuthMethodsSupported: how a client with a secret authenticates at the
+	// token endpoint (RFC 8414: client_secret_basic when absent).
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported,omitempty"`
+	// IssParameterSupported: the server names itself (iss) in every authorization response
+	// (RFC 9207), so a response without it is refused.
+	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
 }
 
 // SupportsS256 reports whether the server names PKCE S256 (MCP authorization: a client must
@@ -57,28 +63,71 @@ func (m *ServerMetadata) SupportsS256() bool {
 type Discovery struct {
 	Resource ProtectedResource
 	Server   ServerMetadata
+	// ChallengeScopes are the scope of the server's 401 challenge (RFC 6750 section 3): the
+	// scopes it asks for, first choice of a client that is told none (MCP authorization's
+	// scope selection).
+	ChallengeScopes []string
+	// Legacy says the server published no protected-resource metadata, so its authorization
+	// server was taken to be its origin (MCP 2025-03-26): LegacyMetadata, or
+	// LegacyDefaultEndpoints when the origin published no metadata either.
+	Legacy string
 }
 
-// Challenge sends resource an unauthenticated MCP request and returns the WWW-Authenticate
-// header of its 401 ("" when it answered otherwise, or without one).
+// ResourceIndicator is the resource Zest asks tokens for (RFC 8707) for the server at url: the
+// resource of its protected-resource metadata exactly as published (MCP authorization: not
+// reparsed, so no "/" is added to a pathless one), else url.
+func (d *Discovery) ResourceIndicator(url string) string {
+	if d.Resource.Resource != "" {
+		return d.Resource.Resource
+	}
+	return url
+}
+
+// Ways of a server of MCP 2025-03-26 (Discovery.Legacy).
+const (
+	LegacyMetadata         = "the authorization server metadata at the server's origin (MCP 2025-03-26)"
+	LegacyDefaultEndpoints = "the default endpoints /authorize, /token and /register at the server's origin (MCP 2025-03-26)"
+)
+
+// probes are the unauthenticated MCP requests Challenge sends, in order: initialize, then
+// tools/list for a server that lets initialize through and requires a token (and says which
+// scopes) per operation.
+var probes = []string{
+	`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zest-mcpgateway","version":"0.1.0"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+}
+
+// Challenge sends resource unauthenticated MCP requests (probes) and returns the
+// WWW-Authenticate header of the first 401 ("" when none answered 401, or without one).
 func Challenge(ctx context.Context, hc *http.Client, resource string) (string, error) {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zest-mcpgateway","version":"0.1.0"}}}`
+	for _, body := range probes {
+		h, unauthorized, err := probe(ctx, hc, resource, body)
+		if err != nil || unauthorized {
+			return h, err
+		}
+	}
+	return "", nil
+}
+
+// probe sends resource one unauthenticated request: the WWW-Authenticate of its answer, and
+// whether it was 401.
+func probe(ctx context.Context, hc *http.Client, resource, body string) (string, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, resource, strings.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrDiscovery, resource, err)
+		return "", false, fmt.Errorf("%w: %s: %w", ErrDiscovery, resource, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxMetadataBytes))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
-		return "", nil
+		return "", false, nil
 	}
-	return resp.Header.Get("WWW-Authenticate"), nil
+	return resp.Header.Get("WWW-Authenticate"), true, nil
 }
 
 // ResourceMetadataURL is the resource_metadata parameter of a Bearer challenge (RFC 9728
@@ -86,6 +135,28 @@ func Challenge(ctx context.Context, hc *http.Client, resource string) (string, e
 func ResourceMetadataURL(challenge string) string {
 	for _, p := range challengeParams(challenge) {
 		if strings.EqualFold(p[0], "resource_metadata") {
+			return p[1]
+		}
+	}
+	return ""
+}
+
+// ChallengeScopes are the scope parameter of a Bearer challenge, split on spaces (nil when
+// there is none).
+func ChallengeScopes(challenge string) []string {
+	for _, p := range challengeParams(challenge) {
+		if strings.EqualFold(p[0], "scope") {
+			return strings.Fields(p[1])
+		}
+	}
+	return nil
+}
+
+// ChallengeError is the error parameter of a Bearer challenge (RFC 6750 section 3.1), "" when
+// there is none.
+func ChallengeError(challenge string) string {
+	for _, p := range challengeParams(challenge) {
+		if strings.EqualFold(p[0], "error") {
 			return p[1]
 		}
 	}
@@ -137,10 +208,24 @@ func wellKnown(u *url.URL, suffix string) string {
 	return w.String()
 }
 
+// resourceCovers reports whether the protected-resource metadata's resource names the server
+// at u (MCP authorization: a client must check it before it authorizes): the same origin, and
+// u's path at or under the resource's path. A metadata document that another server's URL
+// names would have Zest sign in, and send its tokens, for that server.
+func resourceCovers(resource string, u *url.URL) bool {
+	r, err := url.Parse(resource)
+	if err != nil || r.Fragment != "" || !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
+		return false
+	}
+	rp, up := strings.TrimSuffix(r.Path, "/"), strings.TrimSuffix(u.Path, "/")
+	return rp == up || strings.HasPrefix(up, rp+"/")
+}
+
 // Discover finds the authorization of resource (the server's URL): its protected-resource
 // metadata from challenge's resource_metadata, else from the well-known URLs (with the
-// resource's path, then without); then the authorization server (issuer, when not empty,
-// instead of the one the metadata names) by RFC 8414, then OpenID discovery.
+// resource's path, then without), whose resource must name the server; then the
+// authorization server (issuer, when not empty, instead of the one the metadata names) by
+// RFC 8414, then OpenID discovery.
 func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer string) (*Discovery, error) {
 	ru, err := url.Parse(resource)
 	if err != nil {
@@ -157,16 +242,20 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 			candidates = append(candidates, wellKnown(&url.URL{Scheme: ru.Scheme, Host: ru.Host}, "oauth-protected-resource"))
 		}
 	}
+	d.ChallengeScopes = ChallengeScopes(challenge)
 	found := false
 	for _, c := range candidates {
 		tried = append(tried, c)
 		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &d.Resource); err == nil {
 			found = true
+			if !resourceCovers(d.Resource.Resource, ru) {
+				return nil, fmt.Errorf("%w: the protected-resource metadata at %s is for the resource %q, not %s (RFC 9728 section 3.3): Zest does not sign in to a server whose metadata names another; check the server's url", ErrDiscovery, c, d.Resource.Resource, resource)
+			}
 			break
 		}
 	}
 	if !found && issuer == "" {
-		return nil, fmt.Errorf("%w: %s publishes no protected-resource metadata (tried %s): set oauth.authorization_server to its authorization server's issuer URL", ErrDiscovery, resource, strings.Join(tried, ", "))
+		return discoverLegacy(ctx, hc, ru, d)
 	}
 	if issuer == "" {
 		if len(d.Resource.AuthorizationServers) == 0 {
@@ -197,4 +286,31 @@ func Discover(ctx context.Context, hc *http.Client, resource, challenge, issuer 
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: no authorization server metadata for %s (tried %s)", ErrDiscovery, issuer, strings.Join(tried, ", "))
+}
+
+// discoverLegacy finds the authorization of a server that publishes no protected-resource
+// metadata as MCP 2025-03-26 says: its origin is its authorization server, whose RFC 8414 (or
+// OpenID) metadata gives the endpoints — the issuer it names on that same origin — else the
+// default endpoints /authorize, /token and /register there (PKCE S256, which that revision
+// requires of every authorization server).
+func discoverLegacy(ctx context.Context, hc *http.Client, ru *url.URL, d *Discovery) (*Discovery, error) {
+	origin := (&url.URL{Scheme: ru.Scheme, Host: ru.Host}).String()
+	for _, c := range oauthrs.MetadataURLs(origin) {
+		var m ServerMetadata
+		if err := oauthrs.GetJSON(ctx, hc, c, MaxMetadataBytes, &m); err != nil {
+			continue
+		}
+		if iu, err := url.Parse(m.Issuer); err != nil || !strings.EqualFold(iu.Scheme, ru.Scheme) || !strings.EqualFold(iu.Host, ru.Host) {
+			return nil, fmt.Errorf("%w: %s publishes no protected-resource metadata, and the authorization server metadata at its origin (%s) names the issuer %q, not one on that origin: set oauth.authorization_server", ErrDiscovery, ru, c, m.Issuer)
+		}
+		if m.TokenEndpoint == "" {
+			return nil, fmt.Errorf("%w: %s names no token_endpoint", ErrDiscovery, c)
+		}
+		d.Server, d.Legacy = m, LegacyMetadata
+		return d, nil
+	}
+	d.Server = ServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
+		RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
+	d.Legacy = LegacyDefaultEndpoints
+	return d, nil
 }

@@ -223,7 +223,7 @@ func (s *Signer) exchange(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 	if a := o.GetAudience(); a != "" {
 		params.Set("audience", a)
 	}
-	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret),
+	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, authMethod("", d)),
 		Scopes: scopes(cfg, d), EndpointParams: params}
 	tok, err := cc.Token(ctx)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,37 +50,88 @@ type testAS struct {
 	wellKnownOnly bool
 	// exchanged are the token exchanges it granted.
 	exchanged []exchangeSeen
+	// prmResource, when set, is the resource its metadata names (else its /mcp; "-": none).
+	prmResource string
+	// challengeScope, when set, is the scope of its 401's challenge.
+	challengeScope string
+	// authMethods is its metadata's token_endpoint_auth_methods_supported; with only
+	// client_secret_post, a secret sent by HTTP Basic is refused.
+	authMethods []string
+	// registerPost: a registration gives the secret "s3cret" and client_secret_post.
+	registerPost bool
+	// auths are how each token request authenticated: basic, post or none.
+	auths []string
+	// issSupported: its metadata says it sends iss in its authorization responses (RFC 9207);
+	// issInRedirect, when set, is the iss its authorization responses carry.
+	issSupported  bool
+	issInRedirect string
+	// issuer2: its protected-resource metadata names /as2 (the same endpoints, another
+	// issuer) rather than /as; refused are the access tokens its /mcp answers 401.
+	issuer2 bool
+	refused map[string]bool
+	// scopes are the scope each access or refresh token was issued for, and each code.
+	scopes map[string]string
+	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
+	// (a server of MCP 2025-03-26), its endpoints under /oauth.
+	rootIssuer string
 }
 
 // exchangeSeen is one token exchange request as the server read it.
 type exchangeSeen struct{ subject, audience, tokenType, scope string }
 
 func startAS(t *testing.T) *testAS {
-	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}}
+	a := &testAS{lifetime: time.Hour, refresh: map[string]bool{}, codes: map[string]string{}, clients: map[string]bool{"zest": true}, scopes: map[string]string{}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
 	base := a.srv.URL
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
-			if a.wellKnownOnly {
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			} else {
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+base+`/prm/mcp"`)
+		a.mu.Lock()
+		refused := a.refused[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		a.mu.Unlock()
+		if r.Header.Get("Authorization") == "" || refused {
+			ch := `Bearer error="invalid_token"`
+			if !a.wellKnownOnly {
+				ch += `, resource_metadata="` + base + `/prm/mcp"`
 			}
+			if a.challengeScope != "" {
+				ch += `, scope="` + a.challengeScope + `"`
+			}
+			w.Header().Set("WWW-Authenticate", ch)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
 	prm := func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: base + "/mcp", AuthorizationServers: []string{base + "/as"}, ScopesSupported: []string{"mcp"}})
+		res := base + "/mcp"
+		if a.prmResource == "-" {
+			res = ""
+		} else if a.prmResource != "" {
+			res = a.prmResource
+		}
+		as := base + "/as"
+		if a.issuer2 {
+			as = base + "/as2"
+		}
+		_ = json.NewEncoder(w).Encode(ProtectedResource{Resource: res, AuthorizationServers: []string{as}, ScopesSupported: []string{"mcp"}})
 	}
 	mux.HandleFunc("/prm/mcp", prm)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", prm)
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		if a.rootIssuer == "" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: a.rootIssuer, AuthorizationEndpoint: base + "/oauth/authorize", TokenEndpoint: base + "/oauth/token"})
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server/as2", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(ServerMetadata{Issuer: base + "/as2", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
+			CodeChallengeMethodsSupported: []string{"S256"}})
+	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
-			CodeChallengeMethodsSupported: []string{"S256"}}
+			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods, IssParameterSupported: a.issSupported}
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
@@ -93,8 +145,9 @@ func startAS(t *testing.T) *testAS {
 		var req struct {
 			RedirectURIs []string `json:"redirect_uris"`
 			AuthMethod   string   `json:"token_endpoint_auth_method"`
+			AppType      string   `json:"application_type"`
 		}
-		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" {
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || req.AuthMethod != "none" || req.AppType != "web" {
 			http.Error(w, `{"error":"invalid_client_metadata"}`, http.StatusBadRequest)
 			return
 		}
@@ -103,7 +156,11 @@ func startAS(t *testing.T) *testAS {
 		a.clients[id] = true
 		a.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs})
+		reg := map[string]any{"client_id": id, "redirect_uris": req.RedirectURIs}
+		if a.registerPost {
+			reg["client_secret"], reg["token_endpoint_auth_method"] = "s3cret", "client_secret_post"
+		}
+		_ = json.NewEncoder(w).Encode(reg)
 	})
 	mux.HandleFunc("/as/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -119,8 +176,13 @@ func startAS(t *testing.T) *testAS {
 		}
 		a.mu.Lock()
 		a.codes[q.Get("code_challenge")] = q.Get("resource")
+		a.scopes[q.Get("code_challenge")] = q.Get("scope")
 		a.mu.Unlock()
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+		iss := ""
+		if a.issInRedirect != "" {
+			iss = "&iss=" + url.QueryEscape(a.issInRedirect)
+		}
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(q.Get("code_challenge"))+"&state="+url.QueryEscape(q.Get("state"))+iss, http.StatusFound)
 	})
 	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
 		if a.hold != nil {
@@ -129,12 +191,20 @@ func startAS(t *testing.T) *testAS {
 			<-release
 		}
 		_ = r.ParseForm()
-		id, secret, ok := r.BasicAuth()
-		if !ok {
+		id, secret, basic := r.BasicAuth()
+		if !basic {
 			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		switch {
+		case basic:
+			a.auths = append(a.auths, "basic")
+		case secret != "":
+			a.auths = append(a.auths, "post")
+		default:
+			a.auths = append(a.auths, "none")
+		}
 		a.grants = append(a.grants, r.PostForm.Get("grant_type"))
 		a.resource = append(a.resource, r.PostForm.Get("resource"))
 		fail := func(code string) {
@@ -142,13 +212,15 @@ func startAS(t *testing.T) *testAS {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, `{"error":%q}`, code)
 		}
-		if !a.clients[id] || (secret != "" && secret != "s3cret") {
+		if !a.clients[id] || (secret != "" && secret != "s3cret") || (basic && len(a.authMethods) == 1 && a.authMethods[0] == "client_secret_post") {
 			fail("invalid_client")
 			return
 		}
+		scope := r.PostForm.Get("scope")
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			code := r.PostForm.Get("code")
+			scope = a.scopes[code]
 			if res, ok := a.codes[code]; !ok || res != r.PostForm.Get("resource") || oauth2.S256ChallengeFromVerifier(r.PostForm.Get("code_verifier")) != code {
 				fail("invalid_grant")
 				return
@@ -181,6 +253,7 @@ func startAS(t *testing.T) *testAS {
 				return
 			}
 			delete(a.refresh, rt) // rotated
+			scope = a.scopes[rt]
 		default:
 			fail("unsupported_grant_type")
 			return
@@ -188,6 +261,7 @@ func startAS(t *testing.T) *testAS {
 		a.issued++
 		rt := fmt.Sprintf("rt-%d", a.issued)
 		a.refresh[rt] = true
+		a.scopes[rt], a.scopes[fmt.Sprintf("at-%d", a.issued)] = scope, scope
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("at-%d", a.issued), "token_type": "Bearer",
 			"expires_in": int(a.lifetime.Seconds()), "refresh_token": rt})
@@ -262,15 +336,460 @@ func TestDiscover(t *testing.T) {
 			t.Fatalf("discovery = %+v", d)
 		}
 	}
-	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", ""); !errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "set oauth.authorization_server") {
-		t.Fatalf("no metadata: %v", err)
-	}
 	// The override is used, and its metadata must name it as the issuer.
 	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/as/"); err != nil {
 		t.Fatalf("override: %v", err)
 	}
 	if _, err := Discover(t.Context(), hc, a.srv.URL+"/other", "", a.srv.URL+"/nowhere"); !errors.Is(err, ErrDiscovery) {
 		t.Fatalf("override without metadata: %v", err)
+	}
+}
+
+// TestDiscoverRefusesAnotherResource: metadata whose resource is not the server's URL (or a
+// parent of it on the same origin) is refused before any authorization request (conformance
+// auth/resource-mismatch: Zest went on to sign in with it).
+func TestDiscoverRefusesAnotherResource(t *testing.T) {
+	a := startAS(t)
+	for res, ok := range map[string]bool{
+		"https://evil.example.com/mcp": false,
+		a.srv.URL + "/other":           false,
+		a.srv.URL + "/mc":              false,
+		"":                             false,
+		a.srv.URL + "/mcp#x":           false,
+		a.srv.URL + "/mcp":             true,
+		a.srv.URL + "/mcp/":            true,
+		a.srv.URL:                      true,
+		a.srv.URL + "/":                true,
+	} {
+		a.prmResource = res
+		if res == "" {
+			a.prmResource = "-"
+		}
+		for _, wk := range []bool{false, true} {
+			a.wellKnownOnly = wk
+			ch, err := Challenge(t.Context(), a.srv.Client(), a.srv.URL+"/mcp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Discover(t.Context(), a.srv.Client(), a.srv.URL+"/mcp", ch, "")
+			if ok != (err == nil) || (!ok && (!errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "check the server's url"))) {
+				t.Errorf("resource %q (well-known only %v): %v", res, wk, err)
+			}
+		}
+	}
+}
+
+// TestScopeFromTheChallenge: without configured scopes, a sign-in asks for the scope of the
+// server's 401 before its metadata's scopes_supported (conformance
+// auth/scope-from-www-authenticate: Zest asked for scopes_supported); configured scopes come first.
+func TestScopeFromTheChallenge(t *testing.T) {
+	a := startAS(t)
+	a.challengeScope = "mcp:read mcp:write"
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	for configured, want := range map[string]string{"": "mcp:read mcp:write", "mine": "mine"} {
+		cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+		if configured != "" {
+			cfg.Oauth.Scopes = []string{configured}
+		}
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		if got := u.Query().Get("scope"); got != want {
+			t.Errorf("configured %q: scope %q, want %q", configured, got, want)
+		}
+	}
+}
+
+// TestTokenEndpointAuthMethod: a client with a secret authenticates at the token endpoint
+// the way its registration or the server's metadata says — conformance
+// auth/token-endpoint-auth-post: Zest sent a registered client's secret by HTTP Basic first
+// (x/oauth2's detection) where the server takes client_secret_post only.
+func TestTokenEndpointAuthMethod(t *testing.T) {
+	// A registration that gives a secret for client_secret_post: the code exchange and the
+	// refresh send it in the body.
+	a := startAS(t)
+	a.registration, a.registerPost, a.authMethods = true, true, []string{"client_secret_post"}
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{}}
+	authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	got := strings.Join(a.auths, " ")
+	a.auths = nil
+	a.mu.Unlock()
+	if got != "post post" {
+		t.Fatalf("the code exchange and the refresh authenticated by %q, want post post", got)
+	}
+
+	// Client credentials: the metadata's one method, or Basic first when it lists Basic.
+	for methods, want := range map[string]string{"client_secret_post": "post", "client_secret_basic client_secret_post": "basic"} {
+		a.authMethods = strings.Fields(methods)
+		cc := ccConfig(cfg.GetUrl())
+		cc.Id = "cc-" + want
+		if _, err := s.AccessToken(t.Context(), cc, false); err != nil {
+			t.Fatalf("%s: %v", methods, err)
+		}
+		a.mu.Lock()
+		got := strings.Join(a.auths, " ")
+		a.auths = nil
+		a.mu.Unlock()
+		if got != want {
+			t.Errorf("metadata %s: client credentials authenticated by %q, want %q", methods, got, want)
+		}
+	}
+}
+
+// TestDiscoverLegacy: a server that publishes no protected-resource metadata is one of MCP
+// 2025-03-26, whose origin is its authorization server: its RFC 8414 metadata there (an
+// issuer on that origin), else the default endpoints /authorize, /token and /register —
+// conformance auth/2025-03-26-oauth-metadata-backcompat and -endpoint-fallback: Zest refused
+// to sign in without oauth.authorization_server.
+func TestDiscoverLegacy(t *testing.T) {
+	a := startAS(t)
+	hc := a.srv.Client()
+	base := a.srv.URL
+	d, err := Discover(t.Context(), hc, base+"/other", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Legacy != LegacyDefaultEndpoints || d.Server.AuthorizationEndpoint != base+"/authorize" || d.Server.TokenEndpoint != base+"/token" ||
+		d.Server.RegistrationEndpoint != base+"/register" || !d.Server.SupportsS256() {
+		t.Fatalf("no metadata at all: %+v", d)
+	}
+	a.rootIssuer = base + "/oauth"
+	if d, err = Discover(t.Context(), hc, base+"/other", "", ""); err != nil || d.Legacy != LegacyMetadata || d.Server.TokenEndpoint != base+"/oauth/token" {
+		t.Fatalf("metadata at the origin: %+v %v", d, err)
+	}
+	a.rootIssuer = "https://elsewhere.example"
+	if _, err := Discover(t.Context(), hc, base+"/other", "", ""); !errors.Is(err, ErrDiscovery) || !strings.Contains(err.Error(), "not one on that origin") {
+		t.Fatalf("an issuer on another origin: %v", err)
+	}
+	// A server with protected-resource metadata is not one of 2025-03-26.
+	if d, err = Discover(t.Context(), hc, base+"/mcp", "", ""); err != nil || d.Legacy != "" || d.Server.TokenEndpoint != base+"/as/token" {
+		t.Fatalf("a current server: %+v %v", d, err)
+	}
+}
+
+// TestStepUp: a 403 insufficient_scope whose challenge asks for more scopes than the token's
+// (MCP authorization's step-up) — conformance auth/scope-step-up: Zest passed the 403 on and
+// never asked for them. A client-credentials server's request is sent once more with a token
+// for them; a server a person signs in to needs sign-in, and the next sign-in asks for them. A
+// server that refuses the scopes its token was asked for is not asked again (the 403 stands).
+func TestStepUp(t *testing.T) {
+	a := startAS(t)
+	var mu sync.Mutex
+	need := "mcp mcp:write" // the scopes a call needs
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok { // discovery's probe
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		a.mu.Lock()
+		granted := strings.Fields(a.scopes[tok])
+		a.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, sc := range strings.Fields(need) {
+			if !slices.Contains(granted, sc) {
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`"`)
+				w.WriteHeader(http.StatusForbidden)
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	call := func(cfg *mcpgatewayv1.ServerConfig) (int, error) {
+		hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
+		resp, err := hc.Post(up.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	// Client credentials: a new token for the scopes asked, the request sent again.
+	cc := ccConfig(up.URL)
+	cc.Oauth.AuthorizationServer, cc.Oauth.Scopes = a.srv.URL+"/as", []string{"mcp"}
+	if status, err := call(cc); err != nil || status != http.StatusOK {
+		t.Fatalf("client credentials: %d %v", status, err)
+	}
+	a.mu.Lock()
+	issued := a.issued
+	a.mu.Unlock()
+	if issued != 2 {
+		t.Fatalf("client credentials: %d tokens issued, want 2 (the first, then one for the scopes asked)", issued)
+	}
+
+	// Authorization code: the call fails needing sign-in, the next sign-in asks for the scopes.
+	cfg := &mcpgatewayv1.ServerConfig{Id: "person", Url: up.URL, Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Scopes: []string{"mcp"}, AuthorizationServer: a.srv.URL + "/as"}}
+	signIn := func(wantScope string) {
+		t.Helper()
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(authURL)
+		if got := u.Query().Get("scope"); got != wantScope {
+			t.Fatalf("sign-in asks for %q, want %q", got, wantScope)
+		}
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn("mcp")
+	if _, err := call(cfg); !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), `asks for the scopes "mcp mcp:write" (insufficient_scope)`) {
+		t.Fatalf("a call that needs more scopes: %v", err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusNeedsSignIn || !strings.Contains(st.GetMessage(), "insufficient_scope") {
+		t.Fatalf("state after a step-up: %v", st)
+	}
+	signIn("mcp mcp:write")
+	if status, err := call(cfg); err != nil || status != http.StatusOK {
+		t.Fatalf("after the new sign-in: %d %v", status, err)
+	}
+	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn {
+		t.Fatalf("state after the new sign-in: %v", st)
+	}
+
+	// Refused for the scopes the token was asked for: the 403 stands, no new sign-in asked.
+	mu.Lock()
+	need = "mcp other"
+	mu.Unlock()
+	if _, err := call(cfg); !errors.Is(err, ErrNeedsSignIn) {
+		t.Fatalf("a call that needs another scope: %v", err)
+	}
+	signIn("mcp mcp:write other")
+	a.mu.Lock()
+	clear(a.scopes) // every token now refused
+	a.mu.Unlock()
+	if status, err := call(cfg); err != nil || status != http.StatusForbidden {
+		t.Fatalf("refused for the scopes asked already: %d %v, want the 403", status, err)
+	}
+}
+
+// TestResourceIndicator: tokens are asked for the resource of the protected-resource metadata
+// exactly as published — a pathless one without a "/" added — in the authorization request,
+// the code exchange, the refresh and client credentials (conformance 0.2.0-alpha.12
+// auth/metadata-var2: Zest sent the server's URL where the metadata names its origin).
+func TestResourceIndicator(t *testing.T) {
+	a := startAS(t)
+	a.prmResource = a.srv.URL // the origin, no path
+	c := &clock{t: time.Now()}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), c.now, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != a.srv.URL {
+		t.Fatalf("authorization request's resource %q, want %q", u.Query().Get("resource"), a.srv.URL)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	cc := ccConfig(cfg.GetUrl())
+	cc.Id = "cc"
+	if _, err := s.AccessToken(t.Context(), cc, false); err != nil {
+		t.Fatal(err)
+	}
+	grants, resources := a.seen()
+	if len(resources) != 3 {
+		t.Fatalf("token requests %v", grants)
+	}
+	for i, r := range resources {
+		if r != a.srv.URL {
+			t.Errorf("%s request's resource %q, want %q", grants[i], r, a.srv.URL)
+		}
+	}
+}
+
+// TestIssuerInTheCallback: the callback's iss (RFC 9207) must be exactly the issuer the
+// sign-in went to, and is required when its metadata says it sends one; a refused response's
+// code is never exchanged (conformance 0.2.0-alpha.12 auth/iss-wrong-issuer, iss-unexpected,
+// iss-normalized, iss-supported-missing: Zest took the code whatever the iss).
+func TestIssuerInTheCallback(t *testing.T) {
+	a := startAS(t)
+	issuer := a.srv.URL + "/as"
+	s := New(testKeys(t), openBolt(t), env(nil), a.srv.Client(), nil, nil)
+	cfg := &mcpgatewayv1.ServerConfig{Id: "up", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		advertised bool
+		iss        string
+		ok         bool
+	}{
+		{false, "", true},
+		{false, issuer, true},
+		{false, "https://evil.example", false},
+		{true, "", false},
+		{true, issuer, true},
+		{true, issuer + "/", false},
+		{true, strings.ToUpper(issuer[:4]) + issuer[4:], false},
+	} {
+		a.issSupported, a.issInRedirect = c.advertised, c.iss
+		authURL, err := s.StartSignIn(t.Context(), cfg, "https://zest.example"+CallbackPath, "admin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noFollow.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		q, _ := url.Parse(resp.Header.Get("Location"))
+		cb := Callback{State: q.Query().Get("state"), Code: q.Query().Get("code")}
+		if q.Query().Has("iss") {
+			cb.Iss = new(string)
+			*cb.Iss = q.Query().Get("iss")
+		}
+		before, _ := a.seen()
+		_, _, err = s.FinishSignIn(t.Context(), cb, "")
+		after, _ := a.seen()
+		if c.ok != (err == nil) || (!c.ok && (!errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "RFC 9207") || len(after) != len(before))) {
+			t.Errorf("advertised %v, iss %q: %v (token requests %d → %d)", c.advertised, c.iss, err, len(before), len(after))
+		}
+	}
+}
+
+// TestChallengeOfAnOperation: a server that lets an unauthenticated initialize through and
+// challenges per operation gives its challenge (and the scope it names) to the tools/list
+// probe (conformance 0.2.0-alpha.12 auth/scope-step-up: Zest read no challenge and asked for
+// scopes_supported).
+func TestChallengeOfAnOperation(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"initialize"`) {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:basic", resource_metadata="https://x/prm"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	ch, err := Challenge(t.Context(), srv.Client(), srv.URL)
+	if err != nil || ResourceMetadataURL(ch) != "https://x/prm" || strings.Join(ChallengeScopes(ch), " ") != "mcp:basic" {
+		t.Fatalf("challenge %q, %v", ch, err)
+	}
+}
+
+// TestIssuerMoved: a server that refuses a token Zest held as valid, and whose metadata now
+// names another authorization server (SEP-2352), has its tokens forgotten rather than
+// refreshed at the former one — a client-credentials server gets a token of the new one, and a
+// server a person signs in to needs sign-in (conformance 0.2.0-alpha.12
+// auth/authorization-server-migration: Zest kept refreshing at the former one).
+func TestIssuerMoved(t *testing.T) {
+	a := startAS(t)
+	a.refused = map[string]bool{}
+	s := New(testKeys(t), openBolt(t), env(map[string]string{"UP_SECRET": "s3cret"}), a.srv.Client(), nil, nil)
+	call := func(cfg *mcpgatewayv1.ServerConfig) error {
+		hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
+		resp, err := hc.Post(cfg.GetUrl(), "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
+	cc := ccConfig(a.srv.URL + "/mcp")
+	person := &mcpgatewayv1.ServerConfig{Id: "person", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest"}}
+	authURL, err := s.StartSignIn(t.Context(), person, "https://zest.example"+CallbackPath, "admin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(cc); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(person); err != nil {
+		t.Fatal(err)
+	}
+	// The server moves to /as2 and refuses every token issued so far.
+	a.mu.Lock()
+	a.issuer2 = true
+	for i := 1; i <= a.issued; i++ {
+		a.refused[fmt.Sprintf("at-%d", i)] = true
+	}
+	a.mu.Unlock()
+	if err := call(cc); err != nil {
+		t.Fatalf("client credentials after the move: %v", err)
+	}
+	if err := call(person); !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), "authorization server changed from "+a.srv.URL+"/as to "+a.srv.URL+"/as2") {
+		t.Fatalf("a person's server after the move: %v", err)
+	}
+	if st := s.State(t.Context(), person); st.GetStatus() != StatusNeedsSignIn {
+		t.Fatalf("state: %v", st)
+	}
+	if grants, _ := a.seen(); strings.Join(grants, " ") != "authorization_code client_credentials client_credentials" {
+		t.Fatalf("token requests %v: the former authorization server was asked to refresh", grants)
+	}
+}
+
+// TestApplicationType: a registration names its application_type (SEP-837; conformance
+// 0.2.0-alpha.12 failed every registration without it): native for a loopback callback.
+func TestApplicationType(t *testing.T) {
+	for uri, want := range map[string]string{
+		"https://zest.example.com" + CallbackPath: "web",
+		"http://127.0.0.1:8080" + CallbackPath:    "native",
+		"http://[::1]:8080" + CallbackPath:        "native",
+		"http://localhost:8080" + CallbackPath:    "native",
+		"https://10.0.0.5" + CallbackPath:         "web",
+	} {
+		if got := applicationType(uri); got != want {
+			t.Errorf("%s: %q, want %q", uri, got, want)
+		}
 	}
 }
 
@@ -488,10 +1007,10 @@ func TestSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := callback(authURL)
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-2"); !errors.Is(err, ErrSignIn) {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-2"); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("another browser's callback: %v", err)
 	}
-	id, by, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1")
+	id, by, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-1")
 	if err != nil || id != "up" || by != "admin" {
 		t.Fatalf("finish = %q %q %v", id, by, err)
 	}
@@ -501,7 +1020,7 @@ func TestSignIn(t *testing.T) {
 	if st := s.State(t.Context(), cfg); st.GetStatus() != StatusSignedIn || st.GetSubject() != "zest" || !st.GetRefreshable() {
 		t.Fatalf("state = %v", st)
 	}
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", "browser-1"); !errors.Is(err, ErrSignIn) {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, "browser-1"); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("a state used twice: %v", err)
 	}
 	authURL, err = s.StartSignIn(t.Context(), cfg, redirect, "admin", "")
@@ -510,7 +1029,7 @@ func TestSignIn(t *testing.T) {
 	}
 	q = callback(authURL)
 	c.add(SignInTimeout + time.Second)
-	if _, _, err := s.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, ""); !errors.Is(err, ErrSignIn) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("a late callback: %v", err)
 	}
 	cc := ccConfig(cfg.GetUrl())
@@ -561,7 +1080,7 @@ func TestDynamicRegistration(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	c.add(time.Hour)
@@ -629,7 +1148,7 @@ func TestClientMetadataDocument(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	c.add(time.Hour)
@@ -693,7 +1212,7 @@ func TestSignInAcrossReplicas(t *testing.T) {
 	if err != nil || bytes.Contains(sealed, []byte(state)) || bytes.Contains(sealed, []byte("verifier\":\"")) {
 		t.Fatalf("the stored sign-in: %v (want it sealed)", err)
 	}
-	if id, by, err := two.FinishSignIn(t.Context(), state, loc.Query().Get("code"), "", ""); err != nil || id != "up" || by != "admin" {
+	if id, by, err := two.FinishSignIn(t.Context(), Callback{State: state, Code: loc.Query().Get("code")}, ""); err != nil || id != "up" || by != "admin" {
 		t.Fatalf("finished on the other replica: %q %q %v", id, by, err)
 	}
 	if tok, err := one.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
@@ -778,11 +1297,11 @@ func TestAbandonedSignIn(t *testing.T) {
 	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 1 || waiting() != 1 {
 		t.Fatalf("after its time: forgot %d (%v), %d waiting; want 1 and 1", n, err, waiting())
 	}
-	if _, _, err := live.FinishSignIn(t.Context(), abandonedQ.Get("state"), abandonedQ.Get("code"), "", ""); !errors.Is(err, ErrSignIn) {
+	if _, _, err := live.FinishSignIn(t.Context(), Callback{State: abandonedQ.Get("state"), Code: abandonedQ.Get("code")}, ""); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("the abandoned sign-in's late callback: %v", err)
 	}
 	q := approve(second)
-	if id, _, err := live.FinishSignIn(t.Context(), q.Get("state"), q.Get("code"), "", ""); err != nil || id != "up" || waiting() != 0 {
+	if id, _, err := live.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, ""); err != nil || id != "up" || waiting() != 0 {
 		t.Fatalf("the second sign-in: %q, %v, %d waiting", id, err, waiting())
 	}
 

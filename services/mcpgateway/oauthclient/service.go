@@ -9,6 +9,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Service is UpstreamOAuthService: sign-in to a server, from the console or zestctl, and the
@@ -96,7 +97,11 @@ func (s *Service) SignOut(ctx context.Context, req *mcpgatewayv1.SignOutRequest)
 
 // FinishSignIn implements UpstreamOAuthServiceServer.
 func (s *Service) FinishSignIn(ctx context.Context, req *mcpgatewayv1.FinishSignInRequest) (*mcpgatewayv1.FinishSignInResponse, error) {
-	id, by, err := s.signer.FinishSignIn(ctx, req.GetState(), req.GetCode(), req.GetError(), "")
+	cb := Callback{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()}
+	if req.Iss != nil {
+		cb.Iss = proto.String(req.GetIss())
+	}
+	id, by, err := s.signer.FinishSignIn(ctx, cb, "")
 	if by != "" { // the callback's audit entry names who started the sign-in, refused or not
 		s.noteSignIn(ctx, by, "")
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,18 +47,28 @@ type Store = registry.OAuthTokens
 
 // record is what Zest keeps for one server, sealed: the tokens and where they came from.
 type record struct {
-	AccessToken   string    `json:"access_token"`
-	RefreshToken  string    `json:"refresh_token,omitempty"`
-	TokenType     string    `json:"token_type,omitempty"`
-	Expiry        time.Time `json:"expiry,omitzero"`
-	Subject       string    `json:"subject,omitempty"`
-	Resource      string    `json:"resource"`
-	Issuer        string    `json:"issuer"`
-	TokenEndpoint string    `json:"token_endpoint"`
-	ClientID      string    `json:"client_id"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Subject      string    `json:"subject,omitempty"`
+	Resource     string    `json:"resource"`
+	// Indicator is the resource its tokens are asked for (Discovery.ResourceIndicator; empty
+	// in a record written before it: Resource).
+	Indicator     string `json:"indicator,omitempty"`
+	Issuer        string `json:"issuer"`
+	TokenEndpoint string `json:"token_endpoint"`
+	ClientID      string `json:"client_id"`
 	// RegisteredSecret is the secret a dynamic client registration gave (RFC 7591); a
 	// configured client's secret stays in the environment and is never stored.
 	RegisteredSecret string `json:"registered_secret,omitempty"`
+	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
+	AuthMethod string `json:"auth_method,omitempty"`
+	// Scopes are those the token was asked for.
+	Scopes []string `json:"scopes,omitempty"`
+	// StepUp are the scopes to ask for next: Scopes and those a 403 insufficient_scope of the
+	// server asked for beyond them (MCP authorization's step-up); nil when it asked for none.
+	StepUp []string `json:"step_up,omitempty"`
 }
 
 // Signer holds the upstream servers' OAuth tokens for one mcpgateway: it gives each request
@@ -216,6 +227,11 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if sv.rec != nil && !force && fresh(sv.rec, now) {
 		return sv.rec.AccessToken, nil
 	}
+	if force && sv.rec != nil {
+		if err := s.followIssuer(ctx, cfg, sv); err != nil {
+			return "", err
+		}
+	}
 	rec, err := s.renew(ctx, cfg, sv.rec)
 	if err != nil {
 		if errors.Is(err, ErrNeedsSignIn) {
@@ -225,6 +241,39 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	}
 	sv.set(rec, "")
 	return rec.AccessToken, nil
+}
+
+// indicator is the resource rec's tokens are asked for.
+func (rec *record) indicator() string {
+	if rec.Indicator != "" {
+		return rec.Indicator
+	}
+	return rec.Resource
+}
+
+// followIssuer checks, when the server refused a token Zest held as valid, whether its
+// metadata now names another authorization server than the one that issued it (SEP-2352): if
+// so the tokens, and a client registered there, are forgotten — a client-credentials server
+// then requests a token of the new one, and a server a person signs in to needs sign-in
+// (whose registration, when Zest registers itself, is made anew there). A discovery that fails
+// changes nothing: the refresh is tried as before. sv.mu is held.
+func (s *Signer) followIssuer(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, sv *server) error {
+	id, old := cfg.GetId(), sv.rec.Issuer
+	d, err := s.discover(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cfg)
+	if err != nil || old == "" || d.Server.Issuer == old {
+		return nil
+	}
+	if err := s.store.DeleteOAuthToken(ctx, id); err != nil {
+		return fmt.Errorf("server %q: forget the tokens of its former authorization server: %w", id, err)
+	}
+	s.log.Info("upstream names another authorization server: its tokens are forgotten", "server", id, "from", old, "to", d.Server.Issuer)
+	sv.set(nil, "")
+	if cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials {
+		return nil
+	}
+	err = needsSignIn(id, fmt.Sprintf("its authorization server changed from %s to %s", old, d.Server.Issuer))
+	sv.set(nil, err.Error())
+	return err
 }
 
 // fresh reports whether rec's access token is valid beyond RefreshBefore (one without an
@@ -250,26 +299,89 @@ func (s *Signer) renew(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, rec 
 	}
 	switch {
 	case o.GetGrant() == serverconfig.GrantClientCredentials:
-		d, err := s.discover(ctx, cfg)
-		if err != nil {
-			return nil, err
+		var stepUp []string
+		if rec != nil {
+			stepUp = rec.StepUp
 		}
-		cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret),
-			Scopes: scopes(cfg, d), EndpointParams: url.Values{"resource": {cfg.GetUrl()}}}
-		tok, err := cc.Token(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
-		}
-		next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
-			Resource: cfg.GetUrl(), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint, ClientID: o.GetClientId()}
-		next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
-		s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
-		return next, s.save(ctx, id, next)
+		return s.clientCredentials(ctx, cfg, secret, stepUp)
 	case rec != nil:
 		return nil, needsSignIn(id, "its access token expired and Zest holds no refresh token")
 	default:
 		return nil, needsSignIn(id, "Zest holds no token for it")
 	}
+}
+
+// clientCredentials requests a token for cfg with its client credentials, for its scopes and
+// those of stepUp.
+func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, secret string, stepUp []string) (*record, error) {
+	id, o := cfg.GetId(), cfg.GetOauth()
+	d, err := s.discover(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	method := authMethod("", d)
+	want := union(scopes(cfg, d), stepUp)
+	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
+		Scopes: want, EndpointParams: url.Values{"resource": {d.ResourceIndicator(cfg.GetUrl())}}}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
+	}
+	next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
+		Resource: cfg.GetUrl(), Indicator: d.ResourceIndicator(cfg.GetUrl()), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
+		ClientID: o.GetClientId(), AuthMethod: method, Scopes: want}
+	next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
+	s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
+	return next, s.save(ctx, id, next)
+}
+
+// union is a's scopes, then those of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// InsufficientScope takes a 403 insufficient_scope of cfg's server to the token held, whose
+// challenge asked for want (MCP authorization's step-up): the next token is asked for its
+// scopes and want. A client-credentials server gets that token at once (retry: send the
+// request again with it); a server a person signs in to needs a new sign-in, which asks for
+// them, and the error says so. When the token was asked for want already, nothing changes
+// (retry false, no error: the 403 stands) — a server that keeps refusing is not asked again.
+func (s *Signer) InsufficientScope(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, want []string) (retry bool, err error) {
+	id := cfg.GetId()
+	sv := s.server(id)
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	rec := sv.rec
+	if rec == nil || len(want) == 0 || len(union(rec.Scopes, want)) == len(rec.Scopes) {
+		return false, nil
+	}
+	next := *rec
+	next.StepUp = union(rec.Scopes, want)
+	s.log.Info("upstream asks for more scopes than its token's", "server", id, "scopes", strings.Join(next.StepUp, " "))
+	if cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials {
+		secret, err := s.secret(cfg)
+		if err != nil {
+			return false, err
+		}
+		got, err := s.clientCredentials(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cfg, secret, next.StepUp)
+		if err != nil {
+			return false, err
+		}
+		sv.set(got, "")
+		return true, nil
+	}
+	why := fmt.Sprintf("it asks for the scopes %q (insufficient_scope), more than its sign-in was granted", strings.Join(want, " "))
+	if err := s.save(ctx, id, &next); err != nil {
+		return false, err
+	}
+	sv.set(&next, why)
+	return false, needsSignIn(id, why)
 }
 
 // expiry is when tok expires by the signer's clock (x/oauth2 counts expires_in from
@@ -301,8 +413,8 @@ func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, re
 	// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
 	// every token request: the client-credentials request with its grant_type overridden
 	// (which the package allows for this) is a refresh request that carries one.
-	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret),
-		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {cfg.GetUrl()}}}
+	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret, rec.AuthMethod),
+		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {rec.indicator()}}}
 	tok, err := cc.Token(ctx)
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -341,17 +453,50 @@ func tokenError(err error) error {
 	return err
 }
 
-func authStyle(secret string) oauth2.AuthStyle {
-	if secret == "" {
-		return oauth2.AuthStyleInParams // a public client: client_id in the body, no secret
+// Token endpoint authentication methods (RFC 7591 section 2, RFC 8414).
+const (
+	methodBasic = "client_secret_basic"
+	methodPost  = "client_secret_post"
+)
+
+// authMethod is how a client with a secret authenticates at d's token endpoint: the method
+// its registration gave, else client_secret_basic when the server's metadata lists it (or
+// lists none: RFC 8414's default is basic, but x/oauth2 then tries both), else
+// client_secret_post when it lists that.
+func authMethod(registered string, d *Discovery) string {
+	supported := d.Server.TokenEndpointAuthMethodsSupported
+	switch {
+	case registered != "":
+		return registered
+	case slices.Contains(supported, methodBasic):
+		return methodBasic
+	case slices.Contains(supported, methodPost):
+		return methodPost
+	}
+	return ""
+}
+
+// authStyle is x/oauth2's way of sending the client's credentials for method: none for a
+// public client (its client_id in the body), the secret in the body or by HTTP Basic as the
+// method says, else whichever the server takes (x/oauth2 tries Basic, then the body).
+func authStyle(secret, method string) oauth2.AuthStyle {
+	switch {
+	case secret == "" || method == methodPost:
+		return oauth2.AuthStyleInParams
+	case method == methodBasic:
+		return oauth2.AuthStyleInHeader
 	}
 	return oauth2.AuthStyleAutoDetect
 }
 
-// scopes are the configured ones, else those the server's metadata supports.
+// scopes are the configured ones, else those the server's 401 asked for, else those its
+// metadata supports (MCP authorization's scope selection).
 func scopes(cfg *mcpgatewayv1.ServerConfig, d *Discovery) []string {
 	if s := cfg.GetOauth().GetScopes(); len(s) > 0 {
 		return s
+	}
+	if len(d.ChallengeScopes) > 0 {
+		return d.ChallengeScopes
 	}
 	return d.Resource.ScopesSupported
 }
@@ -385,6 +530,9 @@ func (s *Signer) discover(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) (
 	d, err := Discover(ctx, s.hc, cfg.GetUrl(), challenge, cfg.GetOauth().GetAuthorizationServer())
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", cfg.GetId(), err)
+	}
+	if d.Legacy != "" {
+		s.log.Info("upstream publishes no protected-resource metadata: its origin is taken as its authorization server", "server", cfg.GetId(), "endpoints", d.Legacy)
 	}
 	return d, nil
 }
@@ -476,6 +624,13 @@ func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcp
 		}
 	}
 	cc := cfg.GetOauth().GetGrant() == serverconfig.GrantClientCredentials
+	if rec != nil && rec.Resource == cfg.GetUrl() && len(rec.StepUp) > 0 && !cc {
+		// Its token still serves what it was granted for; the rest needs a new sign-in.
+		if message == "" {
+			message = fmt.Sprintf("server %q needs sign-in: it asks for the scopes %q, more than its sign-in was granted; %s", id, strings.Join(rec.StepUp, " "), signInHint(id))
+		}
+		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: message}
+	}
 	if rec == nil || rec.Resource != cfg.GetUrl() || (!fresh(rec, s.now()) && rec.RefreshToken == "" && !cc) {
 		msg := message
 		switch {

@@ -51,13 +51,19 @@ type pending struct {
 	TokenURL string          `json:"token_url"`
 	ClientID string          `json:"client_id"`
 	// RegisteredSecret is the secret a dynamic registration gave, kept (sealed) with the tokens.
-	RegisteredSecret string    `json:"registered_secret,omitempty"`
-	RedirectURI      string    `json:"redirect_uri"`
-	Scopes           []string  `json:"scopes,omitempty"`
-	Verifier         string    `json:"verifier"`
-	By               string    `json:"by"`
-	Binding          string    `json:"binding,omitempty"`
-	Expires          time.Time `json:"expires"`
+	RegisteredSecret string `json:"registered_secret,omitempty"`
+	// AuthMethod is how the client authenticates at the token endpoint (authMethod).
+	AuthMethod string `json:"auth_method,omitempty"`
+	// Indicator is the resource the tokens are asked for (Discovery.ResourceIndicator).
+	Indicator string `json:"indicator,omitempty"`
+	// IssRequired: the authorization server names itself in its responses (RFC 9207).
+	IssRequired bool      `json:"iss_required,omitempty"`
+	RedirectURI string    `json:"redirect_uri"`
+	Scopes      []string  `json:"scopes,omitempty"`
+	Verifier    string    `json:"verifier"`
+	By          string    `json:"by"`
+	Binding     string    `json:"binding,omitempty"`
+	Expires     time.Time `json:"expires"`
 }
 
 // pendingKey is the store's key of a sign-in in progress: the state's hash (the state is the
@@ -104,10 +110,15 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if d.Server.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
+	want := scopes(cfg, d)
+	// A step-up the server asked for (InsufficientScope) is asked for again.
+	if rec, err := s.load(ctx, id, false); err == nil && rec.Resource == cfg.GetUrl() {
+		want = union(want, rec.StepUp)
+	}
 	// The client, in order of preference: the one configured (oauth.client_id), Zest's client
 	// ID metadata document where the server takes one, a dynamic registration (RFC 7591).
 	clientID := o.GetClientId()
-	registeredSecret := ""
+	registeredSecret, registeredMethod := "", ""
 	if doc, ok := s.clientMetadataURL(redirectURI); clientID == "" && ok && d.Server.ClientIDMetadataDocumentSupported {
 		clientID = doc
 	}
@@ -119,7 +130,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		if err != nil {
 			return "", err
 		}
-		clientID, secret, registeredSecret = reg.ClientID, reg.ClientSecret, reg.ClientSecret
+		clientID, secret, registeredSecret, registeredMethod = reg.ClientID, reg.ClientSecret, reg.ClientSecret, reg.TokenEndpointAuthMethod
 	}
 	state := rand.Text() + rand.Text()
 	rawCfg, err := protojson.Marshal(cfg)
@@ -127,14 +138,14 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, RedirectURI: redirectURI, Scopes: scopes(cfg, d),
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
 	}
 	s.log.Info("upstream sign-in started", "server", id, "by", by, "issuer", d.Server.Issuer)
 	conf := p.oauth2(secret)
-	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl())), nil
+	return conf.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Indicator)), nil
 }
 
 // clientMetadataURL is the URL of Zest's client ID metadata document, when a sign-in back to
@@ -150,7 +161,7 @@ func (s *Signer) clientMetadataURL(redirectURI string) (string, bool) {
 // oauth2 is the sign-in's x/oauth2 configuration, with the client's secret.
 func (p *pending) oauth2(secret string) oauth2.Config {
 	return oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, RedirectURL: p.RedirectURI, Scopes: p.Scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret)}}
+		Endpoint: oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL, AuthStyle: authStyle(secret, p.AuthMethod)}}
 }
 
 // holdPending keeps p sealed in the store for its callback, once the expired sign-ins are
@@ -274,10 +285,22 @@ func stateKey(state string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// FinishSignIn finishes the sign-in of state with the authorization server's callback: code,
-// or errCode when it refused. binding must be the one the sign-in started with. It returns the
-// server's id and who started the sign-in.
-func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding string) (id, by string, err error) {
+// Callback is the query of the authorization server's callback.
+type Callback struct {
+	State, Code string
+	// Error is the server's error code, when it refused.
+	Error string
+	// Iss is its iss parameter (RFC 9207), nil when it has none.
+	Iss *string
+}
+
+// FinishSignIn finishes the sign-in of cb.State with the authorization server's callback: its
+// code, or its error when it refused. An iss (RFC 9207) must be exactly the issuer the sign-in
+// went to, and is required when that issuer's metadata says it sends one: another issuer's
+// response (a mix-up) is refused before its code goes anywhere. binding must be the one the
+// sign-in started with. It returns the server's id and who started the sign-in.
+func (s *Signer) FinishSignIn(ctx context.Context, cb Callback, binding string) (id, by string, err error) {
+	state, code, errCode := cb.State, cb.Code, cb.Error
 	var p *pending
 	if s.keys != nil && state != "" {
 		if p, err = s.takePending(ctx, state, binding); err != nil {
@@ -292,6 +315,14 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 		return "", "", fmt.Errorf("%w: %w", ErrSignIn, ErrUnseal)
 	}
 	id = cfg.GetId()
+	switch {
+	case cb.Iss != nil && *cb.Iss != p.Issuer: // compared as sent: no normalization (RFC 9207 section 2.4)
+		return id, p.By, fmt.Errorf("%w: server %q: the authorization response names the issuer %.200q, not %q, which the sign-in went to (RFC 9207): refused; start the sign-in again",
+			ErrSignIn, id, *cb.Iss, p.Issuer)
+	case cb.Iss == nil && p.IssRequired:
+		return id, p.By, fmt.Errorf("%w: server %q: the authorization response has no iss, which its authorization server %s says it sends (RFC 9207): refused; start the sign-in again",
+			ErrSignIn, id, p.Issuer)
+	}
 	if errCode != "" {
 		return id, p.By, fmt.Errorf("%w: server %q: the authorization server refused: %s", ErrSignIn, id, strings.ToValidUTF8(errCode, "?"))
 	}
@@ -303,12 +334,16 @@ func (s *Signer) FinishSignIn(ctx context.Context, state, code, errCode, binding
 	}
 	conf := p.oauth2(secret)
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", cfg.GetUrl()))
+	indicator := p.Indicator
+	if indicator == "" { // a sign-in started before Indicator was kept
+		indicator = cfg.GetUrl()
+	}
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", indicator))
 	if err != nil {
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret}
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes, Indicator: indicator}
 	rec.Subject = subjectOf(tok.AccessToken, p.ClientID) // an opaque token: its client, as UpstreamOAuthState.subject says
 	sv := s.server(id)
 	sv.mu.Lock()

@@ -224,7 +224,10 @@ type FinishSignInRequest struct {
 	// code is the authorization code (empty when error is set).
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	// error is the authorization server's error code, when it refused.
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// iss is the callback's iss parameter (RFC 9207), when it has one: the issuer that answered,
+	// which must be the one the sign-in went to.
+	Iss           *string `protobuf:"bytes,4,opt,name=iss,proto3,oneof" json:"iss,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +279,13 @@ func (x *FinishSignInRequest) GetCode() string {
 func (x *FinishSignInRequest) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *FinishSignInRequest) GetIss() string {
+	if x != nil && x.Iss != nil {
+		return *x.Iss
 	}
 	return ""
 }
@@ -547,11 +557,13 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x0eSignOutRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"[\n" +
 	"\x0fSignOutResponse\x12H\n" +
-	"\voauth_state\x18\x01 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"U\n" +
+	"\voauth_state\x18\x01 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"t\n" +
 	"\x13FinishSignInRequest\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"p\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x15\n" +
+	"\x03iss\x18\x04 \x01(\tH\x00R\x03iss\x88\x01\x01B\x06\n" +
+	"\x04_iss\"p\n" +
 	"\x14FinishSignInResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12H\n" +
 	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\x85\x02\n" +
@@ -620,6 +632,7 @@ func file_zest_mcpgateway_v1_oauth_proto_init() {
 	if File_zest_mcpgateway_v1_oauth_proto != nil {
 		return
 	}
+	file_zest_mcpgateway_v1_oauth_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
