@@ -51,6 +51,9 @@ type ServerMetadata struct {
 	// IssParameterSupported: the server names itself (iss) in every authorization response
 	// (RFC 9207), so a response without it is refused.
 	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
+	// DPoPSigningAlgValuesSupported: the server binds tokens to a client's key by DPoP proofs
+	// of these algorithms (RFC 9449 section 5.1).
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
 }
 
 // SupportsS256 reports whether the server names PKCE S256 (MCP authorization: a client must
@@ -163,13 +166,18 @@ func ChallengeError(challenge string) string {
 	return ""
 }
 
-// challengeParams splits the auth-params of a Bearer challenge (quoted or token values).
+// challengeParams splits the auth-params of a Bearer challenge, else of a DPoP one (RFC 9449
+// section 7.1), quoted or token values.
 func challengeParams(h string) [][2]string {
-	i := strings.Index(strings.ToLower(h), "bearer")
+	scheme := "bearer"
+	i := strings.Index(strings.ToLower(h), scheme)
 	if i < 0 {
-		return nil
+		scheme = "dpop"
+		if i = strings.Index(strings.ToLower(h), scheme); i < 0 {
+			return nil
+		}
 	}
-	s := h[i+len("bearer"):]
+	s := h[i+len(scheme):]
 	var out [][2]string
 	for {
 		s = strings.TrimLeft(s, " \t,")

@@ -69,6 +69,9 @@ type record struct {
 	// StepUp are the scopes to ask for next: Scopes and those a 403 insufficient_scope of the
 	// server asked for beyond them (MCP authorization's step-up); nil when it asked for none.
 	StepUp []string `json:"step_up,omitempty"`
+	// DPoPKey is the key (PKCS #8, P-256) its tokens are bound to (RFC 9449, dpop.go); empty
+	// when they are bearer tokens.
+	DPoPKey []byte `json:"dpop_key,omitempty"`
 }
 
 // Signer holds the upstream servers' OAuth tokens for one mcpgateway: it gives each request
@@ -95,6 +98,8 @@ type Signer struct {
 	exchanges exchanges
 	// issuer is ZEST_OAUTH_ISSUER, the issuer of the tokens exchanged (SetCallerIssuer).
 	issuer string
+	// nonces are the servers' latest DPoP nonces.
+	nonces dpopNonces
 }
 
 // server is one server's state; mu serializes its token requests (and is held across them).
@@ -201,9 +206,18 @@ func Fix(err error) (msg string, ok bool) {
 // valid beyond RefreshBefore, else a refreshed one, else (client_credentials) a new one.
 // force asks for a new token even if the held one looks valid (the server answered 401).
 func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, force bool) (string, error) {
+	rec, err := s.accessRecord(ctx, cfg, force)
+	if err != nil {
+		return "", err
+	}
+	return rec.AccessToken, nil
+}
+
+// accessRecord is the record of the access token AccessToken returns.
+func (s *Signer) accessRecord(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, force bool) (*record, error) {
 	id := cfg.GetId()
 	if s.keys == nil {
-		return "", fmt.Errorf("server %q signs in by OAuth: %w", id, ErrNoSecretKey)
+		return nil, fmt.Errorf("server %q signs in by OAuth: %w", id, ErrNoSecretKey)
 	}
 	sv := s.server(id)
 	sv.mu.Lock()
@@ -213,23 +227,23 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		// Another replica may have refreshed it: read the store before asking the server.
 		rec, err := s.load(ctx, id, true)
 		if err != nil && !errors.Is(err, errNoRecord) {
-			return "", err
+			return nil, err
 		}
 		if rec != nil && rec.Resource != cfg.GetUrl() {
 			rec = nil // signed in to another URL: not this server's token
 		}
 		if rec != nil && (sv.rec == nil || rec.AccessToken != sv.rec.AccessToken) && fresh(rec, now) {
 			sv.set(rec, "")
-			return rec.AccessToken, nil
+			return rec, nil
 		}
 		sv.set(rec, sv.message)
 	}
 	if sv.rec != nil && !force && fresh(sv.rec, now) {
-		return sv.rec.AccessToken, nil
+		return sv.rec, nil
 	}
 	if force && sv.rec != nil {
 		if err := s.followIssuer(ctx, cfg, sv); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	rec, err := s.renew(ctx, cfg, sv.rec)
@@ -237,10 +251,10 @@ func (s *Signer) AccessToken(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		if errors.Is(err, ErrNeedsSignIn) {
 			sv.set(nil, err.Error())
 		}
-		return "", err
+		return nil, err
 	}
 	sv.set(rec, "")
-	return rec.AccessToken, nil
+	return rec, nil
 }
 
 // indicator is the resource rec's tokens are asked for.
@@ -321,6 +335,13 @@ func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.Server
 	}
 	method := authMethod("", d)
 	want := union(scopes(cfg, d), stepUp)
+	key, err := clientCredentialsKey(cfg, d, s.server(id).rec) // the caller holds the server's mu
+	if err != nil {
+		return nil, err
+	}
+	if ctx, err = s.tokenContext(ctx, id, key); err != nil {
+		return nil, err
+	}
 	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
 		Scopes: want, EndpointParams: url.Values{"resource": {d.ResourceIndicator(cfg.GetUrl())}}}
 	tok, err := cc.Token(ctx)
@@ -329,7 +350,7 @@ func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.Server
 	}
 	next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
 		Resource: cfg.GetUrl(), Indicator: d.ResourceIndicator(cfg.GetUrl()), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
-		ClientID: o.GetClientId(), AuthMethod: method, Scopes: want}
+		ClientID: o.GetClientId(), AuthMethod: method, Scopes: want, DPoPKey: key}
 	next.Subject = subjectOf(tok.AccessToken, o.GetClientId())
 	s.log.Info("upstream token obtained by client credentials", "server", id, "expires", next.Expiry)
 	return next, s.save(ctx, id, next)
@@ -415,6 +436,10 @@ func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, re
 	// (which the package allows for this) is a refresh request that carries one.
 	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret, rec.AuthMethod),
 		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {rec.indicator()}}}
+	ctx, err := s.tokenContext(ctx, id, rec.DPoPKey)
+	if err != nil {
+		return nil, err
+	}
 	tok, err := cc.Token(ctx)
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -642,7 +667,7 @@ func (s *Signer) State(ctx context.Context, cfg *mcpgatewayv1.ServerConfig) *mcp
 		}
 		return &mcpgatewayv1.UpstreamOAuthState{Status: StatusNeedsSignIn, Message: msg}
 	}
-	st := &mcpgatewayv1.UpstreamOAuthState{Status: StatusSignedIn, Subject: rec.Subject, Refreshable: rec.RefreshToken != "" || cc}
+	st := &mcpgatewayv1.UpstreamOAuthState{Status: StatusSignedIn, Subject: rec.Subject, Refreshable: rec.RefreshToken != "" || cc, Dpop: rec.bound()}
 	if !rec.Expiry.IsZero() {
 		st.Expires = rec.Expiry.UTC().Format(time.RFC3339)
 	}
@@ -655,5 +680,6 @@ func (s *Signer) Forget(ctx context.Context, id string) error {
 	delete(s.servers, id)
 	s.mu.Unlock()
 	s.exchanges.forget(id)
+	s.nonces.forget(id)
 	return s.store.DeleteOAuthToken(ctx, id)
 }

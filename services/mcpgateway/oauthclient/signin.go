@@ -57,7 +57,10 @@ type pending struct {
 	// Indicator is the resource the tokens are asked for (Discovery.ResourceIndicator).
 	Indicator string `json:"indicator,omitempty"`
 	// IssRequired: the authorization server names itself in its responses (RFC 9207).
-	IssRequired bool      `json:"iss_required,omitempty"`
+	IssRequired bool `json:"iss_required,omitempty"`
+	// DPoP: the tokens are to be bound to a key of Zest's (dpopWanted), made for the code
+	// exchange.
+	DPoP        bool      `json:"dpop,omitempty"`
 	RedirectURI string    `json:"redirect_uri"`
 	Scopes      []string  `json:"scopes,omitempty"`
 	Verifier    string    `json:"verifier"`
@@ -138,7 +141,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, RedirectURI: redirectURI, Scopes: want,
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, DPoP: dpopWanted(cfg, &d.Server), RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
@@ -333,7 +336,15 @@ func (s *Signer) FinishSignIn(ctx context.Context, cb Callback, binding string) 
 		}
 	}
 	conf := p.oauth2(secret)
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, s.hc)
+	var key []byte
+	if p.DPoP {
+		if key, err = newDPoPKey(); err != nil {
+			return id, p.By, err
+		}
+	}
+	if ctx, err = s.tokenContext(ctx, id, key); err != nil {
+		return id, p.By, err
+	}
 	indicator := p.Indicator
 	if indicator == "" { // a sign-in started before Indicator was kept
 		indicator = cfg.GetUrl()
@@ -343,7 +354,7 @@ func (s *Signer) FinishSignIn(ctx context.Context, cb Callback, binding string) 
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}
 	rec := &record{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: s.expiry(tok),
-		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes, Indicator: indicator}
+		Resource: cfg.GetUrl(), Issuer: p.Issuer, TokenEndpoint: p.TokenURL, ClientID: p.ClientID, RegisteredSecret: p.RegisteredSecret, AuthMethod: p.AuthMethod, Scopes: p.Scopes, Indicator: indicator, DPoPKey: key}
 	rec.Subject = subjectOf(tok.AccessToken, p.ClientID) // an opaque token: its client, as UpstreamOAuthState.subject says
 	sv := s.server(id)
 	sv.mu.Lock()

@@ -15,7 +15,9 @@ import (
 // a client-credentials server's request is sent once more with a token for the scopes asked,
 // and a server a person signs in to needs sign-in (a server called on behalf of its callers
 // answers the caller the 403 as it came: the caller's token carries its scopes); a server
-// that needs sign-in fails the request with ErrNeedsSignIn, naming how to sign in.
+// that needs sign-in fails the request with ErrNeedsSignIn, naming how to sign in. A
+// DPoP-bound token (dpop.go) goes as "Authorization: DPoP" with a fresh proof of its key, and a
+// request refused for want of the server's nonce (use_dpop_nonce) is sent once more with it.
 type Transport struct {
 	Base   http.RoundTripper
 	Signer *Signer
@@ -24,13 +26,13 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.token(req, false)
+	c, err := t.credential(req, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := t.Base.RoundTrip(withToken(req, tok))
+	resp, err := t.send(req, c, false)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) ||
-		(req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+		!replayable(req) {
 		return resp, err
 	}
 	if resp.StatusCode == http.StatusForbidden {
@@ -43,37 +45,69 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		if err == nil {
-			tok, err = t.token(req, false)
+			c, err = t.credential(req, false)
 		}
 	} else {
-		tok, err = t.token(req, true)
-	}
-	if err != nil {
-		_ = resp.Body.Close()
-		return nil, err
-	}
-	again := withToken(req, tok)
-	if req.GetBody != nil {
-		if again.Body, err = req.GetBody(); err != nil {
-			_ = resp.Body.Close()
-			return nil, err
-		}
+		c, err = t.credential(req, true)
 	}
 	_ = resp.Body.Close()
-	return t.Base.RoundTrip(again)
-}
-
-// token is the token req goes with (see Transport).
-func (t *Transport) token(req *http.Request, force bool) (string, error) {
-	if OnBehalf(t.Config) {
-		return t.Signer.ExchangedToken(req.Context(), t.Config, force)
+	if err != nil {
+		return nil, err
 	}
-	return t.Signer.AccessToken(req.Context(), t.Config, force)
+	return t.send(req, c, true)
 }
 
-// withToken is a copy of req with its Authorization (the caller's request is not changed).
-func withToken(req *http.Request, tok string) *http.Request {
+// replayable reports whether req's body can be sent again.
+func replayable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// credential is what req goes with (see Transport).
+func (t *Transport) credential(req *http.Request, force bool) (credential, error) {
+	if OnBehalf(t.Config) {
+		tok, err := t.Signer.ExchangedToken(req.Context(), t.Config, force)
+		return credential{token: tok}, err
+	}
+	return t.Signer.credential(req.Context(), t.Config, force)
+}
+
+// send sends a copy of req with c (the caller's request is not changed; again: its body was
+// sent already); a DPoP-bound token's
+// request the server refuses for want of its nonce (use_dpop_nonce) is sent once more with it.
+func (t *Transport) send(req *http.Request, c credential, again bool) (*http.Response, error) {
+	id := t.Config.GetId()
+	r, err := t.withCredential(req, c, again)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.Base.RoundTrip(r)
+	if err != nil || !t.Signer.nonceRetry(id, req, c, resp) || !replayable(req) {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	if r, err = t.withCredential(req, c, true); err != nil {
+		return nil, err
+	}
+	resp, err = t.Base.RoundTrip(r)
+	if err == nil {
+		t.Signer.nonceRetry(id, req, c, resp) // keep a newer nonce
+	}
+	return resp, err
+}
+
+// withCredential is a copy of req with its Authorization (and DPoP proof) for c, and its body
+// anew when it was sent already (again).
+func (t *Transport) withCredential(req *http.Request, c credential, again bool) (*http.Request, error) {
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return r
+	if err := t.Signer.authorize(r, t.Config.GetId(), c); err != nil {
+		return nil, err
+	}
+	if again && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	return r, nil
 }

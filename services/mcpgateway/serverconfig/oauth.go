@@ -110,6 +110,9 @@ func parseTokenExchange(o *mcpgatewayv1.UpstreamOAuth) error {
 		}
 		return nil
 	}
+	if o.Dpop != nil {
+		return invalid("oauth.dpop is read with oauth.grant %s and %s only: the exchanged tokens of grant %s are never bound to a key of Zest's (remove it)", GrantAuthorizationCode, GrantClientCredentials, GrantTokenExchange)
+	}
 	if o.GetClientId() == "" {
 		return invalid("oauth.grant %s needs oauth.client_id (and, for a confidential client, oauth.client_secret as a ${VARIABLE} reference): Zest exchanges each caller's token as that client", GrantTokenExchange)
 	}

@@ -27,6 +27,10 @@ func TestParseOAuth(t *testing.T) {
 	if o := cfg.GetOauth(); err != nil || o.GetGrant() != GrantTokenExchange || o.GetAudience() != "tools" || o.GetRequestedTokenType() != TokenTypeAccessToken {
 		t.Fatalf("token_exchange: %v, %v; want the access token type by default", cfg, err)
 	}
+	cfg, err = parse(`{"id":"h",`+url+`,"oauth":{"client_id":"zest","dpop":false}}`, nil)
+	if o := cfg.GetOauth(); err != nil || o.Dpop == nil || o.GetDpop() {
+		t.Fatalf("dpop false: %v, %v; want it kept (absent means bind where offered)", cfg, err)
+	}
 	if _, err := parse(`{"id":"h",`+url+`,"oauth":{}}`, nil); err != nil {
 		t.Fatalf("an empty oauth block (discovery, registration later) is refused: %v", err)
 	}
@@ -43,6 +47,7 @@ func TestParseOAuth(t *testing.T) {
 		{"unknown token type", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","requested_token_type":"urn:ietf:params:oauth:token-type:id_token"}}`, "oauth.requested_token_type"},
 		{"audience with a space", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","audience":"a b"}}`, "oauth.audience must be"},
 		{"long audience", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","audience":"` + strings.Repeat("a", MaxOAuthAudienceLen+1) + `"}}`, "oauth.audience must be"},
+		{"dpop with token_exchange", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","dpop":false}}`, "oauth.dpop is read with oauth.grant authorization_code and client_credentials only"},
 		{"audience of another grant", `{"id":"h",` + url + `,"oauth":{"client_id":"z","audience":"tools"}}`, "read with oauth.grant token_exchange only"},
 		{"scope with a space", `{"id":"h",` + url + `,"oauth":{"scopes":["a b"]}}`, `oauth.scopes: "a b" is not a scope`},
 		{"empty scope", `{"id":"h",` + url + `,"oauth":{"scopes":[""]}}`, `oauth.scopes: "" is not a scope`},

@@ -376,8 +376,14 @@ type UpstreamOAuth struct {
 	// urn:ietf:params:oauth:token-type:access_token; or urn:ietf:params:oauth:token-type:jwt).
 	// Only with grant token_exchange.
 	RequestedTokenType string `protobuf:"bytes,7,opt,name=requested_token_type,proto3" json:"requested_token_type,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// dpop false keeps the server's tokens bearer tokens even when its authorization server
+	// offers DPoP (absent or true: Zest binds them to a key of its own, RFC 9449, when the
+	// authorization server's metadata lists ES256 in dpop_signing_alg_values_supported). For a
+	// resource server that does not take the tokens its authorization server binds. Not with
+	// grant token_exchange, whose tokens are the callers' and never bound.
+	Dpop          *bool `protobuf:"varint,15,opt,name=dpop,proto3,oneof" json:"dpop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpstreamOAuth) Reset() {
@@ -459,6 +465,13 @@ func (x *UpstreamOAuth) GetRequestedTokenType() string {
 	return ""
 }
 
+func (x *UpstreamOAuth) GetDpop() bool {
+	if x != nil && x.Dpop != nil {
+		return *x.Dpop
+	}
+	return false
+}
+
 // UpstreamOAuthState is where Zest stands with a server's sign-in; it never holds a token.
 type UpstreamOAuthState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -474,7 +487,10 @@ type UpstreamOAuthState struct {
 	Refreshable bool `protobuf:"varint,4,opt,name=refreshable,proto3" json:"refreshable,omitempty"`
 	// message says what to do when status is "needs_sign_in" ("zestctl servers sign-in ID",
 	// or the console's Sign in), or why the last refresh failed.
-	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// dpop is set when the access token is bound to Zest's key for the server (RFC 9449: sent
+	// as "Authorization: DPoP" with a proof of that key on each request).
+	Dpop          bool `protobuf:"varint,10,opt,name=dpop,proto3" json:"dpop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -544,6 +560,13 @@ func (x *UpstreamOAuthState) GetMessage() string {
 	return ""
 }
 
+func (x *UpstreamOAuthState) GetDpop() bool {
+	if x != nil {
+		return x.Dpop
+	}
+	return false
+}
+
 var File_zest_mcpgateway_v1_oauth_proto protoreflect.FileDescriptor
 
 const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
@@ -566,7 +589,7 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x04_iss\"p\n" +
 	"\x14FinishSignInResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12H\n" +
-	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\x85\x02\n" +
+	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\xa7\x02\n" +
 	"\rUpstreamOAuth\x12\x1c\n" +
 	"\tclient_id\x18\x01 \x01(\tR\tclient_id\x12$\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\rclient_secret\x12\x16\n" +
@@ -574,13 +597,17 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x14authorization_server\x18\x04 \x01(\tR\x14authorization_server\x12\x14\n" +
 	"\x05grant\x18\x05 \x01(\tR\x05grant\x12\x1a\n" +
 	"\baudience\x18\x06 \x01(\tR\baudience\x122\n" +
-	"\x14requested_token_type\x18\a \x01(\tR\x14requested_token_type\"\x9c\x01\n" +
+	"\x14requested_token_type\x18\a \x01(\tR\x14requested_token_type\x12\x17\n" +
+	"\x04dpop\x18\x0f \x01(\bH\x00R\x04dpop\x88\x01\x01B\a\n" +
+	"\x05_dpop\"\xb0\x01\n" +
 	"\x12UpstreamOAuthState\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x18\n" +
 	"\aexpires\x18\x03 \x01(\tR\aexpires\x12 \n" +
 	"\vrefreshable\x18\x04 \x01(\bR\vrefreshable\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage2\x89\x03\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x12\n" +
+	"\x04dpop\x18\n" +
+	" \x01(\bR\x04dpop2\x89\x03\n" +
 	"\x14UpstreamOAuthService\x12\x8d\x01\n" +
 	"\vStartSignIn\x12&.zest.mcpgateway.v1.StartSignInRequest\x1a'.zest.mcpgateway.v1.StartSignInResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/internal/mcp/servers/{id}/sign-in\x12~\n" +
 	"\aSignOut\x12\".zest.mcpgateway.v1.SignOutRequest\x1a#.zest.mcpgateway.v1.SignOutResponse\"*\x82\xd3\xe4\x93\x02$*\"/internal/mcp/servers/{id}/sign-in\x12a\n" +
@@ -633,6 +660,7 @@ func file_zest_mcpgateway_v1_oauth_proto_init() {
 		return
 	}
 	file_zest_mcpgateway_v1_oauth_proto_msgTypes[4].OneofWrappers = []any{}
+	file_zest_mcpgateway_v1_oauth_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
