@@ -160,7 +160,7 @@ func (d *dpopServer) verify(r *http.Request, target, token string) (jkt, nonce s
 	if len(vals) > 1 {
 		return "", "", fmt.Errorf("%d proofs", len(vals))
 	}
-	jws, err := jose.ParseSigned(vals[0], []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(vals[0], []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return "", "", err
 	}
@@ -400,7 +400,7 @@ func TestDPoPProof(t *testing.T) {
 	u, _ := url.Parse("https://user:pw@mcp.example/mcp/x?a=1#f")
 	now := time.Unix(1_800_000_000, 0)
 	parse := func(p string) (jose.Header, dpopClaims) {
-		jws, err := jose.ParseSigned(p, []jose.SignatureAlgorithm{jose.ES256})
+		jws, err := jose.ParseSignedCompact(p, []jose.SignatureAlgorithm{jose.ES256})
 		if err != nil {
 			t.Fatal(err)
 		}
