@@ -15,7 +15,8 @@
 // mcpgateway's environment under one of the names ZEST_CONFORMANCE_SECRET_VARS lists (and
 // here under the same name), and the oauth block names that variable as ${VAR}.
 //
-// It exits 0 when a tool was listed and called through Zest, else 1 with the reason on stderr.
+// It exits 0 when a tool was listed and called through Zest (and, on a DPoP scenario, the
+// admin API says the server's tokens are DPoP-bound), else 1 with the reason on stderr.
 package main
 
 import (
@@ -131,7 +132,44 @@ func run(ctx context.Context, serverURL string) error {
 			return err
 		}
 	}
-	return listAndCall(ctx, zest+"/mcp/servers/"+id, key, again)
+	if err := listAndCall(ctx, zest+"/mcp/servers/"+id, key, again); err != nil {
+		return err
+	}
+	if dpop(scenario) {
+		return checkBound(ctx, a, id)
+	}
+	return nil
+}
+
+// dpop reports whether the scenario's authorization server binds its tokens by DPoP (RFC
+// 9449): auth/dpop, auth/dpop-nonce.
+func dpop(scenario string) bool {
+	return strings.HasPrefix(scenario, "auth/dpop")
+}
+
+// checkBound fails unless the admin API says server id's tokens are DPoP-bound
+// (oauth_state.dpop), as an operator reads it.
+func checkBound(ctx context.Context, a *adminAPI, id string) error {
+	b, err := a.do(ctx, http.MethodGet, "/servers/"+id, nil)
+	if err != nil {
+		return err
+	}
+	var got struct {
+		Server struct {
+			OAuthState struct {
+				Status string `json:"status"`
+				DPoP   bool   `json:"dpop"`
+			} `json:"oauth_state"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		return fmt.Errorf("GET /servers/%s: %w", id, err)
+	}
+	if st := got.Server.OAuthState; st.Status != "signed_in" || !st.DPoP {
+		return fmt.Errorf("GET /servers/%s: oauth_state %+v: want signed_in with dpop true (the authorization server binds its tokens)", id, st)
+	}
+	fmt.Printf("%s's tokens are DPoP-bound\n", id)
+	return nil
 }
 
 // signIn signs Zest in to server id as a person does from the console: the admin API gives
