@@ -327,5 +327,14 @@ func (s *Signer) nonceRetry(id string, req *http.Request, c credential, resp *ht
 		return false
 	}
 	fresh := s.nonces.note(id, htu(req.URL), resp)
-	return fresh && resp.StatusCode == http.StatusUnauthorized && ChallengeError(resp.Header.Get("WWW-Authenticate")) == errUseDPoPNonce
+	if !fresh || resp.StatusCode != http.StatusUnauthorized {
+		return false
+	}
+	// The DPoP challenge may come beside a Bearer one, in a header of its own.
+	for _, h := range resp.Header.Values("WWW-Authenticate") {
+		if ChallengeError(h) == errUseDPoPNonce {
+			return true
+		}
+	}
+	return false
 }

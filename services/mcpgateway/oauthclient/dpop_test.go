@@ -49,6 +49,9 @@ type dpopServer struct {
 	errs []string
 }
 
+// mcpBody is the body of each MCP request of the tests (sent again whole on a retry).
+const mcpBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+
 const (
 	asNonce = "as-nonce-1"
 	rsNonce = "rs-nonce-1"
@@ -119,6 +122,9 @@ func startDPoP(t *testing.T) *dpopServer {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if b, _ := io.ReadAll(r.Body); string(b) != mcpBody {
+			d.errs = append(d.errs, fmt.Sprintf("mcp: body %q", b))
+		}
 		d.resourceAuth = append(d.resourceAuth, auth)
 		scheme, tok, _ := strings.Cut(auth, " ")
 		if want := d.jkt[tok]; want != "" || scheme != "Bearer" {
@@ -130,7 +136,8 @@ func startDPoP(t *testing.T) *dpopServer {
 				d.errs = append(d.errs, fmt.Sprintf("mcp: scheme %q, proof of %q for a token bound to %q", scheme, jkt, want))
 			case d.requireNonce && nonce != rsNonce:
 				d.nonceChallenges["mcp"]++
-				w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="a nonce is required"`)
+				w.Header().Add("WWW-Authenticate", `Bearer realm="mcp"`)
+				w.Header().Add("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="a nonce is required"`)
 				w.Header().Set("DPoP-Nonce", rsNonce)
 				w.WriteHeader(http.StatusUnauthorized)
 				return
@@ -210,7 +217,7 @@ func (d *dpopServer) seen() (tokenProofs, resourceAuth, errs []string) {
 func (d *dpopServer) call(t *testing.T, s *Signer, cfg *mcpgatewayv1.ServerConfig) {
 	t.Helper()
 	hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Signer: s, Config: cfg}}
-	resp, err := hc.Post(d.srv.URL+"/mcp?session=1#frag", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	resp, err := hc.Post(d.srv.URL+"/mcp?session=1#frag", "application/json", strings.NewReader(mcpBody))
 	if err != nil {
 		t.Fatal(err)
 	}
