@@ -293,7 +293,7 @@ func credentialOf(id string, rec *record) (credential, error) {
 	return c, nil
 }
 
-// Credential returns what a request to cfg's server goes with (see AccessToken): its token,
+// credential returns what a request to cfg's server goes with (see AccessToken): its token,
 // and its DPoP key when the token is bound.
 func (s *Signer) credential(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, force bool) (credential, error) {
 	rec, err := s.accessRecord(ctx, cfg, force)
