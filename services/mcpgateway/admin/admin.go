@@ -218,7 +218,7 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
-	if err == nil {
+	if err == nil && !proto.Equal(old.GetOauth(), cfg.GetOauth()) {
 		err = oauthclient.CheckClientKey(cfg) // the file is mcpgateway's to read
 	}
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Service) UpdateServer(ctx context.Context, req *mcpgatewayv1.UpdateServ
 		return nil, toStatus(err)
 	}
 	cfg, err := serverconfig.Parse(in, nil)
-	if err == nil {
+	if err == nil && !proto.Equal(old.GetOauth(), cfg.GetOauth()) {
 		err = oauthclient.CheckClientKey(cfg)
 	}
 	if err != nil {
