@@ -83,8 +83,13 @@ func TestUpstreamOAuthClientKey(t *testing.T) {
 		t.Fatalf("PATCH of the name with the key gone: %d %s", r.Status, r.Body)
 	}
 
-	// The key's material (its PEM body, its DER in base64 either way) shows nowhere.
-	secrets := []string{base64.StdEncoding.EncodeToString(der)[:40], base64.RawURLEncoding.EncodeToString(der)[:40], base64.StdEncoding.EncodeToString(key.D.Bytes())}
+	// The key's material shows nowhere: the PEM's second line (the key's own bytes, past the
+	// header every P-256 key shares), the private scalar in base64 and as a JWK's d.
+	d, err := key.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{base64.StdEncoding.EncodeToString(der)[64:128], base64.StdEncoding.EncodeToString(d), base64.RawURLEncoding.EncodeToString(d)}
 	seen := []string{string(admin(t, s, "GET", "/servers", "").Body), string(r.Body)}
 	for _, name := range []string{"zest-gateway", "zest-mcpgateway"} {
 		seen = append(seen, s.Logs(name))
