@@ -15,6 +15,24 @@ import (
 	"testing"
 )
 
+// writeClientKey writes a new P-256 private key (PKCS #8 PEM, 0600) to a file of a temporary
+// directory, as an operator gives mcpgateway a client's key (oauth.client_key_file).
+func writeClientKey(t *testing.T) (path string, der []byte, key *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if der, err = x509.MarshalPKCS8PrivateKey(key); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, der, key
+}
+
 // TestUpstreamOAuthClientKey: a server's oauth.client_key_file (private_key_jwt) is read by
 // mcpgateway at registration through the admin API — a file that is missing or holds no key,
 // and a key beside client_secret, are refused with 400 naming the field and nothing is
@@ -23,19 +41,9 @@ import (
 // (auth/client-credentials-jwt of TestUpstreamOAuthConformance signs with such a key.)
 func TestUpstreamOAuthClientKey(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
-	dir := t.TempDir()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile, notKey := filepath.Join(dir, "client.pem"), filepath.Join(dir, "notes.txt")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, der, key := writeClientKey(t)
+	dir := filepath.Dir(keyFile)
+	notKey := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notKey, []byte("just notes"), 0o600); err != nil {
 		t.Fatal(err)
 	}
