@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/zestmcp/zest/lib/keyauth"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
 )
@@ -85,7 +86,8 @@ func verifyAssertions(t *testing.T, a *testAS, pub crypto.PublicKey, alg jose.Si
 }
 
 // TestClientAssertion: a client with a key (oauth.client_key_file) authenticates every token
-// request — client credentials, the code exchange of a sign-in, the refresh — with a JWT
+// request — client credentials, the code exchange of a sign-in, the refresh, a token
+// exchange — with a JWT
 // client assertion (private_key_jwt, RFC 7523) that the authorization server verifies with
 // the public key: iss and sub the client id, aud the issuer, a jti of its own, an expiry
 // ClientAssertionLifetime on, the key's id as kid; no secret goes with it. RSA, EC, and the
@@ -150,10 +152,17 @@ func TestClientAssertion(t *testing.T) {
 			if _, err := s.AccessToken(t.Context(), ac, false); err != nil {
 				t.Fatal(err)
 			}
+			// A caller's token exchanged (grant token_exchange).
+			tx := &mcpgatewayv1.ServerConfig{Id: "tx", Url: a.srv.URL + "/mcp", Oauth: &mcpgatewayv1.UpstreamOAuth{ClientId: "zest", Grant: serverconfig.GrantTokenExchange,
+				RequestedTokenType: serverconfig.TokenTypeAccessToken, ClientKeyFile: o.ClientKeyFile, ClientKeyId: k.kid}}
+			s.SetCallerIssuer(a.srv.URL + "/as")
+			if _, err := s.ExchangedToken(keyauth.WithCallerToken(t.Context(), "alice"), tx, false); err != nil {
+				t.Fatal(err)
+			}
 
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			if got := strings.Join(a.auths, " "); got != "private_key_jwt private_key_jwt private_key_jwt" {
+			if got := strings.Join(a.auths, " "); got != "private_key_jwt private_key_jwt private_key_jwt private_key_jwt" {
 				t.Fatalf("token requests authenticated by %q; want private_key_jwt for each", got)
 			}
 			var grants []string
@@ -168,8 +177,8 @@ func TestClientAssertion(t *testing.T) {
 					t.Errorf("%s: the assertion lives %v; want %v", x.grant, life, ClientAssertionLifetime)
 				}
 			}
-			if strings.Join(grants, " ") != "client_credentials authorization_code refresh_token" || len(jtis) != 3 {
-				t.Fatalf("assertions verified for %v with %d distinct jti; want one for each of the three grants", grants, len(jtis))
+			if strings.Join(grants, " ") != "client_credentials authorization_code refresh_token "+grantTypeTokenExchange || len(jtis) != 4 {
+				t.Fatalf("assertions verified for %v with %d distinct jti; want one for each of the four grants", grants, len(jtis))
 			}
 		})
 	}
