@@ -279,8 +279,9 @@ var everyField = []map[string]any{
 		"pin_tools": false},
 	{"id": "every-http", "name": "Every http", "transport": "streamable-http", "url": "http://tools.example/mcp", "bearer_token": "${TOKEN}",
 		"allow_insecure_http": true, "enabled": false},
-	// oauth and bearer_token exclude each other: a third server (grant token_exchange, the one
-	// that reads every field of the block).
+	// oauth and bearer_token exclude each other: a third server (grant token_exchange, which
+	// reads every field of the block but the client key's: TestEveryConfigFieldIsHandled adds
+	// a fourth with a key file it writes).
 	{"id": "every-oauth", "transport": "streamable-http", "url": "https://tools.example/mcp", "enabled": false,
 		"oauth": map[string]any{"client_id": "zest", "client_secret": "${UP_SECRET}", "scopes": []any{"read"},
 			"authorization_server": "https://login.example.com", "grant": "token_exchange", "audience": "tools",
@@ -293,6 +294,11 @@ var everyField = []map[string]any{
 // it; the console's form shows it or names it in NOT_IN_FORM (a PATCH leaves those as stored).
 func TestEveryConfigFieldIsHandled(t *testing.T) {
 	s := startSuite(t, "LEMONADE_ADMIN_API_KEY="+adminKey)
+	// The oauth fields grant token_exchange leaves out, on a server of its own: a client key
+	// (private_key_jwt), which excludes client_secret and must be a key mcpgateway reads.
+	keyFile, _, _ := writeClientKey(t)
+	everyField := append(slices.Clone(everyField), map[string]any{"id": "every-oauth-key", "transport": "streamable-http", "url": "https://tools.example/mcp",
+		"enabled": false, "oauth": map[string]any{"client_id": "zest", "grant": "client_credentials", "client_key_file": keyFile, "client_key_id": "k1"}})
 	fields := (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
 	sandbox := (&mcpgatewayv1.Sandbox{}).ProtoReflect().Descriptor().Fields()
 	set := func(name string) bool {
@@ -306,6 +312,13 @@ func TestEveryConfigFieldIsHandled(t *testing.T) {
 	for i := range sandbox.Len() {
 		if name := string(sandbox.Get(i).Name()); everyField[0]["sandbox"].(map[string]any)[name] == nil {
 			t.Errorf("everyField's sandbox sets no %s", name)
+		}
+	}
+	oauth := (&mcpgatewayv1.UpstreamOAuth{}).ProtoReflect().Descriptor().Fields()
+	for i := range oauth.Len() {
+		name := string(oauth.Get(i).Name())
+		if !slices.ContainsFunc(everyField, func(cfg map[string]any) bool { o, _ := cfg["oauth"].(map[string]any); _, ok := o[name]; return ok }) {
+			t.Errorf("no oauth block of everyField sets %s", name)
 		}
 	}
 
@@ -325,7 +338,7 @@ func TestEveryConfigFieldIsHandled(t *testing.T) {
 			st := all[cfg["id"].(string)]
 			for k, want := range cfg {
 				got := st[k]
-				if k == "sandbox" { // the state spells every field of the sandbox
+				if k == "sandbox" || k == "oauth" { // the state spells every field of the block
 					got = map[string]any{}
 					for sk := range want.(map[string]any) {
 						got.(map[string]any)[sk] = st[k].(map[string]any)[sk]

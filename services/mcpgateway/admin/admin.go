@@ -23,6 +23,7 @@ import (
 	"github.com/zestmcp/zest/services/mcpgateway/audit"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/follow"
+	"github.com/zestmcp/zest/services/mcpgateway/oauthclient"
 	"github.com/zestmcp/zest/services/mcpgateway/pins"
 	"github.com/zestmcp/zest/services/mcpgateway/registry"
 	"github.com/zestmcp/zest/services/mcpgateway/serverconfig"
@@ -217,6 +218,9 @@ func (s *Service) UpsertServer(ctx context.Context, req *mcpgatewayv1.UpsertServ
 		_, err := s.reg.GetServer(ctx, id)
 		return err == nil
 	})
+	if err == nil && !proto.Equal(old.GetOauth(), cfg.GetOauth()) {
+		err = oauthclient.CheckClientKey(cfg) // the file is mcpgateway's to read
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -262,6 +266,9 @@ func (s *Service) UpdateServer(ctx context.Context, req *mcpgatewayv1.UpdateServ
 		return nil, toStatus(err)
 	}
 	cfg, err := serverconfig.Parse(in, nil)
+	if err == nil && !proto.Equal(old.GetOauth(), cfg.GetOauth()) {
+		err = oauthclient.CheckClientKey(cfg)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -274,6 +281,9 @@ func (s *Service) UpdateServer(ctx context.Context, req *mcpgatewayv1.UpdateServ
 // TestServer connects to a config without saving it, lists its tools and disconnects.
 func (s *Service) TestServer(ctx context.Context, req *mcpgatewayv1.TestServerRequest) (*mcpgatewayv1.TestServerResponse, error) {
 	cfg, err := serverconfig.Parse(req.GetServer(), nil)
+	if err == nil {
+		err = oauthclient.CheckClientKey(cfg)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}

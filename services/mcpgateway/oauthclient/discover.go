@@ -48,6 +48,9 @@ type ServerMetadata struct {
 	// TokenEndpointAuthMethodsSupported: how a client with a secret authenticates at the
 	// token endpoint (RFC 8414: client_secret_basic when absent).
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported,omitempty"`
+	// TokenEndpointAuthSigningAlgValuesSupported: the algorithms of the client assertions it
+	// takes (private_key_jwt; checkKeyMethod).
+	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
 	// IssParameterSupported: the server names itself (iss) in every authorization response
 	// (RFC 9207), so a response without it is refused.
 	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`

@@ -223,12 +223,18 @@ func (s *Signer) exchange(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, s
 	if a := o.GetAudience(); a != "" {
 		params.Set("audience", a)
 	}
-	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, authMethod("", d)),
+	if err := checkKeyMethod(cfg, &d.Server); err != nil {
+		return "", time.Time{}, err
+	}
+	if err := s.addClientAssertion(cfg, o.GetClientId(), d.Server.Issuer, params); err != nil {
+		return "", time.Time{}, err
+	}
+	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, clientMethod(cfg, "", d)),
 		Scopes: scopes(cfg, d), EndpointParams: params}
 	tok, err := cc.Token(ctx)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("server %q: token exchange for the caller at %s (check oauth.client_id, the secret oauth.client_secret names, and that the authorization server lets that client exchange the tokens of ZEST_OAUTH_ISSUER): %w",
-			id, d.Server.TokenEndpoint, tokenError(err))
+		return "", time.Time{}, fmt.Errorf("server %q: token exchange for the caller at %s (check oauth.client_id, %s, and that the authorization server lets that client exchange the tokens of ZEST_OAUTH_ISSUER): %w",
+			id, d.Server.TokenEndpoint, credentialsHint(cfg), tokenError(err))
 	}
 	expiry := s.expiry(tok)
 	s.log.DebugContext(ctx, "caller's token exchanged for the upstream", "server", id, "expires", expiry)

@@ -74,6 +74,11 @@ type testAS struct {
 	// rootIssuer, when set, is the issuer of RFC 8414 metadata at the origin's well-known URL
 	// (a server of MCP 2025-03-26), its endpoints under /oauth.
 	rootIssuer string
+	// assertion, when set, authenticates a token request that carries a client assertion
+	// (private_key_jwt; clientkey_test.go): the client it names, or "" when refused.
+	assertion func(form url.Values) (clientID string)
+	// signingAlgs is its metadata's token_endpoint_auth_signing_alg_values_supported.
+	signingAlgs []string
 }
 
 // exchangeSeen is one token exchange request as the server read it.
@@ -131,7 +136,8 @@ func startAS(t *testing.T) *testAS {
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, _ *http.Request) {
 		m := ServerMetadata{Issuer: base + "/as", AuthorizationEndpoint: base + "/as/authorize", TokenEndpoint: base + "/as/token",
-			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods, IssParameterSupported: a.issSupported}
+			CodeChallengeMethodsSupported: []string{"S256"}, TokenEndpointAuthMethodsSupported: a.authMethods, IssParameterSupported: a.issSupported,
+			TokenEndpointAuthSigningAlgValuesSupported: a.signingAlgs}
 		if a.registration {
 			m.RegistrationEndpoint = base + "/as/register"
 		}
@@ -197,7 +203,14 @@ func startAS(t *testing.T) *testAS {
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		if a.assertion != nil && r.PostForm.Has("client_assertion") && !basic && secret == "" {
+			if id = a.assertion(r.PostForm); id != "" {
+				secret = "s3cret" // authenticated by its key
+			}
+		}
 		switch {
+		case r.PostForm.Has("client_assertion"):
+			a.auths = append(a.auths, "private_key_jwt")
 		case basic:
 			a.auths = append(a.auths, "basic")
 		case secret != "":

@@ -333,7 +333,10 @@ func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.Server
 	if err != nil {
 		return nil, err
 	}
-	method := authMethod("", d)
+	if err := checkKeyMethod(cfg, &d.Server); err != nil {
+		return nil, err
+	}
+	method := clientMethod(cfg, "", d)
 	want := union(scopes(cfg, d), stepUp)
 	key, err := clientCredentialsKey(cfg, d, s.server(id).rec) // the caller holds the server's mu
 	if err != nil {
@@ -342,11 +345,15 @@ func (s *Signer) clientCredentials(ctx context.Context, cfg *mcpgatewayv1.Server
 	if ctx, err = s.tokenContext(ctx, id, key); err != nil {
 		return nil, err
 	}
+	params := url.Values{"resource": {d.ResourceIndicator(cfg.GetUrl())}}
+	if err := s.addClientAssertion(cfg, o.GetClientId(), d.Server.Issuer, params); err != nil {
+		return nil, err
+	}
 	cc := clientcredentials.Config{ClientID: o.GetClientId(), ClientSecret: secret, TokenURL: d.Server.TokenEndpoint, AuthStyle: authStyle(secret, method),
-		Scopes: want, EndpointParams: url.Values{"resource": {d.ResourceIndicator(cfg.GetUrl())}}}
+		Scopes: want, EndpointParams: params}
 	tok, err := cc.Token(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and the secret oauth.client_secret names): %w", id, d.Server.TokenEndpoint, tokenError(err))
+		return nil, fmt.Errorf("server %q: client credentials at %s (check oauth.client_id and %s): %w", id, d.Server.TokenEndpoint, credentialsHint(cfg), tokenError(err))
 	}
 	next := &record{AccessToken: tok.AccessToken, TokenType: tok.Type(), Expiry: s.expiry(tok), RefreshToken: tok.RefreshToken,
 		Resource: cfg.GetUrl(), Indicator: d.ResourceIndicator(cfg.GetUrl()), Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
@@ -434,8 +441,12 @@ func (s *Signer) refresh(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, re
 	// x/oauth2's refresh sends no resource (RFC 8707), which MCP authorization requires on
 	// every token request: the client-credentials request with its grant_type overridden
 	// (which the package allows for this) is a refresh request that carries one.
+	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {rec.indicator()}}
+	if err := s.addClientAssertion(cfg, rec.ClientID, rec.Issuer, params); err != nil {
+		return nil, err
+	}
 	cc := clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: secret, TokenURL: rec.TokenEndpoint, AuthStyle: authStyle(secret, rec.AuthMethod),
-		EndpointParams: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken}, "resource": {rec.indicator()}}}
+		EndpointParams: params}
 	ctx, err := s.tokenContext(ctx, id, rec.DPoPKey)
 	if err != nil {
 		return nil, err

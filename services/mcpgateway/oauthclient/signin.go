@@ -113,6 +113,9 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 	if d.Server.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("%w: server %q: its authorization server %s has no authorization_endpoint", ErrSignIn, id, d.Server.Issuer)
 	}
+	if err := checkKeyMethod(cfg, &d.Server); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrSignIn, err)
+	}
 	want := scopes(cfg, d)
 	// A step-up the server asked for (InsufficientScope) is asked for again.
 	if rec, err := s.load(ctx, id, false); err == nil && rec.Resource == cfg.GetUrl() {
@@ -141,7 +144,7 @@ func (s *Signer) StartSignIn(ctx context.Context, cfg *mcpgatewayv1.ServerConfig
 		return "", err
 	}
 	p := &pending{Config: rawCfg, Issuer: d.Server.Issuer, AuthURL: d.Server.AuthorizationEndpoint, TokenURL: d.Server.TokenEndpoint,
-		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: authMethod(registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, DPoP: dpopWanted(cfg, &d.Server), RedirectURI: redirectURI, Scopes: want,
+		ClientID: clientID, RegisteredSecret: registeredSecret, AuthMethod: clientMethod(cfg, registeredMethod, d), Indicator: d.ResourceIndicator(cfg.GetUrl()), IssRequired: d.Server.IssParameterSupported, DPoP: dpopWanted(cfg, &d.Server), RedirectURI: redirectURI, Scopes: want,
 		Verifier: oauth2.GenerateVerifier(), By: by, Binding: binding, Expires: s.now().Add(SignInTimeout)}
 	if err := s.holdPending(ctx, state, p); err != nil {
 		return "", err
@@ -349,7 +352,15 @@ func (s *Signer) FinishSignIn(ctx context.Context, cb Callback, binding string) 
 	if indicator == "" { // a sign-in started before Indicator was kept
 		indicator = cfg.GetUrl()
 	}
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", indicator))
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", indicator)}
+	assertion := url.Values{}
+	if err := s.addClientAssertion(cfg, p.ClientID, p.Issuer, assertion); err != nil {
+		return id, p.By, fmt.Errorf("%w: %w", ErrSignIn, err)
+	}
+	for k := range assertion {
+		opts = append(opts, oauth2.SetAuthURLParam(k, assertion.Get(k)))
+	}
+	tok, err := conf.Exchange(ctx, code, opts...)
 	if err != nil {
 		return id, p.By, fmt.Errorf("%w: server %q: the code exchange at %s failed: %w", ErrSignIn, id, p.TokenURL, tokenError(err))
 	}

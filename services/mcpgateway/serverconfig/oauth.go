@@ -3,7 +3,9 @@ package serverconfig
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/zestmcp/zest/lib/envref"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
@@ -36,6 +38,10 @@ const (
 	MaxOAuthClientIDLen = 256
 	// MaxOAuthAudienceLen bounds oauth.audience.
 	MaxOAuthAudienceLen = 512
+	// MaxOAuthKeyFileLen bounds oauth.client_key_file (a path).
+	MaxOAuthKeyFileLen = 1024
+	// MaxOAuthKeyIDLen bounds oauth.client_key_id.
+	MaxOAuthKeyIDLen = 256
 )
 
 // FieldOAuth is the server config's oauth block.
@@ -79,8 +85,11 @@ func parseOAuth(cfg *mcpgatewayv1.ServerConfig) error {
 			return invalid("oauth.client_secret is set without oauth.client_id: give the client id the secret belongs to")
 		}
 	}
-	if o.GetGrant() == GrantClientCredentials && (o.GetClientId() == "" || o.GetClientSecret() == "") {
-		return invalid("oauth.grant client_credentials needs oauth.client_id and oauth.client_secret (a ${VARIABLE} reference): Zest authenticates as that client")
+	if err := parseClientKey(o); err != nil {
+		return err
+	}
+	if o.GetGrant() == GrantClientCredentials && (o.GetClientId() == "" || (o.GetClientSecret() == "" && o.GetClientKeyFile() == "")) {
+		return invalid("oauth.grant client_credentials needs oauth.client_id and oauth.client_secret (a ${VARIABLE} reference) or oauth.client_key_file: Zest authenticates as that client")
 	}
 	if len(o.GetScopes()) > MaxOAuthScopes {
 		return invalid("oauth.scopes has %d scopes: at most %d", len(o.GetScopes()), MaxOAuthScopes)
@@ -125,6 +134,30 @@ func parseTokenExchange(o *mcpgatewayv1.UpstreamOAuth) error {
 	case TokenTypeAccessToken, TokenTypeJWT:
 	default:
 		return invalid("oauth.requested_token_type %q: use %s (the default) or %s", truncate(o.GetRequestedTokenType(), 60), TokenTypeAccessToken, TokenTypeJWT)
+	}
+	return nil
+}
+
+// parseClientKey checks oauth.client_key_file and oauth.client_key_id, the client's private key
+// (private_key_jwt): the path's form only — mcpgateway reads the file at registration
+// (oauthclient.CheckClientKey) and at each token request.
+func parseClientKey(o *mcpgatewayv1.UpstreamOAuth) error {
+	path, kid := o.GetClientKeyFile(), o.GetClientKeyId()
+	if path == "" {
+		if kid != "" {
+			return invalid("oauth.client_key_id is read with oauth.client_key_file only (set the key's file, or remove the key id)")
+		}
+		return nil
+	}
+	switch {
+	case o.GetClientSecret() != "":
+		return invalid("oauth.client_secret and oauth.client_key_file both set: Zest authenticates at the token endpoint with one (remove client_secret to sign its requests with the key, or client_key_file to send the secret)")
+	case o.GetClientId() == "":
+		return invalid("oauth.client_key_file is set without oauth.client_id: give the client id the key is registered for")
+	case len(path) > MaxOAuthKeyFileLen || !filepath.IsAbs(path) || strings.ContainsFunc(path, unicode.IsControl):
+		return invalid("oauth.client_key_file must be an absolute path on mcpgateway's host, at most %d bytes (the client's PEM private key, RSA or EC)", MaxOAuthKeyFileLen)
+	case len(kid) > MaxOAuthKeyIDLen || strings.ContainsFunc(kid, func(r rune) bool { return r < 0x21 || r > 0x7e }):
+		return invalid("oauth.client_key_id must be at most %d visible ASCII characters without spaces (the key's id at the authorization server)", MaxOAuthKeyIDLen)
 	}
 	return nil
 }

@@ -31,6 +31,10 @@ func TestParseOAuth(t *testing.T) {
 	if o := cfg.GetOauth(); err != nil || o.Dpop == nil || o.GetDpop() {
 		t.Fatalf("dpop false: %v, %v; want it kept (absent means bind where offered)", cfg, err)
 	}
+	cfg, err = parse(`{"id":"h",`+url+`,"oauth":{"client_id":"zest","grant":"client_credentials","client_key_file":"/etc/zest/up.pem","client_key_id":"k1"}}`, nil)
+	if o := cfg.GetOauth(); err != nil || o.GetClientKeyFile() != "/etc/zest/up.pem" || o.GetClientKeyId() != "k1" {
+		t.Fatalf("client_credentials with a key (private_key_jwt): %v, %v", cfg, err)
+	}
 	if _, err := parse(`{"id":"h",`+url+`,"oauth":{}}`, nil); err != nil {
 		t.Fatalf("an empty oauth block (discovery, registration later) is refused: %v", err)
 	}
@@ -43,6 +47,13 @@ func TestParseOAuth(t *testing.T) {
 		{"secret without id", `{"id":"h",` + url + `,"oauth":{"client_secret":"${S}"}}`, "oauth.client_secret is set without oauth.client_id"},
 		{"unknown grant", `{"id":"h",` + url + `,"oauth":{"grant":"password"}}`, `oauth.grant "password": use authorization_code`},
 		{"client_credentials without secret", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"client_credentials"}}`, "client_credentials needs oauth.client_id and oauth.client_secret"},
+		{"secret and key", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_secret":"${S}","client_key_file":"/etc/zest/z.pem"}}`, "oauth.client_secret and oauth.client_key_file both set"},
+		{"key without id", `{"id":"h",` + url + `,"oauth":{"client_key_file":"/etc/zest/z.pem"}}`, "oauth.client_key_file is set without oauth.client_id"},
+		{"relative key file", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_key_file":"z.pem"}}`, "oauth.client_key_file must be an absolute path"},
+		{"long key file", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_key_file":"/` + strings.Repeat("k", MaxOAuthKeyFileLen) + `"}}`, "oauth.client_key_file must be an absolute path"},
+		{"key id without key", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_key_id":"k1"}}`, "oauth.client_key_id is read with oauth.client_key_file only"},
+		{"key id with a space", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_key_file":"/k.pem","client_key_id":"k 1"}}`, "oauth.client_key_id must be"},
+		{"long key id", `{"id":"h",` + url + `,"oauth":{"client_id":"z","client_key_file":"/k.pem","client_key_id":"` + strings.Repeat("k", MaxOAuthKeyIDLen+1) + `"}}`, "oauth.client_key_id must be"},
 		{"token_exchange without client", `{"id":"h",` + url + `,"oauth":{"grant":"token_exchange"}}`, "oauth.grant token_exchange needs oauth.client_id"},
 		{"unknown token type", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","requested_token_type":"urn:ietf:params:oauth:token-type:id_token"}}`, "oauth.requested_token_type"},
 		{"audience with a space", `{"id":"h",` + url + `,"oauth":{"client_id":"z","grant":"token_exchange","audience":"a b"}}`, "oauth.audience must be"},

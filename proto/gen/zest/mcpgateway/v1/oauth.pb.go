@@ -376,6 +376,15 @@ type UpstreamOAuth struct {
 	// urn:ietf:params:oauth:token-type:access_token; or urn:ietf:params:oauth:token-type:jwt).
 	// Only with grant token_exchange.
 	RequestedTokenType string `protobuf:"bytes,7,opt,name=requested_token_type,proto3" json:"requested_token_type,omitempty"`
+	// client_key_file is the path, on mcpgateway's host, of the client's PEM private key (RSA or
+	// EC), with which Zest authenticates at the token endpoint instead of a secret: a JWT client
+	// assertion it signs for each token request (private_key_jwt, RFC 7523; SEP-1046). Needs
+	// client_id; not with client_secret. The key is read from the file at each token request and
+	// never stored in the registry.
+	ClientKeyFile string `protobuf:"bytes,13,opt,name=client_key_file,proto3" json:"client_key_file,omitempty"`
+	// client_key_id is the kid of the assertions' header: the key's id at the authorization
+	// server, for one that holds more than one key of the client. Only with client_key_file.
+	ClientKeyId string `protobuf:"bytes,14,opt,name=client_key_id,proto3" json:"client_key_id,omitempty"`
 	// dpop false keeps the server's tokens bearer tokens even when its authorization server
 	// offers DPoP (absent or true: Zest binds them to a key of its own, RFC 9449, when the
 	// authorization server's metadata lists ES256 in dpop_signing_alg_values_supported). For a
@@ -461,6 +470,20 @@ func (x *UpstreamOAuth) GetAudience() string {
 func (x *UpstreamOAuth) GetRequestedTokenType() string {
 	if x != nil {
 		return x.RequestedTokenType
+	}
+	return ""
+}
+
+func (x *UpstreamOAuth) GetClientKeyFile() string {
+	if x != nil {
+		return x.ClientKeyFile
+	}
+	return ""
+}
+
+func (x *UpstreamOAuth) GetClientKeyId() string {
+	if x != nil {
+		return x.ClientKeyId
 	}
 	return ""
 }
@@ -589,7 +612,7 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x04_iss\"p\n" +
 	"\x14FinishSignInResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12H\n" +
-	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\xa7\x02\n" +
+	"\voauth_state\x18\x02 \x01(\v2&.zest.mcpgateway.v1.UpstreamOAuthStateR\voauth_state\"\xf7\x02\n" +
 	"\rUpstreamOAuth\x12\x1c\n" +
 	"\tclient_id\x18\x01 \x01(\tR\tclient_id\x12$\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\rclient_secret\x12\x16\n" +
@@ -597,7 +620,9 @@ const file_zest_mcpgateway_v1_oauth_proto_rawDesc = "" +
 	"\x14authorization_server\x18\x04 \x01(\tR\x14authorization_server\x12\x14\n" +
 	"\x05grant\x18\x05 \x01(\tR\x05grant\x12\x1a\n" +
 	"\baudience\x18\x06 \x01(\tR\baudience\x122\n" +
-	"\x14requested_token_type\x18\a \x01(\tR\x14requested_token_type\x12\x17\n" +
+	"\x14requested_token_type\x18\a \x01(\tR\x14requested_token_type\x12(\n" +
+	"\x0fclient_key_file\x18\r \x01(\tR\x0fclient_key_file\x12$\n" +
+	"\rclient_key_id\x18\x0e \x01(\tR\rclient_key_id\x12\x17\n" +
 	"\x04dpop\x18\x0f \x01(\bH\x00R\x04dpop\x88\x01\x01B\a\n" +
 	"\x05_dpop\"\xb0\x01\n" +
 	"\x12UpstreamOAuthState\x12\x16\n" +
