@@ -298,7 +298,7 @@ func TestEveryConfigFieldIsHandled(t *testing.T) {
 	// (private_key_jwt), which excludes client_secret and must be a key mcpgateway reads.
 	keyFile, _, _ := writeClientKey(t)
 	everyField := append(slices.Clone(everyField), map[string]any{"id": "every-oauth-key", "transport": "streamable-http", "url": "https://tools.example/mcp",
-		"enabled": false, "oauth": map[string]any{"client_id": "zest", "grant": "client_credentials", "client_key_file": keyFile, "client_key_id": "k1"}})
+		"enabled": false, "oauth": map[string]any{"client_id": "zest", "grant": "client_credentials", "client_key_file": keyFile, "client_key_id": "k1", "dpop": false}})
 	fields := (&mcpgatewayv1.ServerConfig{}).ProtoReflect().Descriptor().Fields()
 	sandbox := (&mcpgatewayv1.Sandbox{}).ProtoReflect().Descriptor().Fields()
 	set := func(name string) bool {
