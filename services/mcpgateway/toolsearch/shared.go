@@ -25,10 +25,17 @@ type Shared struct {
 	snaps Snapshots
 	extra []*mcpgatewayv1.ToolEntry // tools that are in no catalog (the built-in provider's)
 
-	mu     sync.Mutex // one build at a time
+	mu     sync.Mutex // one build at a time; guards kept
 	cur    atomic.Pointer[version]
+	kept   []*version // the last KeptVersions built, oldest first
 	builds atomic.Int64
 }
+
+// KeptVersions is how many catalog versions' indexes Shared keeps. A caller that read the
+// catalog just before a change asks for the old version after others asked for the new one
+// (the catalog gives each the snapshot of what it read): it finds that index kept rather than
+// building it again, and the next caller of the new version too.
+const KeptVersions = 4
 
 // version is the index of one catalog snapshot.
 type version struct {
@@ -54,14 +61,22 @@ func (s *Shared) Index(ctx context.Context) (*Index, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v := s.cur.Load(); v != nil && v.snap == snap { // another caller built it meanwhile
-		return v.ix, nil
+	for _, v := range s.kept { // built meanwhile by another caller, or a version before the last
+		if v.snap == snap {
+			s.cur.Store(v)
+			return v.ix, nil
+		}
 	}
 	tools := snap.ListTools().GetTools()
 	entries := make([]*mcpgatewayv1.ToolEntry, 0, len(tools)+len(s.extra))
 	entries = append(append(entries, tools...), s.extra...)
 	ix := Build(Docs(entries))
-	s.cur.Store(&version{snap: snap, ix: ix})
+	v := &version{snap: snap, ix: ix}
+	s.kept = append(s.kept, v)
+	if len(s.kept) > KeptVersions {
+		s.kept = slices.Delete(s.kept, 0, 1)
+	}
+	s.cur.Store(v)
 	s.builds.Add(1)
 	return ix, nil
 }

@@ -118,6 +118,48 @@ func TestSharedOneBuildPerChange(t *testing.T) {
 	}
 }
 
+// replay gives the snapshots of snaps in turn, as a catalog gives callers that read it
+// across a change: one read before the change asks for the old version after the new one.
+type replay struct {
+	mu    sync.Mutex
+	snaps []*catalog.Snapshot
+}
+
+func (r *replay) Snapshot(context.Context) (*catalog.Snapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.snaps[0]
+	r.snaps = r.snaps[1:]
+	return s, nil
+}
+
+// TestSharedKeepsTheVersionBefore: callers that ask for two versions in turn (the catalog's
+// old one, read before a change, and its new one) build each once. Under load a stress run
+// built the index 7 times over 5 versions: Shared kept only the last version it built, and a
+// late reader of the old one built it again, then the next reader of the new one too.
+func TestSharedKeepsTheVersionBefore(t *testing.T) {
+	src := newSource()
+	cat := catalog.New(src, src, nil)
+	before, err := cat.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.listChanged("gh", `{"name":"merge_pull_request","description":"Merge a pull request."}`)
+	after, err := cat.Snapshot(t.Context())
+	if err != nil || after == before {
+		t.Fatalf("no new version after list_changed: %v", err)
+	}
+	s := toolsearch.NewShared(&replay{snaps: []*catalog.Snapshot{before, after, before, after, before, after}}, nil)
+	for range 6 {
+		if _, err := s.Index(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Builds(); n != 2 {
+		t.Fatalf("two versions asked for in turn built the index %d times, want 2", n)
+	}
+}
+
 // TestSharedSearchNarrows: a search sees only the caller's servers, a server filter only its
 // server, a denied tool never; a filter on a server the caller cannot use is refused.
 func TestSharedSearchNarrows(t *testing.T) {
