@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -138,16 +137,7 @@ func TestClientAssertion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			resp, err := noFollow.Get(authURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			loc, _ := url.Parse(resp.Header.Get("Location"))
-			if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-				t.Fatal(err)
-			}
+			finishSignIn(t, s, authURL)
 			c.add(time.Hour)
 			if _, err := s.AccessToken(t.Context(), ac, false); err != nil {
 				t.Fatal(err)

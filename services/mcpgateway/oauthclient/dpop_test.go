@@ -367,16 +367,7 @@ func TestDPoPSignInAndRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	cb, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: cb.Query().Get("state"), Code: cb.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	d.call(t, s, cfg)
 	c.add(time.Hour)
 	d.call(t, s, cfg)

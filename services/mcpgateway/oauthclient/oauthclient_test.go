@@ -431,16 +431,7 @@ func TestTokenEndpointAuthMethod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	c.add(time.Hour)
 	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
 		t.Fatal(err)
@@ -568,16 +559,7 @@ func TestStepUp(t *testing.T) {
 		if got := u.Query().Get("scope"); got != wantScope {
 			t.Fatalf("sign-in asks for %q, want %q", got, wantScope)
 		}
-		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := noFollow.Get(authURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-			t.Fatal(err)
-		}
+		finishSignIn(t, s, authURL)
 	}
 	signIn("mcp")
 	if _, err := call(cfg); !errors.Is(err, ErrNeedsSignIn) || !strings.Contains(err.Error(), `asks for the scopes "mcp mcp:write" (insufficient_scope)`) {
@@ -627,16 +609,7 @@ func TestResourceIndicator(t *testing.T) {
 	if u, _ := url.Parse(authURL); u.Query().Get("resource") != a.srv.URL {
 		t.Fatalf("authorization request's resource %q, want %q", u.Query().Get("resource"), a.srv.URL)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	c.add(time.Hour)
 	if _, err := s.AccessToken(t.Context(), cfg, false); err != nil {
 		t.Fatal(err)
@@ -753,16 +726,7 @@ func TestIssuerMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	if err := call(cc); err != nil {
 		t.Fatal(err)
 	}
@@ -1086,16 +1050,7 @@ func TestDynamicRegistration(t *testing.T) {
 	if !strings.Contains(authURL, "client_id=dyn-1") {
 		t.Fatalf("authorization URL %s: want the registered client", authURL)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	c.add(time.Hour)
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
 		t.Fatalf("refresh with the registered client: %q, %v", tok, err)
@@ -1154,16 +1109,7 @@ func TestClientMetadataDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: loc.Query().Get("state"), Code: loc.Query().Get("code")}, ""); err != nil {
-		t.Fatal(err)
-	}
+	finishSignIn(t, s, authURL)
 	c.add(time.Hour)
 	if tok, err := s.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-2" {
 		t.Fatalf("refresh with the document's client: %q, %v", tok, err)
@@ -1213,19 +1159,13 @@ func TestSignInAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	state := loc.Query().Get("state")
+	q := approve(t, authURL)
+	state := q.Get("state")
 	sealed, err := store.GetOAuthToken(t.Context(), pendingKey(state))
 	if err != nil || bytes.Contains(sealed, []byte(state)) || bytes.Contains(sealed, []byte("verifier\":\"")) {
 		t.Fatalf("the stored sign-in: %v (want it sealed)", err)
 	}
-	if id, by, err := two.FinishSignIn(t.Context(), Callback{State: state, Code: loc.Query().Get("code")}, ""); err != nil || id != "up" || by != "admin" {
+	if id, by, err := two.FinishSignIn(t.Context(), Callback{State: state, Code: q.Get("code")}, ""); err != nil || id != "up" || by != "admin" {
 		t.Fatalf("finished on the other replica: %q %q %v", id, by, err)
 	}
 	if tok, err := one.AccessToken(t.Context(), cfg, false); err != nil || tok != "at-1" {
@@ -1282,22 +1222,11 @@ func TestAbandonedSignIn(t *testing.T) {
 		}
 		return len(recs)
 	}
-	approve := func(authURL string) url.Values {
-		t.Helper()
-		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := noFollow.Get(authURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		loc, _ := url.Parse(resp.Header.Get("Location"))
-		return loc.Query()
-	}
 	abandoned, err := gone.StartSignIn(t.Context(), cfg, redirect, "admin", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	abandonedQ := approve(abandoned) // the person never came back to Zest with it
+	abandonedQ := approve(t, abandoned) // the person never came back to Zest with it
 	c.add(SignInTimeout / 2)
 	if n, err := live.SweepSignIns(t.Context()); err != nil || n != 0 || waiting() != 1 {
 		t.Fatalf("within its time: forgot %d (%v), %d waiting", n, err, waiting())
@@ -1313,7 +1242,7 @@ func TestAbandonedSignIn(t *testing.T) {
 	if _, _, err := live.FinishSignIn(t.Context(), Callback{State: abandonedQ.Get("state"), Code: abandonedQ.Get("code")}, ""); !errors.Is(err, ErrSignIn) {
 		t.Fatalf("the abandoned sign-in's late callback: %v", err)
 	}
-	q := approve(second)
+	q := approve(t, second)
 	if id, _, err := live.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, ""); err != nil || id != "up" || waiting() != 0 {
 		t.Fatalf("the second sign-in: %q, %v, %d waiting", id, err, waiting())
 	}
@@ -1330,5 +1259,31 @@ func TestAbandonedSignIn(t *testing.T) {
 	c.add(SignInTimeout + time.Second)
 	if _, err := live.StartSignIn(t.Context(), cfg, redirect, "admin", ""); err != nil || waiting() != 1 {
 		t.Fatalf("after they expired: %v, %d waiting; want the new one alone", err, waiting())
+	}
+}
+
+// approve follows authURL to the test authorization server, which approves at once, and
+// returns the query of the callback it redirects to (state, code, iss).
+func approve(t *testing.T, authURL string) url.Values {
+	t.Helper()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc.Query()
+}
+
+// finishSignIn approves the sign-in of authURL and finishes it with s, as the edge's callback.
+func finishSignIn(t *testing.T, s *Signer, authURL string) {
+	t.Helper()
+	q := approve(t, authURL)
+	if _, _, err := s.FinishSignIn(t.Context(), Callback{State: q.Get("state"), Code: q.Get("code")}, ""); err != nil {
+		t.Fatal(err)
 	}
 }
