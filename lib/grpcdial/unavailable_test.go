@@ -1,15 +1,14 @@
 package grpcdial_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpctest"
+	"github.com/zestmcp/zest/lib/logging/logtest"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -43,24 +42,6 @@ func (failing) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.H
 	return nil, status.Error(codes.Unavailable, "health replica gone")
 }
 
-// syncBuffer is a log destination the gRPC goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogUnavailable: a call that fails UNAVAILABLE, unary or a stream, is logged with its
 // method and the replica it was sent to; another code and a health check are not.
 func TestLogUnavailable(t *testing.T) {
@@ -68,7 +49,7 @@ func TestLogUnavailable(t *testing.T) {
 		inferencev1.RegisterInferenceServiceServer(g, failing{})
 		healthpb.RegisterHealthServer(g, failing{})
 	})
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cc, err := grpcdial.Dial(addr, "", 0, append(grpcdial.LogUnavailable(log), grpc.WithDisableHealthCheck())...)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpctest"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/logging"
+	"github.com/zestmcp/zest/lib/logging/logtest"
 	"github.com/zestmcp/zest/lib/requestid"
 	"github.com/zestmcp/zest/lib/waitfor"
 	"google.golang.org/grpc/codes"
@@ -82,7 +82,7 @@ func TestFailedCallsAreLoggedWithTheirRequestID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log, err := logging.New(&logs, "test", "info", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -120,27 +120,10 @@ func TestFailedCallsAreLoggedWithTheirRequestID(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestUnavailableIsExpectedOnlyWhileDraining: a call failing UNAVAILABLE is a warning while
 // the server serves, and expected (info) once draining is closed.
 func TestUnavailableIsExpectedOnlyWhileDraining(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log, err := logging.New(&logs, "test", "info", "json")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/keyauth"
 	"github.com/zestmcp/zest/lib/logging"
+	"github.com/zestmcp/zest/lib/logging/logtest"
 	"github.com/zestmcp/zest/lib/metrics"
 	"github.com/zestmcp/zest/lib/requestid"
 	"google.golang.org/grpc"
@@ -272,7 +273,7 @@ func TestCallSemantics(t *testing.T) {
 // for its key, not for its size), on unary calls and streams alike. The refusal is logged with
 // the caller's request id and counted; a call with the key goes through on the same server.
 func TestKeyIsCheckedBeforeTheMessageIsRead(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log, err := logging.New(&logs, "test", "info", "json")
 	if err != nil {
 		t.Fatal(err)

@@ -1,16 +1,16 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/zestmcp/zest/lib/logging/logtest"
 )
 
 // endlessServer is a session-era Streamable HTTP MCP server whose tools/call answers with an
@@ -59,24 +59,6 @@ func endlessServer(t *testing.T, limit int, sent *atomic.Int64) *httptest.Server
 	return srv
 }
 
-// syncBuffer is a log's destination that a test reads while the log is written.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestEndlessEventLineFailsTheCall: an HTTP server whose answer is an event stream with an
 // endless line fails the call after the bound of it (MaxEventBytes; 1 MiB here, so that
 // reaching it takes no time on a busy machine), with a warning that names the server and the
@@ -85,7 +67,7 @@ func TestEndlessEventLineFailsTheCall(t *testing.T) {
 	const bound = 1 << 20
 	var sent atomic.Int64
 	u := endlessServer(t, 64*bound, &sent) // far past the bound and what sockets buffer
-	var logs syncBuffer
+	var logs logtest.Buffer
 	m := New(nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	m.maxEventBytes = bound
 	cfg := httpConfig("endless", u.URL)
