@@ -131,6 +131,9 @@ type Config struct {
 	// MCPRegistryURL is the MCP Registry that zestctl servers install and the console's install
 	// search read (ZEST_MCP_REGISTRY_URL).
 	MCPRegistryURL string
+	// ToolSearchEmbeddingModel, when set, is the inference node's embedding model whose
+	// vectors tool search blends with BM25 (ZEST_TOOL_SEARCH_EMBEDDING_MODEL; toolsearch).
+	ToolSearchEmbeddingModel string
 }
 
 // DefaultMetricsAddr is where mcpgateway serves GET /metrics unless
@@ -182,6 +185,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, fmt.Sprintf("how long a tool call whose server requires approval waits for an administrator's decision before it fails as expired (%v to %v)", approval.MinTimeout, approval.MaxTimeout))
 	c.OAuth.RegisterFlags(fs)
 	fs.StringVar(&c.MCPRegistryURL, "mcp-registry-url", c.MCPRegistryURL, "the MCP Registry's base URL, read by zestctl servers install and the console's install search")
+	fs.StringVar(&c.ToolSearchEmbeddingModel, "tool-search-embedding-model", c.ToolSearchEmbeddingModel, "an embedding model of the inference node (of a semantic engine, not builtin-embed): tool search blends its vectors with BM25, so a request that shares no word with its tool can find it")
 	fs.BoolVar(&c.ActivityDetails, "activity-details", c.ActivityDetails, fmt.Sprintf("keep each recorded tool call's arguments and result (cut at %d bytes each) for GET /internal/mcp/activity", activity.DetailBytes))
 }
 
@@ -232,6 +236,9 @@ func (c *Config) Validate() error {
 	if _, err := mcpregistry.New(c.MCPRegistryURL); err != nil {
 		errs = append(errs, err)
 	}
+	if err := toolsearch.CheckEmbeddingModel(c.ToolSearchEmbeddingModel); err != nil {
+		errs = append(errs, fmt.Errorf("tool-search-embedding-model (ZEST_TOOL_SEARCH_EMBEDDING_MODEL) %w", err))
+	}
 	if c.SessionLifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("session-lifetime %v: want at least 1m", c.SessionLifetime))
 	}
@@ -261,6 +268,7 @@ type Server struct {
 	servers *configcache.Registry
 	changes *follow.Replica
 	audit   *audit.Log // nil: no audit trail
+	search  *toolsearch.Shared
 }
 
 // New opens the registry and builds the service; Close releases what New opened.
@@ -440,7 +448,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		reg.Close()
 		return nil, fmt.Errorf("reading the built-in tools: %w", err)
 	}
-	search := toolsearch.NewShared(cat, toolsearch.OwnNames(serverconfig.LemonadeProvider, builtinTools))
+	var searchOpts []toolsearch.SharedOption
+	if cfg.ToolSearchEmbeddingModel != "" {
+		searchOpts = append(searchOpts, toolsearch.WithEmbedder(
+			toolsearch.InferenceEmbedder(inferencev1.NewTextServiceClient(cc), cfg.ToolSearchEmbeddingModel), log))
+		log.Info("tool search blends BM25 with an embedding model (ZEST_TOOL_SEARCH_EMBEDDING_MODEL)", "model", cfg.ToolSearchEmbeddingModel)
+	}
+	search := toolsearch.NewShared(cat, toolsearch.OwnNames(serverconfig.LemonadeProvider, builtinTools), searchOpts...)
 	agg := aggregate.New(servers, up, tools, builtin, fed, codec, reg, cfg.Keys, log, aggregate.WithToolSearch(search))
 	var mcp mcphttp.Endpoint = builtin
 	if cfg.MCPPreset != "" {
@@ -485,7 +499,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if signer := up.OAuth(); signer != nil {
 		mcpgatewayv1.RegisterUpstreamOAuthServiceServer(g.GRPC, oauthclient.NewService(signer, servers, cfg.OAuth.PublicURL, oauthclient.WithAuditNames(activity.WhoOf, audit.NoteSignIn)))
 	}
-	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail}, nil
+	return &Server{cfg: cfg, log: log, reg: reg, inference: cc, toolhosts: th, up: up, srv: g, servers: servers, changes: changes, audit: trail, search: search}, nil
 }
 
 func sessionKey(cfg Config) ([]byte, error) {
@@ -529,6 +543,7 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
 	s.up.Close(ctx)
+	s.search.Close() // its background embedding, before the connection it calls on
 	// After the upstreams: the calls they ended are recorded; before the registry it writes to.
 	auditErr := s.audit.Close(ctx)
 	return errors.Join(auditErr, s.inference.Close(), s.toolhosts.Close(), s.reg.Close())

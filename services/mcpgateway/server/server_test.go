@@ -58,6 +58,26 @@ func TestValidateMCPRegistryURL(t *testing.T) {
 	}
 }
 
+// TestToolSearchEmbeddingModel: ZEST_TOOL_SEARCH_EMBEDDING_MODEL is unset by default (BM25
+// alone), takes a model id, and refuses builtin-embed (not semantic) and a value that is no
+// model id at startup, naming the variable.
+func TestToolSearchEmbeddingModel(t *testing.T) {
+	cfg, err := parseEnv(nil)
+	if err != nil || cfg.ToolSearchEmbeddingModel != "" {
+		t.Fatalf("default: %q %v", cfg.ToolSearchEmbeddingModel, err)
+	}
+	cfg, err = parseEnv(map[string]string{"ZEST_TOOL_SEARCH_EMBEDDING_MODEL": "nomic-embed-text:v1.5"})
+	if err != nil || cfg.ToolSearchEmbeddingModel != "nomic-embed-text:v1.5" {
+		t.Fatalf("set: %q %v", cfg.ToolSearchEmbeddingModel, err)
+	}
+	for bad, why := range map[string]string{"builtin-embed": "knows no meaning", "two words": "want a model id"} {
+		_, err := parseEnv(map[string]string{"ZEST_TOOL_SEARCH_EMBEDDING_MODEL": bad})
+		if err == nil || !strings.Contains(err.Error(), "ZEST_TOOL_SEARCH_EMBEDDING_MODEL") || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: %v, want an error naming the variable and saying %q", bad, err, why)
+		}
+	}
+}
+
 // TestActivityVariables: ZEST_ACTIVITY_SIZE and ZEST_ACTIVITY_DETAILS are read as every
 // ZEST_ variable is, and a bad value is refused at startup with an error that names it.
 func TestActivityVariables(t *testing.T) {

@@ -135,7 +135,7 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, 
 			return shown && inServers(d)
 		}
 	}
-	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow})
+	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow, Vector: s.queryVector(ctx, ix, args.Query)})
 	out := make([]Found, 0, len(hits))
 	for _, h := range hits {
 		e := h.Doc.Entry

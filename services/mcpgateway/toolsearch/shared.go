@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -29,6 +30,12 @@ type Shared struct {
 	cur    atomic.Pointer[version]
 	kept   []*version // the last KeptVersions built, oldest first
 	builds atomic.Int64
+
+	emb           Embedder   // nil: BM25 alone
+	bg            *embedding // the background embedding of each version, with emb
+	log           *slog.Logger
+	embedded      atomic.Int64
+	queryFailures atomic.Int64
 }
 
 // KeptVersions is how many catalog versions' indexes Shared keeps. A caller that read the
@@ -45,8 +52,15 @@ type version struct {
 
 // NewShared returns the index of snaps' catalog, with extra (fixed tools no catalog holds:
 // the built-in provider's, under the names a preset serves them by) beside it.
-func NewShared(snaps Snapshots, extra []*mcpgatewayv1.ToolEntry) *Shared {
-	return &Shared{snaps: snaps, extra: extra}
+func NewShared(snaps Snapshots, extra []*mcpgatewayv1.ToolEntry, opts ...SharedOption) *Shared {
+	s := &Shared{snaps: snaps, extra: extra, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.emb != nil {
+		s.startEmbedding()
+	}
+	return s
 }
 
 // Index is the index of the catalog as it is now: the last one built while the catalog has
@@ -78,6 +92,7 @@ func (s *Shared) Index(ctx context.Context) (*Index, error) {
 	}
 	s.cur.Store(v)
 	s.builds.Add(1)
+	s.wantVectors()
 	return ix, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -49,6 +50,11 @@ const (
 	weightDesc      = 0.5
 	weightParamDesc = 0.5
 	weightSynonym   = 0.5 // a query word's synonym, against the word itself
+	// weightEmbedding is the embedding's share of a blended score: the query's cosine with
+	// the tool's vector, beside BM25's score divided by the best one of the search (so both
+	// run 0 to 1). 0.5 was best on the tuning two thirds of the query set among 0.3, 0.5 and
+	// 0.7 (docs/decisions.md).
+	weightEmbedding = 0.5
 	k1              = 1.2
 	b               = 0.75
 	// MaxQueryBytes bounds the query a search reads; longer ones are cut.
@@ -67,6 +73,9 @@ type Index struct {
 	postings map[string][]posting // by term, in document order
 	docLen   []float64            // weighted words per document
 	avgLen   float64
+	// vectors are the documents' embeddings (unit length, in document order), once an
+	// embedding model made them (Shared, in the background); nil until then.
+	vectors atomic.Pointer[[][]float32]
 }
 
 // Build indexes docs. The index keeps docs (not copies): they must not change afterwards.
@@ -105,6 +114,74 @@ func Build(docs []Doc) *Index {
 // Len is the number of tools indexed.
 func (ix *Index) Len() int { return len(ix.docs) }
 
+// Docs are the documents indexed, in order; they must not be changed.
+func (ix *Index) Docs() []Doc { return ix.docs }
+
+// SetVectors gives the index its documents' embeddings, one per document in order (Docs),
+// each of the same length: from then on a search with a query vector blends them in. It
+// reports false, and changes nothing, when they do not fit.
+func (ix *Index) SetVectors(vs [][]float32) bool {
+	if len(vs) != len(ix.docs) {
+		return false
+	}
+	unit := make([][]float32, len(vs))
+	for i, v := range vs {
+		if len(v) == 0 || len(v) != len(vs[0]) {
+			return false
+		}
+		unit[i] = normalized(v)
+	}
+	ix.vectors.Store(&unit)
+	return true
+}
+
+// Dimensions is the length of the documents' embeddings, 0 while the index has none.
+func (ix *Index) Dimensions() int {
+	if vs := ix.vectors.Load(); vs != nil && len(*vs) > 0 {
+		return len((*vs)[0])
+	}
+	return 0
+}
+
+// EmbedText is what an embedding model reads of a tool: its name in words, its title and the
+// first sentence of its description, the sentence that says what the tool does (the usage
+// notes after it dilute a sentence embedding).
+func EmbedText(d *Doc) string {
+	parts := []string{strings.ToLower(strings.Join(words(d.Name), " "))}
+	if d.Title != "" {
+		parts = append(parts, d.Title)
+	}
+	if lead, _ := leadSentence(d.Description); lead != "" {
+		parts = append(parts, lead)
+	}
+	return strings.Join(parts, ". ")
+}
+
+// normalized is v scaled to unit length (v itself when it is all zeros).
+func normalized(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 {
+		return slices.Clone(v)
+	}
+	n = math.Sqrt(n)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) / n)
+	}
+	return out
+}
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
 // Hit is one tool found, with its score (higher is better).
 type Hit struct {
 	Doc   *Doc
@@ -118,6 +195,11 @@ type Options struct {
 	// Allow, when set, keeps only the documents it accepts (a preset's servers, a server
 	// filter, what the caller may see).
 	Allow func(*Doc) bool
+	// Vector is the query's embedding, by the model that made the index's vectors. When both
+	// are there (and of one length) every document the search allows is ranked by the blend
+	// of BM25 and the embeddings' cosine, so a tool that shares no word with the query can
+	// still be found; else by BM25 alone.
+	Vector []float32
 }
 
 // Search returns the documents that share a term with query, best first (ties by Key), at
@@ -145,6 +227,9 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 			scores[p.doc] += w * idf * p.tf * (k1 + 1) / norm
 		}
 	}
+	if vs := ix.vectors.Load(); vs != nil && len(opts.Vector) > 0 && len(opts.Vector) == ix.Dimensions() {
+		return ix.blend(scores, *vs, opts, limit)
+	}
 	hits := make([]Hit, 0, len(touched))
 	for _, i := range touched {
 		s := scores[i]
@@ -154,6 +239,35 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		}
 		hits = append(hits, Hit{d, s})
 	}
+	return best(hits, limit)
+}
+
+// blend ranks every document opts allows by weightEmbedding × the cosine of its vector with
+// the query's, plus the rest × its BM25 score over the best BM25 score among them.
+func (ix *Index) blend(scores []float64, vectors [][]float32, opts Options, limit int) []Hit {
+	q := normalized(opts.Vector)
+	allowed := make([]int, 0, len(ix.docs))
+	top := 0.0
+	for i := range ix.docs {
+		if opts.Allow != nil && !opts.Allow(&ix.docs[i]) {
+			continue
+		}
+		allowed = append(allowed, i)
+		top = max(top, scores[i])
+	}
+	hits := make([]Hit, 0, len(allowed))
+	for _, i := range allowed {
+		s := weightEmbedding * dot(q, vectors[i])
+		if top > 0 {
+			s += (1 - weightEmbedding) * scores[i] / top
+		}
+		hits = append(hits, Hit{&ix.docs[i], s})
+	}
+	return best(hits, limit)
+}
+
+// best sorts hits best first (ties by Key) and keeps the first limit.
+func best(hits []Hit, limit int) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if a.Score != b.Score {
 			if a.Score > b.Score {

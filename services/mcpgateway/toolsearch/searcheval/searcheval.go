@@ -43,6 +43,8 @@ type Query struct {
 	Query  string   `json:"query"`
 	Expect []string `json:"expect"`           // server/tool
 	Server string   `json:"server,omitempty"` // the search's server filter, when set
+	// Vector is the query's embedding when the evaluation blends one in (Embed), else nil.
+	Vector []float32 `json:"-"`
 }
 
 // HeldOut reports whether the i-th query (from 0) is in the held-out third: every third
@@ -143,7 +145,7 @@ func params(schema json.RawMessage) []toolsearch.Param {
 
 // Options is the search a query makes: its server filter, and at most limit hits.
 func (q Query) Options(limit int) toolsearch.Options {
-	o := toolsearch.Options{Limit: limit}
+	o := toolsearch.Options{Limit: limit, Vector: q.Vector}
 	if q.Server != "" {
 		server := q.Server
 		o.Allow = func(d *toolsearch.Doc) bool { return d.Server == server }
@@ -179,6 +181,34 @@ type Miss struct {
 type Result struct {
 	All, Tuning, HeldOut Recall
 	Misses               []Miss
+}
+
+// Embed gives ix its documents' embeddings and each query its own, by embed (a model's
+// Embed: texts in, one vector each out), in batches of at most batch texts.
+func Embed(ix *toolsearch.Index, qs []Query, embed func([]string) ([][]float32, error), batch int) error {
+	docs := ix.Docs()
+	texts := make([]string, 0, len(docs)+len(qs))
+	for i := range docs {
+		texts = append(texts, toolsearch.EmbedText(&docs[i]))
+	}
+	for _, q := range qs {
+		texts = append(texts, q.Query)
+	}
+	vs := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += batch {
+		part, err := embed(texts[start:min(start+batch, len(texts))])
+		if err != nil {
+			return err
+		}
+		vs = append(vs, part...)
+	}
+	if len(vs) != len(texts) || !ix.SetVectors(vs[:len(docs)]) {
+		return fmt.Errorf("%d vectors for %d texts, or of different lengths", len(vs), len(texts))
+	}
+	for i := range qs {
+		qs[i].Vector = vs[len(docs)+i]
+	}
+	return nil
 }
 
 // Evaluate runs every query against ix.

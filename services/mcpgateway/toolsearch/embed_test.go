@@ -1,0 +1,194 @@
+package toolsearch_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/catalog"
+	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
+	"google.golang.org/protobuf/proto"
+)
+
+// conceptEmbedder stands in for an embedding model in the tests of the blend's wiring (the
+// recall a real model gives is measured by recall_test.go and bench): a text's vector has a
+// 1 for each concept one of whose phrases it holds, so texts that share no word can be near.
+type conceptEmbedder struct {
+	mu      sync.Mutex
+	docs    int // tools' texts embedded
+	queries int
+	calls   int
+	fail    func(texts []string) error
+}
+
+var concepts = [][]string{
+	{"elevation", "sea level", "how high"},
+	{"file", "notes.txt"},
+	{"issue", "bug report"},
+	{"pull request", "propose my branch"},
+}
+
+func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	if e.fail != nil {
+		if err := e.fail(texts); err != nil {
+			return nil, err
+		}
+	}
+	if len(texts) == 1 && !strings.Contains(texts[0], ". ") { // a query: EmbedText joins a tool's parts with ". "
+		e.queries++
+	} else {
+		e.docs += len(texts)
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, len(concepts)+1)
+		v[len(concepts)] = 0.1
+		for c, phrases := range concepts {
+			for _, p := range phrases {
+				if strings.Contains(strings.ToLower(t), p) {
+					v[c] = 1
+				}
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (e *conceptEmbedder) counts() (docs, queries, calls int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.docs, e.queries, e.calls
+}
+
+func (e *conceptEmbedder) failWith(f func(texts []string) error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fail = f
+}
+
+// withMaps adds a server whose one tool shares no word with seaLevel.
+func withMaps(src *source) *source {
+	src.cfgs = append(src.cfgs, &mcpgatewayv1.ServerConfig{Id: "maps", Name: "maps", Enabled: proto.Bool(true)})
+	src.tools["maps"] = raws(`{"name":"maps_elevation","description":"Get the elevation data for locations on the earth.","inputSchema":{"type":"object","properties":{"locations":{"type":"array"}}}}`)
+	return src
+}
+
+var allServers = []string{"fs", "gh", "maps"}
+
+const seaLevel = "how high above sea level is Denver"
+
+func first(t *testing.T, s *toolsearch.Shared, query string) string {
+	t.Helper()
+	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 1}, allServers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0].Name
+}
+
+// TestSharedEmbeddingBlend: with an embedder, the catalog's tools are embedded once per
+// version in the background (each text once: a list_changed embeds only the new tool), a
+// search before that ranks by BM25 alone, and one after finds a tool that shares no word
+// with the query.
+func TestSharedEmbeddingBlend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := withMaps(newSource())
+		emb := &conceptEmbedder{}
+		s := toolsearch.NewShared(catalog.New(src, src, nil), nil, toolsearch.WithEmbedder(emb, nil))
+		defer s.Close()
+		elevation := catalog.ChatName("maps", "maps_elevation")
+		if got := first(t, s, seaLevel); got == elevation {
+			t.Fatalf("BM25 alone found %s, which shares no word with %q: the test shows nothing", got, seaLevel)
+		}
+		synctest.Wait() // the background embedding is done
+		if n := s.Embedded(); n != 1 {
+			t.Fatalf("%d versions embedded, want 1", n)
+		}
+		if docs, _, _ := emb.counts(); docs != 3 {
+			t.Fatalf("%d tool texts embedded, want the 3 listed (a denied tool is not)", docs)
+		}
+		if got := first(t, s, seaLevel); got != elevation {
+			t.Fatalf("blended: first %q, want %s", got, elevation)
+		}
+		if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
+			t.Fatalf("blended, a query BM25 answers: first %q", got)
+		}
+		for range 100 {
+			first(t, s, seaLevel)
+		}
+		if docs, queries, _ := emb.counts(); docs != 3 || queries != 102 {
+			t.Fatalf("after 102 blended searches: %d tool texts and %d queries embedded, want 3 and 102", docs, queries)
+		}
+		src.listChanged("gh", `{"name":"create_issue","description":"Create a new issue in a GitHub repository.","inputSchema":{"type":"object","properties":{"title":{"type":"string"}}}}`,
+			`{"name":"create_pull_request","description":"Create a new pull request."}`)
+		first(t, s, "propose my branch for merging")
+		synctest.Wait()
+		if n := s.Embedded(); n != 2 {
+			t.Fatalf("after a list_changed, %d versions embedded, want 2", n)
+		}
+		if docs, _, _ := emb.counts(); docs != 4 {
+			t.Fatalf("after a list_changed adding one tool, %d tool texts embedded in all, want 4", docs)
+		}
+		if got := first(t, s, "propose my branch"); got != catalog.ChatName("gh", "create_pull_request") {
+			t.Fatalf("the new tool, blended: first %q", got)
+		}
+	})
+}
+
+// TestSharedEmbeddingFails: when the model fails, searches rank by BM25 alone and answer; a
+// failed catalog embedding is tried again only after EmbedRetryAfter, however many searches
+// come meanwhile; a query whose embedding fails is answered by BM25.
+func TestSharedEmbeddingFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := withMaps(newSource())
+		down := errors.New("engine down")
+		emb := &conceptEmbedder{fail: func([]string) error { return down }}
+		s := toolsearch.NewShared(catalog.New(src, src, nil), nil, toolsearch.WithEmbedder(emb, nil))
+		defer s.Close()
+		for range 50 {
+			if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
+				t.Fatalf("BM25 alone while the model is down: first %q", got)
+			}
+			synctest.Wait()
+		}
+		if _, _, calls := emb.counts(); calls != 1 || s.Embedded() != 0 {
+			t.Fatalf("50 searches while the model is down: %d embedding calls, %d versions embedded; want 1 and 0", calls, s.Embedded())
+		}
+		emb.failWith(func(texts []string) error {
+			if slices.Contains(texts, seaLevel) {
+				return down // the query's embedding only
+			}
+			return nil
+		})
+		first(t, s, "read a file")
+		synctest.Wait()
+		if s.Embedded() != 0 {
+			t.Fatal("tried again before EmbedRetryAfter")
+		}
+		time.Sleep(toolsearch.EmbedRetryAfter)
+		first(t, s, "read a file")
+		synctest.Wait()
+		if s.Embedded() != 1 {
+			t.Fatalf("%d versions embedded after EmbedRetryAfter, want 1", s.Embedded())
+		}
+		if got := first(t, s, seaLevel); got == catalog.ChatName("maps", "maps_elevation") {
+			t.Fatalf("the query's embedding failed, yet the blend answered %s", got)
+		}
+		if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
+			t.Fatalf("blended: first %q", got)
+		}
+	})
+}
