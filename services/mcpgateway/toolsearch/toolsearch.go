@@ -405,10 +405,19 @@ var stopWords = map[string]bool{
 // letter or digit and at camelCase humps, stemmed, stop words dropped.
 func Terms(text string) []string {
 	var out []string
-	for _, w := range words(text) {
+	add := func(w string) {
 		w = stem(strings.ToLower(w))
 		if w != "" && !stopWords[w] {
 			out = append(out, w)
+		}
+	}
+	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		parts := words(run)
+		for _, w := range parts {
+			add(w)
+		}
+		if len(parts) > 1 { // JavaScript, GitHub, MongoDB: their parts, and the word a person types
+			add(run)
 		}
 	}
 	return out

@@ -13,8 +13,10 @@ func TestTermsSplitAndStem(t *testing.T) {
 		want []string
 	}{
 		{"read_file", []string{"read", "fil"}},
-		{"readFiles", []string{"read", "fil"}},
-		{"HTTPServer listing", []string{"http", "server", "list"}},
+		{"readFiles", []string{"read", "fil", "readfil"}},
+		{"HTTPServer listing", []string{"http", "server", "httpserver", "list"}},
+		{"Run JavaScript on GitHub", []string{"run", "java", "script", "javascript", "git", "hub", "github"}},
+		{"javascript github", []string{"javascript", "github"}},
 		{"Create the issues", []string{"creat", "issu"}},
 		{"created, creating; creates", []string{"creat", "creat", "creat"}},
 		{"get-env", []string{"get", "env"}},
@@ -162,5 +164,18 @@ func TestLeadSentenceWeighsMore(t *testing.T) {
 	}
 	if lead, rest := leadSentence("v1.2 is out"); lead != "v1.2 is out" || rest != "" {
 		t.Errorf("leadSentence without an end: %q %q", lead, rest)
+	}
+}
+
+// TestCamelCaseWordMeetsTheWordTyped: a camelCase word of a tool's text (JavaScript) is
+// found by the word a person types (javascript), not only by its parts. Before, "javascript"
+// met nothing in "Evaluate JavaScript in the page", and a tool that merely had "page" won.
+func TestCamelCaseWordMeetsTheWordTyped(t *testing.T) {
+	ix := Build([]Doc{
+		{Key: "evaluate", Name: "evaluate_script", Description: "Evaluate JavaScript in the page."},
+		{Key: "new_page", Name: "new_page", Description: "Open a new page."},
+	})
+	if got := keys(ix.Search("run some javascript in the page", Options{Limit: 1})); !slices.Equal(got, []string{"evaluate"}) {
+		t.Fatalf("first hit %v, want evaluate", got)
 	}
 }
