@@ -115,6 +115,7 @@ func (s *Shared) embedIndex(ctx context.Context, ix *Index) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
+				embeddingsMetric.WithLabelValues("error").Inc()
 				bg.failed, bg.failedAt = ix, time.Now()
 				s.log.Warn("tool search: embedding the catalog's tools failed; searches rank by BM25 alone until it succeeds",
 					"tools", len(docs), "retry_after", EmbedRetryAfter, "err", err)
@@ -134,11 +135,13 @@ func (s *Shared) embedIndex(ctx context.Context, ix *Index) {
 	}
 	bg.cache = kept // the tools of the current version: a removed tool's vector goes
 	if !ix.SetVectors(vectors) {
+		embeddingsMetric.WithLabelValues("error").Inc()
 		bg.failed, bg.failedAt = ix, time.Now()
 		s.log.Warn("tool search: the embedding model answered vectors of different lengths; searches rank by BM25 alone")
 		return
 	}
 	s.embedded.Add(1)
+	embeddingsMetric.WithLabelValues("ok").Inc()
 	s.log.Info("tool search: the catalog's tools are embedded; searches blend BM25 with the embeddings", "tools", len(docs),
 		"dimensions", ix.Dimensions(), "took", time.Since(start).Round(time.Millisecond))
 }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/zestmcp/zest/lib/metrics"
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
 	"github.com/zestmcp/zest/services/mcpgateway/catalog"
 	"github.com/zestmcp/zest/services/mcpgateway/toolsearch"
@@ -87,6 +88,27 @@ var allServers = []string{"fs", "gh", "maps"}
 
 const seaLevel = "how high above sea level is Denver"
 
+// counter is the value of the registered counter name with the label value (any label), 0
+// when it has no such series.
+func counter(t *testing.T, name, value string) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if value == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == value) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 func first(t *testing.T, s *toolsearch.Shared, query string) string {
 	t.Helper()
 	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 1}, allServers, nil)
@@ -126,8 +148,12 @@ func TestSharedEmbeddingBlend(t *testing.T) {
 		if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
 			t.Fatalf("blended, a query BM25 answers: first %q", got)
 		}
+		blended, bm25 := counter(t, "zest_tool_search_searches_total", "blended"), counter(t, "zest_tool_search_searches_total", "bm25")
 		for range 100 {
 			first(t, s, seaLevel)
+		}
+		if b, a := counter(t, "zest_tool_search_searches_total", "blended")-blended, counter(t, "zest_tool_search_searches_total", "bm25")-bm25; b != 100 || a != 0 {
+			t.Fatalf("zest_tool_search_searches_total rose by %v blended and %v bm25, want 100 and 0", b, a)
 		}
 		if docs, queries, _ := emb.counts(); docs != 3 || queries != 102 {
 			t.Fatalf("after 102 blended searches: %d tool texts and %d queries embedded, want 3 and 102", docs, queries)
@@ -163,6 +189,9 @@ func TestSharedEmbeddingFails(t *testing.T) {
 				t.Fatalf("BM25 alone while the model is down: first %q", got)
 			}
 			synctest.Wait()
+		}
+		if n := counter(t, "zest_tool_search_catalog_embeddings_total", "error"); n < 1 {
+			t.Fatalf("zest_tool_search_catalog_embeddings_total{result=error} = %v after a failure", n)
 		}
 		if _, _, calls := emb.counts(); calls != 1 || s.Embedded() != 0 {
 			t.Fatalf("50 searches while the model is down: %d embedding calls, %d versions embedded; want 1 and 0", calls, s.Embedded())

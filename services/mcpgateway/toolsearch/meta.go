@@ -135,7 +135,13 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, 
 			return shown && inServers(d)
 		}
 	}
-	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow, Vector: s.queryVector(ctx, ix, args.Query)})
+	vector := s.queryVector(ctx, ix, args.Query)
+	ranking := "bm25"
+	if vector != nil {
+		ranking = "blended"
+	}
+	searchesMetric.WithLabelValues(ranking).Inc()
+	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow, Vector: vector})
 	out := make([]Found, 0, len(hits))
 	for _, h := range hits {
 		e := h.Doc.Entry

@@ -92,6 +92,7 @@ func (s *Shared) Index(ctx context.Context) (*Index, error) {
 	}
 	s.cur.Store(v)
 	s.builds.Add(1)
+	buildsMetric.Inc()
 	s.wantVectors()
 	return ix, nil
 }
