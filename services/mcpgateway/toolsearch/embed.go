@@ -160,7 +160,6 @@ func (s *Shared) queryVector(ctx context.Context, ix *Index, query string) []flo
 	defer cancel()
 	vs, err := s.emb.Embed(ctx, []string{query})
 	if err != nil || len(vs) != 1 || len(vs[0]) != ix.Dimensions() {
-		s.queryFailures.Add(1)
 		s.log.Debug("tool search: the query's embedding failed; this search ranks by BM25 alone", "err", err)
 		return nil
 	}

@@ -31,11 +31,10 @@ type Shared struct {
 	kept   []*version // the last KeptVersions built, oldest first
 	builds atomic.Int64
 
-	emb           Embedder   // nil: BM25 alone
-	bg            *embedding // the background embedding of each version, with emb
-	log           *slog.Logger
-	embedded      atomic.Int64
-	queryFailures atomic.Int64
+	emb      Embedder   // nil: BM25 alone
+	bg       *embedding // the background embedding of each version, with emb
+	log      *slog.Logger
+	embedded atomic.Int64
 }
 
 // KeptVersions is how many catalog versions' indexes Shared keeps. A caller that read the
