@@ -26,7 +26,13 @@ type conceptEmbedder struct {
 	queries int
 	calls   int
 	fail    func(texts []string) error
+	// hold, when set, keeps the embedding of tools' texts waiting until it is closed: a
+	// search that runs meanwhile is surely ranked by BM25 alone.
+	hold chan struct{}
 }
+
+// isQuery tells a search's query from tools' texts: EmbedText joins a tool's parts with ". ".
+func isQuery(texts []string) bool { return len(texts) == 1 && !strings.Contains(texts[0], ". ") }
 
 var concepts = [][]string{
 	{"elevation", "sea level", "how high"},
@@ -36,6 +42,9 @@ var concepts = [][]string{
 }
 
 func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	if e.hold != nil && !isQuery(texts) {
+		<-e.hold
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls++
@@ -44,7 +53,7 @@ func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32,
 			return nil, err
 		}
 	}
-	if len(texts) == 1 && !strings.Contains(texts[0], ". ") { // a query: EmbedText joins a tool's parts with ". "
+	if isQuery(texts) {
 		e.queries++
 	} else {
 		e.docs += len(texts)
@@ -128,13 +137,14 @@ func first(t *testing.T, s *toolsearch.Shared, query string) string {
 func TestSharedEmbeddingBlend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := withMaps(newSource())
-		emb := &conceptEmbedder{}
+		emb := &conceptEmbedder{hold: make(chan struct{})}
 		s := toolsearch.NewShared(catalog.New(src, src, nil), nil, toolsearch.WithEmbedder(emb, nil))
 		defer s.Close()
 		elevation := catalog.ChatName("maps", "maps_elevation")
 		if got := first(t, s, seaLevel); got == elevation {
 			t.Fatalf("BM25 alone found %s, which shares no word with %q: the test shows nothing", got, seaLevel)
 		}
+		close(emb.hold)
 		synctest.Wait() // the background embedding is done
 		if n := s.Embedded(); n != 1 {
 			t.Fatalf("%d versions embedded, want 1", n)
