@@ -14,7 +14,6 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -173,7 +172,7 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 	// A search builds the index of the catalog (both servers listed by now, and the built-in
 	// tools /mcp serves beside them) and asks for its vectors; the line that says they are
 	// made, for that many tools, is the signal.
-	builtins, err := modernClientAt(t, s.URL+"/mcp").ListTools(t.Context(), mcp.ListToolsRequest{})
+	builtins, err := modernClient(t, s.URL+"/mcp", "lemonade-mcp").ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,26 +208,6 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 	if got := search(c, "add two numbers", top); !slices.Contains(got, want) {
 		t.Errorf("search_tools \"add two numbers\" without the embedder answered %v: want %s (BM25)", got, want)
 	}
-}
-
-// modernClientAt is an mcp-go client with its defaults (no session) at url, initialized.
-func modernClientAt(t *testing.T, url string) *mcpclient.Client {
-	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + fedAPIKey}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mcpclient.NewClient(tr)
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "zest-e2e-embedding", Version: "1"}
-	if _, err := c.Initialize(t.Context(), init); err != nil {
-		t.Fatalf("initialize at %s: %v", url, err)
-	}
-	return c
 }
 
 // hitKeys are the keys of hits, in order.

@@ -28,15 +28,22 @@ const (
 	minQueries   = 100
 )
 
-func TestRecallOnRealCatalog(t *testing.T) {
+// loadBenchmark reads the benchmark's catalog and query set.
+func loadBenchmark(tb testing.TB) (*searcheval.Catalog, []searcheval.Query) {
+	tb.Helper()
 	cat, err := searcheval.LoadCatalog(catalogPath)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	qs, err := searcheval.LoadQueries(queriesPath, cat)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return cat, qs
+}
+
+func TestRecallOnRealCatalog(t *testing.T) {
+	cat, qs := loadBenchmark(t)
 	if len(cat.Tools) < catalogSize || len(qs) < minQueries {
 		t.Fatalf("%d tools and %d queries, want at least %d and %d", len(cat.Tools), len(qs), catalogSize, minQueries)
 	}
@@ -53,14 +60,7 @@ func TestRecallOnRealCatalog(t *testing.T) {
 // BenchmarkSearchRealCatalog is one search's own time on the 578 real tools, the query set in
 // turn (bench's toolsearch scenario measures it at C=64).
 func BenchmarkSearchRealCatalog(b *testing.B) {
-	cat, err := searcheval.LoadCatalog(catalogPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	qs, err := searcheval.LoadQueries(queriesPath, cat)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cat, qs := loadBenchmark(b)
 	ix := toolsearch.Build(searcheval.Docs(cat))
 	b.ReportAllocs()
 	i := 0
@@ -77,14 +77,7 @@ func BenchmarkSearchRealCatalog(b *testing.B) {
 // CheckEmbeddingModel refuses it. Should the built-in embedder ever help, this test says to
 // lift the refusal.
 func TestBuiltinEmbedDoesNotHelp(t *testing.T) {
-	cat, err := searcheval.LoadCatalog(catalogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := searcheval.LoadQueries(queriesPath, cat)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, qs := loadBenchmark(t)
 	ix := toolsearch.Build(searcheval.Docs(cat))
 	alone := searcheval.Evaluate(ix, qs)
 	engine := builtin.New(time.Now())
