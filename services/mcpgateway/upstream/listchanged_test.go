@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -119,7 +121,37 @@ func TestHTTPToolsFollowListChanged(t *testing.T) {
 				return mcp.NewToolResultText("ok"), nil
 			}
 			srv.AddTool(mcp.NewTool("first"), echo)
-			hs := httptest.NewServer(server.NewStreamableHTTPServer(srv, era.opts...))
+			mcpHandler := server.NewStreamableHTTPServer(srv, era.opts...)
+			// The session era's GET stream is the test's own: mcp-go's server can drop a
+			// notification sent just after a POST of the session ends (that POST's forwarder,
+			// not yet gone, takes it off the session's channel and discards it), which a
+			// stress run met. The test writes list_changed on the stream Zest opened.
+			getStream := make(chan chan<- string, 1)
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodGet || r.Header.Get("Mcp-Session-Id") == "" {
+					mcpHandler.ServeHTTP(w, r)
+					return
+				}
+				send := make(chan string)
+				select {
+				case getStream <- send:
+				default: // a second stream: not this test's
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				for {
+					select {
+					case msg := <-send:
+						fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+						w.(http.Flusher).Flush()
+					case <-r.Context().Done():
+						return
+					}
+				}
+			}))
 			t.Cleanup(hs.Close)
 
 			m := New(nil, nil, nil)
@@ -134,7 +166,19 @@ func TestHTTPToolsFollowListChanged(t *testing.T) {
 			if !hasTool(m, "lc", "first") || hasTool(m, "lc", "second") {
 				t.Fatal("tools after connect")
 			}
-			srv.AddTool(mcp.NewTool("second"), echo)
+			srv.AddTool(mcp.NewTool("second"), echo) // the 2026-07-28 era: on Zest's subscriptions/listen stream
+			if era.version == ProtocolVersion {
+				select {
+				case send := <-getStream:
+					select {
+					case send <- `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`:
+					case <-time.After(10 * time.Second):
+						t.Fatal("Zest's GET stream ended before the notification was written")
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("Zest opened no GET stream within 10 s of connecting")
+				}
+			}
 			d := waitfor.True(t, 5*time.Second, "tool second after list_changed", func() bool { return hasTool(m, "lc", "second") })
 			t.Logf("new HTTP tool seen %v after AddTool", d)
 		})
