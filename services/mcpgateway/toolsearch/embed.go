@@ -158,7 +158,7 @@ func (s *Shared) queryVector(ctx context.Context, ix *Index, query string) []flo
 	}
 	ctx, cancel := context.WithTimeout(ctx, QueryEmbedTimeout)
 	defer cancel()
-	vs, err := s.emb.Embed(ctx, []string{query})
+	vs, err := s.emb.Embed(ctx, []string{cut(query, MaxEmbedTextBytes)})
 	if err != nil || len(vs) != 1 || len(vs[0]) != ix.Dimensions() {
 		s.log.Debug("tool search: the query's embedding failed; this search ranks by BM25 alone", "err", err)
 		return nil

@@ -143,10 +143,30 @@ func (ix *Index) Dimensions() int {
 	return 0
 }
 
+// MaxEmbedTextBytes bounds what an embedding model reads of a tool or a query: a description
+// with no full stop would otherwise be one long "first sentence", past what small models
+// take (often 512 tokens), and one such tool would fail its whole batch.
+const MaxEmbedTextBytes = 1024
+
 // EmbedText is what an embedding model reads of a tool: its name in words, its title and the
 // first sentence of its description, the sentence that says what the tool does (the usage
-// notes after it dilute a sentence embedding).
+// notes after it dilute a sentence embedding); at most MaxEmbedTextBytes.
 func EmbedText(d *Doc) string {
+	return cut(embedText(d), MaxEmbedTextBytes)
+}
+
+// cut is s up to n bytes, whole characters only.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func embedText(d *Doc) string {
 	parts := []string{strings.ToLower(strings.Join(words(d.Name), " "))}
 	if d.Title != "" {
 		parts = append(parts, d.Title)

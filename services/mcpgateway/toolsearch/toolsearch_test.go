@@ -179,3 +179,16 @@ func TestCamelCaseWordMeetsTheWordTyped(t *testing.T) {
 		t.Fatalf("first hit %v, want evaluate", got)
 	}
 }
+
+// TestEmbedTextIsBounded: a description without a full stop is not one endless sentence for
+// the embedding model, and the cut keeps whole characters.
+func TestEmbedTextIsBounded(t *testing.T) {
+	long := strings.Repeat("é", MaxEmbedTextBytes) // two bytes each
+	got := EmbedText(&Doc{Name: "read_file", Title: "Read", Description: long})
+	if len(got) > MaxEmbedTextBytes || !utf8.ValidString(got) || !strings.HasPrefix(got, "read file. Read. é") {
+		t.Fatalf("EmbedText: %d bytes, valid %v, starts %q", len(got), utf8.ValidString(got), got[:min(len(got), 20)])
+	}
+	if got := EmbedText(&Doc{Name: "getEnv", Description: "Print the environment. Values are secret."}); got != "get env. Print the environment." {
+		t.Fatalf("EmbedText = %q", got)
+	}
+}
