@@ -347,8 +347,18 @@ func TestChaos(t *testing.T) {
 		s.start()
 		k.restarted = time.Now()
 		kills = append(kills, k)
-		// Whole again before the next kill: the process serves, and the load with it.
-		waitfor.NoError(t, 30*time.Second, s.serving)
+		// Whole again before the next kill: the process serves, and the load with it. A
+		// restart that exits, or does not serve in time, says why with its log (a stress run
+		// once waited 30 s on "connection refused" with nothing else to read).
+		waitfor.NoError(t, 30*time.Second, func() error {
+			if !s.p.running() {
+				return waitfor.Stop(fmt.Errorf("%s exited after its restart:\n%s", what, s.p.logs.String()))
+			}
+			if err := s.serving(); err != nil {
+				return fmt.Errorf("%s, restarted, does not serve: %w\nits log so far:\n%s", what, err, s.p.logs.String())
+			}
+			return nil
+		})
 		underLoad(k.restarted)
 	}
 	restart("edge 0", top.edges[0])
