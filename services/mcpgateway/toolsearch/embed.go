@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
+	"github.com/zestmcp/zest/services/inference/modelfile"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 )
 
 // Embedder turns texts into vectors, one each in order: the inference node's embedding model
@@ -158,7 +159,7 @@ func (s *Shared) queryVector(ctx context.Context, ix *Index, query string) []flo
 	}
 	ctx, cancel := context.WithTimeout(ctx, QueryEmbedTimeout)
 	defer cancel()
-	vs, err := s.emb.Embed(ctx, []string{cut(query, MaxEmbedTextBytes)})
+	vs, err := s.emb.Embed(ctx, []string{activity.Cut(query, MaxEmbedTextBytes)})
 	if err != nil || len(vs) != 1 || len(vs[0]) != ix.Dimensions() {
 		s.log.Debug("tool search: the query's embedding failed; this search ranks by BM25 alone", "err", err)
 		return nil
@@ -203,9 +204,6 @@ func (e inferenceEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // builtinEmbed is the inference node's built-in embedding model (builtin.Embed).
 const builtinEmbed = "builtin-embed"
 
-// embeddingModelID is what a model id may be (the model file's pattern).
-var embeddingModelID = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
-
 // CheckEmbeddingModel says what is wrong with model as tool search's embedding model ("":
 // none, BM25 alone). builtin-embed is refused: it hashes words, knows no meaning, and blending
 // it lowered recall@5 on the tool-search benchmark (TestBuiltinEmbedDoesNotHelp).
@@ -215,7 +213,7 @@ func CheckEmbeddingModel(model string) error {
 		return nil
 	case model == builtinEmbed:
 		return fmt.Errorf("%s: the built-in embedder hashes words and knows no meaning; blended, it lowered tool search's recall. Name a semantic embedding model of an engine in the model file, or none", model)
-	case !embeddingModelID.MatchString(model):
+	case !modelfile.IDPattern.MatchString(model):
 		return fmt.Errorf("%q: want a model id ([A-Za-z0-9_.:/-]{1,128}) of an embedding model in the inference node's model file", model)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	mcpgatewayv1 "github.com/zestmcp/zest/proto/gen/zest/mcpgateway/v1"
+	"github.com/zestmcp/zest/services/mcpgateway/activity"
 )
 
 // Doc is one tool as the index sees it.
@@ -152,18 +153,7 @@ const MaxEmbedTextBytes = 1024
 // first sentence of its description, the sentence that says what the tool does (the usage
 // notes after it dilute a sentence embedding); at most MaxEmbedTextBytes.
 func EmbedText(d *Doc) string {
-	return cut(embedText(d), MaxEmbedTextBytes)
-}
-
-// cut is s up to n bytes, whole characters only.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return activity.Cut(embedText(d), MaxEmbedTextBytes)
 }
 
 func embedText(d *Doc) string {
