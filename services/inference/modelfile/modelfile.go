@@ -50,9 +50,7 @@ type File struct {
 	Models         []Model       `yaml:"models"`
 }
 
-// IDPattern is what a model id may be: in the model file, and where another service names a
-// model of it (mcpgateway's ZEST_TOOL_SEARCH_EMBEDDING_MODEL).
-var IDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
 
 // Load reads and checks the model file at path.
 func Load(path string) (*File, error) {
@@ -77,7 +75,7 @@ func Parse(b []byte) (*File, error) {
 	for i := range f.Models {
 		m := &f.Models[i]
 		where := fmt.Sprintf("models[%d]", i)
-		if !IDPattern.MatchString(m.ID) {
+		if !idPattern.MatchString(m.ID) {
 			errs = append(errs, fmt.Errorf("%s.id %q must match [A-Za-z0-9_.:/-]{1,128}", where, m.ID))
 			continue
 		}

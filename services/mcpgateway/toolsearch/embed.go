@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
-	"github.com/zestmcp/zest/services/inference/modelfile"
 	"github.com/zestmcp/zest/services/mcpgateway/activity"
 )
 
@@ -201,6 +201,11 @@ func (e inferenceEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return out, nil
 }
 
+// embeddingModelID is what a model id may be: the inference node's model file's pattern
+// (services/inference/modelfile), repeated here because services share code only through
+// lib/ (deploy's TestServicesMeetInProto).
+var embeddingModelID = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+
 // builtinEmbed is the inference node's built-in embedding model (builtin.Embed).
 const builtinEmbed = "builtin-embed"
 
@@ -213,7 +218,7 @@ func CheckEmbeddingModel(model string) error {
 		return nil
 	case model == builtinEmbed:
 		return fmt.Errorf("%s: the built-in embedder hashes words and knows no meaning; blended, it lowered tool search's recall. Name a semantic embedding model of an engine in the model file, or none", model)
-	case !modelfile.IDPattern.MatchString(model):
+	case !embeddingModelID.MatchString(model):
 		return fmt.Errorf("%q: want a model id ([A-Za-z0-9_.:/-]{1,128}) of an embedding model in the inference node's model file", model)
 	}
 	return nil
