@@ -29,6 +29,9 @@ const (
 	// EmbedRetryAfter is how long a catalog version whose embedding failed waits before a
 	// search tries it again (searches rank by BM25 alone meanwhile).
 	EmbedRetryAfter = 30 * time.Second
+	// QueryQueue is how many searches' queries may wait for their embedding at once; a search
+	// past it ranks by BM25 alone rather than queue without bound.
+	QueryQueue = 1024
 )
 
 // SharedOption configures NewShared.
@@ -55,14 +58,32 @@ type embedding struct {
 	cache    map[string][]float32
 	failed   *Index // the index whose embedding failed last, and when
 	failedAt time.Time
+	// queries are the searches' queries waiting for their embedding; one goroutine embeds
+	// all that wait in one call (at most EmbedBatch), so concurrent searches share a call.
+	queries chan *queryWait
+}
+
+// queryWait is one search's query, waiting for its vector.
+type queryWait struct {
+	ctx  context.Context // the search's: a query whose search gave up is not embedded
+	text string
+	vec  []float32 // set before done is closed; nil when the embedding failed
+	done chan struct{}
 }
 
 // startEmbedding starts the background work (NewShared, with an embedder).
 func (s *Shared) startEmbedding() {
 	ctx, stop := context.WithCancel(context.Background())
-	s.bg = &embedding{kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{}), cache: map[string][]float32{}}
+	s.bg = &embedding{kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{}), cache: map[string][]float32{},
+		queries: make(chan *queryWait, QueryQueue)}
+	queriesDone := make(chan struct{})
+	go func() {
+		defer close(queriesDone)
+		s.embedQueries(ctx)
+	}()
 	go func() {
 		defer close(s.bg.done)
+		defer func() { <-queriesDone }()
 		for {
 			select {
 			case <-ctx.Done():
@@ -148,7 +169,8 @@ func (s *Shared) embedIndex(ctx context.Context, ix *Index) {
 }
 
 // queryVector is the embedding of query for a search of ix, or nil: when ix has no vectors
-// yet (the background work is asked for them) or the model fails or takes too long.
+// yet (the background work is asked for them), the model fails or takes too long, or too
+// many searches wait (QueryQueue).
 func (s *Shared) queryVector(ctx context.Context, ix *Index, query string) []float32 {
 	if s.emb == nil {
 		return nil
@@ -159,12 +181,93 @@ func (s *Shared) queryVector(ctx context.Context, ix *Index, query string) []flo
 	}
 	ctx, cancel := context.WithTimeout(ctx, QueryEmbedTimeout)
 	defer cancel()
-	vs, err := s.emb.Embed(ctx, []string{activity.Cut(query, MaxEmbedTextBytes)})
-	if err != nil || len(vs) != 1 || len(vs[0]) != ix.Dimensions() {
-		s.log.Debug("tool search: the query's embedding failed; this search ranks by BM25 alone", "err", err)
+	w := &queryWait{ctx: ctx, text: activity.Cut(query, MaxEmbedTextBytes), done: make(chan struct{})}
+	select {
+	case s.bg.queries <- w:
+	default:
+		s.log.Debug("tool search: too many queries wait for their embedding; this search ranks by BM25 alone", "waiting", QueryQueue)
 		return nil
 	}
-	return vs[0]
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		s.log.Debug("tool search: the query's embedding took too long; this search ranks by BM25 alone", "timeout", QueryEmbedTimeout)
+		return nil
+	}
+	if len(w.vec) != ix.Dimensions() {
+		return nil
+	}
+	return w.vec
+}
+
+// embedQueries embeds the searches' queries until ctx ends: each call carries every query
+// that waits (at most EmbedBatch), so while one call runs the queries of other searches
+// gather for the next, and a model that embeds one request at a time serves many searches
+// per request. A lone search's query is embedded at once, as before.
+func (s *Shared) embedQueries(ctx context.Context) {
+	for {
+		var batch []*queryWait
+		select {
+		case <-ctx.Done():
+			for { // the searches that wait rank by BM25 alone now, not at their timeout
+				select {
+				case w := <-s.bg.queries:
+					close(w.done)
+				default:
+					return
+				}
+			}
+		case w := <-s.bg.queries:
+			batch = append(batch, w)
+		}
+	gather:
+		for len(batch) < EmbedBatch {
+			select {
+			case w := <-s.bg.queries:
+				batch = append(batch, w)
+			default:
+				break gather
+			}
+		}
+		s.embedBatch(ctx, batch)
+	}
+}
+
+// embedBatch embeds the queries of batch whose searches still wait, in one call bounded by
+// QueryEmbedTimeout, and closes every wait's done.
+func (s *Shared) embedBatch(ctx context.Context, batch []*queryWait) {
+	defer func() {
+		for _, w := range batch {
+			close(w.done)
+		}
+	}()
+	var live []*queryWait
+	for _, w := range batch {
+		if w.ctx.Err() == nil {
+			live = append(live, w)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	texts := make([]string, len(live))
+	for i, w := range live {
+		texts[i] = w.text
+	}
+	ctx, cancel := context.WithTimeout(ctx, QueryEmbedTimeout)
+	defer cancel()
+	vs, err := s.emb.Embed(ctx, texts)
+	if err == nil && len(vs) != len(texts) {
+		err = fmt.Errorf("%d vectors for %d queries", len(vs), len(texts))
+	}
+	if err != nil {
+		s.log.Debug("tool search: the queries' embedding failed; their searches rank by BM25 alone", "queries", len(texts), "err", err)
+		return
+	}
+	for i, w := range live {
+		w.vec = vs[i]
+	}
+	queryBatchMetric.Observe(float64(len(texts)))
 }
 
 // Embedded is how many catalog versions' tools were embedded (tests and metrics).

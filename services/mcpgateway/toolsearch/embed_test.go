@@ -29,10 +29,16 @@ type conceptEmbedder struct {
 	// hold, when set, keeps the embedding of tools' texts waiting until it is closed: a
 	// search that runs meanwhile is surely ranked by BM25 alone.
 	hold chan struct{}
+	// holdQueries, when set, keeps the embedding of searches' queries waiting until it is
+	// closed; queryCalls are the sizes of the calls that embedded queries.
+	holdQueries chan struct{}
+	queryCalls  []int
 }
 
-// isQuery tells a search's query from tools' texts: EmbedText joins a tool's parts with ". ".
-func isQuery(texts []string) bool { return len(texts) == 1 && !strings.Contains(texts[0], ". ") }
+// isQuery tells searches' queries from tools' texts: EmbedText joins a tool's parts with ". ".
+func isQuery(texts []string) bool {
+	return !slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, ". ") })
+}
 
 var concepts = [][]string{
 	{"elevation", "sea level", "how high"},
@@ -45,6 +51,9 @@ func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32,
 	if e.hold != nil && !isQuery(texts) {
 		<-e.hold
 	}
+	if e.holdQueries != nil && isQuery(texts) {
+		<-e.holdQueries
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls++
@@ -54,7 +63,8 @@ func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32,
 		}
 	}
 	if isQuery(texts) {
-		e.queries++
+		e.queries += len(texts)
+		e.queryCalls = append(e.queryCalls, len(texts))
 	} else {
 		e.docs += len(texts)
 	}
@@ -228,6 +238,97 @@ func TestSharedEmbeddingFails(t *testing.T) {
 		}
 		if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
 			t.Fatalf("blended: first %q", got)
+		}
+	})
+}
+
+// TestConcurrentQueriesShareACall: the queries of searches that run at once are embedded in
+// one call while another call runs, so a model that embeds one request at a time serves
+// them all with two requests; each search still gets its own query's vector.
+func TestConcurrentQueriesShareACall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := withMaps(newSource())
+		emb := &conceptEmbedder{}
+		s := toolsearch.NewShared(catalog.New(src, src, nil), nil, toolsearch.WithEmbedder(emb, nil))
+		defer s.Close()
+		first(t, s, "read a file") // builds the index and starts its embedding
+		synctest.Wait()
+		if s.Embedded() != 1 {
+			t.Fatal("the catalog was not embedded")
+		}
+		emb.mu.Lock()
+		emb.holdQueries, emb.queryCalls = make(chan struct{}), nil
+		emb.mu.Unlock()
+		const searches = 20
+		got := make([]string, searches+1)
+		var wg sync.WaitGroup
+		search := func(i int, query string) {
+			wg.Go(func() { got[i] = first(t, s, query) })
+		}
+		search(0, seaLevel)
+		synctest.Wait() // its query's call is running (held)
+		for i := 1; i <= searches; i++ {
+			query := seaLevel
+			if i%2 == 0 {
+				query = "read a file"
+			}
+			search(i, query)
+		}
+		synctest.Wait() // every other search waits for its query's vector
+		close(emb.holdQueries)
+		wg.Wait()
+		elevation, readFile := catalog.ChatName("maps", "maps_elevation"), catalog.ChatName("fs", "read_file")
+		for i, g := range got {
+			want := elevation
+			if i > 0 && i%2 == 0 {
+				want = readFile
+			}
+			if g != want {
+				t.Errorf("search %d: first %q, want %s (blended with its own query's vector)", i, g, want)
+			}
+		}
+		emb.mu.Lock()
+		defer emb.mu.Unlock()
+		if !slices.Equal(emb.queryCalls, []int{1, searches}) {
+			t.Fatalf("queries embedded in calls of %v, want [1 %d]: the searches that waited share one call", emb.queryCalls, searches)
+		}
+	})
+}
+
+// TestQueryQueueIsBounded: past QueryQueue waiting queries, a search ranks by BM25 alone at
+// once instead of queueing; once the model answers, searches blend again.
+func TestQueryQueueIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := withMaps(newSource())
+		emb := &conceptEmbedder{}
+		s := toolsearch.NewShared(catalog.New(src, src, nil), nil, toolsearch.WithEmbedder(emb, nil))
+		defer s.Close()
+		first(t, s, "read a file")
+		synctest.Wait()
+		emb.mu.Lock()
+		emb.holdQueries = make(chan struct{})
+		emb.mu.Unlock()
+		var wg sync.WaitGroup
+		// One query is taken into the held call; QueryQueue more fill the queue.
+		for range toolsearch.QueryQueue + 1 {
+			wg.Go(func() { first(t, s, "read a file") })
+		}
+		synctest.Wait()
+		bm25 := counter(t, "zest_tool_search_searches_total", "bm25")
+		start := time.Now()
+		if got := first(t, s, seaLevel); got == catalog.ChatName("maps", "maps_elevation") {
+			t.Fatalf("with the queue full, the search was blended (%s)", got)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("with the queue full, the search waited %v (the bubble's clock), want an answer at once", waited)
+		}
+		if n := counter(t, "zest_tool_search_searches_total", "bm25") - bm25; n != 1 {
+			t.Fatalf("zest_tool_search_searches_total{ranking=bm25} rose by %v, want 1", n)
+		}
+		close(emb.holdQueries)
+		wg.Wait()
+		if got := first(t, s, seaLevel); got != catalog.ChatName("maps", "maps_elevation") {
+			t.Fatalf("after the queue drained: first %q, want the blend's answer", got)
 		}
 	})
 }

@@ -15,10 +15,13 @@ var (
 		Help: "Tool search indexes built: one per catalog version a search asked for."})
 	embeddingsMetric = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "tool_search_catalog_embeddings_total",
 		Help: "Catalog versions whose tools were embedded for the blend, by result: ok or error."}, []string{"result"})
+	queryBatchMetric = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metrics.Namespace, Name: "tool_search_query_batch_size",
+		Help:    "Queries embedded per call to the embedding model: concurrent searches share a call.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64}})
 )
 
 func init() {
-	metrics.Registry.MustRegister(searchesMetric, buildsMetric, embeddingsMetric)
+	metrics.Registry.MustRegister(searchesMetric, buildsMetric, embeddingsMetric, queryBatchMetric)
 	for _, r := range []string{"bm25", "blended"} {
 		searchesMetric.WithLabelValues(r)
 	}
