@@ -114,14 +114,14 @@ func benchToolsearch(binDir, peers string, warm, dur time.Duration) error {
 		providers = append(providers, c.GetId())
 	}
 	ctx := context.Background()
-	search := func(q searcheval.Query) ([]toolsearch.Found, error) {
+	search := func(q searcheval.Query) (toolsearch.Answer, error) {
 		return shared.Search(ctx, toolsearch.SearchArgs{Query: q.Query, Server: q.Server, Limit: searchAnswerSize}, providers, nil)
 	}
 	var next atomic.Uint64
 	r := runYielding(searchConcurrency, warm, dur, func() error {
 		q := qs[next.Add(1)%uint64(len(qs))]
 		found, err := search(q)
-		if err == nil && len(found) == 0 {
+		if err == nil && len(found.Tools) == 0 {
 			err = fmt.Errorf("no hit for %q", q.Query)
 		}
 		return err

@@ -98,7 +98,7 @@ func benchToolsearchBlend(binDir, peers string, cat *searcheval.Catalog, qs []se
 	}
 	search := func(q searcheval.Query) error {
 		found, err := shared.Search(ctx, toolsearch.SearchArgs{Query: q.Query, Server: q.Server, Limit: searchAnswerSize}, providers, nil)
-		if err == nil && len(found) == 0 {
+		if err == nil && len(found.Tools) == 0 {
 			err = fmt.Errorf("no hit for %q", q.Query)
 		}
 		return err

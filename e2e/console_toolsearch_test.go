@@ -34,6 +34,7 @@ func TestConsoleToolSearch(t *testing.T) {
 	}
 	search("add two numbers together")
 	mustWaitText(t, ctx, "#try-search-result", "mcp_everything__get-sum", uiWait)
+	mustWaitText(t, ctx, "#try-search-ranking", "Ranked by BM25 alone", uiWait) // no embedding model named
 	axeCheck(t, ctx, "presets, try a search")
 	evalJS[bool](t, ctx, `(() => { document.querySelector('#try-search-result').replaceChildren(); return true; })()`)
 	search("print the environment variables")

@@ -158,7 +158,8 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 	t.Logf("BM25 alone over the %d tools: %s ranks %s (answers %v)", len(docs), want, rankOf(bm25, want), bm25)
 
 	c := modernClient(t, presetURL(s, "blend"), "zest-preset-blend")
-	search := func(c *mcpclient.Client, query string, limit int) []string {
+	// search is search_tools' answer for query, and how the answer says it was ranked.
+	search := func(c *mcpclient.Client, query string, limit int) ([]string, any) {
 		t.Helper()
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = "search_tools", map[string]any{"query": query, "limit": limit}
@@ -166,7 +167,11 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 		if err != nil || res.IsError || len(res.Content) == 0 {
 			t.Fatalf("search_tools %q: %+v %v", query, res, err)
 		}
-		return searchNames(t, mcp.GetTextFromContent(res.Content[0]))
+		var ranking any
+		if res.Meta != nil {
+			ranking = res.Meta.AdditionalFields[toolsearch.MetaRanking]
+		}
+		return searchNames(t, mcp.GetTextFromContent(res.Content[0])), ranking
 	}
 
 	// A search builds the index of the catalog (both servers listed by now, and the built-in
@@ -193,7 +198,10 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 	})
 	t.Logf("the catalog's tools were embedded %v after the first search", time.Since(start).Round(time.Millisecond))
 
-	blended := search(c, request, 20)
+	blended, ranking := search(c, request, 20)
+	if ranking != toolsearch.RankedBlended {
+		t.Errorf("search_tools' _meta says it ranked by %v, want %s", ranking, toolsearch.RankedBlended)
+	}
 	rank := slices.Index(blended, want) + 1
 	t.Logf("search_tools %q through /mcp/presets/blend: %s ranks %s (answers %v)", request, want, rankOf(blended, want), blended)
 	if rank < 1 || rank > top {
@@ -202,10 +210,10 @@ func TestToolSearchEmbeddingBlend(t *testing.T) {
 
 	// The embedder gone, each search's query embedding fails: BM25 alone answers, no error.
 	emb.stop()
-	if got := search(c, request, top); slices.Contains(got, want) {
-		t.Errorf("search_tools %q without the embedder answered %v: BM25 alone finds no %s", request, got, want)
+	if got, ranking := search(c, request, top); slices.Contains(got, want) || ranking != toolsearch.RankedBM25 {
+		t.Errorf("search_tools %q without the embedder answered %v, ranked by %v: BM25 alone finds no %s", request, got, ranking, want)
 	}
-	if got := search(c, "add two numbers", top); !slices.Contains(got, want) {
+	if got, _ := search(c, "add two numbers", top); !slices.Contains(got, want) {
 		t.Errorf("search_tools \"add two numbers\" without the embedder answered %v: want %s (BM25)", got, want)
 	}
 }

@@ -97,14 +97,14 @@ func (c *call) searchTools(ctx context.Context, msg jsonrpc.Message, args json.R
 		})
 	}
 	wg.Wait()
-	found, err := c.h.search.Search(ctx, a, servers, c.shape())
+	answer, err := c.h.search.Search(ctx, a, servers, c.shape())
 	switch {
 	case errors.Is(err, toolsearch.ErrUnknownServer):
 		return jsonrpc.Result(msg.ID, toolsearch.ErrorResult(err))
 	case err != nil:
 		return jsonrpc.ErrorResponse(msg.ID, mcp.INTERNAL_ERROR, "Internal error: tool search: "+err.Error())
 	}
-	return jsonrpc.Result(msg.ID, toolsearch.Result(found))
+	return jsonrpc.Result(msg.ID, toolsearch.Result(answer))
 }
 
 func mustJSON(s string) json.RawMessage {

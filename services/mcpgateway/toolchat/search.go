@@ -63,16 +63,17 @@ func newSearchMode(callable map[string]*tool, providers []string, shape *toolsha
 func (l *Loop) searchTools(ctx context.Context, s *searchMode, args string) ran {
 	a, err := toolsearch.ParseSearch(json.RawMessage(args))
 	if err == nil {
-		var found []toolsearch.Found
-		found, err = l.search.Search(ctx, a, s.servers, s.shape)
+		var answer toolsearch.Answer
+		answer, err = l.search.Search(ctx, a, s.servers, s.shape)
 		if err == nil {
-			kept := found[:0]
-			for _, f := range found {
+			kept := answer.Tools[:0]
+			for _, f := range answer.Tools {
 				if s.callable[f.Name] != nil { // what this chat may call (by its shaped name), and only that
 					kept = append(kept, f)
 				}
 			}
-			text, isErr := resultText(toolsearch.Result(kept))
+			answer.Tools = kept
+			text, isErr := resultText(toolsearch.Result(answer))
 			return ran{text: text, isErr: isErr}
 		}
 	}

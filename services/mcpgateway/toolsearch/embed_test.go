@@ -2,6 +2,7 @@ package toolsearch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -128,16 +129,32 @@ func counter(t *testing.T, name, value string) float64 {
 	return 0
 }
 
+// ranking is how search_tools' MCP result for query says its tools were ranked (its _meta).
+func ranking(t *testing.T, s *toolsearch.Shared, query string) string {
+	t.Helper()
+	answer, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 1}, allServers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Meta map[string]string `json:"_meta"`
+	}
+	if err := json.Unmarshal(toolsearch.Result(answer), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Meta[toolsearch.MetaRanking]
+}
+
 func first(t *testing.T, s *toolsearch.Shared, query string) string {
 	t.Helper()
 	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: query, Limit: 1}, allServers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) == 0 {
+	if len(found.Tools) == 0 {
 		return ""
 	}
-	return found[0].Name
+	return found.Tools[0].Name
 }
 
 // TestSharedEmbeddingBlend: with an embedder, the catalog's tools are embedded once per
@@ -154,6 +171,9 @@ func TestSharedEmbeddingBlend(t *testing.T) {
 		if got := first(t, s, seaLevel); got == elevation {
 			t.Fatalf("BM25 alone found %s, which shares no word with %q: the test shows nothing", got, seaLevel)
 		}
+		if r := ranking(t, s, seaLevel); r != toolsearch.RankedBM25 {
+			t.Fatalf("before the catalog is embedded, the answer says it was ranked %q", r)
+		}
 		close(emb.hold)
 		synctest.Wait() // the background embedding is done
 		if n := s.Embedded(); n != 1 {
@@ -165,6 +185,9 @@ func TestSharedEmbeddingBlend(t *testing.T) {
 		if got := first(t, s, seaLevel); got != elevation {
 			t.Fatalf("blended: first %q, want %s", got, elevation)
 		}
+		if r := ranking(t, s, seaLevel); r != toolsearch.RankedBlended {
+			t.Fatalf("blended, the answer says it was ranked %q", r)
+		}
 		if got := first(t, s, "read a file"); got != catalog.ChatName("fs", "read_file") {
 			t.Fatalf("blended, a query BM25 answers: first %q", got)
 		}
@@ -175,8 +198,8 @@ func TestSharedEmbeddingBlend(t *testing.T) {
 		if b, a := counter(t, "zest_tool_search_searches_total", "blended")-blended, counter(t, "zest_tool_search_searches_total", "bm25")-bm25; b != 100 || a != 0 {
 			t.Fatalf("zest_tool_search_searches_total rose by %v blended and %v bm25, want 100 and 0", b, a)
 		}
-		if docs, queries, _ := emb.counts(); docs != 3 || queries != 102 {
-			t.Fatalf("after 102 blended searches: %d tool texts and %d queries embedded, want 3 and 102", docs, queries)
+		if docs, queries, _ := emb.counts(); docs != 3 || queries != 103 {
+			t.Fatalf("after 103 blended searches: %d tool texts and %d queries embedded, want 3 and 103", docs, queries)
 		}
 		src.listChanged("gh", `{"name":"create_issue","description":"Create a new issue in a GitHub repository.","inputSchema":{"type":"object","properties":{"title":{"type":"string"}}}}`,
 			`{"name":"create_pull_request","description":"Create a new pull request."}`)

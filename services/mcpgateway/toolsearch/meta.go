@@ -109,6 +109,25 @@ type Found struct {
 	InputSchema map[string]any `json:"inputSchema"`
 }
 
+// Answer is what a search found, and how it ranked them.
+type Answer struct {
+	Tools []Found
+	// Ranking is RankedBM25 or RankedBlended: whether the embedding model had a part.
+	Ranking string
+}
+
+// The rankings of an Answer: BM25 alone (no embedding model named, the catalog not embedded
+// yet, or the query's embedding failed), or BM25 blended with the embedding model.
+const (
+	RankedBM25    = "bm25"
+	RankedBlended = "blended"
+)
+
+// MetaRanking is the key of search_tools' result _meta that says how its tools were ranked
+// (RankedBM25, RankedBlended): for the console and an operator, not for a model, which reads
+// the content.
+const MetaRanking = "zest/ranking"
+
 // Search answers search_tools over the tools of servers (the providers the caller may use,
 // in any order), narrowed to args.Server when set: the best matches of the shared index,
 // best first, as the preset's shape serves them (toolshape; nil: as they are). The index is
@@ -116,13 +135,13 @@ type Found struct {
 // limit, and the others are shaped as they are answered (their new name, description and
 // schema); the words matched are the tool's own. A server filter that is not one of servers
 // is an error that lists them.
-func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, shape *toolshape.Shape) ([]Found, error) {
+func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, shape *toolshape.Shape) (Answer, error) {
 	if args.Server != "" && !slices.Contains(servers, args.Server) {
-		return nil, fmt.Errorf("%w: %q: use one of %s", ErrUnknownServer, args.Server, strings.Join(servers, ", "))
+		return Answer{}, fmt.Errorf("%w: %q: use one of %s", ErrUnknownServer, args.Server, strings.Join(servers, ", "))
 	}
 	ix, err := s.Index(ctx)
 	if err != nil {
-		return nil, err
+		return Answer{}, err
 	}
 	allow := func(d *Doc) bool { return slices.Contains(servers, d.Server) }
 	if args.Server != "" {
@@ -136,9 +155,9 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, 
 		}
 	}
 	vector := s.queryVector(ctx, ix, args.Query)
-	ranking := "bm25"
+	ranking := RankedBM25
 	if vector != nil {
-		ranking = "blended"
+		ranking = RankedBlended
 	}
 	searchesMetric.WithLabelValues(ranking).Inc()
 	hits := ix.Search(args.Query, Options{Limit: args.Limit, Allow: allow, Vector: vector})
@@ -148,18 +167,22 @@ func (s *Shared) Search(ctx context.Context, args SearchArgs, servers []string, 
 		name, desc, schema, _ := shape.Function(e.GetChatName(), e.GetDescription(), e.GetInputSchema().AsMap())
 		out = append(out, Found{Name: name, Server: e.GetServerId(), Title: e.GetTitle(), Description: desc, InputSchema: schema})
 	}
-	return out, nil
+	return Answer{Tools: out, Ranking: ranking}, nil
 }
 
-// Result is search_tools' MCP result for found: the tools as JSON text, what a model reads.
-// Not also as structuredContent: a client may hand both to its model, and the schemas are
-// most of an answer's tokens.
-func Result(found []Found) json.RawMessage {
-	text, _ := json.Marshal(map[string]any{"tools": found})
-	if len(found) == 0 {
+// Result is search_tools' MCP result for a: the tools as JSON text, what a model reads, and
+// in _meta how they were ranked (MetaRanking). Not also as structuredContent: a client may
+// hand both to its model, and the schemas are most of an answer's tokens.
+func Result(a Answer) json.RawMessage {
+	text, _ := json.Marshal(map[string]any{"tools": a.Tools})
+	if len(a.Tools) == 0 {
 		text = []byte(`{"tools":[],"hint":"No tool matched: try other words, or no server filter."}`)
 	}
-	b, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": string(text)}}})
+	res := map[string]any{"content": []map[string]any{{"type": "text", "text": string(text)}}}
+	if a.Ranking != "" {
+		res["_meta"] = map[string]any{MetaRanking: a.Ranking}
+	}
+	b, _ := json.Marshal(res)
 	return b
 }
 

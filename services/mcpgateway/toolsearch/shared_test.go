@@ -112,7 +112,8 @@ func TestSharedOneBuildPerChange(t *testing.T) {
 	if n := s.Builds(); n != 2 {
 		t.Fatalf("after one list_changed, %d builds, want 2", n)
 	}
-	found, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: "merge the pull request", Limit: 5}, []string{"fs", "gh"}, nil)
+	answer, err := s.Search(t.Context(), toolsearch.SearchArgs{Query: "merge the pull request", Limit: 5}, []string{"fs", "gh"}, nil)
+	found := answer.Tools
 	if err != nil || len(found) == 0 || found[0].Name != catalog.ChatName("gh", "merge_pull_request") {
 		t.Fatalf("after list_changed: %v %v", names(found), err)
 	}
@@ -166,17 +167,20 @@ func TestSharedSearchNarrows(t *testing.T) {
 	src := newSource()
 	s := toolsearch.NewShared(catalog.New(src, src, nil), nil)
 	ctx := t.Context()
-	found, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Limit: 5}, []string{"gh"}, nil)
+	answer, err := s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Limit: 5}, []string{"gh"}, nil)
+	found := answer.Tools
 	if err != nil || len(found) != 1 || found[0].Server != "gh" {
 		t.Fatalf("only gh's tools: %v %v", names(found), err)
 	}
-	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "delete a file", Limit: 5}, []string{"fs", "gh"}, nil)
+	answer, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "delete a file", Limit: 5}, []string{"fs", "gh"}, nil)
+	found = answer.Tools
 	for _, f := range found {
 		if f.Name == catalog.ChatName("fs", "delete_file") {
 			t.Fatalf("a denied tool was found: %v", names(found))
 		}
 	}
-	found, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Server: "fs", Limit: 5}, []string{"fs", "gh"}, nil)
+	answer, _ = s.Search(ctx, toolsearch.SearchArgs{Query: "file issue", Server: "fs", Limit: 5}, []string{"fs", "gh"}, nil)
+	found = answer.Tools
 	if len(found) != 1 || found[0].Name != catalog.ChatName("fs", "read_file") || found[0].InputSchema["properties"] == nil {
 		t.Fatalf("server filter fs: %+v", found)
 	}
@@ -234,7 +238,8 @@ func TestSharedSearchShaped(t *testing.T) {
 	s := toolsearch.NewShared(catalog.New(src, src, nil), nil)
 	ctx := t.Context()
 	args := toolsearch.SearchArgs{Query: "read a file", Limit: 1}
-	first, err := s.Search(ctx, args, []string{"fs", "gh"}, nil)
+	answer, err := s.Search(ctx, args, []string{"fs", "gh"}, nil)
+	first := answer.Tools
 	if err != nil || len(first) != 1 || first[0].Name != catalog.ChatName("fs", "read_file") {
 		t.Fatalf("unshaped: %v %v", names(first), err)
 	}
@@ -243,7 +248,8 @@ func TestSharedSearchShaped(t *testing.T) {
 		{Tool: catalog.ChatName("gh", "create_issue"), Name: "open_issue", Description: "Open an issue.", Arguments: &mcpgatewayv1.PresetToolArguments{
 			Fixed: map[string]*structpb.Value{"title": structpb.NewStringValue("from the preset")}}},
 	})
-	found, err := s.Search(ctx, toolsearch.SearchArgs{Query: "read a file issue", Limit: 1}, []string{"fs", "gh"}, shape)
+	answer, err = s.Search(ctx, toolsearch.SearchArgs{Query: "read a file issue", Limit: 1}, []string{"fs", "gh"}, shape)
+	found := answer.Tools
 	if err != nil || len(found) != 1 {
 		t.Fatalf("shaped, limit 1: %v %v, want the hidden tool left out before the limit", names(found), err)
 	}

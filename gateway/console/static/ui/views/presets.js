@@ -202,7 +202,12 @@ export default {
     formSection.append(heading, form);
     main.append(trySection);
 
-    // Try a search: search_tools of the saved preset, through its MCP endpoint.
+    // Try a search: search_tools of the saved preset, through its MCP endpoint. Its result's
+    // _meta says how the tools were ranked (toolsearch.MetaRanking).
+    const rankedBy = {
+      bm25: 'Ranked by BM25 alone: no embedding model is named (ZEST_TOOL_SEARCH_EMBEDDING_MODEL), the catalog is still being embedded, or the query\'s embedding failed.',
+      blended: 'Ranked by BM25 blended with the embedding model.',
+    };
     const queryInput = el('input', { type: 'search', id: 'try-search-query', name: 'query', autocomplete: 'off' });
     const tryResult = el('div', { id: 'try-search-result', 'aria-live': 'polite' });
     const tryForm = el('form', { 'aria-labelledby': 'try-search-h' },
@@ -237,6 +242,8 @@ export default {
           ? el('p', {}, 'No tool matched: try other words.')
           : el('ol', { class: 'found-tools' }, tools.map((t) => el('li', {},
             el('code', {}, t.name), el('span', { class: 'muted' }, ` — ${t.server}`), el('br'), t.description || ''))));
+        const ranked = rankedBy[(got && got._meta && got._meta['zest/ranking']) || ''];
+        if (ranked) tryResult.append(el('p', { class: 'muted', id: 'try-search-ranking' }, ranked));
         app.announce(`${tools.length} tool${tools.length === 1 ? '' : 's'} found.`);
       } catch (err) {
         tryResult.replaceChildren(app.errorBox(err));
