@@ -97,7 +97,9 @@ type Suite struct {
 // between): the test opens the listening socket and hands it to the service that listens
 // there (socket activation: LISTEN_FDS=1, the socket as fd 3; see lib/listen), which then
 // owns it: when the service dies its port refuses connections, as in production. A restarted
-// service binds its address again itself.
+// service binds its address again itself; the port is outside the kernel's ephemeral range
+// (testenv.ListenFixed), so no other process's port-0 listen or outgoing connection is given
+// it while the service is down.
 var (
 	socketsMu sync.Mutex
 	sockets   = map[string]*os.File{} // address → listening socket not yet handed over
@@ -106,7 +108,7 @@ var (
 // freeAddr reserves a loopback address for a service the test starts there.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := testenv.ListenFixed() // outside the ephemeral range: a restart binds it again
 	if err != nil {
 		t.Fatal(err)
 	}

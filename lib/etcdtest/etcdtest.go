@@ -353,7 +353,9 @@ func health(client *http.Client, url string) error {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago (held open together
-// so that none is returned twice).
+// so that none is returned twice), outside the kernel's ephemeral range: Restart binds a
+// member's ports again, and no other process is given them while it is down
+// (testenv.ListenFixed).
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -363,7 +365,7 @@ func freePorts(n int) ([]int, error) {
 	}()
 	ports := make([]int, n)
 	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := testenv.ListenFixed()
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zestmcp/zest/lib/grpcdial"
 	"github.com/zestmcp/zest/lib/grpcserve"
+	"github.com/zestmcp/zest/lib/testenv"
 	"github.com/zestmcp/zest/lib/waitfor"
 	inferencev1 "github.com/zestmcp/zest/proto/gen/zest/inference/v1"
 	"google.golang.org/grpc/codes"
@@ -69,7 +70,13 @@ func startReplica(t *testing.T, name, addr string, armed *atomic.Bool) *replica 
 
 func (r *replica) serve(addr string) {
 	r.t.Helper()
-	lis, err := net.Listen("tcp", addr)
+	var lis net.Listener
+	var err error
+	if addr == "127.0.0.1:0" {
+		lis, err = testenv.ListenFixed() // restart binds it again: outside the ephemeral range
+	} else {
+		lis, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
