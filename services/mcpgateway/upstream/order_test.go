@@ -3,11 +3,13 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/zestmcp/zest/lib/mcptest"
 	"github.com/zestmcp/zest/lib/waitfor"
 	toolhostv1 "github.com/zestmcp/zest/proto/gen/zest/toolhost/v1"
 )
@@ -183,3 +185,36 @@ func TestOrderedWaitIsBounded(t *testing.T) {
 	})
 }
 
+// An HTTP server's notifications on a call's own response stream need no waiting: mcp-go's
+// transport reads that stream in order and hands each notification to OnNotification (which
+// passes it to the GET streams) before it reads the answer, so every log message the server
+// wrote before its answer has been relayed when the call returns.
+func TestHTTPNotificationsOnTheCallsStreamComeFirst(t *testing.T) {
+	u := mcptest.Start(t, mcptest.Options{Log: true})
+	m := New(nil, nil, nil)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	var mu sync.Mutex
+	var relayed []string
+	m.OnNotification(func(id string, msg []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		relayed = append(relayed, string(msg))
+	})
+	cfg := httpConfig("up", u.URL)
+	for _, hooks := range []Hooks{{}, {Ordered: true}} {
+		mu.Lock()
+		relayed = nil
+		mu.Unlock()
+		res, err := m.DispatchToolCall(t.Context(), cfg, json.RawMessage(`{"name":"log","arguments":{"n":3}}`), 0, hooks)
+		mu.Lock()
+		got := relayed
+		mu.Unlock()
+		if err != nil || !strings.Contains(string(res), "logged 3") {
+			t.Fatalf("call: %s, %v", res, err)
+		}
+		if len(got) != 3 || !strings.Contains(got[2], "log 3 of 3") {
+			t.Fatalf("ordered %v: relayed before the answer came back: %q, want the 3 log messages", hooks.Ordered, got)
+		}
+	}
+	noViolations(t, u)
+}
