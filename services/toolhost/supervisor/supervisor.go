@@ -877,7 +877,8 @@ const watchBuffer = 256
 // Watch returns events of one server (or all when id is empty) until ctx is done: first, for
 // each server that has sent notifications, how far they had come (Event.Published); then
 // every status change and notification from the moment it was registered. A watcher that
-// falls more than 256 events behind loses the oldest ones it has not read.
+// falls more than 256 events behind (and one more for each of those first events) loses the
+// oldest ones it has not read.
 func (s *Supervisor) Watch(ctx context.Context, id string) <-chan Event {
 	s.mu.Lock()
 	w := &watcher{id: id, ch: make(chan Event, watchBuffer+len(s.notes))}
