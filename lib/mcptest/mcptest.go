@@ -8,7 +8,8 @@
 // MCP 2026-07-28 with 400, as a session-era server does; it can forget the session on the next tools/call
 // (HTTP 404), tell a test when initialize arrives and hold it until the test lets it go. It
 // lists echo, any more tools its options name, and ask (Options.Ask), which sends the client
-// a request on the call's SSE stream and answers with the client's answer. It counts
+// a request on the call's SSE stream and answers with the client's answer, and log
+// (Options.Log), which sends log messages on the call's SSE stream before its answer. It counts
 // initializes, records the methods it saw, the tools called, the client's answers, and every
 // rule the client broke.
 package mcptest
@@ -52,6 +53,9 @@ type Options struct {
 	// on the call's SSE stream (params default to {"asked": method}), waits for the answer
 	// (AnswerTimeout) and returns it as its text.
 	Ask bool
+	// Log lists the tool log {n}: it sends n notifications/message on the call's SSE stream,
+	// then its answer, "logged <n>".
+	Log bool
 }
 
 // Upstream is a running server.
@@ -263,6 +267,10 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 			u.ask(w, r, msg)
 			return
 		}
+		if u.opts.Log && strings.Contains(string(msg.Params), `"name":"log"`) {
+			u.log(w, msg)
+			return
+		}
 		u.toolsCall(w, msg)
 	default:
 		if len(msg.ID) == 0 {
@@ -395,6 +403,10 @@ func (u *Upstream) toolsList(w http.ResponseWriter, r *http.Request, msg message
 	for _, name := range u.opts.Tools {
 		tools = append(tools, map[string]any{"name": name, "description": "Answer " + name + ":<text>.", "inputSchema": schema})
 	}
+	if u.opts.Log {
+		tools = append(tools, map[string]any{"name": "log", "description": "Send n log messages on the call's stream, then answer.",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}})
+	}
 	if u.opts.Ask {
 		tools = append(tools, map[string]any{"name": "ask", "description": "Send the client a request of method; answer its answer.",
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"method": map[string]any{"type": "string"}, "params": map[string]any{"type": "object"}}, "required": []string{"method"}}})
@@ -483,6 +495,26 @@ func (u *Upstream) ask(w http.ResponseWriter, r *http.Request, msg message) {
 		return
 	}
 	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": string(got)}}}})
+}
+
+// log answers a tools/call of log on an SSE stream: n notifications/message, then the answer.
+func (u *Upstream) log(w http.ResponseWriter, msg message) {
+	var p struct {
+		Arguments struct {
+			N int `json:"n"`
+		} `json:"arguments"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	u.mu.Lock()
+	sid := u.session
+	u.toolCalls = append(u.toolCalls, "log")
+	u.mu.Unlock()
+	event := openSSE(w, sid)
+	for i := range p.Arguments.N {
+		event(map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+			"params": map[string]any{"level": "info", "data": fmt.Sprintf("log %d of %d", i+1, p.Arguments.N)}})
+	}
+	event(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("logged %d", p.Arguments.N)}}}})
 }
 
 // openSSE answers a POST of session sid with an SSE stream, and returns the function that

@@ -51,9 +51,11 @@ func relays(cl session.Claims) upstream.Relays {
 // call bridges the eras (Bridge): an upstream of 2026-07-28 asks for input with
 // input_required results, whose requests reach the client as a session-era server's would.
 // A modern client's call (no session) gets such a result as it is and answers it itself.
-// A modern client's call to a stdio server parks instead (bridge.go).
+// A modern client's call to a stdio server parks instead (bridge.go). A session's client gets
+// the server's notifications on its GET streams (Notify): the answer waits for those the
+// server wrote before it (Ordered). A modern client has no GET stream: its answer never waits.
 func (c *call) hooks(params json.RawMessage) upstream.Hooks {
-	h := upstream.Hooks{Relays: relays(c.claims), OnRequest: c.relay, Bridge: c.sessionID != ""}
+	h := upstream.Hooks{Relays: relays(c.claims), OnRequest: c.relay, Bridge: c.sessionID != "", Ordered: c.sessionID != ""}
 	if c.parks() {
 		h.Relays, h.Park = c.modernRelays, ParkWindow
 	}

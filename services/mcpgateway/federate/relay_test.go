@@ -83,3 +83,17 @@ func noViolations(t *testing.T, u *mcptest.Upstream) {
 		t.Fatalf("the upstream saw violations: %v", v)
 	}
 }
+
+// Every request of a session that /mcp/servers/{id} and /mcp/presets/{id} forward is ordered
+// after the server's notifications (upstream.Hooks.Ordered): those reach the same client on
+// its GET streams (Notify), and an answer must not overtake the log messages its server wrote
+// before it. A request of MCP 2026-07-28 has no GET stream to be ordered with: it never waits.
+func TestSessionRequestsFollowTheirNotifications(t *testing.T) {
+	for name, c := range map[string]*call{"session era": {sessionID: "s"}, "2026-07-28": {modern: true}} {
+		for _, params := range []string{`{}`, `{"_meta":{"progressToken":1}}`} {
+			if got, want := c.hooks(json.RawMessage(params)).Ordered, !c.modern; got != want {
+				t.Errorf("%s, params %s: Ordered %v, want %v", name, params, got, want)
+			}
+		}
+	}
+}

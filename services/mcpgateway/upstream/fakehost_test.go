@@ -33,6 +33,10 @@ type fakeHost struct {
 	breakW  chan struct{} // a send ends the current Watch stream with an error
 	// startGate, when set, holds EnsureStarted until it is closed.
 	startGate chan struct{}
+	// noteSeq is the notification_seq of the answers of the tool "logged"; answered counts
+	// those answers.
+	noteSeq  uint64
+	answered int
 }
 
 func newFakeHost(t *testing.T) (*fakeHost, toolhostv1.ToolHostServiceClient) {
@@ -117,7 +121,7 @@ func (f *fakeHost) ListTools(_ context.Context, req *toolhostv1.ListToolsRequest
 }
 
 // Call answers tools/call by tool name: ok, is_error, rpc_error, unavailable, slow (never
-// answers within the call's timeout).
+// answers within the call's timeout), logged (a result after the notifications up to noteSeq).
 func (f *fakeHost) Call(ctx context.Context, req *toolhostv1.CallRequest) (*toolhostv1.CallResponse, error) {
 	f.mu.Lock()
 	lost := f.lost[req.GetId()]
@@ -136,6 +140,12 @@ func (f *fakeHost) Call(ctx context.Context, req *toolhostv1.CallRequest) (*tool
 		return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Result{Result: []byte(`{"content":[{"type":"text","text":"bad"}],"isError":true}`)}}, nil
 	case "rpc_error":
 		return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Error{Error: &toolhostv1.JsonRpcError{Code: -32602, Message: "Unknown tool"}}}, nil
+	case "logged":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.answered++
+		return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Result{Result: []byte(`{"content":[{"type":"text","text":"logged"}]}`)},
+			NotificationSeq: f.noteSeq}, nil
 	case "slow":
 		select {
 		case <-time.After(time.Duration(req.GetTimeoutMs()) * time.Millisecond):

@@ -60,6 +60,12 @@ type Hooks struct {
 	// *InputRequiredError, and the call waits in the tool host (parked) up to Park for
 	// Manager.Resume with the client's answers. Zero: requests go to OnRequest.
 	Park time.Duration
+	// Ordered is set by a caller that relays the server's notifications (Manager's
+	// OnNotification) to the same MCP client as the answer, on other streams (the GET streams
+	// of /mcp/servers/{id} and /mcp/presets/{id}): a stdio server's answer waits, at most
+	// NotificationWait, until this replica has passed on the notifications the server wrote
+	// before it (order.go). Unset (the chat loop), the answer never waits.
+	Ordered bool
 }
 
 // InputRequiredError ends a call made with Hooks.Park when the server asked the client
@@ -118,7 +124,7 @@ func (m *Manager) resume(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, ca
 		if !ok {
 			return nil, fmt.Errorf("%w: the call of MCP server %q waited on the tool host %q, which is gone", ErrRelayUnknown, cfg.GetId(), name)
 		}
-		st = &stdioSession{th: h.Client, host: h, hosts: m.hosts, spec: st.spec, log: m.log}
+		st = &stdioSession{th: h.Client, host: h, hosts: m.hosts, relayed: &m.relayed, spec: st.spec, log: m.log}
 	}
 	req := &toolhostv1.ResumeRequest{CallId: id}
 	for _, a := range answers {

@@ -34,6 +34,9 @@ type stdioSession struct {
 	host  toolhosts.Host
 	hosts *toolhosts.Pool
 	pin   string
+	// relayed is how far the Watch streams have passed on the servers' notifications (the
+	// Manager's; Hooks.Ordered).
+	relayed *relayed
 	// placedAt is the pool generation at which host was last the server's placement
 	// (Manager.placed).
 	placedAt atomic.Uint64
@@ -42,8 +45,8 @@ type stdioSession struct {
 	inf Info
 }
 
-func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, admit admitFunc, log *slog.Logger) (*stdioSession, error) {
-	s := &stdioSession{th: host.Client, host: host, hosts: hosts, pin: cfg.GetToolHost(), log: log, spec: &toolhostv1.ServerSpec{
+func openStdio(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host toolhosts.Host, hosts *toolhosts.Pool, rel *relayed, admit admitFunc, log *slog.Logger) (*stdioSession, error) {
+	s := &stdioSession{th: host.Client, host: host, hosts: hosts, relayed: rel, pin: cfg.GetToolHost(), log: log, spec: &toolhostv1.ServerSpec{
 		Id: cfg.GetId(), Command: cfg.GetCommand(), Args: cfg.GetArgs(), WorkingDir: cfg.GetWorkingDir(),
 		Env: cfg.GetEnv(), TimeoutMs: cfg.GetTimeoutMs(), Sandbox: serverconfig.ToToolHost(cfg.GetSandbox()),
 	}}
@@ -138,6 +141,11 @@ func (s *stdioSession) listChanged() {
 }
 
 func (s *stdioSession) call(ctx context.Context, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	return s.unary(ctx, method, params, timeout, Hooks{})
+}
+
+// unary calls through the tool host's unary Call.
+func (s *stdioSession) unary(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
 	var r *toolhostv1.CallResponse
 	var p peer.Peer
 	err := s.retryOnLost(ctx, func() error {
@@ -148,10 +156,24 @@ func (s *stdioSession) call(ctx context.Context, method string, params json.RawM
 	if err != nil {
 		return nil, s.fail(err, p.Addr != nil)
 	}
+	s.ordered(ctx, r, hooks)
 	if e := r.GetError(); e != nil {
 		return nil, &RPCError{Code: int(e.GetCode()), Message: e.GetMessage(), Data: e.GetData()}
 	}
 	return r.GetResult(), nil
+}
+
+// ordered waits, for a caller that asked (Hooks.Ordered), until this replica has passed on
+// the notifications the server wrote before the answer r, at most NotificationWait (order.go).
+func (s *stdioSession) ordered(ctx context.Context, r *toolhostv1.CallResponse, hooks Hooks) {
+	seq := r.GetNotificationSeq()
+	if !hooks.Ordered || seq == 0 || s.relayed == nil {
+		return
+	}
+	if !s.relayed.wait(ctx, s.host.Addr, s.spec.GetId(), seq, NotificationWait) {
+		s.log.DebugContext(ctx, "an answer goes out before the notifications its server wrote before it: the tool host's watch stream is down or behind",
+			"server", s.spec.GetId(), "tool_host", s.host.String(), "notification_seq", seq)
+	}
 }
 
 // callWith calls through the tool host's CallStream, which rewrites the progress token for
@@ -160,7 +182,7 @@ func (s *stdioSession) call(ctx context.Context, method string, params json.RawM
 // answers go back with Manager.Answer). A caller that wants neither makes a unary Call.
 func (s *stdioSession) callWith(ctx context.Context, method string, params json.RawMessage, timeout time.Duration, hooks Hooks) (json.RawMessage, error) {
 	if hooks.OnProgress == nil && (!hooks.Relays.Any() || hooks.OnRequest == nil) {
-		return s.call(ctx, method, params, timeout)
+		return s.unary(ctx, method, params, timeout, hooks)
 	}
 	var relays *toolhostv1.Relays
 	if hooks.OnRequest != nil && hooks.Relays.Any() {
@@ -182,6 +204,7 @@ func (s *stdioSession) callWith(ctx context.Context, method string, params json.
 	if err != nil {
 		return nil, s.fail(err, p.Addr != nil)
 	}
+	s.ordered(ctx, r, hooks)
 	return s.answerOf(r, asked, nil)
 }
 
@@ -192,6 +215,9 @@ func (s *stdioSession) resume(ctx context.Context, req *toolhostv1.ResumeRequest
 	var asked *InputRequiredError
 	if err == nil {
 		r, asked, err = readCallStream(resumeItems{stream}, hooks, refPrefix(s.host))
+	}
+	if err == nil {
+		s.ordered(ctx, r, hooks)
 	}
 	if status.Code(err) == codes.NotFound {
 		return nil, fmt.Errorf("%w: the call of MCP server %q no longer waits for these answers (it ended, or it waited longer than it may)", ErrRelayUnknown, s.spec.GetId())

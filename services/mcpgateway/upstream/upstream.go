@@ -64,6 +64,9 @@ type Manager struct {
 	// notify receives the notifications servers send outside a call's progress (see
 	// OnNotification).
 	notify atomic.Pointer[func(serverID string, msg []byte)]
+	// relayed is how far the Watch streams have passed on each stdio server's notifications
+	// (order.go).
+	relayed relayed
 	// waiting are the HTTP servers' requests relayed to clients, waiting for Answer.
 	waiting *waiters
 	// pins decides which listed tools are served (PinTools); nil: all of them.
@@ -194,7 +197,7 @@ func (m *Manager) open(ctx context.Context, cfg *mcpgatewayv1.ServerConfig, host
 		}
 	} else {
 		var st *stdioSession
-		if st, err = openStdio(ctx, cfg, host, m.hosts, m.admit(cfg.GetId()), m.log); err == nil {
+		if st, err = openStdio(ctx, cfg, host, m.hosts, &m.relayed, m.admit(cfg.GetId()), m.log); err == nil {
 			s = st
 		}
 	}

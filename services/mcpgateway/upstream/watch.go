@@ -114,6 +114,8 @@ func (m *Manager) watch(ctx context.Context, h toolhosts.Host) error {
 	if _, err := stream.Header(); err != nil {
 		return err
 	}
+	rel := m.relayed.open(h.Addr)
+	defer m.relayed.close(h.Addr, rel)
 	m.resyncStdio(h.Addr)
 	for {
 		ev, err := stream.Recv()
@@ -121,6 +123,8 @@ func (m *Manager) watch(ctx context.Context, h toolhosts.Host) error {
 			return err
 		}
 		m.onToolHostEvent(h.Addr, ev)
+		// Passed on: the answers that wait for it go (Hooks.Ordered, order.go).
+		m.relayed.passed(rel, ev.GetId(), max(ev.GetSeq(), ev.GetPublished()))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zestmcp/zest/lib/grpcdial"
@@ -429,17 +430,22 @@ func (h *Host) CallStream(req *toolhostv1.CallStreamRequest, stream toolhostv1.T
 	return send(&toolhostv1.CallStreamResponse{Kind: &toolhostv1.CallStreamResponse_Answer{Answer: answer}})
 }
 
+// call runs one request. Its answer says how far the server's notifications had come when
+// the child's answer was read (CallResponse.notification_seq): a caller that relays both to
+// one MCP client keeps them in the order the child wrote them.
 func (h *Host) call(ctx context.Context, req *toolhostv1.CallRequest, hooks stdio.Hooks) (*toolhostv1.CallResponse, error) {
+	var seq atomic.Uint64
+	hooks.OnAnswer = func() { seq.Store(h.sup.Notified(req.GetId())) }
 	res, err := h.sup.CallWith(ctx, req.GetId(), req.GetMethod(), req.GetParams(), req.GetTimeoutMs(), hooks)
 	var rpcErr *stdio.RPCError
 	switch {
 	case errors.As(err, &rpcErr):
 		return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Error{Error: &toolhostv1.JsonRpcError{
-			Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}}, nil
+			Code: int32(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data}}, NotificationSeq: seq.Load()}, nil
 	case err != nil:
 		return nil, toStatus(err)
 	}
-	return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Result{Result: res}}, nil
+	return &toolhostv1.CallResponse{Answer: &toolhostv1.CallResponse_Result{Result: res}, NotificationSeq: seq.Load()}, nil
 }
 
 // Watch implements ToolHostService.
@@ -459,10 +465,13 @@ func (h *Host) Watch(req *toolhostv1.WatchRequest, stream toolhostv1.ToolHostSer
 			return status.Error(codes.Unavailable, "the tool host is shutting down; watch again")
 		case ev = <-events:
 		}
-		resp := &toolhostv1.WatchResponse{Id: ev.ID}
-		if ev.Status != nil {
+		resp := &toolhostv1.WatchResponse{Id: ev.ID, Seq: ev.Seq}
+		switch {
+		case ev.Status != nil:
 			resp.Kind = &toolhostv1.WatchResponse_Status{Status: ev.Status}
-		} else {
+		case ev.Published > 0:
+			resp.Kind = &toolhostv1.WatchResponse_Published{Published: ev.Published}
+		default:
 			resp.Kind = &toolhostv1.WatchResponse_Notification{Notification: ev.Notification}
 		}
 		if err := stream.Send(resp); err != nil {

@@ -2,7 +2,10 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +67,74 @@ func TestWatchHeadersAndShutdown(t *testing.T) {
 		t.Fatal("the tool host did not stop within 5s with a Watch stream open")
 	}
 	t.Logf("stopped %v after shutdown began, with a watcher", time.Since(began))
+}
+
+// An answer says how far its server's notifications had come when the child's answer was
+// read (notification_seq): the seq of the last notification the child wrote before it, as
+// the Watch stream numbers them, on the unary Call and on CallStream alike. A Watch stream
+// opened later begins with that count (published), since none of those comes on it.
+func TestAnswersCountTheNotificationsBeforeThem(t *testing.T) {
+	c := startHost(t)
+	startFixture(t, c)
+	stream, err := c.Watch(t.Context(), &toolhostv1.WatchRequest{Id: "fx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil {
+		t.Fatal(err)
+	}
+	// notes reads the Watch stream until n notifications came, and returns their seqs.
+	notes := func(n int) []uint64 {
+		var seqs []uint64
+		for len(seqs) < n {
+			ev, err := stream.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetNotification() != nil {
+				if !strings.Contains(string(ev.GetNotification()), "notifications/message") {
+					t.Fatalf("notification %s", ev.GetNotification())
+				}
+				seqs = append(seqs, ev.GetSeq())
+			}
+		}
+		return seqs
+	}
+
+	r, err := c.Call(t.Context(), &toolhostv1.CallRequest{Id: "fx", Method: "tools/call", Params: json.RawMessage(`{"name":"log","arguments":{"n":3}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := notes(3); fmt.Sprint(got) != "[1 2 3]" || r.GetNotificationSeq() != 3 {
+		t.Fatalf("Call: notifications %v on Watch, answer's notification_seq %d; want [1 2 3] and 3", got, r.GetNotificationSeq())
+	}
+
+	cs, err := c.CallStream(t.Context(), &toolhostv1.CallStreamRequest{Call: &toolhostv1.CallRequest{Id: "fx", Method: "tools/call",
+		Params: json.RawMessage(`{"name":"log","arguments":{"n":2},"_meta":{"progressToken":"p"}}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer *toolhostv1.CallResponse
+	for answer == nil {
+		item, err := cs.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer = item.GetAnswer()
+	}
+	if got := notes(2); fmt.Sprint(got) != "[4 5]" || answer.GetNotificationSeq() != 5 || !strings.Contains(string(answer.GetResult()), "logged 2") {
+		t.Fatalf("CallStream: notifications %v on Watch, answer %v; want [4 5] and notification_seq 5", got, answer)
+	}
+
+	later, err := c.Watch(t.Context(), &toolhostv1.WatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := later.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.GetId() != "fx" || ev.GetPublished() != 5 {
+		t.Fatalf("a later Watch stream began with %v, want fx published 5", ev)
+	}
 }

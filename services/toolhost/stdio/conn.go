@@ -470,6 +470,9 @@ func (c *Conn) handleMessage(raw []byte) error {
 		}
 		c.mu.Unlock()
 		if cl != nil {
+			if cl.hooks.OnAnswer != nil {
+				cl.hooks.OnAnswer()
+			}
 			cl.resp <- response{result: m.Result, err: responseError(m.Error)}
 		}
 	}

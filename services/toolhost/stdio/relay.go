@@ -36,6 +36,11 @@ type Hooks struct {
 	// OnRequest receives a request of the child attributed to this call (see Conn.CallWith),
 	// from the child's read loop: it must not block. reply answers the child.
 	OnRequest func(method string, params json.RawMessage, reply Reply)
+	// OnAnswer (may be nil) is called from the child's read loop when the call's answer (a
+	// result or a JSON-RPC error) is read, before the call returns it: every message the
+	// child wrote before its answer has been handled by then (OnNotification called). It
+	// must not block.
+	OnAnswer func()
 }
 
 // Reply answers a relayed request of the child with its own id: a result (a JSON value) or

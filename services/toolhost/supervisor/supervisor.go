@@ -93,11 +93,19 @@ func DefaultConfig() Config {
 	}
 }
 
-// Event is one thing a watcher sees: a status change or a notification.
+// Event is one thing a watcher sees: a status change or a notification (numbered: Seq), or,
+// first of all, how far a server's notifications had come before the watcher was registered
+// (Published).
 type Event struct {
 	ID           string
 	Status       *toolhostv1.ServerStatus
 	Notification []byte
+	// Seq numbers a notification among its server's: from 1, in the order they are passed on
+	// to watchers, for the life of the supervisor (Notified).
+	Seq uint64
+	// Published, in the events a watcher gets first, is the Seq of the server's last
+	// notification before the watcher was registered.
+	Published uint64
 }
 
 // Supervisor keeps the servers.
@@ -107,6 +115,10 @@ type Supervisor struct {
 	mu       sync.Mutex
 	servers  map[string]*server
 	watchers map[*watcher]struct{}
+	// notes counts each server's notifications passed on to watchers (Event.Seq), by id, for
+	// the supervisor's life: a server stopped, restarted or registered again goes on from its
+	// count, so that a watcher never sees a number twice.
+	notes    map[string]uint64
 	closed   atomic.Bool // set under mu; read without it where a server's lock is held
 	stopIdle chan struct{}
 	envAllow envFilter
@@ -138,7 +150,7 @@ func New(cfg Config) *Supervisor {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		cfg.Logger.Error("cannot make the tool host non-dumpable: servers running as its user may read its environment and memory", "err", err)
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, stopIdle: make(chan struct{}),
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, servers: map[string]*server{}, watchers: map[*watcher]struct{}{}, notes: map[string]uint64{}, stopIdle: make(chan struct{}),
 		envAllow: newEnvFilter(DefaultEnvAllow, cfg.EnvAllow)}
 	if cfg.IdleTimeout > 0 {
 		go s.idleLoop()
@@ -858,11 +870,23 @@ func (srv *server) status() *toolhostv1.ServerStatus {
 	return st
 }
 
-// Watch returns events of one server (or all when id is empty) until ctx is done. A watcher
-// that falls more than 256 events behind loses the oldest ones it has not read.
+// watchBuffer is how many events wait for a watcher that does not read; beyond it the
+// oldest it has not read are dropped.
+const watchBuffer = 256
+
+// Watch returns events of one server (or all when id is empty) until ctx is done: first, for
+// each server that has sent notifications, how far they had come (Event.Published); then
+// every status change and notification from the moment it was registered. A watcher that
+// falls more than 256 events behind (and one more for each of those first events) loses the
+// oldest ones it has not read.
 func (s *Supervisor) Watch(ctx context.Context, id string) <-chan Event {
-	w := &watcher{id: id, ch: make(chan Event, 256)}
 	s.mu.Lock()
+	w := &watcher{id: id, ch: make(chan Event, watchBuffer+len(s.notes))}
+	for sid, n := range s.notes {
+		if id == "" || id == sid {
+			w.ch <- Event{ID: sid, Published: n}
+		}
+	}
 	s.watchers[w] = struct{}{}
 	s.mu.Unlock()
 	go func() {
@@ -874,10 +898,25 @@ func (s *Supervisor) Watch(ctx context.Context, id string) <-chan Event {
 	return w.ch
 }
 
+// Notified is the Seq of the last notification of server id passed on to watchers (0: none
+// yet).
+func (s *Supervisor) Notified(id string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notes[id]
+}
+
+// publish passes a status change or a notification of server id on to the watchers; a
+// notification takes the next number of the server's (its number and its place in every
+// watcher's queue are taken under one lock, so that numbers come in order).
 func (s *Supervisor) publish(id string, st *toolhostv1.ServerStatus, note []byte) {
 	ev := Event{ID: id, Status: st, Notification: note}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if note != nil {
+		s.notes[id]++
+		ev.Seq = s.notes[id]
+	}
 	for w := range s.watchers {
 		if w.id != "" && w.id != id {
 			continue

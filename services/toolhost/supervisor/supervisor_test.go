@@ -26,7 +26,7 @@ import (
 var fixture string
 
 // fixtureTools is the number of tools mcpfixture lists.
-const fixtureTools = 17
+const fixtureTools = 18
 
 func TestMain(m *testing.M) {
 	bin, cleanup, err := fixturebin.Build()

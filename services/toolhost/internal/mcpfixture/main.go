@@ -137,7 +137,7 @@ func toolName(m msg) string {
 	return p.Name
 }
 
-var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "ask", "list_changed", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
+var toolNames = []string{"echo", "slow", "crash", "hang", "garbage", "huge", "progress", "roots", "ping_client", "ask", "list_changed", "log", "cancelled_count", "env", "environ", "pause_reading", "seen", "spawn_setsid"}
 
 func listTools(m msg, pages int) {
 	var p struct {
@@ -225,6 +225,13 @@ func callTool(m msg) {
 		extraTool.Store(true)
 		write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		text(m.ID, "changed")
+	case "log": // arguments.n notifications/message (default 1), then the answer
+		n := int(num("n", 1))
+		for i := range n {
+			write(map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+				"params": map[string]any{"level": "info", "data": fmt.Sprintf("log %d of %d", i+1, n)}})
+		}
+		text(m.ID, fmt.Sprintf("logged %d", n))
 	case "cancelled_count":
 		text(m.ID, fmt.Sprint(cancelled.Load()))
 	case "env":

@@ -1135,9 +1135,11 @@ type CallResponse struct {
 	//
 	//	*CallResponse_Result
 	//	*CallResponse_Error
-	Answer        isCallResponse_Answer `protobuf_oneof:"answer"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Answer isCallResponse_Answer `protobuf_oneof:"answer"`
+	// notification_seq is how far the server's notifications on this tool host had come when the answer was read from the child (their WatchResponse.seq): every notification the child wrote before its answer has a seq no higher, but tools/list_changed, which the tool host passes on once it has listed the tools again. A caller that relays the notifications to the same MCP client waits for its Watch stream to reach it before it writes the answer. 0: none yet (or a tool host that does not number them).
+	NotificationSeq uint64 `protobuf:"varint,3,opt,name=notification_seq,json=notificationSeq,proto3" json:"notification_seq,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CallResponse) Reset() {
@@ -1193,6 +1195,13 @@ func (x *CallResponse) GetError() *JsonRpcError {
 		}
 	}
 	return nil
+}
+
+func (x *CallResponse) GetNotificationSeq() uint64 {
+	if x != nil {
+		return x.NotificationSeq
+	}
+	return 0
 }
 
 type isCallResponse_Answer interface {
@@ -1727,7 +1736,10 @@ type WatchResponse struct {
 	//
 	//	*WatchResponse_Status
 	//	*WatchResponse_Notification
-	Kind          isWatchResponse_Kind `protobuf_oneof:"kind"`
+	//	*WatchResponse_Published
+	Kind isWatchResponse_Kind `protobuf_oneof:"kind"`
+	// seq numbers a notification among its server's on this tool host: from 1, in the order the tool host passes them on, for the life of the tool host's process (CallResponse.notification_seq).
+	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1794,6 +1806,22 @@ func (x *WatchResponse) GetNotification() []byte {
 	return nil
 }
 
+func (x *WatchResponse) GetPublished() uint64 {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchResponse_Published); ok {
+			return x.Published
+		}
+	}
+	return 0
+}
+
+func (x *WatchResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type isWatchResponse_Kind interface {
 	isWatchResponse_Kind()
 }
@@ -1808,9 +1836,16 @@ type WatchResponse_Notification struct {
 	Notification []byte `protobuf:"bytes,3,opt,name=notification,proto3,oneof"`
 }
 
+type WatchResponse_Published struct {
+	// published opens a stream, once for each server that has sent notifications: the tool host had passed on the server's notifications up to this seq before the stream began, and none of them comes on it.
+	Published uint64 `protobuf:"varint,5,opt,name=published,proto3,oneof"`
+}
+
 func (*WatchResponse_Status) isWatchResponse_Kind() {}
 
 func (*WatchResponse_Notification) isWatchResponse_Kind() {}
+
+func (*WatchResponse_Published) isWatchResponse_Kind() {}
 
 // DescribeRequest asks who the tool host is.
 type DescribeRequest struct {
@@ -2079,10 +2114,11 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x06Relays\x12\x1a\n" +
 	"\bsampling\x18\x01 \x01(\bR\bsampling\x12 \n" +
 	"\velicitation\x18\x02 \x01(\bR\velicitation\x12\x14\n" +
-	"\x05roots\x18\x03 \x01(\bR\x05roots\"j\n" +
+	"\x05roots\x18\x03 \x01(\bR\x05roots\"\x95\x01\n" +
 	"\fCallResponse\x12\x18\n" +
 	"\x06result\x18\x01 \x01(\fH\x00R\x06result\x126\n" +
-	"\x05error\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05errorB\b\n" +
+	"\x05error\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.JsonRpcErrorH\x00R\x05error\x12)\n" +
+	"\x10notification_seq\x18\x03 \x01(\x04R\x0fnotificationSeqB\b\n" +
 	"\x06answer\"F\n" +
 	"\x11CallStreamRequest\x121\n" +
 	"\x04call\x18\x01 \x01(\v2\x1d.zest.toolhost.v1.CallRequestR\x04call\"\xb9\x01\n" +
@@ -2108,11 +2144,13 @@ const file_zest_toolhost_v1_toolhost_proto_rawDesc = "" +
 	"\x0eResumeResponse\x128\n" +
 	"\x04item\x18\x01 \x01(\v2$.zest.toolhost.v1.CallStreamResponseR\x04item\"\x1e\n" +
 	"\fWatchRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x87\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xb9\x01\n" +
 	"\rWatchResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x128\n" +
 	"\x06status\x18\x02 \x01(\v2\x1e.zest.toolhost.v1.ServerStatusH\x00R\x06status\x12$\n" +
-	"\fnotification\x18\x03 \x01(\fH\x00R\fnotificationB\x06\n" +
+	"\fnotification\x18\x03 \x01(\fH\x00R\fnotification\x12\x1e\n" +
+	"\tpublished\x18\x05 \x01(\x04H\x00R\tpublished\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seqB\x06\n" +
 	"\x04kind\"\x11\n" +
 	"\x0fDescribeRequest\"\x8d\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
@@ -2269,6 +2307,7 @@ func file_zest_toolhost_v1_toolhost_proto_init() {
 	file_zest_toolhost_v1_toolhost_proto_msgTypes[25].OneofWrappers = []any{
 		(*WatchResponse_Status)(nil),
 		(*WatchResponse_Notification)(nil),
+		(*WatchResponse_Published)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
