@@ -332,8 +332,10 @@ func TestQueryQueueIsBounded(t *testing.T) {
 		emb.holdQueries = make(chan struct{})
 		emb.mu.Unlock()
 		var wg sync.WaitGroup
-		// One query is taken into the held call; QueryQueue more fill the queue.
-		for range toolsearch.QueryQueue + 1 {
+		// One query is taken into the held call; then QueryQueue more fill the queue.
+		wg.Go(func() { first(t, s, "read a file") })
+		synctest.Wait()
+		for range toolsearch.QueryQueue {
 			wg.Go(func() { first(t, s, "read a file") })
 		}
 		synctest.Wait()
