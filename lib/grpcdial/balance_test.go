@@ -60,26 +60,20 @@ type replica struct {
 	stopped     chan struct{} // closed when the current server's Serve returned
 }
 
-// startReplica serves a fake on addr ("127.0.0.1:0" for a free port).
-func startReplica(t *testing.T, name, addr string, armed *atomic.Bool) *replica {
+// startReplica serves a fake on a free port outside the ephemeral range: restart binds it
+// again (testenv.ListenFixed).
+func startReplica(t *testing.T, name string, armed *atomic.Bool) *replica {
 	r := &replica{t: t, name: name, armed: armed}
-	r.serve(addr)
+	lis, err := testenv.ListenFixed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.serve(lis)
 	t.Cleanup(r.kill)
 	return r
 }
 
-func (r *replica) serve(addr string) {
-	r.t.Helper()
-	var lis net.Listener
-	var err error
-	if addr == "127.0.0.1:0" {
-		lis, err = testenv.ListenFixed() // restart binds it again: outside the ephemeral range
-	} else {
-		lis, err = net.Listen("tcp", addr)
-	}
-	if err != nil {
-		r.t.Fatal(err)
-	}
+func (r *replica) serve(lis net.Listener) {
 	s := grpcserve.New(grpcserve.Options{Logger: slog.New(slog.DiscardHandler), DrainTimeout: time.Second})
 	inferencev1.RegisterInferenceServiceServer(s, fake{r: r})
 	stopped := make(chan struct{})
@@ -99,7 +93,14 @@ func (r *replica) kill() {
 }
 
 // restart serves again on the same address, as a restarted process does.
-func (r *replica) restart() { r.serve(r.addr) }
+func (r *replica) restart() {
+	r.t.Helper()
+	lis, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.serve(lis)
+}
 
 // dieMidCall kills the server while the call that asked runs: Stop closes the connection
 // (the client sees the call fail) and waits for the handler, which returns once cancelled.
@@ -119,7 +120,7 @@ func startReplicas(t *testing.T, n int) ([]*replica, *atomic.Bool) {
 	armed := &atomic.Bool{}
 	var rs []*replica
 	for i := range n {
-		rs = append(rs, startReplica(t, fmt.Sprintf("r%d", i), "127.0.0.1:0", armed))
+		rs = append(rs, startReplica(t, fmt.Sprintf("r%d", i), armed))
 	}
 	return rs, armed
 }
